@@ -1,0 +1,127 @@
+// port.h: one DPDK ethdev port as the provider uses it: configuration,
+// queues, the mbuf pool, burst I/O, steering of frames to endpoint queues,
+// and the fault injector.  The only place besides fault_injector.cc that
+// calls rte_ethdev.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drivers/net/fault_injector.h"
+#include "drivers/net/fault_plan.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_flow;
+
+namespace ofi_dpdk::net {
+
+class FaultInjector;
+
+// How frames reach an endpoint's queue.
+enum class Steering : uint8_t {
+  kSoftware,  // all endpoints share queue pair 0; the stack demultiplexes
+  kFlow,      // an rte_flow rule per endpoint sends its frames to its own queue
+};
+const char* steering_name(Steering steering);
+
+enum class SteeringRequest : uint8_t { kAuto, kSoftware, kFlow };
+
+struct PortConfig {
+  uint16_t queues_wanted = 4;   // queue pairs to try for rte_flow steering
+  uint16_t rx_descriptors = 1024;
+  uint16_t tx_descriptors = 1024;
+  uint32_t mbufs = 8191;        // pool size; sized by the caller from ep attrs
+  uint16_t ether_type = 0x88B5;
+  SteeringRequest steering = SteeringRequest::kAuto;
+  FaultConfig faults;
+};
+
+// What can be learned of a port without configuring it.
+struct PortDescription {
+  uint16_t port_id;
+  std::string name;
+  uint8_t mac[6];
+  uint32_t max_frame_payload;  // bytes after our headers in one frame
+};
+
+// Every port EAL probed, in id order.
+std::vector<uint16_t> available_ports();
+// A port by decimal id or device name; nullopt when there is none.
+std::optional<uint16_t> find_port(std::string_view id_or_name);
+// Returns false when the port does not exist or has no MAC address.
+bool describe_port(uint16_t port_id, PortDescription* out);
+
+class Port {
+ public:
+  // Opens `port_id`: configures and starts it, unless the host program has
+  // started it already, in which case its set-up is kept and queue pair 0 is
+  // shared.  Returns 0, or a negative errno with the reason in *error.
+  static int open(uint16_t port_id, const PortConfig& config,
+                  std::unique_ptr<Port>* out, std::string* error);
+  ~Port();
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  uint16_t id() const { return port_id_; }
+  const std::string& name() const { return name_; }
+  const uint8_t* mac() const { return mac_; }
+  uint16_t ether_type() const { return ether_type_; }
+  Steering steering() const { return steering_; }
+  uint16_t queue_pairs() const { return queue_pairs_; }
+  // Bytes of frame payload after our headers that one frame can carry.
+  uint32_t max_frame_payload() const { return max_frame_payload_; }
+  // What the set-up decided, for the log.
+  const std::string& description() const { return description_; }
+
+  // The hardware queue pair that serves endpoint queue id `endpoint_queue`,
+  // installing its rte_flow rule in kFlow mode.  Returns the queue index, or
+  // a negative errno when the rule cannot be installed.
+  int bind_endpoint_queue(uint16_t endpoint_queue);
+  void unbind_endpoint_queue(uint16_t endpoint_queue);
+
+  // Burst I/O: return how many frames were handled.  The caller serialises
+  // calls per queue.
+  uint16_t rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count);
+  uint16_t tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count);
+  // Returns nullptr when the pool is empty (the caller answers -FI_EAGAIN).
+  rte_mbuf* alloc_frame();
+  // net_memif in 22.11 can crash a poller whose peer went away: pollers
+  // check this first.
+  bool link_up() const;
+
+  struct Counters {
+    uint64_t rx_frames = 0;
+    uint64_t tx_frames = 0;
+  };
+  const Counters& counters() const { return counters_; }
+  FaultStats fault_stats() const;
+
+ private:
+  Port() = default;
+  int configure(uint16_t queue_pairs, std::string* error);
+  bool probe_flow_steering();
+  rte_flow* create_queue_rule(uint16_t endpoint_queue, uint16_t hw_queue,
+                              std::string* error);
+
+  uint16_t port_id_ = 0;
+  std::string name_;
+  uint8_t mac_[6] = {};
+  uint16_t ether_type_ = 0;
+  PortConfig config_;
+  Steering steering_ = Steering::kSoftware;
+  uint16_t queue_pairs_ = 1;
+  uint32_t max_frame_payload_ = 0;
+  bool started_by_us_ = false;
+  std::string description_;
+  rte_mempool* pool_ = nullptr;
+  std::unique_ptr<FaultInjector> faults_;
+  rte_flow* endpoint_rules_[64] = {};  // kFlow: rule for endpoint queue i
+  Counters counters_;
+};
+
+}  // namespace ofi_dpdk::net

@@ -1,0 +1,296 @@
+#include "drivers/ofi/dpdk_attr.h"
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "drivers/ofi/dpdk_prov.h"
+#include "lib/av/address.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+// The mr_mode a pre-1.5 application understands.  FI_MR_SCALABLE needs no
+// local registration, which is what the provider needs for messaging.
+constexpr int kLegacyMrMode = 2;  // FI_MR_SCALABLE, without naming the 2.x-deprecated enum
+
+void fill_defaults(fi_info* info) {
+  info->caps = kPrimaryCaps | kModifierCaps | kFreeSecondaryCaps;
+  info->mode = 0;
+  info->addr_format = FI_FORMAT_UNSPEC;
+
+  fi_tx_attr* tx = info->tx_attr;
+  tx->caps = kTxCaps;
+  tx->mode = 0;
+  tx->op_flags = 0;
+  tx->msg_order = 0;
+  tx->comp_order = 0;
+  tx->inject_size = 0;  // set per port
+  tx->size = kQueueDepth;
+  tx->iov_limit = kIovLimit;
+  tx->rma_iov_limit = 0;
+
+  fi_rx_attr* rx = info->rx_attr;
+  rx->caps = kRxCaps & ~FI_SOURCE;
+  rx->mode = 0;
+  rx->op_flags = 0;
+  rx->msg_order = 0;
+  rx->comp_order = 0;
+  rx->total_buffered_recv = 0;  // set per port
+  rx->size = kQueueDepth;
+  rx->iov_limit = kIovLimit;
+
+  fi_ep_attr* ep = info->ep_attr;
+  ep->type = FI_EP_RDM;
+  ep->protocol = FI_PROTO_UNSPEC;
+  ep->protocol_version = 1;
+  ep->max_msg_size = 0;  // set per port
+  ep->msg_prefix_size = 0;
+  ep->max_order_raw_size = 0;
+  ep->max_order_war_size = 0;
+  ep->max_order_waw_size = 0;
+  ep->mem_tag_format = 0;
+  ep->tx_ctx_cnt = 1;
+  ep->rx_ctx_cnt = 1;
+
+  fi_domain_attr* d = info->domain_attr;
+  d->threading = FI_THREAD_SAFE;
+  d->control_progress = FI_PROGRESS_MANUAL;
+  d->data_progress = FI_PROGRESS_MANUAL;
+  d->resource_mgmt = FI_RM_ENABLED;
+  d->av_type = FI_AV_TABLE;
+  d->mr_mode = 0;
+  d->mr_key_size = sizeof(uint64_t);
+  d->cq_data_size = sizeof(uint64_t);
+  d->cq_cnt = 256;
+  d->ep_cnt = kMaxEndpointsPerPort;
+  d->tx_ctx_cnt = kMaxEndpointsPerPort;
+  d->rx_ctx_cnt = kMaxEndpointsPerPort;
+  d->max_ep_tx_ctx = 1;
+  d->max_ep_rx_ctx = 1;
+  d->max_ep_stx_ctx = 0;
+  d->max_ep_srx_ctx = 0;
+  d->cntr_cnt = 0;
+  d->mr_iov_limit = 1;
+  d->caps = FI_REMOTE_COMM;
+  d->mode = 0;
+  d->max_err_data = 0;
+  d->mr_cnt = 65536;
+
+  fi_fabric_attr* f = info->fabric_attr;
+  f->name = strdup(kFabricName);
+  f->prov_version = kProviderVersion;
+  f->api_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+}
+
+bool exceeds(size_t requested, size_t offered) { return requested > offered; }
+
+#define DPDK_REQUIRE(cond, text) \
+  do {                           \
+    if (!(cond)) {               \
+      *why = text;               \
+      return false;              \
+    }                            \
+  } while (0)
+
+bool tx_matches(const fi_tx_attr* o, const fi_tx_attr* h, std::string* why) {
+  DPDK_REQUIRE((h->caps & ~o->caps) == 0, "tx_attr->caps asks for capabilities it lacks");
+  DPDK_REQUIRE((h->op_flags & ~kSupportedTxOpFlags) == 0, "tx_attr->op_flags unsupported");
+  DPDK_REQUIRE((h->msg_order & ~o->msg_order) == 0, "tx_attr->msg_order not provided");
+  DPDK_REQUIRE((h->comp_order & ~o->comp_order) == 0, "tx_attr->comp_order not provided");
+  DPDK_REQUIRE(!exceeds(h->inject_size, o->inject_size), "tx_attr->inject_size too large");
+  DPDK_REQUIRE(!exceeds(h->size, o->size), "tx_attr->size too large");
+  DPDK_REQUIRE(!exceeds(h->iov_limit, o->iov_limit), "tx_attr->iov_limit too large");
+  DPDK_REQUIRE(!exceeds(h->rma_iov_limit, o->rma_iov_limit), "tx_attr->rma_iov_limit too large");
+  return true;
+}
+
+bool rx_matches(const fi_rx_attr* o, const fi_rx_attr* h, std::string* why) {
+  DPDK_REQUIRE((h->caps & ~kRxCaps) == 0, "rx_attr->caps asks for capabilities it lacks");
+  DPDK_REQUIRE((h->op_flags & ~kSupportedRxOpFlags) == 0, "rx_attr->op_flags unsupported");
+  DPDK_REQUIRE((h->msg_order & ~o->msg_order) == 0, "rx_attr->msg_order not provided");
+  DPDK_REQUIRE((h->comp_order & ~o->comp_order) == 0, "rx_attr->comp_order not provided");
+  DPDK_REQUIRE(!exceeds(h->total_buffered_recv, o->total_buffered_recv),
+               "rx_attr->total_buffered_recv too large");
+  DPDK_REQUIRE(!exceeds(h->size, o->size), "rx_attr->size too large");
+  DPDK_REQUIRE(!exceeds(h->iov_limit, o->iov_limit), "rx_attr->iov_limit too large");
+  return true;
+}
+
+bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, std::string* why) {
+  DPDK_REQUIRE(h->type == FI_EP_UNSPEC || h->type == o->type,
+               "ep_attr->type is not FI_EP_RDM");
+  DPDK_REQUIRE(h->protocol == FI_PROTO_UNSPEC || h->protocol == o->protocol,
+               "ep_attr->protocol is not ours");
+  DPDK_REQUIRE(h->protocol_version <= o->protocol_version,
+               "ep_attr->protocol_version too new");
+  DPDK_REQUIRE(!exceeds(h->max_msg_size, o->max_msg_size), "ep_attr->max_msg_size too large");
+  DPDK_REQUIRE(h->msg_prefix_size == 0, "ep_attr->msg_prefix_size: no prefix mode");
+  DPDK_REQUIRE(!exceeds(h->max_order_raw_size, o->max_order_raw_size),
+               "ep_attr->max_order_raw_size too large");
+  DPDK_REQUIRE(!exceeds(h->max_order_war_size, o->max_order_war_size),
+               "ep_attr->max_order_war_size too large");
+  DPDK_REQUIRE(!exceeds(h->max_order_waw_size, o->max_order_waw_size),
+               "ep_attr->max_order_waw_size too large");
+  DPDK_REQUIRE(h->tx_ctx_cnt <= o->tx_ctx_cnt, "ep_attr->tx_ctx_cnt: no shared or scalable contexts");
+  DPDK_REQUIRE(h->rx_ctx_cnt <= o->rx_ctx_cnt, "ep_attr->rx_ctx_cnt: no shared or scalable contexts");
+  DPDK_REQUIRE(h->auth_key_size == 0, "ep_attr->auth_key: no authorization keys");
+  return true;
+}
+
+bool progress_matches(fi_progress requested, fi_progress offered) {
+  return requested == FI_PROGRESS_UNSPEC || requested == offered;
+}
+
+bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h,
+                    std::string* why) {
+  DPDK_REQUIRE(h->name == nullptr || std::strcmp(h->name, o->name) == 0,
+               "domain_attr->name names another port");
+  DPDK_REQUIRE(progress_matches(h->control_progress, o->control_progress),
+               "domain_attr->control_progress: only FI_PROGRESS_MANUAL");
+  DPDK_REQUIRE(progress_matches(h->data_progress, o->data_progress),
+               "domain_attr->data_progress: only FI_PROGRESS_MANUAL");
+  DPDK_REQUIRE(h->av_type == FI_AV_UNSPEC || h->av_type == FI_AV_TABLE || h->av_type == FI_AV_MAP,
+               "domain_attr->av_type unknown");
+  // mr_mode: the provider requires no bit of it, so whatever the
+  // application supports is enough.
+  DPDK_REQUIRE(!exceeds(h->mr_key_size, o->mr_key_size), "domain_attr->mr_key_size too large");
+  DPDK_REQUIRE(!exceeds(h->cq_data_size, o->cq_data_size), "domain_attr->cq_data_size too large");
+  DPDK_REQUIRE(!exceeds(h->cq_cnt, o->cq_cnt), "domain_attr->cq_cnt too large");
+  DPDK_REQUIRE(!exceeds(h->ep_cnt, o->ep_cnt), "domain_attr->ep_cnt too large");
+  DPDK_REQUIRE(!exceeds(h->tx_ctx_cnt, o->tx_ctx_cnt), "domain_attr->tx_ctx_cnt too large");
+  DPDK_REQUIRE(!exceeds(h->rx_ctx_cnt, o->rx_ctx_cnt), "domain_attr->rx_ctx_cnt too large");
+  DPDK_REQUIRE(!exceeds(h->max_ep_tx_ctx, o->max_ep_tx_ctx), "domain_attr->max_ep_tx_ctx too large");
+  DPDK_REQUIRE(!exceeds(h->max_ep_rx_ctx, o->max_ep_rx_ctx), "domain_attr->max_ep_rx_ctx too large");
+  DPDK_REQUIRE(!exceeds(h->max_ep_stx_ctx, o->max_ep_stx_ctx), "domain_attr->max_ep_stx_ctx: no shared tx contexts");
+  DPDK_REQUIRE(!exceeds(h->max_ep_srx_ctx, o->max_ep_srx_ctx), "domain_attr->max_ep_srx_ctx: no shared rx contexts");
+  DPDK_REQUIRE(!exceeds(h->cntr_cnt, o->cntr_cnt), "domain_attr->cntr_cnt: no counters yet");
+  DPDK_REQUIRE(!exceeds(h->mr_iov_limit, o->mr_iov_limit), "domain_attr->mr_iov_limit too large");
+  DPDK_REQUIRE((h->caps & ~o->caps) == 0, "domain_attr->caps asks for capabilities it lacks");
+  DPDK_REQUIRE(h->auth_key_size == 0, "domain_attr->auth_key: no authorization keys");
+  DPDK_REQUIRE(!exceeds(h->max_err_data, o->max_err_data), "domain_attr->max_err_data too large");
+  DPDK_REQUIRE(!exceeds(h->mr_cnt, o->mr_cnt), "domain_attr->mr_cnt too large");
+  return true;
+}
+
+}  // namespace
+
+fi_info* make_port_info(const PortFacts& port, uint32_t version) {
+  fi_info* info = fi_allocinfo();
+  if (info == nullptr) return nullptr;
+  fill_defaults(info);
+  info->tx_attr->inject_size = port.max_msg_size;
+  info->rx_attr->total_buffered_recv = size_t{256} * port.max_msg_size;
+  info->ep_attr->max_msg_size = port.max_msg_size;
+  info->domain_attr->name = strdup(port.name.c_str());
+  if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
+    info->domain_attr->mr_mode = static_cast<fi_mr_mode>(kLegacyMrMode);
+
+  av::Address any_queue;
+  std::memcpy(any_queue.mac, port.mac, 6);
+  any_queue.queue = kAnyQueue;
+  if (set_info_address(info, /*source=*/true, any_queue) != 0 ||
+      info->fabric_attr->name == nullptr || info->domain_attr->name == nullptr) {
+    fi_freeinfo(info);
+    return nullptr;
+  }
+  return info;
+}
+
+int set_info_address(fi_info* info, bool source, const av::Address& address) {
+  void*& slot = source ? info->src_addr : info->dest_addr;
+  size_t& length = source ? info->src_addrlen : info->dest_addrlen;
+  std::free(slot);
+  slot = nullptr;
+  length = 0;
+  if (info->addr_format == FI_ADDR_STR) {
+    const std::string text = av::to_string(address);
+    slot = strdup(text.c_str());
+    length = text.size() + 1;
+  } else {
+    slot = std::malloc(av::kNativeAddressSize);
+    if (slot != nullptr) av::to_native(address, static_cast<uint8_t*>(slot));
+    length = av::kNativeAddressSize;
+  }
+  if (slot == nullptr) {
+    length = 0;
+    return -FI_ENOMEM;
+  }
+  return 0;
+}
+
+std::optional<av::Address> info_address(const fi_info* info, bool source) {
+  const void* slot = source ? info->src_addr : info->dest_addr;
+  const size_t length = source ? info->src_addrlen : info->dest_addrlen;
+  if (slot == nullptr) return std::nullopt;
+  if (info->addr_format == FI_ADDR_STR)
+    return av::from_string(std::string_view(static_cast<const char*>(slot), strnlen(static_cast<const char*>(slot), length)));
+  if (info->addr_format != FI_FORMAT_UNSPEC) return std::nullopt;
+  return av::from_native(slot, length);
+}
+
+fi_info* make_prov_attr_only_info() {
+  fi_info* info = fi_allocinfo();
+  if (info == nullptr) return nullptr;
+  info->fabric_attr->prov_name = strdup(kProviderName);
+  info->fabric_attr->prov_version = kProviderVersion;
+  return info;
+}
+
+bool info_matches(const fi_info* o, const fi_info* h, uint32_t /*version*/, std::string* why) {
+  if (h == nullptr) return true;
+  const uint64_t requested_caps = h->caps;
+  DPDK_REQUIRE((requested_caps & ~kAllCaps) == 0,
+               "hints->caps asks for capabilities the provider lacks");
+  // Modes: the provider requires none, so any hints->mode is fine.
+  DPDK_REQUIRE(h->addr_format == FI_FORMAT_UNSPEC || h->addr_format == FI_ADDR_STR,
+               "hints->addr_format is neither FI_FORMAT_UNSPEC (native) nor FI_ADDR_STR");
+  if (h->tx_attr != nullptr && !tx_matches(o->tx_attr, h->tx_attr, why)) return false;
+  if (h->rx_attr != nullptr && !rx_matches(o->rx_attr, h->rx_attr, why)) return false;
+  if (h->ep_attr != nullptr && !ep_matches(o->ep_attr, h->ep_attr, why)) return false;
+  if (h->domain_attr != nullptr && !domain_matches(o->domain_attr, h->domain_attr, why))
+    return false;
+  if (h->fabric_attr != nullptr && h->fabric_attr->name != nullptr)
+    DPDK_REQUIRE(std::strcmp(h->fabric_attr->name, kFabricName) == 0,
+                 "fabric_attr->name is not \"dpdk\"");
+  return true;
+}
+
+void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
+  if (h == nullptr) return;
+  if (h->caps != 0) {
+    uint64_t primary = h->caps & kPrimaryCaps;
+    uint64_t modifiers = h->caps & kModifierCaps;
+    // No modifier named means all of them (fi_getinfo(3)).
+    if (modifiers == 0) modifiers = kModifierCaps;
+    // FI_DIRECTED_RECV only refines FI_MSG; asked alone, messaging comes too.
+    if (primary & FI_DIRECTED_RECV) primary |= FI_MSG;
+    o->caps = primary | modifiers | (h->caps & kSecondaryCaps) | kFreeSecondaryCaps;
+    o->tx_attr->caps = o->caps & kTxCaps;
+    o->rx_attr->caps = o->caps & kRxCaps;
+  }
+  if (h->addr_format == FI_ADDR_STR && o->addr_format != FI_ADDR_STR) {
+    const auto source = info_address(o, true);
+    o->addr_format = FI_ADDR_STR;
+    if (source) set_info_address(o, true, *source);
+  }
+  if (h->tx_attr != nullptr) o->tx_attr->op_flags = h->tx_attr->op_flags;
+  if (h->rx_attr != nullptr) o->rx_attr->op_flags = h->rx_attr->op_flags;
+  if (h->domain_attr != nullptr) {
+    fi_domain_attr* d = o->domain_attr;
+    if (h->domain_attr->threading != FI_THREAD_UNSPEC) d->threading = h->domain_attr->threading;
+    if (h->domain_attr->resource_mgmt != FI_RM_UNSPEC)
+      d->resource_mgmt = h->domain_attr->resource_mgmt == FI_RM_DISABLED ? FI_RM_ENABLED
+                                                                         : d->resource_mgmt;
+    if (h->domain_attr->av_type == FI_AV_MAP) d->av_type = FI_AV_MAP;  // behaves as TABLE
+    const int legacy = h->domain_attr->mr_mode;
+    if (legacy == 1 /*FI_MR_BASIC*/ || legacy == kLegacyMrMode)
+      d->mr_mode = legacy;
+    else if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
+      d->mr_mode = 0;
+  }
+}
+
+}  // namespace ofi_dpdk::ofi

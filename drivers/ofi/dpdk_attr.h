@@ -1,0 +1,59 @@
+// dpdk_attr.h: the fi_info the provider offers for one port, and the rules
+// of fi_getinfo(3) that narrow it to an application's hints.  No DPDK here,
+// so the matching rules are unit-tested case by case.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "lib/av/address.h"
+
+namespace ofi_dpdk::ofi {
+
+// What getinfo knows of a port.
+struct PortFacts {
+  std::string name;       // the ethdev name: the domain name
+  uint8_t mac[6];
+  uint32_t max_msg_size;  // one frame's payload, for now
+};
+
+// Capabilities this provider implements (and tests prove).
+inline constexpr uint64_t kPrimaryCaps = FI_MSG | FI_DIRECTED_RECV;
+inline constexpr uint64_t kModifierCaps = FI_SEND | FI_RECV;
+inline constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_REMOTE_COMM;
+inline constexpr uint64_t kAllCaps = kPrimaryCaps | kModifierCaps | kSecondaryCaps;
+// Reported without being asked for: costless secondary capabilities.
+inline constexpr uint64_t kFreeSecondaryCaps = FI_REMOTE_COMM;
+inline constexpr uint64_t kTxCaps = FI_MSG | FI_SEND;
+inline constexpr uint64_t kRxCaps = FI_MSG | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV;
+inline constexpr uint64_t kSupportedTxOpFlags =
+    FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MORE;
+inline constexpr uint64_t kSupportedRxOpFlags = FI_COMPLETION | FI_MORE;
+
+// The full fi_info for a port (caps kAllCaps less what costs), as fi_info
+// with NULL hints shows it.  The caller frees it with fi_freeinfo.
+fi_info* make_port_info(const PortFacts& port, uint32_t version);
+
+// The one fi_info of FI_PROV_ATTR_ONLY: defaults plus fabric_attr's
+// prov_name and prov_version.
+fi_info* make_prov_attr_only_info();
+
+// Checks `offer` against `hints` as fi_getinfo(3) says.  Returns true if it
+// matches; otherwise false with the first reason in *why.
+bool info_matches(const fi_info* offer, const fi_info* hints, uint32_t version,
+                  std::string* why);
+
+// Narrows a matching offer to the hints: the requested primary caps and
+// modifiers, requested values where the provider may return them.
+void narrow_info(fi_info* offer, const fi_info* hints, uint32_t version);
+
+// Writes an address into info->src_addr (source) or dest_addr, in the
+// info's addr_format.  Returns 0 or -FI_ENOMEM.
+int set_info_address(fi_info* info, bool source, const av::Address& address);
+// Reads it back; nullopt when absent or malformed.
+std::optional<av::Address> info_address(const fi_info* info, bool source);
+
+}  // namespace ofi_dpdk::ofi

@@ -1,0 +1,175 @@
+// dpdk_domain.cc: fi_domain.  A domain is one DPDK port (its name is the
+// ethdev name); domains on the same port share one PortContext.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "drivers/ofi/dpdk_prov.h"
+#include "include/fi_dpdk.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+std::mutex g_ports_lock;
+std::map<uint16_t, std::weak_ptr<PortContext>> g_ports;
+
+int domain_close(fid* fid) {
+  Domain* domain = from_fid<Domain>(fid);
+  if (domain->refs.load() != 0) return -FI_EBUSY;
+  domain->fabric->refs--;
+  {
+    // The last domain on a port stops it; do that under the registry lock
+    // so a concurrent fi_domain cannot pick up a half-closed port.
+    std::lock_guard guard(g_ports_lock);
+    domain->port.reset();
+  }
+  fi_freeinfo(domain->info);
+  delete domain;
+  return 0;
+}
+
+int ep_stats(void* ep_fid, fi_dpdk_ep_stats* out) {
+  if (ep_fid == nullptr || out == nullptr) return -FI_EINVAL;
+  Endpoint* ep = from_fid<Endpoint>(static_cast<fid_ep*>(ep_fid));
+  if (ep->fid.fid.fclass != FI_CLASS_EP) return -FI_EINVAL;
+  std::lock_guard guard(ep->port().lock);
+  *out = {ep->stats.frames_sent,   ep->stats.frames_received, ep->stats.messages_sent,
+          ep->stats.messages_received, ep->stats.retransmitted,
+          ep->stats.dropped_bad_frame, ep->stats.dropped_no_buffer};
+  return 0;
+}
+
+int port_stats(void* domain_fid, fi_dpdk_port_stats* out) {
+  if (domain_fid == nullptr || out == nullptr) return -FI_EINVAL;
+  Domain* domain = from_fid<Domain>(static_cast<fid_domain*>(domain_fid));
+  if (domain->fid.fid.fclass != FI_CLASS_DOMAIN) return -FI_EINVAL;
+  PortContext& ctx = *domain->port;
+  std::lock_guard guard(ctx.lock);
+  const net::FaultStats faults = ctx.port->fault_stats();
+  *out = {};
+  out->rx_frames = ctx.port->counters().rx_frames;
+  out->tx_frames = ctx.port->counters().tx_frames;
+  out->fault_dropped = faults.dropped;
+  out->fault_duplicated = faults.duplicated;
+  out->fault_reordered = faults.reordered;
+  out->fault_corrupted = faults.corrupted;
+  out->fault_delayed = faults.delayed;
+  out->rx_not_ours = ctx.rx_not_ours + ctx.rx_no_endpoint;
+  out->steering = ctx.port->steering() == net::Steering::kFlow ? 1 : 0;
+  out->queues = ctx.port->queue_pairs();
+  return 0;
+}
+
+fi_dpdk_ops_stats g_stats_ops = {
+    .size = sizeof(fi_dpdk_ops_stats),
+    .ep_stats = ep_stats,
+    .port_stats = port_stats,
+};
+
+int domain_ops_open(fid*, const char* name, uint64_t, void** ops, void*) {
+  if (name != nullptr && std::strcmp(name, FI_DPDK_STATS_OPS_NAME) == 0) {
+    *ops = &g_stats_ops;
+    return 0;
+  }
+  return -FI_ENOSYS;
+}
+
+fi_ops g_domain_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = domain_close,
+    .bind = DPDK_ENOSYS(fi_ops, bind),
+    .control = DPDK_ENOSYS(fi_ops, control),
+    .ops_open = domain_ops_open,
+    .tostr = DPDK_ENOSYS(fi_ops, tostr),
+    .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
+};
+
+fi_ops_domain g_domain_ops = {
+    .size = sizeof(fi_ops_domain),
+    .av_open = av_open,
+    .cq_open = cq_open,
+    .endpoint = endpoint_open,
+    .scalable_ep = DPDK_ENOSYS(fi_ops_domain, scalable_ep),
+    .cntr_open = DPDK_ENOSYS(fi_ops_domain, cntr_open),
+    .poll_open = DPDK_ENOSYS(fi_ops_domain, poll_open),
+    .stx_ctx = DPDK_ENOSYS(fi_ops_domain, stx_ctx),
+    .srx_ctx = DPDK_ENOSYS(fi_ops_domain, srx_ctx),
+    .query_atomic = DPDK_ENOSYS(fi_ops_domain, query_atomic),
+    .query_collective = DPDK_ENOSYS(fi_ops_domain, query_collective),
+    .endpoint2 = DPDK_ENOSYS(fi_ops_domain, endpoint2),
+};
+
+fi_ops_mr g_mr_ops = {
+    .size = sizeof(fi_ops_mr),
+    .reg = mr_reg,
+    .regv = mr_regv,
+    .regattr = mr_regattr,
+};
+
+// Pool size from the attributes: every descriptor of every queue pair may
+// hold an mbuf, plus a full TX queue per endpoint and some slack for bursts.
+uint32_t pool_size(const Params& p, uint16_t queue_pairs) {
+  if (p.mbufs != 0) return static_cast<uint32_t>(p.mbufs);
+  const uint32_t per_queue = 1024 + 1024;
+  return queue_pairs * per_queue + 4 * kQueueDepth + 1023;
+}
+
+}  // namespace
+
+int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::string* error) {
+  std::lock_guard guard(g_ports_lock);
+  if (auto existing = g_ports[port_id].lock()) {
+    *out = existing;
+    return 0;
+  }
+  const Params& p = params();
+  net::PortConfig config;
+  config.queues_wanted = p.queues;
+  config.mbufs = pool_size(p, p.queues);
+  config.ether_type = p.ether_type;
+  config.steering = p.steering;
+  config.faults = p.faults;
+  auto ctx = std::make_shared<PortContext>();
+  const int ret = net::Port::open(port_id, config, &ctx->port, error);
+  if (ret != 0) return ret;
+  g_ports[port_id] = ctx;
+  *out = ctx;
+  return 0;
+}
+
+int domain_open(fid_fabric* fabric_fid, fi_info* info, fid_domain** out, void* context) {
+  if (info == nullptr || info->domain_attr == nullptr || info->domain_attr->name == nullptr)
+    return -FI_EINVAL;
+  if (ensure_eal() != 0) return -FI_ENODEV;
+  const auto port_id = net::find_port(info->domain_attr->name);
+  if (!port_id) {
+    DPDK_WARN(FI_LOG_DOMAIN, "no DPDK port named %s\n", info->domain_attr->name);
+    return -FI_ENODEV;
+  }
+  auto* domain = new (std::nothrow) Domain();
+  if (domain == nullptr) return -FI_ENOMEM;
+  std::string error;
+  if (int ret = acquire_port(*port_id, &domain->port, &error); ret != 0) {
+    DPDK_WARN(FI_LOG_DOMAIN, "%s\n", error.c_str());
+    delete domain;
+    return ret == -ENOMEM ? -FI_ENOMEM : -FI_ENODEV;
+  }
+  DPDK_INFO(FI_LOG_DOMAIN, "%s\n", domain->port->port->description().c_str());
+  domain->info = fi_dupinfo(info);
+  if (domain->info == nullptr) {
+    delete domain;
+    return -FI_ENOMEM;
+  }
+  domain->fabric = from_fid<Fabric>(fabric_fid);
+  domain->fabric->refs++;
+  domain->api_version = domain->info->fabric_attr->api_version;
+  domain->fid.fid.fclass = FI_CLASS_DOMAIN;
+  domain->fid.fid.context = context;
+  domain->fid.fid.ops = &g_domain_fid_ops;
+  domain->fid.ops = &g_domain_ops;
+  domain->fid.mr = &g_mr_ops;
+  *out = &domain->fid;
+  return 0;
+}
+
+}  // namespace ofi_dpdk::ofi

@@ -1,0 +1,359 @@
+// dpdk_ep.cc: fi_endpoint for FI_EP_RDM: binding, enabling, names, options,
+// cancel.  An endpoint owns one queue id at its port: the "queue" of its
+// address, which frames carry as dst_queue.
+#include <sys/random.h>
+
+#include <cstring>
+
+#include "drivers/ofi/dpdk_attr.h"
+#include "drivers/ofi/dpdk_prov.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+uint32_t new_session() {
+  uint32_t session = 0;
+  while (session == 0)
+    if (getrandom(&session, sizeof(session), 0) != sizeof(session)) session = 0x5e551011;
+  return session;
+}
+
+// Claims `wanted` (or the lowest free queue id for kAnyQueue).  Lock held.
+int claim_queue(PortContext& port, Endpoint* ep, uint16_t wanted) {
+  if (wanted != kAnyQueue) {
+    if (wanted >= port.endpoints.size() || port.endpoints[wanted] != nullptr) return -FI_EADDRINUSE;
+    port.endpoints[wanted] = ep;
+    return wanted;
+  }
+  for (uint16_t q = 0; q < port.endpoints.size(); ++q) {
+    if (port.endpoints[q] == nullptr) {
+      port.endpoints[q] = ep;
+      return q;
+    }
+  }
+  return -FI_ENOSPC;
+}
+
+void release(Endpoint* ep) {
+  if (ep->av) ep->av->refs--;
+  if (ep->tx_cq) ep->tx_cq->refs--;  // each binding took its own reference
+  if (ep->rx_cq) ep->rx_cq->refs--;
+  if (ep->eq) ep->eq->refs--;
+  ep->domain->refs--;
+  fi_freeinfo(ep->info);
+}
+
+int ep_close(fid* fid) {
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  {
+    PortContext& port = ep->port();
+    std::lock_guard guard(port.lock);
+    if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep)
+      port.endpoints[ep->queue] = nullptr;
+    port.port->unbind_endpoint_queue(ep->queue);
+  }
+  release(ep);
+  delete ep;
+  return 0;
+}
+
+int ep_bind(fid* ep_fid, fid* bfid, uint64_t flags) {
+  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  if (bfid == nullptr) return -FI_EINVAL;
+  std::lock_guard guard(ep->port().lock);
+  if (ep->enabled) return -FI_EOPBADSTATE;
+  switch (bfid->fclass) {
+    case FI_CLASS_AV: {
+      Av* av = from_fid<Av>(bfid);
+      if (flags != 0 || av->domain != ep->domain) return -FI_EINVAL;
+      if (ep->av != nullptr) return -FI_EALREADY;
+      ep->av = av;
+      av->refs++;
+      return 0;
+    }
+    case FI_CLASS_CQ: {
+      Cq* cq = from_fid<Cq>(bfid);
+      if (cq->domain != ep->domain) return -FI_EINVAL;
+      if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) return -FI_EBADFLAGS;
+      if (!(flags & (FI_TRANSMIT | FI_RECV))) return -FI_EBADFLAGS;
+      if (((flags & FI_TRANSMIT) && ep->tx_cq) || ((flags & FI_RECV) && ep->rx_cq))
+        return -FI_EALREADY;
+      if (flags & FI_TRANSMIT) {
+        ep->tx_cq = cq;
+        ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
+        cq->refs++;
+      }
+      if (flags & FI_RECV) {
+        ep->rx_cq = cq;
+        ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
+        cq->refs++;
+      }
+      return 0;
+    }
+    case FI_CLASS_EQ: {
+      if (ep->eq != nullptr) return -FI_EALREADY;
+      ep->eq = from_fid<Eq>(bfid);
+      ep->eq->refs++;
+      return 0;
+    }
+    case FI_CLASS_CNTR:
+      DPDK_INFO(FI_LOG_EP_CTRL, "counters are not supported yet\n");
+      return -FI_ENOSYS;
+    default:
+      return -FI_EINVAL;
+  }
+}
+
+int ep_enable(Endpoint* ep) {
+  std::lock_guard guard(ep->port().lock);
+  if (ep->enabled) return 0;
+  if (ep->av == nullptr) return -FI_ENOAV;
+  if (ep->tx_cq == nullptr && ep->rx_cq == nullptr) return -FI_ENOCQ;
+  const int hw_queue = ep->port().port->bind_endpoint_queue(ep->queue);
+  if (hw_queue < 0) {
+    DPDK_WARN(FI_LOG_EP_CTRL, "no steering rule for queue %u\n", ep->queue);
+    return -FI_EIO;
+  }
+  ep->hw_queue = static_cast<uint16_t>(hw_queue);
+  ep->enabled = true;
+  return 0;
+}
+
+int ep_control(fid* fid, int command, void* arg) {
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  switch (command) {
+    case FI_ENABLE:
+      return ep_enable(ep);
+    case FI_GETOPSFLAG: {
+      if (arg == nullptr) return -FI_EINVAL;
+      auto* flags = static_cast<uint64_t*>(arg);
+      if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV)) return -FI_EINVAL;
+      if (*flags & FI_TRANSMIT) {
+        *flags = ep->tx_op_flags;
+      } else if (*flags & FI_RECV) {
+        *flags = ep->rx_op_flags;
+      } else {
+        return -FI_EINVAL;
+      }
+      return 0;
+    }
+    case FI_SETOPSFLAG: {
+      if (arg == nullptr) return -FI_EINVAL;
+      uint64_t flags = *static_cast<uint64_t*>(arg);
+      if ((flags & FI_TRANSMIT) && (flags & FI_RECV)) return -FI_EINVAL;
+      if (flags & FI_TRANSMIT) {
+        ep->tx_op_flags = flags & ~FI_TRANSMIT;
+      } else if (flags & FI_RECV) {
+        ep->rx_op_flags = flags & ~FI_RECV;
+      } else {
+        return -FI_EINVAL;
+      }
+      return 0;
+    }
+    default:
+      return -FI_ENOSYS;
+  }
+}
+
+int ep_getname(fid* fid, void* addr, size_t* addrlen) {
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  if (addrlen == nullptr) return -FI_EINVAL;
+  av::Address self;
+  std::memcpy(self.mac, ep->port().port->mac(), 6);
+  self.queue = ep->queue;
+  self.session = ep->session;
+  const size_t room = *addrlen;
+  if (ep->info->addr_format == FI_ADDR_STR) {
+    const std::string text = av::to_string(self);
+    *addrlen = text.size() + 1;
+    if (room < *addrlen) return -FI_ETOOSMALL;
+    std::memcpy(addr, text.c_str(), text.size() + 1);
+    return 0;
+  }
+  *addrlen = av::kNativeAddressSize;
+  if (room < *addrlen) return -FI_ETOOSMALL;
+  av::to_native(self, static_cast<uint8_t*>(addr));
+  return 0;
+}
+
+ssize_t ep_cancel(fid* fid, void* context) {
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  std::lock_guard guard(ep->port().lock);
+  for (auto it = ep->posted.begin(); it != ep->posted.end(); ++it) {
+    if (it->context != context) continue;
+    if (ep->rx_cq != nullptr) {
+      fi_cq_err_entry error{};
+      error.op_context = context;
+      error.flags = FI_RECV | FI_MSG;
+      error.err = FI_ECANCELED;
+      error.prov_errno = FI_ECANCELED;
+      ep->rx_cq->push_error(error, FI_ADDR_NOTAVAIL);
+    }
+    ep->posted.erase(it);
+    return 0;
+  }
+  return -FI_ENOENT;
+}
+
+// No endpoint option applies yet (FI_OPT_MIN_MULTI_RECV needs FI_MULTI_RECV).
+int ep_getopt(fid*, int, int, void*, size_t*) { return -FI_ENOPROTOOPT; }
+
+int ep_setopt(fid*, int, int, const void*, size_t) { return -FI_ENOPROTOOPT; }
+
+ssize_t ep_rx_size_left(fid_ep* ep_fid) {
+  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  std::lock_guard guard(ep->port().lock);
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  return static_cast<ssize_t>(kQueueDepth - ep->posted.size());
+}
+
+ssize_t ep_tx_size_left(fid_ep* ep_fid) {
+  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  // Sends complete when the port takes the frame: nothing stays queued.
+  return static_cast<ssize_t>(kQueueDepth);
+}
+
+fi_ops g_ep_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = ep_close,
+    .bind = ep_bind,
+    .control = ep_control,
+    .ops_open = DPDK_ENOSYS(fi_ops, ops_open),
+    .tostr = DPDK_ENOSYS(fi_ops, tostr),
+    .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
+};
+
+fi_ops_ep g_ep_ops = {
+    .size = sizeof(fi_ops_ep),
+    .cancel = ep_cancel,
+    .getopt = ep_getopt,
+    .setopt = ep_setopt,
+    .tx_ctx = DPDK_ENOSYS(fi_ops_ep, tx_ctx),
+    .rx_ctx = DPDK_ENOSYS(fi_ops_ep, rx_ctx),
+    .rx_size_left = ep_rx_size_left,
+    .tx_size_left = ep_tx_size_left,
+};
+
+fi_ops_cm g_cm_ops = {
+    .size = sizeof(fi_ops_cm),
+    .setname = DPDK_ENOSYS(fi_ops_cm, setname),
+    .getname = ep_getname,
+    .getpeer = DPDK_ENOSYS(fi_ops_cm, getpeer),
+    .connect = DPDK_ENOSYS(fi_ops_cm, connect),
+    .listen = DPDK_ENOSYS(fi_ops_cm, listen),
+    .accept = DPDK_ENOSYS(fi_ops_cm, accept),
+    .reject = DPDK_ENOSYS(fi_ops_cm, reject),
+    .shutdown = DPDK_ENOSYS(fi_ops_cm, shutdown),
+    .join = DPDK_ENOSYS(fi_ops_cm, join),
+};
+
+fi_ops_rma g_rma_ops = {
+    .size = sizeof(fi_ops_rma),
+    .read = DPDK_ENOSYS(fi_ops_rma, read),
+    .readv = DPDK_ENOSYS(fi_ops_rma, readv),
+    .readmsg = DPDK_ENOSYS(fi_ops_rma, readmsg),
+    .write = DPDK_ENOSYS(fi_ops_rma, write),
+    .writev = DPDK_ENOSYS(fi_ops_rma, writev),
+    .writemsg = DPDK_ENOSYS(fi_ops_rma, writemsg),
+    .inject = DPDK_ENOSYS(fi_ops_rma, inject),
+    .writedata = DPDK_ENOSYS(fi_ops_rma, writedata),
+    .injectdata = DPDK_ENOSYS(fi_ops_rma, injectdata),
+};
+
+fi_ops_tagged g_tagged_ops = {
+    .size = sizeof(fi_ops_tagged),
+    .recv = DPDK_ENOSYS(fi_ops_tagged, recv),
+    .recvv = DPDK_ENOSYS(fi_ops_tagged, recvv),
+    .recvmsg = DPDK_ENOSYS(fi_ops_tagged, recvmsg),
+    .send = DPDK_ENOSYS(fi_ops_tagged, send),
+    .sendv = DPDK_ENOSYS(fi_ops_tagged, sendv),
+    .sendmsg = DPDK_ENOSYS(fi_ops_tagged, sendmsg),
+    .inject = DPDK_ENOSYS(fi_ops_tagged, inject),
+    .senddata = DPDK_ENOSYS(fi_ops_tagged, senddata),
+    .injectdata = DPDK_ENOSYS(fi_ops_tagged, injectdata),
+};
+
+fi_ops_atomic g_atomic_ops = {
+    .size = sizeof(fi_ops_atomic),
+    .write = DPDK_ENOSYS(fi_ops_atomic, write),
+    .writev = DPDK_ENOSYS(fi_ops_atomic, writev),
+    .writemsg = DPDK_ENOSYS(fi_ops_atomic, writemsg),
+    .inject = DPDK_ENOSYS(fi_ops_atomic, inject),
+    .readwrite = DPDK_ENOSYS(fi_ops_atomic, readwrite),
+    .readwritev = DPDK_ENOSYS(fi_ops_atomic, readwritev),
+    .readwritemsg = DPDK_ENOSYS(fi_ops_atomic, readwritemsg),
+    .compwrite = DPDK_ENOSYS(fi_ops_atomic, compwrite),
+    .compwritev = DPDK_ENOSYS(fi_ops_atomic, compwritev),
+    .compwritemsg = DPDK_ENOSYS(fi_ops_atomic, compwritemsg),
+    .writevalid = DPDK_ENOSYS(fi_ops_atomic, writevalid),
+    .readwritevalid = DPDK_ENOSYS(fi_ops_atomic, readwritevalid),
+    .compwritevalid = DPDK_ENOSYS(fi_ops_atomic, compwritevalid),
+};
+
+fi_ops_collective g_collective_ops = {
+    .size = sizeof(fi_ops_collective),
+    .barrier = DPDK_ENOSYS(fi_ops_collective, barrier),
+    .broadcast = DPDK_ENOSYS(fi_ops_collective, broadcast),
+    .alltoall = DPDK_ENOSYS(fi_ops_collective, alltoall),
+    .allreduce = DPDK_ENOSYS(fi_ops_collective, allreduce),
+    .allgather = DPDK_ENOSYS(fi_ops_collective, allgather),
+    .reduce_scatter = DPDK_ENOSYS(fi_ops_collective, reduce_scatter),
+    .reduce = DPDK_ENOSYS(fi_ops_collective, reduce),
+    .scatter = DPDK_ENOSYS(fi_ops_collective, scatter),
+    .gather = DPDK_ENOSYS(fi_ops_collective, gather),
+    .msg = DPDK_ENOSYS(fi_ops_collective, msg),
+    .barrier2 = DPDK_ENOSYS(fi_ops_collective, barrier2),
+};
+
+}  // namespace
+
+int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* context) {
+  if (info == nullptr || info->ep_attr == nullptr) return -FI_EINVAL;
+  if (info->ep_attr->type != FI_EP_RDM) return -FI_EINVAL;
+  if (info->caps & ~kAllCaps) return -FI_EINVAL;
+  Domain* domain = from_fid<Domain>(domain_fid);
+  uint16_t wanted = kAnyQueue;
+  if (info->src_addr != nullptr) {
+    const auto source = info_address(info, true);
+    if (!source) return -FI_EINVAL;
+    wanted = source->queue;
+  }
+  auto* ep = new (std::nothrow) Endpoint();
+  if (ep == nullptr) return -FI_ENOMEM;
+  ep->info = fi_dupinfo(info);
+  if (ep->info == nullptr) {
+    delete ep;
+    return -FI_ENOMEM;
+  }
+  ep->domain = domain;
+  ep->session = new_session();
+  ep->unexpected_limit = params().unexpected_msgs;
+  ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+  ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+  {
+    std::lock_guard guard(domain->port->lock);
+    const int queue = claim_queue(*domain->port, ep, wanted);
+    if (queue < 0) {
+      fi_freeinfo(ep->info);
+      delete ep;
+      return queue;
+    }
+    ep->queue = static_cast<uint16_t>(queue);
+  }
+  domain->refs++;
+  ep->fid.fid.fclass = FI_CLASS_EP;
+  ep->fid.fid.context = context;
+  ep->fid.fid.ops = &g_ep_fid_ops;
+  ep->fid.ops = &g_ep_ops;
+  ep->fid.cm = &g_cm_ops;
+  ep->fid.msg = &g_msg_ops;
+  ep->fid.rma = &g_rma_ops;
+  ep->fid.tagged = &g_tagged_ops;
+  ep->fid.atomic = &g_atomic_ops;
+  ep->fid.collective = &g_collective_ops;
+  *out = &ep->fid;
+  return 0;
+}
+
+}  // namespace ofi_dpdk::ofi

@@ -1,0 +1,122 @@
+// dpdk_eq.cc: fi_eq.  Events are written by the provider (asynchronous AV
+// inserts, errors) or by the application with fi_eq_write.  Waiting is by
+// polling with a timeout: the provider makes no EQ events asynchronously yet.
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "drivers/ofi/dpdk_prov.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+int eq_close(fid* fid) {
+  Eq* eq = from_fid<Eq>(fid);
+  if (eq->refs.load() != 0) return -FI_EBUSY;
+  eq->fabric->refs--;
+  delete eq;
+  return 0;
+}
+
+ssize_t eq_read(fid_eq* eq_fid, uint32_t* event, void* buf, size_t len, uint64_t flags) {
+  Eq* eq = from_fid<Eq>(eq_fid);
+  std::lock_guard guard(eq->lock);
+  if (!eq->errors.empty()) return -FI_EAVAIL;
+  if (eq->events.empty()) return -FI_EAGAIN;
+  Eq::Event& head = eq->events.front();
+  if (len < head.data.size()) return -FI_ETOOSMALL;
+  if (event != nullptr) *event = head.type;
+  if (buf != nullptr) std::memcpy(buf, head.data.data(), head.data.size());
+  const auto size = static_cast<ssize_t>(head.data.size());
+  if (!(flags & FI_PEEK)) eq->events.pop_front();
+  return size;
+}
+
+ssize_t eq_readerr(fid_eq* eq_fid, fi_eq_err_entry* buf, uint64_t flags) {
+  Eq* eq = from_fid<Eq>(eq_fid);
+  std::lock_guard guard(eq->lock);
+  if (eq->errors.empty()) return -FI_EAGAIN;
+  if (buf == nullptr) return -FI_EINVAL;
+  *buf = eq->errors.front();
+  if (!(flags & FI_PEEK)) eq->errors.pop_front();
+  return sizeof(fi_eq_err_entry);
+}
+
+ssize_t eq_write(fid_eq* eq_fid, uint32_t event, const void* buf, size_t len,
+                 uint64_t flags) {
+  Eq* eq = from_fid<Eq>(eq_fid);
+  if (!(eq->attr.flags & FI_WRITE)) return -FI_EINVAL;
+  if (buf == nullptr && len != 0) return -FI_EINVAL;
+  std::lock_guard guard(eq->lock);
+  if (flags != 0) return -FI_EINVAL;
+  const auto* bytes = static_cast<const uint8_t*>(buf);
+  eq->events.push_back({event, std::vector<uint8_t>(bytes, bytes + len)});
+  return static_cast<ssize_t>(len);
+}
+
+ssize_t eq_sread(fid_eq* eq_fid, uint32_t* event, void* buf, size_t len, int timeout,
+                 uint64_t flags) {
+  Eq* eq = from_fid<Eq>(eq_fid);
+  if (eq->attr.wait_obj == FI_WAIT_NONE) return -FI_EINVAL;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
+  for (;;) {
+    const ssize_t ret = eq_read(eq_fid, event, buf, len, flags);
+    if (ret != -FI_EAGAIN) return ret;
+    if (timeout >= 0 && std::chrono::steady_clock::now() >= deadline) return -FI_EAGAIN;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+const char* eq_strerror(fid_eq*, int prov_errno, const void*, char* buf, size_t len) {
+  const char* text = fi_strerror(prov_errno);
+  if (buf != nullptr && len > 0) {
+    std::strncpy(buf, text, len - 1);
+    buf[len - 1] = '\0';
+    return buf;
+  }
+  return text;
+}
+
+fi_ops g_eq_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = eq_close,
+    .bind = DPDK_ENOSYS(fi_ops, bind),
+    .control = DPDK_ENOSYS(fi_ops, control),
+    .ops_open = DPDK_ENOSYS(fi_ops, ops_open),
+    .tostr = DPDK_ENOSYS(fi_ops, tostr),
+    .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
+};
+
+fi_ops_eq g_eq_ops = {
+    .size = sizeof(fi_ops_eq),
+    .read = eq_read,
+    .readerr = eq_readerr,
+    .write = eq_write,
+    .sread = eq_sread,
+    .strerror = eq_strerror,
+};
+
+}  // namespace
+
+int eq_open(fid_fabric* fabric_fid, fi_eq_attr* attr, fid_eq** out, void* context) {
+  if (attr == nullptr) return -FI_EINVAL;
+  if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC) {
+    DPDK_INFO(FI_LOG_EQ, "EQ wait object %d not supported: FI_WAIT_NONE or FI_WAIT_UNSPEC\n",
+              attr->wait_obj);
+    return -FI_ENOSYS;
+  }
+  if (attr->flags & ~static_cast<uint64_t>(FI_WRITE)) return -FI_EINVAL;
+  auto* eq = new (std::nothrow) Eq();
+  if (eq == nullptr) return -FI_ENOMEM;
+  eq->attr = *attr;
+  eq->fabric = from_fid<Fabric>(fabric_fid);
+  eq->fabric->refs++;
+  eq->fid.fid.fclass = FI_CLASS_EQ;
+  eq->fid.fid.context = context;
+  eq->fid.fid.ops = &g_eq_fid_ops;
+  eq->fid.ops = &g_eq_ops;
+  *out = &eq->fid;
+  return 0;
+}
+
+}  // namespace ofi_dpdk::ofi

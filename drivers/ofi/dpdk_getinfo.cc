@@ -1,0 +1,220 @@
+// dpdk_getinfo.cc: fi_getinfo for the provider: EAL on first use, one
+// fi_info per usable port, node/service/FI_SOURCE resolution, and a log line
+// at FI_LOG_LEVEL=info for every port passed over.
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+#include "drivers/ofi/dpdk_attr.h"
+#include "drivers/ofi/dpdk_prov.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+// The ports FI_DPDK_PORTS names, or all of them.
+std::vector<uint16_t> selected_ports() {
+  const std::string& list = params().ports;
+  if (list.empty()) return net::available_ports();
+  std::vector<uint16_t> ports;
+  std::string_view rest(list);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (!item.empty()) {
+      if (auto port = net::find_port(item)) {
+        ports.push_back(*port);
+      } else {
+        DPDK_INFO(FI_LOG_CORE, "FI_DPDK_PORTS names %.*s, which is no DPDK port\n",
+                  static_cast<int>(item.size()), item.data());
+      }
+    }
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return ports;
+}
+
+// A node as the user may type it: fi_dpdk://MAC/queue[/session], or a MAC
+// with the queue from service.
+std::optional<av::Address> parse_node(const char* node, const char* service) {
+  if (node == nullptr) return std::nullopt;
+  std::string_view text(node);
+  if (text.starts_with(av::kStringPrefix)) {
+    if (service != nullptr) return std::nullopt;  // fi_getinfo(3): service must be NULL
+    return av::from_string(text);
+  }
+  av::Address address;
+  if (!av::parse_mac(text, address.mac)) return std::nullopt;
+  address.queue = 0;
+  return address;
+}
+
+std::optional<uint16_t> parse_service(const char* service) {
+  if (service == nullptr) return std::nullopt;
+  uint32_t value = 0;
+  const char* end = service + std::strlen(service);
+  for (const char* c = service; c != end; ++c) {
+    if (*c < '0' || *c > '9' || value > 0xFFFF) return std::nullopt;
+    value = value * 10 + static_cast<uint32_t>(*c - '0');
+  }
+  if (service == end || value >= kAnyQueue) return std::nullopt;
+  return static_cast<uint16_t>(value);
+}
+
+struct Request {
+  std::optional<av::Address> source;  // local address asked for
+  bool source_is_port_name = false;
+  std::string source_port_name;
+  std::optional<av::Address> dest;
+};
+
+// Turns node, service, FI_SOURCE and the hints' addresses into a request.
+// Returns false (after logging) when they cannot be parsed.
+bool parse_request(const char* node, const char* service, uint64_t flags,
+                   const fi_info* hints, Request* request) {
+  const bool have_node_or_service = node != nullptr || service != nullptr;
+  std::optional<uint16_t> queue;
+  if (service != nullptr) {
+    queue = parse_service(service);
+    if (!queue) {
+      DPDK_INFO(FI_LOG_CORE, "service \"%s\" is not a queue number below 65535\n", service);
+      return false;
+    }
+  }
+  std::optional<av::Address> node_address;
+  if (node != nullptr) {
+    node_address = parse_node(node, service);
+    if (!node_address && !(flags & FI_SOURCE)) {
+      DPDK_INFO(FI_LOG_CORE, "node \"%s\" is neither a MAC address nor fi_dpdk://MAC/queue\n",
+                node);
+      return false;
+    }
+    if (node_address && queue) node_address->queue = *queue;
+  }
+  if (flags & FI_SOURCE) {
+    if (node != nullptr && !node_address) {
+      // A local node may also be a port's device name.
+      request->source_is_port_name = true;
+      request->source_port_name = node;
+    }
+    if (node_address) {
+      request->source = node_address;
+    } else if (queue) {
+      request->source = av::Address{};
+      request->source->queue = *queue;
+    }
+    if (hints != nullptr && hints->dest_addr != nullptr) {
+      request->dest = info_address(hints, false);
+      if (!request->dest) {
+        DPDK_INFO(FI_LOG_CORE, "hints->dest_addr is not an address of this provider\n");
+        return false;
+      }
+    }
+    return true;
+  }
+  if (node_address) {
+    request->dest = node_address;
+  } else if (queue) {
+    // Only a service: a local address with that queue.
+    request->source = av::Address{};
+    request->source->queue = *queue;
+  }
+  if (hints != nullptr && hints->src_addr != nullptr) {
+    request->source = info_address(hints, true);
+    if (!request->source) {
+      DPDK_INFO(FI_LOG_CORE, "hints->src_addr is not an address of this provider\n");
+      return false;
+    }
+  }
+  if (!have_node_or_service && hints != nullptr && hints->dest_addr != nullptr) {
+    request->dest = info_address(hints, false);
+    if (!request->dest) {
+      DPDK_INFO(FI_LOG_CORE, "hints->dest_addr is not an address of this provider\n");
+      return false;
+    }
+  }
+  return true;
+}
+
+bool mac_is_zero(const uint8_t mac[6]) {
+  static constexpr uint8_t kZero[6] = {};
+  return std::memcmp(mac, kZero, 6) == 0;
+}
+
+// Why this port cannot serve the requested source address, or "" if it can.
+std::string source_mismatch(const Request& request, const net::PortDescription& port) {
+  if (request.source_is_port_name && request.source_port_name != port.name)
+    return "node names port " + request.source_port_name;
+  if (request.source && !mac_is_zero(request.source->mac) &&
+      std::memcmp(request.source->mac, port.mac, 6) != 0)
+    return "source address " + av::format_mac(request.source->mac) + " is not its MAC";
+  return {};
+}
+
+}  // namespace
+
+int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+            const fi_info* hints, fi_info** info) {
+  *info = nullptr;
+  if (flags & FI_PROV_ATTR_ONLY) {
+    *info = make_prov_attr_only_info();
+    return *info != nullptr ? 0 : -FI_ENOMEM;
+  }
+  if (hints != nullptr && hints->ep_attr != nullptr && hints->ep_attr->type != FI_EP_UNSPEC &&
+      hints->ep_attr->type != FI_EP_RDM) {
+    DPDK_INFO(FI_LOG_CORE, "passed over: only FI_EP_RDM endpoints\n");
+    return -FI_ENODATA;
+  }
+  if (ensure_eal() != 0) return -FI_ENODATA;
+
+  Request request;
+  if (!parse_request(node, service, flags, hints, &request)) return -FI_ENODATA;
+
+  const std::vector<uint16_t> ports = selected_ports();
+  if (ports.empty()) DPDK_INFO(FI_LOG_CORE, "no DPDK ports: nothing to offer\n");
+  fi_info* head = nullptr;
+  fi_info** tail = &head;
+  for (uint16_t port_id : ports) {
+    net::PortDescription port;
+    if (!net::describe_port(port_id, &port)) {
+      DPDK_INFO(FI_LOG_CORE, "port %u passed over: no name or MAC address\n", port_id);
+      continue;
+    }
+    if (std::string mismatch = source_mismatch(request, port); !mismatch.empty()) {
+      DPDK_INFO(FI_LOG_CORE, "port %s passed over: %s\n", port.name.c_str(), mismatch.c_str());
+      continue;
+    }
+    PortFacts facts{port.name, {}, port.max_frame_payload};
+    std::memcpy(facts.mac, port.mac, 6);
+    fi_info* offer = make_port_info(facts, version);
+    if (offer == nullptr) {
+      fi_freeinfo(head);
+      return -FI_ENOMEM;
+    }
+    std::string why;
+    if (!info_matches(offer, hints, version, &why)) {
+      DPDK_INFO(FI_LOG_CORE, "port %s passed over: %s\n", port.name.c_str(), why.c_str());
+      fi_freeinfo(offer);
+      continue;
+    }
+    narrow_info(offer, hints, version);
+    int ret = 0;
+    if (request.source) {
+      av::Address source = *request.source;
+      std::memcpy(source.mac, port.mac, 6);
+      ret = set_info_address(offer, true, source);
+    }
+    if (ret == 0 && request.dest) ret = set_info_address(offer, false, *request.dest);
+    if (ret != 0) {
+      fi_freeinfo(offer);
+      fi_freeinfo(head);
+      return ret;
+    }
+    *tail = offer;
+    tail = &offer->next;
+  }
+  if (head == nullptr) return -FI_ENODATA;
+  *info = head;
+  return 0;
+}
+
+}  // namespace ofi_dpdk::ofi

@@ -1,0 +1,124 @@
+#include "drivers/ofi/dpdk_params.h"
+
+#include <rdma/fi_errno.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <charconv>
+#include <mutex>
+
+#include "drivers/ofi/dpdk_prov.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+struct FaultParam {
+  const char* name;
+  double net::FaultConfig::*field;
+  const char* help;
+};
+
+const FaultParam kFaultParams[] = {
+    {"fault_drop", &net::FaultConfig::drop,
+     "Fraction of received frames the fault injector drops, as 0.05 or 5% (default: 0)"},
+    {"fault_reorder", &net::FaultConfig::reorder,
+     "Fraction of received frames held back and delivered after later ones (default: 0)"},
+    {"fault_duplicate", &net::FaultConfig::duplicate,
+     "Fraction of received frames delivered twice (default: 0)"},
+    {"fault_corrupt", &net::FaultConfig::corrupt,
+     "Fraction of received frames with one bit flipped after the Ethernet header (default: 0)"},
+    {"fault_delay", &net::FaultConfig::delay,
+     "Fraction of received frames held for FI_DPDK_FAULT_DELAY_US (default: 0)"},
+};
+
+std::string get_string(const char* name) {
+  char* value = nullptr;
+  if (fi_param_get_str(&g_provider, name, &value) == FI_SUCCESS && value != nullptr)
+    return value;
+  return {};
+}
+
+template <typename T>
+void get_number(const char* name, T min, T max, T* out, std::string* errors) {
+  const std::string text = get_string(name);
+  if (text.empty()) return;
+  T value{};
+  const int base = text.starts_with("0x") ? 16 : 10;
+  const char* first = text.data() + (base == 16 ? 2 : 0);
+  auto [end, err] = std::from_chars(first, text.data() + text.size(), value, base);
+  if (err != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    *errors += std::string(" FI_DPDK_") + name + "=" + text + " (out of range or not a number)";
+    return;
+  }
+  *out = value;
+}
+
+Params load() {
+  Params p;
+  p.eal_args = get_string("eal_args");
+  p.ports = get_string("ports");
+  const std::string steering = get_string("steering");
+  if (steering == "software") {
+    p.steering = net::SteeringRequest::kSoftware;
+  } else if (steering == "flow") {
+    p.steering = net::SteeringRequest::kFlow;
+  } else if (!steering.empty() && steering != "auto") {
+    p.errors += " FI_DPDK_STEERING=" + steering + " (want auto, flow or software)";
+  }
+  get_number<uint16_t>("ethertype", 0x0600, 0xffff, &p.ether_type, &p.errors);
+  get_number<uint16_t>("queues", 1, kMaxEndpointsPerPort, &p.queues, &p.errors);
+  get_number<size_t>("mbufs", 0, size_t{1} << 24, &p.mbufs, &p.errors);
+  get_number<size_t>("unexpected_msgs", 0, size_t{1} << 20, &p.unexpected_msgs, &p.errors);
+  for (const auto& fault : kFaultParams) {
+    const std::string text = get_string(fault.name);
+    if (text.empty()) continue;
+    if (auto rate = net::parse_rate(text)) {
+      p.faults.*fault.field = *rate;
+    } else {
+      p.errors += std::string(" FI_DPDK_") + fault.name + "=" + text + " (want 0..1 or 0%..100%)";
+    }
+  }
+  get_number<uint32_t>("fault_delay_us", 0, 10'000'000, &p.faults.delay_us, &p.errors);
+  get_number<uint64_t>("fault_seed", 0, UINT64_MAX, &p.faults.seed, &p.errors);
+  return p;
+}
+
+}  // namespace
+
+void define_params(const fi_provider* provider) {
+  fi_param_define(provider, "eal_args", FI_PARAM_STRING,
+                  "EAL command line used when the provider initialises DPDK on first use, "
+                  "e.g. \"-l 0 --in-memory --vdev=net_memif0,role=server\" (default: empty: "
+                  "the provider offers nothing unless the program initialised EAL)");
+  fi_param_define(provider, "ports", FI_PARAM_STRING,
+                  "Comma-separated DPDK port ids or device names to offer (default: all "
+                  "ports; a domain name in the hints also selects one)");
+  fi_param_define(provider, "steering", FI_PARAM_STRING,
+                  "How frames reach an endpoint's queue: auto, flow (rte_flow rules, fail "
+                  "if the device has none) or software (demultiplex one shared queue) "
+                  "(default: auto)");
+  fi_param_define(provider, "ethertype", FI_PARAM_STRING,
+                  "EtherType of the provider's frames (default: 0x88b5)");
+  fi_param_define(provider, "queues", FI_PARAM_STRING,
+                  "Queue pairs per port to try for rte_flow steering (default: 4)");
+  fi_param_define(provider, "mbufs", FI_PARAM_STRING,
+                  "Mbufs in each port's pool (default: 0, sized from queue depths)");
+  fi_param_define(provider, "unexpected_msgs", FI_PARAM_STRING,
+                  "Messages buffered per endpoint that arrive before a receive is "
+                  "posted (default: 256)");
+  for (const auto& fault : kFaultParams)
+    fi_param_define(provider, fault.name, FI_PARAM_STRING, fault.help);
+  fi_param_define(provider, "fault_delay_us", FI_PARAM_STRING,
+                  "How long the fault injector holds a delayed frame, in microseconds "
+                  "(default: 100)");
+  fi_param_define(provider, "fault_seed", FI_PARAM_STRING,
+                  "Seed of the fault injector's random choices (default: 1)");
+}
+
+const Params& params() {
+  static std::once_flag once;
+  static Params loaded;
+  std::call_once(once, [] { loaded = load(); });
+  return loaded;
+}
+
+}  // namespace ofi_dpdk::ofi

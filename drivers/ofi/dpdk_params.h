@@ -1,0 +1,31 @@
+// dpdk_params.h: every FI_DPDK_* tunable, defined in one place
+// (dpdk_params.cc) with fi_param_define so `fi_info -e` documents them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "drivers/net/port.h"
+
+struct fi_provider;
+
+namespace ofi_dpdk::ofi {
+
+struct Params {
+  std::string eal_args;        // FI_DPDK_EAL_ARGS
+  std::string ports;           // FI_DPDK_PORTS: ids or names, comma-separated
+  net::SteeringRequest steering = net::SteeringRequest::kAuto;  // FI_DPDK_STEERING
+  uint16_t ether_type = 0x88B5;                               // FI_DPDK_ETHERTYPE
+  uint16_t queues = 4;         // FI_DPDK_QUEUES
+  size_t mbufs = 0;            // FI_DPDK_MBUFS, 0: sized from the attributes
+  size_t unexpected_msgs = 256;  // FI_DPDK_UNEXPECTED_MSGS
+  net::FaultConfig faults;     // FI_DPDK_FAULT_*
+  std::string errors;          // parameter values that were refused, for the log
+};
+
+// Registers the parameters with libfabric; called from fi_prov_ini.
+void define_params(const fi_provider* provider);
+// Reads them (once; later calls return the same values).
+const Params& params();
+
+}  // namespace ofi_dpdk::ofi

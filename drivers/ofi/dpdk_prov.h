@@ -1,0 +1,270 @@
+// dpdk_prov.h: the provider's objects and what the files of drivers/ofi share.
+// One file per fabric object, libfabric style: dpdk_fabric.cc, dpdk_domain.cc,
+// dpdk_ep.cc, dpdk_msg.cc, dpdk_cq.cc, dpdk_av.cc, dpdk_eq.cc, dpdk_mr.cc;
+// dpdk_progress.cc moves frames between the port and the endpoints.
+//
+// Every object struct starts with its libfabric fid struct, so a fid pointer
+// from the application converts back with from_fid<T>().
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "drivers/net/port.h"
+#include "drivers/ofi/dpdk_params.h"
+#include "lib/av/address.h"
+
+namespace ofi_dpdk::ofi {
+
+extern fi_provider g_provider;
+
+#define DPDK_WARN(subsys, ...) FI_WARN(&::ofi_dpdk::ofi::g_provider, subsys, __VA_ARGS__)
+#define DPDK_INFO(subsys, ...) FI_INFO(&::ofi_dpdk::ofi::g_provider, subsys, __VA_ARGS__)
+#define DPDK_DBG(subsys, ...) FI_DBG(&::ofi_dpdk::ofi::g_provider, subsys, __VA_ARGS__)
+
+inline constexpr const char* kProviderName = "dpdk";
+inline constexpr const char* kFabricName = "dpdk";
+inline constexpr uint32_t kProviderVersion = FI_VERSION(0, 1);
+inline constexpr uint16_t kMaxEndpointsPerPort = 64;
+inline constexpr uint16_t kAnyQueue = 0xFFFF;
+inline constexpr size_t kIovLimit = 8;
+inline constexpr size_t kQueueDepth = 1024;  // tx_attr->size and rx_attr->size
+
+template <typename T, typename F>
+T* from_fid(F* fid) {
+  return reinterpret_cast<T*>(fid);
+}
+
+// Fills a libfabric ops slot the provider does not support, keeping every
+// slot non-NULL: the call returns -FI_ENOSYS.
+template <typename F>
+struct NotSupported;
+template <typename R, typename... Args>
+struct NotSupported<R (*)(Args...)> {
+  static R call(Args...) { return static_cast<R>(-FI_ENOSYS); }
+};
+#define DPDK_ENOSYS(table, member) \
+  ::ofi_dpdk::ofi::NotSupported<decltype(table::member)>::call
+
+struct Endpoint;
+struct Cq;
+struct Av;
+struct Eq;
+
+// One open ethdev port and what shares it: the port lock serialises the
+// data path of every endpoint on the port, and the endpoint table is the
+// software demultiplexer's map from queue id to endpoint.
+struct PortContext {
+  std::unique_ptr<net::Port> port;
+  std::mutex lock;
+  std::array<Endpoint*, kMaxEndpointsPerPort> endpoints{};
+  uint64_t rx_not_ours = 0;
+  uint64_t rx_bad_frames = 0;
+  uint64_t rx_no_endpoint = 0;
+
+  // Polls the port and hands each frame to its endpoint.  Lock held.
+  void progress();
+};
+
+// Finds or opens the port with that id; shared by every domain on it.
+int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::string* error);
+
+struct Fabric {
+  fid_fabric fid;
+  std::atomic<int> refs{0};
+};
+
+struct Domain {
+  fid_domain fid;
+  Fabric* fabric;
+  std::shared_ptr<PortContext> port;
+  fi_info* info;  // a copy of what the domain was opened with
+  uint32_t api_version;
+  std::atomic<int> refs{0};
+  uint64_t mr_next_key = 0;
+};
+
+// A completion as the provider keeps it until the application reads it.
+struct Completion {
+  void* op_context;
+  uint64_t flags;
+  size_t len;
+  void* buf;
+  uint64_t data;
+  uint64_t tag;
+  fi_addr_t source;
+};
+
+struct Cq {
+  fid_cq fid;
+  Domain* domain;
+  fi_cq_attr attr;
+  std::deque<Completion> entries;
+  std::deque<fi_cq_err_entry> errors;
+  std::deque<fi_addr_t> error_sources;
+  std::atomic<int> refs{0};
+
+  void push(const Completion& completion) { entries.push_back(completion); }
+  void push_error(const fi_cq_err_entry& error, fi_addr_t source) {
+    errors.push_back(error);
+    error_sources.push_back(source);
+  }
+};
+
+struct AvEntry {
+  av::Address address;
+  bool valid = false;
+};
+
+struct Av {
+  fid_av fid;
+  Domain* domain;
+  fi_av_attr attr;
+  int addr_format;  // FI_FORMAT_UNSPEC (native) or FI_ADDR_STR
+  std::vector<AvEntry> table;
+  // (MAC, queue) -> fi_addr, for FI_SOURCE.
+  std::unordered_map<uint64_t, fi_addr_t> reverse;
+  std::atomic<int> refs{0};
+
+  static uint64_t reverse_key(const uint8_t mac[6], uint16_t queue);
+  // Returns FI_ADDR_NOTAVAIL for an unknown sender.
+  fi_addr_t lookup_source(const uint8_t mac[6], uint16_t queue) const;
+};
+
+struct Eq {
+  fid_eq fid;
+  Fabric* fabric;
+  fi_eq_attr attr;
+  std::mutex lock;
+  struct Event {
+    uint32_t type;
+    std::vector<uint8_t> data;
+  };
+  std::deque<Event> events;
+  std::deque<fi_eq_err_entry> errors;
+  std::atomic<int> refs{0};
+};
+
+struct Mr {
+  fid_mr fid;
+  Domain* domain;
+  const void* addr;
+  size_t len;
+  uint64_t access;
+};
+
+struct PostedRecv {
+  iovec iov[kIovLimit];
+  size_t iov_count;
+  void* context;
+  uint64_t flags;
+  fi_addr_t source;  // FI_ADDR_UNSPEC: any sender
+};
+
+struct UnexpectedMessage {
+  std::vector<uint8_t> payload;
+  uint8_t src_mac[6];
+  uint16_t src_queue;
+  uint64_t cq_data;
+  bool has_data;
+};
+
+struct Endpoint {
+  fid_ep fid;
+  Domain* domain;
+  fi_info* info;
+  Av* av = nullptr;
+  Cq* tx_cq = nullptr;
+  Cq* rx_cq = nullptr;
+  Eq* eq = nullptr;
+  bool tx_selective = false;
+  bool rx_selective = false;
+  bool enabled = false;
+  uint16_t queue = kAnyQueue;     // endpoint queue id at the port
+  uint16_t hw_queue = 0;          // the port's queue pair serving it
+  uint32_t session = 0;           // this incarnation, random, never 0
+  uint64_t tx_op_flags = 0;
+  uint64_t rx_op_flags = 0;
+  uint32_t next_msg_id = 1;
+  std::deque<PostedRecv> posted;
+  std::deque<UnexpectedMessage> unexpected;
+  size_t unexpected_limit = 256;
+  struct {
+    uint64_t frames_sent = 0, frames_received = 0, messages_sent = 0,
+             messages_received = 0, retransmitted = 0, dropped_bad_frame = 0,
+             dropped_no_buffer = 0;
+  } stats;
+
+  PortContext& port() { return *domain->port; }
+  // Receive path: one decoded frame addressed to this endpoint.  Lock held.
+  void on_frame(const struct DecodedFrameRef& frame);
+  // Send path: one message to `dest`.  Lock held.  Returns 0, -FI_EAGAIN
+  // when the port cannot take the frame now, -FI_EMSGSIZE, -FI_EINVAL.
+  ssize_t send(const iovec* iov, size_t iov_count, fi_addr_t dest, void* context,
+               uint64_t flags, uint64_t data);
+  // Posts a receive, or completes it at once from an unexpected message.
+  ssize_t post_recv(const iovec* iov, size_t iov_count, fi_addr_t source, void* context,
+                    uint64_t flags);
+  // Completes `recv` with a message's payload (or a truncation error).
+  void deliver(const PostedRecv& recv, const uint8_t* src_mac, uint16_t src_queue,
+               const uint8_t* payload, size_t length, bool has_data, uint64_t data);
+  bool has_cap(uint64_t cap) const { return (info->caps & cap) != 0; }
+};
+
+// What the progress loop hands to an endpoint.
+struct DecodedFrameRef {
+  uint8_t opcode;
+  const uint8_t* src_mac;
+  uint16_t src_queue;
+  uint32_t src_session;
+  uint32_t dst_session;
+  uint16_t flags;
+  uint64_t cq_data;
+  const uint8_t* payload;
+  uint32_t payload_len;
+};
+
+// Object constructors, one per file.
+int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context);
+int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** domain, void* context);
+int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** eq, void* context);
+int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** cq, void* context);
+int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** av, void* context);
+int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** ep, void* context);
+int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offset,
+           uint64_t requested_key, uint64_t flags, fid_mr** mr, void* context);
+int mr_regv(fid* fid, const iovec* iov, size_t count, uint64_t access, uint64_t offset,
+            uint64_t requested_key, uint64_t flags, fid_mr** mr, void* context);
+int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** mr);
+
+extern fi_ops_msg g_msg_ops;
+
+// Getinfo: see dpdk_getinfo.cc.
+int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+            const fi_info* hints, fi_info** info);
+
+// Makes sure EAL is up (FI_DPDK_EAL_ARGS on first use).  Returns 0 or
+// -FI_ENODATA after logging why.
+int ensure_eal();
+
+}  // namespace ofi_dpdk::ofi

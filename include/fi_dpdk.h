@@ -1,0 +1,78 @@
+/*
+ * fi_dpdk.h: the public C API of the dpdk libfabric provider (libdpdk-fi.so).
+ *
+ * Most programs need none of this: they set FI_PROVIDER=dpdk and pass EAL
+ * arguments in FI_DPDK_EAL_ARGS.  A program that wants to hand its own
+ * command line to DPDK, testpmd style, links libdpdk-fi.so and calls
+ * fi_dpdk_eal_init() before its first fi_getinfo().
+ */
+#ifndef FI_DPDK_H
+#define FI_DPDK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FI_DPDK_API __attribute__((visibility("default")))
+
+/*
+ * Initialises DPDK's EAL from a program's argv, DPDK style: EAL arguments
+ * first, then "--", then the program's own.  argv[0] is the program name.
+ *
+ * Returns the number of arguments consumed (the program's own then start at
+ * argv[ret]; argv itself is left untouched, unlike rte_eal_init), or a
+ * negative fi_errno: -FI_EALREADY when EAL is already up (in this process,
+ * by anyone), -FI_EINVAL for arguments EAL refused.  EAL can be initialised
+ * once per process only, so a failure here is final.
+ */
+FI_DPDK_API int fi_dpdk_eal_init(int argc, char **argv);
+
+/* Returns 1 when EAL is initialised in this process (by us or by the host
+ * program), 0 otherwise. */
+FI_DPDK_API int fi_dpdk_eal_ready(void);
+
+/*
+ * Provider-specific operations, reached without extra exported symbols:
+ *   struct fi_dpdk_ops_stats *ops;
+ *   fi_open_ops(&domain->fid, FI_DPDK_STATS_OPS_NAME, 0, (void **)&ops, NULL);
+ */
+#define FI_DPDK_STATS_OPS_NAME "dpdk_stats_v1"
+
+struct fi_dpdk_ep_stats {
+	uint64_t frames_sent;
+	uint64_t frames_received;
+	uint64_t messages_sent;
+	uint64_t messages_received;
+	uint64_t retransmitted;      /* frames sent again by the transport */
+	uint64_t dropped_bad_frame;  /* rejected by the receive path's checks */
+	uint64_t dropped_no_buffer;  /* unexpected-message buffer was full */
+};
+
+struct fi_dpdk_port_stats {
+	uint64_t rx_frames;
+	uint64_t tx_frames;
+	uint64_t fault_dropped;      /* by the fault injector */
+	uint64_t fault_duplicated;
+	uint64_t fault_reordered;
+	uint64_t fault_corrupted;
+	uint64_t fault_delayed;
+	uint64_t rx_not_ours;        /* wrong EtherType or unknown queue */
+	uint32_t steering;           /* 0: software demultiplexer, 1: rte_flow */
+	uint32_t queues;             /* hardware queue pairs in use */
+};
+
+struct fi_dpdk_ops_stats {
+	size_t size; /* sizeof(struct fi_dpdk_ops_stats) */
+	/* ep is a struct fid_ep *; returns 0 or -FI_EINVAL */
+	int (*ep_stats)(void *ep, struct fi_dpdk_ep_stats *out);
+	/* domain is a struct fid_domain *; returns 0 or -FI_EINVAL */
+	int (*port_stats)(void *domain, struct fi_dpdk_port_stats *out);
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FI_DPDK_H */

@@ -1,0 +1,96 @@
+#include "lib/av/address.h"
+
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+
+namespace ofi_dpdk::av {
+
+bool Address::same_endpoint(const Address& other) const {
+  return std::memcmp(mac, other.mac, sizeof(mac)) == 0 && queue == other.queue;
+}
+
+void to_native(const Address& a, uint8_t* out) {
+  out[0] = kAddressFormatTag;
+  out[1] = kAddressVersion;
+  std::memcpy(out + 2, a.mac, 6);
+  out[8] = static_cast<uint8_t>(a.queue >> 8);
+  out[9] = static_cast<uint8_t>(a.queue);
+  out[10] = out[11] = 0;
+  for (int i = 0; i < 4; ++i)
+    out[12 + i] = static_cast<uint8_t>(a.session >> (24 - 8 * i));
+}
+
+std::optional<Address> from_native(const void* in, size_t length) {
+  if (in == nullptr || length < kNativeAddressSize) return std::nullopt;
+  const auto* b = static_cast<const uint8_t*>(in);
+  if (b[0] != kAddressFormatTag || b[1] != kAddressVersion) return std::nullopt;
+  Address a;
+  std::memcpy(a.mac, b + 2, 6);
+  a.queue = static_cast<uint16_t>(b[8] << 8 | b[9]);
+  for (int i = 0; i < 4; ++i) a.session = a.session << 8 | b[12 + i];
+  return a;
+}
+
+std::string format_mac(const uint8_t mac[6]) {
+  char text[18];
+  std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0],
+                mac[1], mac[2], mac[3], mac[4], mac[5]);
+  return text;
+}
+
+bool parse_mac(std::string_view text, uint8_t mac[6]) {
+  if (text.size() != 17) return false;
+  for (int i = 0; i < 6; ++i) {
+    const char* first = text.data() + 3 * i;
+    if (i < 5 && first[2] != ':' && first[2] != '-') return false;
+    unsigned value = 0;
+    auto [end, err] = std::from_chars(first, first + 2, value, 16);
+    if (err != std::errc() || end != first + 2) return false;
+    mac[i] = static_cast<uint8_t>(value);
+  }
+  return true;
+}
+
+std::string to_string(const Address& a) {
+  std::string text(kStringPrefix);
+  text += format_mac(a.mac);
+  text += '/';
+  text += std::to_string(a.queue);
+  if (a.session != 0) {
+    char session[9];
+    std::snprintf(session, sizeof(session), "%08x", a.session);
+    text += '/';
+    text += session;
+  }
+  return text;
+}
+
+namespace {
+
+template <typename T>
+bool parse_number(std::string_view text, int base, T* out) {
+  if (text.empty()) return false;
+  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), *out, base);
+  return err == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+std::optional<Address> from_string(std::string_view text) {
+  if (!text.starts_with(kStringPrefix)) return std::nullopt;
+  text.remove_prefix(kStringPrefix.size());
+  Address a;
+  if (text.size() < 19 || !parse_mac(text.substr(0, 17), a.mac) || text[17] != '/')
+    return std::nullopt;
+  text.remove_prefix(18);
+  const size_t slash = text.find('/');
+  if (!parse_number(text.substr(0, slash), 10, &a.queue)) return std::nullopt;
+  if (slash != std::string_view::npos &&
+      (text.size() - slash - 1 > 8 ||
+       !parse_number(text.substr(slash + 1), 16, &a.session)))
+    return std::nullopt;
+  return a;
+}
+
+}  // namespace ofi_dpdk::av

@@ -1,0 +1,54 @@
+// address.h: an endpoint's address, in the two forms users see.
+//
+// Native form (what fi_getname returns and fi_av_insert takes), 16 bytes:
+//   byte 0      kAddressFormatTag (0xDF), byte 1 kAddressVersion (1)
+//   bytes 2-7   MAC address of the port
+//   bytes 8-9   queue id of the endpoint at that port, big-endian
+//   bytes 10-11 zero
+//   bytes 12-15 session (incarnation) of the endpoint, big-endian;
+//               0 means "whichever incarnation answers"
+// String form (FI_ADDR_STR, fi_av_straddr):
+//   fi_dpdk://02:00:00:00:00:01/3           (session 0)
+//   fi_dpdk://02:00:00:00:00:01/3/5f3a9c01  (session in hex)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ofi_dpdk::av {
+
+inline constexpr uint8_t kAddressFormatTag = 0xDF;
+inline constexpr uint8_t kAddressVersion = 1;
+inline constexpr size_t kNativeAddressSize = 16;
+inline constexpr std::string_view kStringPrefix = "fi_dpdk://";
+// Longest string form plus the terminating NUL.
+inline constexpr size_t kStringAddressSize =
+    10 /*prefix*/ + 17 /*mac*/ + 1 + 5 /*queue*/ + 1 + 8 /*session*/ + 1;
+
+struct Address {
+  uint8_t mac[6] = {};
+  uint16_t queue = 0;
+  uint32_t session = 0;
+
+  bool same_endpoint(const Address& other) const;  // MAC and queue
+  bool operator==(const Address&) const = default;
+};
+
+// Writes the native form to out (kNativeAddressSize bytes).
+void to_native(const Address& address, uint8_t* out);
+// Parses the native form; nullopt if the length, tag or version is wrong.
+std::optional<Address> from_native(const void* in, size_t length);
+
+// The string form, as above.
+std::string to_string(const Address& address);
+// Parses the string form; nullopt on any syntax error or out-of-range field.
+std::optional<Address> from_string(std::string_view text);
+
+// Parses "02:00:00:00:00:01" (also with '-').  Returns false on error.
+bool parse_mac(std::string_view text, uint8_t mac[6]);
+std::string format_mac(const uint8_t mac[6]);
+
+}  // namespace ofi_dpdk::av

@@ -1,0 +1,53 @@
+#include "lib/eal/eal_args.h"
+
+#include <cstring>
+
+namespace ofi_dpdk::eal {
+
+std::optional<std::vector<std::string>> split_command_line(std::string_view line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote != 0) {
+      if (c == quote) {
+        quote = 0;
+      } else {
+        word += c;
+      }
+    } else if (c == '\\') {
+      if (++i == line.size()) return std::nullopt;
+      word += line[i];
+      in_word = true;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quote != 0) return std::nullopt;
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+int eal_argument_count(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i] != nullptr && std::strcmp(argv[i], "--") == 0) return i + 1;
+  return argc;
+}
+
+bool wants_no_huge(const std::vector<std::string>& args) {
+  for (const auto& arg : args)
+    if (arg == "--no-huge") return true;
+  return false;
+}
+
+}  // namespace ofi_dpdk::eal

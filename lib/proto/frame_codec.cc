@@ -1,0 +1,103 @@
+#include "lib/proto/frame_codec.h"
+
+#include <endian.h>
+
+#include <cstring>
+
+namespace ofi_dpdk::proto {
+namespace {
+
+// Field-by-field copies keep the wire layout independent of host order and
+// of the compiler; memcpy avoids unaligned loads from packet buffers.
+template <typename T>
+void put(uint8_t* out, size_t offset, T value) {
+  std::memcpy(out + offset, &value, sizeof(T));
+}
+template <typename T>
+T get(const uint8_t* in, size_t offset) {
+  T value;
+  std::memcpy(&value, in + offset, sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+const char* decode_result_name(DecodeResult result) {
+  switch (result) {
+    case DecodeResult::kOk: return "ok";
+    case DecodeResult::kNotOurs: return "not ours";
+    case DecodeResult::kTruncated: return "truncated";
+    case DecodeResult::kBadVersion: return "bad version";
+    case DecodeResult::kBadOpcode: return "bad opcode";
+    case DecodeResult::kBadLength: return "bad length";
+  }
+  return "?";
+}
+
+size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
+                      const uint8_t src_mac[6], uint16_t ether_type,
+                      const wire::FrameHeader& h) {
+  using wire::FrameHeader;
+  std::memcpy(out, dst_mac, 6);
+  std::memcpy(out + 6, src_mac, 6);
+  put(out, 12, htobe16(ether_type));
+  uint8_t* f = out + sizeof(wire::EtherHeader);
+  f[offsetof(FrameHeader, version)] = h.version;
+  f[offsetof(FrameHeader, opcode)] = h.opcode;
+  put(f, offsetof(FrameHeader, flags), htobe16(h.flags));
+  put(f, offsetof(FrameHeader, dst_queue), htobe16(h.dst_queue));
+  put(f, offsetof(FrameHeader, src_queue), htobe16(h.src_queue));
+  put(f, offsetof(FrameHeader, src_session), htobe32(h.src_session));
+  put(f, offsetof(FrameHeader, dst_session), htobe32(h.dst_session));
+  put(f, offsetof(FrameHeader, seq), htobe32(h.seq));
+  put(f, offsetof(FrameHeader, ack), htobe32(h.ack));
+  put(f, offsetof(FrameHeader, msg_id), htobe32(h.msg_id));
+  put(f, offsetof(FrameHeader, msg_len), htobe32(h.msg_len));
+  put(f, offsetof(FrameHeader, offset), htobe32(h.offset));
+  put(f, offsetof(FrameHeader, payload_len), htobe16(h.payload_len));
+  put(f, offsetof(FrameHeader, window), htobe16(h.window));
+  put(f, offsetof(FrameHeader, tag), htobe64(h.tag));
+  put(f, offsetof(FrameHeader, cq_data), htobe64(h.cq_data));
+  return wire::kHeadersSize;
+}
+
+DecodeResult decode_frame(const uint8_t* frame, size_t length,
+                          uint16_t ether_type, DecodedFrame* out) {
+  using wire::FrameHeader;
+  if (length < sizeof(wire::EtherHeader)) return DecodeResult::kTruncated;
+  if (be16toh(get<uint16_t>(frame, 12)) != ether_type)
+    return DecodeResult::kNotOurs;
+  if (length < wire::kHeadersSize) return DecodeResult::kTruncated;
+
+  std::memcpy(out->dst_mac, frame, 6);
+  std::memcpy(out->src_mac, frame + 6, 6);
+  const uint8_t* f = frame + sizeof(wire::EtherHeader);
+  FrameHeader& h = out->header;
+  h.version = f[offsetof(FrameHeader, version)];
+  if (h.version != wire::kWireVersion) return DecodeResult::kBadVersion;
+  h.opcode = f[offsetof(FrameHeader, opcode)];
+  if (!wire::opcode_known(h.opcode)) return DecodeResult::kBadOpcode;
+  h.flags = be16toh(get<uint16_t>(f, offsetof(FrameHeader, flags)));
+  h.dst_queue = be16toh(get<uint16_t>(f, offsetof(FrameHeader, dst_queue)));
+  h.src_queue = be16toh(get<uint16_t>(f, offsetof(FrameHeader, src_queue)));
+  h.src_session = be32toh(get<uint32_t>(f, offsetof(FrameHeader, src_session)));
+  h.dst_session = be32toh(get<uint32_t>(f, offsetof(FrameHeader, dst_session)));
+  h.seq = be32toh(get<uint32_t>(f, offsetof(FrameHeader, seq)));
+  h.ack = be32toh(get<uint32_t>(f, offsetof(FrameHeader, ack)));
+  h.msg_id = be32toh(get<uint32_t>(f, offsetof(FrameHeader, msg_id)));
+  h.msg_len = be32toh(get<uint32_t>(f, offsetof(FrameHeader, msg_len)));
+  h.offset = be32toh(get<uint32_t>(f, offsetof(FrameHeader, offset)));
+  h.payload_len = be16toh(get<uint16_t>(f, offsetof(FrameHeader, payload_len)));
+  h.window = be16toh(get<uint16_t>(f, offsetof(FrameHeader, window)));
+  h.tag = be64toh(get<uint64_t>(f, offsetof(FrameHeader, tag)));
+  h.cq_data = be64toh(get<uint64_t>(f, offsetof(FrameHeader, cq_data)));
+
+  // Ethernet pads short frames, so more bytes than announced is fine.
+  if (length - wire::kHeadersSize < h.payload_len) return DecodeResult::kTruncated;
+  if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len)
+    return DecodeResult::kBadLength;
+  out->payload = frame + wire::kHeadersSize;
+  return DecodeResult::kOk;
+}
+
+}  // namespace ofi_dpdk::proto

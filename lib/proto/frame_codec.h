@@ -1,0 +1,43 @@
+// frame_codec.h: turns FrameHeader values into wire bytes and back, checking
+// everything a hostile or broken sender could get wrong.  No DPDK here: the
+// receive path hands in a byte span, unit tests hand in arrays.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/proto/wire.h"
+
+namespace ofi_dpdk::proto {
+
+// A decoded frame in host byte order.  payload points into the frame.
+struct DecodedFrame {
+  uint8_t dst_mac[6];
+  uint8_t src_mac[6];
+  wire::FrameHeader header;  // host byte order
+  const uint8_t* payload;
+};
+
+enum class DecodeResult : uint8_t {
+  kOk,
+  kNotOurs,         // another EtherType: not for this stack
+  kTruncated,       // shorter than the headers, or than payload_len says
+  kBadVersion,
+  kBadOpcode,
+  kBadLength,       // offset + payload_len beyond msg_len
+};
+
+const char* decode_result_name(DecodeResult result);
+
+// Writes the Ethernet header and `header` (host order) to `out`, which must
+// hold wire::kHeadersSize bytes.  Returns the bytes written.
+size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
+                      const uint8_t src_mac[6], uint16_t ether_type,
+                      const wire::FrameHeader& header);
+
+// Parses `length` bytes at `frame`.  On kOk fills `out`; otherwise `out` is
+// unspecified.  Never reads past frame + length.
+DecodeResult decode_frame(const uint8_t* frame, size_t length,
+                          uint16_t ether_type, DecodedFrame* out);
+
+}  // namespace ofi_dpdk::proto

@@ -1,0 +1,81 @@
+// wire.h: the ofi-dpdk wire protocol, in code.  This file is the
+// specification; doc/wire-protocol.md explains it in prose.
+//
+// A frame is an Ethernet II header, then one FrameHeader, then payload.
+// Every multi-byte field is big-endian on the wire.  The structs below are
+// the exact wire layout (packed by construction: every field is naturally
+// aligned), pinned by static_assert.  Change nothing here without bumping
+// kWireVersion.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ofi_dpdk::wire {
+
+// IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
+inline constexpr uint16_t kDefaultEtherType = 0x88B5;
+inline constexpr uint8_t kWireVersion = 1;
+
+struct EtherHeader {
+  uint8_t dst_mac[6];
+  uint8_t src_mac[6];
+  uint16_t ether_type;  // big-endian
+};
+static_assert(sizeof(EtherHeader) == 14);
+
+// X-macro: one line per opcode gives the enum and the name used in logs.
+#define OFI_DPDK_OPCODES(X)                                      \
+  X(kMsg, 1, "MSG")             /* an untagged message segment */ \
+  X(kTagged, 2, "TAGGED")       /* a tagged message segment */    \
+  X(kAck, 3, "ACK")             /* acknowledgement, no payload */
+
+enum class Opcode : uint8_t {
+#define OFI_DPDK_OPCODE_ENUM(name, value, text) name = value,
+  OFI_DPDK_OPCODES(OFI_DPDK_OPCODE_ENUM)
+#undef OFI_DPDK_OPCODE_ENUM
+};
+
+// Returns the opcode's name, or "UNKNOWN" for a value no opcode has.
+constexpr const char* opcode_name(uint8_t value) {
+#define OFI_DPDK_OPCODE_NAME(name, v, text) \
+  if (value == (v)) return text;
+  OFI_DPDK_OPCODES(OFI_DPDK_OPCODE_NAME)
+#undef OFI_DPDK_OPCODE_NAME
+  return "UNKNOWN";
+}
+
+constexpr bool opcode_known(uint8_t value) {
+  return opcode_name(value)[0] != 'U';
+}
+
+// Frame flags (FrameHeader::flags).
+inline constexpr uint16_t kFlagRemoteData = 1u << 0;  // cq_data is valid
+inline constexpr uint16_t kFlagLastSegment = 1u << 1;
+
+struct FrameHeader {
+  uint8_t version;       // kWireVersion
+  uint8_t opcode;        // Opcode
+  uint16_t flags;        // kFlag*
+  uint16_t dst_queue;    // receiving endpoint's queue id at dst_mac
+  uint16_t src_queue;    // sending endpoint's queue id at src_mac
+  uint32_t src_session;  // sender's incarnation (epoch), never 0
+  uint32_t dst_session;  // receiver's incarnation as the sender knows it, 0 if unknown
+  uint32_t seq;          // per-connection sequence number
+  uint32_t ack;          // cumulative ack: next seq expected from the peer
+  uint32_t msg_id;       // per-connection message number
+  uint32_t msg_len;      // whole message length in bytes
+  uint32_t offset;       // of this segment's payload within the message
+  uint16_t payload_len;  // bytes of payload following this header
+  uint16_t window;       // receive credits the sender grants the peer
+  uint64_t tag;          // tagged messages: the tag
+  uint64_t cq_data;      // remote CQ data when kFlagRemoteData
+};
+static_assert(sizeof(FrameHeader) == 56);
+static_assert(offsetof(FrameHeader, src_session) == 8);
+static_assert(offsetof(FrameHeader, payload_len) == 36);
+static_assert(offsetof(FrameHeader, tag) == 40);
+
+inline constexpr size_t kHeadersSize = sizeof(EtherHeader) + sizeof(FrameHeader);
+
+}  // namespace ofi_dpdk::wire
