@@ -9,6 +9,7 @@
 #ifndef FI_DPDK_H
 #define FI_DPDK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus

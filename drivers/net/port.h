@@ -33,8 +33,8 @@ enum class SteeringRequest : uint8_t { kAuto, kSoftware, kFlow };
 
 struct PortConfig {
   uint16_t queues_wanted = 4;   // queue pairs to try for rte_flow steering
-  uint16_t rx_descriptors = 1024;
-  uint16_t tx_descriptors = 1024;
+  uint16_t rx_descriptors = 512;
+  uint16_t tx_descriptors = 512;
   uint32_t mbufs = 8191;        // pool size; sized by the caller from ep attrs
   uint16_t ether_type = 0x88B5;
   SteeringRequest steering = SteeringRequest::kAuto;

@@ -107,11 +107,12 @@ fi_ops_mr g_mr_ops = {
 };
 
 // Pool size from the attributes: every descriptor of every queue pair may
-// hold an mbuf, plus a full TX queue per endpoint and some slack for bursts.
-uint32_t pool_size(const Params& p, uint16_t queue_pairs) {
+// hold an mbuf, plus a TX and an RX queue's depth of frames in flight and
+// slack for bursts and per-lcore caches.
+uint32_t pool_size(const Params& p, const net::PortConfig& config) {
   if (p.mbufs != 0) return static_cast<uint32_t>(p.mbufs);
-  const uint32_t per_queue = 1024 + 1024;
-  return queue_pairs * per_queue + 4 * kQueueDepth + 1023;
+  const uint32_t per_queue_pair = config.rx_descriptors + config.tx_descriptors;
+  return config.queues_wanted * per_queue_pair + 2 * kQueueDepth + 511;
 }
 
 }  // namespace
@@ -125,7 +126,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const Params& p = params();
   net::PortConfig config;
   config.queues_wanted = p.queues;
-  config.mbufs = pool_size(p, p.queues);
+  config.mbufs = pool_size(p, config);
   config.ether_type = p.ether_type;
   config.steering = p.steering;
   config.faults = p.faults;

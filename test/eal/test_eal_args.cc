@@ -1,0 +1,49 @@
+// EAL argument handling: FI_DPDK_EAL_ARGS splitting and the "--" split of a
+// program's argv.
+#include <gtest/gtest.h>
+
+#include "lib/eal/eal_args.h"
+
+namespace ofi_dpdk::eal {
+namespace {
+
+TEST(EalArgs, SplitsOnBlanks) {
+  auto words = split_command_line("  -l 0\t--no-huge\n--vdev=net_ring0  ");
+  ASSERT_TRUE(words);
+  EXPECT_EQ(*words, (std::vector<std::string>{"-l", "0", "--no-huge", "--vdev=net_ring0"}));
+}
+
+TEST(EalArgs, QuotesAndEscapesGroupWords) {
+  auto words = split_command_line(R"(--vdev="net_memif0,socket=/tmp/a b" 'x y' z\ w "")");
+  ASSERT_TRUE(words);
+  EXPECT_EQ(*words, (std::vector<std::string>{"--vdev=net_memif0,socket=/tmp/a b", "x y",
+                                               "z w", ""}));
+}
+
+TEST(EalArgs, UnterminatedQuoteOrEscapeIsAnError) {
+  EXPECT_FALSE(split_command_line("--vdev=\"net_ring0"));
+  EXPECT_FALSE(split_command_line("-l 0 \\"));
+}
+
+TEST(EalArgs, EmptyLineGivesNoWords) {
+  auto words = split_command_line("   ");
+  ASSERT_TRUE(words);
+  EXPECT_TRUE(words->empty());
+}
+
+TEST(EalArgs, CountStopsAfterSeparator) {
+  const char* argv[] = {"prog", "-l", "0", "--", "--count", "5"};
+  EXPECT_EQ(eal_argument_count(6, argv), 4);
+  const char* no_separator[] = {"prog", "-l", "0"};
+  EXPECT_EQ(eal_argument_count(3, no_separator), 3);
+  const char* only_program[] = {"prog", "--", "x"};
+  EXPECT_EQ(eal_argument_count(3, only_program), 2);
+}
+
+TEST(EalArgs, NoHugeIsRecognised) {
+  EXPECT_TRUE(wants_no_huge({"-l", "0", "--no-huge"}));
+  EXPECT_FALSE(wants_no_huge({"-l", "0", "--in-memory"}));
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::eal

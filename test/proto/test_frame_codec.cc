@@ -1,0 +1,142 @@
+// Frame codec: what goes out comes back, and every malformed frame is
+// refused with the reason named.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "lib/proto/frame_codec.h"
+
+namespace ofi_dpdk::proto {
+namespace {
+
+constexpr uint8_t kDst[6] = {0x02, 0, 0, 0, 0, 0x01};
+constexpr uint8_t kSrc[6] = {0x02, 0, 0, 0, 0, 0x02};
+constexpr uint16_t kType = wire::kDefaultEtherType;
+
+wire::FrameHeader sample_header(uint16_t payload_len) {
+  wire::FrameHeader h{};
+  h.version = wire::kWireVersion;
+  h.opcode = static_cast<uint8_t>(wire::Opcode::kMsg);
+  h.flags = wire::kFlagRemoteData;
+  h.dst_queue = 3;
+  h.src_queue = 7;
+  h.src_session = 0xA1B2C3D4;
+  h.dst_session = 0x01020304;
+  h.seq = 0xFFFFFFFE;
+  h.ack = 42;
+  h.msg_id = 9;
+  h.msg_len = 1000;
+  h.offset = 1000 - payload_len;
+  h.payload_len = payload_len;
+  h.window = 64;
+  h.tag = 0x1122334455667788ull;
+  h.cq_data = 0xCAFEF00DDEADBEEFull;
+  return h;
+}
+
+std::vector<uint8_t> frame_with(const wire::FrameHeader& h, size_t payload_bytes) {
+  std::vector<uint8_t> frame(wire::kHeadersSize + payload_bytes, 0x5A);
+  encode_headers(frame.data(), kDst, kSrc, kType, h);
+  return frame;
+}
+
+TEST(FrameCodec, RoundTripKeepsEveryField) {
+  const wire::FrameHeader h = sample_header(100);
+  auto frame = frame_with(h, 100);
+  DecodedFrame out;
+  ASSERT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kOk);
+  EXPECT_EQ(std::memcmp(out.dst_mac, kDst, 6), 0);
+  EXPECT_EQ(std::memcmp(out.src_mac, kSrc, 6), 0);
+  EXPECT_EQ(out.header.flags, h.flags);
+  EXPECT_EQ(out.header.dst_queue, 3);
+  EXPECT_EQ(out.header.src_queue, 7);
+  EXPECT_EQ(out.header.src_session, h.src_session);
+  EXPECT_EQ(out.header.dst_session, h.dst_session);
+  EXPECT_EQ(out.header.seq, h.seq);
+  EXPECT_EQ(out.header.ack, 42u);
+  EXPECT_EQ(out.header.msg_id, 9u);
+  EXPECT_EQ(out.header.msg_len, 1000u);
+  EXPECT_EQ(out.header.offset, 900u);
+  EXPECT_EQ(out.header.payload_len, 100);
+  EXPECT_EQ(out.header.window, 64);
+  EXPECT_EQ(out.header.tag, h.tag);
+  EXPECT_EQ(out.header.cq_data, h.cq_data);
+  EXPECT_EQ(out.payload, frame.data() + wire::kHeadersSize);
+}
+
+TEST(FrameCodec, FieldsAreBigEndianOnTheWire) {
+  auto frame = frame_with(sample_header(0), 0);
+  // Expect: EtherType 0x88B5 at bytes 12-13, dst_queue 3 at 14+4.
+  EXPECT_EQ(frame[12], 0x88);
+  EXPECT_EQ(frame[13], 0xB5);
+  EXPECT_EQ(frame[14 + 4], 0x00);
+  EXPECT_EQ(frame[14 + 5], 0x03);
+  EXPECT_EQ(frame[14 + 8], 0xA1);  // src_session's high byte first
+}
+
+TEST(FrameCodec, EthernetPaddingIsAccepted) {
+  auto frame = frame_with(sample_header(4), 4);
+  frame.resize(frame.size() + 20, 0);  // a short frame padded to 60+ bytes
+  DecodedFrame out;
+  EXPECT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kOk);
+}
+
+TEST(FrameCodec, OtherEtherTypeIsNotOurs) {
+  auto frame = frame_with(sample_header(0), 0);
+  frame[12] = 0x08;
+  frame[13] = 0x00;
+  DecodedFrame out;
+  EXPECT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kNotOurs);
+}
+
+TEST(FrameCodec, EveryTruncationIsRefused) {
+  auto frame = frame_with(sample_header(100), 100);
+  DecodedFrame out;
+  for (size_t length = 0; length < frame.size(); ++length) {
+    const auto result = decode_frame(frame.data(), length, kType, &out);
+    EXPECT_EQ(result, DecodeResult::kTruncated) << "length " << length;
+  }
+}
+
+TEST(FrameCodec, BadVersionIsRefused) {
+  wire::FrameHeader h = sample_header(0);
+  h.version = 2;
+  auto frame = frame_with(h, 0);
+  DecodedFrame out;
+  EXPECT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kBadVersion);
+}
+
+TEST(FrameCodec, UnknownOpcodesAreRefused) {
+  for (int opcode = 0; opcode < 256; ++opcode) {
+    wire::FrameHeader h = sample_header(0);
+    h.opcode = static_cast<uint8_t>(opcode);
+    auto frame = frame_with(h, 0);
+    DecodedFrame out;
+    const auto result = decode_frame(frame.data(), frame.size(), kType, &out);
+    if (wire::opcode_known(static_cast<uint8_t>(opcode))) {
+      EXPECT_EQ(result, DecodeResult::kOk) << opcode;
+    } else {
+      EXPECT_EQ(result, DecodeResult::kBadOpcode) << opcode;
+    }
+  }
+}
+
+TEST(FrameCodec, SegmentBeyondMessageIsRefused) {
+  wire::FrameHeader h = sample_header(100);
+  h.offset = 950;  // 950 + 100 > msg_len 1000
+  auto frame = frame_with(h, 100);
+  DecodedFrame out;
+  EXPECT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kBadLength);
+  h.offset = 0xFFFFFFF0;  // would wrap in 32 bits
+  frame = frame_with(h, 100);
+  EXPECT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kBadLength);
+}
+
+TEST(FrameCodec, OpcodeNamesComeFromTheTable) {
+  EXPECT_STREQ(wire::opcode_name(static_cast<uint8_t>(wire::Opcode::kMsg)), "MSG");
+  EXPECT_STREQ(wire::opcode_name(200), "UNKNOWN");
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::proto

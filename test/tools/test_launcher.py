@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""Tests of the usertools: the EAL launcher dpdk-fi-run.py and the test-log
+summary of dpdk-fi-test.sh.
+
+Run: python3 -m unittest discover -s test/tools -v   (or run this file)
+Nothing here starts DPDK; the launcher runs with --print-only or execs sh.
+"""
+
+import importlib.util
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCHER = REPO / "usertools" / "dpdk-fi-run.py"
+TEST_SCRIPT = REPO / "usertools" / "dpdk-fi-test.sh"
+
+
+def load_launcher():
+    """Imports dpdk-fi-run.py (its name has dashes) as a module."""
+    spec = importlib.util.spec_from_file_location("dpdk_fi_run", LAUNCHER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def launch(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(LAUNCHER), *args], capture_output=True,
+                          text=True, timeout=30, env=env)
+
+
+def exports(stdout: str) -> dict[str, str]:
+    """The NAME=VALUE pairs of the launcher's "export NAME=VALUE" lines."""
+    pairs = {}
+    for line in stdout.splitlines():
+        if line.startswith("export "):
+            name, _, value = shlex.split(line[len("export "):])[0].partition("=")
+            pairs[name] = value
+    return pairs
+
+
+class LauncherCase(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="dpdk-fi-test."))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+
+    def eal(self, *args: str) -> list[str]:
+        """Runs the launcher with --print-only; returns the EAL words."""
+        result = launch(*args, "--print-only")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        env = exports(result.stdout)
+        self.assertEqual(env["FI_PROVIDER"], "dpdk")
+        return shlex.split(env["FI_DPDK_EAL_ARGS"])
+
+    def assert_one_line_error(self, result: subprocess.CompletedProcess, text: str) -> None:
+        self.assertEqual(result.returncode, 2)
+        self.assertNotIn("Traceback", result.stderr)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn("error:", lines[0])
+        self.assertIn(text, lines[0])
+
+
+class PrintOnlyTest(LauncherCase):
+    def assert_common(self, eal: list[str]) -> None:
+        self.assertEqual(eal[0], "-l")
+        self.assertIn("--no-telemetry", eal)
+        self.assertIn("--log-level=lib.eal:warning", eal)
+        # Exactly one memory mode: --in-memory cannot go with --no-huge.
+        self.assertNotEqual("--in-memory" in eal, "--no-huge" in eal)
+
+    def test_ring(self) -> None:
+        eal = self.eal("--topology", "ring")
+        self.assert_common(eal)
+        self.assertIn("--no-pci", eal)
+        self.assertIn("--vdev=net_ring0", eal)
+
+    def test_memif_server_creates_socket_directory(self) -> None:
+        sock = self.tmp / "a" / "b" / "memif.sock"
+        eal = self.eal("--topology", "memif-server", "--socket", str(sock))
+        self.assert_common(eal)
+        self.assertIn("--no-pci", eal)
+        self.assertIn(f"--vdev=net_memif0,role=server,socket={sock},socket-abstract=no", eal)
+        self.assertTrue(sock.parent.is_dir())
+
+    def test_memif_client_default_socket(self) -> None:
+        result = launch("--topology", "memif-client", "--print-only")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        eal = shlex.split(exports(result.stdout)["FI_DPDK_EAL_ARGS"])
+        self.assertIn("--vdev=net_memif0,role=client,socket=/run/ofi-dpdk/memif.sock,"
+                      "socket-abstract=no", eal)
+        self.assertIn("--no-pci", eal)
+
+    def test_memif_server_removes_stale_socket(self) -> None:
+        sock = self.tmp / "memif.sock"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.bind(str(sock))  # bound, never listening: what a crash leaves
+        result = launch("--topology", "memif-server", "--socket", str(sock), "--print-only")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertFalse(sock.exists())
+        self.assertIn("removed the stale socket", result.stderr)
+
+    def test_memif_server_refuses_a_listening_socket(self) -> None:
+        sock = self.tmp / "memif.sock"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s:
+            s.bind(str(sock))
+            s.listen()
+            result = launch("--topology", "memif-server", "--socket", str(sock), "--print-only")
+            self.assert_one_line_error(result, "already listens")
+            self.assertTrue(sock.exists())
+
+    def test_memif_socket_directory_error(self) -> None:
+        blocker = self.tmp / "file"
+        blocker.write_text("")
+        result = launch("--topology", "memif-server", "--socket", str(blocker / "memif.sock"),
+                        "--print-only")
+        self.assert_one_line_error(result, "socket directory")
+
+    def test_af_packet(self) -> None:
+        eal = self.eal("--topology", "af_packet", "--iface", "lo")
+        self.assert_common(eal)
+        self.assertIn("--no-pci", eal)
+        self.assertIn("--vdev=net_af_packet0,iface=lo", eal)
+
+    def test_af_packet_missing_interface(self) -> None:
+        result = launch("--topology", "af_packet", "--iface", "nosuchif0", "--print-only")
+        self.assert_one_line_error(result, "nosuchif0")
+
+    def test_pci(self) -> None:
+        devices = sorted(os.listdir("/sys/bus/pci/devices")) if os.path.isdir(
+            "/sys/bus/pci/devices") else []
+        if not devices:
+            self.skipTest("no PCI devices here")
+        eal = self.eal("--topology", "pci", "--pci", devices[0])
+        self.assert_common(eal)
+        self.assertNotIn("--no-pci", eal)
+        self.assertEqual(eal[eal.index("-a") + 1], devices[0])
+
+    def test_pci_missing_device(self) -> None:
+        result = launch("--topology", "pci", "--pci", "ffff:ff:1f.7", "--print-only")
+        self.assert_one_line_error(result, "ffff:ff:1f.7")
+
+    def test_no_huge_forced(self) -> None:
+        result = launch("--topology", "ring", "--no-huge", "--print-only")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        eal = shlex.split(exports(result.stdout)["FI_DPDK_EAL_ARGS"])
+        self.assertNotIn("--in-memory", eal)
+        i = eal.index("--no-huge")
+        self.assertEqual(eal[i:i + 4], ["--no-huge", "-m", "512", "--no-shconf"])
+        self.assertEqual(len(result.stderr.strip().splitlines()), 1)
+        self.assertIn("--no-huge", result.stderr)
+
+    def test_lcore_and_eal_extra(self) -> None:
+        eal = self.eal("--topology", "ring", "--lcore", "0", "--eal-extra", "--file-prefix x1")
+        self.assertEqual(eal[:2], ["-l", "0"])
+        self.assertEqual(eal[-2:], ["--file-prefix", "x1"])
+
+    def test_lcore_not_allowed(self) -> None:
+        result = launch("--topology", "ring", "--lcore", "9999", "--print-only")
+        self.assert_one_line_error(result, "9999")
+
+    def test_provider_path(self) -> None:
+        result = launch("--topology", "ring", "--provider-path", str(self.tmp), "--print-only")
+        self.assertEqual(exports(result.stdout)["FI_PROVIDER_PATH"], str(self.tmp))
+        result = launch("--topology", "ring", "--provider-path", str(self.tmp / "no"),
+                        "--print-only")
+        self.assert_one_line_error(result, "provider directory")
+
+    def test_provider_path_already_set_is_kept(self) -> None:
+        env = {**os.environ, "FI_PROVIDER_PATH": "/somewhere"}
+        result = launch("--topology", "ring", "--print-only", env=env)
+        self.assertNotIn("FI_PROVIDER_PATH", exports(result.stdout))
+
+    def test_option_of_another_topology(self) -> None:
+        result = launch("--topology", "ring", "--iface", "lo", "--print-only")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--iface applies to", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+
+    def test_help(self) -> None:
+        result = launch("--help")
+        self.assertEqual(result.returncode, 0)
+        for topology in ("ring", "memif-server", "memif-client", "af_packet", "pci"):
+            self.assertIn(topology, result.stdout)
+
+
+class ExecTest(LauncherCase):
+    def test_exec_sets_environment_and_passes_exit_status(self) -> None:
+        result = launch("--topology", "ring", "--", "sh", "-c",
+                        'printf "%s|%s" "$FI_PROVIDER" "$FI_DPDK_EAL_ARGS"; exit 7')
+        self.assertEqual(result.returncode, 7, result.stderr)
+        provider, eal = result.stdout.split("|")
+        self.assertEqual(provider, "dpdk")
+        self.assertIn("--vdev=net_ring0", shlex.split(eal))
+
+    def test_missing_program(self) -> None:
+        result = launch("--topology", "ring", "--", "no-such-program-dpdk-fi")
+        self.assert_one_line_error(result, "no-such-program-dpdk-fi")
+
+    def test_no_program(self) -> None:
+        result = launch("--topology", "ring")
+        self.assertEqual(result.returncode, 2)
+        self.assertNotIn("Traceback", result.stderr)
+
+
+class HugepageDetectionTest(LauncherCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self.run_py = load_launcher()
+        self.mount = self.tmp / "huge"
+        self.mount.mkdir()
+
+    def detect(self, free_pages: int, mounted: bool) -> tuple[bool, str]:
+        meminfo = self.tmp / "meminfo"
+        meminfo.write_text(f"MemTotal: 1000 kB\nHugePages_Total: 512\n"
+                           f"HugePages_Free: {free_pages}\nHugepagesize: 2048 kB\n")
+        mounts = self.tmp / "mounts"
+        mounts.write_text("proc /proc proc rw 0 0\n" +
+                          (f"nodev {self.mount} hugetlbfs rw 0 0\n" if mounted else ""))
+        return self.run_py.hugepages_available(meminfo, mounts)
+
+    def test_free_pages_and_mount(self) -> None:
+        self.assertEqual(self.detect(512, True), (True, ""))
+
+    def test_no_free_pages(self) -> None:
+        available, why = self.detect(0, True)
+        self.assertFalse(available)
+        self.assertIn("free hugepages", why)
+
+    def test_no_mount(self) -> None:
+        self.assertEqual(self.detect(512, False), (False, "no hugetlbfs mounted"))
+
+    def test_listening_table(self) -> None:
+        table = self.tmp / "unix"
+        table.write_text(
+            "Num       RefCount Protocol Flags    Type St Inode Path\n"
+            "0000000000000000: 00000002 00000000 00010000 0005 01 12398 /run/x/listen.sock\n"
+            "0000000000000000: 00000002 00000000 00000000 0005 01 12399 /run/x/bound.sock\n")
+        self.assertTrue(self.run_py.socket_is_listening(Path("/run/x/listen.sock"), table))
+        self.assertFalse(self.run_py.socket_is_listening(Path("/run/x/bound.sock"), table))
+        self.assertFalse(self.run_py.socket_is_listening(Path("/run/x/none.sock"), table))
+
+
+class TestlogSummaryTest(unittest.TestCase):
+    """dpdk-fi-test.sh --summarize FILE: the table and the closing line."""
+
+    def summarize(self, *results: str, raw: str = "") -> subprocess.CompletedProcess:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            for i, result in enumerate(results):
+                f.write(f'{{"name": "ofi-dpdk:unit / t{i}", "result": "{result}",'
+                        f' "duration": 0.{i}, "returncode": 0, "stdout": ""}}\n')
+            f.write(raw)
+        self.addCleanup(os.unlink, f.name)
+        return self.run_script("--summarize", f.name)
+
+    @staticmethod
+    def run_script(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(TEST_SCRIPT), *args], capture_output=True,
+                              text=True, timeout=30)
+
+    def last_line(self, result: subprocess.CompletedProcess) -> str:
+        return result.stdout.rstrip("\n").splitlines()[-1]
+
+    def test_every_result_kind(self) -> None:
+        result = self.summarize("OK", "FAIL", "SKIP", "TIMEOUT", "EXPECTEDFAIL",
+                                "UNEXPECTEDPASS", "ERROR")
+        self.assertEqual(self.last_line(result), "2 passed, 4 failed, 1 skipped")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("ofi-dpdk:unit / t1", result.stdout)
+
+    def test_all_passed(self) -> None:
+        result = self.summarize("OK", "OK", "EXPECTEDFAIL")
+        self.assertEqual(self.last_line(result), "3 passed, 0 failed")
+        self.assertEqual(result.returncode, 0)
+
+    def test_passed_and_skipped(self) -> None:
+        result = self.summarize("OK", "SKIP")
+        self.assertEqual(self.last_line(result), "1 passed, 0 failed, 1 skipped")
+        self.assertEqual(result.returncode, 0)
+
+    def test_only_skipped_is_a_failure(self) -> None:
+        result = self.summarize("SKIP")
+        self.assertEqual(self.last_line(result), "0 passed, 0 failed, 1 skipped")
+        self.assertEqual(result.returncode, 1)
+
+    def test_empty_log(self) -> None:
+        result = self.summarize()
+        self.assertEqual(self.last_line(result), "0 passed, 0 failed")
+        self.assertEqual(result.returncode, 1)
+
+    def test_missing_log(self) -> None:
+        result = self.run_script("--summarize", "/nonexistent/testlog.json")
+        self.assertEqual(self.last_line(result), "0 passed, 0 failed")
+        self.assertEqual(result.returncode, 1)
+
+    def test_unreadable_line_counts_as_failure(self) -> None:
+        result = self.summarize("OK", raw="{not json\n\n")
+        self.assertEqual(self.last_line(result), "1 passed, 1 failed")
+        self.assertEqual(result.returncode, 1)
+
+    def test_many_tests_list_only_the_failures(self) -> None:
+        result = self.summarize(*(["OK"] * 60 + ["FAIL"]))
+        self.assertEqual(self.last_line(result), "60 passed, 1 failed")
+        self.assertIn("t60", result.stdout)
+        self.assertNotIn("t59\n", result.stdout)
+
+    def test_debian13_is_reserved(self) -> None:
+        result = self.run_script("--debian13")
+        self.assertEqual(result.returncode, 3)
+        self.assertIn("the Debian 13 leg is not built yet", result.stdout)
+
+    def test_help_documents_debian13(self) -> None:
+        result = self.run_script("--help")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("--debian13", result.stdout)
+        self.assertIn("--summarize", result.stdout)
+
+
+@unittest.skipUnless(shutil.which("meson") and shutil.which("ninja"), "needs meson and ninja")
+class FakeProjectRunTest(unittest.TestCase):
+    """dpdk-fi-test.sh end to end on a tiny meson project beside a copy of the
+    usertools: set-up (no hugepages touched), build, meson test, summary."""
+
+    def project(self, tests: str, source: str = "int main() { return 0; }\n") -> Path:
+        root = Path(tempfile.mkdtemp(prefix="dpdk-fi-fake."))
+        self.addCleanup(shutil.rmtree, root, ignore_errors=True)
+        shutil.copytree(REPO / "usertools", root / "usertools",
+                        ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+        (root / "main.cc").write_text(source)
+        (root / "meson.build").write_text(
+            "project('fake', 'cpp')\nsh = find_program('sh')\n"
+            "executable('main', 'main.cc')\n" + tests)
+        return root
+
+    def run_tests(self, root: Path, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(root / "usertools" / "dpdk-fi-test.sh"),
+                               "--no-hugepages", *args], capture_output=True, text=True,
+                              timeout=300, cwd="/")
+
+    def test_pass_and_skip(self) -> None:
+        root = self.project(
+            "test('ok', sh, args: ['-c', 'test \"$OFI_DPDK_HUGEPAGES\" = no'])\n"
+            "test('skip', sh, args: ['-c', 'exit 77'])\n")
+        result = self.run_tests(root)
+        self.assertEqual(result.stdout.splitlines()[-1], "1 passed, 0 failed, 1 skipped",
+                         result.stdout + result.stderr)
+        self.assertEqual(result.returncode, 0)
+        self.assertEqual((root / "build" / ".hugepages").read_text().strip(), "no")
+
+    def test_failure_and_suite_selection(self) -> None:
+        root = self.project("test('ok', sh, args: ['-c', 'true'], suite: 'a')\n"
+                            "test('bad', sh, args: ['-c', 'false'], suite: 'b')\n")
+        result = self.run_tests(root)
+        self.assertEqual(result.stdout.splitlines()[-1], "1 passed, 1 failed")
+        self.assertEqual(result.returncode, 1)
+        result = self.run_tests(root, "--suite", "a")
+        self.assertEqual(result.stdout.splitlines()[-1], "1 passed, 0 failed")
+        self.assertEqual(result.returncode, 0)
+
+    def test_build_failure(self) -> None:
+        root = self.project("test('ok', sh, args: ['-c', 'true'])\n", source="int main() {\n")
+        result = self.run_tests(root)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("the build failed", result.stderr.splitlines()[-1])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Run an unmodified fi_* program over the ofi-dpdk provider.
+
+The launcher builds the DPDK EAL command line for one test topology, sets
+FI_PROVIDER=dpdk, FI_DPDK_EAL_ARGS (that command line) and FI_PROVIDER_PATH
+(this repository's build/drivers/ofi unless already set), then execs the
+program: the program's exit status is the launcher's.
+
+Topologies and the port each gives the provider:
+  ring          --vdev=net_ring0: one port that loops back to itself
+  memif-server  --vdev=net_memif0,role=server,socket=PATH,socket-abstract=no
+                (start the server first)
+  memif-client  --vdev=net_memif0,role=client,socket=PATH,socket-abstract=no
+  af_packet     --vdev=net_af_packet0,iface=IF: a kernel interface (veth)
+  pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci)
+
+Memory: --in-memory when free hugepages and a hugetlbfs mount are found,
+otherwise (or with --no-huge) --no-huge -m 512 --no-shconf.
+
+Examples:
+  dpdk-fi-run.py --topology ring -- fi_info -p dpdk
+  dpdk-fi-run.py --topology memif-server -- fi_pingpong -p dpdk -e rdm
+  dpdk-fi-run.py --topology memif-client -- fi_pingpong -p dpdk -e rdm SERVER
+  eval "$(dpdk-fi-run.py --topology ring --print-only)"
+
+Exit status: the program's; 2 when the launcher cannot start it.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import stat
+import sys
+from pathlib import Path
+from typing import Mapping, NoReturn, Sequence
+
+PROG = "dpdk-fi-run.py"
+TOPOLOGIES = ("ring", "memif-server", "memif-client", "af_packet", "pci")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PROVIDER_DIR = REPO_ROOT / "build" / "drivers" / "ofi"
+DEFAULT_SOCKET = Path("/run/ofi-dpdk/memif.sock")
+SYS_NET = Path("/sys/class/net")
+SYS_PCI = Path("/sys/bus/pci/devices")
+MEMINFO = Path("/proc/meminfo")
+MOUNTS = Path("/proc/mounts")
+PROC_NET_UNIX = Path("/proc/net/unix")
+HUGE_MIN_FREE_KB = 256 * 1024  # below this, DPDK may not fit its pools
+NO_HUGE_ARGS = ["--no-huge", "-m", "512", "--no-shconf"]
+PCI_DRIVERS = ("vfio-pci", "uio_pci_generic", "igb_uio", "mlx4_core", "mlx5_core")
+
+
+class LaunchError(Exception):
+    """A problem that stops the launch; main() prints it on one line."""
+
+
+def note(message: str) -> None:
+    """Prints a one-line note on stderr."""
+    print(f"{PROG}: note: {message}", file=sys.stderr)
+
+
+def allowed_cpus() -> list[int]:
+    """The CPUs this process may run on, in order."""
+    return sorted(os.sched_getaffinity(0))
+
+
+def default_lcore(topology: str) -> int:
+    """The first allowed CPU; the second for memif-client, so that a server
+    and a client started on one host do not poll on the same core."""
+    cpus = allowed_cpus()
+    return cpus[1] if topology == "memif-client" and len(cpus) > 1 else cpus[0]
+
+
+def hugepages_available(meminfo: Path = MEMINFO, mounts: Path = MOUNTS) -> tuple[bool, str]:
+    """Whether DPDK can use hugepages here: enough free huge pages and a
+    hugetlbfs mount this process may write to. Returns (False, why) if not."""
+    fields: dict[str, int] = {}
+    try:
+        for line in meminfo.read_text().splitlines():
+            key, _, value = line.partition(":")
+            words = value.split()
+            if words and words[0].isdigit():
+                fields[key] = int(words[0])
+        mount_points = [words[1] for words in map(str.split, mounts.read_text().splitlines())
+                        if len(words) > 2 and words[2] == "hugetlbfs"]
+    except OSError as e:
+        return False, f"cannot read {e.filename}"
+    free_kb = fields.get("HugePages_Free", 0) * fields.get("Hugepagesize", 0)
+    if free_kb < HUGE_MIN_FREE_KB:
+        return False, f"only {free_kb // 1024} MiB of free hugepages"
+    if not mount_points:
+        return False, "no hugetlbfs mounted"
+    if not any(os.access(m, os.W_OK | os.X_OK) for m in mount_points):
+        return False, f"no permission to write to {mount_points[0]}"
+    return True, ""
+
+
+def socket_is_listening(path: Path, table: Path = PROC_NET_UNIX) -> bool:
+    """True if a socket of this network namespace listens on PATH, as
+    /proc/net/unix tells. (Never probe with connect(): a memif server of
+    DPDK 22.11 aborts when a peer connects and hangs up before its hello.)"""
+    try:
+        lines = table.read_text().splitlines()[1:]
+    except OSError:
+        return False
+    for line in lines:
+        # Num RefCount Protocol Flags Type St Inode Path; Flags has
+        # __SO_ACCEPTCON (0x10000) on a listening socket.
+        words = line.split(maxsplit=7)
+        if len(words) == 8 and words[7] == str(path) and int(words[3], 16) & 0x10000:
+            return True
+    return False
+
+
+def prepare_memif_socket(path: Path, role: str) -> None:
+    """Server: creates the socket's directory and removes a stale socket file.
+    Client: notes when no server listens yet. Raises LaunchError."""
+    if role == "client":
+        if not socket_is_listening(path):
+            note(f"no memif server listens on {path} yet; start the server first")
+        return
+    directory = path.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LaunchError(f"cannot create the socket directory {directory}: {e.strerror}") from e
+    if not directory.is_dir() or not os.access(directory, os.W_OK | os.X_OK):
+        raise LaunchError(f"no permission to create a socket in {directory}; use --socket")
+    if not os.path.lexists(path):
+        return
+    if not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise LaunchError(f"{path} exists and is not a socket; use another --socket")
+    if socket_is_listening(path):
+        raise LaunchError(f"a memif server already listens on {path}; use another --socket")
+    try:
+        path.unlink()
+    except OSError as e:
+        raise LaunchError(f"cannot remove the stale socket {path}: {e.strerror}") from e
+    note(f"removed the stale socket {path}")
+
+
+def normalize_bdf(bdf: str) -> str:
+    """0000:03:00.0 from 03:00.0 or 0000:03:00.0; raises LaunchError if malformed."""
+    match = re.fullmatch(r"(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])", bdf)
+    if not match:
+        raise LaunchError(f"'{bdf}' is not a PCI address like 0000:03:00.0")
+    return f"{match.group(1) or '0000'}:{match.group(2)}".lower()
+
+
+def device_args(args: argparse.Namespace) -> list[str]:
+    """The EAL options naming the port for args.topology. Raises LaunchError."""
+    if args.topology == "ring":
+        return ["--vdev=net_ring0"]
+    if args.topology in ("memif-server", "memif-client"):
+        role = args.topology.split("-")[1]
+        path = Path(os.path.abspath(args.socket))
+        if "," in str(path):
+            raise LaunchError(f"the socket path {path} must not contain a comma")
+        prepare_memif_socket(path, role)
+        # A socket file, not DPDK's default abstract name: it shows in the
+        # file system and works across network namespaces.
+        return [f"--vdev=net_memif0,role={role},socket={path},socket-abstract=no"]
+    if args.topology == "af_packet":
+        if "/" in args.iface or "," in args.iface or not (SYS_NET / args.iface).exists():
+            raise LaunchError(f"no network interface '{args.iface}' (see: ip link)")
+        return [f"--vdev=net_af_packet0,iface={args.iface}"]
+    bdf = normalize_bdf(args.pci)
+    device = SYS_PCI / bdf
+    if not device.exists():
+        raise LaunchError(f"no PCI device {bdf} (see: lspci -D)")
+    driver = (device / "driver").resolve().name if (device / "driver").exists() else "none"
+    if driver not in PCI_DRIVERS:
+        note(f"{bdf} is bound to {driver}; DPDK needs vfio-pci"
+             f" (dpdk-devbind.py -b vfio-pci {bdf})")
+    return ["-a", bdf]
+
+
+def memory_args(no_huge: bool) -> list[str]:
+    """--in-memory with usable hugepages, else the --no-huge set (with a note)."""
+    if no_huge:
+        note("--no-huge given; DPDK runs without hugepages (slower)")
+        return list(NO_HUGE_ARGS)
+    available, why = hugepages_available()
+    if available:
+        return ["--in-memory"]
+    note(f"{why}; DPDK runs with --no-huge (run usertools/dpdk-fi-setup.sh as root to fix)")
+    return list(NO_HUGE_ARGS)
+
+
+def eal_args(args: argparse.Namespace) -> list[str]:
+    """The whole EAL command line for FI_DPDK_EAL_ARGS. Raises LaunchError."""
+    lcore = default_lcore(args.topology) if args.lcore is None else args.lcore
+    if lcore not in allowed_cpus():
+        raise LaunchError(f"lcore {lcore} is not among this process's CPUs {allowed_cpus()}")
+    eal = ["-l", str(lcore), "--no-telemetry", "--log-level=lib.eal:warning"]
+    if args.topology != "pci":
+        eal.append("--no-pci")
+    eal += device_args(args)
+    eal += memory_args(args.no_huge)
+    try:
+        eal += shlex.split(args.eal_extra)
+    except ValueError as e:
+        raise LaunchError(f"cannot split --eal-extra: {e}") from e
+    return eal
+
+
+def provider_env(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables the launcher sets, in the order it prints them."""
+    env = {"FI_PROVIDER": "dpdk", "FI_DPDK_EAL_ARGS": shlex.join(eal_args(args))}
+    if args.provider_path is not None:
+        directory = Path(args.provider_path)
+        if not directory.is_dir():
+            raise LaunchError(f"no provider directory {directory}")
+        env["FI_PROVIDER_PATH"] = str(directory.resolve())
+    elif "FI_PROVIDER_PATH" not in environ and DEFAULT_PROVIDER_DIR.is_dir():
+        env["FI_PROVIDER_PATH"] = str(DEFAULT_PROVIDER_DIR)
+    return env
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Splits ARGV at the first "--"; returns the options and the program."""
+    argv = list(argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    options, program = argv[:split], argv[split + 1:]
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        usage="%(prog)s --topology TOPOLOGY [options] -- PROGRAM [ARGS...]",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--topology", required=True, choices=TOPOLOGIES,
+                        help="the port to give the provider (see above)")
+    parser.add_argument("--socket", default=None, metavar="PATH",
+                        help=f"memif socket path (default: {DEFAULT_SOCKET})")
+    parser.add_argument("--iface", metavar="IF", help="af_packet: the kernel interface")
+    parser.add_argument("--pci", metavar="BDF", help="pci: the device, e.g. 0000:03:00.0")
+    parser.add_argument("--lcore", type=int, metavar="N",
+                        help="the EAL main lcore (default: the first CPU this process may"
+                             " use; the second for memif-client)")
+    parser.add_argument("--no-huge", action="store_true",
+                        help="run DPDK without hugepages even if some are available")
+    parser.add_argument("--provider-path", metavar="DIR",
+                        help="where libdpdk-fi.so is (default: FI_PROVIDER_PATH if set,"
+                             f" else {DEFAULT_PROVIDER_DIR} if it exists)")
+    parser.add_argument("--eal-extra", default="", metavar='"ARGS"',
+                        help="more EAL arguments, appended as they are")
+    parser.add_argument("--print-only", action="store_true",
+                        help="do the checks, print the environment as shell exports,"
+                             " run nothing")
+    args = parser.parse_args(options)
+    for option, topologies in (("socket", ("memif-server", "memif-client")),
+                               ("iface", ("af_packet",)), ("pci", ("pci",))):
+        if getattr(args, option) is not None and args.topology not in topologies:
+            parser.error(f"--{option} applies to --topology {' or '.join(topologies)} only")
+    if args.topology == "af_packet" and args.iface is None:
+        parser.error("--topology af_packet needs --iface IF")
+    if args.topology == "pci" and args.pci is None:
+        parser.error("--topology pci needs --pci BDF")
+    if args.socket is None:
+        args.socket = str(DEFAULT_SOCKET)
+    if not program and not args.print_only:
+        parser.error("no program to run: put it after --")
+    return args, program
+
+
+def run(argv: Sequence[str]) -> int:
+    """Prints or execs; returns only with --print-only. Raises LaunchError."""
+    args, program = parse_args(argv)
+    updates = provider_env(args, os.environ)
+    if args.print_only:
+        for name, value in updates.items():
+            print(f"export {name}={shlex.quote(value)}")
+        if program:
+            print(f"# would run: {shlex.join(program)}")
+        return 0
+    env = {**os.environ, **updates}
+    if shutil.which(program[0], path=env.get("PATH", os.defpath)) is None:
+        raise LaunchError(f"program not found: {program[0]}")
+    sys.stdout.flush()
+    try:
+        os.execvpe(program[0], program, env)
+    except OSError as e:
+        raise LaunchError(f"cannot run {program[0]}: {e.strerror}") from e
+
+
+def main() -> NoReturn:
+    try:
+        sys.exit(run(sys.argv[1:]))
+    except LaunchError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

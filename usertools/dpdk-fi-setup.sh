@@ -1,0 +1,156 @@
+#!/bin/bash
+# Usage: usertools/dpdk-fi-setup.sh [--no-hugepages] [--builddir DIR] [--help]
+#
+# Prepares this machine for ofi-dpdk and builds it; safe to run again and again.
+#  1. Installs what is missing among the Debian packages the project needs
+#     (as root; otherwise prints the apt-get line to run and exits 2).
+#  2. Reserves 1 GiB of hugepages and mounts a hugetlbfs if none is mounted.
+#     When that is not possible (no root, a container), DPDK runs with
+#     --no-huge instead. The choice is written to BUILDDIR/.hugepages
+#     ("yes" or "no") for the other scripts.
+#  3. Configures the build with meson (once) and builds it with ninja.
+#
+# Options:
+#   --no-hugepages  do not touch hugepages; record "no" (DPDK uses --no-huge)
+#   --builddir DIR  build directory, relative to the repository root
+#                   (default: build)
+# Exit status: 0 ready, 1 a step failed, 2 packages missing and not root.
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+
+PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
+	libfabric-dev libfabric-bin libgtest-dev python3 iproute2)
+HUGE_TOTAL_KB=$((1024 * 1024)) # what we reserve: 512 pages of 2 MiB
+HUGE_MIN_FREE_KB=$((256 * 1024)) # what DPDK must find free to use them
+
+builddir=build
+no_hugepages=0
+while (($#)); do
+	case "$1" in
+	--no-hugepages) no_hugepages=1 ;;
+	--builddir)
+		(($# >= 2)) || die 1 "--builddir needs a directory"
+		builddir=$2
+		shift
+		;;
+	-h | --help) usage; exit 0 ;;
+	*) die 1 "unknown option '$1' (see --help)" ;;
+	esac
+	shift
+done
+builddir=$(abs_builddir "$builddir")
+cd "$DPDK_FI_ROOT"
+
+# 1. Packages. Sets installed_now=1 when something was installed.
+installed_now=0
+install_packages() {
+	local missing=() p
+	if ! command -v dpkg-query >/dev/null; then
+		note "no dpkg-query: not a Debian system, skipping the package check"
+		return
+	fi
+	for p in "${PACKAGES[@]}"; do
+		[[ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" == installed ]] ||
+			missing+=("$p")
+	done
+	((${#missing[@]})) || return 0
+	if ((EUID != 0)); then
+		note "missing packages: ${missing[*]}"
+		note "install them with:"
+		echo "sudo apt-get install -y ${missing[*]}"
+		exit 2
+	fi
+	echo "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || die 1 "apt-get update failed"
+	apt-get install -y -qq "${missing[@]}" || die 1 "apt-get install failed"
+	installed_now=1
+}
+
+# 2. Hugepages. try_hugepages returns 0 when DPDK can use them; otherwise it
+# sets why_not.
+why_not=""
+meminfo_kb() { # FIELD: the value of FIELD in /proc/meminfo (0 if absent)
+	awk -v f="$1:" '$1 == f {print $2; found=1} END {if (!found) print 0}' /proc/meminfo
+}
+try_hugepages() {
+	local size_kb want nr mnt
+	size_kb=$(meminfo_kb Hugepagesize)
+	if ((size_kb == 0)); then
+		why_not="this kernel has no hugepage support"
+		return 1
+	fi
+	want=$((HUGE_TOTAL_KB / size_kb))
+	nr=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+	if ((nr < want)); then
+		{ echo "$want" >/proc/sys/vm/nr_hugepages; } 2>/dev/null || true
+	fi
+	if (($(meminfo_kb HugePages_Free) * size_kb < HUGE_MIN_FREE_KB)); then
+		why_not="could not reserve hugepages (vm.nr_hugepages is $(cat /proc/sys/vm/nr_hugepages))"
+		return 1
+	fi
+	mnt=$(awk '$3 == "hugetlbfs" {print $2; exit}' /proc/mounts)
+	if [[ -z "$mnt" ]]; then
+		mnt=/dev/hugepages
+		if ! { mkdir -p "$mnt" && mount -t hugetlbfs nodev "$mnt"; } 2>/dev/null; then
+			why_not="no hugetlbfs is mounted and mounting one at $mnt failed"
+			return 1
+		fi
+	fi
+	# Touch one page: in a container whose cgroup allows no hugepages the
+	# reservation succeeds but the first write dies with SIGBUS.
+	if ! python3 - "$mnt" "$size_kb" 2>/dev/null <<-'EOF'; then
+		import mmap, os, sys, tempfile
+		size = int(sys.argv[2]) * 1024
+		fd, path = tempfile.mkstemp(dir=sys.argv[1], prefix="dpdk-fi-probe.")
+		try:
+		    os.ftruncate(fd, size)
+		    with mmap.mmap(fd, size) as page:
+		        page[0] = 1
+		finally:
+		    os.close(fd)
+		    os.unlink(path)
+	EOF
+		why_not="hugepages are reserved but this process cannot use them at $mnt"
+		return 1
+	fi
+}
+setup_hugepages() {
+	local decision=no
+	if ((no_hugepages)); then
+		echo "hugepages: not used (--no-hugepages); DPDK will run with --no-huge"
+	elif try_hugepages; then
+		decision=yes
+		echo "hugepages: available; DPDK will run with --in-memory"
+	else
+		echo "hugepages: $why_not; DPDK will run with --no-huge"
+		echo "  to use hugepages, as root: echo 512 > /proc/sys/vm/nr_hugepages;" \
+			"mount -t hugetlbfs nodev /dev/hugepages (a container must be privileged)"
+	fi
+	mkdir -p "$builddir"
+	echo "$decision" >"$builddir/.hugepages"
+}
+
+# 3. Build. Configure once; reconfigure only when the build directory is
+# unusable (no build.ninja, another meson version) or packages just changed.
+build() {
+	if [[ ! -f "$builddir/meson-private/coredata.dat" ]]; then
+		echo "configuring: meson setup $builddir"
+		meson setup "$builddir" "$DPDK_FI_ROOT" ||
+			die 1 "meson setup failed; see above and $builddir/meson-logs/meson-log.txt"
+	elif ((installed_now)) || [[ ! -f "$builddir/build.ninja" ]] ||
+		! meson introspect --projectinfo "$builddir" >/dev/null 2>&1; then
+		echo "reconfiguring: meson setup --reconfigure $builddir"
+		meson setup --reconfigure "$builddir" "$DPDK_FI_ROOT" ||
+			die 1 "meson setup --reconfigure failed; see above and $builddir/meson-logs/meson-log.txt"
+	fi
+	echo "building: ninja -C $builddir"
+	ninja -C "$builddir" || die 1 "the build failed; see the compiler messages above"
+}
+
+install_packages
+setup_hugepages
+build
+echo "ready: $builddir"

@@ -1,0 +1,131 @@
+#!/bin/bash
+# Usage: usertools/dpdk-fi-test.sh [--suite S]... [--builddir DIR] [--no-hugepages]
+#                                  [MESON-TEST-ARGS...]
+#        usertools/dpdk-fi-test.sh --summarize TESTLOG.json
+#        usertools/dpdk-fi-test.sh --debian13
+#
+# Runs dpdk-fi-setup.sh (packages, hugepages, build), then the tests with
+# `meson test --num-processes 1` (the tests poll, and the machine has two
+# cores) under an overall time limit, then prints a table of the results and,
+# as its very last line, "N passed, N failed" (", N skipped" when some were).
+#
+# Options:
+#   --suite S          run only suite S (repeatable): unit, dpdk, provider,
+#                      multiproc, stock, tools
+#   --builddir DIR     build directory (default: build)
+#   --no-hugepages     passed to dpdk-fi-setup.sh: DPDK runs with --no-huge
+#   --summarize FILE   only print the summary of a meson testlog.json file
+#   --debian13         the Debian 13 leg (libfabric 2.1 with DPDK 24.11, in a
+#                      chroot); not built yet: says so and exits 3
+#   Any other argument goes to `meson test` unchanged (a test name, --repeat N).
+#
+# Environment: DPDK_FI_TEST_LIMIT, the overall limit for `meson test` in
+# seconds (default 3600). The tests see OFI_DPDK_HUGEPAGES (yes or no) and
+# OFI_DPDK_EAL_MEM_ARGS (the matching EAL memory options).
+#
+# Exit status: 0 when no test failed and at least one passed, 1 otherwise,
+# 2 when packages are missing (see dpdk-fi-setup.sh), 3 for --debian13.
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+
+# summarize TESTLOG [MESON-STATUS [LIMIT]]: prints the table and the closing
+# line; returns 0 when nothing failed and something passed. A MESON-STATUS of
+# 124 or 137 (killed by `timeout`) counts as one more failure, and so does any
+# other non-zero status when the log itself shows no failure.
+summarize() {
+	python3 - "$@" <<-'EOF'
+		import json
+		import sys
+
+		PASSED = {"OK", "EXPECTEDFAIL"}
+		log = sys.argv[1]
+		status = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+		limit = sys.argv[3] if len(sys.argv) > 3 else "?"
+		rows = []  # (result, seconds, name) in the order the tests ran
+		try:
+		    with open(log, encoding="utf-8") as f:
+		        lines = f.readlines()
+		except OSError as e:
+		    print(f"no test log: {log}: {e.strerror}")
+		    lines = []
+		for line in lines:
+		    if not line.strip():
+		        continue
+		    try:
+		        test = json.loads(line)
+		        rows.append((str(test["result"]), float(test.get("duration") or 0),
+		                     str(test["name"])))
+		    except (ValueError, KeyError, TypeError, AttributeError):
+		        rows.append(("ERROR", 0.0, "(unreadable line in the test log)"))
+		failed = sum(r not in PASSED and r != "SKIP" for r, _, _ in rows)
+		if status in (124, 137):
+		    rows.append(("TIMEOUT", 0.0, f"(meson test stopped at the overall limit of {limit} s)"))
+		elif status != 0 and failed == 0:
+		    rows.append(("ERROR", 0.0, f"(meson test exited with status {status})"))
+		passed = sum(r in PASSED for r, _, _ in rows)
+		skipped = sum(r == "SKIP" for r, _, _ in rows)
+		failed = len(rows) - passed - skipped
+		shown = rows if len(rows) <= 50 else [row for row in rows if row[0] not in PASSED]
+		if shown:
+		    print(f"{'RESULT':<15} {'TIME':>9}  TEST")
+		for result, seconds, name in shown:
+		    print(f"{result:<15} {seconds:8.2f}s  {name}")
+		if len(shown) < len(rows):
+		    print(f"({len(rows) - len(shown)} passing tests not listed)")
+		print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+		sys.exit(0 if failed == 0 and passed > 0 else 1)
+	EOF
+}
+
+builddir=build
+setup_args=()
+meson_args=()
+while (($#)); do
+	case "$1" in
+	--suite)
+		(($# >= 2)) || die 1 "--suite needs a suite name"
+		meson_args+=(--suite "$2")
+		shift
+		;;
+	--builddir)
+		(($# >= 2)) || die 1 "--builddir needs a directory"
+		builddir=$2
+		setup_args+=(--builddir "$2")
+		shift
+		;;
+	--no-hugepages) setup_args+=(--no-hugepages) ;;
+	--summarize)
+		(($# == 2)) || die 1 "usage: $dpdk_fi_prog --summarize TESTLOG.json"
+		summarize "$2"
+		exit
+		;;
+	--debian13)
+		echo "the Debian 13 leg is not built yet"
+		exit 3
+		;;
+	-h | --help) usage; exit 0 ;;
+	*) meson_args+=("$1") ;;
+	esac
+	shift
+done
+builddir=$(abs_builddir "$builddir")
+limit=${DPDK_FI_TEST_LIMIT:-3600}
+[[ "$limit" =~ ^[0-9]+$ ]] || die 1 "DPDK_FI_TEST_LIMIT must be a number of seconds"
+
+bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}"
+
+OFI_DPDK_HUGEPAGES=$(cat "$builddir/.hugepages")
+OFI_DPDK_EAL_MEM_ARGS=$(eal_memory_args "$builddir")
+export OFI_DPDK_HUGEPAGES OFI_DPDK_EAL_MEM_ARGS
+
+testlog="$builddir/meson-logs/testlog.json"
+rm -f "$testlog" # never summarize a previous run
+echo "testing: meson test -C $builddir --print-errorlogs --num-processes 1" \
+	"${meson_args[@]}" "(overall limit ${limit} s)"
+status=0
+timeout --kill-after=60 "$limit" meson test -C "$builddir" --print-errorlogs \
+	--num-processes 1 "${meson_args[@]}" || status=$?
+echo
+summarize "$testlog" "$status" "$limit"

@@ -1,0 +1,47 @@
+# dpdk_fi_common.sh: helpers shared by the usertools/dpdk-fi-*.sh scripts.
+# Source it; it defines functions and DPDK_FI_ROOT (the repository root) only.
+# shellcheck shell=bash
+
+DPDK_FI_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# The script name for messages, e.g. "dpdk-fi-setup.sh".
+dpdk_fi_prog="$(basename "$0")"
+
+# usage: prints the calling script's header comment (from line 2 up to the
+# "set -euo pipefail" line) without the comment marks.
+usage() {
+	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+}
+
+# note MESSAGE...: one line on stderr, prefixed with the script name.
+note() {
+	echo "${dpdk_fi_prog}: $*" >&2
+}
+
+# die STATUS MESSAGE...: one line on stderr, then exit with STATUS.
+die() {
+	local status=$1
+	shift
+	echo "${dpdk_fi_prog}: error: $*" >&2
+	exit "$status"
+}
+
+# abs_builddir DIR: DIR made absolute (relative paths are taken from the
+# repository root, where the scripts always run).
+abs_builddir() {
+	case "$1" in
+	/*) echo "$1" ;;
+	*) echo "$DPDK_FI_ROOT/$1" ;;
+	esac
+}
+
+# eal_memory_args BUILDDIR: the EAL memory options chosen by dpdk-fi-setup.sh
+# (it writes BUILDDIR/.hugepages): "--in-memory" with hugepages, otherwise
+# "--no-huge -m 512 --no-shconf" (--no-huge cannot go with --in-memory).
+eal_memory_args() {
+	if [[ "$(cat "$1/.hugepages" 2>/dev/null)" == yes ]]; then
+		echo "--in-memory"
+	else
+		echo "--no-huge -m 512 --no-shconf"
+	fi
+}
