@@ -3,6 +3,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -25,7 +26,7 @@ void fill_defaults(fi_info* info) {
   tx->caps = kTxCaps;
   tx->mode = 0;
   tx->op_flags = 0;
-  tx->msg_order = 0;
+  tx->msg_order = FI_ORDER_SAS;
   tx->comp_order = 0;
   tx->inject_size = 0;  // set per port
   tx->size = kQueueDepth;
@@ -36,7 +37,7 @@ void fill_defaults(fi_info* info) {
   rx->caps = kRxCaps & ~FI_SOURCE;
   rx->mode = 0;
   rx->op_flags = 0;
-  rx->msg_order = 0;
+  rx->msg_order = FI_ORDER_SAS;
   rx->comp_order = 0;
   rx->total_buffered_recv = 0;  // set per port
   rx->size = kQueueDepth;
@@ -181,8 +182,8 @@ fi_info* make_port_info(const PortFacts& port, uint32_t version) {
   fi_info* info = fi_allocinfo();
   if (info == nullptr) return nullptr;
   fill_defaults(info);
-  info->tx_attr->inject_size = port.max_msg_size;
-  info->rx_attr->total_buffered_recv = size_t{256} * port.max_msg_size;
+  info->tx_attr->inject_size = std::min<size_t>(kInjectSize, port.max_msg_size);
+  info->rx_attr->total_buffered_recv = port.unexpected_bytes;
   info->ep_attr->max_msg_size = port.max_msg_size;
   info->domain_attr->name = strdup(port.name.c_str());
   if (FI_VERSION_LT(version, FI_VERSION(1, 5)))

@@ -17,7 +17,8 @@ namespace ofi_dpdk::ofi {
 struct PortFacts {
   std::string name;       // the ethdev name: the domain name
   uint8_t mac[6];
-  uint32_t max_msg_size;  // one frame's payload, for now
+  size_t max_msg_size;      // ep_attr->max_msg_size
+  size_t unexpected_bytes;  // rx_attr->total_buffered_recv
 };
 
 // Capabilities this provider implements (and tests prove).

@@ -8,14 +8,8 @@
 
 namespace ofi_dpdk::ofi {
 
-uint64_t Av::reverse_key(const uint8_t mac[6], uint16_t queue) {
-  uint64_t key = queue;
-  for (int i = 0; i < 6; ++i) key = key << 8 | mac[i];
-  return key;
-}
-
-fi_addr_t Av::lookup_source(const uint8_t mac[6], uint16_t queue) const {
-  auto it = reverse.find(reverse_key(mac, queue));
+fi_addr_t Av::lookup_source(uint64_t key) const {
+  auto it = reverse.find(key);
   return it == reverse.end() ? FI_ADDR_NOTAVAIL : it->second;
 }
 
@@ -29,7 +23,7 @@ fi_addr_t insert_one(Av* av, const av::Address& address) {
   av->table[index] = {address, true};
   // The first index for an endpoint answers FI_SOURCE; a duplicate insert
   // gets its own index and leaves the reverse map alone.
-  av->reverse.emplace(Av::reverse_key(address.mac, address.queue), index);
+  av->reverse.emplace(proto::peer_key(address.mac, address.queue), index);
   return index;
 }
 
@@ -99,7 +93,7 @@ int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) 
     if (fi_addr[i] >= av->table.size() || !av->table[fi_addr[i]].valid) return -FI_EINVAL;
   for (size_t i = 0; i < count; ++i) {
     AvEntry& entry = av->table[fi_addr[i]];
-    const uint64_t key = Av::reverse_key(entry.address.mac, entry.address.queue);
+    const uint64_t key = proto::peer_key(entry.address.mac, entry.address.queue);
     if (auto it = av->reverse.find(key); it != av->reverse.end() && it->second == fi_addr[i])
       av->reverse.erase(it);
     entry.valid = false;

@@ -105,8 +105,11 @@ ssize_t cq_sread(fid_cq* cq, void* buf, size_t count, const void* cond, int time
   return cq_sreadfrom(cq, buf, count, nullptr, cond, timeout);
 }
 
+// prov_errno is one of the transport's ProvErrno values, or an fi_errno.
 const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
-  const char* text = fi_strerror(prov_errno);
+  const char* text = prov_errno == proto::kProvPeerTimeout || prov_errno == proto::kProvPeerRestarted
+                         ? proto::prov_errno_text(prov_errno)
+                         : fi_strerror(prov_errno);
   if (buf != nullptr && len > 0) {
     std::strncpy(buf, text, len - 1);
     buf[len - 1] = '\0';

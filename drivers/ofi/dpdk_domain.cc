@@ -33,9 +33,10 @@ int ep_stats(void* ep_fid, fi_dpdk_ep_stats* out) {
   Endpoint* ep = from_fid<Endpoint>(static_cast<fid_ep*>(ep_fid));
   if (ep->fid.fid.fclass != FI_CLASS_EP) return -FI_EINVAL;
   std::lock_guard guard(ep->port().lock);
-  *out = {ep->stats.frames_sent,   ep->stats.frames_received, ep->stats.messages_sent,
-          ep->stats.messages_received, ep->stats.retransmitted,
-          ep->stats.dropped_bad_frame, ep->stats.dropped_no_buffer};
+  const proto::TransportStats& s = ep->engine->stats();
+  *out = {s.frames_sent, s.frames_received, s.messages_sent, s.messages_received,
+          s.retransmitted, s.bad_frames + s.stale_session + s.out_of_window,
+          s.stalled_no_buffer};
   return 0;
 }
 

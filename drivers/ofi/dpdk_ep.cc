@@ -43,11 +43,39 @@ void release(Endpoint* ep) {
   fi_freeinfo(ep->info);
 }
 
+void log_stats(const Endpoint* ep) {
+  const proto::TransportStats& s = ep->engine->stats();
+  DPDK_INFO(FI_LOG_EP_DATA,
+            "endpoint queue %u: frames sent %lu received %lu not sent %lu, retransmitted %lu "
+            "(fast %lu), acks %lu, resets %lu, duplicates %lu, out of window %lu, stale %lu, "
+            "bad %lu, stalled %lu, timeouts %lu, messages sent %lu received %lu\n",
+            ep->queue, s.frames_sent, s.frames_received, ep->frames_not_sent, s.retransmitted,
+            s.fast_retransmits, s.acks_sent, s.resets_sent, s.duplicates, s.out_of_window,
+            s.stale_session, s.bad_frames, s.stalled_no_buffer, s.timeouts, s.messages_sent,
+            s.messages_received);
+}
+
+// A peer whose last message we received may not have our ack for it: keep
+// answering its retransmissions until it has been quiet for kLingerQuietNs
+// (at most kLingerMaxNs), as TCP's TIME_WAIT does.  Lock held.
+void linger(Endpoint* ep) {
+  constexpr uint64_t kLingerQuietNs = 20'000'000;
+  constexpr uint64_t kLingerMaxNs = 200'000'000;
+  if (!ep->enabled || ep->engine->last_data_ns() == 0) return;
+  const uint64_t start = now_ns();
+  for (uint64_t now = start; now - start < kLingerMaxNs; now = now_ns()) {
+    if (now - ep->engine->last_data_ns() >= kLingerQuietNs) break;
+    ep->port().progress();
+  }
+}
+
 int ep_close(fid* fid) {
   Endpoint* ep = from_fid<Endpoint>(fid);
   {
     PortContext& port = ep->port();
     std::lock_guard guard(port.lock);
+    linger(ep);
+    log_stats(ep);
     if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep)
       port.endpoints[ep->queue] = nullptr;
     port.port->unbind_endpoint_queue(ep->queue);
@@ -179,20 +207,10 @@ int ep_getname(fid* fid, void* addr, size_t* addrlen) {
 ssize_t ep_cancel(fid* fid, void* context) {
   Endpoint* ep = from_fid<Endpoint>(fid);
   std::lock_guard guard(ep->port().lock);
-  for (auto it = ep->posted.begin(); it != ep->posted.end(); ++it) {
-    if (it->context != context) continue;
-    if (ep->rx_cq != nullptr) {
-      fi_cq_err_entry error{};
-      error.op_context = context;
-      error.flags = FI_RECV | FI_MSG;
-      error.err = FI_ECANCELED;
-      error.prov_errno = FI_ECANCELED;
-      ep->rx_cq->push_error(error, FI_ADDR_NOTAVAIL);
-    }
-    ep->posted.erase(it);
-    return 0;
-  }
-  return -FI_ENOENT;
+  if (!ep->enabled) return -FI_ENOENT;
+  const int ret = ep->engine->cancel_recv(context);
+  ep->flush();
+  return ret == 0 ? 0 : -FI_ENOENT;
 }
 
 // No endpoint option applies yet (FI_OPT_MIN_MULTI_RECV needs FI_MULTI_RECV).
@@ -204,14 +222,15 @@ ssize_t ep_rx_size_left(fid_ep* ep_fid) {
   Endpoint* ep = from_fid<Endpoint>(ep_fid);
   std::lock_guard guard(ep->port().lock);
   if (!ep->enabled) return -FI_EOPBADSTATE;
-  return static_cast<ssize_t>(kQueueDepth - ep->posted.size());
+  return static_cast<ssize_t>(ep->engine->config().max_posted_recvs - ep->engine->posted_recvs());
 }
 
 ssize_t ep_tx_size_left(fid_ep* ep_fid) {
   Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  std::lock_guard guard(ep->port().lock);
   if (!ep->enabled) return -FI_EOPBADSTATE;
-  // Sends complete when the port takes the frame: nothing stays queued.
-  return static_cast<ssize_t>(kQueueDepth);
+  return static_cast<ssize_t>(ep->engine->config().max_outstanding_sends -
+                              ep->engine->outstanding_sends());
 }
 
 fi_ops g_ep_fid_ops = {
@@ -328,7 +347,6 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
   }
   ep->domain = domain;
   ep->session = new_session();
-  ep->unexpected_limit = params().unexpected_msgs;
   ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
   ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
   {
@@ -341,6 +359,15 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
     }
     ep->queue = static_cast<uint16_t>(queue);
   }
+  proto::TransportConfig transport;
+  transport.max_payload = domain->port->port->max_frame_payload();
+  transport.max_msg_size = kMaxMsgSize;
+  transport.unexpected_bytes = params().unexpected_bytes;
+  transport.max_outstanding_sends = kQueueDepth;
+  transport.max_posted_recvs = kQueueDepth;
+  transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;
+  ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
+                                               ep->session);
   domain->refs++;
   ep->fid.fid.fclass = FI_CLASS_EP;
   ep->fid.fid.context = context;

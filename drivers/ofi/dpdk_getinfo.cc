@@ -183,7 +183,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       DPDK_INFO(FI_LOG_CORE, "port %s passed over: %s\n", port.name.c_str(), mismatch.c_str());
       continue;
     }
-    PortFacts facts{port.name, {}, port.max_frame_payload};
+    PortFacts facts{port.name, {}, kMaxMsgSize, params().unexpected_bytes};
     std::memcpy(facts.mac, port.mac, 6);
     fi_info* offer = make_port_info(facts, version);
     if (offer == nullptr) {

@@ -1,9 +1,10 @@
-// dpdk_msg.cc: fi_msg(3) on RDM endpoints: the send path builds one frame per
-// message and hands it to the port; the receive path (on_frame) matches
-// posted receives in posting order, or keeps the message as unexpected.
+// dpdk_msg.cc: fi_msg(3) on RDM endpoints, and the glue between an
+// endpoint's transport engine and the port: operations go into the engine,
+// the frames it produces are built into mbufs here, and its completions go
+// to the endpoint's CQs.
 #include <rte_mbuf.h>
 
-#include <algorithm>
+#include <ctime>
 #include <cstring>
 
 #include "drivers/ofi/dpdk_prov.h"
@@ -12,22 +13,7 @@
 namespace ofi_dpdk::ofi {
 namespace {
 
-size_t total_length(const iovec* iov, size_t count) {
-  size_t total = 0;
-  for (size_t i = 0; i < count; ++i) total += iov[i].iov_len;
-  return total;
-}
-
-// Scatters `length` bytes into the iov; returns the bytes that fit.
-size_t scatter(const iovec* iov, size_t count, const uint8_t* data, size_t length) {
-  size_t copied = 0;
-  for (size_t i = 0; i < count && copied < length; ++i) {
-    const size_t n = std::min(iov[i].iov_len, length - copied);
-    std::memcpy(iov[i].iov_base, data + copied, n);
-    copied += n;
-  }
-  return copied;
-}
+constexpr uint16_t kTxBatch = 32;
 
 // fi_inject and fi_injectdata make no completion at all; this private bit
 // keeps that apart from FI_INJECT on fi_sendmsg, which still completes.
@@ -37,155 +23,139 @@ bool wants_completion(bool selective, uint64_t flags) {
   return !(flags & kNoCompletion) && (!selective || (flags & FI_COMPLETION));
 }
 
+ssize_t from_errno(int ret) {
+  switch (ret) {
+    case 0: return 0;
+    case -EAGAIN: return -FI_EAGAIN;
+    case -EMSGSIZE: return -FI_EMSGSIZE;
+    case -ENOENT: return -FI_ENOENT;
+    default: return -FI_EINVAL;
+  }
+}
+
 }  // namespace
 
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void* context,
-                       uint64_t flags, uint64_t data) {
+                       uint64_t flags, uint64_t data, bool tagged, uint64_t tag) {
   if (!enabled) return -FI_EOPBADSTATE;
   if (iov_count > kIovLimit) return -FI_EINVAL;
-  const size_t length = total_length(iov, iov_count);
-  net::Port& nic = *port().port;
-  if (length > nic.max_frame_payload()) return -FI_EMSGSIZE;
   if (av == nullptr || dest >= av->table.size() || !av->table[dest].valid) return -FI_EINVAL;
   const av::Address& peer = av->table[dest].address;
-  if (!nic.link_up()) {
-    port().progress();
-    return -FI_EAGAIN;
-  }
-  rte_mbuf* frame = nic.alloc_frame();
-  if (frame == nullptr) {
-    port().progress();
-    return -FI_EAGAIN;
-  }
-  const auto frame_length = static_cast<uint16_t>(wire::kHeadersSize + length);
-  auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(frame, frame_length));
-  if (bytes == nullptr) {
-    rte_pktmbuf_free(frame);
-    return -FI_EMSGSIZE;
-  }
-  wire::FrameHeader header{};
-  header.version = wire::kWireVersion;
-  header.opcode = static_cast<uint8_t>(wire::Opcode::kMsg);
-  header.flags = wire::kFlagLastSegment | ((flags & FI_REMOTE_CQ_DATA) ? wire::kFlagRemoteData : 0);
-  header.dst_queue = peer.queue;
-  header.src_queue = queue;
-  header.src_session = session;
-  header.dst_session = peer.session;
-  header.msg_id = next_msg_id;
-  header.msg_len = static_cast<uint32_t>(length);
-  header.payload_len = static_cast<uint16_t>(length);
-  header.cq_data = (flags & FI_REMOTE_CQ_DATA) ? data : 0;
-  proto::encode_headers(bytes, peer.mac, nic.mac(), nic.ether_type(), header);
-  uint8_t* payload = bytes + wire::kHeadersSize;
-  for (size_t i = 0; i < iov_count; ++i) {
-    std::memcpy(payload, iov[i].iov_base, iov[i].iov_len);
-    payload += iov[i].iov_len;
-  }
-  if (nic.tx_burst(hw_queue, &frame, 1) != 1) {
-    rte_pktmbuf_free(frame);
-    port().progress();
-    return -FI_EAGAIN;
-  }
-  ++next_msg_id;
-  ++stats.frames_sent;
-  ++stats.messages_sent;
-  // The payload was copied into the frame: the buffer is free again, which
-  // is what the completion reports.
-  if (tx_cq != nullptr && wants_completion(tx_selective, flags))
-    tx_cq->push({context, FI_SEND | FI_MSG, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL});
-  return 0;
+  proto::PeerAddress address;
+  std::memcpy(address.mac, peer.mac, 6);
+  address.queue = peer.queue;
+  address.session = peer.session;
+  proto::SendRequest request;
+  request.iov = iov;
+  request.iov_count = iov_count;
+  request.context = context;
+  request.user_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+  request.tagged = tagged;
+  request.tag = tag;
+  request.has_data = flags & FI_REMOTE_CQ_DATA;
+  request.cq_data = data;
+  request.copy = flags & FI_INJECT;
+  request.completion = tx_cq != nullptr && wants_completion(tx_selective, flags);
+  const int ret = engine->send(address, request, now_ns());
+  if (ret == -EAGAIN) port().progress();
+  flush();
+  return from_errno(ret);
 }
 
 ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source,
-                            void* context, uint64_t flags) {
+                            void* context, uint64_t flags, bool tagged, uint64_t tag,
+                            uint64_t ignore) {
   if (!enabled) return -FI_EOPBADSTATE;
-  if (iov_count > kIovLimit) return -FI_EINVAL;
-  if (!has_cap(FI_DIRECTED_RECV)) source = FI_ADDR_UNSPEC;
-  PostedRecv recv{};
-  std::copy(iov, iov + iov_count, recv.iov);
-  recv.iov_count = iov_count;
-  recv.context = context;
-  recv.flags = flags;
-  recv.source = source;
-
-  // A message that came first waits in the unexpected queue.
-  for (auto it = unexpected.begin(); it != unexpected.end(); ++it) {
-    if (source != FI_ADDR_UNSPEC &&
-        (av == nullptr || av->lookup_source(it->src_mac, it->src_queue) != source))
-      continue;
-    UnexpectedMessage message = std::move(*it);
-    unexpected.erase(it);
-    deliver(recv, message.src_mac, message.src_queue, message.payload.data(),
-            message.payload.size(), message.has_data, message.cq_data);
-    return 0;
+  if (iov_count > kIovLimit || (iov == nullptr && iov_count != 0)) return -FI_EINVAL;
+  proto::RecvRequest request;
+  std::copy(iov, iov + iov_count, request.iov);
+  request.iov_count = iov_count;
+  request.context = context;
+  request.user_flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+  request.tagged = tagged;
+  request.tag = tag;
+  request.ignore = ignore;
+  request.completion = wants_completion(rx_selective, flags);
+  if (has_cap(FI_DIRECTED_RECV) && source != FI_ADDR_UNSPEC) {
+    if (av == nullptr || source >= av->table.size() || !av->table[source].valid)
+      return -FI_EINVAL;
+    const av::Address& peer = av->table[source].address;
+    request.any_source = false;
+    request.source_key = proto::peer_key(peer.mac, peer.queue);
   }
-  if (posted.size() >= kQueueDepth) return -FI_EAGAIN;
-  posted.push_back(recv);
-  return 0;
+  const int ret = engine->post_recv(request, now_ns());
+  flush();
+  return from_errno(ret);
 }
 
-void Endpoint::deliver(const PostedRecv& recv, const uint8_t* src_mac, uint16_t src_queue,
-                       const uint8_t* payload, size_t length, bool has_data, uint64_t data) {
-  ++stats.messages_received;
-  const size_t capacity = total_length(recv.iov, recv.iov_count);
-  const size_t copied = scatter(recv.iov, recv.iov_count, payload, length);
-  if (rx_cq == nullptr) return;
-  const fi_addr_t source =
-      av != nullptr && (has_cap(FI_SOURCE) || recv.source != FI_ADDR_UNSPEC)
-          ? av->lookup_source(src_mac, src_queue)
-          : FI_ADDR_NOTAVAIL;
-  const uint64_t flags = FI_RECV | FI_MSG | (has_data ? FI_REMOTE_CQ_DATA : 0);
-  if (length > capacity) {
-    fi_cq_err_entry error{};
-    error.op_context = recv.context;
-    error.flags = flags;
-    error.len = copied;
-    error.buf = recv.iov_count ? recv.iov[0].iov_base : nullptr;
-    error.data = data;
-    error.olen = length - capacity;
-    error.err = FI_ETRUNC;
-    error.prov_errno = FI_ETRUNC;
-    rx_cq->push_error(error, source);
-    return;
-  }
-  if (wants_completion(rx_selective, recv.flags))
-    rx_cq->push({recv.context, flags, length, recv.iov_count ? recv.iov[0].iov_base : nullptr,
-                 data, 0, source});
-}
-
-void Endpoint::on_frame(const DecodedFrameRef& frame) {
-  ++stats.frames_received;
-  if (!enabled || frame.opcode != static_cast<uint8_t>(wire::Opcode::kMsg) ||
-      (frame.dst_session != 0 && frame.dst_session != session)) {
-    // Not enabled yet, an opcode this version does not send, or meant for an
-    // earlier incarnation of this endpoint.
-    ++stats.dropped_bad_frame;
-    return;
-  }
-  const bool has_data = frame.flags & wire::kFlagRemoteData;
-  for (auto it = posted.begin(); it != posted.end(); ++it) {
-    if (it->source != FI_ADDR_UNSPEC &&
-        (av == nullptr || av->lookup_source(frame.src_mac, frame.src_queue) != it->source))
+void Endpoint::flush() {
+  net::Port& nic = *port().port;
+  auto& outbox = engine->outbox();
+  rte_mbuf* batch[kTxBatch];
+  uint16_t count = 0;
+  auto transmit = [&] {
+    const uint16_t sent = port().transmit(hw_queue, batch, count);
+    // What the port did not take is lost like a dropped frame; the
+    // transport's timers repair it.
+    for (uint16_t i = sent; i < count; ++i) rte_pktmbuf_free(batch[i]);
+    frames_not_sent += count - sent;
+    count = 0;
+  };
+  for (const proto::OutFrame& frame : outbox) {
+    rte_mbuf* mbuf = nic.alloc_frame();
+    if (mbuf == nullptr) {
+      ++frames_not_sent;
       continue;
-    const PostedRecv recv = *it;
-    posted.erase(it);
-    deliver(recv, frame.src_mac, frame.src_queue, frame.payload, frame.payload_len, has_data,
-            frame.cq_data);
-    return;
+    }
+    const size_t length = wire::kHeadersSize + frame.header.payload_len;
+    auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(length)));
+    if (bytes == nullptr) {
+      rte_pktmbuf_free(mbuf);
+      ++frames_not_sent;
+      continue;
+    }
+    proto::encode_headers(bytes, frame.dst_mac, nic.mac(), nic.ether_type(), frame.header);
+    frame.copy_payload(bytes + wire::kHeadersSize);
+    proto::seal_frame(bytes, length);
+    batch[count++] = mbuf;
+    if (count == kTxBatch) transmit();
   }
-  if (unexpected.size() >= unexpected_limit) {
-    // Until the transport's flow control lands (reliable-transport issue),
-    // a full unexpected queue drops: counted, never silent.
-    ++stats.dropped_no_buffer;
-    return;
+  if (count != 0) transmit();
+  engine->frames_sent();
+
+  for (const proto::Completion& done : engine->completions()) {
+    Cq* cq = done.kind == proto::Completion::Kind::kSend ? tx_cq : rx_cq;
+    if (cq == nullptr) continue;
+    const fi_addr_t source = done.kind == proto::Completion::Kind::kRecv && av != nullptr &&
+                                     has_cap(FI_SOURCE)
+                                 ? av->lookup_source(done.source_key)
+                                 : FI_ADDR_NOTAVAIL;
+    uint64_t flags = done.user_flags;
+    if (done.kind == proto::Completion::Kind::kRecv && done.has_data) flags |= FI_REMOTE_CQ_DATA;
+    if (done.error != 0) {
+      fi_cq_err_entry error{};
+      error.op_context = done.context;
+      error.flags = flags;
+      error.len = done.len;
+      error.buf = done.buf;
+      error.data = done.cq_data;
+      error.tag = done.tag;
+      error.olen = done.overflow;
+      error.err = done.error;
+      error.prov_errno = done.prov_errno != 0 ? done.prov_errno : done.error;
+      cq->push_error(error, source);
+      continue;
+    }
+    cq->push({done.context, flags, done.len, done.buf, done.has_data ? done.cq_data : 0,
+              done.tag, source});
   }
-  UnexpectedMessage message;
-  message.payload.assign(frame.payload, frame.payload + frame.payload_len);
-  std::memcpy(message.src_mac, frame.src_mac, 6);
-  message.src_queue = frame.src_queue;
-  message.cq_data = frame.cq_data;
-  message.has_data = has_data;
-  unexpected.push_back(std::move(message));
+  engine->completions().clear();
 }
 
 namespace {
@@ -195,7 +165,7 @@ ssize_t msg_recvv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t coun
                   fi_addr_t src_addr, void* context) {
   Endpoint* ep = from_fid<Endpoint>(ep_fid);
   std::lock_guard guard(ep->port().lock);
-  return ep->post_recv(iov, count, src_addr, context, ep->rx_op_flags);
+  return ep->post_recv(iov, count, src_addr, context, ep->rx_op_flags, false, 0, 0);
 }
 
 ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src_addr,
@@ -209,14 +179,15 @@ ssize_t msg_recvmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   Endpoint* ep = from_fid<Endpoint>(ep_fid);
   if (flags & ~(FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA)) return -FI_EBADFLAGS;
   std::lock_guard guard(ep->port().lock);
-  return ep->post_recv(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags);
+  return ep->post_recv(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, false, 0,
+                       0);
 }
 
 ssize_t msg_sendv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t count,
                   fi_addr_t dest_addr, void* context) {
   Endpoint* ep = from_fid<Endpoint>(ep_fid);
   std::lock_guard guard(ep->port().lock);
-  return ep->send(iov, count, dest_addr, context, ep->tx_op_flags, 0);
+  return ep->send(iov, count, dest_addr, context, ep->tx_op_flags, 0, false, 0);
 }
 
 ssize_t msg_send(fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t dest_addr,
@@ -231,8 +202,14 @@ ssize_t msg_sendmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   constexpr uint64_t kAllowed = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
                                 FI_TRANSMIT_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
+  if ((flags & FI_INJECT) && msg->iov_count <= kIovLimit) {
+    size_t length = 0;
+    for (size_t i = 0; i < msg->iov_count; ++i) length += msg->msg_iov[i].iov_len;
+    if (length > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
+  }
   std::lock_guard guard(ep->port().lock);
-  return ep->send(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, msg->data);
+  return ep->send(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, msg->data,
+                  false, 0);
 }
 
 ssize_t msg_senddata(fid_ep* ep_fid, const void* buf, size_t len, void*, uint64_t data,
@@ -240,7 +217,8 @@ ssize_t msg_senddata(fid_ep* ep_fid, const void* buf, size_t len, void*, uint64_
   Endpoint* ep = from_fid<Endpoint>(ep_fid);
   iovec iov{const_cast<void*>(buf), len};
   std::lock_guard guard(ep->port().lock);
-  return ep->send(&iov, 1, dest_addr, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data);
+  return ep->send(&iov, 1, dest_addr, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data,
+                  false, 0);
 }
 
 ssize_t msg_inject(fid_ep* ep_fid, const void* buf, size_t len, fi_addr_t dest_addr) {
@@ -248,7 +226,7 @@ ssize_t msg_inject(fid_ep* ep_fid, const void* buf, size_t len, fi_addr_t dest_a
   if (len > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
   iovec iov{const_cast<void*>(buf), len};
   std::lock_guard guard(ep->port().lock);
-  return ep->send(&iov, 1, dest_addr, nullptr, FI_INJECT | kNoCompletion, 0);
+  return ep->send(&iov, 1, dest_addr, nullptr, FI_INJECT | kNoCompletion, 0, false, 0);
 }
 
 ssize_t msg_injectdata(fid_ep* ep_fid, const void* buf, size_t len, uint64_t data,
@@ -258,7 +236,7 @@ ssize_t msg_injectdata(fid_ep* ep_fid, const void* buf, size_t len, uint64_t dat
   iovec iov{const_cast<void*>(buf), len};
   std::lock_guard guard(ep->port().lock);
   return ep->send(&iov, 1, dest_addr, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA | kNoCompletion,
-                  data);
+                  data, false, 0);
 }
 
 }  // namespace

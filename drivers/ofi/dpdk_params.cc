@@ -67,7 +67,8 @@ Params load() {
   get_number<uint16_t>("ethertype", 0x0600, 0xffff, &p.ether_type, &p.errors);
   get_number<uint16_t>("queues", 1, kMaxEndpointsPerPort, &p.queues, &p.errors);
   get_number<size_t>("mbufs", 0, size_t{1} << 24, &p.mbufs, &p.errors);
-  get_number<size_t>("unexpected_msgs", 0, size_t{1} << 20, &p.unexpected_msgs, &p.errors);
+  get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
+  get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
   for (const auto& fault : kFaultParams) {
     const std::string text = get_string(fault.name);
     if (text.empty()) continue;
@@ -102,9 +103,12 @@ void define_params(const fi_provider* provider) {
                   "Queue pairs per port to try for rte_flow steering (default: 4)");
   fi_param_define(provider, "mbufs", FI_PARAM_STRING,
                   "Mbufs in each port's pool (default: 0, sized from queue depths)");
-  fi_param_define(provider, "unexpected_msgs", FI_PARAM_STRING,
-                  "Messages buffered per endpoint that arrive before a receive is "
-                  "posted (default: 256)");
+  fi_param_define(provider, "unexpected_bytes", FI_PARAM_STRING,
+                  "Bytes of messages buffered per endpoint that arrive before a receive "
+                  "is posted; beyond it the sender waits (default: 67108864)");
+  fi_param_define(provider, "peer_timeout_ms", FI_PARAM_STRING,
+                  "Milliseconds without an answer after which operations to a peer end "
+                  "in FI_ETIMEDOUT error completions (default: 5000)");
   for (const auto& fault : kFaultParams)
     fi_param_define(provider, fault.name, FI_PARAM_STRING, fault.help);
   fi_param_define(provider, "fault_delay_us", FI_PARAM_STRING,

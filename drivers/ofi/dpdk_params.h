@@ -18,7 +18,8 @@ struct Params {
   uint16_t ether_type = 0x88B5;                               // FI_DPDK_ETHERTYPE
   uint16_t queues = 4;         // FI_DPDK_QUEUES
   size_t mbufs = 0;            // FI_DPDK_MBUFS, 0: sized from the attributes
-  size_t unexpected_msgs = 256;  // FI_DPDK_UNEXPECTED_MSGS
+  size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
+  uint64_t peer_timeout_ms = 5000;      // FI_DPDK_PEER_TIMEOUT_MS
   net::FaultConfig faults;     // FI_DPDK_FAULT_*
   std::string errors;          // parameter values that were refused, for the log
 };

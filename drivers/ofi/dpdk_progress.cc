@@ -1,8 +1,9 @@
 // dpdk_progress.cc: where a received frame goes next.  The port's queues are
-// polled, each frame is checked by the codec and handed to the endpoint its
-// header names (the software demultiplexer; with rte_flow steering each
-// queue already holds one endpoint's frames, and the same lookup confirms
-// it).
+// polled; each frame is checked by the codec (length, version, opcode,
+// checksum) and handed to the transport engine of the endpoint its header
+// names (the software demultiplexer; with rte_flow steering each queue
+// already holds one endpoint's frames and the same lookup confirms it).
+// Then every endpoint's timers run and its frames go out.
 #include <rte_mbuf.h>
 
 #include <cstring>
@@ -17,37 +18,51 @@ constexpr uint16_t kRxBurst = 32;
 
 }  // namespace
 
+uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count) {
+  // A port whose link is down (a memif peer that went away) takes nothing.
+  if (!port->link_up()) return 0;
+  return port->tx_burst(hw_queue, frames, count);
+}
+
 void PortContext::progress() {
   net::Port& nic = *port;
-  if (!nic.link_up()) return;
-  rte_mbuf* frames[kRxBurst];
-  for (uint16_t queue = 0; queue < nic.queue_pairs(); ++queue) {
-    const uint16_t count = nic.rx_burst(queue, frames, kRxBurst);
-    for (uint16_t i = 0; i < count; ++i) {
-      rte_mbuf* frame = frames[i];
-      proto::DecodedFrame decoded;
-      const auto result =
-          frame->nb_segs == 1
-              ? proto::decode_frame(rte_pktmbuf_mtod(frame, const uint8_t*),
-                                    rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded)
-              : proto::DecodeResult::kTruncated;  // we never send chained frames
-      if (result == proto::DecodeResult::kNotOurs) {
-        ++rx_not_ours;
-      } else if (result != proto::DecodeResult::kOk) {
-        ++rx_bad_frames;
-      } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {
-        ++rx_not_ours;
-      } else if (decoded.header.dst_queue >= endpoints.size() ||
-                 endpoints[decoded.header.dst_queue] == nullptr) {
-        ++rx_no_endpoint;
-      } else {
-        const wire::FrameHeader& h = decoded.header;
-        endpoints[h.dst_queue]->on_frame({h.opcode, decoded.src_mac, h.src_queue, h.src_session,
-                                          h.dst_session, h.flags, h.cq_data, decoded.payload,
-                                          h.payload_len});
+  const uint64_t now = now_ns();
+  // net_memif in 22.11 can crash a poller whose peer went away: no RX on a
+  // port whose link is down.
+  if (nic.link_up()) {
+    rte_mbuf* frames[kRxBurst];
+    for (uint16_t queue = 0; queue < nic.queue_pairs(); ++queue) {
+      const uint16_t count = nic.rx_burst(queue, frames, kRxBurst);
+      for (uint16_t i = 0; i < count; ++i) {
+        rte_mbuf* frame = frames[i];
+        proto::DecodedFrame decoded;
+        const auto result =
+            frame->nb_segs == 1
+                ? proto::decode_frame(rte_pktmbuf_mtod(frame, const uint8_t*),
+                                      rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded)
+                : proto::DecodeResult::kTruncated;  // we never send chained frames
+        if (result == proto::DecodeResult::kNotOurs) {
+          ++rx_not_ours;
+        } else if (result != proto::DecodeResult::kOk) {
+          ++rx_bad_frames;
+        } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {
+          ++rx_not_ours;
+        } else if (decoded.header.dst_queue >= endpoints.size() ||
+                   endpoints[decoded.header.dst_queue] == nullptr ||
+                   !endpoints[decoded.header.dst_queue]->enabled) {
+          ++rx_no_endpoint;
+        } else {
+          endpoints[decoded.header.dst_queue]->engine->on_frame(
+              {decoded.src_mac, &decoded.header, decoded.payload}, now);
+        }
+        rte_pktmbuf_free(frame);
       }
-      rte_pktmbuf_free(frame);
     }
+  }
+  for (Endpoint* ep : endpoints) {
+    if (ep == nullptr || !ep->enabled) continue;
+    ep->engine->poll(now);
+    ep->flush();
   }
 }
 

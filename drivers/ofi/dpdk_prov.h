@@ -33,6 +33,7 @@
 #include "drivers/net/port.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "lib/av/address.h"
+#include "lib/proto/transport.h"
 
 namespace ofi_dpdk::ofi {
 
@@ -49,6 +50,8 @@ inline constexpr uint16_t kMaxEndpointsPerPort = 64;
 inline constexpr uint16_t kAnyQueue = 0xFFFF;
 inline constexpr size_t kIovLimit = 8;
 inline constexpr size_t kQueueDepth = 1024;  // tx_attr->size and rx_attr->size
+inline constexpr size_t kMaxMsgSize = size_t{1} << 30;  // ep_attr->max_msg_size
+inline constexpr size_t kInjectSize = 4096;             // copied at the call
 
 template <typename T, typename F>
 T* from_fid(F* fid) {
@@ -68,6 +71,9 @@ struct NotSupported<R (*)(Args...)> {
 
 struct Endpoint;
 struct Cq;
+}  // namespace ofi_dpdk::ofi
+struct rte_mbuf;
+namespace ofi_dpdk::ofi {
 struct Av;
 struct Eq;
 
@@ -82,8 +88,11 @@ struct PortContext {
   uint64_t rx_bad_frames = 0;
   uint64_t rx_no_endpoint = 0;
 
-  // Polls the port and hands each frame to its endpoint.  Lock held.
+  // Polls the port, hands each frame to its endpoint, runs the endpoints'
+  // transport timers and sends what they produced.  Lock held.
   void progress();
+  // Sends frames, as many as the port takes; returns how many it took.
+  uint16_t transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count);
 };
 
 // Finds or opens the port with that id; shared by every domain on it.
@@ -146,9 +155,8 @@ struct Av {
   std::unordered_map<uint64_t, fi_addr_t> reverse;
   std::atomic<int> refs{0};
 
-  static uint64_t reverse_key(const uint8_t mac[6], uint16_t queue);
-  // Returns FI_ADDR_NOTAVAIL for an unknown sender.
-  fi_addr_t lookup_source(const uint8_t mac[6], uint16_t queue) const;
+  // Returns FI_ADDR_NOTAVAIL for an unknown sender (key: proto::peer_key).
+  fi_addr_t lookup_source(uint64_t key) const;
 };
 
 struct Eq {
@@ -173,22 +181,6 @@ struct Mr {
   uint64_t access;
 };
 
-struct PostedRecv {
-  iovec iov[kIovLimit];
-  size_t iov_count;
-  void* context;
-  uint64_t flags;
-  fi_addr_t source;  // FI_ADDR_UNSPEC: any sender
-};
-
-struct UnexpectedMessage {
-  std::vector<uint8_t> payload;
-  uint8_t src_mac[6];
-  uint16_t src_queue;
-  uint64_t cq_data;
-  bool has_data;
-};
-
 struct Endpoint {
   fid_ep fid;
   Domain* domain;
@@ -205,44 +197,25 @@ struct Endpoint {
   uint32_t session = 0;           // this incarnation, random, never 0
   uint64_t tx_op_flags = 0;
   uint64_t rx_op_flags = 0;
-  uint32_t next_msg_id = 1;
-  std::deque<PostedRecv> posted;
-  std::deque<UnexpectedMessage> unexpected;
-  size_t unexpected_limit = 256;
-  struct {
-    uint64_t frames_sent = 0, frames_received = 0, messages_sent = 0,
-             messages_received = 0, retransmitted = 0, dropped_bad_frame = 0,
-             dropped_no_buffer = 0;
-  } stats;
+  std::unique_ptr<proto::Engine> engine;  // the reliable transport
+  uint64_t frames_not_sent = 0;   // mbuf pool empty or TX ring full
 
   PortContext& port() { return *domain->port; }
-  // Receive path: one decoded frame addressed to this endpoint.  Lock held.
-  void on_frame(const struct DecodedFrameRef& frame);
   // Send path: one message to `dest`.  Lock held.  Returns 0, -FI_EAGAIN
-  // when the port cannot take the frame now, -FI_EMSGSIZE, -FI_EINVAL.
+  // when tx_attr->size sends are in progress, -FI_EMSGSIZE, -FI_EINVAL.
   ssize_t send(const iovec* iov, size_t iov_count, fi_addr_t dest, void* context,
-               uint64_t flags, uint64_t data);
-  // Posts a receive, or completes it at once from an unexpected message.
+               uint64_t flags, uint64_t data, bool tagged, uint64_t tag);
+  // Posts a receive; a message that came first completes it at once.
   ssize_t post_recv(const iovec* iov, size_t iov_count, fi_addr_t source, void* context,
-                    uint64_t flags);
-  // Completes `recv` with a message's payload (or a truncation error).
-  void deliver(const PostedRecv& recv, const uint8_t* src_mac, uint16_t src_queue,
-               const uint8_t* payload, size_t length, bool has_data, uint64_t data);
+                    uint64_t flags, bool tagged, uint64_t tag, uint64_t ignore);
+  // The transport's frames go to the port, its completions to the CQs.
+  // Lock held.
+  void flush();
   bool has_cap(uint64_t cap) const { return (info->caps & cap) != 0; }
 };
 
-// What the progress loop hands to an endpoint.
-struct DecodedFrameRef {
-  uint8_t opcode;
-  const uint8_t* src_mac;
-  uint16_t src_queue;
-  uint32_t src_session;
-  uint32_t dst_session;
-  uint16_t flags;
-  uint64_t cq_data;
-  const uint8_t* payload;
-  uint32_t payload_len;
-};
+// Nanoseconds of a monotonic clock: the transport's timers run on it.
+uint64_t now_ns();
 
 // Object constructors, one per file.
 int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context);

@@ -20,7 +20,46 @@ T get(const uint8_t* in, size_t offset) {
   return value;
 }
 
+constexpr size_t kChecksumOffset =
+    sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, checksum);
+
+// CRC-32C over our header and payload, with the checksum field counted as
+// zero.  The Ethernet header is left out: it is the link's business.
+uint32_t frame_checksum(const uint8_t* frame, size_t length) {
+  const uint8_t* start = frame + sizeof(wire::EtherHeader);
+  const uint8_t* field = frame + kChecksumOffset;
+  static constexpr uint8_t kZero[4] = {};
+  uint32_t crc = crc32c(0xFFFFFFFFu, start, static_cast<size_t>(field - start));
+  crc = crc32c(crc, kZero, 4);
+  crc = crc32c(crc, field + 4, length - kChecksumOffset - 4);
+  return ~crc;
+}
+
 }  // namespace
+
+uint32_t crc32c(uint32_t crc, const uint8_t* data, size_t length) {
+#if defined(__SSE4_2__)
+  uint64_t wide = crc;
+  for (; length >= 8; length -= 8, data += 8) {
+    uint64_t word;
+    std::memcpy(&word, data, 8);
+    wide = __builtin_ia32_crc32di(wide, word);
+  }
+  crc = static_cast<uint32_t>(wide);
+  for (; length > 0; --length, ++data) crc = __builtin_ia32_crc32qi(crc, *data);
+  return crc;
+#else
+  for (; length > 0; --length, ++data) {
+    crc ^= *data;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  return crc;
+#endif
+}
+
+void seal_frame(uint8_t* frame, size_t length) {
+  put(frame, kChecksumOffset, htobe32(frame_checksum(frame, length)));
+}
 
 const char* decode_result_name(DecodeResult result) {
   switch (result) {
@@ -30,6 +69,7 @@ const char* decode_result_name(DecodeResult result) {
     case DecodeResult::kBadVersion: return "bad version";
     case DecodeResult::kBadOpcode: return "bad opcode";
     case DecodeResult::kBadLength: return "bad length";
+    case DecodeResult::kBadChecksum: return "bad checksum";
   }
   return "?";
 }
@@ -58,6 +98,8 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
   put(f, offsetof(FrameHeader, window), htobe16(h.window));
   put(f, offsetof(FrameHeader, tag), htobe64(h.tag));
   put(f, offsetof(FrameHeader, cq_data), htobe64(h.cq_data));
+  put(f, offsetof(FrameHeader, checksum), uint32_t{0});
+  put(f, offsetof(FrameHeader, reserved), uint32_t{0});
   return wire::kHeadersSize;
 }
 
@@ -96,6 +138,10 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length,
   if (length - wire::kHeadersSize < h.payload_len) return DecodeResult::kTruncated;
   if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len)
     return DecodeResult::kBadLength;
+  h.checksum = be32toh(get<uint32_t>(f, offsetof(FrameHeader, checksum)));
+  h.reserved = 0;
+  if (h.checksum != frame_checksum(frame, wire::kHeadersSize + h.payload_len))
+    return DecodeResult::kBadChecksum;
   out->payload = frame + wire::kHeadersSize;
   return DecodeResult::kOk;
 }

@@ -25,6 +25,7 @@ enum class DecodeResult : uint8_t {
   kBadVersion,
   kBadOpcode,
   kBadLength,       // offset + payload_len beyond msg_len
+  kBadChecksum,     // corrupted on the way (the fault injector, a bad link)
 };
 
 const char* decode_result_name(DecodeResult result);
@@ -34,6 +35,14 @@ const char* decode_result_name(DecodeResult result);
 size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
                       const uint8_t src_mac[6], uint16_t ether_type,
                       const wire::FrameHeader& header);
+
+// Computes the checksum over a complete frame (headers written by
+// encode_headers, payload in place) and stores it.  `length` is
+// kHeadersSize + payload_len.
+void seal_frame(uint8_t* frame, size_t length);
+
+// CRC-32C (Castagnoli) of `length` bytes, continuing from `crc`.
+uint32_t crc32c(uint32_t crc, const uint8_t* data, size_t length);
 
 // Parses `length` bytes at `frame`.  On kOk fills `out`; otherwise `out` is
 // unspecified.  Never reads past frame + length.

@@ -25,10 +25,11 @@ struct EtherHeader {
 static_assert(sizeof(EtherHeader) == 14);
 
 // X-macro: one line per opcode gives the enum and the name used in logs.
-#define OFI_DPDK_OPCODES(X)                                      \
-  X(kMsg, 1, "MSG")             /* an untagged message segment */ \
-  X(kTagged, 2, "TAGGED")       /* a tagged message segment */    \
-  X(kAck, 3, "ACK")             /* acknowledgement, no payload */
+#define OFI_DPDK_OPCODES(X)                                           \
+  X(kMsg, 1, "MSG")       /* an untagged message segment */            \
+  X(kTagged, 2, "TAGGED") /* a tagged message segment (tag valid) */   \
+  X(kAck, 3, "ACK")       /* ack + window; tag carries the SACK bitmap */ \
+  X(kReset, 4, "RESET")   /* "I hold no connection for your session" */
 
 enum class Opcode : uint8_t {
 #define OFI_DPDK_OPCODE_ENUM(name, value, text) name = value,
@@ -52,6 +53,15 @@ constexpr bool opcode_known(uint8_t value) {
 // Frame flags (FrameHeader::flags).
 inline constexpr uint16_t kFlagRemoteData = 1u << 0;  // cq_data is valid
 inline constexpr uint16_t kFlagLastSegment = 1u << 1;
+inline constexpr uint16_t kFlagAckValid = 1u << 2;    // ack and window are meaningful
+// Set on data segments of a connection the peer has not acknowledged yet:
+// the receiver may (re)start its receive state for src_session at seq 1.
+inline constexpr uint16_t kFlagSyn = 1u << 3;
+
+// Sequence numbers of a connection start here, in each direction.
+inline constexpr uint32_t kInitialSeq = 1;
+// An ACK's tag: bit i set means segment ack + 1 + i has arrived (SACK).
+inline constexpr int kSackBits = 64;
 
 struct FrameHeader {
   uint8_t version;       // kWireVersion
@@ -68,10 +78,13 @@ struct FrameHeader {
   uint32_t offset;       // of this segment's payload within the message
   uint16_t payload_len;  // bytes of payload following this header
   uint16_t window;       // receive credits the sender grants the peer
-  uint64_t tag;          // tagged messages: the tag
+  uint64_t tag;          // tagged messages: the tag; ACK: the SACK bitmap
   uint64_t cq_data;      // remote CQ data when kFlagRemoteData
+  uint32_t checksum;     // CRC-32C of header (this field as 0) and payload
+  uint32_t reserved;     // 0
 };
-static_assert(sizeof(FrameHeader) == 56);
+static_assert(sizeof(FrameHeader) == 64);
+static_assert(offsetof(FrameHeader, checksum) == 56);
 static_assert(offsetof(FrameHeader, src_session) == 8);
 static_assert(offsetof(FrameHeader, payload_len) == 36);
 static_assert(offsetof(FrameHeader, tag) == 40);

@@ -38,6 +38,7 @@ wire::FrameHeader sample_header(uint16_t payload_len) {
 std::vector<uint8_t> frame_with(const wire::FrameHeader& h, size_t payload_bytes) {
   std::vector<uint8_t> frame(wire::kHeadersSize + payload_bytes, 0x5A);
   encode_headers(frame.data(), kDst, kSrc, kType, h);
+  seal_frame(frame.data(), wire::kHeadersSize + h.payload_len);
   return frame;
 }
 
@@ -122,7 +123,7 @@ TEST(FrameCodec, UnknownOpcodesAreRefused) {
   }
 }
 
-TEST(FrameCodec, SegmentBeyondMessageIsRefused) {
+TEST(FrameCodec, SegmentBeyondMessageIsRefused) {  // checked before the checksum
   wire::FrameHeader h = sample_header(100);
   h.offset = 950;  // 950 + 100 > msg_len 1000
   auto frame = frame_with(h, 100);
@@ -131,6 +132,24 @@ TEST(FrameCodec, SegmentBeyondMessageIsRefused) {
   h.offset = 0xFFFFFFF0;  // would wrap in 32 bits
   frame = frame_with(h, 100);
   EXPECT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kBadLength);
+}
+
+TEST(FrameCodec, EveryFlippedBitIsCaught) {
+  const auto clean = frame_with(sample_header(40), 40);
+  DecodedFrame out;
+  // Expect: any single-bit error after the Ethernet header is refused, by
+  // the checksum or by an earlier check.
+  for (size_t bit = 14 * 8; bit < clean.size() * 8; ++bit) {
+    auto frame = clean;
+    frame[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    EXPECT_NE(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kOk)
+        << "bit " << bit;
+  }
+}
+
+TEST(FrameCodec, Crc32cMatchesTheKnownCheckValue) {
+  const char* text = "123456789";
+  EXPECT_EQ(~crc32c(0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(text), 9), 0xE3069283u);
 }
 
 TEST(FrameCodec, OpcodeNamesComeFromTheTable) {

@@ -1,0 +1,214 @@
+// engine.cc: the Engine's front door: queueing sends and receives, finding
+// connections, and handing frames to the receive and acknowledgement paths.
+// engine_tx.cc sends and retransmits, engine_rx.cc receives in order,
+// receiver.cc matches messages to receives.
+#include <cerrno>
+#include <cstring>
+
+#include "lib/proto/seq.h"
+#include "lib/proto/transport.h"
+
+namespace ofi_dpdk::proto {
+
+const char* prov_errno_text(int prov_errno) {
+  switch (prov_errno) {
+    case kProvPeerTimeout: return "peer did not acknowledge within the peer timeout (FI_DPDK_PEER_TIMEOUT_MS)";
+    case kProvPeerRestarted: return "peer restarted: its new incarnation does not know this connection";
+    default: return "no provider-specific error";
+  }
+}
+
+void OutFrame::copy_payload(uint8_t* out) const {
+  if (message == nullptr) return;
+  size_t skip = offset;
+  size_t left = header.payload_len;
+  if (message->copy) {
+    std::memcpy(out, message->copy.get() + offset, left);
+    return;
+  }
+  for (size_t i = 0; i < message->iov_count && left > 0; ++i) {
+    const iovec& part = message->iov[i];
+    if (skip >= part.iov_len) {
+      skip -= part.iov_len;
+      continue;
+    }
+    const size_t n = std::min(part.iov_len - skip, left);
+    std::memcpy(out, static_cast<const uint8_t*>(part.iov_base) + skip, n);
+    out += n;
+    left -= n;
+    skip = 0;
+  }
+}
+
+Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16_t local_queue,
+               uint32_t session)
+    : config_(config), queue_(local_queue), session_(session) {
+  std::memcpy(mac_, local_mac, 6);
+  outbox_.reserve(2 * kMaxWindow);
+}
+
+Engine::~Engine() = default;
+
+const Connection* Engine::find(uint64_t key) const {
+  auto it = connections_.find(key);
+  return it == connections_.end() ? nullptr : it->second.get();
+}
+
+Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
+  const uint64_t key = peer_key(mac, queue);
+  auto& slot = connections_[key];
+  if (!slot) {
+    slot = std::make_unique<Connection>();
+    slot->key = key;
+    std::memcpy(slot->mac, mac, 6);
+    slot->queue = queue;
+    reset_transmit(*slot);
+  }
+  return *slot;
+}
+
+int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t now_ns) {
+  if (request.iov_count > kMaxIov || (request.iov == nullptr && request.iov_count != 0))
+    return -EINVAL;
+  if (outstanding_sends_ >= config_.max_outstanding_sends) return -EAGAIN;
+  size_t length = 0;
+  for (size_t i = 0; i < request.iov_count; ++i) length += request.iov[i].iov_len;
+  if (length > config_.max_msg_size) return -EMSGSIZE;
+
+  Connection& c = connection(peer.mac, peer.queue);
+  if (peer.session != 0 && c.peer_session != peer.session) {
+    // The address names another incarnation than the one we talk to: the
+    // application re-inserted the peer after a restart.  Start over.
+    if (c.peer_session != 0) fail_connection(c, kErrPeerReset, kProvPeerRestarted);
+    c.peer_session = peer.session;
+  }
+  auto message = std::make_unique<TxMessage>();
+  message->length = length;
+  message->request = request;
+  message->request.iov = nullptr;
+  if (request.copy) {
+    message->copy = std::make_unique<uint8_t[]>(length ? length : 1);
+    size_t at = 0;
+    for (size_t i = 0; i < request.iov_count; ++i) {
+      std::memcpy(message->copy.get() + at, request.iov[i].iov_base, request.iov[i].iov_len);
+      at += request.iov[i].iov_len;
+    }
+    message->iov_count = 0;
+  } else {
+    std::copy(request.iov, request.iov + request.iov_count, message->iov);
+    message->iov_count = request.iov_count;
+  }
+  message->msg_id = c.next_msg_id++;
+  if (c.next_seq == c.una && c.pending_cut == c.pending.size()) c.last_heard_ns = now_ns;
+  c.pending.push_back(std::move(message));
+  ++outstanding_sends_;
+  pump(c, now_ns);
+  return 0;
+}
+
+void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
+  const wire::FrameHeader& h = *segment.header;
+  ++stats_.frames_received;
+  const uint8_t opcode = h.opcode;
+  const bool is_data = opcode == static_cast<uint8_t>(wire::Opcode::kMsg) ||
+                       opcode == static_cast<uint8_t>(wire::Opcode::kTagged);
+
+  if (h.dst_session != 0 && h.dst_session != session_) {
+    // Meant for an earlier incarnation of this endpoint: tell the sender.
+    ++stats_.stale_session;
+    if (opcode != static_cast<uint8_t>(wire::Opcode::kReset))
+      emit_reset(segment.src_mac, h.src_queue, h.src_session);
+    return;
+  }
+  const uint64_t key = peer_key(segment.src_mac, h.src_queue);
+  auto it = connections_.find(key);
+  Connection* c = it == connections_.end() ? nullptr : it->second.get();
+
+  if (opcode == static_cast<uint8_t>(wire::Opcode::kReset)) {
+    // Only a reset naming our session exactly counts.
+    if (c == nullptr || h.dst_session != session_) {
+      ++stats_.stale_session;
+      return;
+    }
+    fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
+    c->peer_session = h.src_session;
+    return;
+  }
+
+  const bool syn = is_data && (h.flags & wire::kFlagSyn);
+  const bool acks_us = (h.flags & wire::kFlagAckValid) && h.dst_session == session_;
+  if (c != nullptr && c->peer_session != 0 && h.src_session != c->peer_session) {
+    if (!syn) {
+      // A frame of an incarnation we no longer talk to.
+      ++stats_.stale_session;
+      return;
+    }
+    // The peer restarted and opens a new connection: the old one's
+    // operations fail, then the new one starts from scratch.
+    fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
+    c->peer_session = h.src_session;
+  }
+  if (c == nullptr || c->peer_session == 0) {
+    if (!syn && !acks_us) {
+      ++stats_.stale_session;
+      if (is_data) emit_reset(segment.src_mac, h.src_queue, h.src_session);
+      return;
+    }
+    if (c == nullptr) c = &connection(segment.src_mac, h.src_queue);
+    c->peer_session = h.src_session;
+  }
+  c->last_heard_ns = now_ns;
+  if (acks_us) on_ack(*c, h, now_ns);
+  if (is_data) {
+    last_data_ns_ = now_ns;
+    on_data(*c, segment, now_ns);
+  }
+}
+
+void Engine::drop_peer(uint64_t key) {
+  auto it = connections_.find(key);
+  if (it == connections_.end()) return;
+  fail_connection(*it->second, kErrPeerReset, kProvPeerRestarted);
+  connections_.erase(it);
+}
+
+void Engine::frames_sent() {
+  outbox_.clear();
+  retired_.clear();
+}
+
+void Engine::poll(uint64_t now_ns) {
+  for (auto& [key, connection] : connections_) {
+    Connection& c = *connection;
+    const bool in_flight = c.una != c.next_seq;
+    if (in_flight && c.rto_deadline_ns != 0 && now_ns >= c.rto_deadline_ns) {
+      const uint64_t since = std::max(c.last_heard_ns, c.waiting_since_ns);
+      if (now_ns - since >= config_.peer_timeout_ns) {
+        ++stats_.timeouts;
+        fail_connection(c, kErrTimedOut, kProvPeerTimeout);
+        continue;
+      }
+      // Timeout: the oldest segment again, a collapsed window, doubled RTO.
+      const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
+      c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
+      c.cwnd_x256 = 256;
+      c.recovery_seq = c.next_seq;
+      emit_segment(c, c.una, now_ns, true);
+      c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
+      c.rto_deadline_ns = now_ns + c.rto_ns;
+    } else if (!in_flight && c.peer_window == 0 && c.pending_cut < c.pending.size()) {
+      // Persist: the receiver closed its window; probe with one segment so a
+      // lost window update cannot stall us forever.
+      if (c.rto_deadline_ns == 0) {
+        c.rto_deadline_ns = now_ns + c.rto_ns;
+      } else if (now_ns >= c.rto_deadline_ns) {
+        c.peer_window = 1;
+        c.rto_deadline_ns = 0;
+      }
+    }
+    if (c.ack_now || (c.ack_owed != 0 && now_ns >= c.ack_due_ns)) emit_ack(c);
+    pump(c, now_ns);
+  }
+}
+
+}  // namespace ofi_dpdk::proto

@@ -1,0 +1,275 @@
+// engine_tx.cc: the transmit side of a connection.  Messages are cut into
+// segments while the window allows (the smaller of the congestion window and
+// the receiver's window); each segment stays in its slot until the
+// cumulative ack passes it.  Loss is repaired by fast retransmit (duplicate
+// acks and SACK holes) and by the retransmission timer, whose timeout comes
+// from the measured RTT and doubles on each expiry.
+#include <algorithm>
+#include <cerrno>
+
+#include "lib/proto/seq.h"
+#include "lib/proto/transport.h"
+
+namespace ofi_dpdk::proto {
+namespace {
+
+TxSlot& slot_of(Connection& c, uint32_t seq) { return c.tx_slots[seq & (kMaxWindow - 1)]; }
+
+}  // namespace
+
+wire::FrameHeader Engine::base_header(const Connection& c, uint8_t opcode) {
+  wire::FrameHeader h{};
+  h.version = wire::kWireVersion;
+  h.opcode = opcode;
+  h.dst_queue = c.queue;
+  h.src_queue = queue_;
+  h.src_session = session_;
+  h.dst_session = c.peer_session;
+  if (c.rx_open) {
+    h.flags = wire::kFlagAckValid;
+    h.ack = c.next_expected;
+    h.window = receive_window(c);
+  }
+  return h;
+}
+
+void Engine::reset_transmit(Connection& c) {
+  c.next_seq = c.una = wire::kInitialSeq;
+  c.syn = true;
+  c.pending.clear();
+  c.pending_cut = 0;
+  c.cwnd_x256 = config_.initial_window * 256;
+  c.ssthresh = kMaxWindow;
+  c.peer_window = kMaxWindow;
+  c.srtt_ns = c.rttvar_ns = 0;
+  c.rto_ns = config_.initial_rto_ns;
+  c.dupacks = 0;
+  c.recovery_seq = c.next_seq;
+  c.rto_deadline_ns = 0;
+  c.waiting_since_ns = 0;
+  if (c.tx_slots)
+    std::fill(c.tx_slots.get(), c.tx_slots.get() + kMaxWindow, TxSlot{});
+}
+
+void Engine::arm_rto(Connection& c, uint64_t now_ns) { c.rto_deadline_ns = now_ns + c.rto_ns; }
+
+void Engine::pump(Connection& c, uint64_t now_ns) {
+  if (c.pending_cut >= c.pending.size()) return;
+  if (!c.tx_slots) c.tx_slots = std::make_unique<TxSlot[]>(kMaxWindow);
+  const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
+  const uint32_t window = std::min({cwnd, c.peer_window, kMaxWindow});
+  while (c.next_seq - c.una < window && c.pending_cut < c.pending.size()) {
+    TxMessage& m = *c.pending[c.pending_cut];
+    const size_t length =
+        std::min<size_t>(config_.max_payload, m.length - m.next_offset);
+    const uint32_t seq = c.next_seq++;
+    TxSlot& slot = slot_of(c, seq);
+    slot = TxSlot{};
+    slot.message = &m;
+    slot.offset = static_cast<uint32_t>(m.next_offset);
+    slot.length = static_cast<uint16_t>(length);
+    m.next_offset += length;
+    ++m.segments_unacked;
+    if (m.next_offset == m.length) {
+      m.fully_segmented = true;
+      slot.flags = wire::kFlagLastSegment;
+      ++c.pending_cut;
+    }
+    if (c.una == seq) c.waiting_since_ns = now_ns;
+    emit_segment(c, seq, now_ns, false);
+  }
+  if (c.rto_deadline_ns == 0 && c.una != c.next_seq) arm_rto(c, now_ns);
+}
+
+void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool retransmit) {
+  TxSlot& slot = slot_of(c, seq);
+  const TxMessage& m = *slot.message;
+  const auto opcode = static_cast<uint8_t>(m.request.tagged ? wire::Opcode::kTagged
+                                                            : wire::Opcode::kMsg);
+  wire::FrameHeader h = base_header(c, opcode);
+  h.flags |= slot.flags;
+  if (c.syn) h.flags |= wire::kFlagSyn;
+  if (m.request.has_data) {
+    h.flags |= wire::kFlagRemoteData;
+    h.cq_data = m.request.cq_data;
+  }
+  h.seq = seq;
+  h.msg_id = m.msg_id;
+  h.msg_len = static_cast<uint32_t>(m.length);
+  h.offset = slot.offset;
+  h.payload_len = slot.length;
+  h.tag = m.request.tag;
+  OutFrame frame;
+  std::copy(c.mac, c.mac + 6, frame.dst_mac);
+  frame.header = h;
+  frame.message = &m;
+  frame.offset = slot.offset;
+  outbox_.push_back(frame);
+  if (slot.transmissions == 0) slot.first_sent_ns = now_ns;
+  slot.last_sent_ns = now_ns;
+  if (slot.transmissions < 255) ++slot.transmissions;
+  ++stats_.frames_sent;
+  if (retransmit) ++stats_.retransmitted;
+  // The data frame carried our ack: nothing owed any more.
+  if (c.rx_open) {
+    c.ack_owed = 0;
+    c.ack_now = false;
+  }
+}
+
+void Engine::emit_ack(Connection& c) {
+  if (!c.rx_open) {
+    c.ack_owed = 0;
+    c.ack_now = false;
+    return;
+  }
+  wire::FrameHeader h = base_header(c, static_cast<uint8_t>(wire::Opcode::kAck));
+  h.seq = c.next_seq;
+  h.tag = sack_bits(c);
+  OutFrame frame;
+  std::copy(c.mac, c.mac + 6, frame.dst_mac);
+  frame.header = h;
+  frame.message = nullptr;
+  frame.offset = 0;
+  outbox_.push_back(frame);
+  ++stats_.acks_sent;
+  c.ack_owed = 0;
+  c.ack_now = false;
+}
+
+void Engine::emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session) {
+  OutFrame frame{};
+  std::copy(mac, mac + 6, frame.dst_mac);
+  frame.header.version = wire::kWireVersion;
+  frame.header.opcode = static_cast<uint8_t>(wire::Opcode::kReset);
+  frame.header.dst_queue = queue;
+  frame.header.src_queue = queue_;
+  frame.header.src_session = session_;
+  frame.header.dst_session = dst_session;
+  frame.message = nullptr;
+  outbox_.push_back(frame);
+  ++stats_.resets_sent;
+}
+
+void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) {
+  c.syn = false;
+  const uint32_t previous_window = c.peer_window;
+  c.peer_window = h.window;
+  const uint32_t ack = h.ack;
+  if (seq_gt(ack, c.next_seq) || seq_lt(ack, c.una)) {
+    // Acknowledges what was never sent, or is older than what we know.
+    if (seq_gt(ack, c.next_seq)) ++stats_.bad_frames;
+    return;
+  }
+  if (!c.tx_slots) return;
+
+  if (seq_gt(ack, c.una)) {
+    uint64_t rtt_sample = 0;
+    const uint32_t cwnd_cap = kMaxWindow * 256;
+    for (uint32_t seq = c.una; seq != ack; ++seq) {
+      TxSlot& slot = slot_of(c, seq);
+      // Karn: only segments sent once give an RTT sample.
+      if (slot.transmissions == 1) rtt_sample = now_ns - slot.first_sent_ns;
+      if (slot.message != nullptr) --slot.message->segments_unacked;
+      slot = TxSlot{};
+      if (c.cwnd_x256 < c.ssthresh * 256) {
+        c.cwnd_x256 = std::min(c.cwnd_x256 + 256, cwnd_cap);  // slow start
+      } else {
+        c.cwnd_x256 = std::min(c.cwnd_x256 + std::max<uint32_t>(65536 / c.cwnd_x256, 1), cwnd_cap);
+      }
+    }
+    c.una = ack;
+    c.dupacks = 0;
+    if (rtt_sample != 0) {
+      if (c.srtt_ns == 0) {
+        c.srtt_ns = rtt_sample;
+        c.rttvar_ns = rtt_sample / 2;
+      } else {
+        const uint64_t delta = c.srtt_ns > rtt_sample ? c.srtt_ns - rtt_sample : rtt_sample - c.srtt_ns;
+        c.rttvar_ns = (3 * c.rttvar_ns + delta) / 4;
+        c.srtt_ns = (7 * c.srtt_ns + rtt_sample) / 8;
+      }
+    }
+    c.rto_ns = std::clamp(c.srtt_ns + 4 * c.rttvar_ns, config_.min_rto_ns, config_.max_rto_ns);
+    c.waiting_since_ns = now_ns;
+    c.rto_deadline_ns = c.una == c.next_seq ? 0 : now_ns + c.rto_ns;
+    // Messages complete in order, when every segment of theirs is acked.
+    while (!c.pending.empty() && c.pending.front()->fully_segmented &&
+           c.pending.front()->segments_unacked == 0) {
+      complete_send(c, *c.pending.front(), 0, kProvNone);
+      retired_.push_back(std::move(c.pending.front()));
+      c.pending.pop_front();
+      --c.pending_cut;
+    }
+  } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kAck) && c.una != c.next_seq) {
+    ++c.dupacks;
+  }
+
+  if (h.opcode == static_cast<uint8_t>(wire::Opcode::kAck) && c.una != c.next_seq) {
+    // SACK: segments the receiver holds beyond the cumulative ack.
+    uint32_t highest_sacked = c.una;
+    bool any_sacked = false;
+    for (int i = 0; i < wire::kSackBits; ++i) {
+      if (!(h.tag >> i & 1)) continue;
+      const uint32_t seq = ack + 1 + static_cast<uint32_t>(i);
+      if (!seq_lt(seq, c.next_seq)) break;
+      slot_of(c, seq).sacked = true;
+      highest_sacked = seq;
+      any_sacked = true;
+    }
+    if (c.dupacks >= 3 || any_sacked) {
+      // Fast retransmit: the holes below the highest segment that arrived,
+      // each at most once per smoothed RTT.
+      const uint64_t spacing = std::max<uint64_t>(c.srtt_ns, config_.ack_delay_ns);
+      bool repaired = false;
+      for (uint32_t seq = c.una; seq_lt(seq, highest_sacked) || seq == c.una; ++seq) {
+        TxSlot& slot = slot_of(c, seq);
+        if (slot.message == nullptr || slot.sacked) continue;
+        if (now_ns - slot.last_sent_ns < spacing) continue;
+        emit_segment(c, seq, now_ns, true);
+        ++stats_.fast_retransmits;
+        repaired = true;
+      }
+      if (repaired && seq_ge(c.una, c.recovery_seq)) {
+        // One multiplicative decrease per window of loss.
+        const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 2);
+        c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
+        c.cwnd_x256 = c.ssthresh * 256;
+        c.recovery_seq = c.next_seq;
+      }
+    }
+  }
+  if (previous_window == 0 && c.peer_window > 0 && c.una != c.next_seq) {
+    // The receiver reopened its window: what it could not take goes again.
+    emit_segment(c, c.una, now_ns, true);
+  }
+  pump(c, now_ns);
+}
+
+void Engine::complete_send(Connection&, TxMessage& m, int error, int prov_errno) {
+  --outstanding_sends_;
+  if (error == 0) ++stats_.messages_sent;
+  if (!m.request.completion && error == 0) return;
+  Completion done{};
+  done.kind = Completion::Kind::kSend;
+  done.context = m.request.context;
+  done.user_flags = m.request.user_flags;
+  done.error = error;
+  done.prov_errno = prov_errno;
+  done.len = error == 0 ? m.length : 0;
+  done.tagged = m.request.tagged;
+  done.tag = m.request.tag;
+  completions_.push_back(done);
+}
+
+void Engine::fail_connection(Connection& c, int error, int prov_errno) {
+  if (!c.pending.empty()) ++stats_.peers_failed;
+  for (auto& message : c.pending) {
+    complete_send(c, *message, error, prov_errno);
+    retired_.push_back(std::move(message));
+  }
+  reset_transmit(c);
+  reset_receive(c);
+}
+
+}  // namespace ofi_dpdk::proto

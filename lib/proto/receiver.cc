@@ -1,0 +1,201 @@
+// receiver.cc: matching messages to receives.  A message that finds a posted
+// receive (in posting order, by source and tag) is placed straight into the
+// application's buffer; otherwise it is buffered as unexpected, within
+// TransportConfig::unexpected_bytes, until a receive claims it.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "lib/proto/transport.h"
+
+namespace ofi_dpdk::proto {
+namespace {
+
+size_t capacity_of(const RecvRequest& r) {
+  size_t total = 0;
+  for (size_t i = 0; i < r.iov_count; ++i) total += r.iov[i].iov_len;
+  return total;
+}
+
+// Copies data to byte `offset` of the iov, as much as fits.
+void scatter_at(const RecvRequest& r, size_t offset, const uint8_t* data, size_t length) {
+  for (size_t i = 0; i < r.iov_count && length > 0; ++i) {
+    const iovec& part = r.iov[i];
+    if (offset >= part.iov_len) {
+      offset -= part.iov_len;
+      continue;
+    }
+    const size_t n = std::min(part.iov_len - offset, length);
+    std::memcpy(static_cast<uint8_t*>(part.iov_base) + offset, data, n);
+    data += n;
+    length -= n;
+    offset = 0;
+  }
+}
+
+}  // namespace
+
+bool Engine::matches(const RecvRequest& recv, uint64_t source_key, bool tagged,
+                     uint64_t tag) const {
+  if (recv.tagged != tagged) return false;
+  if (!recv.any_source && recv.source_key != source_key) return false;
+  return !tagged || ((recv.tag ^ tag) & ~recv.ignore) == 0;
+}
+
+bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
+  const bool tagged = h.opcode == static_cast<uint8_t>(wire::Opcode::kTagged);
+  auto* in = new InboundMessage();
+  in->length = h.msg_len;
+  in->msg_id = h.msg_id;
+  in->tagged = tagged;
+  in->tag = h.tag;
+  in->has_data = h.flags & wire::kFlagRemoteData;
+  in->cq_data = h.cq_data;
+  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+    if (!matches(*it, c.key, tagged, h.tag)) continue;
+    in->to_user = true;
+    in->recv = *it;
+    in->capacity = capacity_of(*it);
+    posted_.erase(it);
+    --posted_count_;
+    c.inbound = in;
+    return true;
+  }
+  if (unexpected_bytes_ + h.msg_len > config_.unexpected_bytes) {
+    delete in;
+    return false;
+  }
+  UnexpectedMessage u;
+  u.source_key = c.key;
+  u.tagged = tagged;
+  u.tag = h.tag;
+  u.has_data = in->has_data;
+  u.cq_data = h.cq_data;
+  u.length = h.msg_len;
+  u.bytes = std::make_unique<uint8_t[]>(std::max<size_t>(h.msg_len, 1));
+  unexpected_bytes_ += h.msg_len;
+  unexpected_.push_back(std::move(u));
+  in->unexpected = std::prev(unexpected_.end());
+  c.inbound = in;
+  return true;
+}
+
+void Engine::place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length) {
+  if (in.to_user) {
+    if (offset < in.capacity) scatter_at(in.recv, offset, data, std::min(length, in.capacity - offset));
+  } else {
+    std::memcpy(in.unexpected->bytes.get() + offset, data, length);
+    in.unexpected->received += length;
+  }
+}
+
+void Engine::complete_recv(const RecvRequest& recv, const InboundMessage& in,
+                           const uint8_t* bytes_if_copy) {
+  const size_t capacity = capacity_of(recv);
+  const size_t placed = std::min(in.length, capacity);
+  if (bytes_if_copy != nullptr) scatter_at(recv, 0, bytes_if_copy, placed);
+  ++stats_.messages_received;
+  Completion done{};
+  done.kind = Completion::Kind::kRecv;
+  done.context = recv.context;
+  done.user_flags = recv.user_flags;
+  done.len = placed;
+  done.buf = recv.iov_count ? recv.iov[0].iov_base : nullptr;
+  done.tagged = in.tagged;
+  done.tag = in.tag;
+  done.has_data = in.has_data;
+  done.cq_data = in.cq_data;
+  if (in.length > capacity) {
+    done.error = kErrTruncated;
+    done.overflow = in.length - capacity;
+  }
+  if (recv.completion || done.error != 0) completions_.push_back(done);
+}
+
+void Engine::finish_message(Connection& c) {
+  InboundMessage* in = c.inbound;
+  c.inbound = nullptr;
+  if (in->to_user) {
+    complete_recv(in->recv, *in, nullptr);
+    completions_.back().source_key = c.key;
+  } else {
+    UnexpectedMessage& u = *in->unexpected;
+    u.complete = true;
+    if (u.claimed) {
+      complete_recv(u.claim, *in, u.bytes.get());
+      completions_.back().source_key = c.key;
+      unexpected_bytes_ -= u.length;
+      unexpected_.erase(in->unexpected);
+      wake_stalled();
+    }
+  }
+  delete in;
+}
+
+int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
+  if (posted_count_ >= config_.max_posted_recvs) return -EAGAIN;
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    if (it->claimed || !matches(request, it->source_key, it->tagged, it->tag)) continue;
+    if (!it->complete) {
+      // Still arriving: it completes into this receive when whole.
+      it->claimed = true;
+      it->claim = request;
+      return 0;
+    }
+    InboundMessage view;
+    view.length = it->length;
+    view.tagged = it->tagged;
+    view.tag = it->tag;
+    view.has_data = it->has_data;
+    view.cq_data = it->cq_data;
+    complete_recv(request, view, it->bytes.get());
+    if (!completions_.empty()) completions_.back().source_key = it->source_key;
+    unexpected_bytes_ -= it->length;
+    unexpected_.erase(it);
+    wake_stalled();
+    return 0;
+  }
+  posted_.push_back(request);
+  ++posted_count_;
+  wake_stalled();
+  return 0;
+}
+
+int Engine::cancel_recv(void* context) {
+  auto cancel = [&](const RecvRequest& r) {
+    Completion done{};
+    done.kind = Completion::Kind::kRecv;
+    done.context = r.context;
+    done.user_flags = r.user_flags;
+    done.error = kErrCanceled;
+    done.tagged = r.tagged;
+    done.buf = r.iov_count ? r.iov[0].iov_base : nullptr;
+    completions_.push_back(done);
+  };
+  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+    if (it->context != context) continue;
+    cancel(*it);
+    posted_.erase(it);
+    --posted_count_;
+    return 0;
+  }
+  for (auto& u : unexpected_) {
+    if (!u.claimed || u.claim.context != context) continue;
+    cancel(u.claim);
+    u.claimed = false;
+    return 0;
+  }
+  return -ENOENT;
+}
+
+void Engine::wake_stalled() {
+  for (auto& [key, connection] : connections_) {
+    Connection& c = *connection;
+    if (!c.rx_stalled) continue;
+    c.rx_stalled = false;
+    drain_reorder(c);
+    c.ack_now = true;  // the window update
+  }
+}
+
+}  // namespace ofi_dpdk::proto

@@ -1,0 +1,322 @@
+// transport.h: the reliable transport's interface.  An Engine serves one
+// endpoint: it keeps one Connection per peer (MAC, queue), and turns
+// operations into frames (the outbox) and frames into completions.  It makes
+// no DPDK call and reads no clock: the caller hands it frames, the time, and
+// takes out what it produced, so tests drive it with packets in memory.
+//
+// What the engine guarantees, over any mix of loss, reordering, duplication
+// and corruption that the frame checks catch:
+//   - each message is delivered once, whole, in send order per peer
+//     (FI_ORDER_SAS); a retransmitted segment is never placed twice;
+//   - a send completes only when the peer acknowledged all of it;
+//   - a peer that stops answering fails its operations with kErrTimedOut
+//     after TransportConfig::peer_timeout_ns; a peer that restarted (new
+//     session) fails the operations of the old connection with kErrPeerReset,
+//     and the next send forms a new connection.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "lib/proto/wire.h"
+
+namespace ofi_dpdk::proto {
+
+inline constexpr size_t kMaxIov = 8;
+// Segments in flight per connection and direction (a power of two).
+inline constexpr uint32_t kMaxWindow = 256;
+
+// Error codes of completions: libfabric's positive errno values, so the
+// provider passes them through (FI_ETIMEDOUT, FI_EIO, FI_ETRUNC, FI_ECANCELED).
+inline constexpr int kErrTimedOut = 110;   // FI_ETIMEDOUT
+inline constexpr int kErrPeerReset = 5;    // FI_EIO; prov_errno says why
+inline constexpr int kErrTruncated = 265;  // FI_ETRUNC
+inline constexpr int kErrCanceled = 125;   // FI_ECANCELED
+// Provider-specific errno values (fi_cq_err_entry::prov_errno).
+enum ProvErrno : int {
+  kProvNone = 0,
+  kProvPeerTimeout = 1,    // the peer stopped acknowledging
+  kProvPeerRestarted = 2,  // the peer is a new incarnation
+};
+const char* prov_errno_text(int prov_errno);
+
+struct PeerAddress {
+  uint8_t mac[6] = {};
+  uint16_t queue = 0;
+  uint32_t session = 0;  // 0: learn it from the peer
+};
+
+inline uint64_t peer_key(const uint8_t mac[6], uint16_t queue) {
+  uint64_t key = queue;
+  for (int i = 0; i < 6; ++i) key = key << 8 | mac[i];
+  return key;
+}
+
+struct SendRequest {
+  const iovec* iov = nullptr;
+  size_t iov_count = 0;
+  void* context = nullptr;
+  uint64_t user_flags = 0;  // returned untouched in the completion
+  bool tagged = false;
+  uint64_t tag = 0;
+  bool has_data = false;
+  uint64_t cq_data = 0;
+  bool copy = false;        // inject: keep a copy, the caller reuses the buffer now
+  bool completion = true;   // false: no completion at all (fi_inject)
+};
+
+struct RecvRequest {
+  iovec iov[kMaxIov] = {};
+  size_t iov_count = 0;
+  void* context = nullptr;
+  uint64_t user_flags = 0;
+  bool tagged = false;
+  uint64_t tag = 0;
+  uint64_t ignore = 0;
+  bool any_source = true;
+  uint64_t source_key = 0;  // peer_key when !any_source
+  bool completion = true;
+};
+
+struct Completion {
+  enum class Kind : uint8_t { kSend, kRecv } kind;
+  void* context;
+  uint64_t user_flags;
+  int error;           // 0, or a kErr* value
+  int prov_errno;      // ProvErrno
+  size_t len;          // bytes sent, or bytes placed
+  size_t overflow;     // bytes that did not fit (kErrTruncated)
+  void* buf;           // first receive buffer
+  bool tagged;
+  uint64_t tag;
+  bool has_data;
+  uint64_t cq_data;
+  uint64_t source_key; // recv: the sender's peer_key
+};
+
+struct TransportConfig {
+  uint32_t max_payload = 1444;           // payload bytes per frame
+  uint64_t max_msg_size = uint64_t{1} << 30;
+  size_t unexpected_bytes = 64u << 20;   // buffered before a receive is posted
+  size_t max_outstanding_sends = 1024;   // tx_attr->size
+  size_t max_posted_recvs = 1024;        // rx_attr->size
+  uint32_t initial_window = 16;          // congestion window at start, segments
+  uint64_t min_rto_ns = 2'000'000;
+  uint64_t max_rto_ns = 200'000'000;
+  uint64_t initial_rto_ns = 10'000'000;
+  uint64_t ack_delay_ns = 20'000;
+  uint64_t peer_timeout_ns = 5'000'000'000;
+};
+
+struct TransportStats {
+  uint64_t frames_sent = 0, frames_received = 0, retransmitted = 0, acks_sent = 0,
+           resets_sent = 0, duplicates = 0, out_of_window = 0, stale_session = 0,
+           bad_frames = 0, stalled_no_buffer = 0, fast_retransmits = 0, timeouts = 0,
+           messages_sent = 0, messages_received = 0, peers_failed = 0;
+};
+
+// One frame the engine wants sent.  The payload is gathered from the message
+// with copy_payload(); it stays valid until Engine::frames_sent().
+struct OutFrame {
+  uint8_t dst_mac[6];
+  wire::FrameHeader header;  // host order
+  const struct TxMessage* message;  // nullptr for frames without payload
+  uint32_t offset;
+  void copy_payload(uint8_t* out) const;
+};
+
+// What the receiving side knows of a segment, host order.
+struct Segment {
+  const uint8_t* src_mac;
+  const wire::FrameHeader* header;
+  const uint8_t* payload;
+};
+
+struct TxMessage {
+  iovec iov[kMaxIov];
+  size_t iov_count;
+  std::unique_ptr<uint8_t[]> copy;  // inject: owned bytes
+  size_t length;
+  SendRequest request;
+  uint32_t msg_id;
+  size_t next_offset = 0;       // bytes cut into segments so far
+  uint32_t segments_unacked = 0;
+  bool fully_segmented = false;
+};
+
+struct TxSlot {  // a segment in flight
+  TxMessage* message = nullptr;
+  uint32_t offset = 0;
+  uint16_t length = 0;
+  uint16_t flags = 0;
+  uint64_t first_sent_ns = 0;
+  uint64_t last_sent_ns = 0;
+  uint8_t transmissions = 0;
+  bool sacked = false;
+};
+
+struct RxSlot {  // a segment that arrived ahead of a gap
+  bool present = false;
+  wire::FrameHeader header;
+  uint32_t payload_index = 0;  // into Connection::rx_payload
+};
+
+struct InboundMessage;
+
+struct Connection {
+  uint64_t key = 0;
+  uint8_t mac[6] = {};
+  uint16_t queue = 0;
+  uint32_t peer_session = 0;  // 0: not known yet
+  // Transmit side.
+  uint32_t next_seq = wire::kInitialSeq;
+  uint32_t una = wire::kInitialSeq;  // oldest unacknowledged
+  uint32_t next_msg_id = 1;
+  bool syn = true;                   // peer has not acked this connection yet
+  std::deque<std::unique_ptr<TxMessage>> pending;  // not fully acked, in order
+  size_t pending_cut = 0;            // index of the first message not fully cut
+  std::unique_ptr<TxSlot[]> tx_slots;
+  uint32_t cwnd_x256 = 0;            // congestion window in 1/256 segments
+  uint32_t ssthresh = kMaxWindow;
+  uint32_t peer_window = kMaxWindow;
+  uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
+  uint32_t last_ack = 0;
+  uint32_t dupacks = 0;
+  uint32_t recovery_seq = 0;         // no new window cut until una passes this
+  uint64_t rto_deadline_ns = 0;      // 0: timer off
+  uint64_t last_heard_ns = 0;
+  uint64_t waiting_since_ns = 0;     // first unanswered send
+  // Receive side: open once the peer's first SYN segment arrived.
+  bool rx_open = false;
+  uint32_t next_expected = wire::kInitialSeq;
+  std::unique_ptr<RxSlot[]> rx_slots;
+  std::unique_ptr<uint8_t[]> rx_payload;
+  uint32_t rx_buffered = 0;
+  InboundMessage* inbound = nullptr;  // message being assembled
+  bool rx_stalled = false;            // advertised window 0
+  uint32_t ack_owed = 0;              // segments received since our last ack
+  uint64_t ack_due_ns = 0;
+  bool ack_now = false;
+};
+
+// Posted receives, unexpected messages and reassembly for one endpoint.
+struct UnexpectedMessage {
+  uint64_t source_key;
+  bool tagged;
+  uint64_t tag;
+  bool has_data;
+  uint64_t cq_data;
+  size_t length;
+  size_t received = 0;
+  std::unique_ptr<uint8_t[]> bytes;
+  bool complete = false;
+  bool claimed = false;
+  RecvRequest claim;
+};
+
+struct InboundMessage {
+  bool to_user = false;
+  RecvRequest recv;                       // when to_user
+  size_t capacity = 0;
+  std::list<UnexpectedMessage>::iterator unexpected;  // when !to_user
+  size_t length = 0;
+  size_t received = 0;
+  uint32_t msg_id = 0;
+  bool tagged = false;
+  uint64_t tag = 0;
+  bool has_data = false;
+  uint64_t cq_data = 0;
+};
+
+class Engine {
+ public:
+  Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16_t local_queue,
+         uint32_t session);
+  ~Engine();
+
+  // Queues a message to `peer`.  Returns 0, -EAGAIN when max_outstanding_sends
+  // are in progress, -EMSGSIZE above max_msg_size, -EINVAL for a bad iov.
+  int send(const PeerAddress& peer, const SendRequest& request, uint64_t now_ns);
+  // Posts a receive; it may complete at once from an unexpected message.
+  // Returns 0 or -EAGAIN when max_posted_recvs are posted.
+  int post_recv(const RecvRequest& request, uint64_t now_ns);
+  // Cancels the posted receive with that context: 0 (a kErrCanceled
+  // completion follows) or -ENOENT.
+  int cancel_recv(void* context);
+  // A frame addressed to this endpoint (the caller checked dst MAC/queue).
+  void on_frame(const Segment& segment, uint64_t now_ns);
+  // Timers: retransmission, delayed acks, dead peers; and more sending.
+  void poll(uint64_t now_ns);
+  // Forgets a peer's connection, failing its operations (AV removal).
+  void drop_peer(uint64_t key);
+
+  std::vector<OutFrame>& outbox() { return outbox_; }
+  // The caller sent (or dropped) the outbox: payload views may go now.
+  void frames_sent();
+  std::vector<Completion>& completions() { return completions_; }
+
+  size_t outstanding_sends() const { return outstanding_sends_; }
+  // When the last data segment arrived (0: never): closing endpoints linger
+  // while peers may still retransmit what they have not seen acked.
+  uint64_t last_data_ns() const { return last_data_ns_; }
+  size_t posted_recvs() const { return posted_count_; }
+  uint32_t session() const { return session_; }
+  const TransportStats& stats() const { return stats_; }
+  const TransportConfig& config() const { return config_; }
+  // For tests and the benchmark.
+  const Connection* find(uint64_t key) const;
+
+ private:
+  Connection& connection(const uint8_t mac[6], uint16_t queue);
+  // engine_tx.cc
+  void pump(Connection& c, uint64_t now_ns);
+  void emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool retransmit);
+  void emit_ack(Connection& c);
+  void emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session);
+  void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
+  void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
+  void fail_connection(Connection& c, int error, int prov_errno);
+  void reset_transmit(Connection& c);
+  void arm_rto(Connection& c, uint64_t now_ns);
+  wire::FrameHeader base_header(const Connection& c, uint8_t opcode);
+  // engine_rx.cc
+  void on_data(Connection& c, const Segment& s, uint64_t now_ns);
+  bool deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
+  void drain_reorder(Connection& c);
+  void reset_receive(Connection& c);
+  uint16_t receive_window(const Connection& c) const;
+  uint64_t sack_bits(const Connection& c) const;
+  // receiver.cc
+  bool begin_message(Connection& c, const wire::FrameHeader& h);
+  void place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length);
+  void finish_message(Connection& c);
+  void complete_recv(const RecvRequest& recv, const InboundMessage& in,
+                     const uint8_t* bytes_if_copy);
+  bool matches(const RecvRequest& recv, uint64_t source_key, bool tagged, uint64_t tag) const;
+  void wake_stalled();
+
+  TransportConfig config_;
+  uint8_t mac_[6];
+  uint16_t queue_;
+  uint32_t session_;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  std::vector<OutFrame> outbox_;
+  std::vector<std::unique_ptr<TxMessage>> retired_;
+  std::vector<Completion> completions_;
+  std::deque<RecvRequest> posted_;
+  size_t posted_count_ = 0;
+  std::list<UnexpectedMessage> unexpected_;
+  size_t unexpected_bytes_ = 0;
+  size_t outstanding_sends_ = 0;
+  uint64_t last_data_ns_ = 0;
+  TransportStats stats_;
+};
+
+}  // namespace ofi_dpdk::proto
