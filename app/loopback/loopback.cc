@@ -9,7 +9,6 @@
 //
 // Exits 0 when every message arrived once with the right bytes, 1 on any
 // mismatch or timeout, 2 on bad arguments or set-up failure.
-#include <dlfcn.h>
 #include <fi_dpdk.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -25,6 +24,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "app/common/provider_path.h"
 
 namespace {
 
@@ -82,17 +83,6 @@ Options parse_options(int argc, char** argv) {
   if (o.endpoints < 2 || o.endpoints > 16) usage_error("--endpoints wants 2..16");
   if (o.size == 0) usage_error("--size wants at least 1 byte");
   return o;
-}
-
-// Finds the provider next to the library this program linked, so the
-// tester runs from a build tree without FI_PROVIDER_PATH.
-void point_libfabric_at_provider() {
-  if (std::getenv("FI_PROVIDER_PATH") != nullptr) return;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&fi_dpdk_eal_init), &info) == 0 || !info.dli_fname) return;
-  std::string dir = info.dli_fname;
-  dir.resize(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/'));
-  if (!dir.empty()) setenv("FI_PROVIDER_PATH", dir.c_str(), 0);
 }
 
 #define CHECK(call)                                                                 \
@@ -345,7 +335,7 @@ class Tester {
 }  // namespace
 
 int main(int argc, char** argv) {
-  point_libfabric_at_provider();
+  ofi_dpdk::app::point_libfabric_at_provider();
   const int consumed = fi_dpdk_eal_init(argc, argv);
   if (consumed < 0) {
     std::fprintf(stderr, "dpdk-fi-loopback: EAL did not start (%s); see the log above\n",
