@@ -120,7 +120,8 @@ bool rx_matches(const fi_rx_attr* o, const fi_rx_attr* h, std::string* why) {
   return true;
 }
 
-bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, std::string* why) {
+bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
+                std::string* why) {
   DPDK_REQUIRE(h->type == FI_EP_UNSPEC || h->type == o->type,
                "ep_attr->type is not FI_EP_RDM");
   DPDK_REQUIRE(h->protocol == FI_PROTO_UNSPEC || h->protocol == o->protocol,
@@ -137,7 +138,10 @@ bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, std::string* why) {
                "ep_attr->max_order_waw_size too large");
   DPDK_REQUIRE(h->tx_ctx_cnt <= o->tx_ctx_cnt, "ep_attr->tx_ctx_cnt: no shared or scalable contexts");
   DPDK_REQUIRE(h->rx_ctx_cnt <= o->rx_ctx_cnt, "ep_attr->rx_ctx_cnt: no shared or scalable contexts");
-  DPDK_REQUIRE(h->auth_key_size == 0, "ep_attr->auth_key: no authorization keys");
+  // fi_endpoint(3): auth_key_size "is ignored unless the fabric is opened
+  // with API version 1.5 or greater".
+  if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
+    DPDK_REQUIRE(h->auth_key_size == 0, "ep_attr->auth_key: no authorization keys");
   return true;
 }
 
@@ -145,7 +149,7 @@ bool progress_matches(fi_progress requested, fi_progress offered) {
   return requested == FI_PROGRESS_UNSPEC || requested == offered;
 }
 
-bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h,
+bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t version,
                     std::string* why) {
   DPDK_REQUIRE(h->name == nullptr || std::strcmp(h->name, o->name) == 0,
                "domain_attr->name names another port");
@@ -170,7 +174,8 @@ bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h,
   DPDK_REQUIRE(!exceeds(h->cntr_cnt, o->cntr_cnt), "domain_attr->cntr_cnt: no counters yet");
   DPDK_REQUIRE(!exceeds(h->mr_iov_limit, o->mr_iov_limit), "domain_attr->mr_iov_limit too large");
   DPDK_REQUIRE((h->caps & ~o->caps) == 0, "domain_attr->caps asks for capabilities it lacks");
-  DPDK_REQUIRE(h->auth_key_size == 0, "domain_attr->auth_key: no authorization keys");
+  if (FI_VERSION_GE(version, FI_VERSION(1, 5)))  // ignored before 1.5, as in ep_attr
+    DPDK_REQUIRE(h->auth_key_size == 0, "domain_attr->auth_key: no authorization keys");
   DPDK_REQUIRE(!exceeds(h->max_err_data, o->max_err_data), "domain_attr->max_err_data too large");
   DPDK_REQUIRE(!exceeds(h->mr_cnt, o->mr_cnt), "domain_attr->mr_cnt too large");
   return true;
@@ -240,7 +245,7 @@ fi_info* make_prov_attr_only_info() {
   return info;
 }
 
-bool info_matches(const fi_info* o, const fi_info* h, uint32_t /*version*/, std::string* why) {
+bool info_matches(const fi_info* o, const fi_info* h, uint32_t version, std::string* why) {
   if (h == nullptr) return true;
   const uint64_t requested_caps = h->caps;
   DPDK_REQUIRE((requested_caps & ~kAllCaps) == 0,
@@ -250,8 +255,9 @@ bool info_matches(const fi_info* o, const fi_info* h, uint32_t /*version*/, std:
                "hints->addr_format is neither FI_FORMAT_UNSPEC (native) nor FI_ADDR_STR");
   if (h->tx_attr != nullptr && !tx_matches(o->tx_attr, h->tx_attr, why)) return false;
   if (h->rx_attr != nullptr && !rx_matches(o->rx_attr, h->rx_attr, why)) return false;
-  if (h->ep_attr != nullptr && !ep_matches(o->ep_attr, h->ep_attr, why)) return false;
-  if (h->domain_attr != nullptr && !domain_matches(o->domain_attr, h->domain_attr, why))
+  if (h->ep_attr != nullptr && !ep_matches(o->ep_attr, h->ep_attr, version, why)) return false;
+  if (h->domain_attr != nullptr &&
+      !domain_matches(o->domain_attr, h->domain_attr, version, why))
     return false;
   if (h->fabric_attr != nullptr && h->fabric_attr->name != nullptr)
     DPDK_REQUIRE(std::strcmp(h->fabric_attr->name, kFabricName) == 0,
@@ -266,8 +272,8 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     uint64_t modifiers = h->caps & kModifierCaps;
     // No modifier named means all of them (fi_getinfo(3)).
     if (modifiers == 0) modifiers = kModifierCaps;
-    // FI_DIRECTED_RECV only refines FI_MSG; asked alone, messaging comes too.
-    if (primary & FI_DIRECTED_RECV) primary |= FI_MSG;
+    // Only the primary caps asked for: "a provider must enable support for
+    // only those primary capabilities which were selected" (fi_getinfo(3)).
     o->caps = primary | modifiers | (h->caps & kSecondaryCaps) | kFreeSecondaryCaps;
     o->tx_attr->caps = o->caps & kTxCaps;
     o->rx_attr->caps = o->caps & kRxCaps;

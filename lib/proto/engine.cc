@@ -9,6 +9,12 @@
 #include "lib/proto/transport.h"
 
 namespace ofi_dpdk::proto {
+namespace {
+
+// Tail loss probes per ack advance (see Engine::poll).
+constexpr uint8_t kMaxProbes = 4;
+
+}  // namespace
 
 const char* prov_errno_text(int prov_errno) {
   switch (prov_errno) {
@@ -47,7 +53,10 @@ Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16
   outbox_.reserve(2 * kMaxWindow);
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // A message still being assembled is held through a raw pointer.
+  for (auto& [key, connection] : connections_) delete connection->inbound;
+}
 
 const Connection* Engine::find(uint64_t key) const {
   auto it = connections_.find(key);
@@ -196,6 +205,17 @@ void Engine::poll(uint64_t now_ns) {
       emit_segment(c, c.una, now_ns, true);
       c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
       c.rto_deadline_ns = now_ns + c.rto_ns;
+    } else if (in_flight && c.srtt_ns != 0 && c.probes < kMaxProbes &&
+               now_ns - std::max(c.last_heard_ns,
+                                 c.tx_slots[c.una & (kMaxWindow - 1)].last_sent_ns) >=
+                   (2 * c.srtt_ns + config_.ack_delay_ns) << c.probes) {
+      // Tail loss probe: nothing heard for two RTTs while data is out.  The
+      // last segments or their acks were lost and no later ack will report
+      // it; resend the oldest, so the receiver's answer (an ack, with SACK)
+      // drives the repair instead of the much longer RTO.  A few probes,
+      // each waiting twice as long, then only the RTO.
+      ++c.probes;
+      emit_segment(c, c.una, now_ns, true);
     } else if (!in_flight && c.peer_window == 0 && c.pending_cut < c.pending.size()) {
       // Persist: the receiver closed its window; probe with one segment so a
       // lost window update cannot stall us forever.

@@ -92,6 +92,11 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   }
   const uint32_t seq = h.seq;
   if (seq_lt(seq, c.next_expected)) {
+    if (c.next_expected - seq > kMaxWindow) {
+      // Older than anything the sender can still have in flight.
+      ++stats_.out_of_window;
+      return;
+    }
     ++stats_.duplicates;
     c.ack_now = true;  // our ack may have been lost
     return;
@@ -99,6 +104,13 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   const uint32_t distance = seq - c.next_expected;
   if (distance >= kMaxWindow) {
     ++stats_.out_of_window;
+    return;
+  }
+  if (distance == 0 && !c.rx_stalled && !continues(c, h)) {
+    // In-order segments of one sender always continue its stream; this one
+    // is forged or belongs to another connection.  Drop it and keep its seq
+    // for the real segment.
+    ++stats_.bad_frames;
     return;
   }
   if (distance == 0 && !c.rx_stalled && deliver(c, h, s.payload)) {
@@ -139,6 +151,14 @@ void Engine::drain_reorder(Connection& c) {
     if (!slot.present) return;
     const uint8_t* payload =
         c.rx_payload.get() + size_t{slot.payload_index} * config_.max_payload;
+    if (!continues(c, slot.header)) {
+      // Kept while ahead of a gap, but does not fit the stream (see
+      // on_data): drop it; the sender's copy comes again (RTO or probe).
+      ++stats_.bad_frames;
+      slot.present = false;
+      --c.rx_buffered;
+      return;
+    }
     if (!deliver(c, slot.header, payload)) {
       c.rx_stalled = true;
       return;
@@ -150,15 +170,15 @@ void Engine::drain_reorder(Connection& c) {
   }
 }
 
+bool Engine::continues(const Connection& c, const wire::FrameHeader& h) const {
+  if (c.inbound == nullptr) return h.offset == 0;
+  const InboundMessage& in = *c.inbound;
+  return h.msg_id == in.msg_id && h.msg_len == in.length && h.offset == in.received;
+}
+
 bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
   if (c.inbound == nullptr && !begin_message(c, h)) return false;
   InboundMessage& in = *c.inbound;
-  if (h.msg_id != in.msg_id || h.msg_len != in.length || h.offset != in.received) {
-    // In-order segments of one sender always continue the current message;
-    // anything else is forged or corrupt.  Drop it, keep the stream.
-    ++stats_.bad_frames;
-    return true;
-  }
   place(in, h.offset, payload, h.payload_len);
   in.received += h.payload_len;
   if (in.received == in.length) {

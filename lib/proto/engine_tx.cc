@@ -46,6 +46,7 @@ void Engine::reset_transmit(Connection& c) {
   c.dupacks = 0;
   c.recovery_seq = c.next_seq;
   c.rto_deadline_ns = 0;
+  c.probes = 0;
   c.waiting_since_ns = 0;
   if (c.tx_slots)
     std::fill(c.tx_slots.get(), c.tx_slots.get() + kMaxWindow, TxSlot{});
@@ -152,24 +153,39 @@ void Engine::emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_sessi
 }
 
 void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) {
+  const uint32_t ack = h.ack;
+  if (seq_gt(ack, c.next_seq) || seq_lt(ack, c.una)) {
+    // Acknowledges what was never sent, or is older than what we know:
+    // neither its window nor its answer to our SYN counts.
+    if (seq_gt(ack, c.next_seq)) {
+      ++stats_.bad_frames;
+      // While we open a connection, a peer acknowledging beyond it holds
+      // receive state of an earlier connection of ours (we gave up on it,
+      // the peer did not): our SYN segments look like duplicates to it.
+      // Tell it to drop that state.
+      if (c.syn) emit_reset(c.mac, c.queue, h.src_session);
+    }
+    return;
+  }
   c.syn = false;
   const uint32_t previous_window = c.peer_window;
   c.peer_window = h.window;
-  const uint32_t ack = h.ack;
-  if (seq_gt(ack, c.next_seq) || seq_lt(ack, c.una)) {
-    // Acknowledges what was never sent, or is older than what we know.
-    if (seq_gt(ack, c.next_seq)) ++stats_.bad_frames;
-    return;
-  }
   if (!c.tx_slots) return;
 
   if (seq_gt(ack, c.una)) {
     uint64_t rtt_sample = 0;
     const uint32_t cwnd_cap = kMaxWindow * 256;
+    // Karn: only segments sent once give an RTT sample, and only those the
+    // ack was not held back for: past a retransmitted hole, or already
+    // reported by SACK, the ack measures the repair, not the path.
+    bool clean = true;
     for (uint32_t seq = c.una; seq != ack; ++seq) {
       TxSlot& slot = slot_of(c, seq);
-      // Karn: only segments sent once give an RTT sample.
-      if (slot.transmissions == 1) rtt_sample = now_ns - slot.first_sent_ns;
+      if (slot.transmissions != 1) {
+        clean = false;
+      } else if (clean && !slot.sacked) {
+        rtt_sample = now_ns - slot.first_sent_ns;
+      }
       if (slot.message != nullptr) --slot.message->segments_unacked;
       slot = TxSlot{};
       if (c.cwnd_x256 < c.ssthresh * 256) {
@@ -180,6 +196,7 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     }
     c.una = ack;
     c.dupacks = 0;
+    c.probes = 0;
     if (rtt_sample != 0) {
       if (c.srtt_ns == 0) {
         c.srtt_ns = rtt_sample;
@@ -218,14 +235,19 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
       any_sacked = true;
     }
     if (c.dupacks >= 3 || any_sacked) {
-      // Fast retransmit: the holes below the highest segment that arrived,
-      // each at most once per smoothed RTT.
+      // Fast retransmit of the holes below the highest segment that
+      // arrived: a hole is lost once kDupThresh later segments arrived (or
+      // after three duplicate acks), or when it was sent a smoothed RTT ago.
+      // A hole already resent goes again at most once per smoothed RTT.
+      constexpr uint32_t kDupThresh = 3;
       const uint64_t spacing = std::max<uint64_t>(c.srtt_ns, config_.ack_delay_ns);
       bool repaired = false;
       for (uint32_t seq = c.una; seq_lt(seq, highest_sacked) || seq == c.una; ++seq) {
         TxSlot& slot = slot_of(c, seq);
         if (slot.message == nullptr || slot.sacked) continue;
-        if (now_ns - slot.last_sent_ns < spacing) continue;
+        const bool by_count = c.dupacks >= 3 || highest_sacked - seq >= kDupThresh;
+        const bool by_time = now_ns - slot.last_sent_ns >= spacing;
+        if (slot.transmissions == 1 ? !(by_count || by_time) : !by_time) continue;
         emit_segment(c, seq, now_ns, true);
         ++stats_.fast_retransmits;
         repaired = true;

@@ -90,7 +90,7 @@ void Engine::place(InboundMessage& in, size_t offset, const uint8_t* data, size_
 }
 
 void Engine::complete_recv(const RecvRequest& recv, const InboundMessage& in,
-                           const uint8_t* bytes_if_copy) {
+                           const uint8_t* bytes_if_copy, uint64_t source_key) {
   const size_t capacity = capacity_of(recv);
   const size_t placed = std::min(in.length, capacity);
   if (bytes_if_copy != nullptr) scatter_at(recv, 0, bytes_if_copy, placed);
@@ -105,6 +105,7 @@ void Engine::complete_recv(const RecvRequest& recv, const InboundMessage& in,
   done.tag = in.tag;
   done.has_data = in.has_data;
   done.cq_data = in.cq_data;
+  done.source_key = source_key;
   if (in.length > capacity) {
     done.error = kErrTruncated;
     done.overflow = in.length - capacity;
@@ -116,14 +117,12 @@ void Engine::finish_message(Connection& c) {
   InboundMessage* in = c.inbound;
   c.inbound = nullptr;
   if (in->to_user) {
-    complete_recv(in->recv, *in, nullptr);
-    completions_.back().source_key = c.key;
+    complete_recv(in->recv, *in, nullptr, c.key);
   } else {
     UnexpectedMessage& u = *in->unexpected;
     u.complete = true;
     if (u.claimed) {
-      complete_recv(u.claim, *in, u.bytes.get());
-      completions_.back().source_key = c.key;
+      complete_recv(u.claim, *in, u.bytes.get(), c.key);
       unexpected_bytes_ -= u.length;
       unexpected_.erase(in->unexpected);
       wake_stalled();
@@ -148,8 +147,7 @@ int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
     view.tag = it->tag;
     view.has_data = it->has_data;
     view.cq_data = it->cq_data;
-    complete_recv(request, view, it->bytes.get());
-    if (!completions_.empty()) completions_.back().source_key = it->source_key;
+    complete_recv(request, view, it->bytes.get(), it->source_key);
     unexpected_bytes_ -= it->length;
     unexpected_.erase(it);
     wake_stalled();

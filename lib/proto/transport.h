@@ -191,6 +191,7 @@ struct Connection {
   uint32_t dupacks = 0;
   uint32_t recovery_seq = 0;         // no new window cut until una passes this
   uint64_t rto_deadline_ns = 0;      // 0: timer off
+  uint8_t probes = 0;                // tail loss probes since the ack last advanced
   uint64_t last_heard_ns = 0;
   uint64_t waiting_since_ns = 0;     // first unanswered send
   // Receive side: open once the peer's first SYN segment arrived.
@@ -260,6 +261,9 @@ class Engine {
   std::vector<OutFrame>& outbox() { return outbox_; }
   // The caller sent (or dropped) the outbox: payload views may go now.
   void frames_sent();
+  // Hand these to the application only after sending the outbox: a send may
+  // complete in the same pass that queued a retransmission of one of its
+  // segments, whose payload is still read from the application's buffer.
   std::vector<Completion>& completions() { return completions_; }
 
   size_t outstanding_sends() const { return outstanding_sends_; }
@@ -288,6 +292,11 @@ class Engine {
   wire::FrameHeader base_header(const Connection& c, uint8_t opcode);
   // engine_rx.cc
   void on_data(Connection& c, const Segment& s, uint64_t now_ns);
+  // True when an in-order segment continues the message being assembled, or
+  // starts a new one at offset 0.
+  bool continues(const Connection& c, const wire::FrameHeader& h) const;
+  // Places a segment that continues(); false when a new message finds no
+  // receive and no room in the unexpected budget.
   bool deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
   void drain_reorder(Connection& c);
   void reset_receive(Connection& c);
@@ -298,7 +307,7 @@ class Engine {
   void place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length);
   void finish_message(Connection& c);
   void complete_recv(const RecvRequest& recv, const InboundMessage& in,
-                     const uint8_t* bytes_if_copy);
+                     const uint8_t* bytes_if_copy, uint64_t source_key);
   bool matches(const RecvRequest& recv, uint64_t source_key, bool tagged, uint64_t tag) const;
   void wake_stalled();
 

@@ -1,0 +1,73 @@
+# pair.sh: sourced by the two-process tests.  Runs dpdk-fi-bench as a server
+# and a client on two EAL ports joined by the caller's topology, with time
+# limits, and leaves each side's JSON line and exit status for the caller.
+#
+# Needs: BENCH (the dpdk-fi-bench binary).  Provides:
+#   pair_run SERVER_EAL CLIENT_EAL -- BENCH_ARGS...   (sets SERVER_RC CLIENT_RC,
+#                                                      SERVER_OUT CLIENT_OUT)
+#   json_field FILE NAME                              (prints a top-level value)
+#   fail MESSAGE                                      (prints, exits 1)
+
+WORK=$(mktemp -d /tmp/ofi-dpdk-pair.XXXXXX)
+SERVER_PID=""
+CLIENT_PID=""
+WATCHDOGS=()
+cleanup() {
+	[ -n "$SERVER_PID" ] && kill -9 "$SERVER_PID" 2>/dev/null || true
+	[ -n "$CLIENT_PID" ] && kill -9 "$CLIENT_PID" 2>/dev/null || true
+	for w in "${WATCHDOGS[@]}"; do kill "$w" 2>/dev/null || true; done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# start_limited LIMIT OUT ERR CMD...: runs CMD in the background (its own PID
+# in $!, so the test can kill the program itself) and kills it after LIMIT s.
+start_limited() {
+	local limit=$1 out=$2 err=$3
+	shift 3
+	"$@" >"$out" 2>"$err" &
+	local pid=$!
+	( sleep "$limit"; kill -9 "$pid" 2>/dev/null ) &
+	WATCHDOGS+=("$!")
+	STARTED_PID=$pid
+}
+
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$WORK"/*.err; do [ -f "$f" ] && { echo "--- $f" >&2; tail -20 "$f" >&2; }; done
+	exit 1
+}
+
+json_field() {
+	python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]])' "$1" "$2"
+}
+
+# Common EAL options: no hugepages needed, quiet, no PCI scan.
+EAL_COMMON="--no-huge -m 512 --no-shconf --no-pci --no-telemetry --log-level=lib.eal:error"
+
+pair_run() {
+	local server_eal=$1 client_eal=$2
+	shift 3
+	SERVER_OUT="$WORK/server.json"
+	CLIENT_OUT="$WORK/client.json"
+	mkdir -p "$WORK/rendezvous"
+	# shellcheck disable=SC2086
+	start_limited "${PAIR_LIMIT:-120}" "$SERVER_OUT" "$WORK/server.err" "$BENCH" -l 0 \
+		$EAL_COMMON $server_eal -- --role server --rendezvous "$WORK/rendezvous" "$@"
+	SERVER_PID=$STARTED_PID
+	sleep 0.5
+	# shellcheck disable=SC2086
+	start_limited "${PAIR_LIMIT:-120}" "$CLIENT_OUT" "$WORK/client.err" "$BENCH" -l 1 \
+		$EAL_COMMON $client_eal -- --role client --rendezvous "$WORK/rendezvous" "$@"
+	CLIENT_PID=$STARTED_PID
+	set +e
+	wait "$CLIENT_PID"; CLIENT_RC=$?
+	wait "$SERVER_PID"; SERVER_RC=$?
+	set -e
+	SERVER_PID=""
+	CLIENT_PID=""
+}
+
+memif_args() {  # memif_args ROLE
+	echo "--vdev=net_memif0,role=$1,socket=$WORK/memif.sock,socket-abstract=no"
+}
