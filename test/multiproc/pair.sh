@@ -27,7 +27,8 @@ start_limited() {
 	shift 3
 	"$@" >"$out" 2>"$err" &
 	local pid=$!
-	( sleep "$limit"; kill -9 "$pid" 2>/dev/null ) &
+	# The watchdog must not hold the test's stdout open: meson waits for it.
+	( exec >/dev/null 2>&1 </dev/null; sleep "$limit"; kill -9 "$pid" ) &
 	WATCHDOGS+=("$!")
 	STARTED_PID=$pid
 }
