@@ -145,18 +145,21 @@ bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
   return true;
 }
 
-bool progress_matches(fi_progress requested, fi_progress offered) {
-  return requested == FI_PROGRESS_UNSPEC || requested == offered;
+// Manual progress is the default; automatic progress runs on a DPDK lcore
+// or a thread (dpdk_auto_progress.cc) and is given to whoever asks.
+bool progress_supported(fi_progress requested) {
+  return requested == FI_PROGRESS_UNSPEC || requested == FI_PROGRESS_MANUAL ||
+         requested == FI_PROGRESS_AUTO;
 }
 
 bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t version,
                     std::string* why) {
   DPDK_REQUIRE(h->name == nullptr || std::strcmp(h->name, o->name) == 0,
                "domain_attr->name names another port");
-  DPDK_REQUIRE(progress_matches(h->control_progress, o->control_progress),
-               "domain_attr->control_progress: only FI_PROGRESS_MANUAL");
-  DPDK_REQUIRE(progress_matches(h->data_progress, o->data_progress),
-               "domain_attr->data_progress: only FI_PROGRESS_MANUAL");
+  DPDK_REQUIRE(progress_supported(h->control_progress),
+               "domain_attr->control_progress: only FI_PROGRESS_MANUAL or FI_PROGRESS_AUTO");
+  DPDK_REQUIRE(progress_supported(h->data_progress),
+               "domain_attr->data_progress: only FI_PROGRESS_MANUAL or FI_PROGRESS_AUTO");
   DPDK_REQUIRE(h->av_type == FI_AV_UNSPEC || h->av_type == FI_AV_TABLE || h->av_type == FI_AV_MAP,
                "domain_attr->av_type unknown");
   // mr_mode: the provider requires no bit of it, so whatever the
@@ -291,6 +294,10 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     if (h->domain_attr->resource_mgmt != FI_RM_UNSPEC)
       d->resource_mgmt = h->domain_attr->resource_mgmt == FI_RM_DISABLED ? FI_RM_ENABLED
                                                                          : d->resource_mgmt;
+    if (h->domain_attr->control_progress != FI_PROGRESS_UNSPEC)
+      d->control_progress = h->domain_attr->control_progress;
+    if (h->domain_attr->data_progress != FI_PROGRESS_UNSPEC)
+      d->data_progress = h->domain_attr->data_progress;
     if (h->domain_attr->av_type == FI_AV_MAP) d->av_type = FI_AV_MAP;  // behaves as TABLE
     const int legacy = h->domain_attr->mr_mode;
     if (legacy == 1 /*FI_MR_BASIC*/ || legacy == kLegacyMrMode)

@@ -46,7 +46,7 @@ ssize_t cq_readfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr
   if (buf == nullptr && count != 0) return -FI_EINVAL;
   PortContext& port = *cq->domain->port;
   std::lock_guard guard(port.lock);
-  port.progress();
+  port.progress_if_manual();
   if (!cq->errors.empty()) return -FI_EAVAIL;
   if (cq->entries.empty()) return -FI_EAGAIN;
   const size_t size = entry_size(cq->attr.format);

@@ -17,6 +17,7 @@ int domain_close(fid* fid) {
   Domain* domain = from_fid<Domain>(fid);
   if (domain->refs.load() != 0) return -FI_EBUSY;
   domain->fabric->refs--;
+  if (domain->auto_progress) auto_progress_remove(domain->port.get());
   {
     // The last domain on a port stops it; do that under the registry lock
     // so a concurrent fi_domain cannot pick up a half-closed port.
@@ -165,6 +166,12 @@ int domain_open(fid_fabric* fabric_fid, fi_info* info, fid_domain** out, void* c
   domain->fabric = from_fid<Fabric>(fabric_fid);
   domain->fabric->refs++;
   domain->api_version = domain->info->fabric_attr->api_version;
+  // Control operations (AV, MR, CQ set-up) complete within their calls, so
+  // FI_PROGRESS_AUTO for control needs no loop; for data it does.
+  if (domain->info->domain_attr->data_progress == FI_PROGRESS_AUTO) {
+    domain->auto_progress = true;
+    auto_progress_add(domain->port.get());
+  }
   domain->fid.fid.fclass = FI_CLASS_DOMAIN;
   domain->fid.fid.context = context;
   domain->fid.fid.ops = &g_domain_fid_ops;

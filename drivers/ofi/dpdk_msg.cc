@@ -63,7 +63,7 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   request.copy = flags & FI_INJECT;
   request.completion = tx_cq != nullptr && wants_completion(tx_selective, flags);
   const int ret = engine->send(address, request, now_ns());
-  if (ret == -EAGAIN) port().progress();
+  if (ret == -EAGAIN) port().progress_if_manual();
   flush();
   return from_errno(ret);
 }

@@ -1,6 +1,7 @@
 #include "drivers/ofi/dpdk_params.h"
 
 #include <rdma/fi_errno.h>
+#include <rte_config.h>
 #include <rdma/providers/fi_prov.h>
 
 #include <charconv>
@@ -69,6 +70,7 @@ Params load() {
   get_number<size_t>("mbufs", 0, size_t{1} << 24, &p.mbufs, &p.errors);
   get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
+  get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
   for (const auto& fault : kFaultParams) {
     const std::string text = get_string(fault.name);
     if (text.empty()) continue;
@@ -109,6 +111,11 @@ void define_params(const fi_provider* provider) {
   fi_param_define(provider, "peer_timeout_ms", FI_PARAM_STRING,
                   "Milliseconds without an answer after which operations to a peer end "
                   "in FI_ETIMEDOUT error completions (default: 5000)");
+  fi_param_define(provider, "progress_lcore", FI_PARAM_STRING,
+                  "DPDK worker lcore that runs automatic progress for domains opened "
+                  "with FI_PROGRESS_AUTO; when it is not an idle worker, or the domain "
+                  "is not opened from the main lcore, a thread runs it (default: -1, "
+                  "the first idle worker lcore)");
   for (const auto& fault : kFaultParams)
     fi_param_define(provider, fault.name, FI_PARAM_STRING, fault.help);
   fi_param_define(provider, "fault_delay_us", FI_PARAM_STRING,

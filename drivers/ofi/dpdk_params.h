@@ -20,6 +20,7 @@ struct Params {
   size_t mbufs = 0;            // FI_DPDK_MBUFS, 0: sized from the attributes
   size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
   uint64_t peer_timeout_ms = 5000;      // FI_DPDK_PEER_TIMEOUT_MS
+  int progress_lcore = -1;     // FI_DPDK_PROGRESS_LCORE, -1: first idle worker
   net::FaultConfig faults;     // FI_DPDK_FAULT_*
   std::string errors;          // parameter values that were refused, for the log
 };

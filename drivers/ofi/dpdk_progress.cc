@@ -24,15 +24,17 @@ uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t co
   return port->tx_burst(hw_queue, frames, count);
 }
 
-void PortContext::progress() {
+uint32_t PortContext::progress() {
   net::Port& nic = *port;
   const uint64_t now = now_ns();
+  uint32_t received = 0;
   // net_memif in 22.11 can crash a poller whose peer went away: no RX on a
   // port whose link is down.
   if (nic.link_up()) {
     rte_mbuf* frames[kRxBurst];
     for (uint16_t queue = 0; queue < nic.queue_pairs(); ++queue) {
       const uint16_t count = nic.rx_burst(queue, frames, kRxBurst);
+      received += count;
       for (uint16_t i = 0; i < count; ++i) {
         rte_mbuf* frame = frames[i];
         proto::DecodedFrame decoded;
@@ -64,6 +66,7 @@ void PortContext::progress() {
     ep->engine->poll(now);
     ep->flush();
   }
+  return received;
 }
 
 }  // namespace ofi_dpdk::ofi

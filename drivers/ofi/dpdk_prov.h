@@ -87,13 +87,29 @@ struct PortContext {
   uint64_t rx_not_ours = 0;
   uint64_t rx_bad_frames = 0;
   uint64_t rx_no_endpoint = 0;
+  // Domains on this port opened with FI_PROGRESS_AUTO: while non-zero the
+  // progress loop drives the port and fi_* calls need not.
+  std::atomic<uint32_t> auto_progress_users{0};
 
   // Polls the port, hands each frame to its endpoint, runs the endpoints'
-  // transport timers and sends what they produced.  Lock held.
-  void progress();
+  // transport timers and sends what they produced.  Lock held.  Returns the
+  // frames received.
+  uint32_t progress();
+  // Progress for calls that wait on the application's behalf (fi_cq_read,
+  // posting when full): skipped while the progress loop owns the port.
+  void progress_if_manual() {
+    if (auto_progress_users.load(std::memory_order_relaxed) == 0) progress();
+  }
   // Sends frames, as many as the port takes; returns how many it took.
   uint16_t transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count);
 };
+
+// FI_PROGRESS_AUTO (dpdk_auto_progress.cc): a domain's port joins or leaves
+// the progress loop, which runs on a DPDK worker lcore or a thread.  Call
+// without the port lock.  auto_progress_lcore() is -1 when on a thread.
+void auto_progress_add(PortContext* port);
+void auto_progress_remove(PortContext* port);
+int auto_progress_lcore();
 
 // Finds or opens the port with that id; shared by every domain on it.
 int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::string* error);
@@ -111,6 +127,7 @@ struct Domain {
   uint32_t api_version;
   std::atomic<int> refs{0};
   uint64_t mr_next_key = 0;
+  bool auto_progress = false;  // FI_PROGRESS_AUTO: the port is in the progress loop
 };
 
 // A completion as the provider keeps it until the application reads it.

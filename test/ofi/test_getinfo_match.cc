@@ -451,18 +451,27 @@ TEST_F(GetinfoMatch, DomainNameMustBeThePorts) {
 }
 
 // fi_domain(3), Progress Models: FI_PROGRESS_UNSPEC "may be used on input
-// hints"; the provider makes progress only in the application's calls.
-TEST_F(GetinfoMatch, ManualProgressOnly) {
-  for (fi_progress progress : {FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL}) {
-    hints_->domain_attr->control_progress = progress;
-    hints_->domain_attr->data_progress = progress;
-    EXPECT_TRUE(matches()) << why_;
+// hints"; the provider offers manual progress by default and automatic
+// progress (a progress lcore or thread) to whoever asks, and returns what was
+// asked for.
+TEST_F(GetinfoMatch, ManualProgressByDefaultAutoOnRequest) {
+  ASSERT_TRUE(matches()) << why_;
+  EXPECT_EQ(offer_->domain_attr->data_progress, FI_PROGRESS_MANUAL);
+  EXPECT_EQ(offer_->domain_attr->control_progress, FI_PROGRESS_MANUAL);
+  for (fi_progress control : {FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL, FI_PROGRESS_AUTO}) {
+    for (fi_progress data : {FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL, FI_PROGRESS_AUTO}) {
+      TearDown();
+      SetUp();
+      hints_->domain_attr->control_progress = control;
+      hints_->domain_attr->data_progress = data;
+      expect_match_and_narrow();
+      EXPECT_EQ(offer_->domain_attr->control_progress,
+                control == FI_PROGRESS_UNSPEC ? FI_PROGRESS_MANUAL : control);
+      EXPECT_EQ(offer_->domain_attr->data_progress,
+                data == FI_PROGRESS_UNSPEC ? FI_PROGRESS_MANUAL : data);
+    }
   }
-  hints_->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
-  hints_->domain_attr->data_progress = FI_PROGRESS_AUTO;
-  EXPECT_FALSE(matches());
-  hints_->domain_attr->control_progress = FI_PROGRESS_AUTO;
-  hints_->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
+  hints_->domain_attr->data_progress = static_cast<fi_progress>(7);
   EXPECT_FALSE(matches());
 }
 

@@ -1,0 +1,140 @@
+// dpdk_auto_progress.cc: FI_PROGRESS_AUTO.  One progress loop serves every
+// port that has a domain opened with automatic progress; it runs on a DPDK
+// worker lcore (rte_eal_remote_launch) when one is idle, else on a thread of
+// its own.  The loop takes each port's lock in turn and runs the same
+// PortContext::progress() that fi_cq_read runs under manual progress, so the
+// two modes share one data path.
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_pause.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "drivers/ofi/dpdk_prov.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+// A thread shares its core with the application: after this many passes
+// that found nothing to receive it sleeps, so an idle process does not
+// burn a core.  A dedicated lcore never sleeps (poll-mode, as DPDK intends).
+constexpr unsigned kIdlePassesBeforeSleep = 256;
+constexpr auto kIdleSleep = std::chrono::microseconds(20);
+
+class ProgressLoop {
+ public:
+  static ProgressLoop& instance() {
+    static ProgressLoop loop;
+    return loop;
+  }
+
+  void add(PortContext* port) {
+    std::lock_guard guard(ports_lock_);
+    if (port->auto_progress_users++ != 0) return;
+    ports_.push_back(port);
+    if (ports_.size() == 1) start();
+  }
+
+  void remove(PortContext* port) {
+    bool last = false;
+    {
+      std::lock_guard guard(ports_lock_);
+      if (port->auto_progress_users == 0 || --port->auto_progress_users != 0) return;
+      // Once removed under ports_lock_, the loop no longer touches the port.
+      ports_.erase(std::remove(ports_.begin(), ports_.end(), port), ports_.end());
+      last = ports_.empty();
+    }
+    if (last) stop();
+  }
+
+  int lcore() const { return lcore_; }
+
+  // A program that exits with domains still open: stop the loop before
+  // the thread object goes (a joinable std::thread would terminate us).
+  ~ProgressLoop() {
+    if (!ports_.empty()) stop();
+  }
+
+ private:
+  static int run_on_lcore(void* self) {
+    static_cast<ProgressLoop*>(self)->run(/*may_sleep=*/false);
+    return 0;
+  }
+
+  void start() {
+    stopping_.store(false);
+    lcore_ = pick_lcore();
+    if (lcore_ >= 0) {
+      DPDK_INFO(FI_LOG_DOMAIN, "automatic progress on lcore %d\n", lcore_);
+      return;
+    }
+    thread_ = std::thread([this] { run(/*may_sleep=*/true); });
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "automatic progress on a thread: no idle DPDK worker lcore%s\n",
+              params().progress_lcore >= 0 ? " (FI_DPDK_PROGRESS_LCORE is not one)" : "");
+  }
+
+  void stop() {
+    stopping_.store(true);
+    if (lcore_ >= 0) {
+      rte_eal_wait_lcore(static_cast<unsigned>(lcore_));
+      lcore_ = -1;
+    } else if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+
+  // rte_eal_remote_launch belongs to the main lcore; from any other thread
+  // (or when every worker is busy with the application's own work) the
+  // loop runs on a thread instead.
+  static int pick_lcore() {
+    if (rte_lcore_id() != rte_get_main_lcore()) return -1;
+    const int wanted = params().progress_lcore;
+    unsigned id;
+    RTE_LCORE_FOREACH_WORKER(id) {
+      if (wanted >= 0 && id != static_cast<unsigned>(wanted)) continue;
+      if (rte_eal_get_lcore_state(id) != WAIT) continue;
+      if (rte_eal_remote_launch(run_on_lcore, &instance(), id) == 0)
+        return static_cast<int>(id);
+    }
+    return -1;
+  }
+
+  void run(bool may_sleep) {
+    unsigned idle_passes = 0;
+    while (!stopping_.load(std::memory_order_relaxed)) {
+      uint32_t received = 0;
+      {
+        std::lock_guard guard(ports_lock_);
+        for (PortContext* port : ports_) {
+          std::lock_guard port_guard(port->lock);
+          received += port->progress();
+        }
+      }
+      if (received != 0) {
+        idle_passes = 0;
+      } else if (may_sleep && ++idle_passes >= kIdlePassesBeforeSleep) {
+        std::this_thread::sleep_for(kIdleSleep);
+      } else {
+        rte_pause();
+      }
+    }
+  }
+
+  std::mutex ports_lock_;
+  std::vector<PortContext*> ports_;
+  std::atomic<bool> stopping_{false};
+  int lcore_ = -1;
+  std::thread thread_;
+};
+
+}  // namespace
+
+void auto_progress_add(PortContext* port) { ProgressLoop::instance().add(port); }
+void auto_progress_remove(PortContext* port) { ProgressLoop::instance().remove(port); }
+int auto_progress_lcore() { return ProgressLoop::instance().lcore(); }
+
+}  // namespace ofi_dpdk::ofi

@@ -1,0 +1,136 @@
+// FI_PROGRESS_AUTO through stock libfabric on one net_ring port: with
+// automatic data progress a message is placed in the receive buffer, and its
+// completions reach the CQs, while the application makes no fi_* call at
+// all.  The same exchange under FI_PROGRESS_MANUAL shows that nothing moves
+// without calls, so the automatic test cannot pass by accident.
+//
+// Run twice by meson: with EAL lcores 0-1 the progress loop must run on
+// worker lcore 1 (checked through rte_eal_get_lcore_state, since EAL lives in
+// this process); with lcore 0 only it runs on a thread.
+#include <gtest/gtest.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "test/support/messaging.h"
+
+namespace ofi_dpdk::test {
+namespace {
+
+constexpr auto kQuiet = std::chrono::milliseconds(300);  // no fi_* calls at all
+
+fi_info* info_with_progress(fi_progress data_progress) {
+  fi_info* hints = dpdk_hints();
+  hints->domain_attr->data_progress = data_progress;
+  fi_info* info = nullptr;
+  const int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info);
+  fi_freeinfo(hints);
+  return ret == 0 ? info : nullptr;
+}
+
+class Progress : public ::testing::Test {
+ protected:
+  void open(fi_progress data_progress) {
+    domain_.info = info_with_progress(data_progress);
+    ASSERT_NE(domain_.info, nullptr);
+    ASSERT_EQ(domain_.info->domain_attr->data_progress, data_progress);
+    ASSERT_EQ(fi_fabric(domain_.info->fabric_attr, &domain_.fabric, nullptr), 0);
+    ASSERT_EQ(fi_domain(domain_.fabric, domain_.info, &domain_.domain, nullptr), 0);
+    fi_av_attr attr{};
+    attr.type = FI_AV_TABLE;
+    ASSERT_EQ(fi_av_open(domain_.domain, &attr, &domain_.av, nullptr), 0);
+    ASSERT_EQ(sender_.open(domain_.domain, domain_.av, domain_.info), 0);
+    ASSERT_EQ(receiver_.open(domain_.domain, domain_.av, domain_.info), 0);
+  }
+  void TearDown() override {
+    sender_.close();
+    receiver_.close();
+    domain_.close();
+  }
+
+  // Posts a receive and a send, then stays away from the provider for
+  // kQuiet.  Returns whether the message landed in the buffer meanwhile.
+  bool delivered_without_calls(const std::string& text) {
+    std::memset(buffer_, 0, sizeof(buffer_));
+    EXPECT_EQ(fi_recv(receiver_.ep, buffer_, sizeof(buffer_), nullptr, FI_ADDR_UNSPEC, buffer_),
+              0);
+    EXPECT_EQ(fi_send(sender_.ep, text.data(), text.size(), nullptr, receiver_.addr, &send_context_), 0);
+    std::this_thread::sleep_for(kQuiet);
+    return std::memcmp(buffer_, text.data(), text.size()) == 0;
+  }
+
+  TestDomain domain_;
+  TestEndpoint sender_, receiver_;
+  char buffer_[256];
+  int send_context_ = 0;
+};
+
+TEST_F(Progress, AutoDeliversAndCompletesWithoutApplicationCalls) {
+  open(FI_PROGRESS_AUTO);
+  const std::string text = "moved by the progress loop";
+  EXPECT_TRUE(delivered_without_calls(text));
+  // Both completions are already queued: a CQ read under automatic progress
+  // does not poll the port, so one read each must find them.
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(fi_cq_read(receiver_.rx_cq, &entry, 1), 1);
+  EXPECT_EQ(entry.op_context, buffer_);
+  EXPECT_EQ(entry.len, text.size());
+  ASSERT_EQ(fi_cq_read(sender_.tx_cq, &entry, 1), 1);
+  EXPECT_EQ(entry.op_context, &send_context_);
+}
+
+TEST_F(Progress, ManualMovesNothingWithoutCalls) {
+  open(FI_PROGRESS_MANUAL);
+  const std::string text = "waits for a call";
+  EXPECT_FALSE(delivered_without_calls(text));
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(wait_for_completion(receiver_.rx_cq, &entry), 1);
+  EXPECT_EQ(std::string(buffer_, entry.len), text);
+  ASSERT_EQ(wait_for_completion(sender_.tx_cq, &entry), 1);
+}
+
+TEST_F(Progress, AutoRunsOnAWorkerLcoreWhenThereIsOneAndStopsAtClose) {
+  open(FI_PROGRESS_AUTO);
+  if (rte_lcore_count() < 2) {
+    // No worker lcore: the loop runs on a thread; the other tests show it
+    // progresses.  Nothing about lcores to check here.
+    GTEST_SKIP() << "EAL has one lcore: progress runs on a thread";
+  }
+  const unsigned worker = rte_get_next_lcore(-1, /*skip_main=*/1, /*wrap=*/0);
+  EXPECT_EQ(rte_eal_get_lcore_state(worker), RUNNING);
+  TearDown();
+  EXPECT_EQ(rte_eal_get_lcore_state(worker), WAIT);
+}
+
+TEST_F(Progress, ManyMessagesBothWaysUnderAuto) {
+  open(FI_PROGRESS_AUTO);
+  for (int i = 0; i < 200; ++i) {
+    expect_message_delivered(sender_, receiver_.addr, receiver_, "ping " + std::to_string(i));
+    expect_message_delivered(receiver_, sender_.addr, sender_, "pong " + std::to_string(i));
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A domain that closes while another (manual) one stays open on the same
+// port: the loop lets go of the port, and manual progress goes on working.
+TEST_F(Progress, ClosingTheAutoDomainLeavesAManualOneWorking) {
+  open(FI_PROGRESS_MANUAL);
+  fi_info* auto_info = info_with_progress(FI_PROGRESS_AUTO);
+  ASSERT_NE(auto_info, nullptr);
+  fid_domain* auto_domain = nullptr;
+  ASSERT_EQ(fi_domain(domain_.fabric, auto_info, &auto_domain, nullptr), 0);
+  expect_message_delivered(sender_, receiver_.addr, receiver_, "while both are open");
+  ASSERT_EQ(fi_close(&auto_domain->fid), 0);
+  fi_freeinfo(auto_info);
+  EXPECT_FALSE(delivered_without_calls("after the auto domain closed"));
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(wait_for_completion(receiver_.rx_cq, &entry), 1);
+  ASSERT_EQ(wait_for_completion(sender_.tx_cq, &entry), 1);
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::test
