@@ -126,7 +126,7 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
     // Meant for an earlier incarnation of this endpoint: tell the sender.
     ++stats_.stale_session;
     if (opcode != static_cast<uint8_t>(wire::Opcode::kReset))
-      emit_reset(segment.src_mac, h.src_queue, h.src_session);
+      emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn);
     return;
   }
   const uint64_t key = peer_key(segment.src_mac, h.src_queue);
@@ -134,18 +134,26 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   Connection* c = it == connections_.end() ? nullptr : it->second.get();
 
   if (opcode == static_cast<uint8_t>(wire::Opcode::kReset)) {
-    // Only a reset naming our session exactly counts.
-    if (c == nullptr || h.dst_session != session_) {
+    // Only a reset naming our session and our current transmit connection
+    // counts: a late one, answering a connection we already replaced, must
+    // not fail the new one.
+    if (c == nullptr || h.dst_session != session_ || h.ack_conn != c->tx_conn) {
       ++stats_.stale_session;
       return;
     }
-    fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
+    if (c->peer_session != 0 && h.src_session != c->peer_session) {
+      // A new incarnation of the peer: nothing of the old one survives.
+      fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
+    } else {
+      // Same incarnation, which lost the receive state of our connection
+      // (it timed us out): our sends fail, what it sends us stays.
+      fail_transmit(*c, kErrPeerReset, kProvPeerRestarted);
+    }
     c->peer_session = h.src_session;
     return;
   }
 
   const bool syn = is_data && (h.flags & wire::kFlagSyn);
-  const bool acks_us = (h.flags & wire::kFlagAckValid) && h.dst_session == session_;
   if (c != nullptr && c->peer_session != 0 && h.src_session != c->peer_session) {
     if (!syn) {
       // A frame of an incarnation we no longer talk to.
@@ -157,10 +165,13 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
     fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
     c->peer_session = h.src_session;
   }
+  // An ack counts only for the transmit connection it names.
+  const bool acks_us = c != nullptr && (h.flags & wire::kFlagAckValid) &&
+                       h.dst_session == session_ && h.ack_conn == c->tx_conn;
   if (c == nullptr || c->peer_session == 0) {
     if (!syn && !acks_us) {
       ++stats_.stale_session;
-      if (is_data) emit_reset(segment.src_mac, h.src_queue, h.src_session);
+      if (is_data) emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn);
       return;
     }
     if (c == nullptr) c = &connection(segment.src_mac, h.src_queue);

@@ -79,15 +79,30 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     ++stats_.bad_frames;
     return;
   }
-  if (!c.rx_open) {
-    if (!(h.flags & wire::kFlagSyn)) {
-      // We hold no receive state for this sender's session: it must start
-      // over (we restarted, or it never opened the connection).
+  const bool syn = h.flags & wire::kFlagSyn;
+  if (c.rx_open && h.conn != c.rx_conn) {
+    if (!syn || !conn_newer(h.conn, c.rx_conn)) {
+      // A straggler of a connection the sender has given up on; or a newer
+      // one whose opening we never saw, which the sender must start over.
       ++stats_.stale_session;
-      emit_reset(s.src_mac, h.src_queue, h.src_session);
+      if (conn_newer(h.conn, c.rx_conn)) emit_reset(s.src_mac, h.src_queue, h.src_session, h.conn);
+      return;
+    }
+    // The sender gave up on its old connection (it timed us out) and opens
+    // the next one: whatever it had half sent on the old one is gone (it
+    // failed those sends), and its sequence numbers start again.
+    reset_receive(c);
+  }
+  if (!c.rx_open) {
+    if (!syn) {
+      // We hold no receive state for this sender's connection: it must
+      // start over (we restarted or timed it out, or it never opened it).
+      ++stats_.stale_session;
+      emit_reset(s.src_mac, h.src_queue, h.src_session, h.conn);
       return;
     }
     c.rx_open = true;
+    c.rx_conn = h.conn;
     c.next_expected = wire::kInitialSeq;
   }
   const uint32_t seq = h.seq;

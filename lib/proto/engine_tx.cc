@@ -25,7 +25,9 @@ wire::FrameHeader Engine::base_header(const Connection& c, uint8_t opcode) {
   h.src_queue = queue_;
   h.src_session = session_;
   h.dst_session = c.peer_session;
+  h.conn = c.tx_conn;
   if (c.rx_open) {
+    h.ack_conn = c.rx_conn;
     h.flags = wire::kFlagAckValid;
     h.ack = c.next_expected;
     h.window = receive_window(c);
@@ -34,6 +36,7 @@ wire::FrameHeader Engine::base_header(const Connection& c, uint8_t opcode) {
 }
 
 void Engine::reset_transmit(Connection& c) {
+  c.tx_conn = ++last_tx_conn_[c.key];
   c.next_seq = c.una = wire::kInitialSeq;
   c.syn = true;
   c.pending.clear();
@@ -138,7 +141,8 @@ void Engine::emit_ack(Connection& c) {
   c.ack_now = false;
 }
 
-void Engine::emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session) {
+void Engine::emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session,
+                        uint16_t conn) {
   OutFrame frame{};
   std::copy(mac, mac + 6, frame.dst_mac);
   frame.header.version = wire::kWireVersion;
@@ -147,6 +151,7 @@ void Engine::emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_sessi
   frame.header.src_queue = queue_;
   frame.header.src_session = session_;
   frame.header.dst_session = dst_session;
+  frame.header.ack_conn = conn;
   frame.message = nullptr;
   outbox_.push_back(frame);
   ++stats_.resets_sent;
@@ -157,14 +162,7 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
   if (seq_gt(ack, c.next_seq) || seq_lt(ack, c.una)) {
     // Acknowledges what was never sent, or is older than what we know:
     // neither its window nor its answer to our SYN counts.
-    if (seq_gt(ack, c.next_seq)) {
-      ++stats_.bad_frames;
-      // While we open a connection, a peer acknowledging beyond it holds
-      // receive state of an earlier connection of ours (we gave up on it,
-      // the peer did not): our SYN segments look like duplicates to it.
-      // Tell it to drop that state.
-      if (c.syn) emit_reset(c.mac, c.queue, h.src_session);
-    }
+    if (seq_gt(ack, c.next_seq)) ++stats_.bad_frames;
     return;
   }
   c.syn = false;
@@ -284,13 +282,17 @@ void Engine::complete_send(Connection&, TxMessage& m, int error, int prov_errno)
   completions_.push_back(done);
 }
 
-void Engine::fail_connection(Connection& c, int error, int prov_errno) {
+void Engine::fail_transmit(Connection& c, int error, int prov_errno) {
   if (!c.pending.empty()) ++stats_.peers_failed;
   for (auto& message : c.pending) {
     complete_send(c, *message, error, prov_errno);
     retired_.push_back(std::move(message));
   }
   reset_transmit(c);
+}
+
+void Engine::fail_connection(Connection& c, int error, int prov_errno) {
+  fail_transmit(c, error, prov_errno);
   reset_receive(c);
 }
 

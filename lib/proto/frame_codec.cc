@@ -99,7 +99,8 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
   put(f, offsetof(FrameHeader, tag), htobe64(h.tag));
   put(f, offsetof(FrameHeader, cq_data), htobe64(h.cq_data));
   put(f, offsetof(FrameHeader, checksum), uint32_t{0});
-  put(f, offsetof(FrameHeader, reserved), uint32_t{0});
+  put(f, offsetof(FrameHeader, conn), htobe16(h.conn));
+  put(f, offsetof(FrameHeader, ack_conn), htobe16(h.ack_conn));
   return wire::kHeadersSize;
 }
 
@@ -133,13 +134,14 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length,
   h.window = be16toh(get<uint16_t>(f, offsetof(FrameHeader, window)));
   h.tag = be64toh(get<uint64_t>(f, offsetof(FrameHeader, tag)));
   h.cq_data = be64toh(get<uint64_t>(f, offsetof(FrameHeader, cq_data)));
+  h.conn = be16toh(get<uint16_t>(f, offsetof(FrameHeader, conn)));
+  h.ack_conn = be16toh(get<uint16_t>(f, offsetof(FrameHeader, ack_conn)));
 
   // Ethernet pads short frames, so more bytes than announced is fine.
   if (length - wire::kHeadersSize < h.payload_len) return DecodeResult::kTruncated;
   if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len)
     return DecodeResult::kBadLength;
   h.checksum = be32toh(get<uint32_t>(f, offsetof(FrameHeader, checksum)));
-  h.reserved = 0;
   if (h.checksum != frame_checksum(frame, wire::kHeadersSize + h.payload_len))
     return DecodeResult::kBadChecksum;
   out->payload = frame + wire::kHeadersSize;

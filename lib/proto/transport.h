@@ -175,6 +175,7 @@ struct Connection {
   uint8_t mac[6] = {};
   uint16_t queue = 0;
   uint32_t peer_session = 0;  // 0: not known yet
+  uint16_t tx_conn = 0;       // our transmit connection's number (wire conn)
   // Transmit side.
   uint32_t next_seq = wire::kInitialSeq;
   uint32_t una = wire::kInitialSeq;  // oldest unacknowledged
@@ -196,6 +197,7 @@ struct Connection {
   uint64_t waiting_since_ns = 0;     // first unanswered send
   // Receive side: open once the peer's first SYN segment arrived.
   bool rx_open = false;
+  uint16_t rx_conn = 0;              // the peer's connection we receive on
   uint32_t next_expected = wire::kInitialSeq;
   std::unique_ptr<RxSlot[]> rx_slots;
   std::unique_ptr<uint8_t[]> rx_payload;
@@ -283,10 +285,13 @@ class Engine {
   void pump(Connection& c, uint64_t now_ns);
   void emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool retransmit);
   void emit_ack(Connection& c);
-  void emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session);
+  // Tells a peer we hold no receive state for its connection `conn`.
+  void emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session, uint16_t conn);
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
   void fail_connection(Connection& c, int error, int prov_errno);
+  // Fails the sends only and opens the next transmit connection.
+  void fail_transmit(Connection& c, int error, int prov_errno);
   void reset_transmit(Connection& c);
   void arm_rto(Connection& c, uint64_t now_ns);
   wire::FrameHeader base_header(const Connection& c, uint8_t opcode);
@@ -316,6 +321,9 @@ class Engine {
   uint16_t queue_;
   uint32_t session_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  // The last transmit connection number used per peer, kept when a
+  // connection is forgotten (drop_peer) so a later one is still newer.
+  std::unordered_map<uint64_t, uint16_t> last_tx_conn_;
   std::vector<OutFrame> outbox_;
   std::vector<std::unique_ptr<TxMessage>> retired_;
   std::vector<Completion> completions_;

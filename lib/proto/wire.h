@@ -15,7 +15,7 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 1;
+inline constexpr uint8_t kWireVersion = 2;  // 2: conn and ack_conn
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -81,13 +81,20 @@ struct FrameHeader {
   uint64_t tag;          // tagged messages: the tag; ACK: the SACK bitmap
   uint64_t cq_data;      // remote CQ data when kFlagRemoteData
   uint32_t checksum;     // CRC-32C of header (this field as 0) and payload
-  uint32_t reserved;     // 0
+  // Connection numbers tell the connections of one pair of incarnations
+  // apart: a sender that gave up on a connection (peer timeout, RESET) opens
+  // the next one with conn + 1, so stragglers and acks of the old one can
+  // never be taken for the new one's (serial comparison, 16 bits).
+  uint16_t conn;         // sender's transmit connection that seq/msg_id belong to
+  uint16_t ack_conn;     // receiver's transmit connection that ack/window/RESET answer
 };
 static_assert(sizeof(FrameHeader) == 64);
 static_assert(offsetof(FrameHeader, checksum) == 56);
 static_assert(offsetof(FrameHeader, src_session) == 8);
 static_assert(offsetof(FrameHeader, payload_len) == 36);
 static_assert(offsetof(FrameHeader, tag) == 40);
+static_assert(offsetof(FrameHeader, conn) == 60);
+static_assert(offsetof(FrameHeader, ack_conn) == 62);
 
 inline constexpr size_t kHeadersSize = sizeof(EtherHeader) + sizeof(FrameHeader);
 

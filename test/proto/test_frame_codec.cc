@@ -102,7 +102,7 @@ TEST(FrameCodec, EveryTruncationIsRefused) {
 
 TEST(FrameCodec, BadVersionIsRefused) {
   wire::FrameHeader h = sample_header(0);
-  h.version = 2;
+  h.version = wire::kWireVersion + 1;
   auto frame = frame_with(h, 0);
   DecodedFrame out;
   EXPECT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kBadVersion);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "lib/proto/frame_codec.h"
+#include "lib/proto/seq.h"
 #include "lib/proto/transport.h"
 #include "test/proto/lossy_link.h"
 
@@ -1028,12 +1029,11 @@ TEST(TransportDeadPeer, PeerThatComesBackIsReachableAgain) {
   EXPECT_TRUE(in == again);
 }
 
-// Known design limit (see the report): B keeps the receive state of A's old
-// connection across A's timeout, and A restarts its sequence space at 1 with
-// the same session.  When A's first burst after the outage reaches B's old
-// next_expected, B's "duplicate" acks look valid to A: A completes sends that
-// B dropped.  Fixing it needs a connection epoch on the wire.
-TEST(TransportDeadPeer, DISABLED_BurstAfterComebackIsNotSilentlyLost) {
+// B keeps the receive state of A's old connection across A's timeout, and A
+// starts its sequence numbers again at 1 after giving up.  Without connection
+// numbers B's acks for the old connection looked valid to A, and A completed
+// sends that B had dropped as duplicates.
+TEST(TransportDeadPeer, BurstAfterComebackIsNotSilentlyLost) {
   // Expect: every message A sends after the outage reaches B.
   const TransportConfig config = dead_peer_config();
   Net net(92);
@@ -1174,6 +1174,8 @@ wire::FrameHeader forged_data(Net& net, size_t from, size_t to, uint32_t seq) {
   h.msg_id = 77;
   h.msg_len = 16;
   h.payload_len = 16;
+  // On the sender's current connection, as its own frames would be.
+  if (const Connection* c = net.engine(from).find(net.link.key(to))) h.conn = c->tx_conn;
   return h;
 }
 
@@ -1318,6 +1320,7 @@ TEST(TransportHostile, ForgedResetWithWrongSessionIsIgnored) {
     r.src_queue = p.net.link.queue(p.b);
     r.src_session = p.net.link.session(p.b);
     r.dst_session = dst_session;
+    r.ack_conn = c->tx_conn;
     deliver(p.net, p.a, kMacB, r, nullptr);
   }
   EXPECT_EQ(a.stats().stale_session, stale + 3);
@@ -1330,6 +1333,40 @@ TEST(TransportHostile, ForgedResetWithWrongSessionIsIgnored) {
   EXPECT_EQ(p.net.take(p.a)[0].error, 0);
   EXPECT_EQ(p.net.take(p.b)[0].error, 0);
   EXPECT_TRUE(in == m);
+}
+
+TEST(TransportHostile, ResetForAnEarlierConnectionIsIgnored) {
+  // Expect: a RESET with the right sessions that answers A's previous
+  // transmit connection (a late one, from before A opened the current one)
+  // changes nothing; the same RESET naming the current connection fails
+  // A's send with kErrPeerReset and A's next connection is newer.
+  Pair p(126);
+  p.open();
+  Engine& a = p.net.engine(p.a);
+  const Connection* c = a.find(p.net.link.key(p.b));
+  const uint16_t current = c->tx_conn;
+  const auto m = pattern(5000, 126);
+  ASSERT_EQ(send_bytes(p.net, p.a, p.b, m, ctx(2)), 0);
+  wire::FrameHeader r{};
+  r.version = wire::kWireVersion;
+  r.opcode = static_cast<uint8_t>(wire::Opcode::kReset);
+  r.dst_queue = p.net.link.queue(p.a);
+  r.src_queue = p.net.link.queue(p.b);
+  r.src_session = p.net.link.session(p.b);
+  r.dst_session = p.net.link.session(p.a);
+  r.ack_conn = static_cast<uint16_t>(current - 1);
+  const uint64_t stale = a.stats().stale_session;
+  deliver(p.net, p.a, kMacB, r, nullptr);
+  EXPECT_EQ(a.stats().stale_session, stale + 1);
+  EXPECT_EQ(a.outstanding_sends(), 1u);
+  EXPECT_TRUE(p.net.take(p.a).empty());
+  r.ack_conn = current;
+  deliver(p.net, p.a, kMacB, r, nullptr);
+  EXPECT_EQ(a.outstanding_sends(), 0u);
+  auto done = p.net.take(p.a);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].error, kErrPeerReset);
+  EXPECT_TRUE(conn_newer(c->tx_conn, current));
 }
 
 TEST(TransportHostile, AckForSequenceNeverSentIsIgnored) {
@@ -1356,6 +1393,7 @@ TEST(TransportHostile, AckForSequenceNeverSentIsIgnored) {
   ack.src_session = p.net.link.session(p.b);
   ack.dst_session = p.net.link.session(p.a);
   ack.ack = c->next_seq + 50;
+  ack.ack_conn = c->tx_conn;
   ack.window = 0;
   deliver(p.net, p.a, kMacB, ack, nullptr);
   EXPECT_EQ(a.stats().bad_frames, bad + 1);
