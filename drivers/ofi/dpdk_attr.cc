@@ -303,7 +303,9 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     if (legacy == 1 /*FI_MR_BASIC*/ || legacy == kLegacyMrMode)
       d->mr_mode = legacy;
     else if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
-      d->mr_mode = 0;
+      // We need no bit of mr_mode; an application that accepts provider
+      // keys gets them, random, so a peer cannot guess one.
+      d->mr_mode = legacy & FI_MR_PROV_KEY;
   }
 }
 

@@ -194,14 +194,15 @@ int ep_getname(fid* fid, void* addr, size_t* addrlen) {
   if (ep->info->addr_format == FI_ADDR_STR) {
     const std::string text = av::to_string(self);
     *addrlen = text.size() + 1;
-    if (room < *addrlen) return -FI_ETOOSMALL;
-    std::memcpy(addr, text.c_str(), text.size() + 1);
-    return 0;
+    // fi_cm(3): a name larger than the buffer is truncated to it.
+    if (addr != nullptr) std::memcpy(addr, text.c_str(), std::min(room, *addrlen));
+    return room < *addrlen ? -FI_ETOOSMALL : 0;
   }
   *addrlen = av::kNativeAddressSize;
-  if (room < *addrlen) return -FI_ETOOSMALL;
-  av::to_native(self, static_cast<uint8_t*>(addr));
-  return 0;
+  uint8_t native[av::kNativeAddressSize];
+  av::to_native(self, native);
+  if (addr != nullptr) std::memcpy(addr, native, std::min(room, *addrlen));
+  return room < *addrlen ? -FI_ETOOSMALL : 0;
 }
 
 ssize_t ep_cancel(fid* fid, void* context) {

@@ -1,6 +1,7 @@
 // dpdk_mr.cc: fi_mr_reg.  Messaging needs no registration (mr_mode has no
 // FI_MR_LOCAL), but applications may register anyway; the region and its
-// access are recorded for the RMA issue to enforce.  Keys are provider-made.
+// access are recorded for the RMA issue to enforce.  Keys are the
+// application's or random, as the domain's mr_mode says.
 #include <random>
 
 #include "drivers/ofi/dpdk_prov.h"
@@ -10,6 +11,10 @@ namespace {
 
 int mr_close(fid* fid) {
   Mr* mr = from_fid<Mr>(fid);
+  {
+    std::lock_guard guard(mr->domain->mr_lock);
+    mr->domain->mr_keys.erase(mr->fid.key);
+  }
   mr->domain->refs--;
   delete mr;
   return 0;
@@ -30,6 +35,32 @@ uint64_t random_key() {
   return generator();
 }
 
+// fi_mr(3): without FI_MR_PROV_KEY (and with the legacy FI_MR_SCALABLE) the
+// application's requested_key is the key; with it, or the legacy
+// FI_MR_BASIC, the provider picks one that a peer cannot guess.
+bool provider_picks_keys(const Domain& domain) {
+  const int mode = domain.info->domain_attr->mr_mode;
+  return (mode & FI_MR_PROV_KEY) != 0 || mode == 1 /*FI_MR_BASIC*/;
+}
+
+// Records the key of `mr` in its domain: 0, or -FI_ENOKEY when an
+// application-chosen key is in use already.
+int claim_key(Mr* mr, uint64_t requested_key) {
+  Domain& domain = *mr->domain;
+  std::lock_guard guard(domain.mr_lock);
+  if (!provider_picks_keys(domain)) {
+    if (!domain.mr_keys.emplace(requested_key, mr).second) return -FI_ENOKEY;
+    mr->fid.key = requested_key;
+    return 0;
+  }
+  uint64_t key;
+  do {
+    key = random_key();
+  } while (!domain.mr_keys.emplace(key, mr).second);
+  mr->fid.key = key;
+  return 0;
+}
+
 }  // namespace
 
 int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) {
@@ -39,6 +70,10 @@ int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) {
   auto* mr = new (std::nothrow) Mr();
   if (mr == nullptr) return -FI_ENOMEM;
   mr->domain = from_fid<Domain>(reinterpret_cast<fid_domain*>(fid));
+  if (int ret = claim_key(mr, attr->requested_key); ret != 0) {
+    delete mr;
+    return ret;
+  }
   mr->domain->refs++;
   mr->addr = attr->iov_count ? attr->mr_iov[0].iov_base : nullptr;
   mr->len = attr->iov_count ? attr->mr_iov[0].iov_len : 0;
@@ -47,7 +82,6 @@ int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) {
   mr->fid.fid.context = attr->context;
   mr->fid.fid.ops = &g_mr_fid_ops;
   mr->fid.mem_desc = mr;
-  mr->fid.key = random_key();
   *out = &mr->fid;
   return 0;
 }

@@ -126,7 +126,8 @@ struct Domain {
   fi_info* info;  // a copy of what the domain was opened with
   uint32_t api_version;
   std::atomic<int> refs{0};
-  uint64_t mr_next_key = 0;
+  std::mutex mr_lock;
+  std::unordered_map<uint64_t, struct Mr*> mr_keys;  // registered keys: unique per domain
   bool auto_progress = false;  // FI_PROGRESS_AUTO: the port is in the progress loop
 };
 

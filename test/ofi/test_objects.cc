@@ -126,11 +126,9 @@ TEST_F(Objects, GetnameAgreesWithStraddr) {
   EXPECT_NE(parsed->queue, b_parsed->queue);
 }
 
-// Bug (minor): fi_cm(3) says a name larger than the buffer "will be
-// truncated and -FI_ETOOSMALL will be returned"; fi_getname returns
-// -FI_ETOOSMALL but writes nothing (ep_getname), unlike fi_av_lookup,
-// which truncates.
-TEST_F(Objects, DISABLED_GetnameTruncatesIntoASmallBuffer) {
+// fi_cm(3): a name larger than the buffer "will be truncated and
+// -FI_ETOOSMALL will be returned".
+TEST_F(Objects, GetnameTruncatesIntoASmallBuffer) {
   uint8_t full[64];
   size_t length = sizeof(full);
   ASSERT_EQ(fi_getname(&a_.ep->fid, full, &length), 0);
@@ -362,11 +360,10 @@ TEST_F(Objects, MrRegGivesAKeyAndADescriptor) {
   EXPECT_EQ(fi_close(&mr2->fid), 0);
 }
 
-// Bug: the domain's mr_mode lacks FI_MR_PROV_KEY (it is 0), so fi_mr(3)
-// says the application's requested_key is the key; the provider ignores
-// requested_key and returns a random one (dpdk_mr.cc, mr_regattr).  Either
-// honour requested_key or report FI_MR_PROV_KEY in mr_mode.
-TEST_F(Objects, DISABLED_RequestedKeyIsTheKeyWithoutProvKeyMode) {
+// fi_mr(3): without FI_MR_PROV_KEY in the domain's mr_mode the
+// application's requested_key is the key, and a key in use is refused with
+// -FI_ENOKEY.
+TEST_F(Objects, RequestedKeyIsTheKeyWithoutProvKeyMode) {
   if (domain_.info->domain_attr->mr_mode & FI_MR_PROV_KEY)
     GTEST_SKIP() << "FI_MR_PROV_KEY: the provider picks keys";
   static char region[64];
@@ -376,7 +373,42 @@ TEST_F(Objects, DISABLED_RequestedKeyIsTheKeyWithoutProvKeyMode) {
                       &mr, nullptr),
             0);
   EXPECT_EQ(fi_mr_key(mr), kRequested);
+  fid_mr* twin = nullptr;
+  EXPECT_EQ(fi_mr_reg(domain_.domain, region, 8, FI_REMOTE_READ, 0, kRequested, 0, &twin,
+                      nullptr),
+            -FI_ENOKEY);
   EXPECT_EQ(fi_close(&mr->fid), 0);
+  // Free again once closed.
+  ASSERT_EQ(fi_mr_reg(domain_.domain, region, 8, FI_REMOTE_READ, 0, kRequested, 0, &twin,
+                      nullptr),
+            0);
+  EXPECT_EQ(fi_close(&twin->fid), 0);
+}
+
+// fi_mr(3): an application that sets FI_MR_PROV_KEY in its hints accepts
+// provider-chosen keys; ours are random and distinct, whatever was requested.
+TEST(ObjectsProvKey, ProviderPicksDistinctKeysWithProvKeyMode) {
+  fi_info* hints = dpdk_hints();
+  hints->domain_attr->mr_mode = FI_MR_PROV_KEY;
+  fi_info* info = nullptr;
+  ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info), 0);
+  fi_freeinfo(hints);
+  EXPECT_EQ(info->domain_attr->mr_mode & FI_MR_PROV_KEY, FI_MR_PROV_KEY);
+  fid_fabric* fabric = nullptr;
+  fid_domain* domain = nullptr;
+  ASSERT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), 0);
+  ASSERT_EQ(fi_domain(fabric, info, &domain, nullptr), 0);
+  static char region[64];
+  fid_mr* first = nullptr;
+  fid_mr* second = nullptr;
+  ASSERT_EQ(fi_mr_reg(domain, region, 8, FI_REMOTE_READ, 0, 7, 0, &first, nullptr), 0);
+  ASSERT_EQ(fi_mr_reg(domain, region, 8, FI_REMOTE_READ, 0, 7, 0, &second, nullptr), 0);
+  EXPECT_NE(fi_mr_key(first), fi_mr_key(second));
+  EXPECT_EQ(fi_close(&first->fid), 0);
+  EXPECT_EQ(fi_close(&second->fid), 0);
+  EXPECT_EQ(fi_close(&domain->fid), 0);
+  EXPECT_EQ(fi_close(&fabric->fid), 0);
+  fi_freeinfo(info);
 }
 
 // ---- endpoint flags and options ----
