@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -188,6 +189,8 @@ class Bench {
   std::vector<std::string> exchange(const std::vector<Endpoint>& mine, const char* me,
                                     const char* peer) {
     const std::string dir = o_.rendezvous;
+    std::error_code ignored;
+    std::filesystem::create_directories(dir, ignored);
     std::ofstream out(dir + "/" + me + ".tmp");
     for (const auto& e : mine) {
       for (unsigned char c : e.name) out << "0123456789abcdef"[c >> 4] << "0123456789abcdef"[c & 15];
@@ -196,8 +199,19 @@ class Bench {
     out.close();
     std::rename((dir + "/" + me + ".tmp").c_str(), (dir + "/" + me).c_str());
     const auto deadline = Clock::now() + std::chrono::duration<double>(o_.timeout);
+    // A peer's file from an earlier run (older than this run's --timeout
+    // window) is not our peer's: wait for a fresh one.
+    const std::string peer_file = dir + "/" + peer;
+    const auto oldest = std::filesystem::file_time_type::clock::now() -
+                        std::chrono::duration_cast<std::filesystem::file_time_type::duration>(
+                            std::chrono::duration<double>(o_.timeout));
+    const auto fresh = [&] {
+      std::error_code error;
+      const auto written = std::filesystem::last_write_time(peer_file, error);
+      return !error && written >= oldest;
+    };
     std::ifstream in;
-    while (!(in = std::ifstream(dir + "/" + peer)).good()) {
+    while (!fresh() || !(in = std::ifstream(peer_file)).good()) {
       if (Clock::now() > deadline) fail_setup("no peer in " + dir + " within --timeout");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

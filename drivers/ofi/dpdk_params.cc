@@ -4,6 +4,7 @@
 #include <rte_config.h>
 #include <rdma/providers/fi_prov.h>
 
+#include <cctype>
 #include <charconv>
 #include <mutex>
 
@@ -31,6 +32,13 @@ const FaultParam kFaultParams[] = {
      "Fraction of received frames held for FI_DPDK_FAULT_DELAY_US (default: 0)"},
 };
 
+// The environment variable of a parameter, as the user writes it.
+std::string env_name(const char* name) {
+  std::string text = "FI_DPDK_";
+  for (const char* c = name; *c != 0; ++c) text += static_cast<char>(std::toupper(*c));
+  return text;
+}
+
 std::string get_string(const char* name) {
   char* value = nullptr;
   if (fi_param_get_str(&g_provider, name, &value) == FI_SUCCESS && value != nullptr)
@@ -47,7 +55,7 @@ void get_number(const char* name, T min, T max, T* out, std::string* errors) {
   const char* first = text.data() + (base == 16 ? 2 : 0);
   auto [end, err] = std::from_chars(first, text.data() + text.size(), value, base);
   if (err != std::errc() || end != text.data() + text.size() || value < min || value > max) {
-    *errors += std::string(" FI_DPDK_") + name + "=" + text + " (out of range or not a number)";
+    *errors += " " + env_name(name) + "=" + text + " (out of range or not a number)";
     return;
   }
   *out = value;
@@ -77,7 +85,7 @@ Params load() {
     if (auto rate = net::parse_rate(text)) {
       p.faults.*fault.field = *rate;
     } else {
-      p.errors += std::string(" FI_DPDK_") + fault.name + "=" + text + " (want 0..1 or 0%..100%)";
+      p.errors += " " + env_name(fault.name) + "=" + text + " (want 0..1 or 0%..100%)";
     }
   }
   get_number<uint32_t>("fault_delay_us", 0, 10'000'000, &p.faults.delay_us, &p.errors);
