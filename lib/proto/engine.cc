@@ -202,7 +202,12 @@ void Engine::poll(uint64_t now_ns) {
     Connection& c = *connection;
     const bool in_flight = c.una != c.next_seq;
     if (in_flight && c.rto_deadline_ns != 0 && now_ns >= c.rto_deadline_ns) {
-      const uint64_t since = std::max(c.last_heard_ns, c.waiting_since_ns);
+      // Our data must make progress; only a receiver that closed its
+      // window (it is alive, just slow) may keep us waiting by merely
+      // answering.  A peer that talks but never acks (it drops our
+      // segments) times out.
+      const uint64_t since = c.peer_window == 0 ? std::max(c.last_heard_ns, c.waiting_since_ns)
+                                                : c.waiting_since_ns;
       if (now_ns - since >= config_.peer_timeout_ns) {
         ++stats_.timeouts;
         fail_connection(c, kErrTimedOut, kProvPeerTimeout);
@@ -236,6 +241,12 @@ void Engine::poll(uint64_t now_ns) {
         c.peer_window = 1;
         c.rto_deadline_ns = 0;
       }
+    }
+    if (c.inbound != nullptr && now_ns - c.last_heard_ns >= config_.peer_timeout_ns) {
+      // A sender gone quiet in the middle of a message: the receive it was
+      // filling (or the unexpected budget it holds) must not wait forever.
+      ++stats_.timeouts;
+      reset_receive(c, kErrTimedOut, kProvPeerTimeout);
     }
     if (c.ack_now || (c.ack_owed != 0 && now_ns >= c.ack_due_ns)) emit_ack(c);
     pump(c, now_ns);

@@ -33,7 +33,8 @@ uint64_t Engine::sack_bits(const Connection& c) const {
   return bits;
 }
 
-void Engine::reset_receive(Connection& c) {
+void Engine::reset_receive(Connection& c, int error, int prov_errno) {
+  const size_t unexpected_before = unexpected_bytes_;
   if (c.inbound != nullptr) {
     InboundMessage* in = c.inbound;
     c.inbound = nullptr;
@@ -42,8 +43,8 @@ void Engine::reset_receive(Connection& c) {
       failed.kind = Completion::Kind::kRecv;
       failed.context = in->recv.context;
       failed.user_flags = in->recv.user_flags;
-      failed.error = kErrPeerReset;
-      failed.prov_errno = kProvPeerRestarted;
+      failed.error = error;
+      failed.prov_errno = prov_errno;
       failed.buf = in->recv.iov_count ? in->recv.iov[0].iov_base : nullptr;
       failed.source_key = c.key;
       completions_.push_back(failed);
@@ -71,6 +72,8 @@ void Engine::reset_receive(Connection& c) {
   c.rx_stalled = false;
   c.ack_owed = 0;
   c.ack_now = false;
+  // Budget freed by a dropped unexpected message may unblock other senders.
+  if (unexpected_bytes_ < unexpected_before) wake_stalled();
 }
 
 void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {

@@ -205,7 +205,10 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
         c.srtt_ns = (7 * c.srtt_ns + rtt_sample) / 8;
       }
     }
-    c.rto_ns = std::clamp(c.srtt_ns + 4 * c.rttvar_ns, config_.min_rto_ns, config_.max_rto_ns);
+    // Without a sample yet (only retransmitted segments were acked) the
+    // initial or backed-off RTO stays: srtt 0 would mean the minimum.
+    if (c.srtt_ns != 0)
+      c.rto_ns = std::clamp(c.srtt_ns + 4 * c.rttvar_ns, config_.min_rto_ns, config_.max_rto_ns);
     c.waiting_since_ns = now_ns;
     c.rto_deadline_ns = c.una == c.next_seq ? 0 : now_ns + c.rto_ns;
     // Messages complete in order, when every segment of theirs is acked.
@@ -293,7 +296,7 @@ void Engine::fail_transmit(Connection& c, int error, int prov_errno) {
 
 void Engine::fail_connection(Connection& c, int error, int prov_errno) {
   fail_transmit(c, error, prov_errno);
-  reset_receive(c);
+  reset_receive(c, error, prov_errno);
 }
 
 }  // namespace ofi_dpdk::proto

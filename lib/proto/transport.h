@@ -304,7 +304,8 @@ class Engine {
   // receive and no room in the unexpected budget.
   bool deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
   void drain_reorder(Connection& c);
-  void reset_receive(Connection& c);
+  // Drops the receive state; a message half received fails with `error`.
+  void reset_receive(Connection& c, int error = kErrPeerReset, int prov_errno = kProvPeerRestarted);
   uint16_t receive_window(const Connection& c) const;
   uint64_t sack_bits(const Connection& c) const;
   // receiver.cc

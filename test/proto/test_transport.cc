@@ -1029,6 +1029,30 @@ TEST(TransportDeadPeer, PeerThatComesBackIsReachableAgain) {
   EXPECT_TRUE(in == again);
 }
 
+TEST(TransportDeadPeer, ReceiveHalfFilledByADeadSenderFailsWithTimeout) {
+  // Expect: A dies (partition) in the middle of a 1 MiB message to B; B's
+  // posted receive, half filled, completes with kErrTimedOut /
+  // kProvPeerTimeout within peer_timeout_ns plus a little, not never.
+  const TransportConfig config = dead_peer_config();
+  Net net(93);
+  const size_t a = net.add(config, kMacA, 0, 0xA0000093);
+  const size_t b = net.add(config, kMacB, 0, 0xB0000093);
+  warm_up(net, a, b, 3);
+  std::vector<uint8_t> in(1 << 20);
+  ASSERT_EQ(post_bytes(net, b, in, ctx(7)), 0);
+  const auto out = pattern(1 << 20, 7);  // the send reads it until acked
+  ASSERT_EQ(send_bytes(net, a, b, out, ctx(8)), 0);
+  ASSERT_TRUE(net.run_until([&] { return net.engine(b).stats().frames_received > 40; }, 1 * kSec));
+  net.link.set_partitioned(a, true);
+  const uint64_t cut = net.link.now();
+  ASSERT_TRUE(wait_completions(net, b, 1, 1 * kSec)) << "the half-filled receive never completed";
+  EXPECT_LE(net.link.now() - cut, config.peer_timeout_ns + 20 * kMs);
+  const auto done = net.take(b);
+  EXPECT_EQ(done[0].context, ctx(7));
+  EXPECT_EQ(done[0].error, kErrTimedOut);
+  EXPECT_EQ(done[0].prov_errno, kProvPeerTimeout);
+}
+
 // B keeps the receive state of A's old connection across A's timeout, and A
 // starts its sequence numbers again at 1 after giving up.  Without connection
 // numbers B's acks for the old connection looked valid to A, and A completed
