@@ -31,7 +31,7 @@ void fill_defaults(fi_info* info) {
   tx->inject_size = 0;  // set per port
   tx->size = kQueueDepth;
   tx->iov_limit = kIovLimit;
-  tx->rma_iov_limit = 0;
+  tx->rma_iov_limit = 1;
 
   fi_rx_attr* rx = info->rx_attr;
   rx->caps = kRxCaps & ~FI_SOURCE;
@@ -52,7 +52,7 @@ void fill_defaults(fi_info* info) {
   ep->max_order_raw_size = 0;
   ep->max_order_war_size = 0;
   ep->max_order_waw_size = 0;
-  ep->mem_tag_format = 0;
+  ep->mem_tag_format = kMemTagFormat;
   ep->tx_ctx_cnt = 1;
   ep->rx_ctx_cnt = 1;
 
@@ -73,7 +73,7 @@ void fill_defaults(fi_info* info) {
   d->max_ep_rx_ctx = 1;
   d->max_ep_stx_ctx = 0;
   d->max_ep_srx_ctx = 0;
-  d->cntr_cnt = 0;
+  d->cntr_cnt = 1024;
   d->mr_iov_limit = 1;
   d->caps = FI_REMOTE_COMM;
   d->mode = 0;
@@ -174,7 +174,7 @@ bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t v
   DPDK_REQUIRE(!exceeds(h->max_ep_rx_ctx, o->max_ep_rx_ctx), "domain_attr->max_ep_rx_ctx too large");
   DPDK_REQUIRE(!exceeds(h->max_ep_stx_ctx, o->max_ep_stx_ctx), "domain_attr->max_ep_stx_ctx: no shared tx contexts");
   DPDK_REQUIRE(!exceeds(h->max_ep_srx_ctx, o->max_ep_srx_ctx), "domain_attr->max_ep_srx_ctx: no shared rx contexts");
-  DPDK_REQUIRE(!exceeds(h->cntr_cnt, o->cntr_cnt), "domain_attr->cntr_cnt: no counters yet");
+  DPDK_REQUIRE(!exceeds(h->cntr_cnt, o->cntr_cnt), "domain_attr->cntr_cnt too large");
   DPDK_REQUIRE(!exceeds(h->mr_iov_limit, o->mr_iov_limit), "domain_attr->mr_iov_limit too large");
   DPDK_REQUIRE((h->caps & ~o->caps) == 0, "domain_attr->caps asks for capabilities it lacks");
   if (FI_VERSION_GE(version, FI_VERSION(1, 5)))  // ignored before 1.5, as in ep_attr
@@ -281,6 +281,11 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     o->tx_attr->caps = o->caps & kTxCaps;
     o->rx_attr->caps = o->caps & kRxCaps;
   }
+  // fi_endpoint(3): a requested tag format is kept (we match every bit).
+  if (!(o->caps & FI_TAGGED))
+    o->ep_attr->mem_tag_format = 0;
+  else if (h->ep_attr != nullptr && h->ep_attr->mem_tag_format != 0)
+    o->ep_attr->mem_tag_format = h->ep_attr->mem_tag_format;
   if (h->addr_format == FI_ADDR_STR && o->addr_format != FI_ADDR_STR) {
     const auto source = info_address(o, true);
     o->addr_format = FI_ADDR_STR;
@@ -303,9 +308,10 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     if (legacy == 1 /*FI_MR_BASIC*/ || legacy == kLegacyMrMode)
       d->mr_mode = legacy;
     else if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
-      // We need no bit of mr_mode; an application that accepts provider
-      // keys gets them, random, so a peer cannot guess one.
-      d->mr_mode = legacy & FI_MR_PROV_KEY;
+      // We need no bit of mr_mode.  An application that accepts provider
+      // keys gets them (random: a peer cannot guess one); one that can give
+      // virtual addresses for RMA does, else RMA addresses are offsets.
+      d->mr_mode = legacy & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
   }
 }
 

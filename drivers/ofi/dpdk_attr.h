@@ -22,14 +22,22 @@ struct PortFacts {
 };
 
 // Capabilities this provider implements (and tests prove).
-inline constexpr uint64_t kPrimaryCaps = FI_MSG | FI_DIRECTED_RECV;
-inline constexpr uint64_t kModifierCaps = FI_SEND | FI_RECV;
+inline constexpr uint64_t kPrimaryCaps =
+    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_DIRECTED_RECV;
+inline constexpr uint64_t kModifierCaps =
+    FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 inline constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_REMOTE_COMM;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kModifierCaps | kSecondaryCaps;
 // Reported without being asked for: costless secondary capabilities.
 inline constexpr uint64_t kFreeSecondaryCaps = FI_REMOTE_COMM;
-inline constexpr uint64_t kTxCaps = FI_MSG | FI_SEND;
-inline constexpr uint64_t kRxCaps = FI_MSG | FI_RECV | FI_SOURCE | FI_DIRECTED_RECV;
+inline constexpr uint64_t kTxCaps =
+    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE;
+inline constexpr uint64_t kRxCaps =
+    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
+    FI_SOURCE | FI_DIRECTED_RECV;
+// ep_attr->mem_tag_format: all 64 tag bits match, any ignore mask works;
+// offered as the generic format (alternating bits), or the application's own.
+inline constexpr uint64_t kMemTagFormat = 0xAAAAAAAAAAAAAAAAull;
 inline constexpr uint64_t kSupportedTxOpFlags =
     FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MORE;
 inline constexpr uint64_t kSupportedRxOpFlags = FI_COMPLETION | FI_MORE;

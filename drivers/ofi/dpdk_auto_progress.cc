@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <thread>
 
 #include "drivers/ofi/dpdk_prov.h"
@@ -131,7 +132,78 @@ class ProgressLoop {
   std::thread thread_;
 };
 
+// The safety net of manual progress.  A reliable transport must retransmit
+// what was lost even while the application waits somewhere else (in a
+// socket read, a barrier, a sleep): the peer may be waiting for exactly that
+// frame.  This thread looks at every port once per kNetPeriod and runs one
+// progress pass on a port nobody has progressed for FI_DPDK_PROGRESS_NET_MS,
+// if its lock is free.  An application that keeps calling fi_cq_read never meets it.
+class ProgressNet {
+ public:
+  static ProgressNet& instance() {
+    static ProgressNet net;
+    return net;
+  }
+
+  void add(PortContext* port) {
+    if (params().progress_net_ms == 0) return;
+    std::lock_guard guard(lock_);
+    ports_.push_back(port);
+    if (!thread_.joinable()) {
+      stopping_ = false;
+      thread_ = std::thread([this] { run(); });
+    }
+  }
+
+  void remove(PortContext* port) {
+    std::unique_lock guard(lock_);
+    ports_.erase(std::remove(ports_.begin(), ports_.end(), port), ports_.end());
+    if (!ports_.empty() || !thread_.joinable()) return;
+    stopping_ = true;
+    guard.unlock();
+    wake_.notify_all();
+    thread_.join();
+  }
+
+  ~ProgressNet() {
+    {
+      std::lock_guard guard(lock_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static constexpr auto kNetPeriod = std::chrono::milliseconds(1);
+
+  void run() {
+    std::unique_lock guard(lock_);
+    while (!stopping_) {
+      wake_.wait_for(guard, kNetPeriod, [this] { return stopping_; });
+      if (stopping_) break;
+      const uint64_t now = now_ns();
+      const uint64_t idle_ns = uint64_t{params().progress_net_ms} * 1'000'000;
+      for (PortContext* port : ports_) {
+        if (port->auto_progress_users.load(std::memory_order_relaxed) != 0) continue;
+        if (now - port->last_progress_ns.load(std::memory_order_relaxed) < idle_ns) continue;
+        std::unique_lock port_guard(port->lock, std::try_to_lock);
+        if (port_guard.owns_lock()) port->progress();
+      }
+    }
+  }
+
+  std::mutex lock_;  // ports_, stopping_; held while a pass runs, so remove() waits for it
+  std::condition_variable wake_;
+  std::vector<PortContext*> ports_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
+
+void progress_net_add(PortContext* port) { ProgressNet::instance().add(port); }
+void progress_net_remove(PortContext* port) { ProgressNet::instance().remove(port); }
 
 void auto_progress_add(PortContext* port) { ProgressLoop::instance().add(port); }
 void auto_progress_remove(PortContext* port) { ProgressLoop::instance().remove(port); }

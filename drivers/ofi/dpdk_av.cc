@@ -1,30 +1,121 @@
-// dpdk_av.cc: fi_av, FI_AV_TABLE.  Index i of the table is fi_addr i; an
-// address goes in at the lowest unused index.  A reverse map from (MAC,
-// queue) gives the sender's fi_addr for FI_SOURCE in O(1).
+// dpdk_av.cc: fi_av(3).  FI_AV_TABLE (FI_AV_MAP behaves the same: fi_addr
+// values are indices either way).  The table itself is lib/av/av_table.h:
+// index i is fi_addr i, an address goes in at the lowest unused index, and
+// a reverse index from (MAC, queue) gives the sender's fi_addr for
+// FI_SOURCE in O(1).  doc/address-vector.md describes every call.
+//
+// Every call takes the port lock: the send path reads the table under it,
+// and fi_av_remove reaches into the bound endpoints' transport engines.
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <new>
+#include <string>
 
 #include "drivers/ofi/dpdk_prov.h"
 
 namespace ofi_dpdk::ofi {
 
 fi_addr_t Av::lookup_source(uint64_t key) const {
-  auto it = reverse.find(key);
-  return it == reverse.end() ? FI_ADDR_NOTAVAIL : it->second;
+  const uint64_t index = table.find_endpoint(key);
+  return index == av::AddressTable::kNone ? FI_ADDR_NOTAVAIL : table.source_id(index);
 }
 
 namespace {
 
-// Inserts one address; returns its fi_addr.  Port lock held.
-fi_addr_t insert_one(Av* av, const av::Address& address) {
-  size_t index = 0;
-  while (index < av->table.size() && av->table[index].valid) ++index;
-  if (index == av->table.size()) av->table.emplace_back();
-  av->table[index] = {address, true};
-  // The first index for an endpoint answers FI_SOURCE; a duplicate insert
-  // gets its own index and leaves the reverse map alone.
-  av->reverse.emplace(proto::peer_key(address.mac, address.queue), index);
-  return index;
+constexpr uint64_t kOpenFlags = FI_EVENT | FI_READ | FI_SYMMETRIC;
+constexpr uint64_t kInsertFlags = FI_MORE | FI_SYNC_ERR | FI_AV_USER_ID;
+constexpr int kMaxRxCtxBits = 32;
+// Insert calls return the count inserted as an int.
+constexpr size_t kMaxInsert = std::numeric_limits<int>::max();
+
+int from_table_error(int64_t ret) {
+  return ret == -ENOSPC ? FI_ENOSPC : FI_ENOMEM;
+}
+
+// Every insert call ends here: `address_at(i)` gives the i-th address (or
+// nullopt when it is not a dpdk address).  Synchronous AVs return the
+// number inserted; FI_EVENT AVs return 0 and report to the bound EQ: one
+// error entry per failed address (data: its index within the call), then
+// one FI_AV_COMPLETE (data: the number inserted).  Failed addresses get
+// FI_ADDR_NOTAVAIL in fi_addr, and with FI_SYNC_ERR their fabric errno
+// (positive, 0 for success) in the int array `context` points to.
+template <typename AddressAt>
+int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_addr,
+                     uint64_t flags, void* context) {
+  if (flags & ~kInsertFlags) {
+    DPDK_INFO(FI_LOG_AV, "insert flags %#lx not supported\n", flags & ~kInsertFlags);
+    return -FI_EBADFLAGS;
+  }
+  const bool async = (av->attr.flags & FI_EVENT) != 0;
+  if ((flags & FI_SYNC_ERR) && (async || (context == nullptr && count != 0))) {
+    DPDK_INFO(FI_LOG_AV, "FI_SYNC_ERR needs a synchronous AV and an int array in context\n");
+    return -FI_EINVAL;
+  }
+  if ((flags & FI_AV_USER_ID) && fi_addr == nullptr && count != 0) {
+    DPDK_INFO(FI_LOG_AV, "FI_AV_USER_ID takes the user ids from fi_addr, which is NULL\n");
+    return -FI_EINVAL;
+  }
+  int* status = (flags & FI_SYNC_ERR) ? static_cast<int*>(context) : nullptr;
+  std::vector<fi_eq_err_entry> failures;
+  size_t inserted = 0, failed = 0;
+  int first_error = 0;
+  size_t first_failed = 0;
+  {
+    std::lock_guard guard(av->domain->port->lock);
+    if (async && av->eq == nullptr) {
+      DPDK_INFO(FI_LOG_AV, "FI_EVENT AV: fi_av_bind an EQ before inserting\n");
+      return -FI_ENOEQ;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      int error = 0;
+      const std::optional<av::Address> address = address_at(i);
+      if (!address) {
+        error = FI_EINVAL;
+      } else {
+        std::optional<uint64_t> user_id;
+        if (flags & FI_AV_USER_ID) user_id = fi_addr[i];
+        const int64_t index = av->table.insert(*address, user_id);
+        if (index < 0) {
+          error = from_table_error(index);
+        } else {
+          if (fi_addr != nullptr) fi_addr[i] = static_cast<fi_addr_t>(index);
+          ++inserted;
+        }
+      }
+      if (status != nullptr) status[i] = error;
+      if (error == 0) continue;
+      if (fi_addr != nullptr) fi_addr[i] = FI_ADDR_NOTAVAIL;
+      if (failed++ == 0) {
+        first_error = error;
+        first_failed = i;
+      }
+      if (async) {
+        fi_eq_err_entry entry{};
+        entry.fid = &av->fid.fid;
+        entry.context = context;
+        entry.data = i;
+        entry.err = error;
+        entry.prov_errno = error;
+        try {
+          failures.push_back(entry);
+        } catch (const std::bad_alloc&) {
+          DPDK_WARN(FI_LOG_AV, "error entry for address %zu lost: out of memory\n", i);
+        }
+      }
+    }
+  }
+  if (failed != 0)
+    DPDK_INFO(FI_LOG_AV, "%zu of %zu addresses not inserted; the first, %zu: %s\n", failed,
+              count, first_failed, fi_strerror(first_error));
+  if (!async) return static_cast<int>(inserted);
+  for (const fi_eq_err_entry& entry : failures) av->eq->push_error(entry);
+  fi_eq_entry done{};
+  done.fid = &av->fid.fid;
+  done.context = context;
+  done.data = inserted;
+  av->eq->push_event(FI_AV_COMPLETE, &done, sizeof(done));
+  return 0;
 }
 
 std::optional<av::Address> parse_address(const Av* av, const void* addr, size_t index) {
@@ -38,67 +129,96 @@ std::optional<av::Address> parse_address(const Av* av, const void* addr, size_t 
 }
 
 int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr,
-              uint64_t flags, void*) {
+              uint64_t flags, void* context) {
   Av* av = from_fid<Av>(av_fid);
   if (addr == nullptr && count != 0) return -FI_EINVAL;
-  if (flags & ~static_cast<uint64_t>(FI_MORE)) return -FI_EINVAL;
-  std::lock_guard guard(av->domain->port->lock);
-  int inserted = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const auto address = parse_address(av, addr, i);
-    if (!address) {
-      DPDK_INFO(FI_LOG_AV, "address %zu of %zu is not a dpdk address\n", i, count);
-      if (fi_addr != nullptr) fi_addr[i] = FI_ADDR_NOTAVAIL;
-      continue;
-    }
-    const fi_addr_t index = insert_one(av, *address);
-    if (fi_addr != nullptr) fi_addr[i] = index;
-    ++inserted;
-  }
-  return inserted;
+  if (count > kMaxInsert) return -FI_EINVAL;
+  return insert_addresses(
+      av, count, [&](size_t i) { return parse_address(av, addr, i); }, fi_addr, flags, context);
 }
 
+// node: a MAC ("02:00:00:00:00:01") with service a decimal queue id, or an
+// fi_dpdk:// string with service NULL.  A node that is neither is one failed
+// address, reported like any other.
 int av_insertsvc(fid_av* av_fid, const char* node, const char* service, fi_addr_t* fi_addr,
                  uint64_t flags, void* context) {
   if (node == nullptr) return -FI_EINVAL;
-  av::Address address;
-  if (std::string_view(node).starts_with(av::kStringPrefix)) {
-    auto parsed = av::from_string(node);
-    if (!parsed) return -FI_EINVAL;
-    address = *parsed;
-  } else if (!av::parse_mac(node, address.mac)) {
-    return -FI_EINVAL;
-  }
-  if (service != nullptr) {
-    char* end = nullptr;
-    const unsigned long queue = std::strtoul(service, &end, 10);
-    if (*service == '\0' || *end != '\0' || queue >= kAnyQueue) return -FI_EINVAL;
-    address.queue = static_cast<uint16_t>(queue);
-  }
-  uint8_t native[av::kNativeAddressSize];
-  av::to_native(address, native);
-  Av* av = from_fid<Av>(av_fid);
-  const int saved_format = av->addr_format;
-  av->addr_format = FI_FORMAT_UNSPEC;
-  const int ret = av_insert(av_fid, native, 1, fi_addr, flags, context);
-  av->addr_format = saved_format;
-  return ret;
+  const std::optional<av::Address> address = av::from_node_service(node, service);
+  if (!address)
+    DPDK_INFO(FI_LOG_AV, "insertsvc: \"%s\" \"%s\" is neither MAC and queue nor fi_dpdk://\n",
+              node, service != nullptr ? service : "(null)");
+  return insert_addresses(
+      from_fid<Av>(av_fid), 1, [&](size_t) { return address; }, fi_addr, flags, context);
 }
 
+// nodecnt MACs from node (counted as a 48-bit number) times svccnt queues
+// from service, every queue of a node before the next node.  node may also
+// be an fi_dpdk:// string with service NULL: its queue is the first one.
+int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* service,
+                 size_t svccnt, fi_addr_t* fi_addr, uint64_t flags, void* context) {
+  Av* av = from_fid<Av>(av_fid);
+  if (node == nullptr) return -FI_EINVAL;
+  std::optional<av::Address> first = av::from_node_service(node, service);
+  if (!first) {
+    DPDK_INFO(FI_LOG_AV, "insertsym: \"%s\" \"%s\" is neither MAC and queue nor fi_dpdk://\n",
+              node, service != nullptr ? service : "(null)");
+    return -FI_EINVAL;
+  }
+  size_t count = 0;
+  if (nodecnt != 0 && svccnt != 0) {
+    if (__builtin_mul_overflow(nodecnt, svccnt, &count) || count > kMaxInsert ||
+        !av::symmetric_range_fits(*first, nodecnt, svccnt)) {
+      DPDK_INFO(FI_LOG_AV, "insertsym: %zu nodes x %zu queues from %s runs out of range\n",
+                nodecnt, svccnt, node);
+      return -FI_EINVAL;
+    }
+  }
+  return insert_addresses(
+      av, count,
+      [&](size_t i) -> std::optional<av::Address> {
+        return av::symmetric_address(*first, svccnt, i);
+      },
+      fi_addr, flags, context);
+}
+
+// Removes all or nothing: any index not in use (or with receive-context
+// bits) fails the call with -FI_EINVAL.  A peer no other entry names is
+// dropped from every bound endpoint's transport, so its sends in flight
+// end now with an error completion (FI_EIO) instead of at the peer timeout.
 int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
   Av* av = from_fid<Av>(av_fid);
-  if (flags != 0 || (fi_addr == nullptr && count != 0)) return -FI_EINVAL;
+  if (flags != 0) return -FI_EBADFLAGS;
+  if (fi_addr == nullptr && count != 0) return -FI_EINVAL;
   std::lock_guard guard(av->domain->port->lock);
-  for (size_t i = 0; i < count; ++i)
-    if (fi_addr[i] >= av->table.size() || !av->table[fi_addr[i]].valid) return -FI_EINVAL;
   for (size_t i = 0; i < count; ++i) {
-    AvEntry& entry = av->table[fi_addr[i]];
-    const uint64_t key = proto::peer_key(entry.address.mac, entry.address.queue);
-    if (auto it = av->reverse.find(key); it != av->reverse.end() && it->second == fi_addr[i])
-      av->reverse.erase(it);
-    entry.valid = false;
+    if ((fi_addr[i] & ~av->index_mask) || av->table.find(fi_addr[i]) == nullptr) {
+      DPDK_INFO(FI_LOG_AV, "remove: fi_addr %#lx is not in the AV; nothing removed\n",
+                static_cast<unsigned long>(fi_addr[i]));
+      return -FI_EINVAL;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const av::Entry* entry = av->table.find(fi_addr[i]);
+    if (entry == nullptr) continue;  // named twice in this call
+    const uint64_t key = av::endpoint_key(entry->address);
+    av->table.remove(fi_addr[i]);
+    if (av->table.find_endpoint(key) != av::AddressTable::kNone) continue;
+    for (Endpoint* ep : av->endpoints) {
+      if (!ep->engine) continue;
+      ep->engine->drop_peer(key);
+      if (ep->enabled) ep->flush();
+    }
   }
   return 0;
+}
+
+// Copies `text` and its NUL into out, truncated to room (still
+// NUL-terminated when room > 0).
+void copy_string(const std::string& text, void* out, size_t room) {
+  if (out == nullptr || room == 0) return;
+  const size_t n = std::min(room - 1, text.size());
+  std::memcpy(out, text.data(), n);
+  static_cast<char*>(out)[n] = '\0';
 }
 
 // Writes an address in the AV's format, truncated to *addrlen; sets
@@ -106,11 +226,7 @@ int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) 
 void write_address(const Av* av, const av::Address& address, void* out, size_t* addrlen) {
   if (av->addr_format == FI_ADDR_STR) {
     const std::string text = av::to_string(address);
-    if (out != nullptr && *addrlen > 0) {
-      const size_t n = std::min(*addrlen - 1, text.size());
-      std::memcpy(out, text.data(), n);
-      static_cast<char*>(out)[n] = '\0';
-    }
+    copy_string(text, out, *addrlen);
     *addrlen = text.size() + 1;
     return;
   }
@@ -120,37 +236,55 @@ void write_address(const Av* av, const av::Address& address, void* out, size_t* 
   *addrlen = sizeof(native);
 }
 
+// The receive-context bits of fi_rx_addr are ignored: the address is the
+// endpoint's.  -FI_ENOENT for an unused index, -FI_ETOOSMALL (after
+// writing what fits) when the buffer is short.
 int av_lookup(fid_av* av_fid, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
   Av* av = from_fid<Av>(av_fid);
   if (addrlen == nullptr) return -FI_EINVAL;
   std::lock_guard guard(av->domain->port->lock);
-  if (fi_addr >= av->table.size() || !av->table[fi_addr].valid) return -FI_ENOENT;
+  const av::Entry* entry = av->table.find(fi_addr & av->index_mask);
+  if (entry == nullptr) return -FI_ENOENT;
   const size_t room = *addrlen;
-  write_address(av, av->table[fi_addr].address, addr, addrlen);
+  write_address(av, entry->address, addr, addrlen);
   return room < *addrlen ? -FI_ETOOSMALL : 0;
 }
 
+// NULL when buf or len is NULL or addr is not a dpdk address.
 const char* av_straddr(fid_av* av_fid, const void* addr, char* buf, size_t* len) {
   Av* av = from_fid<Av>(av_fid);
   if (addr == nullptr || buf == nullptr || len == nullptr) return nullptr;
   std::optional<av::Address> address =
-      av->addr_format == FI_ADDR_STR
-          ? av::from_string(static_cast<const char*>(addr))
-          : av::from_native(addr, av::kNativeAddressSize);
+      av->addr_format == FI_ADDR_STR ? av::from_string(static_cast<const char*>(addr))
+                                     : av::from_native(addr, av::kNativeAddressSize);
   if (!address) return nullptr;
   const std::string text = av::to_string(*address);
-  if (*len > 0) {
-    const size_t n = std::min(*len - 1, text.size());
-    std::memcpy(buf, text.data(), n);
-    buf[n] = '\0';
-  }
+  copy_string(text, buf, *len);
   *len = text.size() + 1;
   return buf;
 }
 
+// fi_av_bind: one EQ of the AV's fabric; flags must be 0.
+int av_bind(fid* av_fid, fid* bfid, uint64_t flags) {
+  Av* av = from_fid<Av>(av_fid);
+  if (flags != 0) return -FI_EBADFLAGS;
+  if (bfid == nullptr || bfid->fclass != FI_CLASS_EQ) return -FI_EINVAL;
+  Eq* eq = from_fid<Eq>(bfid);
+  if (eq->fabric != av->domain->fabric) return -FI_EINVAL;
+  std::lock_guard guard(av->domain->port->lock);
+  if (av->eq != nullptr) return -FI_EALREADY;
+  av->eq = eq;
+  eq->refs++;
+  return 0;
+}
+
 int av_close(fid* fid) {
   Av* av = from_fid<Av>(fid);
-  if (av->refs.load() != 0) return -FI_EBUSY;
+  if (av->refs.load() != 0) {
+    DPDK_INFO(FI_LOG_AV, "AV close: %d endpoints still bound\n", av->refs.load());
+    return -FI_EBUSY;
+  }
+  if (av->eq != nullptr) av->eq->refs--;
   av->domain->refs--;
   delete av;
   return 0;
@@ -159,7 +293,7 @@ int av_close(fid* fid) {
 fi_ops g_av_fid_ops = {
     .size = sizeof(fi_ops),
     .close = av_close,
-    .bind = DPDK_ENOSYS(fi_ops, bind),
+    .bind = av_bind,
     .control = DPDK_ENOSYS(fi_ops, control),
     .ops_open = DPDK_ENOSYS(fi_ops, ops_open),
     .tostr = DPDK_ENOSYS(fi_ops, tostr),
@@ -170,7 +304,7 @@ fi_ops_av g_av_ops = {
     .size = sizeof(fi_ops_av),
     .insert = av_insert,
     .insertsvc = av_insertsvc,
-    .insertsym = DPDK_ENOSYS(fi_ops_av, insertsym),
+    .insertsym = av_insertsym,
     .remove = av_remove,
     .lookup = av_lookup,
     .straddr = av_straddr,
@@ -180,19 +314,38 @@ fi_ops_av g_av_ops = {
 }  // namespace
 
 int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* context) {
-  if (attr == nullptr) return -FI_EINVAL;
-  if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_TABLE && attr->type != FI_AV_MAP)
+  if (attr == nullptr || out == nullptr) return -FI_EINVAL;
+  if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_TABLE && attr->type != FI_AV_MAP) {
+    DPDK_INFO(FI_LOG_AV, "AV type %d unknown\n", attr->type);
     return -FI_EINVAL;
-  if (attr->flags != 0 || attr->name != nullptr || attr->rx_ctx_bits != 0) {
-    DPDK_INFO(FI_LOG_AV, "AV flags, names and rx_ctx_bits are not supported yet\n");
+  }
+  if (attr->flags & ~kOpenFlags) {
+    DPDK_INFO(FI_LOG_AV, "AV flags %#lx not supported\n", attr->flags & ~kOpenFlags);
+    return -FI_EINVAL;
+  }
+  if (attr->rx_ctx_bits < 0 || attr->rx_ctx_bits > kMaxRxCtxBits) {
+    DPDK_INFO(FI_LOG_AV, "rx_ctx_bits %d: 0 to %d\n", attr->rx_ctx_bits, kMaxRxCtxBits);
+    return -FI_EINVAL;
+  }
+  if ((attr->flags & FI_READ) && attr->name == nullptr) {
+    DPDK_INFO(FI_LOG_AV, "FI_READ opens a named AV: name is NULL\n");
+    return -FI_EINVAL;
+  }
+  if (attr->name != nullptr) {
+    DPDK_INFO(FI_LOG_AV, "named (shared) AVs are not supported: \"%s\"\n", attr->name);
     return -FI_ENOSYS;
   }
   auto* av = new (std::nothrow) Av();
   if (av == nullptr) return -FI_ENOMEM;
   if (attr->type == FI_AV_UNSPEC) attr->type = FI_AV_TABLE;
   av->attr = *attr;
+  av->attr.name = nullptr;
   av->domain = from_fid<Domain>(domain_fid);
   av->addr_format = av->domain->info->addr_format == FI_ADDR_STR ? FI_ADDR_STR : FI_FORMAT_UNSPEC;
+  if (attr->rx_ctx_bits > 0) {
+    av->index_mask = ~uint64_t{0} >> attr->rx_ctx_bits;
+    av->table.set_limit(av->index_mask);
+  }
   av->table.reserve(attr->count);
   av->domain->refs++;
   av->fid.fid.fclass = FI_CLASS_AV;

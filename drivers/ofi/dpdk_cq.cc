@@ -1,7 +1,10 @@
 // dpdk_cq.cc: fi_cq.  Reading a CQ drives progress on its port (manual
 // progress), then hands out completions in the CQ's format.  Completions
 // wait in the CQ as long as needed: none is ever dropped (FI_RM_ENABLED).
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstddef>
 #include <cstring>
 #include <thread>
@@ -57,6 +60,7 @@ ssize_t cq_readfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr
     if (src_addr != nullptr) src_addr[done] = c.source;
     cq->entries.pop_front();
   }
+  if (cq->empty()) cq->wait_fd.drain();
   return static_cast<ssize_t>(done);
 }
 
@@ -83,21 +87,44 @@ ssize_t cq_readerr(fid_cq* cq_fid, fi_cq_err_entry* buf, uint64_t flags) {
   if (!(flags & FI_PEEK)) {
     cq->errors.pop_front();
     cq->error_sources.pop_front();
+    if (cq->empty()) cq->wait_fd.drain();
   }
   return 1;
 }
 
+size_t ready(Cq* cq) {
+  PortContext& port = *cq->domain->port;
+  std::lock_guard guard(port.lock);
+  port.progress_if_manual();
+  return cq->errors.empty() ? cq->entries.size() : SIZE_MAX;
+}
+
+// fi_cq(3): blocks until a completion is there (with FI_CQ_COND_THRESHOLD,
+// until `cond` of them are, or an error), fi_cq_signal, or the timeout
+// (-FI_EAGAIN).  With a descriptor the progress loop fills the CQ and we
+// sleep on it; without, the caller's thread drives progress.
 ssize_t cq_sreadfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr,
                      const void* cond, int timeout) {
   Cq* cq = from_fid<Cq>(cq_fid);
   if (cq->attr.wait_obj == FI_WAIT_NONE) return -FI_EINVAL;
-  (void)cond;  // FI_CQ_COND_NONE only: any one completion ends the wait
+  size_t threshold = 1;
+  // fi_cq(3): with FI_CQ_COND_THRESHOLD "the cond field is interpreted as
+  // a size_t threshold value" -- the pointer's value itself, at most count.
+  if (cq->attr.wait_cond == FI_CQ_COND_THRESHOLD)
+    threshold = std::clamp<size_t>(reinterpret_cast<uintptr_t>(cond), 1, std::max<size_t>(count, 1));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
   for (;;) {
-    const ssize_t ret = cq_readfrom(cq_fid, buf, count, src_addr);
-    if (ret != -FI_EAGAIN) return ret;
-    if (timeout >= 0 && std::chrono::steady_clock::now() >= deadline) return -FI_EAGAIN;
-    std::this_thread::yield();
+    if (cq->signaled.exchange(false)) return -FI_EAGAIN;
+    if (ready(cq) >= threshold) return cq_readfrom(cq_fid, buf, count, src_addr);
+    const auto now = std::chrono::steady_clock::now();
+    if (timeout >= 0 && now >= deadline) return -FI_EAGAIN;
+    if (cq->wait_fd.is_open()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      // Short naps: the threshold and fi_cq_signal are checked between them.
+      cq->wait_fd.wait(timeout < 0 ? 10 : static_cast<int>(std::min<int64_t>(left.count() + 1, 10)));
+    } else {
+      std::this_thread::yield();
+    }
   }
 }
 
@@ -118,9 +145,22 @@ const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t 
   return text;
 }
 
+int cq_signal(fid_cq* cq_fid) {
+  Cq* cq = from_fid<Cq>(cq_fid);
+  cq->signaled.store(true);
+  cq->wait_fd.signal();
+  return 0;
+}
+
+int cq_control(fid* fid, int command, void* arg) {
+  Cq* cq = from_fid<Cq>(fid);
+  return wait_control(cq->attr.wait_obj, cq->wait_fd, command, arg);
+}
+
 int cq_close(fid* fid) {
   Cq* cq = from_fid<Cq>(fid);
   if (cq->refs.load() != 0) return -FI_EBUSY;
+  if (cq->wait_fd.is_open()) auto_progress_remove(cq->domain->port.get());
   cq->domain->refs--;
   delete cq;
   return 0;
@@ -130,7 +170,7 @@ fi_ops g_cq_fid_ops = {
     .size = sizeof(fi_ops),
     .close = cq_close,
     .bind = DPDK_ENOSYS(fi_ops, bind),
-    .control = DPDK_ENOSYS(fi_ops, control),
+    .control = cq_control,
     .ops_open = DPDK_ENOSYS(fi_ops, ops_open),
     .tostr = DPDK_ENOSYS(fi_ops, tostr),
     .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
@@ -143,7 +183,7 @@ fi_ops_cq g_cq_ops = {
     .readerr = cq_readerr,
     .sread = cq_sread,
     .sreadfrom = cq_sreadfrom,
-    .signal = DPDK_ENOSYS(fi_ops_cq, signal),
+    .signal = cq_signal,
     .strerror = cq_strerror,
 };
 
@@ -154,16 +194,26 @@ int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* contex
   fi_cq_attr wanted = *attr;
   if (wanted.format == FI_CQ_FORMAT_UNSPEC) wanted.format = FI_CQ_FORMAT_CONTEXT;
   if (entry_size(wanted.format) == 0) return -FI_ENOSYS;
-  if (wanted.wait_obj != FI_WAIT_NONE && wanted.wait_obj != FI_WAIT_UNSPEC) {
-    DPDK_INFO(FI_LOG_CQ, "CQ wait object %d not supported yet: FI_WAIT_NONE or FI_WAIT_UNSPEC\n",
+  if (!wait_object_supported(wanted.wait_obj)) {
+    DPDK_INFO(FI_LOG_CQ, "CQ wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD or FD\n",
               wanted.wait_obj);
     return -FI_ENOSYS;
   }
-  if (wanted.wait_cond != FI_CQ_COND_NONE) return -FI_ENOSYS;
+  if (wanted.wait_cond != FI_CQ_COND_NONE && wanted.wait_cond != FI_CQ_COND_THRESHOLD)
+    return -FI_EINVAL;
   auto* cq = new (std::nothrow) Cq();
   if (cq == nullptr) return -FI_ENOMEM;
   cq->attr = wanted;
   cq->domain = from_fid<Domain>(domain_fid);
+  if (wanted.wait_obj == FI_WAIT_FD) {
+    if (int ret = cq->wait_fd.open(); ret != 0) {
+      delete cq;
+      return ret;
+    }
+    // An application asleep on the descriptor makes no calls: the progress
+    // loop must fill the CQ meanwhile.
+    auto_progress_add(cq->domain->port.get());
+  }
   cq->domain->refs++;
   cq->fid.fid.fclass = FI_CLASS_CQ;
   cq->fid.fid.context = context;

@@ -92,11 +92,11 @@ fi_ops_domain g_domain_ops = {
     .cq_open = cq_open,
     .endpoint = endpoint_open,
     .scalable_ep = DPDK_ENOSYS(fi_ops_domain, scalable_ep),
-    .cntr_open = DPDK_ENOSYS(fi_ops_domain, cntr_open),
+    .cntr_open = cntr_open,
     .poll_open = DPDK_ENOSYS(fi_ops_domain, poll_open),
     .stx_ctx = DPDK_ENOSYS(fi_ops_domain, stx_ctx),
     .srx_ctx = DPDK_ENOSYS(fi_ops_domain, srx_ctx),
-    .query_atomic = DPDK_ENOSYS(fi_ops_domain, query_atomic),
+    .query_atomic = query_atomic,
     .query_collective = DPDK_ENOSYS(fi_ops_domain, query_collective),
     .endpoint2 = DPDK_ENOSYS(fi_ops_domain, endpoint2),
 };
@@ -136,6 +136,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   g_ports[port_id] = ctx;
+  progress_net_add(ctx.get());  // ~PortContext takes it out again
   *out = ctx;
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <sys/random.h>
 
 #include <cstring>
+#include <new>
 
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_prov.h"
@@ -39,6 +40,9 @@ void release(Endpoint* ep) {
   if (ep->tx_cq) ep->tx_cq->refs--;  // each binding took its own reference
   if (ep->rx_cq) ep->rx_cq->refs--;
   if (ep->eq) ep->eq->refs--;
+  for (Cntr* cntr : {ep->send_cntr, ep->recv_cntr, ep->read_cntr, ep->write_cntr,
+                     ep->remote_read_cntr, ep->remote_write_cntr})
+    if (cntr) cntr->refs--;
   ep->domain->refs--;
   fi_freeinfo(ep->info);
 }
@@ -79,9 +83,39 @@ int ep_close(fid* fid) {
     if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep)
       port.endpoints[ep->queue] = nullptr;
     port.port->unbind_endpoint_queue(ep->queue);
+    if (ep->av != nullptr) std::erase(ep->av->endpoints, ep);
   }
   release(ep);
   delete ep;
+  return 0;
+}
+
+// fi_endpoint(3): a counter is bound for the events its flags name; each
+// kind of event has at most one counter.  Lock held.
+int bind_counter(Endpoint* ep, Cntr* cntr, uint64_t flags) {
+  if (cntr->domain != ep->domain) return -FI_EINVAL;
+  struct Slot {
+    uint64_t flag;
+    Cntr* Endpoint::*member;
+  };
+  static constexpr Slot kSlots[] = {
+      {FI_SEND, &Endpoint::send_cntr},
+      {FI_RECV, &Endpoint::recv_cntr},
+      {FI_READ, &Endpoint::read_cntr},
+      {FI_WRITE, &Endpoint::write_cntr},
+      {FI_REMOTE_READ, &Endpoint::remote_read_cntr},
+      {FI_REMOTE_WRITE, &Endpoint::remote_write_cntr},
+  };
+  uint64_t known = 0;
+  for (const Slot& slot : kSlots) known |= slot.flag;
+  if (flags == 0 || (flags & ~known)) return -FI_EBADFLAGS;
+  for (const Slot& slot : kSlots)
+    if ((flags & slot.flag) && ep->*slot.member != nullptr) return -FI_EALREADY;
+  for (const Slot& slot : kSlots) {
+    if (!(flags & slot.flag)) continue;
+    ep->*slot.member = cntr;
+    cntr->refs++;
+  }
   return 0;
 }
 
@@ -95,6 +129,11 @@ int ep_bind(fid* ep_fid, fid* bfid, uint64_t flags) {
       Av* av = from_fid<Av>(bfid);
       if (flags != 0 || av->domain != ep->domain) return -FI_EINVAL;
       if (ep->av != nullptr) return -FI_EALREADY;
+      try {
+        av->endpoints.push_back(ep);  // fi_av_remove drops peers in this ep's engine
+      } catch (const std::bad_alloc&) {
+        return -FI_ENOMEM;
+      }
       ep->av = av;
       av->refs++;
       return 0;
@@ -125,8 +164,7 @@ int ep_bind(fid* ep_fid, fid* bfid, uint64_t flags) {
       return 0;
     }
     case FI_CLASS_CNTR:
-      DPDK_INFO(FI_LOG_EP_CTRL, "counters are not supported yet\n");
-      return -FI_ENOSYS;
+      return bind_counter(ep, from_fid<Cntr>(bfid), flags);
     default:
       return -FI_EINVAL;
   }
@@ -268,48 +306,6 @@ fi_ops_cm g_cm_ops = {
     .join = DPDK_ENOSYS(fi_ops_cm, join),
 };
 
-fi_ops_rma g_rma_ops = {
-    .size = sizeof(fi_ops_rma),
-    .read = DPDK_ENOSYS(fi_ops_rma, read),
-    .readv = DPDK_ENOSYS(fi_ops_rma, readv),
-    .readmsg = DPDK_ENOSYS(fi_ops_rma, readmsg),
-    .write = DPDK_ENOSYS(fi_ops_rma, write),
-    .writev = DPDK_ENOSYS(fi_ops_rma, writev),
-    .writemsg = DPDK_ENOSYS(fi_ops_rma, writemsg),
-    .inject = DPDK_ENOSYS(fi_ops_rma, inject),
-    .writedata = DPDK_ENOSYS(fi_ops_rma, writedata),
-    .injectdata = DPDK_ENOSYS(fi_ops_rma, injectdata),
-};
-
-fi_ops_tagged g_tagged_ops = {
-    .size = sizeof(fi_ops_tagged),
-    .recv = DPDK_ENOSYS(fi_ops_tagged, recv),
-    .recvv = DPDK_ENOSYS(fi_ops_tagged, recvv),
-    .recvmsg = DPDK_ENOSYS(fi_ops_tagged, recvmsg),
-    .send = DPDK_ENOSYS(fi_ops_tagged, send),
-    .sendv = DPDK_ENOSYS(fi_ops_tagged, sendv),
-    .sendmsg = DPDK_ENOSYS(fi_ops_tagged, sendmsg),
-    .inject = DPDK_ENOSYS(fi_ops_tagged, inject),
-    .senddata = DPDK_ENOSYS(fi_ops_tagged, senddata),
-    .injectdata = DPDK_ENOSYS(fi_ops_tagged, injectdata),
-};
-
-fi_ops_atomic g_atomic_ops = {
-    .size = sizeof(fi_ops_atomic),
-    .write = DPDK_ENOSYS(fi_ops_atomic, write),
-    .writev = DPDK_ENOSYS(fi_ops_atomic, writev),
-    .writemsg = DPDK_ENOSYS(fi_ops_atomic, writemsg),
-    .inject = DPDK_ENOSYS(fi_ops_atomic, inject),
-    .readwrite = DPDK_ENOSYS(fi_ops_atomic, readwrite),
-    .readwritev = DPDK_ENOSYS(fi_ops_atomic, readwritev),
-    .readwritemsg = DPDK_ENOSYS(fi_ops_atomic, readwritemsg),
-    .compwrite = DPDK_ENOSYS(fi_ops_atomic, compwrite),
-    .compwritev = DPDK_ENOSYS(fi_ops_atomic, compwritev),
-    .compwritemsg = DPDK_ENOSYS(fi_ops_atomic, compwritemsg),
-    .writevalid = DPDK_ENOSYS(fi_ops_atomic, writevalid),
-    .readwritevalid = DPDK_ENOSYS(fi_ops_atomic, readwritevalid),
-    .compwritevalid = DPDK_ENOSYS(fi_ops_atomic, compwritevalid),
-};
 
 fi_ops_collective g_collective_ops = {
     .size = sizeof(fi_ops_collective),
@@ -369,6 +365,9 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
   transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
+  ep->engine->set_request_handler([ep](uint64_t peer, const uint8_t* bytes, size_t length) {
+    return serve_request(ep, peer, bytes, length);
+  });
   domain->refs++;
   ep->fid.fid.fclass = FI_CLASS_EP;
   ep->fid.fid.context = context;

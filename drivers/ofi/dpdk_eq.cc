@@ -1,13 +1,41 @@
 // dpdk_eq.cc: fi_eq.  Events are written by the provider (asynchronous AV
-// inserts, errors) or by the application with fi_eq_write.  Waiting is by
+// inserts: per failed address an error entry whose data is the address's
+// index within the call, then one FI_AV_COMPLETE) or by the application with
+// fi_eq_write.  Errors are read first: fi_eq_read returns -FI_EAVAIL while
+// any is queued.  Waiting is by
 // polling with a timeout: the provider makes no EQ events asynchronously yet.
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "drivers/ofi/dpdk_prov.h"
 
 namespace ofi_dpdk::ofi {
+
+int Eq::push_event(uint32_t type, const void* data, size_t len) {
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  try {
+    std::lock_guard guard(lock);
+    events.push_back({type, std::vector<uint8_t>(bytes, bytes + len)});
+  } catch (const std::bad_alloc&) {
+    DPDK_WARN(FI_LOG_EQ, "EQ event %u lost: out of memory\n", type);
+    return -FI_ENOMEM;
+  }
+  return 0;
+}
+
+int Eq::push_error(const fi_eq_err_entry& error) {
+  try {
+    std::lock_guard guard(lock);
+    errors.push_back(error);
+  } catch (const std::bad_alloc&) {
+    DPDK_WARN(FI_LOG_EQ, "EQ error entry lost: out of memory\n");
+    return -FI_ENOMEM;
+  }
+  return 0;
+}
+
 namespace {
 
 int eq_close(fid* fid) {

@@ -22,13 +22,46 @@ fi_ops g_fabric_fid_ops = {
     .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
 };
 
+// fi_poll(3), fi_trywait: 0 when every object is empty, so the caller may
+// sleep on their descriptors; -FI_EAGAIN when one has something to read.
+int fabric_trywait(fid_fabric*, fid** fids, int count) {
+  if (fids == nullptr || count < 0) return -FI_EINVAL;
+  for (int i = 0; i < count; ++i) {
+    if (fids[i] == nullptr) return -FI_EINVAL;
+    switch (fids[i]->fclass) {
+      case FI_CLASS_CQ: {
+        Cq* cq = from_fid<Cq>(fids[i]);
+        if (!cq->wait_fd.is_open()) return -FI_EINVAL;
+        std::lock_guard guard(cq->domain->port->lock);
+        if (!cq->empty()) return -FI_EAGAIN;
+        break;
+      }
+      case FI_CLASS_CNTR: {
+        Cntr* cntr = from_fid<Cntr>(fids[i]);
+        if (!cntr->wait_fd.is_open()) return -FI_EINVAL;
+        if (cntr->wait_fd.wait(0)) return -FI_EAGAIN;  // changed since last read
+        break;
+      }
+      case FI_CLASS_EQ: {
+        Eq* eq = from_fid<Eq>(fids[i]);
+        std::lock_guard guard(eq->lock);
+        if (!eq->events.empty() || !eq->errors.empty()) return -FI_EAGAIN;
+        break;
+      }
+      default:
+        return -FI_EINVAL;
+    }
+  }
+  return 0;
+}
+
 fi_ops_fabric g_fabric_ops = {
     .size = sizeof(fi_ops_fabric),
     .domain = domain_open,
     .passive_ep = DPDK_ENOSYS(fi_ops_fabric, passive_ep),
     .eq_open = eq_open,
     .wait_open = DPDK_ENOSYS(fi_ops_fabric, wait_open),
-    .trywait = DPDK_ENOSYS(fi_ops_fabric, trywait),
+    .trywait = fabric_trywait,
     .domain2 = DPDK_ENOSYS(fi_ops_fabric, domain2),
 };
 

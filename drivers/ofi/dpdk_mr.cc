@@ -78,6 +78,7 @@ int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) {
   mr->addr = attr->iov_count ? attr->mr_iov[0].iov_base : nullptr;
   mr->len = attr->iov_count ? attr->mr_iov[0].iov_len : 0;
   mr->access = attr->access;
+  mr->offset = attr->offset;
   mr->fid.fid.fclass = FI_CLASS_MR;
   mr->fid.fid.context = attr->context;
   mr->fid.fid.ops = &g_mr_fid_ops;

@@ -15,14 +15,6 @@ namespace {
 
 constexpr uint16_t kTxBatch = 32;
 
-// fi_inject and fi_injectdata make no completion at all; this private bit
-// keeps that apart from FI_INJECT on fi_sendmsg, which still completes.
-constexpr uint64_t kNoCompletion = 1ull << 63;
-
-bool wants_completion(bool selective, uint64_t flags) {
-  return !(flags & kNoCompletion) && (!selective || (flags & FI_COMPLETION));
-}
-
 ssize_t from_errno(int ret) {
   switch (ret) {
     case 0: return 0;
@@ -45,8 +37,9 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
                        uint64_t flags, uint64_t data, bool tagged, uint64_t tag) {
   if (!enabled) return -FI_EOPBADSTATE;
   if (iov_count > kIovLimit) return -FI_EINVAL;
-  if (av == nullptr || dest >= av->table.size() || !av->table[dest].valid) return -FI_EINVAL;
-  const av::Address& peer = av->table[dest].address;
+  const av::Address* resolved = av != nullptr ? av->resolve(dest) : nullptr;
+  if (resolved == nullptr) return -FI_EINVAL;
+  const av::Address& peer = *resolved;
   proto::PeerAddress address;
   std::memcpy(address.mac, peer.mac, 6);
   address.queue = peer.queue;
@@ -61,7 +54,9 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   request.has_data = flags & FI_REMOTE_CQ_DATA;
   request.cq_data = data;
   request.copy = flags & FI_INJECT;
-  request.completion = tx_cq != nullptr && wants_completion(tx_selective, flags);
+  const bool cq_entry = tx_cq != nullptr && wants_completion(tx_selective, flags);
+  request.completion = cq_entry || send_cntr != nullptr;
+  if (!cq_entry) request.user_flags |= kNoCqEntry;
   const int ret = engine->send(address, request, now_ns());
   if (ret == -EAGAIN) port().progress_if_manual();
   flush();
@@ -81,11 +76,13 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
   request.tagged = tagged;
   request.tag = tag;
   request.ignore = ignore;
-  request.completion = wants_completion(rx_selective, flags);
+  const bool cq_entry = rx_cq != nullptr && wants_completion(rx_selective, flags);
+  request.completion = cq_entry || recv_cntr != nullptr;
+  if (!cq_entry) request.user_flags |= kNoCqEntry;
   if (has_cap(FI_DIRECTED_RECV) && source != FI_ADDR_UNSPEC) {
-    if (av == nullptr || source >= av->table.size() || !av->table[source].valid)
-      return -FI_EINVAL;
-    const av::Address& peer = av->table[source].address;
+    const av::Address* resolved = av != nullptr ? av->resolve(source) : nullptr;
+    if (resolved == nullptr) return -FI_EINVAL;
+    const av::Address& peer = *resolved;
     request.any_source = false;
     request.source_key = proto::peer_key(peer.mac, peer.queue);
   }
@@ -130,13 +127,28 @@ void Endpoint::flush() {
   engine->frames_sent();
 
   for (const proto::Completion& done : engine->completions()) {
-    Cq* cq = done.kind == proto::Completion::Kind::kSend ? tx_cq : rx_cq;
+    const bool is_send = done.kind == proto::Completion::Kind::kSend;
+    // fi_cntr(3): counters count every completion, with or without a CQ
+    // entry; errors go to the error value.
+    Cntr* cntr = !is_send                     ? recv_cntr
+                 : (done.user_flags & FI_READ)  ? read_cntr
+                 : (done.user_flags & FI_WRITE) ? write_cntr
+                                                : send_cntr;
+    if (cntr != nullptr) {
+      if (done.error != 0)
+        cntr->add_error(1);
+      else
+        cntr->add(1);
+    }
+    Cq* cq = is_send ? tx_cq : rx_cq;
     if (cq == nullptr) continue;
+    // Errors always reach the CQ (fi_cq(3)), successes only when asked for.
+    if (done.error == 0 && (done.user_flags & kNoCqEntry)) continue;
     const fi_addr_t source = done.kind == proto::Completion::Kind::kRecv && av != nullptr &&
                                      has_cap(FI_SOURCE)
                                  ? av->lookup_source(done.source_key)
                                  : FI_ADDR_NOTAVAIL;
-    uint64_t flags = done.user_flags;
+    uint64_t flags = done.user_flags & ~(kNoCqEntry | kNoCompletion);
     if (done.kind == proto::Completion::Kind::kRecv && done.has_data) flags |= FI_REMOTE_CQ_DATA;
     if (done.error != 0) {
       fi_cq_err_entry error{};

@@ -79,6 +79,7 @@ Params load() {
   get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
+  get_number<uint32_t>("progress_net_ms", 0, 1000, &p.progress_net_ms, &p.errors);
   for (const auto& fault : kFaultParams) {
     const std::string text = get_string(fault.name);
     if (text.empty()) continue;
@@ -124,6 +125,11 @@ void define_params(const fi_provider* provider) {
                   "with FI_PROGRESS_AUTO; when it is not an idle worker, or the domain "
                   "is not opened from the main lcore, a thread runs it (default: -1, "
                   "the first idle worker lcore)");
+  fi_param_define(provider, "progress_net_ms", FI_PARAM_STRING,
+                  "Under manual progress, a port no fi_* call has progressed for this "
+                  "many milliseconds gets a progress pass from a helper thread, so lost "
+                  "frames are retransmitted while the application waits elsewhere; 0 "
+                  "turns this off (default: 2)");
   for (const auto& fault : kFaultParams)
     fi_param_define(provider, fault.name, FI_PARAM_STRING, fault.help);
   fi_param_define(provider, "fault_delay_us", FI_PARAM_STRING,

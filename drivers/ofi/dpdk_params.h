@@ -21,6 +21,7 @@ struct Params {
   size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
   uint64_t peer_timeout_ms = 5000;      // FI_DPDK_PEER_TIMEOUT_MS
   int progress_lcore = -1;     // FI_DPDK_PROGRESS_LCORE, -1: first idle worker
+  uint32_t progress_net_ms = 2;  // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
   net::FaultConfig faults;     // FI_DPDK_FAULT_*
   std::string errors;          // parameter values that were refused, for the log
 };

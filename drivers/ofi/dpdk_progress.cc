@@ -18,6 +18,8 @@ constexpr uint16_t kRxBurst = 32;
 
 }  // namespace
 
+PortContext::~PortContext() { progress_net_remove(this); }
+
 uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count) {
   // A port whose link is down (a memif peer that went away) takes nothing.
   if (!port->link_up()) return 0;
@@ -27,6 +29,7 @@ uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t co
 uint32_t PortContext::progress() {
   net::Port& nic = *port;
   const uint64_t now = now_ns();
+  last_progress_ns.store(now, std::memory_order_relaxed);
   uint32_t received = 0;
   // net_memif in 22.11 can crash a poller whose peer went away: no RX on a
   // port whose link is down.

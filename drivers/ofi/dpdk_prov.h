@@ -32,7 +32,9 @@
 
 #include "drivers/net/port.h"
 #include "drivers/ofi/dpdk_params.h"
+#include "drivers/ofi/dpdk_wait.h"
 #include "lib/av/address.h"
+#include "lib/av/av_table.h"
 #include "lib/proto/transport.h"
 
 namespace ofi_dpdk::ofi {
@@ -90,7 +92,11 @@ struct PortContext {
   // Domains on this port opened with FI_PROGRESS_AUTO: while non-zero the
   // progress loop drives the port and fi_* calls need not.
   std::atomic<uint32_t> auto_progress_users{0};
+  // When progress() last ran (now_ns()): the manual-progress safety net
+  // (dpdk_auto_progress.cc) steps in on ports left alone too long.
+  std::atomic<uint64_t> last_progress_ns{0};
 
+  ~PortContext();
   // Polls the port, hands each frame to its endpoint, runs the endpoints'
   // transport timers and sends what they produced.  Lock held.  Returns the
   // frames received.
@@ -108,6 +114,12 @@ struct PortContext {
 // the progress loop, which runs on a DPDK worker lcore or a thread.  Call
 // without the port lock.  auto_progress_lcore() is -1 when on a thread.
 void auto_progress_add(PortContext* port);
+// Every open port is watched by the manual-progress safety net: a port no
+// fi_* call has progressed for FI_DPDK_PROGRESS_NET_MS gets a pass from a
+// helper thread (none when it is 0), so
+// retransmissions go on while the application waits elsewhere.
+void progress_net_add(PortContext* port);
+void progress_net_remove(PortContext* port);
 void auto_progress_remove(PortContext* port);
 int auto_progress_lcore();
 
@@ -150,30 +162,64 @@ struct Cq {
   std::deque<fi_cq_err_entry> errors;
   std::deque<fi_addr_t> error_sources;
   std::atomic<int> refs{0};
+  WaitFd wait_fd;                     // FI_WAIT_FD: readable while not empty
+  std::atomic<bool> signaled{false};  // fi_cq_signal: the next sread returns
 
-  void push(const Completion& completion) { entries.push_back(completion); }
+  bool empty() const { return entries.empty() && errors.empty(); }
+  void push(const Completion& completion) {
+    if (empty()) wait_fd.signal();
+    entries.push_back(completion);
+  }
   void push_error(const fi_cq_err_entry& error, fi_addr_t source) {
+    if (empty()) wait_fd.signal();
     errors.push_back(error);
     error_sources.push_back(source);
   }
 };
 
-struct AvEntry {
-  av::Address address;
-  bool valid = false;
+struct Cntr {
+  fid_cntr fid;
+  Domain* domain;
+  fi_cntr_attr attr;
+  std::atomic<uint64_t> value{0};
+  std::atomic<uint64_t> errors{0};
+  WaitFd wait_fd;  // FI_WAIT_FD: signalled on every change
+  std::atomic<int> refs{0};
+
+  void add(uint64_t n) {
+    value.fetch_add(n);
+    wait_fd.signal();
+  }
+  void add_error(uint64_t n) {
+    errors.fetch_add(n);
+    wait_fd.signal();
+  }
 };
 
+// fi_av (dpdk_av.cc).  The table and every field below are guarded by the
+// port lock, which the send path holds too.
 struct Av {
   fid_av fid;
   Domain* domain;
   fi_av_attr attr;
   int addr_format;  // FI_FORMAT_UNSPEC (native) or FI_ADDR_STR
-  std::vector<AvEntry> table;
-  // (MAC, queue) -> fi_addr, for FI_SOURCE.
-  std::unordered_map<uint64_t, fi_addr_t> reverse;
+  av::AddressTable table;  // fi_addr -> 16-byte entry; (MAC, queue) -> fi_addr
+  // fi_rx_addr puts a receive context in the top rx_ctx_bits of an fi_addr:
+  // the index is what this mask keeps.
+  uint64_t index_mask = ~uint64_t{0};
+  Eq* eq = nullptr;                  // fi_av_bind; FI_EVENT reports here
+  std::vector<Endpoint*> endpoints;  // bound: fi_av_remove drops their peers
   std::atomic<int> refs{0};
 
-  // Returns FI_ADDR_NOTAVAIL for an unknown sender (key: proto::peer_key).
+  // The address fi_addr names for a transfer, or nullptr when the index is
+  // unused or names receive context > 0 (no scalable endpoints yet).
+  const av::Address* resolve(fi_addr_t fi_addr) const {
+    if (fi_addr & ~index_mask) return nullptr;
+    const av::Entry* entry = table.find(fi_addr);
+    return entry != nullptr ? &entry->address : nullptr;
+  }
+  // FI_SOURCE: the sender's fi_addr (its FI_AV_USER_ID if it has one), or
+  // FI_ADDR_NOTAVAIL for an unknown sender (key: proto::peer_key).
   fi_addr_t lookup_source(uint64_t key) const;
 };
 
@@ -189,6 +235,11 @@ struct Eq {
   std::deque<Event> events;
   std::deque<fi_eq_err_entry> errors;
   std::atomic<int> refs{0};
+
+  // Provider-made entries (dpdk_eq.cc); each takes the EQ lock.  Return
+  // -FI_ENOMEM when the entry could not be queued.
+  int push_event(uint32_t type, const void* data, size_t len);
+  int push_error(const fi_eq_err_entry& error);
 };
 
 struct Mr {
@@ -197,6 +248,7 @@ struct Mr {
   const void* addr;
   size_t len;
   uint64_t access;
+  uint64_t offset;  // fi_mr_reg's offset: the remote address of addr without FI_MR_VIRT_ADDR
 };
 
 struct Endpoint {
@@ -207,6 +259,14 @@ struct Endpoint {
   Cq* tx_cq = nullptr;
   Cq* rx_cq = nullptr;
   Eq* eq = nullptr;
+  // Counters by the fi_ep_bind flag that chose them (FI_SEND, FI_RECV; the
+  // RMA ones are kept for the RMA issue).
+  Cntr* send_cntr = nullptr;
+  Cntr* recv_cntr = nullptr;
+  Cntr* read_cntr = nullptr;
+  Cntr* write_cntr = nullptr;
+  Cntr* remote_read_cntr = nullptr;
+  Cntr* remote_write_cntr = nullptr;
   bool tx_selective = false;
   bool rx_selective = false;
   bool enabled = false;
@@ -226,6 +286,12 @@ struct Endpoint {
   // Posts a receive; a message that came first completes it at once.
   ssize_t post_recv(const iovec* iov, size_t iov_count, fi_addr_t source, void* context,
                     uint64_t flags, bool tagged, uint64_t tag, uint64_t ignore);
+  // fi_read / fi_write and their variants (dpdk_rma.cc).  Lock held.
+  ssize_t remote(const fi_msg_rma& msg, uint64_t flags, bool write);
+  // fi_atomic and its fetch and compare variants (dpdk_atomic.cc); op_class
+  // is an atomic::Class.  Lock held.
+  ssize_t atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare, size_t compare_count,
+                    fi_ioc* result, size_t result_count, uint64_t flags, int op_class);
   // The transport's frames go to the port, its completions to the CQs.
   // Lock held.
   void flush();
@@ -240,6 +306,7 @@ int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context);
 int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** domain, void* context);
 int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** eq, void* context);
 int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** cq, void* context);
+int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** cntr, void* context);
 int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** av, void* context);
 int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** ep, void* context);
 int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offset,
@@ -249,6 +316,25 @@ int mr_regv(fid* fid, const iovec* iov, size_t count, uint64_t access, uint64_t 
 int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** mr);
 
 extern fi_ops_msg g_msg_ops;
+extern fi_ops_rma g_rma_ops;
+extern fi_ops_atomic g_atomic_ops;
+int query_atomic(fid_domain* domain, fi_datatype datatype, fi_op op, fi_atomic_attr* attr,
+                 uint64_t flags);
+extern fi_ops_tagged g_tagged_ops;  // dpdk_tagged.cc
+
+// Private bits in an operation's flags (above every FI_* op flag):
+// fi_inject and friends make no completion at all, and an operation a
+// counter counts may still want no CQ entry.
+inline constexpr uint64_t kNoCompletion = 1ull << 63;
+inline constexpr uint64_t kNoCqEntry = 1ull << 62;
+inline bool wants_completion(bool selective, uint64_t flags) {
+  return !(flags & kNoCompletion) && (!selective || (flags & FI_COMPLETION));
+}
+
+// The target side of RMA (dpdk_rma.cc): checks and executes one request.
+// Port lock held.
+proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* bytes,
+                              size_t length);
 
 // Getinfo: see dpdk_getinfo.cc.
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,

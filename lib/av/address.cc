@@ -93,4 +93,53 @@ std::optional<Address> from_string(std::string_view text) {
   return a;
 }
 
+std::optional<uint16_t> parse_queue(std::string_view text) {
+  uint32_t queue = 0;
+  if (!parse_number(text, 10, &queue) || queue > kMaxQueue) return std::nullopt;
+  return static_cast<uint16_t>(queue);
+}
+
+std::optional<Address> from_node_service(const char* node, const char* service) {
+  if (node == nullptr) return std::nullopt;
+  const std::string_view text(node);
+  if (text.starts_with(kStringPrefix)) {
+    if (service != nullptr) return std::nullopt;
+    auto address = from_string(text);
+    if (!address || address->queue > kMaxQueue) return std::nullopt;
+    return address;
+  }
+  Address address;
+  if (service == nullptr || !parse_mac(text, address.mac)) return std::nullopt;
+  const auto queue = parse_queue(service);
+  if (!queue) return std::nullopt;
+  address.queue = *queue;
+  return address;
+}
+
+namespace {
+
+constexpr uint64_t kMacTop = (uint64_t{1} << 48) - 1;
+
+uint64_t mac_number(const uint8_t mac[6]) {
+  uint64_t value = 0;
+  for (int i = 0; i < 6; ++i) value = value << 8 | mac[i];
+  return value;
+}
+
+}  // namespace
+
+bool symmetric_range_fits(const Address& first, size_t nodecnt, size_t svccnt) {
+  if (nodecnt == 0 || svccnt == 0) return false;
+  if (first.queue > kMaxQueue || nodecnt - 1 > kMacTop - mac_number(first.mac)) return false;
+  return svccnt - 1 <= static_cast<size_t>(kMaxQueue - first.queue);
+}
+
+Address symmetric_address(const Address& first, size_t svccnt, size_t i) {
+  Address address;
+  uint64_t mac = mac_number(first.mac) + i / svccnt;
+  for (int b = 5; b >= 0; --b, mac >>= 8) address.mac[b] = static_cast<uint8_t>(mac);
+  address.queue = static_cast<uint16_t>(first.queue + i % svccnt);
+  return address;
+}
+
 }  // namespace ofi_dpdk::av

@@ -47,6 +47,24 @@ std::string to_string(const Address& address);
 // Parses the string form; nullopt on any syntax error or out-of-range field.
 std::optional<Address> from_string(std::string_view text);
 
+// The highest queue id an address may name: 0xFFFF means "any queue".
+inline constexpr uint16_t kMaxQueue = 0xFFFE;
+
+// A service string as fi_av_insertsvc takes it: a decimal queue id, 0 to
+// kMaxQueue.  nullopt on anything else.
+std::optional<uint16_t> parse_queue(std::string_view text);
+// fi_av_insertsvc's node and service: a MAC and a decimal queue, or an
+// fi_dpdk:// string with service NULL (fi_av(3)).  nullopt on error.
+std::optional<Address> from_node_service(const char* node, const char* service);
+
+// fi_av_insertsym: `nodecnt` consecutive MACs (the MAC counted as one 48-bit
+// number) times `svccnt` consecutive queues from `first`.  The range fits
+// when neither count is 0 and neither the MAC nor the queue runs past its top.
+bool symmetric_range_fits(const Address& first, size_t nodecnt, size_t svccnt);
+// The i-th address of that range, in fi_av(3)'s order: every queue of a
+// node before the next node.  Session 0.
+Address symmetric_address(const Address& first, size_t svccnt, size_t i);
+
 // Parses "02:00:00:00:00:01" (also with '-').  Returns false on error.
 bool parse_mac(std::string_view text, uint8_t mac[6]);
 std::string format_mac(const uint8_t mac[6]);

@@ -55,7 +55,10 @@ Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16
 
 Engine::~Engine() {
   // A message still being assembled is held through a raw pointer.
-  for (auto& [key, connection] : connections_) delete connection->inbound;
+  for (auto& [key, connection] : connections_) {
+    delete connection->inbound;
+    delete connection->remote;  // nothing to give back: the budget goes too
+  }
 }
 
 const Connection* Engine::find(uint64_t key) const {
@@ -119,8 +122,7 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   const wire::FrameHeader& h = *segment.header;
   ++stats_.frames_received;
   const uint8_t opcode = h.opcode;
-  const bool is_data = opcode == static_cast<uint8_t>(wire::Opcode::kMsg) ||
-                       opcode == static_cast<uint8_t>(wire::Opcode::kTagged);
+  const bool is_data = wire::opcode_is_data(opcode);
 
   if (h.dst_session != 0 && h.dst_session != session_) {
     // Meant for an earlier incarnation of this endpoint: tell the sender.
@@ -241,6 +243,13 @@ void Engine::poll(uint64_t now_ns) {
         c.peer_window = 1;
         c.rto_deadline_ns = 0;
       }
+    }
+    if (!c.awaiting_response.empty() && now_ns - c.awaiting_since_ns >= config_.peer_timeout_ns) {
+      // Delivered requests whose answers stopped coming: the target died,
+      // or dropped our connection's state.  Whether they ran is unknown;
+      // they are reported failed, never repeated.
+      ++stats_.timeouts;
+      fail_awaiting(c, kErrTimedOut, kProvPeerTimeout);
     }
     if (c.inbound != nullptr && now_ns - c.last_heard_ns >= config_.peer_timeout_ns) {
       // A sender gone quiet in the middle of a message: the receive it was

@@ -72,6 +72,9 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
   c.rx_stalled = false;
   c.ack_owed = 0;
   c.ack_now = false;
+  // The responses to our requests were in the stream we just dropped.
+  drop_remote(c);
+  fail_awaiting(c, error, prov_errno);
   // Budget freed by a dropped unexpected message may unblock other senders.
   if (unexpected_bytes_ < unexpected_before) wake_stalled();
 }
@@ -189,12 +192,20 @@ void Engine::drain_reorder(Connection& c) {
 }
 
 bool Engine::continues(const Connection& c, const wire::FrameHeader& h) const {
+  if (c.remote != nullptr)
+    return h.opcode == (c.remote->is_response ? static_cast<uint8_t>(wire::Opcode::kResponse)
+                                              : static_cast<uint8_t>(wire::Opcode::kRequest)) &&
+           h.msg_id == c.remote->msg_id && h.msg_len == c.remote->length &&
+           h.offset == c.remote->received;
   if (c.inbound == nullptr) return h.offset == 0;
   const InboundMessage& in = *c.inbound;
   return h.msg_id == in.msg_id && h.msg_len == in.length && h.offset == in.received;
 }
 
 bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
+  if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
+      h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse))
+    return deliver_remote(c, h, payload);
   if (c.inbound == nullptr && !begin_message(c, h)) return false;
   InboundMessage& in = *c.inbound;
   place(in, h.offset, payload, h.payload_len);

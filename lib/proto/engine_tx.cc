@@ -88,8 +88,7 @@ void Engine::pump(Connection& c, uint64_t now_ns) {
 void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool retransmit) {
   TxSlot& slot = slot_of(c, seq);
   const TxMessage& m = *slot.message;
-  const auto opcode = static_cast<uint8_t>(m.request.tagged ? wire::Opcode::kTagged
-                                                            : wire::Opcode::kMsg);
+  const auto opcode = static_cast<uint8_t>(m.opcode());
   wire::FrameHeader h = base_header(c, opcode);
   h.flags |= slot.flags;
   if (c.syn) h.flags |= wire::kFlagSyn;
@@ -214,8 +213,12 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     // Messages complete in order, when every segment of theirs is acked.
     while (!c.pending.empty() && c.pending.front()->fully_segmented &&
            c.pending.front()->segments_unacked == 0) {
-      complete_send(c, *c.pending.front(), 0, kProvNone);
-      retired_.push_back(std::move(c.pending.front()));
+      if (c.pending.front()->request.request) {
+        await_response(c, std::move(c.pending.front()));
+      } else {
+        complete_send(c, *c.pending.front(), 0, kProvNone);
+        retired_.push_back(std::move(c.pending.front()));
+      }
       c.pending.pop_front();
       --c.pending_cut;
     }
@@ -270,6 +273,7 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
 }
 
 void Engine::complete_send(Connection&, TxMessage& m, int error, int prov_errno) {
+  if (m.request.internal) return;  // our own response: nobody waits for it
   --outstanding_sends_;
   if (error == 0) ++stats_.messages_sent;
   if (!m.request.completion && error == 0) return;
@@ -291,6 +295,7 @@ void Engine::fail_transmit(Connection& c, int error, int prov_errno) {
     complete_send(c, *message, error, prov_errno);
     retired_.push_back(std::move(message));
   }
+  fail_awaiting(c, error, prov_errno);
   reset_transmit(c);
 }
 

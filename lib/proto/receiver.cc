@@ -1,7 +1,9 @@
 // receiver.cc: matching messages to receives.  A message that finds a posted
 // receive (in posting order, by source and tag) is placed straight into the
 // application's buffer; otherwise it is buffered as unexpected, within
-// TransportConfig::unexpected_bytes, until a receive claims it.
+// TransportConfig::unexpected_bytes, until a receive claims it.  Tagged
+// receives may also peek at unexpected messages (fi_tagged(3) FI_PEEK),
+// reserve one for a later FI_CLAIM receive, or discard one (FI_DISCARD).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -31,6 +33,19 @@ void scatter_at(const RecvRequest& r, size_t offset, const uint8_t* data, size_t
     length -= n;
     offset = 0;
   }
+}
+
+// A message a receive or a peek may still take.
+bool visible(const UnexpectedMessage& u) { return !u.claimed && !u.reserved && !u.discarded; }
+
+InboundMessage view_of(const UnexpectedMessage& u) {
+  InboundMessage view;
+  view.length = u.length;
+  view.tagged = u.tagged;
+  view.tag = u.tag;
+  view.has_data = u.has_data;
+  view.cq_data = u.cq_data;
+  return view;
 }
 
 }  // namespace
@@ -121,7 +136,11 @@ void Engine::finish_message(Connection& c) {
   } else {
     UnexpectedMessage& u = *in->unexpected;
     u.complete = true;
-    if (u.claimed) {
+    if (u.discarded) {
+      unexpected_bytes_ -= u.length;
+      unexpected_.erase(in->unexpected);
+      wake_stalled();
+    } else if (u.claimed) {
       complete_recv(u.claim, *in, u.bytes.get(), c.key);
       unexpected_bytes_ -= u.length;
       unexpected_.erase(in->unexpected);
@@ -134,20 +153,14 @@ void Engine::finish_message(Connection& c) {
 int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
   if (posted_count_ >= config_.max_posted_recvs) return -EAGAIN;
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-    if (it->claimed || !matches(request, it->source_key, it->tagged, it->tag)) continue;
+    if (!visible(*it) || !matches(request, it->source_key, it->tagged, it->tag)) continue;
     if (!it->complete) {
       // Still arriving: it completes into this receive when whole.
       it->claimed = true;
       it->claim = request;
       return 0;
     }
-    InboundMessage view;
-    view.length = it->length;
-    view.tagged = it->tagged;
-    view.tag = it->tag;
-    view.has_data = it->has_data;
-    view.cq_data = it->cq_data;
-    complete_recv(request, view, it->bytes.get(), it->source_key);
+    complete_recv(request, view_of(*it), it->bytes.get(), it->source_key);
     unexpected_bytes_ -= it->length;
     unexpected_.erase(it);
     wake_stalled();
@@ -157,6 +170,84 @@ int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
   ++posted_count_;
   wake_stalled();
   return 0;
+}
+
+Completion Engine::peek_completion(const RecvRequest& request, const UnexpectedMessage& u,
+                                   bool with_length) {
+  Completion done{};
+  done.kind = Completion::Kind::kRecv;
+  done.context = request.context;
+  done.user_flags = request.user_flags;
+  done.len = with_length ? u.length : 0;
+  done.buf = nullptr;  // fi_tagged(3): no data returned
+  done.tagged = u.tagged;
+  done.tag = u.tag;
+  done.has_data = u.has_data;
+  done.cq_data = u.cq_data;
+  done.source_key = u.source_key;
+  return done;
+}
+
+void Engine::drop_unexpected(std::list<UnexpectedMessage>::iterator it) {
+  if (!it->complete) {
+    // Its connection is still placing segments into it: it goes when whole
+    // (finish_message) or when that connection resets.
+    it->discarded = true;
+    it->reserved = false;
+    return;
+  }
+  unexpected_bytes_ -= it->length;
+  unexpected_.erase(it);
+  wake_stalled();
+}
+
+int Engine::peek_recv(const RecvRequest& request, PeekAction action) {
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    if (!visible(*it) || !matches(request, it->source_key, it->tagged, it->tag)) continue;
+    // The peek's only result is its completion: made whatever
+    // request.completion says.
+    completions_.push_back(peek_completion(request, *it, true));
+    if (action == PeekAction::kClaim) {
+      it->reserved = true;
+      it->reserved_for = request.context;
+    } else if (action == PeekAction::kDiscard) {
+      drop_unexpected(it);
+    }
+    return 0;
+  }
+  Completion none{};
+  none.kind = Completion::Kind::kRecv;
+  none.context = request.context;
+  none.user_flags = request.user_flags;
+  none.error = kErrNoMessage;
+  none.tagged = request.tagged;
+  none.tag = request.tag;
+  completions_.push_back(none);
+  return 0;
+}
+
+int Engine::claim_recv(const RecvRequest& request, bool discard) {
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    if (!it->reserved || it->claimed || it->reserved_for != request.context) continue;
+    if (discard) {
+      const Completion done = peek_completion(request, *it, false);
+      if (request.completion) completions_.push_back(done);
+      drop_unexpected(it);
+      return 0;
+    }
+    if (!it->complete) {
+      // Still arriving: it completes into this receive when whole.
+      it->claimed = true;
+      it->claim = request;
+      return 0;
+    }
+    complete_recv(request, view_of(*it), it->bytes.get(), it->source_key);
+    unexpected_bytes_ -= it->length;
+    unexpected_.erase(it);
+    wake_stalled();
+    return 0;
+  }
+  return -ENOENT;
 }
 
 int Engine::cancel_recv(void* context) {

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <list>
 #include <memory>
 #include <unordered_map>
@@ -39,6 +40,9 @@ inline constexpr int kErrTimedOut = 110;   // FI_ETIMEDOUT
 inline constexpr int kErrPeerReset = 5;    // FI_EIO; prov_errno says why
 inline constexpr int kErrTruncated = 265;  // FI_ETRUNC
 inline constexpr int kErrCanceled = 125;   // FI_ECANCELED
+inline constexpr int kErrNoHandler = 95;   // FI_EOPNOTSUPP: the peer serves no requests
+inline constexpr int kErrTooLarge = 90;    // FI_EMSGSIZE: a request above the peer's budget
+inline constexpr int kErrNoMessage = 42;   // FI_ENOMSG: a peek found no matching message
 // Provider-specific errno values (fi_cq_err_entry::prov_errno).
 enum ProvErrno : int {
   kProvNone = 0,
@@ -70,7 +74,25 @@ struct SendRequest {
   uint64_t cq_data = 0;
   bool copy = false;        // inject: keep a copy, the caller reuses the buffer now
   bool completion = true;   // false: no completion at all (fi_inject)
+  // A request: completes when its response arrives, whose data is placed
+  // in response_iov; the completion's error is the response's status.
+  bool request = false;
+  iovec response_iov[kMaxIov] = {};
+  size_t response_iov_count = 0;
+  bool internal = false;    // a response we send: not an application send
 };
+
+// A request (RMA, atomics) is sent like a message; the target's
+// RequestHandler turns its bytes into a Response, which travels back on the
+// reverse stream and completes the request.  The stream delivers each
+// request once, so the handler runs once per request; the response is
+// copied when made and kept until the initiator acknowledged it.
+struct Response {
+  int status = 0;             // 0, or a kErr*-style positive error for the initiator
+  std::vector<uint8_t> data;  // returned bytes (read data, fetched values)
+};
+using RequestHandler =
+    std::function<Response(uint64_t peer_key, const uint8_t* request, size_t length)>;
 
 struct RecvRequest {
   iovec iov[kMaxIov] = {};
@@ -119,7 +141,8 @@ struct TransportStats {
   uint64_t frames_sent = 0, frames_received = 0, retransmitted = 0, acks_sent = 0,
            resets_sent = 0, duplicates = 0, out_of_window = 0, stale_session = 0,
            bad_frames = 0, stalled_no_buffer = 0, fast_retransmits = 0, timeouts = 0,
-           messages_sent = 0, messages_received = 0, peers_failed = 0;
+           messages_sent = 0, messages_received = 0, peers_failed = 0,
+           requests_served = 0;
 };
 
 // One frame the engine wants sent.  The payload is gathered from the message
@@ -140,6 +163,13 @@ struct Segment {
 };
 
 struct TxMessage {
+  wire::Opcode opcode() const {
+    if (request.request) return wire::Opcode::kRequest;
+    if (response) return wire::Opcode::kResponse;
+    return request.tagged ? wire::Opcode::kTagged : wire::Opcode::kMsg;
+  }
+  bool response = false;        // answers request response_to, status in cq_data
+  uint32_t response_to = 0;
   iovec iov[kMaxIov];
   size_t iov_count;
   std::unique_ptr<uint8_t[]> copy;  // inject: owned bytes
@@ -203,6 +233,10 @@ struct Connection {
   std::unique_ptr<uint8_t[]> rx_payload;
   uint32_t rx_buffered = 0;
   InboundMessage* inbound = nullptr;  // message being assembled
+  struct RemoteInbound* remote = nullptr;  // or request / response being assembled
+  // Requests fully acknowledged that wait for their response, by msg_id.
+  std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_response;
+  uint64_t awaiting_since_ns = 0;  // last progress of the responses we wait for
   bool rx_stalled = false;            // advertised window 0
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;
@@ -220,8 +254,13 @@ struct UnexpectedMessage {
   size_t received = 0;
   std::unique_ptr<uint8_t[]> bytes;
   bool complete = false;
-  bool claimed = false;
+  bool claimed = false;  // a receive waits for it to arrive whole: claim
   RecvRequest claim;
+  // fi_tagged(3) FI_PEEK|FI_CLAIM reserved it for a later FI_CLAIM receive
+  // with this context; no other receive or peek sees it.
+  bool reserved = false;
+  void* reserved_for = nullptr;
+  bool discarded = false;  // FI_DISCARD while still arriving: dropped when whole
 };
 
 struct InboundMessage {
@@ -236,6 +275,20 @@ struct InboundMessage {
   uint64_t tag = 0;
   bool has_data = false;
   uint64_t cq_data = 0;
+};
+
+// What a connection assembles when its stream carries a request or a
+// response rather than a message (engine_rma.cc).
+struct RemoteInbound {
+  bool is_response = false;
+  uint32_t msg_id = 0;
+  size_t length = 0;
+  size_t received = 0;
+  std::unique_ptr<uint8_t[]> bytes;  // request: its bytes, for the handler
+  size_t charged = 0;                // request: bytes of the unexpected budget it holds
+  bool oversize = false;             // request: above the budget, consumed and refused
+  TxMessage* request = nullptr;      // response: the request it answers (or none)
+  int status = 0;                    // response: its status
 };
 
 class Engine {
@@ -253,12 +306,29 @@ class Engine {
   // Cancels the posted receive with that context: 0 (a kErrCanceled
   // completion follows) or -ENOENT.
   int cancel_recv(void* context);
+  // fi_tagged(3) FI_PEEK (receiver.cc): looks for an unexpected message that
+  // matches `request` (oldest first; one still arriving counts, one a
+  // receive or a claim already holds does not).  Found: a kRecv completion
+  // with its length, tag and CQ data, buf nullptr and nothing copied; with
+  // kClaim the message is then reserved for claim_recv with request.context,
+  // with kDiscard it is dropped.  Not found: a completion with error
+  // kErrNoMessage.  Always returns 0.
+  enum class PeekAction : uint8_t { kPeek, kClaim, kDiscard };
+  int peek_recv(const RecvRequest& request, PeekAction action);
+  // FI_CLAIM: receives into `request` the message peek_recv(kClaim) reserved
+  // for request.context (at once, or when whole), or with `discard` drops
+  // it (a completion with len 0, buf nullptr).  Returns 0, or -ENOENT when
+  // no message is reserved for that context.
+  int claim_recv(const RecvRequest& request, bool discard);
   // A frame addressed to this endpoint (the caller checked dst MAC/queue).
   void on_frame(const Segment& segment, uint64_t now_ns);
   // Timers: retransmission, delayed acks, dead peers; and more sending.
   void poll(uint64_t now_ns);
   // Forgets a peer's connection, failing its operations (AV removal).
   void drop_peer(uint64_t key);
+  // Serves requests from peers (RMA, atomics); without one, every request
+  // gets kErrNoHandler.
+  void set_request_handler(RequestHandler handler) { request_handler_ = std::move(handler); }
 
   std::vector<OutFrame>& outbox() { return outbox_; }
   // The caller sent (or dropped) the outbox: payload views may go now.
@@ -312,9 +382,23 @@ class Engine {
   bool begin_message(Connection& c, const wire::FrameHeader& h);
   void place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length);
   void finish_message(Connection& c);
+  // engine_rma.cc: requests and responses.
+  bool deliver_remote(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
+  void finish_remote(Connection& c);
+  void send_response(Connection& c, uint32_t request_id, Response response);
+  // A request fully acknowledged waits for its response instead of completing.
+  void await_response(Connection& c, std::unique_ptr<TxMessage> message);
+  void fail_awaiting(Connection& c, int error, int prov_errno);
+  void drop_remote(Connection& c);
+  // Gives a request's bytes back to the unexpected budget.
+  void release_request(RemoteInbound& in);
   void complete_recv(const RecvRequest& recv, const InboundMessage& in,
                      const uint8_t* bytes_if_copy, uint64_t source_key);
   bool matches(const RecvRequest& recv, uint64_t source_key, bool tagged, uint64_t tag) const;
+  Completion peek_completion(const RecvRequest& request, const UnexpectedMessage& u,
+                             bool with_length);
+  // Drops an unexpected message now, or when whole if it is still arriving.
+  void drop_unexpected(std::list<UnexpectedMessage>::iterator it);
   void wake_stalled();
 
   TransportConfig config_;
@@ -327,6 +411,7 @@ class Engine {
   std::unordered_map<uint64_t, uint16_t> last_tx_conn_;
   std::vector<OutFrame> outbox_;
   std::vector<std::unique_ptr<TxMessage>> retired_;
+  RequestHandler request_handler_;
   std::vector<Completion> completions_;
   std::deque<RecvRequest> posted_;
   size_t posted_count_ = 0;

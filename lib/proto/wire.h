@@ -29,7 +29,9 @@ static_assert(sizeof(EtherHeader) == 14);
   X(kMsg, 1, "MSG")       /* an untagged message segment */            \
   X(kTagged, 2, "TAGGED") /* a tagged message segment (tag valid) */   \
   X(kAck, 3, "ACK")       /* ack + window; tag carries the SACK bitmap */ \
-  X(kReset, 4, "RESET")   /* "I hold no connection for your session" */
+  X(kReset, 4, "RESET")   /* "I hold no connection for your session" */ \
+  X(kRequest, 5, "REQUEST")   /* RMA/atomic request segment: the target answers */ \
+  X(kResponse, 6, "RESPONSE") /* its answer: tag = request msg_id, cq_data = status */
 
 enum class Opcode : uint8_t {
 #define OFI_DPDK_OPCODE_ENUM(name, value, text) name = value,
@@ -48,6 +50,14 @@ constexpr const char* opcode_name(uint8_t value) {
 
 constexpr bool opcode_known(uint8_t value) {
   return opcode_name(value)[0] != 'U';
+}
+
+// Opcodes whose frames carry a message stream segment (seq, msg_id, offset).
+constexpr bool opcode_is_data(uint8_t value) {
+  return value == static_cast<uint8_t>(Opcode::kMsg) ||
+         value == static_cast<uint8_t>(Opcode::kTagged) ||
+         value == static_cast<uint8_t>(Opcode::kRequest) ||
+         value == static_cast<uint8_t>(Opcode::kResponse);
 }
 
 // Frame flags (FrameHeader::flags).

@@ -242,16 +242,16 @@ TEST_F(CqTest, ErrorEntryBlocksReadsUntilReadAndStrerrorDescribesIt) {
 
 // ---- opening and closing ----
 
-TEST_F(CqTest, WaitFdIsNotSupportedYet) {
-  // The provider offers FI_WAIT_NONE and FI_WAIT_UNSPEC only, for now; when
-  // FI_WAIT_FD lands this test turns into one that polls the fd.
-  fi_cq_attr attr{};
-  attr.format = FI_CQ_FORMAT_DATA;
-  attr.wait_obj = FI_WAIT_FD;
-  fid_cq* cq = nullptr;
-  const int ret = fi_cq_open(domain_.domain, &attr, &cq, nullptr);
-  EXPECT_EQ(ret, -FI_ENOSYS);
-  if (ret == 0) fi_close(&cq->fid);
+TEST_F(CqTest, WaitSetAndMutexCondAreRefused) {
+  for (fi_wait_obj wait : {FI_WAIT_SET, FI_WAIT_MUTEX_COND}) {
+    fi_cq_attr attr{};
+    attr.format = FI_CQ_FORMAT_DATA;
+    attr.wait_obj = wait;
+    fid_cq* cq = nullptr;
+    const int ret = fi_cq_open(domain_.domain, &attr, &cq, nullptr);
+    EXPECT_EQ(ret, -FI_ENOSYS) << wait;
+    if (ret == 0) fi_close(&cq->fid);
+  }
 }
 
 TEST_F(CqTest, UnknownFormatIsRefused) {

@@ -149,9 +149,8 @@ TEST_F(GetinfoMatch, ModifiersWeHaveAreGranted) {
 // that a provider must support the requested value or fail the operation
 // with -FI_ENODATA" -- primary capabilities and modifiers we lack.
 TEST_F(GetinfoMatch, PrimaryCapsWeLackAreRefused) {
-  for (uint64_t cap : {FI_TAGGED, FI_RMA, FI_ATOMIC, FI_MULTICAST, FI_NAMED_RX_CTX,
-                       FI_VARIABLE_MSG, FI_HMEM, FI_COLLECTIVE, FI_READ, FI_WRITE,
-                       FI_REMOTE_READ, FI_REMOTE_WRITE}) {
+  for (uint64_t cap : {FI_MULTICAST, FI_NAMED_RX_CTX, FI_VARIABLE_MSG, FI_HMEM,
+                       FI_COLLECTIVE}) {
     hints_->caps = FI_MSG | cap;
     EXPECT_FALSE(matches()) << fi_tostr(&cap, FI_TYPE_CAPS) << " was granted";
   }
@@ -184,6 +183,35 @@ TEST_F(GetinfoMatch, NarrowingDoesNotAddAPrimaryCapNotSelected) {
   expect_match_and_narrow();
   EXPECT_TRUE(offer_->caps & FI_DIRECTED_RECV);
   EXPECT_FALSE(offer_->caps & FI_MSG);
+}
+
+// fi_tagged(3) is offered: FI_TAGGED in caps, tx_attr and rx_attr, with a
+// tag format of 64 generic bits; a requested format is kept, and an
+// endpoint without FI_TAGGED reports none (fi_endpoint(3) mem_tag_format).
+TEST_F(GetinfoMatch, FiTaggedIsOfferedWithItsTagFormat) {
+  EXPECT_TRUE(offer_->caps & FI_TAGGED);
+  EXPECT_TRUE(offer_->tx_attr->caps & FI_TAGGED);
+  EXPECT_TRUE(offer_->rx_attr->caps & FI_TAGGED);
+  EXPECT_EQ(offer_->ep_attr->mem_tag_format, 0xAAAAAAAAAAAAAAAAull);
+  hints_->caps = FI_TAGGED | FI_DIRECTED_RECV;
+  hints_->tx_attr->caps = FI_TAGGED | FI_SEND;
+  hints_->rx_attr->caps = FI_TAGGED | FI_RECV | FI_DIRECTED_RECV;
+  hints_->ep_attr->mem_tag_format = 0x30FF;
+  expect_match_and_narrow();
+  EXPECT_EQ(offer_->caps & (FI_TAGGED | FI_MSG), FI_TAGGED);
+  EXPECT_TRUE(offer_->tx_attr->caps & FI_TAGGED);
+  EXPECT_TRUE(offer_->rx_attr->caps & FI_TAGGED);
+  EXPECT_EQ(offer_->ep_attr->mem_tag_format, 0x30FFu);
+
+  fi_freeinfo(offer_);
+  offer_ = make_offer();
+  hints_->caps = FI_MSG;
+  hints_->tx_attr->caps = 0;
+  hints_->rx_attr->caps = 0;
+  hints_->ep_attr->mem_tag_format = 0;
+  expect_match_and_narrow();
+  EXPECT_FALSE(offer_->caps & FI_TAGGED);
+  EXPECT_EQ(offer_->ep_attr->mem_tag_format, 0u);
 }
 
 // fi_getinfo(3): "If no modifiers are specified for an applicable
@@ -228,7 +256,7 @@ TEST_F(GetinfoMatch, FiSourceOnlyWhenAsked) {
 // requested of the associated endpoint."
 TEST_F(GetinfoMatch, TxAttrCapsBeyondTheOfferAreRefused) {
   hints_->caps = FI_MSG;
-  hints_->tx_attr->caps = FI_MSG | FI_TAGGED;
+  hints_->tx_attr->caps = FI_MSG | FI_MULTICAST;
   EXPECT_FALSE(matches());
   hints_->tx_attr->caps = FI_MSG | FI_SEND;
   EXPECT_TRUE(matches()) << why_;
@@ -523,13 +551,20 @@ TEST_F(GetinfoMatch, CqDataSizeUpToEightBytes) {
 }
 
 // fi_domain(3), mr_mode for API 1.5 and later: the application sets the
-// bits it can support, the provider answers with those it requires -- we
-// require none, whatever the application offers (fi_pingpong's
-// FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY here).
+// bits it can support, the provider answers with those it keeps -- we need
+// none, and keep FI_MR_PROV_KEY (keys are ours and random) and
+// FI_MR_VIRT_ADDR (RMA addresses are virtual) when offered
+// (fi_pingpong's FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+// FI_MR_PROV_KEY here); without it the application's keys are used.
 TEST_F(GetinfoMatch, MrModeForApi117RequiresNothing) {
   EXPECT_EQ(offer_->domain_attr->mr_mode, 0);
   hints_->domain_attr->mr_mode =
       FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  expect_match_and_narrow();
+  EXPECT_EQ(offer_->domain_attr->mr_mode, FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
+  TearDown();
+  SetUp();
+  hints_->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED;
   expect_match_and_narrow();
   EXPECT_EQ(offer_->domain_attr->mr_mode, 0);
 }
@@ -570,7 +605,8 @@ TEST_F(GetinfoMatch, FabricNameMustBeDpdk) {
 
 // The hints of stock fi_pingpong -e rdm: FI_MSG, modes FI_CONTEXT |
 // FI_CONTEXT2 | FI_MSG_PREFIX, mr_mode FI_MR_LOCAL plus the basic map.  All
-// are granted, and the answer asks for no mode and no registration.
+// are granted, and the answer asks for no mode and no registration (only
+// provider keys, which fi_pingpong accepts).
 TEST_F(GetinfoMatch, StockPingpongHintsMatch) {
   hints_->caps = FI_MSG;
   hints_->mode = FI_CONTEXT | FI_CONTEXT2 | FI_MSG_PREFIX;
@@ -580,7 +616,7 @@ TEST_F(GetinfoMatch, StockPingpongHintsMatch) {
   hints_->fabric_attr->prov_name = strdup("dpdk");
   expect_match_and_narrow();
   EXPECT_EQ(offer_->mode, 0u);
-  EXPECT_EQ(offer_->domain_attr->mr_mode, 0);
+  EXPECT_EQ(offer_->domain_attr->mr_mode, FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
   EXPECT_EQ(offer_->ep_attr->msg_prefix_size, 0u);
   EXPECT_TRUE(offer_->caps & FI_MSG);
 }

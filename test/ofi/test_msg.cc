@@ -729,21 +729,24 @@ TEST_F(Messaging, SendToAClosedEndpointEndsInAnErrorNotAHang) {
   expect_message_delivered(a_, a_.addr, a_, "still here");
 }
 
-TEST_F(Messaging, TaggedRmaAndAtomicCallsAreENOSYS) {
+TEST_F(Messaging, TaggedRmaAndAtomicCallsAreRefusedWithoutTheirCaps) {
   uint64_t buffer[4] = {};
   int context = 0;
-  EXPECT_EQ(fi_tsend(a_.ep, buffer, 8, nullptr, b_.addr, 42, &context), -FI_ENOSYS);
-  EXPECT_EQ(fi_trecv(a_.ep, buffer, 8, nullptr, FI_ADDR_UNSPEC, 42, 0, &context), -FI_ENOSYS);
-  EXPECT_EQ(fi_tinject(a_.ep, buffer, 8, b_.addr, 42), -FI_ENOSYS);
-  EXPECT_EQ(fi_read(a_.ep, buffer, 8, nullptr, b_.addr, 0, 1, &context), -FI_ENOSYS);
-  EXPECT_EQ(fi_write(a_.ep, buffer, 8, nullptr, b_.addr, 0, 1, &context), -FI_ENOSYS);
+  // These endpoints were opened for FI_MSG only: tagged calls, RMA and
+  // atomics are refused, not run.
+  EXPECT_EQ(fi_tsend(a_.ep, buffer, 8, nullptr, b_.addr, 42, &context), -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_trecv(a_.ep, buffer, 8, nullptr, FI_ADDR_UNSPEC, 42, 0, &context),
+            -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_tinject(a_.ep, buffer, 8, b_.addr, 42), -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_read(a_.ep, buffer, 8, nullptr, b_.addr, 0, 1, &context), -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_write(a_.ep, buffer, 8, nullptr, b_.addr, 0, 1, &context), -FI_EOPNOTSUPP);
   EXPECT_EQ(fi_atomic(a_.ep, buffer, 1, nullptr, b_.addr, 0, 1, FI_UINT64, FI_SUM, &context),
-            -FI_ENOSYS);
+            -FI_EOPNOTSUPP);
   EXPECT_EQ(fi_fetch_atomic(a_.ep, buffer, 1, nullptr, buffer + 1, nullptr, b_.addr, 0, 1,
                             FI_UINT64, FI_SUM, &context),
-            -FI_ENOSYS);
+            -FI_EOPNOTSUPP);
   size_t count = 0;
-  EXPECT_EQ(fi_atomicvalid(a_.ep, FI_UINT64, FI_SUM, &count), -FI_ENOSYS);
+  EXPECT_EQ(fi_atomicvalid(a_.ep, FI_UINT64, FI_SUM, &count), -FI_EOPNOTSUPP);
   EXPECT_TRUE(stays_empty(a_.tx_cq, 0.05));
   expect_message_delivered(a_, b_.addr, b_, "messaging unaffected");
 }

@@ -453,28 +453,5 @@ TEST_F(Objects, UnknownEndpointOptionIsENOPROTOOPT) {
             -FI_ENOPROTOOPT);
 }
 
-// ---- counters: not supported yet ----
-
-TEST_F(Objects, CountersAreENOSYS) {
-  fi_cntr_attr attr{};
-  attr.events = FI_CNTR_EVENTS_COMP;
-  fid_cntr* cntr = nullptr;
-  const int ret = fi_cntr_open(domain_.domain, &attr, &cntr, nullptr);
-  EXPECT_EQ(ret, -FI_ENOSYS);
-  if (ret == 0) fi_close(&cntr->fid);
-}
-
-TEST_F(Objects, BindingACounterIsENOSYS) {
-  // No counter can be opened, so this stands in for one: fi_ep_bind only
-  // needs its class to refuse it.  Replace with a real counter when
-  // fi_cntr_open works.
-  fid_cntr stand_in{};
-  stand_in.fid.fclass = FI_CLASS_CNTR;
-  fid_ep* ep = nullptr;
-  ASSERT_EQ(fi_endpoint(domain_.domain, domain_.info, &ep, nullptr), 0);
-  EXPECT_EQ(fi_ep_bind(ep, &stand_in.fid, FI_SEND | FI_RECV), -FI_ENOSYS);
-  EXPECT_EQ(fi_close(&ep->fid), 0);
-}
-
 }  // namespace
 }  // namespace ofi_dpdk::test

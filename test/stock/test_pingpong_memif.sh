@@ -8,6 +8,7 @@
 #   1. fi_pingpong -p dpdk -e rdm -I 1000 -S 64
 #   2. fi_pingpong -p dpdk -e rdm -I 10 -S all -c    (every size fi_pingpong
 #      knows up to max_msg_size -- its cap is 6 MiB -- with data checks)
+#   3. run 2 with -I 2 and FI_DPDK_FAULT_DROP=0.05: 5 % loss each way
 # Run 2 takes -I 10: at the ~70 MB/s memif gives without hugepages on a
 # two-core box, -I 100 moves some 5 GB and needs over a minute.
 # Both sides must exit 0.  The control connection uses a random free TCP
@@ -18,8 +19,8 @@
 #                          --provider-path (its default is <repo>/build)
 #   OFI_DPDK_SOURCE_ROOT   the source tree (for usertools/dpdk-fi-run.py)
 #
-# Every process runs under `timeout`: 15 s for run 1 and 40 s for run 2, so
-# both fit meson's 60 s (an idle two-core box needs ~2 s and ~9 s; a loaded
+# Every process runs under `timeout`: 15 s for run 1, 40 s for run 2 and
+# 50 s for run 3, so all fit meson's 120 s (an idle two-core box needs ~2 s and ~9 s; a loaded
 # one several times that: both sides busy-poll).  On any exit the trap
 # stops whatever is still running, by PID, and removes the folder.  Prints both sides' output
 # when a run fails.  Exit status: 0 when both runs passed, 1 otherwise, 77
@@ -130,9 +131,12 @@ pingpong() {
 
 pingpong small 15 -I 1000 -S 64
 pingpong all_sizes 40 -I 10 -S all -c
+# 3. The same with 5 % of the frames each side receives dropped by the
+#    fault injector: the transport repairs every loss, data checks pass.
+FI_DPDK_FAULT_DROP=0.05 pingpong lossy 50 -I 2 -S all -c
 
 if ((failures > 0)); then
 	echo "test_pingpong_memif.sh: $failures run(s) failed"
 	exit 1
 fi
-echo "test_pingpong_memif.sh: both runs passed"
+echo "test_pingpong_memif.sh: all runs passed"

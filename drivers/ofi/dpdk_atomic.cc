@@ -1,0 +1,351 @@
+// dpdk_atomic.cc: fi_atomic(3).  An atomic is a transport request like an
+// RMA (dpdk_rma.cc): the header names the datatype, the op and the class,
+// the operands (and compare values) follow.  The target checks key, range
+// and access, then applies the op through lib/atomic's dispatch table with
+// real CPU atomics, so concurrent atomics from any peer or lcore on the same
+// element never tear.  Fetch and compare atomics get the old values back in
+// the response, which the transport keeps until acknowledged: a
+// retransmitted request is never executed twice.
+#include <algorithm>
+#include <cstring>
+
+#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_remote_op.h"
+#include "lib/atomic/atomic_table.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+using atomic::Class;
+
+// Bytes of operands one atomic may carry: fi_atomicvalid's count is this
+// over the datatype's size.
+constexpr size_t kMaxAtomicBytes = 64 << 10;
+
+RemoteKind kind_of(Class c) {
+  return c == Class::kBase    ? RemoteKind::kAtomic
+         : c == Class::kFetch ? RemoteKind::kFetchAtomic
+                              : RemoteKind::kCompareAtomic;
+}
+
+// Region access each class needs at the target.
+uint64_t access_for(Class c, fi_op op) {
+  if (c == Class::kBase) return FI_REMOTE_WRITE;
+  if (op == FI_ATOMIC_READ) return FI_REMOTE_READ;
+  return FI_REMOTE_READ | FI_REMOTE_WRITE;
+}
+
+// fi_atomicvalid and fi_query_atomic: 0 and the element size and maximum
+// count, or -FI_EOPNOTSUPP / -FI_EINVAL.
+int valid(fi_datatype datatype, fi_op op, Class c, size_t* size, size_t* count) {
+  size_t element = 0;
+  const int ret = atomic::query(datatype, op, c, &element);
+  if (ret != 0) return ret;
+  if (size != nullptr) *size = element;
+  if (count != nullptr) *count = kMaxAtomicBytes / element;
+  return 0;
+}
+
+size_t total(const fi_ioc* iov, size_t count) {
+  size_t elements = 0;
+  for (size_t i = 0; i < count; ++i) elements += iov[i].count;
+  return elements;
+}
+
+}  // namespace
+
+proto::Response serve_atomic(Endpoint* ep, const RemoteOp& request, const uint8_t* data,
+                             size_t length) {
+  proto::Response response;
+  const Class c = request.kind == RemoteKind::kAtomic        ? Class::kBase
+                  : request.kind == RemoteKind::kFetchAtomic ? Class::kFetch
+                                                             : Class::kCompare;
+  fi_op op;
+  fi_datatype datatype;
+  if (!atomic::to_op(request.op, &op) || !atomic::to_datatype(request.datatype, &datatype)) {
+    response.status = FI_EINVAL;
+    return response;
+  }
+  const uint64_t needed = access_for(c, op);
+  if (!ep->has_cap(FI_ATOMIC) ||
+      ((needed & FI_REMOTE_WRITE) && !ep->has_cap(FI_REMOTE_WRITE)) ||
+      ((needed & FI_REMOTE_READ) && !ep->has_cap(FI_REMOTE_READ))) {
+    response.status = FI_EOPNOTSUPP;
+    return response;
+  }
+  size_t size = 0, max_count = 0;
+  if (valid(datatype, op, c, &size, &max_count) != 0) {
+    response.status = FI_EOPNOTSUPP;
+    return response;
+  }
+  const uint64_t count = request.length;
+  if (count == 0 || count > max_count) {
+    response.status = count == 0 ? FI_EINVAL : FI_EMSGSIZE;
+    return response;
+  }
+  const size_t bytes = count * size;
+  // FI_ATOMIC_READ may come without operands; everything else brings them,
+  // and compare atomics their compare values after them.
+  const size_t operands = op == FI_ATOMIC_READ && length == 0 ? 0 : bytes;
+  if (length != operands + (c == Class::kCompare ? bytes : 0)) {
+    response.status = FI_EINVAL;
+    return response;
+  }
+  uint8_t* target = nullptr;
+  response.status = resolve_remote(*ep, request.key, request.addr, bytes, needed, &target);
+  if (response.status != 0) return response;
+  if (c != Class::kBase) response.data.resize(bytes);
+  const int ret = atomic::apply(op, datatype, c, target, operands ? data : nullptr,
+                                c == Class::kCompare ? data + operands : nullptr,
+                                c != Class::kBase ? response.data.data() : nullptr, count);
+  if (ret != 0) {
+    // Refused before touching memory (an unaligned target, say).
+    response.status = -ret;
+    response.data.clear();
+    return response;
+  }
+  Cntr* counter = c == Class::kBase ? ep->remote_write_cntr : ep->remote_read_cntr;
+  if (counter != nullptr) counter->add(1);
+  return response;
+}
+
+ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
+                            size_t compare_count, fi_ioc* result, size_t result_count,
+                            uint64_t flags, int op_class) {
+  const auto c = static_cast<Class>(op_class);
+  if (!enabled) return -FI_EOPBADSTATE;
+  if (!has_cap(FI_ATOMIC) || !has_cap(c == Class::kBase ? FI_WRITE : FI_READ))
+    return -FI_EOPNOTSUPP;
+  size_t size = 0, max_count = 0;
+  if (int ret = valid(msg.datatype, msg.op, c, &size, &max_count); ret != 0) return ret;
+  if (msg.iov_count > kIovLimit || compare_count > kIovLimit || result_count > kIovLimit)
+    return -FI_EINVAL;
+  if (msg.rma_iov_count != 1 || msg.rma_iov == nullptr) return -FI_EINVAL;
+  const size_t operand_count = msg.msg_iov == nullptr ? 0 : total(msg.msg_iov, msg.iov_count);
+  const bool no_operands = msg.op == FI_ATOMIC_READ && operand_count == 0;
+  const size_t count = no_operands ? msg.rma_iov[0].count : operand_count;
+  if (count == 0 || msg.rma_iov[0].count != count) return -FI_EINVAL;
+  if (count > max_count) return -FI_EMSGSIZE;
+  if (c == Class::kCompare && (compare == nullptr || total(compare, compare_count) != count))
+    return -FI_EINVAL;
+  if (c != Class::kBase && (result == nullptr || total(result, result_count) != count))
+    return -FI_EINVAL;
+  if ((flags & FI_INJECT) && count * size > info->tx_attr->inject_size) return -FI_EMSGSIZE;
+  const av::Address* resolved = av != nullptr ? av->resolve(msg.addr) : nullptr;
+  if (resolved == nullptr) return -FI_EINVAL;
+
+  RemoteOp op{};
+  op.kind = kind_of(c);
+  op.datatype = static_cast<uint16_t>(msg.datatype);
+  op.op = static_cast<uint16_t>(msg.op);
+  op.key = msg.rma_iov[0].key;
+  op.addr = msg.rma_iov[0].addr;
+  op.length = count;
+  uint8_t header[kRemoteOpSize];
+  encode(op, header);
+  // Operands and compare values are copied at the call.
+  iovec request_iov[1 + 2 * kIovLimit];
+  size_t parts = 0;
+  request_iov[parts++] = {header, kRemoteOpSize};
+  if (!no_operands)
+    for (size_t i = 0; i < msg.iov_count; ++i)
+      request_iov[parts++] = {msg.msg_iov[i].addr, msg.msg_iov[i].count * size};
+  if (c == Class::kCompare)
+    for (size_t i = 0; i < compare_count; ++i)
+      request_iov[parts++] = {compare[i].addr, compare[i].count * size};
+
+  proto::PeerAddress address;
+  std::memcpy(address.mac, resolved->mac, 6);
+  address.queue = resolved->queue;
+  address.session = resolved->session;
+  proto::SendRequest request;
+  request.iov = request_iov;
+  request.iov_count = parts;
+  request.context = msg.context;
+  request.user_flags = FI_ATOMIC | (c == Class::kBase ? FI_WRITE : FI_READ);
+  request.copy = true;
+  request.request = true;
+  if (c != Class::kBase) {
+    for (size_t i = 0; i < result_count; ++i)
+      request.response_iov[i] = {result[i].addr, result[i].count * size};
+    request.response_iov_count = result_count;
+  }
+  const bool cq_entry = tx_cq != nullptr && wants_completion(tx_selective, flags);
+  Cntr* counter = c == Class::kBase ? write_cntr : read_cntr;
+  request.completion = cq_entry || counter != nullptr;
+  if (!cq_entry) request.user_flags |= kNoCqEntry;
+  const int ret = engine->send(address, request, now_ns());
+  if (ret == -EAGAIN) port().progress_if_manual();
+  flush();
+  return send_errno(ret);
+}
+
+namespace {
+
+constexpr uint64_t kAtomicMsgFlags = FI_COMPLETION | FI_MORE | FI_INJECT | FI_INJECT_COMPLETE |
+                                     FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE;
+
+Endpoint* endpoint_of(fid_ep* ep) { return from_fid<Endpoint>(ep); }
+
+ssize_t call(fid_ep* ep_fid, const fi_ioc* iov, size_t count, const fi_ioc* compare,
+             size_t compare_count, fi_ioc* result, size_t result_count, fi_addr_t dest,
+             uint64_t addr, uint64_t key, fi_datatype datatype, fi_op op, void* context,
+             uint64_t flags, Class c) {
+  Endpoint* ep = endpoint_of(ep_fid);
+  fi_rma_ioc remote{addr, iov == nullptr ? 0 : total(iov, count), key};
+  if (op == FI_ATOMIC_READ && remote.count == 0 && result != nullptr)
+    remote.count = total(result, result_count);
+  fi_msg_atomic msg{};
+  msg.msg_iov = iov;
+  msg.iov_count = count;
+  msg.addr = dest;
+  msg.rma_iov = &remote;
+  msg.rma_iov_count = 1;
+  msg.datatype = datatype;
+  msg.op = op;
+  msg.context = context;
+  std::lock_guard guard(ep->port().lock);
+  return ep->atomic_op(msg, compare, compare_count, result, result_count, flags,
+                       static_cast<int>(c));
+}
+
+// fi_atomic(3): a NULL buf with FI_ATOMIC_READ means no operands.
+fi_ioc operand(const void* buf, size_t count) {
+  return {const_cast<void*>(buf), buf == nullptr ? 0 : count};
+}
+
+ssize_t atomic_write(fid_ep* ep, const void* buf, size_t count, void*, fi_addr_t dest,
+                     uint64_t addr, uint64_t key, fi_datatype datatype, fi_op op, void* context) {
+  fi_ioc iov = operand(buf, count);
+  return call(ep, &iov, 1, nullptr, 0, nullptr, 0, dest, addr, key, datatype, op, context,
+              endpoint_of(ep)->tx_op_flags, Class::kBase);
+}
+
+ssize_t atomic_writev(fid_ep* ep, const fi_ioc* iov, void**, size_t count, fi_addr_t dest,
+                      uint64_t addr, uint64_t key, fi_datatype datatype, fi_op op,
+                      void* context) {
+  return call(ep, iov, count, nullptr, 0, nullptr, 0, dest, addr, key, datatype, op, context,
+              endpoint_of(ep)->tx_op_flags, Class::kBase);
+}
+
+ssize_t atomic_writemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, uint64_t flags) {
+  if (msg == nullptr) return -FI_EINVAL;
+  if (flags & ~kAtomicMsgFlags) return -FI_EBADFLAGS;
+  Endpoint* ep = endpoint_of(ep_fid);
+  std::lock_guard guard(ep->port().lock);
+  return ep->atomic_op(*msg, nullptr, 0, nullptr, 0, flags, static_cast<int>(Class::kBase));
+}
+
+ssize_t atomic_inject(fid_ep* ep, const void* buf, size_t count, fi_addr_t dest, uint64_t addr,
+                      uint64_t key, fi_datatype datatype, fi_op op) {
+  fi_ioc iov = operand(buf, count);
+  return call(ep, &iov, 1, nullptr, 0, nullptr, 0, dest, addr, key, datatype, op, nullptr,
+              FI_INJECT | kNoCompletion, Class::kBase);
+}
+
+ssize_t atomic_readwrite(fid_ep* ep, const void* buf, size_t count, void*, void* result, void*,
+                         fi_addr_t dest, uint64_t addr, uint64_t key, fi_datatype datatype,
+                         fi_op op, void* context) {
+  fi_ioc iov = operand(buf, count);
+  fi_ioc out{result, count};
+  return call(ep, &iov, 1, nullptr, 0, &out, 1, dest, addr, key, datatype, op, context,
+              endpoint_of(ep)->tx_op_flags, Class::kFetch);
+}
+
+ssize_t atomic_readwritev(fid_ep* ep, const fi_ioc* iov, void**, size_t count, fi_ioc* resultv,
+                          void**, size_t result_count, fi_addr_t dest, uint64_t addr,
+                          uint64_t key, fi_datatype datatype, fi_op op, void* context) {
+  return call(ep, iov, count, nullptr, 0, resultv, result_count, dest, addr, key, datatype, op,
+              context, endpoint_of(ep)->tx_op_flags, Class::kFetch);
+}
+
+ssize_t atomic_readwritemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, fi_ioc* resultv, void**,
+                            size_t result_count, uint64_t flags) {
+  if (msg == nullptr) return -FI_EINVAL;
+  if (flags & ~kAtomicMsgFlags) return -FI_EBADFLAGS;
+  Endpoint* ep = endpoint_of(ep_fid);
+  std::lock_guard guard(ep->port().lock);
+  return ep->atomic_op(*msg, nullptr, 0, resultv, result_count, flags,
+                       static_cast<int>(Class::kFetch));
+}
+
+ssize_t atomic_compwrite(fid_ep* ep, const void* buf, size_t count, void*, const void* compare,
+                         void*, void* result, void*, fi_addr_t dest, uint64_t addr, uint64_t key,
+                         fi_datatype datatype, fi_op op, void* context) {
+  fi_ioc iov = operand(buf, count);
+  fi_ioc cmp{const_cast<void*>(compare), count};
+  fi_ioc out{result, count};
+  return call(ep, &iov, 1, &cmp, 1, &out, 1, dest, addr, key, datatype, op, context,
+              endpoint_of(ep)->tx_op_flags, Class::kCompare);
+}
+
+ssize_t atomic_compwritev(fid_ep* ep, const fi_ioc* iov, void**, size_t count,
+                          const fi_ioc* comparev, void**, size_t compare_count, fi_ioc* resultv,
+                          void**, size_t result_count, fi_addr_t dest, uint64_t addr,
+                          uint64_t key, fi_datatype datatype, fi_op op, void* context) {
+  return call(ep, iov, count, comparev, compare_count, resultv, result_count, dest, addr, key,
+              datatype, op, context, endpoint_of(ep)->tx_op_flags, Class::kCompare);
+}
+
+ssize_t atomic_compwritemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, const fi_ioc* comparev,
+                            void**, size_t compare_count, fi_ioc* resultv, void**,
+                            size_t result_count, uint64_t flags) {
+  if (msg == nullptr) return -FI_EINVAL;
+  if (flags & ~kAtomicMsgFlags) return -FI_EBADFLAGS;
+  Endpoint* ep = endpoint_of(ep_fid);
+  std::lock_guard guard(ep->port().lock);
+  return ep->atomic_op(*msg, comparev, compare_count, resultv, result_count, flags,
+                       static_cast<int>(Class::kCompare));
+}
+
+int valid_on(fid_ep* ep_fid, fi_datatype datatype, fi_op op, size_t* count, Class c) {
+  if (count == nullptr) return -FI_EINVAL;
+  if (!endpoint_of(ep_fid)->has_cap(FI_ATOMIC)) return -FI_EOPNOTSUPP;
+  return valid(datatype, op, c, nullptr, count);
+}
+
+int atomic_writevalid(fid_ep* ep, fi_datatype datatype, fi_op op, size_t* count) {
+  return valid_on(ep, datatype, op, count, Class::kBase);
+}
+int atomic_readwritevalid(fid_ep* ep, fi_datatype datatype, fi_op op, size_t* count) {
+  return valid_on(ep, datatype, op, count, Class::kFetch);
+}
+int atomic_compwritevalid(fid_ep* ep, fi_datatype datatype, fi_op op, size_t* count) {
+  return valid_on(ep, datatype, op, count, Class::kCompare);
+}
+
+}  // namespace
+
+// fi_query_atomic (fi_atomic(3)): flags 0, FI_FETCH_ATOMIC or
+// FI_COMPARE_ATOMIC (not both); FI_TAGGED asks about atomics on tagged
+// messages, which we do not have.
+int query_atomic(fid_domain*, fi_datatype datatype, fi_op op, fi_atomic_attr* attr,
+                 uint64_t flags) {
+  if (attr == nullptr) return -FI_EINVAL;
+  if ((flags & FI_FETCH_ATOMIC) && (flags & FI_COMPARE_ATOMIC)) return -FI_EINVAL;
+  if (flags & ~(FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC | FI_TAGGED)) return -FI_EINVAL;
+  if (flags & FI_TAGGED) return -FI_EOPNOTSUPP;
+  const Class c = (flags & FI_COMPARE_ATOMIC) ? Class::kCompare
+                  : (flags & FI_FETCH_ATOMIC) ? Class::kFetch
+                                              : Class::kBase;
+  return valid(datatype, op, c, &attr->size, &attr->count);
+}
+
+fi_ops_atomic g_atomic_ops = {
+    .size = sizeof(fi_ops_atomic),
+    .write = atomic_write,
+    .writev = atomic_writev,
+    .writemsg = atomic_writemsg,
+    .inject = atomic_inject,
+    .readwrite = atomic_readwrite,
+    .readwritev = atomic_readwritev,
+    .readwritemsg = atomic_readwritemsg,
+    .compwrite = atomic_compwrite,
+    .compwritev = atomic_compwritev,
+    .compwritemsg = atomic_compwritemsg,
+    .writevalid = atomic_writevalid,
+    .readwritevalid = atomic_readwritevalid,
+    .compwritevalid = atomic_compwritevalid,
+};
+
+}  // namespace ofi_dpdk::ofi

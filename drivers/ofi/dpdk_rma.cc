@@ -1,0 +1,266 @@
+// dpdk_rma.cc: fi_rma(3).  Every RMA operation is a transport request
+// (lib/proto engine_rma.cc): the initiator sends a RemoteOp header (plus the
+// data of a write), the target's serve_request checks the key, the range and
+// the access of the region before any byte moves, does the copy, and
+// answers with a status (and the data of a read).  The request rides the
+// ordinary stream, so it is executed once however often it was
+// retransmitted, and in order with the messages of the same sender.
+//
+// Error completions at the initiator carry the target's verdict:
+//   FI_EKEYREJECTED  no region with that key at the target
+//   FI_EACCES        the region lacks FI_REMOTE_READ / FI_REMOTE_WRITE
+//   FI_EFAULT        the range is not inside the region
+//   FI_EOPNOTSUPP    the target endpoint has no FI_RMA / remote capability
+//   FI_EINVAL        a malformed request
+#include <endian.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_remote_op.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+// Addressing follows the domain's mr_mode: virtual addresses with
+// FI_MR_VIRT_ADDR (or the legacy FI_MR_BASIC), else offsets from the
+// region's start (plus the offset it was registered with).
+bool virtual_addressing(const Domain& domain) {
+  const int mode = domain.info->domain_attr->mr_mode;
+  return (mode & FI_MR_VIRT_ADDR) != 0 || mode == 1 /*FI_MR_BASIC*/;
+}
+
+}  // namespace
+
+int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, uint64_t access,
+            uint8_t** out) {
+  Domain& domain = *ep.domain;
+  std::lock_guard guard(domain.mr_lock);
+  auto it = domain.mr_keys.find(key);
+  if (it == domain.mr_keys.end()) return FI_EKEYREJECTED;
+  const Mr& mr = *it->second;
+  if ((mr.access & access) != access) return FI_EACCES;
+  const auto base = reinterpret_cast<uint64_t>(mr.addr);
+  const uint64_t start = virtual_addressing(domain) ? addr : base + (addr - mr.offset);
+  if (!virtual_addressing(domain) && addr < mr.offset) return FI_EFAULT;
+  if (start < base || start - base > mr.len || length > mr.len - (start - base)) return FI_EFAULT;
+  *out = reinterpret_cast<uint8_t*>(start);
+  return 0;
+}
+
+ssize_t send_errno(int ret) {
+  switch (ret) {
+    case 0: return 0;
+    case -EAGAIN: return -FI_EAGAIN;
+    case -EMSGSIZE: return -FI_EMSGSIZE;
+    default: return -FI_EINVAL;
+  }
+}
+
+proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* bytes,
+                              size_t length) {
+  proto::Response response;
+  RemoteOp op{};
+  if (!decode(bytes, length, &op)) {
+    response.status = FI_EINVAL;
+    return response;
+  }
+  if (op.kind == RemoteKind::kAtomic || op.kind == RemoteKind::kFetchAtomic ||
+      op.kind == RemoteKind::kCompareAtomic)
+    return serve_atomic(ep, op, bytes + kRemoteOpSize, length - kRemoteOpSize);
+  const bool write = op.kind == RemoteKind::kWrite;
+  if (!write && op.kind != RemoteKind::kRead) {
+    response.status = FI_EINVAL;
+    return response;
+  }
+  if (!ep->has_cap(FI_RMA) || !ep->has_cap(write ? FI_REMOTE_WRITE : FI_REMOTE_READ)) {
+    response.status = FI_EOPNOTSUPP;
+    return response;
+  }
+  if (write && op.length != length - kRemoteOpSize) {
+    response.status = FI_EINVAL;
+    return response;
+  }
+  uint8_t* target = nullptr;
+  response.status = resolve_remote(*ep, op.key, op.addr, op.length,
+                            write ? FI_REMOTE_WRITE : FI_REMOTE_READ, &target);
+  if (response.status != 0) return response;
+  if (write) {
+    std::memcpy(target, bytes + kRemoteOpSize, op.length);
+    if (ep->remote_write_cntr) ep->remote_write_cntr->add(1);
+    if ((op.flags & kRemoteHasData) && ep->rx_cq != nullptr) {
+      // fi_rma(3): the data of fi_writedata is reported at the target.
+      const fi_addr_t source = ep->av != nullptr && ep->has_cap(FI_SOURCE)
+                                   ? ep->av->lookup_source(peer_key)
+                                   : FI_ADDR_NOTAVAIL;
+      ep->rx_cq->push({nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0, nullptr,
+                       op.cq_data, 0, source});
+    }
+  } else {
+    response.data.assign(target, target + op.length);
+    if (ep->remote_read_cntr) ep->remote_read_cntr->add(1);
+  }
+  return response;
+}
+
+ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
+  if (!enabled) return -FI_EOPBADSTATE;
+  if (!has_cap(FI_RMA) || !has_cap(write ? FI_WRITE : FI_READ)) return -FI_EOPNOTSUPP;
+  if (msg.iov_count > kIovLimit || (msg.msg_iov == nullptr && msg.iov_count != 0))
+    return -FI_EINVAL;
+  if (msg.rma_iov_count != 1 || msg.rma_iov == nullptr) return -FI_EINVAL;
+  size_t local = 0;
+  for (size_t i = 0; i < msg.iov_count; ++i) local += msg.msg_iov[i].iov_len;
+  const fi_rma_iov& remote_iov = msg.rma_iov[0];
+  if (remote_iov.len != local) return -FI_EINVAL;
+  if (local > kMaxMsgSize - kRemoteOpSize) return -FI_EMSGSIZE;
+  if ((flags & FI_INJECT) && local > info->tx_attr->inject_size) return -FI_EMSGSIZE;
+  const av::Address* resolved = av != nullptr ? av->resolve(msg.addr) : nullptr;
+  if (resolved == nullptr) return -FI_EINVAL;
+
+  RemoteOp op{};
+  op.kind = write ? RemoteKind::kWrite : RemoteKind::kRead;
+  op.flags = write && (flags & FI_REMOTE_CQ_DATA) ? kRemoteHasData : 0;
+  op.key = remote_iov.key;
+  op.addr = remote_iov.addr;
+  op.length = local;
+  op.cq_data = msg.data;
+  uint8_t header[kRemoteOpSize];
+  encode(op, header);
+  // The request is copied at the call (header and, for a write, the data):
+  // the buffer is free again on return, whatever FI_INJECT says.
+  iovec request_iov[kIovLimit + 1];
+  request_iov[0] = {header, kRemoteOpSize};
+  size_t count = 1;
+  if (write)
+    for (size_t i = 0; i < msg.iov_count; ++i) request_iov[count++] = msg.msg_iov[i];
+
+  proto::PeerAddress address;
+  std::memcpy(address.mac, resolved->mac, 6);
+  address.queue = resolved->queue;
+  address.session = resolved->session;
+  proto::SendRequest request;
+  request.iov = request_iov;
+  request.iov_count = count;
+  request.context = msg.context;
+  request.user_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
+  request.copy = true;
+  request.request = true;
+  if (!write) {
+    std::copy(msg.msg_iov, msg.msg_iov + msg.iov_count, request.response_iov);
+    request.response_iov_count = msg.iov_count;
+  }
+  const bool cq_entry = tx_cq != nullptr && wants_completion(tx_selective, flags);
+  Cntr* counter = write ? write_cntr : read_cntr;
+  request.completion = cq_entry || counter != nullptr;
+  if (!cq_entry) request.user_flags |= kNoCqEntry;
+  const int ret = engine->send(address, request, now_ns());
+  if (ret == -EAGAIN) port().progress_if_manual();
+  flush();
+  return send_errno(ret);
+}
+
+namespace {
+
+Endpoint* endpoint_of(fid_ep* ep) { return from_fid<Endpoint>(ep); }
+
+ssize_t rma_call(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t peer, uint64_t addr,
+                 uint64_t key, void* context, uint64_t flags, uint64_t data, bool write) {
+  Endpoint* ep = endpoint_of(ep_fid);
+  fi_rma_iov remote{addr, 0, key};
+  for (size_t i = 0; i < count && iov != nullptr; ++i) remote.len += iov[i].iov_len;
+  fi_msg_rma msg{};
+  msg.msg_iov = iov;
+  msg.iov_count = count;
+  msg.addr = peer;
+  msg.rma_iov = &remote;
+  msg.rma_iov_count = 1;
+  msg.context = context;
+  msg.data = data;
+  std::lock_guard guard(ep->port().lock);
+  return ep->remote(msg, flags, write);
+}
+
+ssize_t rma_read(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, uint64_t addr,
+                 uint64_t key, void* context) {
+  iovec iov{buf, len};
+  return rma_call(ep, &iov, 1, src, addr, key, context, endpoint_of(ep)->tx_op_flags, 0, false);
+}
+
+ssize_t rma_readv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
+                  uint64_t addr, uint64_t key, void* context) {
+  return rma_call(ep, iov, count, src, addr, key, context, endpoint_of(ep)->tx_op_flags, 0,
+                  false);
+}
+
+constexpr uint64_t kRmaMsgFlags = FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA |
+                                  FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+                                  FI_DELIVERY_COMPLETE | FI_FENCE;
+
+ssize_t rma_readmsg(fid_ep* ep_fid, const fi_msg_rma* msg, uint64_t flags) {
+  if (msg == nullptr) return -FI_EINVAL;
+  if (flags & ~kRmaMsgFlags) return -FI_EBADFLAGS;
+  if (flags & (FI_INJECT | FI_REMOTE_CQ_DATA)) return -FI_EINVAL;  // meaningless for a read
+  Endpoint* ep = endpoint_of(ep_fid);
+  std::lock_guard guard(ep->port().lock);
+  return ep->remote(*msg, flags, false);
+}
+
+ssize_t rma_write(fid_ep* ep, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t addr,
+                  uint64_t key, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  return rma_call(ep, &iov, 1, dest, addr, key, context, endpoint_of(ep)->tx_op_flags, 0, true);
+}
+
+ssize_t rma_writev(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t dest,
+                   uint64_t addr, uint64_t key, void* context) {
+  return rma_call(ep, iov, count, dest, addr, key, context, endpoint_of(ep)->tx_op_flags, 0,
+                  true);
+}
+
+ssize_t rma_writemsg(fid_ep* ep_fid, const fi_msg_rma* msg, uint64_t flags) {
+  if (msg == nullptr) return -FI_EINVAL;
+  if (flags & ~kRmaMsgFlags) return -FI_EBADFLAGS;
+  Endpoint* ep = endpoint_of(ep_fid);
+  std::lock_guard guard(ep->port().lock);
+  return ep->remote(*msg, flags, true);
+}
+
+ssize_t rma_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest, uint64_t addr,
+                   uint64_t key) {
+  iovec iov{const_cast<void*>(buf), len};
+  return rma_call(ep, &iov, 1, dest, addr, key, nullptr, FI_INJECT | kNoCompletion, 0, true);
+}
+
+ssize_t rma_writedata(fid_ep* ep, const void* buf, size_t len, void*, uint64_t data,
+                      fi_addr_t dest, uint64_t addr, uint64_t key, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  return rma_call(ep, &iov, 1, dest, addr, key, context,
+                  endpoint_of(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, data, true);
+}
+
+ssize_t rma_injectdata(fid_ep* ep, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
+                       uint64_t addr, uint64_t key) {
+  iovec iov{const_cast<void*>(buf), len};
+  return rma_call(ep, &iov, 1, dest, addr, key, nullptr,
+                  FI_INJECT | FI_REMOTE_CQ_DATA | kNoCompletion, data, true);
+}
+
+}  // namespace
+
+fi_ops_rma g_rma_ops = {
+    .size = sizeof(fi_ops_rma),
+    .read = rma_read,
+    .readv = rma_readv,
+    .readmsg = rma_readmsg,
+    .write = rma_write,
+    .writev = rma_writev,
+    .writemsg = rma_writemsg,
+    .inject = rma_inject,
+    .writedata = rma_writedata,
+    .injectdata = rma_injectdata,
+};
+
+}  // namespace ofi_dpdk::ofi

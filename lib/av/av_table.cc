@@ -1,0 +1,129 @@
+#include "lib/av/av_table.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <new>
+
+namespace ofi_dpdk::av {
+
+uint32_t AddressTable::hash_key(uint64_t key) {
+  // splitmix64's finaliser: every key bit reaches the top 32 bits.
+  key ^= key >> 30;
+  key *= 0xbf58476d1ce4e5b9ull;
+  key ^= key >> 27;
+  key *= 0x94d049bb133111ebull;
+  key ^= key >> 31;
+  return static_cast<uint32_t>(key >> 32);
+}
+
+void AddressTable::reserve(size_t count) {
+  constexpr size_t kMaxHint = size_t{1} << 20;  // 1M entries: 32 MiB at most
+  count = std::min<size_t>({count, kMaxHint, static_cast<size_t>(limit_)});
+  try {
+    entries_.reserve(count);
+    while (slots_.size() < 2 * count)
+      if (!grow_slots()) break;
+  } catch (const std::bad_alloc&) {
+    // Only a hint: the table grows on demand.
+  }
+}
+
+bool AddressTable::grow_slots() {
+  std::vector<Slot> old;
+  try {
+    std::vector<Slot> bigger(std::max<size_t>(16, slots_.size() * 2), Slot{kFreeSlot, 0});
+    old.swap(slots_);
+    slots_.swap(bigger);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  for (const Slot& slot : old)
+    if (slot.index != kFreeSlot) place(slot);
+  return true;
+}
+
+void AddressTable::place(Slot slot) {
+  const size_t mask = slots_.size() - 1;
+  size_t i = slot.hash & mask;
+  while (slots_[i].index != kFreeSlot) i = (i + 1) & mask;
+  slots_[i] = slot;
+}
+
+void AddressTable::unlink(uint64_t index, uint32_t hash) {
+  const size_t mask = slots_.size() - 1;
+  size_t hole = hash & mask;
+  while (slots_[hole].index != index) hole = (hole + 1) & mask;
+  // Backward-shift deletion: pull later members of the cluster into the
+  // hole when their home slot is at or before it, so no tombstones remain.
+  for (size_t j = (hole + 1) & mask; slots_[j].index != kFreeSlot; j = (j + 1) & mask) {
+    const size_t home = slots_[j].hash & mask;
+    if (((j - home) & mask) >= ((j - hole) & mask)) {
+      slots_[hole] = slots_[j];
+      hole = j;
+    }
+  }
+  slots_[hole].index = kFreeSlot;
+}
+
+int64_t AddressTable::insert(const Address& address, std::optional<uint64_t> user_id) {
+  const bool append = free_.empty();
+  if (append && entries_.size() >= limit_) return -ENOSPC;
+  const uint64_t index = append ? entries_.size() : free_.top();
+  // Every allocation first, so running out of memory changes nothing.
+  if (slots_.size() < 2 * (count_ + 1) && !grow_slots()) return -ENOMEM;
+  try {
+    if (append) entries_.emplace_back();
+    if ((user_id || !user_ids_.empty()) && user_ids_.size() < entries_.size())
+      user_ids_.resize(entries_.size());
+  } catch (const std::bad_alloc&) {
+    if (append && entries_.size() > index) entries_.pop_back();
+    return -ENOMEM;
+  }
+  if (!append) free_.pop();
+  Entry& entry = entries_[index];
+  entry.address = address;
+  entry.valid = 1;
+  entry.has_user_id = user_id ? 1 : 0;
+  if (user_id) user_ids_[index] = *user_id;
+  place({static_cast<uint32_t>(index), hash_key(endpoint_key(address))});
+  ++count_;
+  return static_cast<int64_t>(index);
+}
+
+bool AddressTable::remove(uint64_t index) {
+  const Entry* found = find(index);
+  if (found == nullptr) return false;
+  Entry& entry = entries_[index];
+  unlink(index, hash_key(endpoint_key(entry.address)));
+  entry.valid = 0;
+  entry.has_user_id = 0;
+  --count_;
+  try {
+    free_.push(static_cast<uint32_t>(index));
+  } catch (const std::bad_alloc&) {
+    // The index is not reused; the table stays correct.
+  }
+  return true;
+}
+
+uint64_t AddressTable::find_endpoint(uint64_t key) const {
+  if (slots_.empty()) return kNone;
+  const uint32_t hash = hash_key(key);
+  const size_t mask = slots_.size() - 1;
+  uint64_t lowest = kNone;
+  // Duplicates of one endpoint share a cluster: scan it to its end.
+  for (size_t i = hash & mask; slots_[i].index != kFreeSlot; i = (i + 1) & mask) {
+    const Slot& slot = slots_[i];
+    if (slot.hash == hash && slot.index < lowest &&
+        endpoint_key(entries_[slot.index].address) == key)
+      lowest = slot.index;
+  }
+  return lowest;
+}
+
+size_t AddressTable::memory_bytes() const {
+  return entries_.capacity() * sizeof(Entry) + user_ids_.capacity() * sizeof(uint64_t) +
+         slots_.capacity() * sizeof(Slot) + free_.size() * sizeof(uint32_t);
+}
+
+}  // namespace ofi_dpdk::av

@@ -1,0 +1,103 @@
+// av_table.h: the address vector's table, without libfabric or DPDK.
+//
+// An index is an fi_addr (FI_AV_TABLE): entry i is one 16-byte Entry in a
+// vector, so the send path resolves an fi_addr with one indexed load.  An
+// address goes in at the lowest unused index (fi_av(3)); removed indices
+// are reused, lowest first.  A reverse index maps (MAC, queue) to the
+// lowest valid index naming that endpoint, for FI_SOURCE, in O(1): open
+// addressing with linear probing, 8-byte slots, load at most 1/2.
+//
+// Memory per entry: 16 bytes of Entry, 16 to 32 bytes of reverse-index
+// slots (capacity is a power of two), 8 more bytes once any entry has a user
+// id (FI_AV_USER_ID), 4 bytes per removed index waiting for reuse.
+//
+// Not thread-safe: the caller serialises (the provider holds the port lock).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <vector>
+
+#include "lib/av/address.h"
+
+namespace ofi_dpdk::av {
+
+struct Entry {
+  Address address;          // 12 bytes: MAC, queue, session
+  uint8_t valid = 0;        // 1 while the index is in use
+  uint8_t has_user_id = 0;  // FI_AV_USER_ID: user_id() answers FI_SOURCE
+  uint8_t reserved[2] = {};
+};
+static_assert(sizeof(Entry) == 16, "an AV entry is 16 bytes");
+
+// (MAC, queue) as one 64-bit key: queue in the top 16 bits, then the MAC,
+// first byte highest.  The same value as proto::peer_key.
+inline uint64_t endpoint_key(const uint8_t mac[6], uint16_t queue) {
+  uint64_t key = queue;
+  for (int i = 0; i < 6; ++i) key = key << 8 | mac[i];
+  return key;
+}
+inline uint64_t endpoint_key(const Address& a) { return endpoint_key(a.mac, a.queue); }
+
+class AddressTable {
+ public:
+  static constexpr uint64_t kNone = ~uint64_t{0};
+  // Indices are 32-bit inside the reverse index; 0xFFFFFFFF marks a free slot.
+  static constexpr uint64_t kMaxEntries = 0xFFFFFFFEull;
+
+  // A sizing hint (fi_av_attr::count); best effort, never fails.
+  void reserve(size_t count);
+  // Caps the number of indices (fi_addr bits left by rx_ctx_bits).
+  void set_limit(uint64_t limit) { limit_ = limit < kMaxEntries ? limit : kMaxEntries; }
+  uint64_t limit() const { return limit_; }
+
+  // Inserts at the lowest unused index and returns it; -ENOSPC when the
+  // limit is reached, -ENOMEM when memory ran out (the table is unchanged).
+  int64_t insert(const Address& address, std::optional<uint64_t> user_id = std::nullopt);
+  // Frees an index; false if it was not in use.
+  bool remove(uint64_t index);
+
+  // The entry at index, or nullptr if unused: one bounds check and one load.
+  const Entry* find(uint64_t index) const {
+    if (index >= entries_.size()) return nullptr;
+    const Entry* entry = entries_.data() + index;
+    return entry->valid ? entry : nullptr;
+  }
+  // Lowest valid index naming (MAC, queue), or kNone.
+  uint64_t find_endpoint(uint64_t key) const;
+  // What FI_SOURCE reports for index: its user id if it has one, else index.
+  uint64_t source_id(uint64_t index) const {
+    const Entry* entry = find(index);
+    if (entry == nullptr) return kNone;
+    return entry->has_user_id ? user_ids_[index] : index;
+  }
+
+  size_t count() const { return count_; }          // indices in use
+  size_t high_water() const { return entries_.size(); }  // 1 + highest index ever used
+  // Bytes the table holds now (capacities, not sizes).
+  size_t memory_bytes() const;
+
+ private:
+  struct Slot {
+    uint32_t index;  // kFreeSlot when empty
+    uint32_t hash;   // of the entry's key; its home slot is hash & mask
+  };
+  static constexpr uint32_t kFreeSlot = 0xFFFFFFFFu;
+  static uint32_t hash_key(uint64_t key);
+
+  bool grow_slots();  // doubles the reverse index; false without memory
+  void place(Slot slot);
+  void unlink(uint64_t index, uint32_t hash);
+
+  std::vector<Entry> entries_;
+  std::vector<uint64_t> user_ids_;  // empty until the first user id
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> free_;
+  std::vector<Slot> slots_;  // power-of-two size, or empty
+  size_t count_ = 0;
+  uint64_t limit_ = kMaxEntries;
+};
+
+}  // namespace ofi_dpdk::av

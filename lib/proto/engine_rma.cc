@@ -1,0 +1,158 @@
+// engine_rma.cc: requests and responses, the transport under RMA and
+// atomics.  A request is a message in the ordinary stream (REQUEST frames),
+// so it arrives once and in order with everything else from its sender; the
+// target assembles it, hands it to the RequestHandler exactly once, and
+// sends the handler's Response back as a RESPONSE message on its own stream:
+// copied when made, retransmitted until acknowledged.  At the initiator the
+// request, once fully acknowledged, waits in Connection::awaiting_response
+// until the response with its msg_id (in the tag field) completes it.
+#include <algorithm>
+#include <cstring>
+
+#include "lib/proto/transport.h"
+
+namespace ofi_dpdk::proto {
+
+namespace {
+
+size_t scatter(const iovec* iov, size_t count, size_t offset, const uint8_t* data,
+               size_t length) {
+  size_t placed = 0;
+  for (size_t i = 0; i < count && length > 0; ++i) {
+    if (offset >= iov[i].iov_len) {
+      offset -= iov[i].iov_len;
+      continue;
+    }
+    const size_t n = std::min(iov[i].iov_len - offset, length);
+    std::memcpy(static_cast<uint8_t*>(iov[i].iov_base) + offset, data, n);
+    data += n;
+    length -= n;
+    placed += n;
+    offset = 0;
+  }
+  return placed;
+}
+
+}  // namespace
+
+bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
+  if (c.remote == nullptr) {
+    auto in = std::make_unique<RemoteInbound>();
+    in->is_response = h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse);
+    in->msg_id = h.msg_id;
+    in->length = h.msg_len;
+    if (in->is_response) {
+      auto it = c.awaiting_response.find(static_cast<uint32_t>(h.tag));
+      // A response to nothing we wait for (forged, or for a request we
+      // already failed): consume it without effect.
+      in->request = it == c.awaiting_response.end() ? nullptr : it->second.get();
+      in->status = static_cast<int>(h.cq_data);
+      if (in->request == nullptr) ++stats_.bad_frames;
+    } else if (h.msg_len > config_.unexpected_bytes) {
+      // Never allocate what one frame announces beyond the budget: the
+      // request is consumed and answered kErrTooLarge.
+      in->oversize = true;
+    } else {
+      // Requests are assembled whole, so the handler checks access before
+      // any byte reaches registered memory; they share the unexpected
+      // budget with early messages, and wait (window 0) when it is spent.
+      if (unexpected_bytes_ + h.msg_len > config_.unexpected_bytes) return false;
+      unexpected_bytes_ += h.msg_len;
+      in->charged = h.msg_len;
+      in->bytes = std::make_unique<uint8_t[]>(std::max<size_t>(h.msg_len, 1));
+    }
+    c.remote = in.release();
+  }
+  RemoteInbound& in = *c.remote;
+  if (in.is_response) {
+    c.awaiting_since_ns = c.last_heard_ns;  // answers are coming: the target lives
+    if (in.request != nullptr)
+      scatter(in.request->request.response_iov, in.request->request.response_iov_count,
+              h.offset, payload, h.payload_len);
+  } else if (!in.oversize) {
+    std::memcpy(in.bytes.get() + h.offset, payload, h.payload_len);
+  }
+  in.received += h.payload_len;
+  if (in.received == in.length) finish_remote(c);
+  return true;
+}
+
+void Engine::finish_remote(Connection& c) {
+  std::unique_ptr<RemoteInbound> in(c.remote);
+  c.remote = nullptr;
+  if (!in->is_response) {
+    ++stats_.requests_served;
+    Response response;
+    if (in->oversize)
+      response.status = kErrTooLarge;
+    else if (request_handler_)
+      response = request_handler_(c.key, in->bytes.get(), in->length);
+    else
+      response.status = kErrNoHandler;
+    release_request(*in);
+    send_response(c, in->msg_id, std::move(response));
+    return;
+  }
+  if (in->request == nullptr) return;
+  auto it = c.awaiting_response.find(in->request->msg_id);
+  std::unique_ptr<TxMessage> request = std::move(it->second);
+  c.awaiting_response.erase(it);
+  size_t capacity = 0;
+  for (size_t i = 0; i < request->request.response_iov_count; ++i)
+    capacity += request->request.response_iov[i].iov_len;
+  // The completion's length is what the response placed.
+  request->length = std::min(in->length, capacity);
+  // The status comes off the wire: only a plausible error number passes.
+  const int status = in->status >= 0 && in->status < 4096 ? in->status : kErrPeerReset;
+  complete_send(c, *request, status, kProvNone);
+  retired_.push_back(std::move(request));
+}
+
+void Engine::send_response(Connection& c, uint32_t request_id, Response response) {
+  auto message = std::make_unique<TxMessage>();
+  message->length = response.data.size();
+  message->copy = std::make_unique<uint8_t[]>(std::max<size_t>(response.data.size(), 1));
+  std::copy(response.data.begin(), response.data.end(), message->copy.get());
+  message->iov_count = 0;
+  message->request.internal = true;
+  message->request.completion = false;
+  message->request.has_data = true;  // the status travels in cq_data
+  message->request.cq_data = static_cast<uint64_t>(static_cast<int64_t>(response.status));
+  message->response = true;
+  message->response_to = request_id;
+  message->request.tag = request_id;  // the initiator finds its request by it
+  message->msg_id = c.next_msg_id++;
+  c.pending.push_back(std::move(message));
+}
+
+void Engine::await_response(Connection& c, std::unique_ptr<TxMessage> message) {
+  const uint32_t id = message->msg_id;
+  // Called from on_ack, just after on_frame set last_heard_ns to now.
+  if (c.awaiting_response.empty()) c.awaiting_since_ns = c.last_heard_ns;
+  c.awaiting_response.emplace(id, std::move(message));
+}
+
+void Engine::fail_awaiting(Connection& c, int error, int prov_errno) {
+  for (auto& [id, message] : c.awaiting_response) {
+    complete_send(c, *message, error, prov_errno);
+    retired_.push_back(std::move(message));
+  }
+  c.awaiting_response.clear();
+}
+
+void Engine::release_request(RemoteInbound& in) {
+  if (in.charged == 0) return;
+  unexpected_bytes_ -= in.charged;
+  in.charged = 0;
+  in.bytes.reset();
+  wake_stalled();
+}
+
+void Engine::drop_remote(Connection& c) {
+  if (c.remote == nullptr) return;
+  release_request(*c.remote);
+  delete c.remote;
+  c.remote = nullptr;
+}
+
+}  // namespace ofi_dpdk::proto
