@@ -9,6 +9,11 @@
 //              small; every message is checked: once, in order, byte-exact
 //   fanin      --senders client endpoints stream into one server endpoint;
 //              per-sender goodput and Jain's fairness index
+//   atomic     (--role both) --senders endpoints each do --count
+//              fi_fetch_atomic FI_SUM of 1 on one uint64 at the server
+//              endpoint, --window at a time: op latency (window 1) and rate;
+//              checks the final value and that the fetched values are
+//              exactly 0 .. total-1, each once
 //
 //   dpdk-fi-bench [EAL args] -- --role server|client|both --pattern P
 //       [--size B] [--max-size B] [--count N] [--window W] [--senders K]
@@ -19,6 +24,7 @@
 // when every check passed, 1 on a data mismatch, loss, duplicate or error
 // completion, 2 on bad arguments or set-up failure.
 #include <fi_dpdk.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -88,8 +94,9 @@ Options parse(int argc, char** argv) {
   }
   if (o.role != "server" && o.role != "client" && o.role != "both") fail_setup("bad --role");
   if (o.pattern != "latency" && o.pattern != "bandwidth" && o.pattern != "mixed" &&
-      o.pattern != "fanin")
+      o.pattern != "fanin" && o.pattern != "atomic")
     fail_setup("bad --pattern");
+  if (o.pattern == "atomic" && o.role != "both") fail_setup("--pattern atomic needs --role both");
   if (o.window == 0 || o.window > 512) fail_setup("--window wants 1..512");
   if (o.senders < 1 || o.senders > 8) fail_setup("--senders wants 1..8");
   return o;
@@ -149,7 +156,8 @@ class Bench {
     fi_info* hints = fi_allocinfo();
     hints->fabric_attr->prov_name = strdup("dpdk");
     hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_MSG;
+    hints->caps = o_.pattern == "atomic" ? FI_MSG | FI_ATOMIC : FI_MSG;
+    hints->domain_attr->mr_mode = FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
     const int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info_);
     fi_freeinfo(hints);
     if (ret != 0) fail_setup(std::string("no dpdk port (fi_getinfo: ") + fi_strerror(-ret) + ")");
@@ -441,6 +449,79 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
   return r;
 }
 
+// --pattern atomic: each client endpoint keeps up to --window fetch-adds
+// in flight on one counter registered at the server endpoint.
+Result atomic_clients(Bench& b, std::vector<Endpoint>& clients, fi_addr_t server,
+                      uint64_t* counter, uint64_t key) {
+  Result r;
+  std::vector<std::vector<uint64_t>> fetched(clients.size());
+  std::vector<std::vector<double>> latencies(clients.size());
+  std::vector<bool> ok(clients.size(), true);
+  const auto start = Clock::now();
+  auto run = [&](size_t who) {
+    const Endpoint& e = clients[who];
+    const uint64_t one = 1;
+    std::vector<uint64_t> results(b.o_.window);
+    std::vector<Clock::time_point> posted(b.o_.window);
+    std::vector<size_t> free_slots;
+    for (size_t i = 0; i < b.o_.window; ++i) free_slots.push_back(i);
+    uint64_t issued = 0, done = 0;
+    while (done < b.o_.count && ok[who]) {
+      while (issued < b.o_.count && !free_slots.empty()) {
+        const size_t slot = free_slots.back();
+        const ssize_t ret = fi_fetch_atomic(e.ep, &one, 1, nullptr, &results[slot], nullptr, server,
+                                            reinterpret_cast<uint64_t>(counter), key, FI_UINT64,
+                                            FI_SUM, reinterpret_cast<void*>(slot + 1));
+        if (ret == -FI_EAGAIN) break;
+        if (ret != 0) {
+          ok[who] = false;
+          return;
+        }
+        posted[slot] = Clock::now();
+        free_slots.pop_back();
+        ++issued;
+      }
+      fi_cq_msg_entry entry;
+      if (!b.wait(e.tx_cq, &entry)) {
+        ok[who] = false;
+        return;
+      }
+      const size_t slot = reinterpret_cast<uintptr_t>(entry.op_context) - 1;
+      latencies[who].push_back(
+          std::chrono::duration<double, std::micro>(Clock::now() - posted[slot]).count());
+      fetched[who].push_back(results[slot]);
+      free_slots.push_back(slot);
+      ++done;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < clients.size(); ++i) threads.emplace_back(run, i);
+  run(0);
+  for (auto& t : threads) t.join();
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<uint64_t> all;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    r.ok = r.ok && ok[i];
+    all.insert(all.end(), fetched[i].begin(), fetched[i].end());
+    r.latencies_us.insert(r.latencies_us.end(), latencies[i].begin(), latencies[i].end());
+  }
+  const uint64_t total = b.o_.count * clients.size();
+  std::sort(all.begin(), all.end());
+  for (uint64_t i = 0; i < all.size() && r.ok; ++i)
+    if (all[i] != i) {
+      std::fprintf(stderr, "dpdk-fi-bench: fetched values are not 0..%" PRIu64 " once each\n",
+                   total - 1);
+      r.ok = false;
+    }
+  if (all.size() != total || *counter != total) {
+    std::fprintf(stderr, "dpdk-fi-bench: counter %" PRIu64 ", want %" PRIu64 "\n", *counter, total);
+    r.ok = false;
+  }
+  r.messages = all.size();
+  r.bytes = all.size() * sizeof(uint64_t);
+  return r;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -483,7 +564,7 @@ int main(int argc, char** argv) {
   const Options o = parse(argc - consumed, argv + consumed);
   Bench b(o);
   b.open();
-  const int senders = o.pattern == "fanin" ? o.senders : 1;
+  const int senders = o.pattern == "fanin" || o.pattern == "atomic" ? o.senders : 1;
   bool ok = true;
   if (o.role == "both") {
     // Everything in one process on one port: server endpoint 0, senders after.
@@ -491,7 +572,18 @@ int main(int argc, char** argv) {
     std::vector<Endpoint> clients;
     for (int i = 0; i < senders; ++i) clients.push_back(b.make_endpoint());
     const fi_addr_t server_addr = b.insert(server[0].name);
-    if (o.pattern == "latency") {
+    if (o.pattern == "atomic") {
+      // The server endpoint only serves: the clients' CQ reads progress the
+      // port they share with it.
+      alignas(64) static uint64_t counter = 0;
+      fid_mr* mr = nullptr;
+      CHECK(fi_mr_reg(b.domain_, &counter, sizeof(counter), FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                      0, 0, &mr, nullptr));
+      const Result r = atomic_clients(b, clients, server_addr, &counter, fi_mr_key(mr));
+      report(b, r, clients);
+      ok = r.ok;
+      fi_close(&mr->fid);
+    } else if (o.pattern == "latency") {
       // One thread per side keeps the pingpong honest.
       const fi_addr_t client_addr = b.insert(clients[0].name);
       Result rs;
