@@ -154,30 +154,18 @@ ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
     for (size_t i = 0; i < compare_count; ++i)
       request_iov[parts++] = {compare[i].addr, compare[i].count * size};
 
-  proto::PeerAddress address;
-  std::memcpy(address.mac, resolved->mac, 6);
-  address.queue = resolved->queue;
-  address.session = resolved->session;
   proto::SendRequest request;
   request.iov = request_iov;
   request.iov_count = parts;
   request.context = msg.context;
   request.user_flags = FI_ATOMIC | (c == Class::kBase ? FI_WRITE : FI_READ);
-  request.copy = true;
-  request.request = true;
   if (c != Class::kBase) {
     for (size_t i = 0; i < result_count; ++i)
       request.response_iov[i] = {result[i].addr, result[i].count * size};
     request.response_iov_count = result_count;
   }
-  const bool cq_entry = tx_cq != nullptr && wants_completion(tx_selective, flags);
-  Cntr* counter = c == Class::kBase ? write_cntr : read_cntr;
-  request.completion = cq_entry || counter != nullptr;
-  if (!cq_entry) request.user_flags |= kNoCqEntry;
-  const int ret = engine->send(address, request, now_ns());
-  if (ret == -EAGAIN) port().progress_if_manual();
-  flush();
-  return send_errno(ret);
+  return send_request(*this, *resolved, request, c == Class::kBase ? write_cntr : read_cntr,
+                      flags);
 }
 
 namespace {

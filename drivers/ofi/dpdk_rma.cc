@@ -137,28 +137,32 @@ ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
   if (write)
     for (size_t i = 0; i < msg.iov_count; ++i) request_iov[count++] = msg.msg_iov[i];
 
-  proto::PeerAddress address;
-  std::memcpy(address.mac, resolved->mac, 6);
-  address.queue = resolved->queue;
-  address.session = resolved->session;
   proto::SendRequest request;
   request.iov = request_iov;
   request.iov_count = count;
   request.context = msg.context;
   request.user_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-  request.copy = true;
-  request.request = true;
   if (!write) {
     std::copy(msg.msg_iov, msg.msg_iov + msg.iov_count, request.response_iov);
     request.response_iov_count = msg.iov_count;
   }
-  const bool cq_entry = tx_cq != nullptr && wants_completion(tx_selective, flags);
-  Cntr* counter = write ? write_cntr : read_cntr;
+  return send_request(*this, *resolved, request, write ? write_cntr : read_cntr, flags);
+}
+
+ssize_t send_request(Endpoint& ep, const av::Address& peer, proto::SendRequest& request,
+                     Cntr* counter, uint64_t flags) {
+  proto::PeerAddress address;
+  std::memcpy(address.mac, peer.mac, 6);
+  address.queue = peer.queue;
+  address.session = peer.session;
+  request.copy = true;
+  request.request = true;
+  const bool cq_entry = ep.tx_cq != nullptr && wants_completion(ep.tx_selective, flags);
   request.completion = cq_entry || counter != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
-  const int ret = engine->send(address, request, now_ns());
-  if (ret == -EAGAIN) port().progress_if_manual();
-  flush();
+  const int ret = ep.engine->send(address, request, now_ns());
+  if (ret == -EAGAIN) ep.port().progress_if_manual();
+  ep.flush();
   return send_errno(ret);
 }
 
