@@ -226,25 +226,14 @@ TEST_P(Rma, CountersCountBothSides) {
   fid_cntr* writes = counter();
   fid_cntr* reads = counter();
   fid_cntr* remote_writes = counter();
-  auto open_with = [&](TestEndpoint& e, fid_cntr* c, uint64_t flags) {
-    fi_cq_attr attr{};
-    attr.format = FI_CQ_FORMAT_DATA;
-    ASSERT_EQ(fi_cq_open(domain_.domain, &attr, &e.tx_cq, nullptr), 0);
-    ASSERT_EQ(fi_cq_open(domain_.domain, &attr, &e.rx_cq, nullptr), 0);
-    ASSERT_EQ(fi_endpoint(domain_.domain, domain_.info, &e.ep, nullptr), 0);
-    ASSERT_EQ(fi_ep_bind(e.ep, &domain_.av->fid, 0), 0);
-    ASSERT_EQ(fi_ep_bind(e.ep, &e.tx_cq->fid, FI_TRANSMIT), 0);
-    ASSERT_EQ(fi_ep_bind(e.ep, &e.rx_cq->fid, FI_RECV), 0);
-    ASSERT_EQ(fi_ep_bind(e.ep, &c->fid, flags), 0);
-    ASSERT_EQ(fi_enable(e.ep), 0);
-    e.name_len = sizeof(e.name);
-    ASSERT_EQ(fi_getname(&e.ep->fid, e.name, &e.name_len), 0);
-    ASSERT_EQ(fi_av_insert(domain_.av, e.name, 1, &e.addr, 0, nullptr), 1);
-  };
   TestEndpoint initiator, target;
-  open_with(initiator, writes, FI_WRITE);
+  ASSERT_EQ(initiator.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0, writes,
+                           FI_WRITE),
+            0);
   ASSERT_EQ(fi_ep_bind(initiator.ep, &reads->fid, FI_READ), -FI_EOPBADSTATE);
-  open_with(target, remote_writes, FI_REMOTE_WRITE);
+  ASSERT_EQ(target.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0,
+                        remote_writes, FI_REMOTE_WRITE),
+            0);
   const char text[] = "counted";
   ASSERT_EQ(fi_write(initiator.ep, text, sizeof(text), nullptr, target.addr, at(0), key_,
                      &context_),

@@ -47,20 +47,13 @@ class Counters : public ::testing::Test {
     domain_.close();
   }
 
-  // The sender, opened by hand so its counters are bound before fi_enable;
-  // its TX CQ is selective when asked.
-  void open_sender(uint64_t tx_cq_flags) {
+  // The sender, with its counter bound before fi_enable; its CQs are
+  // selective when asked.
+  void open_sender(uint64_t cq_flags) {
     send_cntr_ = open_counter(domain_.domain);
-    fi_cq_attr attr{};
-    attr.format = FI_CQ_FORMAT_DATA;
-    ASSERT_EQ(fi_cq_open(domain_.domain, &attr, &sender_.tx_cq, nullptr), 0);
-    ASSERT_EQ(fi_cq_open(domain_.domain, &attr, &sender_.rx_cq, nullptr), 0);
-    ASSERT_EQ(fi_endpoint(domain_.domain, domain_.info, &sender_.ep, nullptr), 0);
-    ASSERT_EQ(fi_ep_bind(sender_.ep, &domain_.av->fid, 0), 0);
-    ASSERT_EQ(fi_ep_bind(sender_.ep, &sender_.tx_cq->fid, FI_TRANSMIT | tx_cq_flags), 0);
-    ASSERT_EQ(fi_ep_bind(sender_.ep, &sender_.rx_cq->fid, FI_RECV), 0);
-    ASSERT_EQ(fi_ep_bind(sender_.ep, &send_cntr_->fid, FI_SEND), 0);
-    ASSERT_EQ(fi_enable(sender_.ep), 0);
+    ASSERT_EQ(sender_.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, cq_flags,
+                           send_cntr_, FI_SEND),
+              0);
   }
 
   TestDomain domain_;
@@ -113,19 +106,9 @@ TEST_F(Counters, ReceiveErrorsCountInTheErrorValue) {
   // counted in the error value, not the value.
   fid_cntr* recv_cntr = open_counter(domain_.domain);
   TestEndpoint counted;
-  fi_cq_attr attr{};
-  attr.format = FI_CQ_FORMAT_DATA;
-  ASSERT_EQ(fi_cq_open(domain_.domain, &attr, &counted.tx_cq, nullptr), 0);
-  ASSERT_EQ(fi_cq_open(domain_.domain, &attr, &counted.rx_cq, nullptr), 0);
-  ASSERT_EQ(fi_endpoint(domain_.domain, domain_.info, &counted.ep, nullptr), 0);
-  ASSERT_EQ(fi_ep_bind(counted.ep, &domain_.av->fid, 0), 0);
-  ASSERT_EQ(fi_ep_bind(counted.ep, &counted.tx_cq->fid, FI_TRANSMIT), 0);
-  ASSERT_EQ(fi_ep_bind(counted.ep, &counted.rx_cq->fid, FI_RECV), 0);
-  ASSERT_EQ(fi_ep_bind(counted.ep, &recv_cntr->fid, FI_RECV), 0);
-  ASSERT_EQ(fi_enable(counted.ep), 0);
-  counted.name_len = sizeof(counted.name);
-  ASSERT_EQ(fi_getname(&counted.ep->fid, counted.name, &counted.name_len), 0);
-  ASSERT_EQ(fi_av_insert(domain_.av, counted.name, 1, &counted.addr, 0, nullptr), 1);
+  ASSERT_EQ(counted.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0, recv_cntr,
+                         FI_RECV),
+            0);
 
   char small[4], fits[32];
   ASSERT_EQ(fi_recv(counted.ep, small, sizeof(small), nullptr, FI_ADDR_UNSPEC, small), 0);

@@ -44,9 +44,11 @@ struct TestEndpoint {
   uint8_t name[64] = {};
   size_t name_len = 0;
 
-  // Returns 0 or the first failing call's error.
+  // Returns 0 or the first failing call's error.  A counter, when given, is
+  // bound with counter_flags before fi_enable.
   int open(fid_domain* domain, fid_av* av, fi_info* info,
-           fi_cq_format format = FI_CQ_FORMAT_DATA, uint64_t cq_bind_flags = 0) {
+           fi_cq_format format = FI_CQ_FORMAT_DATA, uint64_t cq_bind_flags = 0,
+           fid_cntr* counter = nullptr, uint64_t counter_flags = 0) {
     fi_cq_attr attr{};
     attr.format = format;
     attr.wait_obj = FI_WAIT_UNSPEC;
@@ -57,6 +59,7 @@ struct TestEndpoint {
     if ((ret = fi_ep_bind(ep, &av->fid, 0))) return ret;
     if ((ret = fi_ep_bind(ep, &tx_cq->fid, FI_TRANSMIT | cq_bind_flags))) return ret;
     if ((ret = fi_ep_bind(ep, &rx_cq->fid, FI_RECV | cq_bind_flags))) return ret;
+    if (counter != nullptr && (ret = fi_ep_bind(ep, &counter->fid, counter_flags))) return ret;
     if ((ret = fi_enable(ep))) return ret;
     name_len = sizeof(name);
     if ((ret = fi_getname(&ep->fid, name, &name_len))) return ret;
