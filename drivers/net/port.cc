@@ -123,22 +123,37 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   } else if (ret != 0) {
     return ret;
   } else {
-    if (try_flow && port->probe_flow_steering()) {
-      port->steering_ = Steering::kFlow;
-    } else {
+    // The steering decision is made before the first start: a start and stop
+    // of a net_memif port shows its peer a connection that vanishes, and the
+    // 22.11 PMD crashes on a HELLO that arrives for the vanished one.
+    bool use_flow = try_flow && port->queue_rule_validates();
+    if (try_flow && !use_flow) {
+      if (config.steering == SteeringRequest::kFlow) {
+        *error = port->name_ + ": FI_DPDK_STEERING=flow, but the device "
+                 "validates no rte_flow queue rule";
+        return -ENOTSUP;
+      }
+      ret = port->configure(1, error);
+      if (ret != 0) return ret;
+    }
+    ret = port->start(error);
+    if (ret != 0) return ret;
+    // A device that validated the rule must also create it (net_tap once
+    // validated what it then refused); restarting such a port is harmless.
+    if (use_flow && !port->probe_flow_steering()) {
+      use_flow = false;
       if (config.steering == SteeringRequest::kFlow) {
         *error = port->name_ + ": FI_DPDK_STEERING=flow, but the device "
                  "installs no rte_flow queue rule";
-        rte_eth_dev_stop(port_id);
         return -ENOTSUP;
       }
-      if (try_flow) {
-        rte_eth_dev_stop(port_id);
-        ret = port->configure(1, error);
-        if (ret != 0) return ret;
-      }
-      port->steering_ = Steering::kSoftware;
+      rte_eth_dev_stop(port_id);
+      port->started_by_us_ = false;
+      ret = port->configure(1, error);
+      if (ret == 0) ret = port->start(error);
+      if (ret != 0) return ret;
     }
+    port->steering_ = use_flow ? Steering::kFlow : Steering::kSoftware;
     port->description_ = port->name_ + ": " + std::to_string(port->queue_pairs_) +
                          " queue pair(s), " + steering_name(port->steering_) +
                          " steering";
@@ -182,60 +197,80 @@ int Port::configure(uint16_t queue_pairs, std::string* error) {
       return ret;
     }
   }
-  ret = rte_eth_dev_start(port_id_);
+  queue_pairs_ = queue_pairs;
+  return 0;
+}
+
+int Port::start(std::string* error) {
+  const int ret = rte_eth_dev_start(port_id_);
   if (ret != 0) {
     *error = name_ + ": rte_eth_dev_start: " + rte_strerror(-ret);
     return ret;
   }
   started_by_us_ = true;
-  queue_pairs_ = queue_pairs;
   return 0;
+}
+
+// The rule that sends our EtherType with destination queue `endpoint_queue`
+// to hardware queue `hw_queue`.  Its items point into the object itself.
+struct Port::QueueRule {
+  QueueRule(uint16_t ether_type, uint16_t endpoint_queue, uint16_t hw_queue) {
+    attr.ingress = 1;
+    eth_spec.hdr.ether_type = rte_cpu_to_be_16(ether_type);
+    eth_mask.hdr.ether_type = 0xffff;
+    queue_be = rte_cpu_to_be_16(endpoint_queue);
+    raw_spec.relative = 1;
+    raw_spec.offset = kDstQueueOffset;
+    raw_spec.length = sizeof(queue_be);
+    raw_spec.pattern = reinterpret_cast<const uint8_t*>(&queue_be);
+    raw_mask = raw_spec;
+    raw_mask.offset = static_cast<int32_t>(0xffffffff);
+    raw_mask.pattern = reinterpret_cast<const uint8_t*>(&all_ones);
+    pattern[0] = {RTE_FLOW_ITEM_TYPE_ETH, &eth_spec, nullptr, &eth_mask};
+    pattern[1] = {RTE_FLOW_ITEM_TYPE_RAW, &raw_spec, nullptr, &raw_mask};
+    pattern[2].type = RTE_FLOW_ITEM_TYPE_END;
+    queue.index = hw_queue;
+    actions[0] = {RTE_FLOW_ACTION_TYPE_QUEUE, &queue};
+    actions[1].type = RTE_FLOW_ACTION_TYPE_END;
+  }
+  QueueRule(const QueueRule&) = delete;
+  QueueRule& operator=(const QueueRule&) = delete;
+
+  rte_flow_attr attr{};
+  rte_flow_item_eth eth_spec{};
+  rte_flow_item_eth eth_mask{};
+  uint16_t queue_be = 0;
+  uint16_t all_ones = 0xffff;
+  rte_flow_item_raw raw_spec{};
+  rte_flow_item_raw raw_mask{};
+  rte_flow_item pattern[3] = {};
+  rte_flow_action_queue queue{};
+  rte_flow_action actions[2] = {};
+};
+
+bool Port::queue_rule_validates() {
+  const QueueRule rule(ether_type_, 1, 1);
+  rte_flow_error flow_error{};
+  if (rte_flow_validate(port_id_, &rule.attr, rule.pattern, rule.actions, &flow_error) == 0)
+    return true;
+  description_ = std::string("rte_flow_validate: ") +
+                 (flow_error.message ? flow_error.message : "refused");
+  return false;
 }
 
 rte_flow* Port::create_queue_rule(uint16_t endpoint_queue, uint16_t hw_queue,
                                   std::string* error) {
-  rte_flow_attr attr{};
-  attr.ingress = 1;
-  rte_flow_item_eth eth_spec{};
-  rte_flow_item_eth eth_mask{};
-  eth_spec.hdr.ether_type = rte_cpu_to_be_16(ether_type_);
-  eth_mask.hdr.ether_type = 0xffff;
-  const uint16_t queue_be = rte_cpu_to_be_16(endpoint_queue);
-  const uint16_t all_ones = 0xffff;
-  rte_flow_item_raw raw_spec{};
-  rte_flow_item_raw raw_mask{};
-  raw_spec.relative = 1;
-  raw_spec.offset = kDstQueueOffset;
-  raw_spec.length = sizeof(queue_be);
-  raw_spec.pattern = reinterpret_cast<const uint8_t*>(&queue_be);
-  raw_mask = raw_spec;
-  raw_mask.relative = 1;
-  raw_mask.offset = static_cast<int32_t>(0xffffffff);
-  raw_mask.pattern = reinterpret_cast<const uint8_t*>(&all_ones);
-  rte_flow_item pattern[3] = {};
-  pattern[0].type = RTE_FLOW_ITEM_TYPE_ETH;
-  pattern[0].spec = &eth_spec;
-  pattern[0].mask = &eth_mask;
-  pattern[1].type = RTE_FLOW_ITEM_TYPE_RAW;
-  pattern[1].spec = &raw_spec;
-  pattern[1].mask = &raw_mask;
-  pattern[2].type = RTE_FLOW_ITEM_TYPE_END;
-  rte_flow_action_queue queue{};
-  queue.index = hw_queue;
-  rte_flow_action actions[2] = {};
-  actions[0].type = RTE_FLOW_ACTION_TYPE_QUEUE;
-  actions[0].conf = &queue;
-  actions[1].type = RTE_FLOW_ACTION_TYPE_END;
-
+  const QueueRule rule(ether_type_, endpoint_queue, hw_queue);
   rte_flow_error flow_error{};
-  if (rte_flow_validate(port_id_, &attr, pattern, actions, &flow_error) != 0) {
+  if (rte_flow_validate(port_id_, &rule.attr, rule.pattern, rule.actions, &flow_error) != 0) {
     *error = std::string("rte_flow_validate: ") +
              (flow_error.message ? flow_error.message : "refused");
     return nullptr;
   }
   // Some PMDs (net_tap) validate what they then fail to create: only a
   // created rule counts.
-  rte_flow* flow = rte_flow_create(port_id_, &attr, pattern, actions, &flow_error);
+  rte_flow* flow =
+      rte_flow_create(port_id_, &rule.attr, rule.pattern, rule.actions, &flow_error);
   if (flow == nullptr)
     *error = std::string("rte_flow_create: ") +
              (flow_error.message ? flow_error.message : "failed");

@@ -103,7 +103,12 @@ class Port {
 
  private:
   Port() = default;
+  struct QueueRule;
+  // Configures the device and its queues; start() starts it.  Both stopped
+  // and unstarted devices may be configured again.
   int configure(uint16_t queue_pairs, std::string* error);
+  int start(std::string* error);
+  bool queue_rule_validates();
   bool probe_flow_steering();
   rte_flow* create_queue_rule(uint16_t endpoint_queue, uint16_t hw_queue,
                               std::string* error);

@@ -6,6 +6,7 @@
 #   pair_run SERVER_EAL CLIENT_EAL -- BENCH_ARGS...   (sets SERVER_RC CLIENT_RC,
 #                                                      SERVER_OUT CLIENT_OUT)
 #   json_field FILE NAME                              (prints a top-level value)
+#   wait_for_server                                   (until SERVER_PID publishes)
 #   fail MESSAGE                                      (prints, exits 1)
 
 WORK=$(mktemp -d /tmp/ofi-dpdk-pair.XXXXXX)
@@ -46,6 +47,18 @@ json_field() {
 # Common EAL options: no hugepages needed, quiet, no PCI scan.
 EAL_COMMON="--no-huge -m 512 --no-shconf --no-pci --no-telemetry --log-level=lib.eal:error"
 
+# The client starts once the server's port is up (the server publishes its
+# names after fi_enable), so a memif client never meets a socket that is not
+# listening yet, however slowly the server's EAL starts.  At most 30 s.
+wait_for_server() {
+	local waited=0
+	while [ ! -e "$WORK/rendezvous/server" ] && [ "$waited" -lt 300 ] &&
+		kill -0 "$SERVER_PID" 2>/dev/null; do
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+}
+
 pair_run() {
 	local server_eal=$1 client_eal=$2
 	shift 3
@@ -56,7 +69,7 @@ pair_run() {
 	start_limited "${PAIR_LIMIT:-120}" "$SERVER_OUT" "$WORK/server.err" "$BENCH" -l 0 \
 		$EAL_COMMON $server_eal -- --role server --rendezvous "$WORK/rendezvous" "$@"
 	SERVER_PID=$STARTED_PID
-	sleep 0.5
+	wait_for_server
 	# shellcheck disable=SC2086
 	start_limited "${PAIR_LIMIT:-120}" "$CLIENT_OUT" "$WORK/client.err" "$BENCH" -l 1 \
 		$EAL_COMMON $client_eal -- --role client --rendezvous "$WORK/rendezvous" "$@"

@@ -17,7 +17,7 @@ ARGS=(--pattern bandwidth --size 4096 --count 100000000 --timeout 30)
 start_limited 60 "$WORK/server.json" "$WORK/server.err" "$BENCH" -l 0 $EAL_COMMON \
 	"$(memif_args server)" -- --role server --rendezvous "$WORK/rendezvous" "${ARGS[@]}"
 SERVER_PID=$STARTED_PID
-sleep 0.5
+wait_for_server
 # shellcheck disable=SC2086
 start_limited 60 "$WORK/client.json" "$WORK/client.err" "$BENCH" -l 1 $EAL_COMMON \
 	"$(memif_args client)" -- --role client --rendezvous "$WORK/rendezvous" "${ARGS[@]}"
