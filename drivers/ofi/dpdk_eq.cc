@@ -2,8 +2,8 @@
 // inserts: per failed address an error entry whose data is the address's
 // index within the call, then one FI_AV_COMPLETE) or by the application with
 // fi_eq_write.  Errors are read first: fi_eq_read returns -FI_EAVAIL while
-// any is queued.  Waiting is by
-// polling with a timeout: the provider makes no EQ events asynchronously yet.
+// any is queued.  fi_eq_sread sleeps on the FI_WAIT_FD descriptor when the
+// EQ has one, and naps between checks otherwise.
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -18,6 +18,7 @@ int Eq::push_event(uint32_t type, const void* data, size_t len) {
   try {
     std::lock_guard guard(lock);
     events.push_back({type, std::vector<uint8_t>(bytes, bytes + len)});
+    wait_fd.signal();
   } catch (const std::bad_alloc&) {
     DPDK_WARN(FI_LOG_EQ, "EQ event %u lost: out of memory\n", type);
     return -FI_ENOMEM;
@@ -29,6 +30,7 @@ int Eq::push_error(const fi_eq_err_entry& error) {
   try {
     std::lock_guard guard(lock);
     errors.push_back(error);
+    wait_fd.signal();
   } catch (const std::bad_alloc&) {
     DPDK_WARN(FI_LOG_EQ, "EQ error entry lost: out of memory\n");
     return -FI_ENOMEM;
@@ -37,6 +39,11 @@ int Eq::push_error(const fi_eq_err_entry& error) {
 }
 
 namespace {
+
+// Lock held.  The descriptor stays readable while anything is left to read.
+void drain_if_empty(Eq* eq) {
+  if (eq->events.empty() && eq->errors.empty()) eq->wait_fd.drain();
+}
 
 int eq_close(fid* fid) {
   Eq* eq = from_fid<Eq>(fid);
@@ -56,7 +63,10 @@ ssize_t eq_read(fid_eq* eq_fid, uint32_t* event, void* buf, size_t len, uint64_t
   if (event != nullptr) *event = head.type;
   if (buf != nullptr) std::memcpy(buf, head.data.data(), head.data.size());
   const auto size = static_cast<ssize_t>(head.data.size());
-  if (!(flags & FI_PEEK)) eq->events.pop_front();
+  if (!(flags & FI_PEEK)) {
+    eq->events.pop_front();
+    drain_if_empty(eq);
+  }
   return size;
 }
 
@@ -66,7 +76,10 @@ ssize_t eq_readerr(fid_eq* eq_fid, fi_eq_err_entry* buf, uint64_t flags) {
   if (eq->errors.empty()) return -FI_EAGAIN;
   if (buf == nullptr) return -FI_EINVAL;
   *buf = eq->errors.front();
-  if (!(flags & FI_PEEK)) eq->errors.pop_front();
+  if (!(flags & FI_PEEK)) {
+    eq->errors.pop_front();
+    drain_if_empty(eq);
+  }
   return sizeof(fi_eq_err_entry);
 }
 
@@ -79,6 +92,7 @@ ssize_t eq_write(fid_eq* eq_fid, uint32_t event, const void* buf, size_t len,
   if (flags != 0) return -FI_EINVAL;
   const auto* bytes = static_cast<const uint8_t*>(buf);
   eq->events.push_back({event, std::vector<uint8_t>(bytes, bytes + len)});
+  eq->wait_fd.signal();
   return static_cast<ssize_t>(len);
 }
 
@@ -90,9 +104,20 @@ ssize_t eq_sread(fid_eq* eq_fid, uint32_t* event, void* buf, size_t len, int tim
   for (;;) {
     const ssize_t ret = eq_read(eq_fid, event, buf, len, flags);
     if (ret != -FI_EAGAIN) return ret;
-    if (timeout >= 0 && std::chrono::steady_clock::now() >= deadline) return -FI_EAGAIN;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    const auto now = std::chrono::steady_clock::now();
+    if (timeout >= 0 && now >= deadline) return -FI_EAGAIN;
+    if (eq->wait_fd.is_open()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      eq->wait_fd.wait(timeout < 0 ? -1 : static_cast<int>(left.count() + 1));
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   }
+}
+
+int eq_control(fid* fid, int command, void* arg) {
+  Eq* eq = from_fid<Eq>(fid);
+  return wait_control(eq->attr.wait_obj, eq->wait_fd, command, arg);
 }
 
 const char* eq_strerror(fid_eq*, int prov_errno, const void*, char* buf, size_t len) {
@@ -109,7 +134,7 @@ fi_ops g_eq_fid_ops = {
     .size = sizeof(fi_ops),
     .close = eq_close,
     .bind = DPDK_ENOSYS(fi_ops, bind),
-    .control = DPDK_ENOSYS(fi_ops, control),
+    .control = eq_control,
     .ops_open = DPDK_ENOSYS(fi_ops, ops_open),
     .tostr = DPDK_ENOSYS(fi_ops, tostr),
     .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
@@ -128,14 +153,20 @@ fi_ops_eq g_eq_ops = {
 
 int eq_open(fid_fabric* fabric_fid, fi_eq_attr* attr, fid_eq** out, void* context) {
   if (attr == nullptr) return -FI_EINVAL;
-  if (attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC) {
-    DPDK_INFO(FI_LOG_EQ, "EQ wait object %d not supported: FI_WAIT_NONE or FI_WAIT_UNSPEC\n",
+  if (!wait_object_supported(attr->wait_obj)) {
+    DPDK_INFO(FI_LOG_EQ, "EQ wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD or FD\n",
               attr->wait_obj);
     return -FI_ENOSYS;
   }
   if (attr->flags & ~static_cast<uint64_t>(FI_WRITE)) return -FI_EINVAL;
   auto* eq = new (std::nothrow) Eq();
   if (eq == nullptr) return -FI_ENOMEM;
+  if (attr->wait_obj == FI_WAIT_FD) {
+    if (int ret = eq->wait_fd.open(); ret != 0) {
+      delete eq;
+      return ret;
+    }
+  }
   eq->attr = *attr;
   eq->fabric = from_fid<Fabric>(fabric_fid);
   eq->fabric->refs++;

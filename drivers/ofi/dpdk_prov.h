@@ -235,6 +235,10 @@ struct Eq {
   std::deque<Event> events;
   std::deque<fi_eq_err_entry> errors;
   std::atomic<int> refs{0};
+  // FI_WAIT_FD: readable while an event or error is queued.  EQ entries are
+  // made inside fi_* calls, never by the progress loop, so the writer
+  // signals it directly.
+  WaitFd wait_fd;
 
   // Provider-made entries (dpdk_eq.cc); each takes the EQ lock.  Return
   // -FI_ENOMEM when the entry could not be queued.

@@ -3,11 +3,13 @@
 // EQs, memory registration, endpoint flags and options, and what is not
 // supported yet (counters).
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <rdma/fi_eq.h>
 
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lib/av/address.h"
@@ -322,6 +324,60 @@ TEST_F(EqTest, ReadOnEmptyIsEAGAINAndSreadTimesOut) {
             static_cast<ssize_t>(sizeof(read)));
   EXPECT_LT(elapsed_ms(again), 1000);
   EXPECT_EQ(read.data, 7u);
+}
+
+// fi_eq(3) with FI_WAIT_FD: the descriptor from FI_GETWAIT is readable exactly
+// while an event or an error waits, so a program can epoll it; fi_eq_sread
+// sleeps on it and wakes when another thread writes.
+TEST_F(EqTest, WaitFdIsReadableWhileAnEventWaitsAndWakesSread) {
+  fi_eq_attr attr{};
+  attr.wait_obj = FI_WAIT_FD;
+  attr.flags = FI_WRITE;
+  fid_eq* eq = nullptr;
+  ASSERT_EQ(fi_eq_open(fabric_, &attr, &eq, nullptr), 0);
+  int fd = -1;
+  ASSERT_EQ(fi_control(&eq->fid, FI_GETWAIT, &fd), 0);
+  ASSERT_GE(fd, 0);
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  ASSERT_EQ(fi_control(&eq->fid, FI_GETWAITOBJ, &wait_obj), 0);
+  EXPECT_EQ(wait_obj, FI_WAIT_FD);
+  const auto readable = [fd] {
+    pollfd entry{fd, POLLIN, 0};
+    return ::poll(&entry, 1, 0) == 1;
+  };
+  fid* fids[] = {&eq->fid};
+  EXPECT_FALSE(readable()) << "readable while empty";
+  EXPECT_EQ(fi_trywait(fabric_, fids, 1), 0);
+
+  fi_eq_entry entry{};
+  entry.data = 11;
+  ASSERT_EQ(fi_eq_write(eq, FI_NOTIFY, &entry, sizeof(entry), 0),
+            static_cast<ssize_t>(sizeof(entry)));
+  EXPECT_TRUE(readable()) << "an event waits but the descriptor is not readable";
+  EXPECT_EQ(fi_trywait(fabric_, fids, 1), -FI_EAGAIN);
+  uint32_t event = 0;
+  fi_eq_entry read{};
+  ASSERT_EQ(fi_eq_read(eq, &event, &read, sizeof(read), FI_PEEK),
+            static_cast<ssize_t>(sizeof(read)));
+  EXPECT_TRUE(readable()) << "FI_PEEK left the event, so the descriptor stays readable";
+  ASSERT_EQ(fi_eq_read(eq, &event, &read, sizeof(read), 0), static_cast<ssize_t>(sizeof(read)));
+  EXPECT_FALSE(readable()) << "still readable after the last event was read";
+
+  // A writer on another thread wakes a reader asleep in fi_eq_sread.
+  std::thread writer([eq] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    fi_eq_entry late{};
+    late.data = 12;
+    fi_eq_write(eq, FI_NOTIFY, &late, sizeof(late), 0);
+  });
+  const auto start = Clock::now();
+  const ssize_t got = fi_eq_sread(eq, &event, &read, sizeof(read), 5000, 0);
+  writer.join();
+  EXPECT_EQ(got, static_cast<ssize_t>(sizeof(read)));
+  EXPECT_EQ(read.data, 12u);
+  EXPECT_LT(elapsed_ms(start), 2000) << "sread slept past the write";
+  EXPECT_FALSE(readable());
+  EXPECT_EQ(fi_close(&eq->fid), 0);
 }
 
 // ---- memory registration ----
