@@ -1,4 +1,5 @@
 #include "drivers/net/fault_injector.h"
+#include "drivers/net/mbuf_handoff.h"
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
@@ -128,6 +129,7 @@ uint16_t FaultInjector::QueueState::process(rte_mbuf** pkts, uint16_t nb_pkts,
                                             uint16_t max_pkts) {
   ++call;
   if (nb_pkts == 0 && nb_held == 0) return 0;
+  handoff_acquire(pkts, nb_pkts);  // runs inside rx_burst, before Port's acquire
   const uint64_t now = may_hold ? rte_get_timer_cycles() : 0;
   BurstCounts counts;
 
@@ -142,7 +144,7 @@ uint16_t FaultInjector::QueueState::process(rte_mbuf** pkts, uint16_t nb_pkts,
       case FaultAction::kPass:
         break;
       case FaultAction::kDrop:
-        rte_pktmbuf_free(m);
+        free_frame(m);
         ++counts.dropped;
         continue;
       case FaultAction::kDuplicate:
@@ -214,7 +216,7 @@ bool FaultInjector::QueueState::corrupt(rte_mbuf** m) {
     if ((*m)->pool == nullptr) return false;
     rte_mbuf* copy = rte_pktmbuf_copy(*m, (*m)->pool, 0, UINT32_MAX);
     if (copy == nullptr) return false;
-    rte_pktmbuf_free(*m);  // drops only our reference
+    free_frame(*m);  // drops only our reference
     *m = copy;
     offset = target;
     seg = segment_at(copy, &offset);
@@ -308,7 +310,7 @@ void FaultInjector::QueueState::publish(const BurstCounts& counts) {
 }
 
 void FaultInjector::QueueState::free_held() {
-  for (uint32_t i = 0; i < nb_held; ++i) rte_pktmbuf_free(held[i].mbuf);
+  for (uint32_t i = 0; i < nb_held; ++i) free_frame(held[i].mbuf);
   nb_held = 0;
   held_now.store(0, std::memory_order_relaxed);
 }

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_prov.h"
 #include "lib/proto/frame_codec.h"
 
@@ -60,7 +61,7 @@ uint32_t PortContext::progress() {
           endpoints[decoded.header.dst_queue]->engine->on_frame(
               {decoded.src_mac, &decoded.header, decoded.payload}, now);
         }
-        rte_pktmbuf_free(frame);
+        net::free_frame(frame);
       }
     }
   }

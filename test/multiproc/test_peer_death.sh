@@ -10,7 +10,9 @@ set -euo pipefail
 BENCH=$1
 source "$(dirname "$0")/pair.sh"
 
-export FI_DPDK_PEER_TIMEOUT_MS=1000
+# 2 s, not less: a loaded machine (CI, sanitizer builds) must not time the
+# live peer out before the test kills it.
+export FI_DPDK_PEER_TIMEOUT_MS=2000
 mkdir -p "$WORK/rendezvous"
 ARGS=(--pattern bandwidth --size 4096 --count 100000000 --timeout 30)
 # shellcheck disable=SC2086
@@ -42,5 +44,5 @@ took=$(python3 -c "import sys; print(round($(date +%s.%N) - $killed_at, 2))")
 echo "survivor exited $rc, $took s after the peer died"
 [ "$rc" = 1 ] || fail "survivor exited $rc (want 1: error completions; 137 is the watchdog: a hang; others a crash)"
 grep -q "error completion: .*timed out" "$WORK/client.err" || fail "no FI_ETIMEDOUT error completion reported"
-python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" || fail "took $took s (timeout 1 s)"
+python3 -c "import sys; sys.exit(0 if $took < 10 else 1)" || fail "took $took s (timeout 2 s)"
 echo "peer death: error completions after $took s, no hang, no crash"

@@ -30,6 +30,8 @@ fi
 : "${FI_PROVIDER_PATH:?set FI_PROVIDER_PATH to the drivers/ofi folder of the build}"
 : "${OFI_DPDK_RING_EAL_ARGS:?set OFI_DPDK_RING_EAL_ARGS (see test/meson.build)}"
 export FI_PROVIDER_PATH
+# shellcheck source-path=SCRIPTDIR source=sanitizer_preload.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sanitizer_preload.sh" "$FI_PROVIDER_PATH"
 # Only what each case sets below reaches the provider.
 unset FI_PROVIDER FI_DPDK_EAL_ARGS FI_LOG_LEVEL FI_LOG_PROV
 
@@ -60,7 +62,7 @@ run() {
 	done
 	shift
 	status=0
-	env "${vars[@]}" timeout -k 2 15 "$@" >"$work/$name.log" 2>&1 || status=$?
+	env "${vars[@]}" timeout -k 2 15 "${preload[@]}" "$@" >"$work/$name.log" 2>&1 || status=$?
 	out=$(tr -d '\000' <"$work/$name.log")  # fi_info -e prints a stray NUL
 }
 

@@ -8,7 +8,9 @@ set -euo pipefail
 command -v fi_info >/dev/null || { echo "fi_info missing (libfabric-bin)"; exit 77; }
 page="$OFI_DPDK_SOURCE_ROOT/doc/man/fi_dpdk.7"
 [ -f "$page" ] || { echo "FAIL: no $page"; exit 1; }
-names=$(timeout 30 fi_info -g FI_DPDK_ | sed -n 's/^# \(FI_DPDK_[A-Z_]*\):.*/\1/p' | sort -u)
+# shellcheck source-path=SCRIPTDIR source=sanitizer_preload.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sanitizer_preload.sh" "$FI_PROVIDER_PATH"
+names=$(timeout 30 "${preload[@]}" fi_info -g FI_DPDK_ | sed -n 's/^# \(FI_DPDK_[A-Z_]*\):.*/\1/p' | sort -u)
 [ -n "$names" ] || { echo "FAIL: fi_info listed no FI_DPDK_ parameter"; exit 1; }
 missing=0
 for name in $names; do

@@ -9,6 +9,8 @@
 #   2. fi_pingpong -p dpdk -e rdm -I 10 -S all -c    (every size fi_pingpong
 #      knows up to max_msg_size -- its cap is 6 MiB -- with data checks)
 #   3. run 2 with -I 2 and FI_DPDK_FAULT_DROP=0.05: 5 % loss each way
+#   4. fi_pingpong -p dpdk -e rdm -m tagged -c -S all  (run 2 over fi_tagged:
+#      fi_tsend / fi_trecv, with fi_pingpong's default -I 10)
 # Run 2 takes -I 10: at the ~70 MB/s memif gives without hugepages on a
 # two-core box, -I 100 moves some 5 GB and needs over a minute.
 # Both sides must exit 0.  The control connection uses a random free TCP
@@ -19,11 +21,12 @@
 #                          --provider-path (its default is <repo>/build)
 #   OFI_DPDK_SOURCE_ROOT   the source tree (for usertools/dpdk-fi-run.py)
 #
-# Every process runs under `timeout`: 15 s for run 1, 40 s for run 2 and
-# 50 s for run 3, so all fit meson's 120 s (an idle two-core box needs ~2 s and ~9 s; a loaded
-# one several times that: both sides busy-poll).  On any exit the trap
+# Every process runs under `timeout`: 15 s for run 1, 40 s for runs 2 and 4,
+# 50 s for run 3, so all fit meson's 180 s (an idle two-core box needs ~2 s for
+# run 1 and ~9 s for each of the others; a loaded one several times that: both
+# sides busy-poll).  On any exit the trap
 # stops whatever is still running, by PID, and removes the folder.  Prints both sides' output
-# when a run fails.  Exit status: 0 when both runs passed, 1 otherwise, 77
+# when a run fails.  Exit status: 0 when every run passed, 1 otherwise, 77
 # (meson: skipped) when fi_pingpong is not installed.
 set -euo pipefail
 
@@ -35,6 +38,8 @@ fi
 : "${OFI_DPDK_SOURCE_ROOT:?set OFI_DPDK_SOURCE_ROOT to the source tree}"
 launcher=$OFI_DPDK_SOURCE_ROOT/usertools/dpdk-fi-run.py
 provider_path=$FI_PROVIDER_PATH
+# shellcheck source-path=SCRIPTDIR source=sanitizer_preload.sh
+source "$(dirname "${BASH_SOURCE[0]}")/sanitizer_preload.sh" "$provider_path"
 # The launcher sets what the provider needs; nothing else leaks in.
 unset FI_PROVIDER FI_DPDK_EAL_ARGS FI_PROVIDER_PATH
 
@@ -101,7 +106,7 @@ pingpong() {
 	socket=$work/$name.sock
 	timeout -k 2 "$limit" python3 "$launcher" --topology memif-server --socket "$socket" \
 		--no-huge --lcore "$server_lcore" --provider-path "$provider_path" -- \
-		fi_pingpong -p dpdk -e rdm "$@" -B "$port" >"$work/$name-server.log" 2>&1 &
+		"${preload[@]}" fi_pingpong -p dpdk -e rdm "$@" -B "$port" >"$work/$name-server.log" 2>&1 &
 	server=$!
 	pids+=("$server")
 	# The server listens on its control port before it opens the fabric.
@@ -112,7 +117,7 @@ pingpong() {
 	done
 	timeout -k 2 "$limit" python3 "$launcher" --topology memif-client --socket "$socket" \
 		--no-huge --lcore "$client_lcore" --provider-path "$provider_path" -- \
-		fi_pingpong -p dpdk -e rdm "$@" -P "$port" 127.0.0.1 >"$work/$name-client.log" 2>&1 &
+		"${preload[@]}" fi_pingpong -p dpdk -e rdm "$@" -P "$port" 127.0.0.1 >"$work/$name-client.log" 2>&1 &
 	client=$!
 	pids+=("$client")
 	wait "$client" || client_status=$?
@@ -134,6 +139,8 @@ pingpong all_sizes 40 -I 10 -S all -c
 # 3. The same with 5 % of the frames each side receives dropped by the
 #    fault injector: the transport repairs every loss, data checks pass.
 FI_DPDK_FAULT_DROP=0.05 pingpong lossy 50 -I 2 -S all -c
+# 4. Tagged messages, as the issue names the command.
+pingpong tagged 40 -m tagged -c -S all
 
 if ((failures > 0)); then
 	echo "test_pingpong_memif.sh: $failures run(s) failed"
