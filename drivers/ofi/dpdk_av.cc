@@ -13,10 +13,12 @@
 #include <string>
 
 #include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_raw_enum.h"
 
 namespace ofi_dpdk::ofi {
 
-fi_addr_t Av::lookup_source(uint64_t key) const {
+fi_addr_t Av::lookup_source(uint64_t key) {
+  refresh();
   const uint64_t index = table.find_endpoint(key);
   return index == av::AddressTable::kNone ? FI_ADDR_NOTAVAIL : table.source_id(index);
 }
@@ -30,7 +32,18 @@ constexpr int kMaxRxCtxBits = 32;
 constexpr size_t kMaxInsert = std::numeric_limits<int>::max();
 
 int from_table_error(int64_t ret) {
-  return ret == -ENOSPC ? FI_ENOSPC : FI_ENOMEM;
+  return ret == -ENOSPC ? FI_ENOSPC : ret == -EIO ? FI_EIO : FI_ENOMEM;
+}
+
+// One address into the AV: a named AV picks the index in the node's table
+// and mirrors it.  Returns the index or -ENOSPC / -ENOMEM / -EIO.
+int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> user_id) {
+  if (av->shared == nullptr) return av->table.insert(address, user_id);
+  const int64_t index = av->shared->insert(address);
+  if (index < 0) return index;
+  const int64_t mirrored = av->table.insert_at(static_cast<uint64_t>(index), address, user_id);
+  if (mirrored < 0) av->shared->remove(static_cast<uint64_t>(index));
+  return mirrored;
 }
 
 // Every insert call ends here: `address_at(i)` gives the i-th address (or
@@ -56,6 +69,10 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
     DPDK_INFO(FI_LOG_AV, "FI_AV_USER_ID takes the user ids from fi_addr, which is NULL\n");
     return -FI_EINVAL;
   }
+  if (av->shared != nullptr && av->shared->read_only()) {
+    DPDK_INFO(FI_LOG_AV, "AV \"%s\" was opened FI_READ: no inserts\n", av->name.c_str());
+    return -FI_EACCES;
+  }
   int* status = (flags & FI_SYNC_ERR) ? static_cast<int*>(context) : nullptr;
   std::vector<fi_eq_err_entry> failures;
   size_t inserted = 0, failed = 0;
@@ -67,6 +84,7 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
       DPDK_INFO(FI_LOG_AV, "FI_EVENT AV: fi_av_bind an EQ before inserting\n");
       return -FI_ENOEQ;
     }
+    av->refresh();
     for (size_t i = 0; i < count; ++i) {
       int error = 0;
       const std::optional<av::Address> address = address_at(i);
@@ -75,7 +93,7 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
       } else {
         std::optional<uint64_t> user_id;
         if (flags & FI_AV_USER_ID) user_id = fi_addr[i];
-        const int64_t index = av->table.insert(*address, user_id);
+        const int64_t index = insert_one(av, *address, user_id);
         if (index < 0) {
           error = from_table_error(index);
         } else {
@@ -189,7 +207,12 @@ int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) 
   Av* av = from_fid<Av>(av_fid);
   if (flags != 0) return -FI_EBADFLAGS;
   if (fi_addr == nullptr && count != 0) return -FI_EINVAL;
+  if (av->shared != nullptr && av->shared->read_only()) {
+    DPDK_INFO(FI_LOG_AV, "AV \"%s\" was opened FI_READ: no removals\n", av->name.c_str());
+    return -FI_EACCES;
+  }
   std::lock_guard guard(av->domain->port->lock);
+  av->refresh();
   for (size_t i = 0; i < count; ++i) {
     if ((fi_addr[i] & ~av->index_mask) || av->table.find(fi_addr[i]) == nullptr) {
       DPDK_INFO(FI_LOG_AV, "remove: fi_addr %#lx is not in the AV; nothing removed\n",
@@ -201,6 +224,8 @@ int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) 
     const av::Entry* entry = av->table.find(fi_addr[i]);
     if (entry == nullptr) continue;  // named twice in this call
     const uint64_t key = av::endpoint_key(entry->address);
+    // Another process may have removed it first: gone either way.
+    if (av->shared != nullptr) av->shared->remove(fi_addr[i]);
     av->table.remove(fi_addr[i]);
     if (av->table.find_endpoint(key) != av::AddressTable::kNone) continue;
     for (Endpoint* ep : av->endpoints) {
@@ -243,6 +268,7 @@ int av_lookup(fid_av* av_fid, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
   Av* av = from_fid<Av>(av_fid);
   if (addrlen == nullptr) return -FI_EINVAL;
   std::lock_guard guard(av->domain->port->lock);
+  av->refresh();
   const av::Entry* entry = av->table.find(fi_addr & av->index_mask);
   if (entry == nullptr) return -FI_ENOENT;
   const size_t room = *addrlen;
@@ -309,14 +335,53 @@ fi_ops_av g_av_ops = {
     .lookup = av_lookup,
     .straddr = av_straddr,
     .av_set = DPDK_ENOSYS(fi_ops_av, av_set),
+#if OFI_DPDK_HAVE_AV_AUTH_KEY  // libfabric 2.x; FI_AV_AUTH_KEY is not offered
+    .insert_auth_key = DPDK_ENOSYS(fi_ops_av, insert_auth_key),
+    .lookup_auth_key = DPDK_ENOSYS(fi_ops_av, lookup_auth_key),
+#endif
+#if OFI_DPDK_HAVE_AV_USER_ID  // libfabric 2.x; FI_AV_USER_ID is not offered
+    .set_user_id = DPDK_ENOSYS(fi_ops_av, set_user_id),
+#endif
 };
+
+// fi_av_attr::name: the table of the processes of this node that use the
+// name (lib/av/shared_table.h), created unless FI_READ.  The errno values of
+// SharedTable::open are the fabric errno values of the same name.
+int open_shared(Av* av, fi_av_attr* attr) {
+  av::SharedTable::Options options;
+  options.capacity = attr->count;
+  options.read_only = (attr->flags & FI_READ) != 0;
+  options.map_addr = reinterpret_cast<uintptr_t>(attr->map_addr);
+  std::string why;
+  int ret;
+  try {
+    av->name = attr->name;
+    ret = av::SharedTable::open(av->name, options, &av->shared, &why);
+  } catch (const std::bad_alloc&) {
+    return -FI_ENOMEM;
+  }
+  if (ret != 0) {
+    DPDK_INFO(FI_LOG_AV, "named AV \"%s\"%s: %s\n", attr->name,
+              options.read_only ? " (FI_READ)" : "", why.c_str());
+    return ret;
+  }
+  // fi_av(3): with a name and map_addr 0, the map_addr used is returned.
+  // fi_addr values are indices, the same whatever map_addr each process gives.
+  if (attr->map_addr == nullptr)
+    attr->map_addr = reinterpret_cast<void*>(static_cast<uintptr_t>(av->shared->map_addr()));
+  DPDK_INFO(FI_LOG_AV, "named AV \"%s\": %s %s, %u entries\n", attr->name,
+            av->shared->created() ? "created" : "opened",
+            av->shared->object_name().c_str(), av->shared->capacity());
+  return 0;
+}
 
 }  // namespace
 
 int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* context) {
   if (attr == nullptr || out == nullptr) return -FI_EINVAL;
-  if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_TABLE && attr->type != FI_AV_MAP) {
-    DPDK_INFO(FI_LOG_AV, "AV type %d unknown\n", attr->type);
+  if (const auto type = raw_value(attr->type);
+      type != FI_AV_UNSPEC && type != FI_AV_TABLE && type != FI_AV_MAP) {
+    DPDK_INFO(FI_LOG_AV, "AV type %d unknown\n", static_cast<int>(type));
     return -FI_EINVAL;
   }
   if (attr->flags & ~kOpenFlags) {
@@ -331,12 +396,14 @@ int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* contex
     DPDK_INFO(FI_LOG_AV, "FI_READ opens a named AV: name is NULL\n");
     return -FI_EINVAL;
   }
-  if (attr->name != nullptr) {
-    DPDK_INFO(FI_LOG_AV, "named (shared) AVs are not supported: \"%s\"\n", attr->name);
-    return -FI_ENOSYS;
-  }
   auto* av = new (std::nothrow) Av();
   if (av == nullptr) return -FI_ENOMEM;
+  if (attr->name != nullptr) {
+    if (const int ret = open_shared(av, attr); ret != 0) {
+      delete av;
+      return ret;
+    }
+  }
   if (attr->type == FI_AV_UNSPEC) attr->type = FI_AV_TABLE;
   av->attr = *attr;
   av->attr.name = nullptr;
@@ -346,6 +413,8 @@ int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* contex
     av->index_mask = ~uint64_t{0} >> attr->rx_ctx_bits;
     av->table.set_limit(av->index_mask);
   }
+  if (av->shared != nullptr)
+    av->table.set_limit(std::min<uint64_t>(av->table.limit(), av->shared->capacity()));
   av->table.reserve(attr->count);
   av->domain->refs++;
   av->fid.fid.fclass = FI_CLASS_AV;

@@ -66,6 +66,8 @@ void AddressTable::unlink(uint64_t index, uint32_t hash) {
 }
 
 int64_t AddressTable::insert(const Address& address, std::optional<uint64_t> user_id) {
+  // insert_at may have filled an index that was waiting for reuse.
+  while (!free_.empty() && entries_[free_.top()].valid) free_.pop();
   const bool append = free_.empty();
   if (append && entries_.size() >= limit_) return -ENOSPC;
   const uint64_t index = append ? entries_.size() : free_.top();
@@ -80,6 +82,35 @@ int64_t AddressTable::insert(const Address& address, std::optional<uint64_t> use
     return -ENOMEM;
   }
   if (!append) free_.pop();
+  Entry& entry = entries_[index];
+  entry.address = address;
+  entry.valid = 1;
+  entry.has_user_id = user_id ? 1 : 0;
+  if (user_id) user_ids_[index] = *user_id;
+  place({static_cast<uint32_t>(index), hash_key(endpoint_key(address))});
+  ++count_;
+  return static_cast<int64_t>(index);
+}
+
+int64_t AddressTable::insert_at(uint64_t index, const Address& address,
+                                std::optional<uint64_t> user_id) {
+  if (index >= limit_) return -ENOSPC;
+  remove(index);
+  const size_t old_size = entries_.size();
+  if (slots_.size() < 2 * (count_ + 1) && !grow_slots()) return -ENOMEM;
+  try {
+    if (index >= old_size) entries_.resize(index + 1);
+    if ((user_id || !user_ids_.empty()) && user_ids_.size() < entries_.size())
+      user_ids_.resize(entries_.size());
+  } catch (const std::bad_alloc&) {
+    return -ENOMEM;  // entries_ may have grown by invalid entries only
+  }
+  // Indices skipped over are unused: insert() may hand them out.
+  try {
+    for (size_t gap = old_size; gap < index; ++gap) free_.push(static_cast<uint32_t>(gap));
+  } catch (const std::bad_alloc&) {
+    // They are not reused; the table stays correct.
+  }
   Entry& entry = entries_[index];
   entry.address = address;
   entry.valid = 1;

@@ -57,6 +57,11 @@ class AddressTable {
   // Inserts at the lowest unused index and returns it; -ENOSPC when the
   // limit is reached, -ENOMEM when memory ran out (the table is unchanged).
   int64_t insert(const Address& address, std::optional<uint64_t> user_id = std::nullopt);
+  // Puts address at `index`, replacing what was there: a mirror of a table
+  // whose indices are chosen elsewhere (a shared AV).  Returns index,
+  // -ENOSPC beyond the limit, -ENOMEM (then the index is unused).
+  int64_t insert_at(uint64_t index, const Address& address,
+                    std::optional<uint64_t> user_id = std::nullopt);
   // Frees an index; false if it was not in use.
   bool remove(uint64_t index);
 

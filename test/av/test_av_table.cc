@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstring>
 #include <random>
 #include <set>
@@ -194,6 +195,29 @@ TEST(AvAddress, SymmetricRangeCountsTheMacAsA48BitNumber) {
   first.queue = 0;
   EXPECT_TRUE(symmetric_range_fits(first, 1, 1));
   EXPECT_FALSE(symmetric_range_fits(first, 2, 1)) << "MAC past ff:ff:ff:ff:ff:ff";
+}
+
+// insert_at: the mirror of a shared AV takes indices chosen elsewhere; it
+// replaces what was there, and insert() still finds the lowest unused index
+// around them.
+TEST(AvTable, InsertAtPlacesAndReplacesAndInsertSkipsAround) {
+  AddressTable table;
+  EXPECT_EQ(table.insert_at(3, make(3), 0x33), 3);
+  EXPECT_EQ(table.count(), 1u);
+  EXPECT_EQ(table.find(0), nullptr);
+  EXPECT_EQ(table.source_id(3), 0x33u);
+  EXPECT_EQ(table.find_endpoint(endpoint_key(make(3))), 3u);
+  EXPECT_EQ(table.insert_at(3, make(4)), 3) << "replaces";
+  EXPECT_EQ(table.count(), 1u);
+  EXPECT_EQ(table.source_id(3), 3u) << "the old user id is gone";
+  EXPECT_EQ(table.find_endpoint(endpoint_key(make(3))), AddressTable::kNone);
+  EXPECT_EQ(table.find_endpoint(endpoint_key(make(4))), 3u);
+  EXPECT_EQ(table.insert_at(1, make(1)), 1) << "an index waiting for reuse";
+  EXPECT_EQ(table.insert(make(10)), 0);
+  EXPECT_EQ(table.insert(make(12)), 2) << "1 was taken by insert_at";
+  EXPECT_EQ(table.insert(make(14)), 4);
+  table.set_limit(5);
+  EXPECT_EQ(table.insert_at(5, make(5)), -ENOSPC);
 }
 
 }  // namespace

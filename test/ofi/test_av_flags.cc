@@ -134,15 +134,6 @@ TEST_F(AvFlagsTest, BadAttributesAreRefused) {
   EXPECT_EQ(fi_av_open(domain_.domain, nullptr, &av, nullptr), -FI_EINVAL);
 }
 
-TEST_F(AvFlagsTest, NamedAvsAreNotSupportedYet) {
-  fid_av* av = nullptr;
-  fi_av_attr attr{};
-  attr.name = "ofi-dpdk-test-av";
-  EXPECT_EQ(open_av(attr, &av), -FI_ENOSYS);
-  attr.flags = FI_READ;
-  EXPECT_EQ(open_av(attr, &av), -FI_ENOSYS);
-}
-
 TEST_F(AvFlagsTest, InsertFlags) {
   const Native a = native(make_address(1, 1)), b = native(make_address(2, 2));
   fi_addr_t fi_addr = 99;
@@ -415,6 +406,32 @@ TEST_F(AvSourceTest, CompletionsReportTheIndexTheUserIdOrNotavail) {
   // Unknown to the AV.
   ASSERT_EQ(fi_av_remove(domain_.av, &a.addr, 1, 0), 0);
   EXPECT_EQ(source_of_message(a, b), FI_ADDR_NOTAVAIL);
+  a.close();
+  b.close();
+}
+
+// FI_AV_USER_ID as a capability (fi_getinfo(3)): asked for, it is granted,
+// and the user ids given at insert come back in completions in place of the
+// index, while transfers still use the index.
+class AvUserIdCapTest : public AvSourceTest {
+ protected:
+  uint64_t caps() const override { return FI_MSG | FI_SOURCE | FI_AV_USER_ID; }
+};
+
+TEST_F(AvUserIdCapTest, GrantedAndCompletionsCarryTheUserId) {
+  EXPECT_TRUE(domain_.info->caps & FI_AV_USER_ID);
+  TestEndpoint a, b;
+  ASSERT_EQ(a.open(domain_.domain, domain_.av, domain_.info), 0);
+  ASSERT_EQ(b.open(domain_.domain, domain_.av, domain_.info), 0);
+  // a again, under a second index that carries a user id: FI_SOURCE reports
+  // the lowest index naming the sender, so drop the plain one first.
+  ASSERT_EQ(fi_av_remove(domain_.av, &a.addr, 1, 0), 0);
+  fi_addr_t id = 0x00c0ffee;
+  ASSERT_EQ(fi_av_insert(domain_.av, a.name, 1, &id, FI_AV_USER_ID, nullptr), 1);
+  EXPECT_EQ(id, a.addr);
+  EXPECT_EQ(source_of_message(a, b), 0x00c0ffeeu);
+  // b sends to a through the index, not the user id.
+  EXPECT_EQ(source_of_message(b, a), b.addr) << "b was inserted without a user id";
   a.close();
   b.close();
 }

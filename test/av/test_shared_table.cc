@@ -1,0 +1,450 @@
+// The named AV's shared table (lib/av/shared_table.h) without libfabric:
+// two opens of one name see the same indices, FI_READ opens, layouts and
+// names that are refused, who removes the object, processes that die (an
+// orphaned object, a writer killed holding the lock), concurrent writers,
+// readers racing writers, and the mirror a process keeps.  Each open of a
+// name is its own open file description, so two opens in one process lock
+// against each other exactly as two processes do.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/av/shared_table.h"
+
+namespace ofi_dpdk::av {
+namespace {
+
+using Table = std::unique_ptr<SharedTable>;
+
+// A name no other test run uses.
+std::string unique_name() {
+  static int n = 0;
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  return std::string("unit-") + test->name() + "-" + std::to_string(getpid()) + "-" +
+         std::to_string(n++);
+}
+
+std::string object_of(const std::string& name) { return std::string(kSharedObjectPrefix) + name; }
+
+bool object_exists(const std::string& name) {
+  const int fd = shm_open(object_of(name).c_str(), O_RDONLY, 0);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+// Every address names itself: the queue and the MAC's last bytes both hold n.
+Address address_of(uint32_t n) {
+  Address a;
+  a.mac[0] = 0x02;
+  a.mac[2] = n >> 24;
+  a.mac[3] = n >> 16;
+  a.mac[4] = n >> 8;
+  a.mac[5] = n;
+  a.queue = static_cast<uint16_t>(n);
+  a.session = n * 7;
+  return a;
+}
+
+bool self_consistent(const Address& a) {
+  const uint32_t n =
+      uint32_t{a.mac[2]} << 24 | uint32_t{a.mac[3]} << 16 | uint32_t{a.mac[4]} << 8 | a.mac[5];
+  return a.mac[0] == 0x02 && a.queue == static_cast<uint16_t>(n) && a.session == n * 7;
+}
+
+Table open_ok(const std::string& name, SharedTable::Options options = {}) {
+  Table table;
+  std::string why;
+  const int ret = SharedTable::open(name, options, &table, &why);
+  EXPECT_EQ(ret, 0) << why;
+  return table;
+}
+
+int open_error(const std::string& name, SharedTable::Options options, std::string* why) {
+  Table table;
+  return SharedTable::open(name, options, &table, why);
+}
+
+SharedTable::Options read_only() {
+  SharedTable::Options options;
+  options.read_only = true;
+  return options;
+}
+
+TEST(SharedTable, TwoOpensSeeTheSameIndices) {
+  const std::string name = unique_name();
+  Table a = open_ok(name);
+  ASSERT_TRUE(a);
+  EXPECT_TRUE(a->created());
+  EXPECT_EQ(a->capacity(), kSharedDefaultCapacity);
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(a->insert(address_of(10 + i)), i);
+
+  Table b = open_ok(name);
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(b->created());
+  EXPECT_EQ(b->map_addr(), a->map_addr()) << "every opener gets the same map_addr";
+  EXPECT_TRUE(b->stale()) << "a new opener has not synced yet";
+  AddressTable mirror;
+  b->sync(mirror);
+  EXPECT_FALSE(b->stale());
+  for (uint32_t i = 0; i < 3; ++i) {
+    ASSERT_NE(mirror.find(i), nullptr) << i;
+    EXPECT_EQ(mirror.find(i)->address, address_of(10 + i));
+  }
+  EXPECT_EQ(mirror.count(), 3u);
+  // The next index is the same for whoever inserts.
+  EXPECT_EQ(b->insert(address_of(13)), 3);
+  EXPECT_EQ(a->read(3), address_of(13));
+  EXPECT_EQ(a->count(), 4u);
+}
+
+TEST(SharedTable, LowestUnusedIndexAcrossOpeners) {
+  const std::string name = unique_name();
+  Table a = open_ok(name), b = open_ok(name);
+  for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(a->insert(address_of(i)), i);
+  EXPECT_EQ(a->remove(2), 0);
+  EXPECT_EQ(a->remove(1), 0);
+  EXPECT_EQ(a->remove(1), -ENOENT) << "removed already";
+  EXPECT_EQ(b->remove(99), -ENOENT) << "never used";
+  EXPECT_EQ(b->insert(address_of(21)), 1) << "fi_av(3): the lowest unused index";
+  EXPECT_EQ(a->insert(address_of(22)), 2);
+  EXPECT_EQ(a->insert(address_of(24)), 4);
+  // A third opener's mirror (an opener's own changes go into its mirror by
+  // its own hand, not by sync).
+  Table c = open_ok(name, read_only());
+  AddressTable mirror;
+  c->sync(mirror);
+  EXPECT_EQ(mirror.find(1)->address, address_of(21));
+  EXPECT_EQ(mirror.find(4)->address, address_of(24));
+}
+
+TEST(SharedTable, ReadOnlyOpens) {
+  const std::string name = unique_name();
+  std::string why;
+  EXPECT_EQ(open_error(name, read_only(), &why), -ENOENT)
+      << "fi_av(3): FI_READ needs the AV to exist";
+  EXPECT_FALSE(object_exists(name)) << "a read-only open creates nothing";
+
+  Table writer = open_ok(name);
+  ASSERT_EQ(writer->insert(address_of(5)), 0);
+  Table reader = open_ok(name, read_only());
+  ASSERT_TRUE(reader);
+  EXPECT_TRUE(reader->read_only());
+  EXPECT_EQ(reader->insert(address_of(6)), -EACCES);
+  EXPECT_EQ(reader->remove(0), -EACCES);
+  AddressTable mirror;
+  reader->sync(mirror);
+  EXPECT_EQ(mirror.find(0)->address, address_of(5));
+  // Changes made after the reader opened reach it.
+  ASSERT_EQ(writer->insert(address_of(6)), 1);
+  ASSERT_EQ(writer->remove(0), 0);
+  EXPECT_TRUE(reader->stale());
+  reader->sync(mirror);
+  EXPECT_EQ(mirror.find(0), nullptr);
+  EXPECT_EQ(mirror.find(1)->address, address_of(6));
+  EXPECT_EQ(mirror.count(), 1u);
+}
+
+TEST(SharedTable, BadNamesAndSizesAreRefused) {
+  std::string why;
+  EXPECT_EQ(open_error("", {}, &why), -EINVAL);
+  EXPECT_EQ(open_error("/", {}, &why), -EINVAL);
+  EXPECT_EQ(open_error("a/b", {}, &why), -EINVAL);
+  EXPECT_EQ(open_error("with space", {}, &why), -EINVAL);
+  EXPECT_EQ(open_error(std::string(kSharedMaxNameLength + 1, 'x'), {}, &why), -EINVAL);
+  EXPECT_NE(why.find("printable"), std::string::npos) << why;
+  SharedTable::Options huge;
+  huge.capacity = size_t{kSharedMaxCapacity} + 1;
+  EXPECT_EQ(open_error(unique_name(), huge, &why), -EINVAL);
+  EXPECT_NE(why.find("limit"), std::string::npos) << why;
+  // One leading '/' is the POSIX spelling of the same name.
+  const std::string name = unique_name();
+  Table a = open_ok(name);
+  Table b = open_ok("/" + name);
+  ASSERT_TRUE(b);
+  EXPECT_FALSE(b->created());
+}
+
+TEST(SharedTable, CountSizesTheTableAndAnOpenerMayNotAskForMore) {
+  const std::string name = unique_name();
+  SharedTable::Options small;
+  small.capacity = 4;
+  Table a = open_ok(name, small);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->capacity(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) ASSERT_EQ(a->insert(address_of(i)), i);
+  EXPECT_EQ(a->insert(address_of(4)), -ENOSPC);
+  std::string why;
+  SharedTable::Options bigger;
+  bigger.capacity = 5;
+  EXPECT_EQ(open_error(name, bigger, &why), -EINVAL);
+  EXPECT_NE(why.find("holds 4 entries"), std::string::npos) << why;
+  Table b = open_ok(name);  // count 0: whatever it holds
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->capacity(), 4u);
+}
+
+// An object of another layout, made by hand and held open (as its owner
+// would), is refused with the reason; it is left alone.
+TEST(SharedTable, AnotherLayoutIsRefused) {
+  const std::string name = unique_name();
+  const std::string object = object_of(name);
+  const int fd = shm_open(object.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_SH), 0);
+  const size_t size = sizeof(SharedHeader) + 8 * sizeof(SharedEntry);
+  ASSERT_EQ(ftruncate(fd, size), 0);
+  void* map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* header = static_cast<SharedHeader*>(map);
+  header->magic = kSharedMagic;
+  header->layout_version = kSharedLayoutVersion + 1;
+  header->header_size = sizeof(SharedHeader);
+  header->entry_size = sizeof(SharedEntry);
+  header->capacity = 8;
+  header->ready.store(kSharedReady);
+  std::string why;
+  EXPECT_EQ(open_error(name, {}, &why), -EINVAL);
+  EXPECT_NE(why.find("layout version is 2"), std::string::npos) << why;
+  EXPECT_EQ(open_error(name, read_only(), &why), -EINVAL);
+  header->layout_version = kSharedLayoutVersion;
+  header->capacity = 9;  // the size says 8
+  EXPECT_EQ(open_error(name, {}, &why), -EINVAL);
+  EXPECT_NE(why.find("size"), std::string::npos) << why;
+  header->magic = 0;
+  EXPECT_EQ(open_error(name, {}, &why), -EINVAL);
+  EXPECT_NE(why.find("not a dpdk provider AV"), std::string::npos) << why;
+  EXPECT_TRUE(object_exists(name)) << "a refused object is not removed";
+  munmap(map, size);
+  close(fd);
+  shm_unlink(object.c_str());
+}
+
+// A creator that holds the object but never marks it ready.
+TEST(SharedTable, ACreatorThatNeverFinishesTimesOut) {
+  const std::string name = unique_name();
+  const std::string object = object_of(name);
+  const int fd = shm_open(object.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_SH), 0);
+  std::string why;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(open_error(name, {}, &why), -ETIMEDOUT);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 5.0);
+  EXPECT_NE(why.find("never finished"), std::string::npos) << why;
+  close(fd);
+  shm_unlink(object.c_str());
+}
+
+TEST(SharedTable, TheLastCloseRemovesTheObject) {
+  const std::string name = unique_name();
+  Table a = open_ok(name);
+  Table b = open_ok(name, read_only());
+  a.reset();
+  EXPECT_TRUE(object_exists(name)) << "still open read-only";
+  b.reset();
+  EXPECT_FALSE(object_exists(name));
+  // The name can be used afresh: a new, empty table.
+  Table c = open_ok(name);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->created());
+  EXPECT_EQ(c->count(), 0u);
+  c.reset();
+  EXPECT_FALSE(object_exists(name));
+}
+
+// A process that dies with the table open leaves the object behind, held by
+// nobody.  The next opener discards it.
+TEST(SharedTable, AnObjectLeftByProcessesThatDiedIsDiscarded) {
+  const std::string name = unique_name();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Table table;
+    std::string why;
+    if (SharedTable::open(name, {}, &table, &why) != 0 || table->insert(address_of(1)) != 0)
+      _exit(1);
+    _exit(0);  // no destructor: as if killed
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_TRUE(object_exists(name)) << "left behind by the dead process";
+  std::string why;
+  EXPECT_EQ(open_error(name, read_only(), &why), -ENOENT);
+  EXPECT_NE(why.find("died"), std::string::npos) << why;
+  EXPECT_FALSE(object_exists(name));
+  // Again, with a writable opener: it starts an empty table.
+  const pid_t again = fork();
+  ASSERT_GE(again, 0);
+  if (again == 0) {
+    Table table;
+    std::string reason;
+    _exit(SharedTable::open(name, {}, &table, &reason) == 0 && table->insert(address_of(1)) == 0
+              ? 0
+              : 1);
+  }
+  ASSERT_EQ(waitpid(again, &status, 0), again);
+  Table fresh = open_ok(name);
+  ASSERT_TRUE(fresh);
+  EXPECT_TRUE(fresh->created());
+  EXPECT_EQ(fresh->count(), 0u);
+}
+
+// A writer killed inside an insert: it holds the robust mutex and left an
+// entry half written.  The next writer repairs both and goes on.
+TEST(SharedTable, AWriterKilledHoldingTheLockIsRecoveredFrom) {
+  const std::string name = unique_name();
+  Table table = open_ok(name);
+  ASSERT_EQ(table->insert(address_of(1)), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int fd = shm_open(object_of(name).c_str(), O_RDWR, 0);
+    const size_t size = sizeof(SharedHeader) + kSharedDefaultCapacity * sizeof(SharedEntry);
+    void* map =
+        fd < 0 ? MAP_FAILED : mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) _exit(1);
+    auto* header = static_cast<SharedHeader*>(map);
+    auto* entries = reinterpret_cast<SharedEntry*>(header + 1);
+    if (pthread_mutex_lock(&header->lock) != 0) _exit(1);
+    // Half of an insert at index 1: busy, never finished.
+    entries[1].state.store(2);
+    header->high_water.store(2);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(table->read(1), std::nullopt) << "a half-written entry is not an address";
+  EXPECT_EQ(table->insert(address_of(2)), 1) << "the repaired index is reused";
+  EXPECT_EQ(table->read(1), address_of(2));
+  EXPECT_EQ(table->insert(address_of(3)), 2);
+  EXPECT_EQ(table->count(), 3u);
+}
+
+TEST(SharedTable, ConcurrentCreatorsAgreeOnOneTable) {
+  const std::string name = unique_name();
+  constexpr int kOpeners = 6;
+  std::vector<Table> tables(kOpeners);
+  std::vector<int> results(kOpeners, 1);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kOpeners; ++i)
+    threads.emplace_back([&, i] {
+      std::string why;
+      results[i] = SharedTable::open(name, {}, &tables[i], &why);
+    });
+  for (auto& t : threads) t.join();
+  int created = 0;
+  for (int i = 0; i < kOpeners; ++i) {
+    ASSERT_EQ(results[i], 0);
+    created += tables[i]->created() ? 1 : 0;
+  }
+  EXPECT_EQ(created, 1);
+  ASSERT_EQ(tables[0]->insert(address_of(7)), 0);
+  for (int i = 1; i < kOpeners; ++i) EXPECT_EQ(tables[i]->read(0), address_of(7)) << i;
+}
+
+TEST(SharedTable, ConcurrentWritersGetDistinctIndices) {
+  const std::string name = unique_name();
+  constexpr int kWriters = 4, kEach = 2000;
+  Table keeper = open_ok(name);
+  std::vector<std::vector<int64_t>> got(kWriters);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w)
+    threads.emplace_back([&, w] {
+      Table mine = open_ok(name);
+      for (int i = 0; i < kEach; ++i) got[w].push_back(mine->insert(address_of(w * kEach + i)));
+    });
+  for (auto& t : threads) t.join();
+  std::set<int64_t> all;
+  for (int w = 0; w < kWriters; ++w)
+    for (int i = 0; i < kEach; ++i) {
+      const int64_t index = got[w][i];
+      ASSERT_GE(index, 0);
+      EXPECT_TRUE(all.insert(index).second) << "index " << index << " handed out twice";
+      EXPECT_EQ(keeper->read(index), address_of(w * kEach + i));
+    }
+  EXPECT_EQ(*all.rbegin(), kWriters * kEach - 1) << "no gaps";
+}
+
+// Readers take no lock: while a writer inserts and removes, every address a
+// reader sees is whole (each names itself), never a mix of two.
+TEST(SharedTable, ReadersNeverSeeHalfAnAddress) {
+  const std::string name = unique_name();
+  Table writer = open_ok(name);
+  Table reader = open_ok(name, read_only());
+  std::atomic<bool> done{false};
+  std::thread churn([&] {
+    for (uint32_t round = 0; round < 20000; ++round) {
+      const int64_t index = writer->insert(address_of(round));
+      if (index >= 0 && round % 2 == 0) writer->remove(index);
+      if (index >= 16) writer->remove(index);
+    }
+    done = true;
+  });
+  uint64_t seen = 0, torn = 0;
+  AddressTable mirror;
+  while (!done) {
+    for (uint32_t i = 0; i < 20; ++i)
+      if (auto a = reader->read(i)) {
+        ++seen;
+        torn += self_consistent(*a) ? 0 : 1;
+      }
+    reader->sync(mirror);
+  }
+  churn.join();
+  EXPECT_EQ(torn, 0u) << "of " << seen;
+  reader->sync(mirror);
+  for (uint32_t i = 0; i < 20; ++i) {
+    const auto shared = reader->read(i);
+    const Entry* local = mirror.find(i);
+    ASSERT_EQ(shared.has_value(), local != nullptr) << i;
+    if (shared) {
+      EXPECT_EQ(local->address, *shared);
+    }
+  }
+}
+
+// The mirror: this process's inserts keep their user ids across syncs that
+// another opener's changes cause; an entry another opener replaced loses it.
+TEST(SharedTable, SyncKeepsOwnUserIdsAndDropsReplacedOnes) {
+  const std::string name = unique_name();
+  Table mine = open_ok(name), other = open_ok(name);
+  AddressTable mirror;
+  mine->sync(mirror);
+  for (uint32_t i = 0; i < 2; ++i) {
+    const int64_t index = mine->insert(address_of(i));
+    ASSERT_EQ(index, i);
+    ASSERT_EQ(mirror.insert_at(index, address_of(i), 0x100 + i), index);
+  }
+  EXPECT_FALSE(mine->stale()) << "its own inserts do not make it stale";
+  ASSERT_EQ(other->insert(address_of(9)), 2);
+  ASSERT_EQ(other->remove(1), 0);
+  ASSERT_EQ(other->insert(address_of(8)), 1);
+  EXPECT_TRUE(mine->stale());
+  mine->sync(mirror);
+  EXPECT_EQ(mirror.source_id(0), 0x100u) << "own entry keeps its user id";
+  EXPECT_EQ(mirror.find(1)->address, address_of(8));
+  EXPECT_EQ(mirror.source_id(1), 1u) << "replaced by another opener: its index";
+  EXPECT_EQ(mirror.find(2)->address, address_of(9));
+  EXPECT_EQ(mirror.find_endpoint(endpoint_key(address_of(9))), 2u);
+  EXPECT_EQ(mirror.find_endpoint(endpoint_key(address_of(1))), AddressTable::kNone);
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::av
