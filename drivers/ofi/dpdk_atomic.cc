@@ -92,7 +92,9 @@ proto::Response serve_atomic(Endpoint* ep, const RemoteOp& request, const uint8_
     return response;
   }
   uint8_t* target = nullptr;
-  response.status = resolve_remote(*ep, request.key, request.addr, bytes, needed, &target);
+  Cntr* region_cntr = nullptr;
+  response.status =
+      resolve_remote(*ep, request.key, request.addr, bytes, needed, &target, &region_cntr);
   if (response.status != 0) return response;
   if (c != Class::kBase) response.data.resize(bytes);
   const int ret = atomic::apply(op, datatype, c, target, operands ? data : nullptr,
@@ -104,8 +106,12 @@ proto::Response serve_atomic(Endpoint* ep, const RemoteOp& request, const uint8_
     response.data.clear();
     return response;
   }
+  // fi_endpoint(3): base atomics count as remote writes, fetch and compare
+  // atomics as remote reads; the region's counter sees every atomic that
+  // needs write access (all but FI_ATOMIC_READ), swapped or not.
   Cntr* counter = c == Class::kBase ? ep->remote_write_cntr : ep->remote_read_cntr;
   if (counter != nullptr) counter->add(1);
+  if (region_cntr != nullptr) region_cntr->add(1);
   return response;
 }
 
@@ -173,6 +179,14 @@ namespace {
 constexpr uint64_t kAtomicMsgFlags = FI_COMPLETION | FI_MORE | FI_INJECT | FI_INJECT_COMPLETE |
                                      FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE;
 
+// The *msg calls' flags: 0, -FI_EOPNOTSUPP for FI_TAGGED (atomics on tagged
+// receive buffers are not built; fi_query_atomic says the same), or
+// -FI_EBADFLAGS for anything else fi_atomic(3) does not list.
+int check_msg_flags(uint64_t flags) {
+  if (flags & FI_TAGGED) return -FI_EOPNOTSUPP;
+  return (flags & ~kAtomicMsgFlags) ? -FI_EBADFLAGS : 0;
+}
+
 Endpoint* endpoint_of(fid_ep* ep) { return from_fid<Endpoint>(ep); }
 
 ssize_t call(fid_ep* ep_fid, const fi_ioc* iov, size_t count, const fi_ioc* compare,
@@ -218,7 +232,7 @@ ssize_t atomic_writev(fid_ep* ep, const fi_ioc* iov, void**, size_t count, fi_ad
 
 ssize_t atomic_writemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
-  if (flags & ~kAtomicMsgFlags) return -FI_EBADFLAGS;
+  if (int ret = check_msg_flags(flags); ret != 0) return ret;
   Endpoint* ep = endpoint_of(ep_fid);
   std::lock_guard guard(ep->port().lock);
   return ep->atomic_op(*msg, nullptr, 0, nullptr, 0, flags, static_cast<int>(Class::kBase));
@@ -250,7 +264,7 @@ ssize_t atomic_readwritev(fid_ep* ep, const fi_ioc* iov, void**, size_t count, f
 ssize_t atomic_readwritemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, fi_ioc* resultv, void**,
                             size_t result_count, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
-  if (flags & ~kAtomicMsgFlags) return -FI_EBADFLAGS;
+  if (int ret = check_msg_flags(flags); ret != 0) return ret;
   Endpoint* ep = endpoint_of(ep_fid);
   std::lock_guard guard(ep->port().lock);
   return ep->atomic_op(*msg, nullptr, 0, resultv, result_count, flags,
@@ -279,7 +293,7 @@ ssize_t atomic_compwritemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, const fi_i
                             void**, size_t compare_count, fi_ioc* resultv, void**,
                             size_t result_count, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
-  if (flags & ~kAtomicMsgFlags) return -FI_EBADFLAGS;
+  if (int ret = check_msg_flags(flags); ret != 0) return ret;
   Endpoint* ep = endpoint_of(ep_fid);
   std::lock_guard guard(ep->port().lock);
   return ep->atomic_op(*msg, comparev, compare_count, resultv, result_count, flags,

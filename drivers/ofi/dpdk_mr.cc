@@ -14,17 +14,39 @@ int mr_close(fid* fid) {
   {
     std::lock_guard guard(mr->domain->mr_lock);
     mr->domain->mr_keys.erase(mr->fid.key);
+    if (mr->remote_write_cntr != nullptr) mr->remote_write_cntr->refs--;
   }
   mr->domain->refs--;
   delete mr;
   return 0;
 }
 
+// fi_mr(3), fi_mr_bind: a counter bound with FI_REMOTE_WRITE counts the
+// remote writes and atomics that modify the region.  One counter per region;
+// regions belong to the domain, not to endpoints (no FI_MR_ENDPOINT), so
+// binding an endpoint is refused.
+int mr_bind(fid* mr_fid, fid* bfid, uint64_t flags) {
+  Mr* mr = from_fid<Mr>(mr_fid);
+  if (bfid == nullptr || bfid->fclass != FI_CLASS_CNTR) return -FI_EINVAL;
+  Cntr* cntr = from_fid<Cntr>(bfid);
+  if (cntr->domain != mr->domain) return -FI_EINVAL;
+  if (flags != FI_REMOTE_WRITE) return -FI_EBADFLAGS;
+  std::lock_guard guard(mr->domain->mr_lock);
+  if (mr->remote_write_cntr != nullptr) return -FI_EALREADY;
+  mr->remote_write_cntr = cntr;
+  cntr->refs++;
+  return 0;
+}
+
+// fi_mr_enable: regions are usable from fi_mr_reg on (mr_mode has no
+// FI_MR_RMA_EVENT), so enabling one is allowed and changes nothing.
+int mr_control(fid*, int command, void*) { return command == FI_ENABLE ? 0 : -FI_ENOSYS; }
+
 fi_ops g_mr_fid_ops = {
     .size = sizeof(fi_ops),
     .close = mr_close,
-    .bind = DPDK_ENOSYS(fi_ops, bind),
-    .control = DPDK_ENOSYS(fi_ops, control),
+    .bind = mr_bind,
+    .control = mr_control,
     .ops_open = DPDK_ENOSYS(fi_ops, ops_open),
     .tostr = DPDK_ENOSYS(fi_ops, tostr),
     .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
@@ -64,7 +86,9 @@ int claim_key(Mr* mr, uint64_t requested_key) {
 }  // namespace
 
 int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) {
-  if (fid == nullptr || attr == nullptr || out == nullptr || flags != 0) return -FI_EINVAL;
+  // FI_RMA_EVENT announces a counter binding, which needs no preparation here.
+  if (fid == nullptr || attr == nullptr || out == nullptr || (flags & ~FI_RMA_EVENT))
+    return -FI_EINVAL;
   if (fid->fclass != FI_CLASS_DOMAIN) return -FI_EINVAL;
   if (attr->iov_count > 1) return -FI_EINVAL;  // mr_iov_limit is 1
   auto* mr = new (std::nothrow) Mr();

@@ -65,9 +65,11 @@ inline bool decode(const uint8_t* in, size_t length, RemoteOp* op) {
 
 // Target side, port lock held.  The bytes [addr, addr + length) of region
 // `key`, checked for `access` (dpdk_rma.cc): 0 and *out, or the FI_E*
-// error the initiator gets.
+// error the initiator gets.  *region_cntr, when given, receives the counter
+// fi_mr_bind attached to the region if the access modifies it and the
+// endpoint has FI_RMA_EVENT, else null.
 int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, uint64_t access,
-                   uint8_t** out);
+                   uint8_t** out, Cntr** region_cntr = nullptr);
 // An atomic request (dpdk_atomic.cc); `data` is what follows the header.
 proto::Response serve_atomic(Endpoint* ep, const RemoteOp& op, const uint8_t* data,
                              size_t length);

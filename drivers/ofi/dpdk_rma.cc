@@ -35,7 +35,7 @@ bool virtual_addressing(const Domain& domain) {
 }  // namespace
 
 int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, uint64_t access,
-            uint8_t** out) {
+                   uint8_t** out, Cntr** region_cntr) {
   Domain& domain = *ep.domain;
   std::lock_guard guard(domain.mr_lock);
   auto it = domain.mr_keys.find(key);
@@ -47,6 +47,10 @@ int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, u
   if (!virtual_addressing(domain) && addr < mr.offset) return FI_EFAULT;
   if (start < base || start - base > mr.len || length > mr.len - (start - base)) return FI_EFAULT;
   *out = reinterpret_cast<uint8_t*>(start);
+  if (region_cntr != nullptr)
+    *region_cntr = (access & FI_REMOTE_WRITE) && ep.has_cap(FI_RMA_EVENT)
+                       ? mr.remote_write_cntr
+                       : nullptr;
   return 0;
 }
 
@@ -84,12 +88,17 @@ proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* by
     return response;
   }
   uint8_t* target = nullptr;
+  Cntr* region_cntr = nullptr;
   response.status = resolve_remote(*ep, op.key, op.addr, op.length,
-                            write ? FI_REMOTE_WRITE : FI_REMOTE_READ, &target);
+                                   write ? FI_REMOTE_WRITE : FI_REMOTE_READ, &target,
+                                   &region_cntr);
   if (response.status != 0) return response;
   if (write) {
     std::memcpy(target, bytes + kRemoteOpSize, op.length);
+    // Counted once the data is in place (fi_atomic(3): results are visible
+    // before the target's completion notification).
     if (ep->remote_write_cntr) ep->remote_write_cntr->add(1);
+    if (region_cntr) region_cntr->add(1);
     if ((op.flags & kRemoteHasData) && ep->rx_cq != nullptr) {
       // fi_rma(3): the data of fi_writedata is reported at the target.
       const fi_addr_t source = ep->av != nullptr && ep->has_cap(FI_SOURCE)

@@ -30,7 +30,8 @@ class Rma : public ::testing::TestWithParam<bool> {
 
   void SetUp() override {
     fi_info* hints = dpdk_hints();
-    hints->caps = FI_MSG | FI_RMA;
+    // FI_RMA_EVENT: the counter test binds an FI_REMOTE_WRITE counter.
+    hints->caps = FI_MSG | FI_RMA | FI_RMA_EVENT;
     hints->domain_attr->mr_mode = FI_MR_PROV_KEY | (virtual_addresses() ? FI_MR_VIRT_ADDR : 0);
     ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &domain_.info), 0);
     fi_freeinfo(hints);
