@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_raw_enum.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -75,18 +76,35 @@ ssize_t cq_readerr(fid_cq* cq_fid, fi_cq_err_entry* buf, uint64_t flags) {
   std::lock_guard guard(port.lock);
   if (cq->errors.empty()) return -FI_EAGAIN;
   fi_cq_err_entry entry = cq->errors.front();
-  // Applications of API 1.4 and older pass the shorter struct without
-  // err_data_size; write only what they allocated.
-  if (FI_VERSION_LT(cq->domain->api_version, FI_VERSION(1, 5))) {
-    std::memcpy(buf, &entry, offsetof(fi_cq_err_entry, err_data_size));
-  } else {
+  const std::vector<uint8_t>& data = cq->error_data.front();
+  // fi_cq(3): err_data goes into the application's buffer when it gives
+  // one (err_data_size > 0, API 1.5 and later); otherwise err_data points
+  // at ours, valid until the next read call on this CQ.
+  const bool into_caller = FI_VERSION_GE(cq->domain->api_version, FI_VERSION(1, 5)) &&
+                           buf->err_data_size > 0 && buf->err_data != nullptr;
+  if (into_caller) {
+    const size_t n = std::min(buf->err_data_size, data.size());
+    if (n > 0) std::memcpy(buf->err_data, data.data(), n);
+    entry.err_data = buf->err_data;
+    entry.err_data_size = n;
+  } else if (data.empty()) {
     entry.err_data = nullptr;
     entry.err_data_size = 0;
-    *buf = entry;
+  } else {
+    cq->err_data_out = data;
+    entry.err_data = cq->err_data_out.data();
+    entry.err_data_size = cq->err_data_out.size();
   }
+  // Applications of API 1.4 and older pass the shorter struct without
+  // err_data_size; write only what they allocated.
+  if (FI_VERSION_LT(cq->domain->api_version, FI_VERSION(1, 5)))
+    std::memcpy(buf, &entry, offsetof(fi_cq_err_entry, err_data_size));
+  else
+    *buf = entry;
   if (!(flags & FI_PEEK)) {
     cq->errors.pop_front();
     cq->error_sources.pop_front();
+    cq->error_data.pop_front();
     if (cq->empty()) cq->wait_fd.drain();
   }
   return 1;
@@ -192,7 +210,9 @@ fi_ops_cq g_cq_ops = {
 int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* context) {
   if (attr == nullptr) return -FI_EINVAL;
   fi_cq_attr wanted = *attr;
-  if (wanted.format == FI_CQ_FORMAT_UNSPEC) wanted.format = FI_CQ_FORMAT_CONTEXT;
+  const auto format = raw_value(wanted.format);
+  if (format == FI_CQ_FORMAT_UNSPEC) wanted.format = FI_CQ_FORMAT_CONTEXT;
+  else if (format < FI_CQ_FORMAT_CONTEXT || format > FI_CQ_FORMAT_TAGGED) return -FI_ENOSYS;
   if (entry_size(wanted.format) == 0) return -FI_ENOSYS;
   if (!wait_object_supported(wanted.wait_obj)) {
     DPDK_INFO(FI_LOG_CQ, "CQ wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD or FD\n",

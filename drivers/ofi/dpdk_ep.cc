@@ -109,6 +109,10 @@ int bind_counter(Endpoint* ep, Cntr* cntr, uint64_t flags) {
   uint64_t known = 0;
   for (const Slot& slot : kSlots) known |= slot.flag;
   if (flags == 0 || (flags & ~known)) return -FI_EBADFLAGS;
+  // fi_endpoint(3): counting remote reads and writes "requires that the
+  // endpoint be created using FI_RMA_EVENT".
+  if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !ep->has_cap(FI_RMA_EVENT))
+    return -FI_EOPNOTSUPP;
   for (const Slot& slot : kSlots)
     if ((flags & slot.flag) && ep->*slot.member != nullptr) return -FI_EALREADY;
   for (const Slot& slot : kSlots) {
@@ -252,10 +256,33 @@ ssize_t ep_cancel(fid* fid, void* context) {
   return ret == 0 ? 0 : -FI_ENOENT;
 }
 
-// No endpoint option applies yet (FI_OPT_MIN_MULTI_RECV needs FI_MULTI_RECV).
-int ep_getopt(fid*, int, int, void*, size_t*) { return -FI_ENOPROTOOPT; }
+// fi_endpoint(3) options: FI_OPT_MIN_MULTI_RECV (a size_t) is the one that
+// applies; every other option or level is -FI_ENOPROTOOPT.  A value buffer
+// of the wrong size is -FI_EINVAL on set, and -FI_ETOOSMALL on get (with
+// *optlen set to the size needed).
+int ep_getopt(fid* fid, int level, int optname, void* optval, size_t* optlen) {
+  if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV) return -FI_ENOPROTOOPT;
+  if (optval == nullptr || optlen == nullptr) return -FI_EINVAL;
+  if (*optlen < sizeof(size_t)) {
+    *optlen = sizeof(size_t);
+    return -FI_ETOOSMALL;
+  }
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  std::lock_guard guard(ep->port().lock);
+  *static_cast<size_t*>(optval) = ep->min_multi_recv;
+  *optlen = sizeof(size_t);
+  return 0;
+}
 
-int ep_setopt(fid*, int, int, const void*, size_t) { return -FI_ENOPROTOOPT; }
+int ep_setopt(fid* fid, int level, int optname, const void* optval, size_t optlen) {
+  if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV) return -FI_ENOPROTOOPT;
+  if (optval == nullptr || optlen != sizeof(size_t)) return -FI_EINVAL;
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  std::lock_guard guard(ep->port().lock);
+  // Receives posted from now on use it (fi_endpoint(3)).
+  ep->min_multi_recv = *static_cast<const size_t*>(optval);
+  return 0;
+}
 
 ssize_t ep_rx_size_left(fid_ep* ep_fid) {
   Endpoint* ep = from_fid<Endpoint>(ep_fid);

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <cstring>
 
+#include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_prov.h"
 #include "lib/proto/frame_codec.h"
 
@@ -57,6 +58,8 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   const bool cq_entry = tx_cq != nullptr && wants_completion(tx_selective, flags);
   request.completion = cq_entry || send_cntr != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
+  // Nobody hears of the send: no reason to wait for the receiver.
+  request.delivery_complete = (flags & FI_DELIVERY_COMPLETE) && request.completion;
   const int ret = engine->send(address, request, now_ns());
   if (ret == -EAGAIN) port().progress_if_manual();
   flush();
@@ -86,9 +89,37 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
     request.any_source = false;
     request.source_key = proto::peer_key(peer.mac, peer.queue);
   }
+  // fi_msg(3) FI_MULTI_RECV: untagged receives of an endpoint with the cap.
+  if ((flags & FI_MULTI_RECV) && !tagged) {
+    if (!has_cap(FI_MULTI_RECV)) return -FI_EBADFLAGS;
+    try {
+      request.multi = std::make_shared<proto::MultiRecv>();
+    } catch (const std::bad_alloc&) {
+      return -FI_ENOMEM;
+    }
+    for (size_t i = 0; i < iov_count; ++i) request.multi->capacity += iov[i].iov_len;
+    request.multi->min_free = min_multi_recv;
+  }
   const int ret = engine->post_recv(request, now_ns());
   flush();
   return from_errno(ret);
+}
+
+std::vector<uint8_t> Endpoint::sender_address(uint64_t source_key) const {
+  // peer_key packs the queue above the MAC (proto::peer_key).
+  av::Address sender;
+  for (int i = 5; i >= 0; --i, source_key >>= 8) sender.mac[i] = static_cast<uint8_t>(source_key);
+  sender.queue = static_cast<uint16_t>(source_key);
+  const proto::Connection* connection =
+      engine->find(proto::peer_key(sender.mac, sender.queue));
+  sender.session = connection != nullptr ? connection->peer_session : 0;
+  if (info->addr_format == FI_ADDR_STR) {
+    const std::string text = av::to_string(sender);
+    return std::vector<uint8_t>(text.c_str(), text.c_str() + text.size() + 1);
+  }
+  std::vector<uint8_t> native(av::kNativeAddressSize);
+  av::to_native(sender, native.data());
+  return native;
 }
 
 void Endpoint::flush() {
@@ -100,7 +131,7 @@ void Endpoint::flush() {
     const uint16_t sent = port().transmit(hw_queue, batch, count);
     // What the port did not take is lost like a dropped frame; the
     // transport's timers repair it.
-    for (uint16_t i = sent; i < count; ++i) rte_pktmbuf_free(batch[i]);
+    for (uint16_t i = sent; i < count; ++i) net::free_frame(batch[i]);
     frames_not_sent += count - sent;
     count = 0;
   };
@@ -113,7 +144,7 @@ void Endpoint::flush() {
     const size_t length = wire::kHeadersSize + frame.header.payload_len;
     auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(length)));
     if (bytes == nullptr) {
-      rte_pktmbuf_free(mbuf);
+      net::free_frame(mbuf);
       ++frames_not_sent;
       continue;
     }
@@ -134,7 +165,7 @@ void Endpoint::flush() {
                  : (done.user_flags & FI_READ)  ? read_cntr
                  : (done.user_flags & FI_WRITE) ? write_cntr
                                                 : send_cntr;
-    if (cntr != nullptr) {
+    if (cntr != nullptr && !done.release_only) {  // a release is no operation
       if (done.error != 0)
         cntr->add_error(1);
       else
@@ -142,14 +173,38 @@ void Endpoint::flush() {
     }
     Cq* cq = is_send ? tx_cq : rx_cq;
     if (cq == nullptr) continue;
+    // fi_cq(3): a multi-recv buffer's release is always reported; alone
+    // (flags FI_MULTI_RECV only) when the message's entry is not wanted.
+    const bool suppressed = done.error == 0 && (done.user_flags & kNoCqEntry);
+    if (done.multi_released && (suppressed || done.release_only)) {
+      cq->push({done.context, FI_MULTI_RECV, 0, nullptr, 0, 0, FI_ADDR_NOTAVAIL});
+      continue;
+    }
     // Errors always reach the CQ (fi_cq(3)), successes only when asked for.
-    if (done.error == 0 && (done.user_flags & kNoCqEntry)) continue;
+    if (suppressed) continue;
     const fi_addr_t source = done.kind == proto::Completion::Kind::kRecv && av != nullptr &&
                                      has_cap(FI_SOURCE)
                                  ? av->lookup_source(done.source_key)
                                  : FI_ADDR_NOTAVAIL;
     uint64_t flags = done.user_flags & ~(kNoCqEntry | kNoCompletion);
     if (done.kind == proto::Completion::Kind::kRecv && done.has_data) flags |= FI_REMOTE_CQ_DATA;
+    if (done.multi_released) flags |= FI_MULTI_RECV;
+    if (done.error == 0 && source == FI_ADDR_NOTAVAIL && done.kind == proto::Completion::Kind::kRecv &&
+        has_cap(FI_SOURCE_ERR)) {
+      // fi_cq(3) FI_SOURCE_ERR: a sender the AV does not know is reported
+      // as an error whose err_data is its address, ready for fi_av_insert.
+      fi_cq_err_entry error{};
+      error.op_context = done.context;
+      error.flags = flags;
+      error.len = done.len;
+      error.buf = done.buf;
+      error.data = done.has_data ? done.cq_data : 0;
+      error.tag = done.tag;
+      error.err = FI_EADDRNOTAVAIL;
+      error.prov_errno = FI_EADDRNOTAVAIL;
+      cq->push_error(error, FI_ADDR_NOTAVAIL, sender_address(done.source_key));
+      continue;
+    }
     if (done.error != 0) {
       fi_cq_err_entry error{};
       error.op_context = done.context;
@@ -192,7 +247,7 @@ ssize_t msg_recvmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   // fi_msg(3) lists the completion levels for both calls; on a receive
   // they ask nothing more than its completion, which we give.
   constexpr uint64_t kAllowed = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA |
-                                FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE;
+                                FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MULTI_RECV;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
   std::lock_guard guard(ep->port().lock);
   return ep->post_recv(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, false, 0,
@@ -216,7 +271,8 @@ ssize_t msg_sendmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
   Endpoint* ep = from_fid<Endpoint>(ep_fid);
   constexpr uint64_t kAllowed = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
-                                FI_TRANSMIT_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE;
+                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
+                                FI_REMOTE_CQ_DATA | FI_MORE;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
   if ((flags & FI_INJECT) && msg->iov_count <= kIovLimit) {
     size_t length = 0;

@@ -18,9 +18,10 @@
 //     FI_CLAIM|FI_DISCARD completes with len 0 and buf NULL.
 //   - FI_CLAIM needs a context (fi_tagged(3): a struct fi_context); NULL is
 //     -FI_EINVAL, and so is an FI_CLAIM whose context reserved no message.
-//   - FI_MATCH_COMPLETE and FI_DELIVERY_COMPLETE are refused (-FI_EBADFLAGS),
-//     as fi_sendmsg does: a send completes when the peer's transport holds
-//     it, which may be before a receive matched it.
+//   - FI_DELIVERY_COMPLETE is taken, as fi_sendmsg takes it: the send
+//     completes on the receiver's delivery notice, once a receive took the
+//     message whole (doc/wire-protocol.md).  FI_MATCH_COMPLETE is refused
+//     (-FI_EBADFLAGS).
 #include <cstring>
 
 #include "drivers/ofi/dpdk_prov.h"
@@ -29,7 +30,8 @@ namespace ofi_dpdk::ofi {
 namespace {
 
 constexpr uint64_t kTsendmsgFlags = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
-                                    FI_TRANSMIT_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE;
+                                    FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
+                                    FI_REMOTE_CQ_DATA | FI_MORE;
 // fi_msg(3)'s receive flags (as msg_recvmsg takes them) plus the tagged ones.
 constexpr uint64_t kTrecvmsgFlags = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA |
                                     FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_PEEK |

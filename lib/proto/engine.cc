@@ -170,16 +170,27 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   // An ack counts only for the transmit connection it names.
   const bool acks_us = c != nullptr && (h.flags & wire::kFlagAckValid) &&
                        h.dst_session == session_ && h.ack_conn == c->tx_conn;
+  const bool probe = opcode == static_cast<uint8_t>(wire::Opcode::kAck) &&
+                     (h.flags & wire::kFlagAckRequest);
   if (c == nullptr || c->peer_session == 0) {
     if (!syn && !acks_us) {
       ++stats_.stale_session;
-      if (is_data) emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn);
+      if (is_data || probe) emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn);
       return;
     }
     if (c == nullptr) c = &connection(segment.src_mac, h.src_queue);
     c->peer_session = h.src_session;
   }
   c->last_heard_ns = now_ns;
+  if (probe) {
+    // A sender waits for a delivery notice from this connection: tell it we
+    // hold it (an ACK), or that we do not (a RESET: its wait fails).
+    if (c->rx_open && h.conn == c->rx_conn)
+      emit_ack(*c);
+    else
+      emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn);
+    return;
+  }
   if (acks_us) on_ack(*c, h, now_ns);
   if (is_data) {
     last_data_ns_ = now_ns;
@@ -250,6 +261,19 @@ void Engine::poll(uint64_t now_ns) {
       // they are reported failed, never repeated.
       ++stats_.timeouts;
       fail_awaiting(c, kErrTimedOut, kProvPeerTimeout);
+    }
+    if (!c.awaiting_delivery.empty()) {
+      // The receiver's application may take its time to post a receive;
+      // meanwhile the receiver must keep answering our probes.
+      const uint64_t probe_every = std::max<uint64_t>(config_.peer_timeout_ns / 8, 1);
+      const uint64_t quiet = now_ns - c.last_heard_ns;
+      if (quiet >= config_.peer_timeout_ns) {
+        ++stats_.timeouts;
+        fail_delivery_waits(c, kErrTimedOut, kProvPeerTimeout);
+      } else if (quiet >= probe_every && now_ns - c.probe_sent_ns >= probe_every) {
+        emit_probe(c);
+        c.probe_sent_ns = now_ns;
+      }
     }
     if (c.inbound != nullptr && now_ns - c.last_heard_ns >= config_.peer_timeout_ns) {
       // A sender gone quiet in the middle of a message: the receive it was

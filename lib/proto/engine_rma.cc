@@ -42,10 +42,9 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
     in->msg_id = h.msg_id;
     in->length = h.msg_len;
     if (in->is_response) {
-      auto it = c.awaiting_response.find(static_cast<uint32_t>(h.tag));
       // A response to nothing we wait for (forged, or for a request we
       // already failed): consume it without effect.
-      in->request = it == c.awaiting_response.end() ? nullptr : it->second.get();
+      in->request = awaited(c, static_cast<uint32_t>(h.tag));
       in->status = static_cast<int>(h.cq_data);
       if (in->request == nullptr) ++stats_.bad_frames;
     } else if (h.msg_len > config_.unexpected_bytes) {
@@ -94,7 +93,16 @@ void Engine::finish_remote(Connection& c) {
     return;
   }
   if (in->request == nullptr) return;
-  auto it = c.awaiting_response.find(in->request->msg_id);
+  auto it = c.awaiting_delivery.find(in->request->msg_id);
+  if (it != c.awaiting_delivery.end()) {
+    // A delivery notice: the message's length stays what was sent.
+    std::unique_ptr<TxMessage> message = std::move(it->second);
+    c.awaiting_delivery.erase(it);
+    complete_send(c, *message, in->status == 0 ? 0 : kErrPeerReset, kProvNone);
+    retired_.push_back(std::move(message));
+    return;
+  }
+  it = c.awaiting_response.find(in->request->msg_id);
   std::unique_ptr<TxMessage> request = std::move(it->second);
   c.awaiting_response.erase(it);
   size_t capacity = 0;
@@ -132,12 +140,29 @@ void Engine::await_response(Connection& c, std::unique_ptr<TxMessage> message) {
   c.awaiting_response.emplace(id, std::move(message));
 }
 
+TxMessage* Engine::awaited(Connection& c, uint32_t msg_id) {
+  if (auto it = c.awaiting_response.find(msg_id); it != c.awaiting_response.end())
+    return it->second.get();
+  if (auto it = c.awaiting_delivery.find(msg_id); it != c.awaiting_delivery.end())
+    return it->second.get();
+  return nullptr;
+}
+
 void Engine::fail_awaiting(Connection& c, int error, int prov_errno) {
   for (auto& [id, message] : c.awaiting_response) {
     complete_send(c, *message, error, prov_errno);
     retired_.push_back(std::move(message));
   }
   c.awaiting_response.clear();
+  fail_delivery_waits(c, error, prov_errno);
+}
+
+void Engine::fail_delivery_waits(Connection& c, int error, int prov_errno) {
+  for (auto& [id, message] : c.awaiting_delivery) {
+    complete_send(c, *message, error, prov_errno);
+    retired_.push_back(std::move(message));
+  }
+  c.awaiting_delivery.clear();
 }
 
 void Engine::release_request(RemoteInbound& in) {

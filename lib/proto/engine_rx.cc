@@ -47,7 +47,7 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
       failed.prov_errno = prov_errno;
       failed.buf = in->recv.iov_count ? in->recv.iov[0].iov_base : nullptr;
       failed.source_key = c.key;
-      completions_.push_back(failed);
+      push_recv_completion(in->recv, failed, true);
     } else {
       UnexpectedMessage& u = *in->unexpected;
       if (u.claimed) {
@@ -58,7 +58,7 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
         failed.error = kErrPeerReset;
         failed.prov_errno = kProvPeerRestarted;
         failed.source_key = c.key;
-        completions_.push_back(failed);
+        push_recv_completion(u.claim, failed, true);
       }
       unexpected_bytes_ -= u.length;
       unexpected_.erase(in->unexpected);

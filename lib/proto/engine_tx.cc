@@ -96,6 +96,7 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     h.flags |= wire::kFlagRemoteData;
     h.cq_data = m.request.cq_data;
   }
+  if (m.request.delivery_complete) h.flags |= wire::kFlagDeliveryNotice;
   h.seq = seq;
   h.msg_id = m.msg_id;
   h.msg_len = static_cast<uint32_t>(m.length);
@@ -138,6 +139,23 @@ void Engine::emit_ack(Connection& c) {
   ++stats_.acks_sent;
   c.ack_owed = 0;
   c.ack_now = false;
+}
+
+void Engine::emit_probe(Connection& c) {
+  wire::FrameHeader h = base_header(c, static_cast<uint8_t>(wire::Opcode::kAck));
+  // No ack in it: the peer must not count it as a duplicate ack.
+  h.flags = wire::kFlagAckRequest;
+  h.ack = 0;
+  h.window = 0;
+  h.ack_conn = 0;
+  h.seq = c.next_seq;
+  OutFrame frame;
+  std::copy(c.mac, c.mac + 6, frame.dst_mac);
+  frame.header = h;
+  frame.message = nullptr;
+  frame.offset = 0;
+  outbox_.push_back(frame);
+  ++stats_.acks_sent;
 }
 
 void Engine::emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session,
@@ -215,6 +233,9 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
            c.pending.front()->segments_unacked == 0) {
       if (c.pending.front()->request.request) {
         await_response(c, std::move(c.pending.front()));
+      } else if (c.pending.front()->request.delivery_complete) {
+        const uint32_t id = c.pending.front()->msg_id;
+        c.awaiting_delivery.emplace(id, std::move(c.pending.front()));
       } else {
         complete_send(c, *c.pending.front(), 0, kProvNone);
         retired_.push_back(std::move(c.pending.front()));

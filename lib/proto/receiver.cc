@@ -4,6 +4,10 @@
 // TransportConfig::unexpected_bytes, until a receive claims it.  Tagged
 // receives may also peek at unexpected messages (fi_tagged(3) FI_PEEK),
 // reserve one for a later FI_CLAIM receive, or discard one (FI_DISCARD).
+// A multi-recv buffer (FI_MULTI_RECV) stays posted while messages take
+// successive parts of it, and is released when less than its minimum is
+// left.  A sender that asked for a delivery notice gets it once a receive
+// has taken its message whole.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -38,6 +42,24 @@ void scatter_at(const RecvRequest& r, size_t offset, const uint8_t* data, size_t
 // A message a receive or a peek may still take.
 bool visible(const UnexpectedMessage& u) { return !u.claimed && !u.reserved && !u.discarded; }
 
+// The bytes [offset, offset + length) of r's iov, as an iov of their own
+// (one empty entry where the buffer ends, so buf still points there).
+void slice_into(const RecvRequest& r, size_t offset, size_t length, RecvRequest* part) {
+  part->iov_count = 0;
+  for (size_t i = 0; i < r.iov_count; ++i) {
+    const iovec& whole = r.iov[i];
+    if (offset >= whole.iov_len && !(offset == whole.iov_len && i + 1 == r.iov_count)) {
+      offset -= whole.iov_len;
+      continue;
+    }
+    const size_t n = std::min(whole.iov_len - offset, length);
+    part->iov[part->iov_count++] = {static_cast<uint8_t*>(whole.iov_base) + offset, n};
+    length -= n;
+    offset = 0;
+    if (length == 0) break;
+  }
+}
+
 InboundMessage view_of(const UnexpectedMessage& u) {
   InboundMessage view;
   view.length = u.length;
@@ -66,13 +88,16 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   in->tag = h.tag;
   in->has_data = h.flags & wire::kFlagRemoteData;
   in->cq_data = h.cq_data;
+  in->notify = h.flags & wire::kFlagDeliveryNotice;
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     if (!matches(*it, c.key, tagged, h.tag)) continue;
     in->to_user = true;
-    in->recv = *it;
-    in->capacity = capacity_of(*it);
-    posted_.erase(it);
-    --posted_count_;
+    in->recv = it->multi ? take_part(*it, h.msg_len) : *it;
+    in->capacity = capacity_of(in->recv);
+    if (!it->multi || it->multi->released) {
+      posted_.erase(it);
+      --posted_count_;
+    }
     c.inbound = in;
     return true;
   }
@@ -87,6 +112,10 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   u.has_data = in->has_data;
   u.cq_data = h.cq_data;
   u.length = h.msg_len;
+  u.notify = in->notify;
+  u.msg_id = h.msg_id;
+  u.session = c.peer_session;
+  u.conn = c.rx_conn;
   u.bytes = std::make_unique<uint8_t[]>(std::max<size_t>(h.msg_len, 1));
   unexpected_bytes_ += h.msg_len;
   unexpected_.push_back(std::move(u));
@@ -125,7 +154,52 @@ void Engine::complete_recv(const RecvRequest& recv, const InboundMessage& in,
     done.error = kErrTruncated;
     done.overflow = in.length - capacity;
   }
-  if (recv.completion || done.error != 0) completions_.push_back(done);
+  push_recv_completion(recv, done, recv.completion || done.error != 0);
+}
+
+void Engine::push_recv_completion(const RecvRequest& recv, Completion done, bool wanted) {
+  bool release = false;
+  if (recv.multi) release = --recv.multi->in_flight == 0 && recv.multi->released;
+  if (wanted) {
+    done.multi_released = release;
+    completions_.push_back(done);
+    return;
+  }
+  if (!release) return;
+  // fi_msg(3): the release is always reported, even when the message's own
+  // completion was not asked for.
+  Completion released{};
+  released.kind = Completion::Kind::kRecv;
+  released.context = recv.context;
+  released.user_flags = recv.user_flags;
+  released.multi_released = true;
+  released.release_only = true;
+  completions_.push_back(released);
+}
+
+RecvRequest Engine::take_part(const RecvRequest& posted, size_t length) {
+  MultiRecv& multi = *posted.multi;
+  const size_t offset = multi.used;
+  const size_t take = std::min(length, multi.capacity - multi.used);
+  multi.used += take;
+  ++multi.in_flight;
+  const size_t left = multi.capacity - multi.used;
+  // A full buffer goes even with a minimum of 0: nothing more fits.
+  if (left == 0 || left < multi.min_free) multi.released = true;
+  RecvRequest part = posted;
+  slice_into(posted, offset, take, &part);
+  return part;
+}
+
+void Engine::notify_delivered(const UnexpectedMessage& u) {
+  if (!u.notify) return;
+  auto it = connections_.find(u.source_key);
+  if (it == connections_.end()) return;
+  Connection& c = *it->second;
+  // The sender has given up on the connection the message came on (and
+  // failed the send): its msg_id means nothing on the new one.
+  if (!c.rx_open || c.rx_conn != u.conn || c.peer_session != u.session) return;
+  send_response(c, u.msg_id, Response{});
 }
 
 void Engine::finish_message(Connection& c) {
@@ -133,15 +207,18 @@ void Engine::finish_message(Connection& c) {
   c.inbound = nullptr;
   if (in->to_user) {
     complete_recv(in->recv, *in, nullptr, c.key);
+    if (in->notify) send_response(c, in->msg_id, Response{});
   } else {
     UnexpectedMessage& u = *in->unexpected;
     u.complete = true;
     if (u.discarded) {
+      notify_delivered(u);
       unexpected_bytes_ -= u.length;
       unexpected_.erase(in->unexpected);
       wake_stalled();
     } else if (u.claimed) {
       complete_recv(u.claim, *in, u.bytes.get(), c.key);
+      notify_delivered(u);
       unexpected_bytes_ -= u.length;
       unexpected_.erase(in->unexpected);
       wake_stalled();
@@ -152,6 +229,7 @@ void Engine::finish_message(Connection& c) {
 
 int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
   if (posted_count_ >= config_.max_posted_recvs) return -EAGAIN;
+  if (request.multi) return post_multi_recv(request);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!visible(*it) || !matches(request, it->source_key, it->tagged, it->tag)) continue;
     if (!it->complete) {
@@ -161,6 +239,7 @@ int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
       return 0;
     }
     complete_recv(request, view_of(*it), it->bytes.get(), it->source_key);
+    notify_delivered(*it);
     unexpected_bytes_ -= it->length;
     unexpected_.erase(it);
     wake_stalled();
@@ -168,6 +247,35 @@ int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
   }
   posted_.push_back(request);
   ++posted_count_;
+  wake_stalled();
+  return 0;
+}
+
+int Engine::post_multi_recv(const RecvRequest& request) {
+  if (capacity_of(request) == 0) return -EINVAL;
+  // Messages that came first fill the buffer in arrival order, as long as
+  // it is not released.
+  for (auto it = unexpected_.begin(); it != unexpected_.end() && !request.multi->released;) {
+    if (!visible(*it) || !matches(request, it->source_key, it->tagged, it->tag)) {
+      ++it;
+      continue;
+    }
+    const RecvRequest part = take_part(request, it->length);
+    if (!it->complete) {
+      it->claimed = true;
+      it->claim = part;
+      ++it;
+      continue;
+    }
+    complete_recv(part, view_of(*it), it->bytes.get(), it->source_key);
+    notify_delivered(*it);
+    unexpected_bytes_ -= it->length;
+    it = unexpected_.erase(it);
+  }
+  if (!request.multi->released) {
+    posted_.push_back(request);
+    ++posted_count_;
+  }
   wake_stalled();
   return 0;
 }
@@ -196,6 +304,7 @@ void Engine::drop_unexpected(std::list<UnexpectedMessage>::iterator it) {
     it->reserved = false;
     return;
   }
+  notify_delivered(*it);
   unexpected_bytes_ -= it->length;
   unexpected_.erase(it);
   wake_stalled();
@@ -232,7 +341,7 @@ int Engine::claim_recv(const RecvRequest& request, bool discard) {
     if (discard) {
       const Completion done = peek_completion(request, *it, false);
       if (request.completion) completions_.push_back(done);
-      drop_unexpected(it);
+      drop_unexpected(it);  // the sender's notice goes too: the message was processed
       return 0;
     }
     if (!it->complete) {
@@ -242,6 +351,7 @@ int Engine::claim_recv(const RecvRequest& request, bool discard) {
       return 0;
     }
     complete_recv(request, view_of(*it), it->bytes.get(), it->source_key);
+    notify_delivered(*it);
     unexpected_bytes_ -= it->length;
     unexpected_.erase(it);
     wake_stalled();
@@ -259,6 +369,12 @@ int Engine::cancel_recv(void* context) {
     done.error = kErrCanceled;
     done.tagged = r.tagged;
     done.buf = r.iov_count ? r.iov[0].iov_base : nullptr;
+    // A cancelled multi-recv buffer is released; messages already placed in
+    // it still complete, and the last of them says so.
+    if (r.multi) {
+      r.multi->released = true;
+      done.multi_released = r.multi->in_flight == 0;
+    }
     completions_.push_back(done);
   };
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
@@ -269,7 +385,8 @@ int Engine::cancel_recv(void* context) {
     return 0;
   }
   for (auto& u : unexpected_) {
-    if (!u.claimed || u.claim.context != context) continue;
+    // A part of a multi-recv buffer is taken, not posted: it completes.
+    if (!u.claimed || u.claim.context != context || u.claim.multi) continue;
     cancel(u.claim);
     u.claimed = false;
     return 0;

@@ -80,6 +80,9 @@ struct SendRequest {
   iovec response_iov[kMaxIov] = {};
   size_t response_iov_count = 0;
   bool internal = false;    // a response we send: not an application send
+  // FI_DELIVERY_COMPLETE: once acknowledged, the send waits for the
+  // receiver's delivery notice (a receive took it) before it completes.
+  bool delivery_complete = false;
 };
 
 // A request (RMA, atomics) is sent like a message; the target's
@@ -94,6 +97,16 @@ struct Response {
 using RequestHandler =
     std::function<Response(uint64_t peer_key, const uint8_t* request, size_t length)>;
 
+// FI_MULTI_RECV: one posted buffer that successive messages fill, each in
+// the next bytes; shared by the posted receive and the parts cut from it.
+struct MultiRecv {
+  size_t capacity = 0;
+  size_t used = 0;         // bytes handed to messages so far
+  size_t min_free = 0;     // FI_OPT_MIN_MULTI_RECV when posted
+  size_t in_flight = 0;    // messages given a part that have not completed
+  bool released = false;   // off the posted list: the last completion says so
+};
+
 struct RecvRequest {
   iovec iov[kMaxIov] = {};
   size_t iov_count = 0;
@@ -105,6 +118,7 @@ struct RecvRequest {
   bool any_source = true;
   uint64_t source_key = 0;  // peer_key when !any_source
   bool completion = true;
+  std::shared_ptr<MultiRecv> multi;  // FI_MULTI_RECV (untagged only)
 };
 
 struct Completion {
@@ -121,6 +135,10 @@ struct Completion {
   bool has_data;
   uint64_t cq_data;
   uint64_t source_key; // recv: the sender's peer_key
+  // FI_MULTI_RECV: the buffer this receive was placed in is released.  With
+  // release_only the completion is that alone, no message (fi_cq(3)).
+  bool multi_released;
+  bool release_only;
 };
 
 struct TransportConfig {
@@ -237,6 +255,11 @@ struct Connection {
   // Requests fully acknowledged that wait for their response, by msg_id.
   std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_response;
   uint64_t awaiting_since_ns = 0;  // last progress of the responses we wait for
+  // FI_DELIVERY_COMPLETE sends fully acknowledged that wait for the
+  // receiver's delivery notice, by msg_id: as long as the receiver answers
+  // our kFlagAckRequest probes, however long its application takes.
+  std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_delivery;
+  uint64_t probe_sent_ns = 0;
   bool rx_stalled = false;            // advertised window 0
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;
@@ -261,6 +284,12 @@ struct UnexpectedMessage {
   bool reserved = false;
   void* reserved_for = nullptr;
   bool discarded = false;  // FI_DISCARD while still arriving: dropped when whole
+  // kFlagDeliveryNotice: the sender waits to hear when a receive takes it,
+  // on the connection (peer session, rx_conn) it came on.
+  bool notify = false;
+  uint32_t msg_id = 0;
+  uint32_t session = 0;
+  uint16_t conn = 0;
 };
 
 struct InboundMessage {
@@ -275,6 +304,7 @@ struct InboundMessage {
   uint64_t tag = 0;
   bool has_data = false;
   uint64_t cq_data = 0;
+  bool notify = false;  // kFlagDeliveryNotice
 };
 
 // What a connection assembles when its stream carries a request or a
@@ -355,6 +385,8 @@ class Engine {
   void pump(Connection& c, uint64_t now_ns);
   void emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool retransmit);
   void emit_ack(Connection& c);
+  // Asks the peer for an ACK (kFlagAckRequest): is it still there?
+  void emit_probe(Connection& c);
   // Tells a peer we hold no receive state for its connection `conn`.
   void emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session, uint16_t conn);
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
@@ -389,11 +421,24 @@ class Engine {
   // A request fully acknowledged waits for its response instead of completing.
   void await_response(Connection& c, std::unique_ptr<TxMessage> message);
   void fail_awaiting(Connection& c, int error, int prov_errno);
+  void fail_delivery_waits(Connection& c, int error, int prov_errno);
+  // A send we wait on a RESPONSE for (request or delivery notice), or null.
+  TxMessage* awaited(Connection& c, uint32_t msg_id);
   void drop_remote(Connection& c);
   // Gives a request's bytes back to the unexpected budget.
   void release_request(RemoteInbound& in);
   void complete_recv(const RecvRequest& recv, const InboundMessage& in,
                      const uint8_t* bytes_if_copy, uint64_t source_key);
+  // Queues a receive's completion (when `wanted`), settling its multi-recv
+  // buffer: the last completion into a released buffer says so, or a
+  // release_only completion does.
+  void push_recv_completion(const RecvRequest& recv, Completion done, bool wanted);
+  // Cuts the next `length` bytes (fewer when less is left) off a multi-recv
+  // buffer for one message; may release the buffer.
+  RecvRequest take_part(const RecvRequest& posted, size_t length);
+  int post_multi_recv(const RecvRequest& request);
+  // Tells the sender a receive took (or discarded) its message, when it asked.
+  void notify_delivered(const UnexpectedMessage& u);
   bool matches(const RecvRequest& recv, uint64_t source_key, bool tagged, uint64_t tag) const;
   Completion peek_completion(const RecvRequest& request, const UnexpectedMessage& u,
                              bool with_length);

@@ -15,7 +15,7 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 2;  // 2: conn and ack_conn
+inline constexpr uint8_t kWireVersion = 3;  // 2: conn and ack_conn; 3: delivery notices
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -67,6 +67,14 @@ inline constexpr uint16_t kFlagAckValid = 1u << 2;    // ack and window are mean
 // Set on data segments of a connection the peer has not acknowledged yet:
 // the receiver may (re)start its receive state for src_session at seq 1.
 inline constexpr uint16_t kFlagSyn = 1u << 3;
+// On MSG and TAGGED segments (FI_DELIVERY_COMPLETE): once a receive has
+// taken the whole message, the receiver answers with a RESPONSE whose tag is
+// this msg_id (status 0 in cq_data); the send completes on that notice.
+inline constexpr uint16_t kFlagDeliveryNotice = 1u << 4;
+// On an ACK without kFlagAckValid: a sender waiting for a delivery notice
+// asks whether the receiver still holds its connection; the answer is an
+// ACK, or a RESET when it does not.
+inline constexpr uint16_t kFlagAckRequest = 1u << 5;
 
 // Sequence numbers of a connection start here, in each direction.
 inline constexpr uint32_t kInitialSeq = 1;

@@ -274,11 +274,9 @@ TEST_F(Messaging, RecvmsgTakesTransmitComplete) {
   EXPECT_EQ(std::string(buffer, entry.len), "tc");
 }
 
-// Bug: fi_msg(3) lists FI_DELIVERY_COMPLETE for fi_sendmsg (and the RDM
-// endpoint is reliable); fi_sendmsg refuses it with -FI_EBADFLAGS
-// (msg_sendmsg's kAllowed lacks it).  A provider may deliver a stronger
-// completion level than asked, never refuse a defined one.
-TEST_F(Messaging, DISABLED_SendmsgTakesDeliveryComplete) {
+// fi_msg(3) lists FI_DELIVERY_COMPLETE for fi_sendmsg; test_delivery_complete.cc
+// checks when such a send completes.
+TEST_F(Messaging, SendmsgTakesDeliveryComplete) {
   char buffer[16] = {};
   int context = 0;
   ASSERT_EQ(fi_recv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, buffer), 0);

@@ -642,7 +642,7 @@ TEST_F(Tagged, BadFlagsAreEBADFLAGS) {
   fi_context context{};
   msg.context = &context;
   for (uint64_t flags : {uint64_t{FI_PEEK}, uint64_t{FI_CLAIM}, uint64_t{FI_MATCH_COMPLETE},
-                         uint64_t{FI_DELIVERY_COMPLETE}, uint64_t{FI_FENCE}}) {
+                         uint64_t{FI_FENCE}}) {
     EXPECT_EQ(fi_tsendmsg(a_.ep, &msg, flags), -FI_EBADFLAGS) << std::hex << flags;
   }
   msg.addr = FI_ADDR_UNSPEC;
