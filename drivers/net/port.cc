@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "drivers/net/fault_injector.h"
+#include "drivers/net/mbuf_handoff.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::net {
@@ -312,17 +313,19 @@ void Port::unbind_endpoint_queue(uint16_t endpoint_queue) {
 
 uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
   const uint16_t received = rte_eth_rx_burst(port_id_, queue, frames, count);
+  handoff_acquire(frames, received);
   counters_.rx_frames += received;
   return received;
 }
 
 uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
+  handoff_release(frames, count);
   const uint16_t sent = rte_eth_tx_burst(port_id_, queue, frames, count);
   counters_.tx_frames += sent;
   return sent;
 }
 
-rte_mbuf* Port::alloc_frame() { return rte_pktmbuf_alloc(pool_); }
+rte_mbuf* Port::alloc_frame() { return net::alloc_frame(pool_); }
 
 bool Port::link_up() const {
   rte_eth_link link{};

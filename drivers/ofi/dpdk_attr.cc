@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_raw_enum.h"
 #include "lib/av/address.h"
 
 namespace ofi_dpdk::ofi {
@@ -34,7 +35,7 @@ void fill_defaults(fi_info* info) {
   tx->rma_iov_limit = 1;
 
   fi_rx_attr* rx = info->rx_attr;
-  rx->caps = kRxCaps & ~FI_SOURCE;
+  rx->caps = kRxCaps & ~(FI_SOURCE | FI_SOURCE_ERR | FI_RMA_EVENT);  // secondary: only when asked for
   rx->mode = 0;
   rx->op_flags = 0;
   rx->msg_order = FI_ORDER_SAS;
@@ -75,7 +76,7 @@ void fill_defaults(fi_info* info) {
   d->max_ep_srx_ctx = 0;
   d->cntr_cnt = 1024;
   d->mr_iov_limit = 1;
-  d->caps = FI_REMOTE_COMM;
+  d->caps = FI_REMOTE_COMM | kAvSecondaryCaps;
   d->mode = 0;
   d->max_err_data = 0;
   d->mr_cnt = 65536;
@@ -147,7 +148,8 @@ bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
 
 // Manual progress is the default; automatic progress runs on a DPDK lcore
 // or a thread (dpdk_auto_progress.cc) and is given to whoever asks.
-bool progress_supported(fi_progress requested) {
+bool progress_supported(const fi_progress& field) {
+  const auto requested = raw_value(field);
   return requested == FI_PROGRESS_UNSPEC || requested == FI_PROGRESS_MANUAL ||
          requested == FI_PROGRESS_AUTO;
 }
@@ -160,7 +162,8 @@ bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t v
                "domain_attr->control_progress: only FI_PROGRESS_MANUAL or FI_PROGRESS_AUTO");
   DPDK_REQUIRE(progress_supported(h->data_progress),
                "domain_attr->data_progress: only FI_PROGRESS_MANUAL or FI_PROGRESS_AUTO");
-  DPDK_REQUIRE(h->av_type == FI_AV_UNSPEC || h->av_type == FI_AV_TABLE || h->av_type == FI_AV_MAP,
+  DPDK_REQUIRE(raw_value(h->av_type) == FI_AV_UNSPEC || raw_value(h->av_type) == FI_AV_TABLE ||
+                   raw_value(h->av_type) == FI_AV_MAP,
                "domain_attr->av_type unknown");
   // mr_mode: the provider requires no bit of it, so whatever the
   // application supports is enough.
@@ -195,7 +198,7 @@ fi_info* make_port_info(const PortFacts& port, uint32_t version) {
   info->ep_attr->max_msg_size = port.max_msg_size;
   info->domain_attr->name = strdup(port.name.c_str());
   if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
-    info->domain_attr->mr_mode = static_cast<fi_mr_mode>(kLegacyMrMode);
+    info->domain_attr->mr_mode = kLegacyMrMode;  // an int: 2.x has no enum fi_mr_mode
 
   av::Address any_queue;
   std::memcpy(any_queue.mac, port.mac, 6);
@@ -253,6 +256,14 @@ bool info_matches(const fi_info* o, const fi_info* h, uint32_t version, std::str
   const uint64_t requested_caps = h->caps;
   DPDK_REQUIRE((requested_caps & ~kAllCaps) == 0,
                "hints->caps asks for capabilities the provider lacks");
+  DPDK_REQUIRE(!(requested_caps & FI_SOURCE_ERR) || (requested_caps & FI_SOURCE),
+               "hints->caps: FI_SOURCE_ERR must be paired with FI_SOURCE");
+  // fi_getinfo(3): FI_RMA_EVENT "requires that FI_REMOTE_READ and/or
+  // FI_REMOTE_WRITE be enabled" (naming no modifier enables them all).
+  const uint64_t modifiers = requested_caps & kModifierCaps;
+  DPDK_REQUIRE(!(requested_caps & FI_RMA_EVENT) || modifiers == 0 ||
+                   (modifiers & (FI_REMOTE_READ | FI_REMOTE_WRITE)),
+               "hints->caps asks for FI_RMA_EVENT without FI_REMOTE_READ or FI_REMOTE_WRITE");
   // Modes: the provider requires none, so any hints->mode is fine.
   DPDK_REQUIRE(h->addr_format == FI_FORMAT_UNSPEC || h->addr_format == FI_ADDR_STR,
                "hints->addr_format is neither FI_FORMAT_UNSPEC (native) nor FI_ADDR_STR");

@@ -21,26 +21,41 @@ struct PortFacts {
   size_t unexpected_bytes;  // rx_attr->total_buffered_recv
 };
 
+// fi_av (doc/address-vector.md).  FI_AV_USER_ID is in no class in the 1.17
+// man pages; like later libfabric, we treat it as primary: granted when
+// asked for, or with caps 0.  FI_SHARED_AV (named AVs) is secondary and
+// costs nothing until a name is used, so it is always reported, in
+// domain_attr->caps too (fi_domain(3)).
+inline constexpr uint64_t kAvPrimaryCaps = FI_AV_USER_ID;
+inline constexpr uint64_t kAvSecondaryCaps = FI_SHARED_AV;
+
 // Capabilities this provider implements (and tests prove).
 inline constexpr uint64_t kPrimaryCaps =
-    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_DIRECTED_RECV;
+    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_DIRECTED_RECV | kAvPrimaryCaps;
 inline constexpr uint64_t kModifierCaps =
     FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-inline constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_REMOTE_COMM;
+// FI_RMA_EVENT: counters bound with FI_REMOTE_READ / FI_REMOTE_WRITE (to the
+// endpoint or, with fi_mr_bind, to a region) count what peers do to our
+// memory; granted only when asked for (doc/rma.md, "Target-side events").
+// FI_SOURCE_ERR (with FI_SOURCE): unknown senders as FI_EADDRNOTAVAIL
+// errors carrying their address.  FI_MULTI_RECV costs nothing unused.
+inline constexpr uint64_t kSecondaryCaps =
+    FI_SOURCE | FI_REMOTE_COMM | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV | kAvSecondaryCaps;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kModifierCaps | kSecondaryCaps;
 // Reported without being asked for: costless secondary capabilities.
-inline constexpr uint64_t kFreeSecondaryCaps = FI_REMOTE_COMM;
+inline constexpr uint64_t kFreeSecondaryCaps = FI_REMOTE_COMM | FI_MULTI_RECV | kAvSecondaryCaps;
 inline constexpr uint64_t kTxCaps =
     FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE;
 inline constexpr uint64_t kRxCaps =
     FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
-    FI_SOURCE | FI_DIRECTED_RECV;
+    FI_SOURCE | FI_DIRECTED_RECV | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV;
 // ep_attr->mem_tag_format: all 64 tag bits match, any ignore mask works;
 // offered as the generic format (alternating bits), or the application's own.
 inline constexpr uint64_t kMemTagFormat = 0xAAAAAAAAAAAAAAAAull;
-inline constexpr uint64_t kSupportedTxOpFlags =
-    FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MORE;
-inline constexpr uint64_t kSupportedRxOpFlags = FI_COMPLETION | FI_MORE;
+inline constexpr uint64_t kSupportedTxOpFlags = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
+                                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
+                                                FI_MORE;
+inline constexpr uint64_t kSupportedRxOpFlags = FI_COMPLETION | FI_MORE | FI_MULTI_RECV;
 
 // The full fi_info for a port (caps kAllCaps less what costs), as fi_info
 // with NULL hints shows it.  The caller frees it with fi_freeinfo.

@@ -20,6 +20,8 @@
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
+#include "ofi_dpdk_config.h"  // which libfabric features the headers have
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -35,6 +37,7 @@
 #include "drivers/ofi/dpdk_wait.h"
 #include "lib/av/address.h"
 #include "lib/av/av_table.h"
+#include "lib/av/shared_table.h"
 #include "lib/proto/transport.h"
 
 namespace ofi_dpdk::ofi {
@@ -54,6 +57,8 @@ inline constexpr size_t kIovLimit = 8;
 inline constexpr size_t kQueueDepth = 1024;  // tx_attr->size and rx_attr->size
 inline constexpr size_t kMaxMsgSize = size_t{1} << 30;  // ep_attr->max_msg_size
 inline constexpr size_t kInjectSize = 4096;             // copied at the call
+// FI_OPT_MIN_MULTI_RECV until the application sets it.
+inline constexpr size_t kDefaultMinMultiRecv = 64;
 
 template <typename T, typename F>
 T* from_fid(F* fid) {
@@ -161,6 +166,10 @@ struct Cq {
   std::deque<Completion> entries;
   std::deque<fi_cq_err_entry> errors;
   std::deque<fi_addr_t> error_sources;
+  // Per error entry, its err_data (FI_SOURCE_ERR: the sender's address);
+  // err_data_out holds the last one fi_cq_readerr lent the application.
+  std::deque<std::vector<uint8_t>> error_data;
+  std::vector<uint8_t> err_data_out;
   std::atomic<int> refs{0};
   WaitFd wait_fd;                     // FI_WAIT_FD: readable while not empty
   std::atomic<bool> signaled{false};  // fi_cq_signal: the next sread returns
@@ -170,10 +179,12 @@ struct Cq {
     if (empty()) wait_fd.signal();
     entries.push_back(completion);
   }
-  void push_error(const fi_cq_err_entry& error, fi_addr_t source) {
+  void push_error(const fi_cq_err_entry& error, fi_addr_t source,
+                  std::vector<uint8_t> err_data = {}) {
     if (empty()) wait_fd.signal();
     errors.push_back(error);
     error_sources.push_back(source);
+    error_data.push_back(std::move(err_data));
   }
 };
 
@@ -204,6 +215,9 @@ struct Av {
   fi_av_attr attr;
   int addr_format;  // FI_FORMAT_UNSPEC (native) or FI_ADDR_STR
   av::AddressTable table;  // fi_addr -> 16-byte entry; (MAC, queue) -> fi_addr
+  // A named AV: the node's table, which `table` mirrors (refresh()).
+  std::unique_ptr<av::SharedTable> shared;
+  std::string name;  // fi_av_attr::name, for logs
   // fi_rx_addr puts a receive context in the top rx_ctx_bits of an fi_addr:
   // the index is what this mask keeps.
   uint64_t index_mask = ~uint64_t{0};
@@ -211,16 +225,22 @@ struct Av {
   std::vector<Endpoint*> endpoints;  // bound: fi_av_remove drops their peers
   std::atomic<int> refs{0};
 
+  // Named AVs: takes in what other processes changed, when the shared
+  // generation moved (one load when it did not).
+  void refresh() {
+    if (shared != nullptr && shared->stale()) shared->sync(table);
+  }
   // The address fi_addr names for a transfer, or nullptr when the index is
   // unused or names receive context > 0 (no scalable endpoints yet).
-  const av::Address* resolve(fi_addr_t fi_addr) const {
+  const av::Address* resolve(fi_addr_t fi_addr) {
+    refresh();
     if (fi_addr & ~index_mask) return nullptr;
     const av::Entry* entry = table.find(fi_addr);
     return entry != nullptr ? &entry->address : nullptr;
   }
   // FI_SOURCE: the sender's fi_addr (its FI_AV_USER_ID if it has one), or
   // FI_ADDR_NOTAVAIL for an unknown sender (key: proto::peer_key).
-  fi_addr_t lookup_source(uint64_t key) const;
+  fi_addr_t lookup_source(uint64_t key);
 };
 
 struct Eq {
@@ -253,6 +273,10 @@ struct Mr {
   size_t len;
   uint64_t access;
   uint64_t offset;  // fi_mr_reg's offset: the remote address of addr without FI_MR_VIRT_ADDR
+  // fi_mr_bind(FI_REMOTE_WRITE): counts remote writes and atomics that modify
+  // the region (through endpoints with FI_RMA_EVENT).  Under the domain's
+  // mr_lock; holds a reference.
+  Cntr* remote_write_cntr = nullptr;
 };
 
 struct Endpoint {
@@ -263,8 +287,8 @@ struct Endpoint {
   Cq* tx_cq = nullptr;
   Cq* rx_cq = nullptr;
   Eq* eq = nullptr;
-  // Counters by the fi_ep_bind flag that chose them (FI_SEND, FI_RECV; the
-  // RMA ones are kept for the RMA issue).
+  // Counters by the fi_ep_bind flag that chose them; the FI_REMOTE_* ones
+  // count what peers do to this endpoint's memory (FI_RMA_EVENT).
   Cntr* send_cntr = nullptr;
   Cntr* recv_cntr = nullptr;
   Cntr* read_cntr = nullptr;
@@ -279,6 +303,7 @@ struct Endpoint {
   uint32_t session = 0;           // this incarnation, random, never 0
   uint64_t tx_op_flags = 0;
   uint64_t rx_op_flags = 0;
+  size_t min_multi_recv = kDefaultMinMultiRecv;  // FI_OPT_MIN_MULTI_RECV
   std::unique_ptr<proto::Engine> engine;  // the reliable transport
   uint64_t frames_not_sent = 0;   // mbuf pool empty or TX ring full
 
@@ -299,6 +324,8 @@ struct Endpoint {
   // The transport's frames go to the port, its completions to the CQs.
   // Lock held.
   void flush();
+  // FI_SOURCE_ERR's err_data: the sender's address in the info's format.
+  std::vector<uint8_t> sender_address(uint64_t source_key) const;
   bool has_cap(uint64_t cap) const { return (info->caps & cap) != 0; }
 };
 

@@ -64,6 +64,8 @@ pair_run() {
 	shift 3
 	SERVER_OUT="$WORK/server.json"
 	CLIENT_OUT="$WORK/client.json"
+	# An earlier pair's names and memif socket are not this server's.
+	rm -rf "$WORK/rendezvous" "$WORK/memif.sock"
 	mkdir -p "$WORK/rendezvous"
 	# shellcheck disable=SC2086
 	start_limited "${PAIR_LIMIT:-120}" "$SERVER_OUT" "$WORK/server.err" "$BENCH" -l 0 \

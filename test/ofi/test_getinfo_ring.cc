@@ -193,7 +193,7 @@ TEST_F(GetinfoRing, HintsThatMatchNothingAreExactlyEnodata) {
   };
   const Case cases[] = {
       {"caps FI_COLLECTIVE", [](fi_info* h) { h->caps = FI_MSG | FI_COLLECTIVE; }},
-      {"caps FI_MULTI_RECV", [](fi_info* h) { h->caps = FI_MSG | FI_MULTI_RECV; }},
+      {"caps FI_SOURCE_ERR without FI_SOURCE", [](fi_info* h) { h->caps = FI_MSG | FI_SOURCE_ERR; }},
       {"ep_type FI_EP_MSG", [](fi_info* h) { h->ep_attr->type = FI_EP_MSG; }},
       {"ep_type FI_EP_DGRAM", [](fi_info* h) { h->ep_attr->type = FI_EP_DGRAM; }},
       {"addr_format FI_SOCKADDR_IN", [](fi_info* h) { h->addr_format = FI_SOCKADDR_IN; }},
