@@ -1,8 +1,8 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-test.sh [--suite S]... [--builddir DIR] [--no-hugepages]
-#                                  [MESON-TEST-ARGS...]
+#                                  [--sanitize address|thread] [MESON-TEST-ARGS...]
 #        usertools/dpdk-fi-test.sh --summarize TESTLOG.json
-#        usertools/dpdk-fi-test.sh --debian13
+#        usertools/dpdk-fi-test.sh --debian13 [--rebuild-root] [ARGS...]
 #
 # Runs dpdk-fi-setup.sh (packages, hugepages, build), then the tests with
 # `meson test --num-processes 1` (the tests poll, and the machine has two
@@ -14,9 +14,17 @@
 #                      multiproc, stock, tools
 #   --builddir DIR     build directory (default: build)
 #   --no-hugepages     passed to dpdk-fi-setup.sh: DPDK runs with --no-huge
+#   --sanitize KIND    build and test with sanitizers, in a build directory of
+#                      their own (default build-asan or build-tsan), always
+#                      with --no-huge: `address` is AddressSanitizer with
+#                      UBSan and LeakSanitizer, for the whole suite; `thread`
+#                      is ThreadSanitizer, for the tests where threads meet
+#                      (unless other meson test arguments are given)
 #   --summarize FILE   only print the summary of a meson testlog.json file
-#   --debian13         the Debian 13 leg (libfabric 2.1 with DPDK 24.11, in a
-#                      chroot); not built yet: says so and exits 3
+#   --debian13         the Debian 13 leg: the same build and tests against
+#                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
+#                      root, into build-trixie/; runs usertools/dpdk-fi-debian13.sh
+#                      (see its --help) with the other arguments
 #   Any other argument goes to `meson test` unchanged (a test name, --repeat N).
 #
 # Environment: DPDK_FI_TEST_LIMIT, the overall limit for `meson test` in
@@ -24,7 +32,8 @@
 # OFI_DPDK_EAL_MEM_ARGS (the matching EAL memory options).
 #
 # Exit status: 0 when no test failed and at least one passed, 1 otherwise,
-# 2 when packages are missing (see dpdk-fi-setup.sh), 3 for --debian13.
+# 2 when packages are missing (see dpdk-fi-setup.sh) or, for --debian13, when
+# not root.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
@@ -80,6 +89,7 @@ summarize() {
 }
 
 builddir=build
+sanitize=""
 setup_args=()
 meson_args=()
 while (($#)); do
@@ -96,20 +106,37 @@ while (($#)); do
 		shift
 		;;
 	--no-hugepages) setup_args+=(--no-hugepages) ;;
+	--sanitize)
+		(($# >= 2)) || die 1 "--sanitize needs address or thread"
+		sanitize=$2
+		shift
+		;;
 	--summarize)
 		(($# == 2)) || die 1 "usage: $dpdk_fi_prog --summarize TESTLOG.json"
 		summarize "$2"
 		exit
 		;;
 	--debian13)
-		echo "the Debian 13 leg is not built yet"
-		exit 3
+		shift
+		exec bash "$DPDK_FI_ROOT/usertools/dpdk-fi-debian13.sh" \
+			"${setup_args[@]}" "${meson_args[@]}" "$@"
 		;;
 	-h | --help) usage; exit 0 ;;
 	*) meson_args+=("$1") ;;
 	esac
 	shift
 done
+if [[ -n "$sanitize" ]]; then
+	# shellcheck source-path=SCRIPTDIR source=dpdk_fi_sanitize.sh
+	source "$DPDK_FI_ROOT/usertools/dpdk_fi_sanitize.sh"
+	[[ "$builddir" != build ]] || builddir=$(sanitize_builddir "$sanitize")
+	sanitize_configure "$sanitize" "$(abs_builddir "$builddir")"
+	sanitize_environment "$sanitize"
+	setup_args+=(--builddir "$builddir" --no-hugepages)
+	if [[ "$sanitize" == thread ]] && ! (( ${#meson_args[@]} )); then
+		meson_args+=("${DPDK_FI_TSAN_TESTS[@]}")
+	fi
+fi
 builddir=$(abs_builddir "$builddir")
 limit=${DPDK_FI_TEST_LIMIT:-3600}
 [[ "$limit" =~ ^[0-9]+$ ]] || die 1 "DPDK_FI_TEST_LIMIT must be a number of seconds"
