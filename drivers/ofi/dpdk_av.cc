@@ -339,7 +339,7 @@ fi_ops_av g_av_ops = {
     .insert_auth_key = DPDK_ENOSYS(fi_ops_av, insert_auth_key),
     .lookup_auth_key = DPDK_ENOSYS(fi_ops_av, lookup_auth_key),
 #endif
-#if OFI_DPDK_HAVE_AV_USER_ID  // libfabric 2.x; FI_AV_USER_ID is not offered
+#if OFI_DPDK_HAVE_AV_USER_ID  // libfabric 2.x; only the 1.17 insert-time FI_AV_USER_ID
     .set_user_id = DPDK_ENOSYS(fi_ops_av, set_user_id),
 #endif
 };
