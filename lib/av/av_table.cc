@@ -82,6 +82,12 @@ int64_t AddressTable::insert(const Address& address, std::optional<uint64_t> use
     return -ENOMEM;
   }
   if (!append) free_.pop();
+  return occupy(index, address, user_id);
+}
+
+// Fills the reserved slot `index` and indexes it for reverse lookup.
+int64_t AddressTable::occupy(uint64_t index, const Address& address,
+                             std::optional<uint64_t> user_id) {
   Entry& entry = entries_[index];
   entry.address = address;
   entry.valid = 1;
@@ -111,14 +117,7 @@ int64_t AddressTable::insert_at(uint64_t index, const Address& address,
   } catch (const std::bad_alloc&) {
     // They are not reused; the table stays correct.
   }
-  Entry& entry = entries_[index];
-  entry.address = address;
-  entry.valid = 1;
-  entry.has_user_id = user_id ? 1 : 0;
-  if (user_id) user_ids_[index] = *user_id;
-  place({static_cast<uint32_t>(index), hash_key(endpoint_key(address))});
-  ++count_;
-  return static_cast<int64_t>(index);
+  return occupy(index, address, user_id);
 }
 
 bool AddressTable::remove(uint64_t index) {

@@ -93,6 +93,7 @@ class AddressTable {
   static constexpr uint32_t kFreeSlot = 0xFFFFFFFFu;
   static uint32_t hash_key(uint64_t key);
 
+  int64_t occupy(uint64_t index, const Address& address, std::optional<uint64_t> user_id);
   bool grow_slots();  // doubles the reverse index; false without memory
   void place(Slot slot);
   void unlink(uint64_t index, uint32_t hash);
