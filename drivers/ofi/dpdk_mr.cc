@@ -12,6 +12,10 @@ namespace {
 int mr_close(fid* fid) {
   Mr* mr = from_fid<Mr>(fid);
   {
+    // The port lock first (the order the data path takes them): a request
+    // being served holds it, and with it this region's counter pointer, which
+    // must stay valid until that request is done.
+    std::lock_guard port_guard(mr->domain->port->lock);
     std::lock_guard guard(mr->domain->mr_lock);
     mr->domain->mr_keys.erase(mr->fid.key);
     if (mr->remote_write_cntr != nullptr) mr->remote_write_cntr->refs--;
