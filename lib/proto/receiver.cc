@@ -227,22 +227,28 @@ void Engine::finish_message(Connection& c) {
   delete in;
 }
 
+// Gives the unexpected message `it` to `request`: now when it is whole, else
+// when its last segment arrives.
+void Engine::take_unexpected(const RecvRequest& request,
+                             std::list<UnexpectedMessage>::iterator it) {
+  if (!it->complete) {
+    it->claimed = true;
+    it->claim = request;
+    return;
+  }
+  complete_recv(request, view_of(*it), it->bytes.get(), it->source_key);
+  notify_delivered(*it);
+  unexpected_bytes_ -= it->length;
+  unexpected_.erase(it);
+  wake_stalled();
+}
+
 int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
   if (posted_count_ >= config_.max_posted_recvs) return -EAGAIN;
   if (request.multi) return post_multi_recv(request);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!visible(*it) || !matches(request, it->source_key, it->tagged, it->tag)) continue;
-    if (!it->complete) {
-      // Still arriving: it completes into this receive when whole.
-      it->claimed = true;
-      it->claim = request;
-      return 0;
-    }
-    complete_recv(request, view_of(*it), it->bytes.get(), it->source_key);
-    notify_delivered(*it);
-    unexpected_bytes_ -= it->length;
-    unexpected_.erase(it);
-    wake_stalled();
+    take_unexpected(request, it);
     return 0;
   }
   posted_.push_back(request);
@@ -344,17 +350,7 @@ int Engine::claim_recv(const RecvRequest& request, bool discard) {
       drop_unexpected(it);  // the sender's notice goes too: the message was processed
       return 0;
     }
-    if (!it->complete) {
-      // Still arriving: it completes into this receive when whole.
-      it->claimed = true;
-      it->claim = request;
-      return 0;
-    }
-    complete_recv(request, view_of(*it), it->bytes.get(), it->source_key);
-    notify_delivered(*it);
-    unexpected_bytes_ -= it->length;
-    unexpected_.erase(it);
-    wake_stalled();
+    take_unexpected(request, it);
     return 0;
   }
   return -ENOENT;

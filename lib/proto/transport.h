@@ -444,6 +444,8 @@ class Engine {
                              bool with_length);
   // Drops an unexpected message now, or when whole if it is still arriving.
   void drop_unexpected(std::list<UnexpectedMessage>::iterator it);
+  // Gives it to a receive now, or when whole if it is still arriving.
+  void take_unexpected(const RecvRequest& request, std::list<UnexpectedMessage>::iterator it);
   void wake_stalled();
 
   TransportConfig config_;
