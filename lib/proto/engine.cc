@@ -2,6 +2,7 @@
 // connections, and handing frames to the receive and acknowledgement paths.
 // engine_tx.cc sends and retransmits, engine_rx.cc receives in order,
 // receiver.cc matches messages to receives.
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -48,7 +49,7 @@ void OutFrame::copy_payload(uint8_t* out) const {
 
 Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16_t local_queue,
                uint32_t session)
-    : config_(config), queue_(local_queue), session_(session) {
+    : config_(config), queue_(local_queue), address_queue_(local_queue), session_(session) {
   std::memcpy(mac_, local_mac, 6);
   outbox_.reserve(2 * kMaxWindow);
 }
@@ -74,6 +75,7 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
     slot->key = key;
     std::memcpy(slot->mac, mac, 6);
     slot->queue = queue;
+    slot->source_key = key;  // until the peer's frames name its address
     reset_transmit(*slot);
   }
   return *slot;
@@ -88,6 +90,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   if (length > config_.max_msg_size) return -EMSGSIZE;
 
   Connection& c = connection(peer.mac, peer.queue);
+  c.auth_key = peer.auth_key;
   if (peer.session != 0 && c.peer_session != peer.session) {
     // The address names another incarnation than the one we talk to: the
     // application re-inserted the peer after a restart.  Start over.
@@ -118,17 +121,26 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   return 0;
 }
 
+bool Engine::accepts_key(uint32_t key) const {
+  return std::find(accepted_keys_.begin(), accepted_keys_.end(), key) != accepted_keys_.end();
+}
+
 void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   const wire::FrameHeader& h = *segment.header;
   ++stats_.frames_received;
   const uint8_t opcode = h.opcode;
   const bool is_data = wire::opcode_is_data(opcode);
+  if (!accepts_key(h.auth_key)) {
+    // Another job's traffic: not even a RESET tells it we are here.
+    ++stats_.wrong_key;
+    return;
+  }
 
   if (h.dst_session != 0 && h.dst_session != session_) {
     // Meant for an earlier incarnation of this endpoint: tell the sender.
     ++stats_.stale_session;
     if (opcode != static_cast<uint8_t>(wire::Opcode::kReset))
-      emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn);
+      emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
     return;
   }
   const uint64_t key = peer_key(segment.src_mac, h.src_queue);
@@ -175,20 +187,25 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   if (c == nullptr || c->peer_session == 0) {
     if (!syn && !acks_us) {
       ++stats_.stale_session;
-      if (is_data || probe) emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn);
+      if (is_data || probe)
+        emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
       return;
     }
-    if (c == nullptr) c = &connection(segment.src_mac, h.src_queue);
+    if (c == nullptr) {
+      c = &connection(segment.src_mac, h.src_queue);
+      c->auth_key = h.auth_key;
+    }
     c->peer_session = h.src_session;
   }
   c->last_heard_ns = now_ns;
+  c->source_key = peer_key(segment.src_mac, h.src_ep_queue);
   if (probe) {
     // A sender waits for a delivery notice from this connection: tell it we
     // hold it (an ACK), or that we do not (a RESET: its wait fails).
     if (c->rx_open && h.conn == c->rx_conn)
       emit_ack(*c);
     else
-      emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn);
+      emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
     return;
   }
   if (acks_us) on_ack(*c, h, now_ns);

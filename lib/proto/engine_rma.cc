@@ -85,7 +85,7 @@ void Engine::finish_remote(Connection& c) {
     if (in->oversize)
       response.status = kErrTooLarge;
     else if (request_handler_)
-      response = request_handler_(c.key, in->bytes.get(), in->length);
+      response = request_handler_(c.source_key, in->bytes.get(), in->length);
     else
       response.status = kErrNoHandler;
     release_request(*in);

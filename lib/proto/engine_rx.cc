@@ -46,7 +46,8 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
       failed.error = error;
       failed.prov_errno = prov_errno;
       failed.buf = in->recv.iov_count ? in->recv.iov[0].iov_base : nullptr;
-      failed.source_key = c.key;
+      failed.source_key = c.source_key;
+      failed.auth_key = c.auth_key;
       push_recv_completion(in->recv, failed, true);
     } else {
       UnexpectedMessage& u = *in->unexpected;
@@ -57,7 +58,8 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
         failed.user_flags = u.claim.user_flags;
         failed.error = kErrPeerReset;
         failed.prov_errno = kProvPeerRestarted;
-        failed.source_key = c.key;
+        failed.source_key = c.source_key;
+        failed.auth_key = c.auth_key;
         push_recv_completion(u.claim, failed, true);
       }
       unexpected_bytes_ -= u.length;
@@ -91,7 +93,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
       // A straggler of a connection the sender has given up on; or a newer
       // one whose opening we never saw, which the sender must start over.
       ++stats_.stale_session;
-      if (conn_newer(h.conn, c.rx_conn)) emit_reset(s.src_mac, h.src_queue, h.src_session, h.conn);
+      if (conn_newer(h.conn, c.rx_conn)) emit_reset(s.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
       return;
     }
     // The sender gave up on its old connection (it timed us out) and opens
@@ -104,7 +106,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
       // We hold no receive state for this sender's connection: it must
       // start over (we restarted or timed it out, or it never opened it).
       ++stats_.stale_session;
-      emit_reset(s.src_mac, h.src_queue, h.src_session, h.conn);
+      emit_reset(s.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
       return;
     }
     c.rx_open = true;

@@ -23,9 +23,11 @@ wire::FrameHeader Engine::base_header(const Connection& c, uint8_t opcode) {
   h.opcode = opcode;
   h.dst_queue = c.queue;
   h.src_queue = queue_;
+  h.src_ep_queue = address_queue_;
   h.src_session = session_;
   h.dst_session = c.peer_session;
   h.conn = c.tx_conn;
+  h.auth_key = c.auth_key;
   if (c.rx_open) {
     h.ack_conn = c.rx_conn;
     h.flags = wire::kFlagAckValid;
@@ -103,6 +105,7 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
   h.offset = slot.offset;
   h.payload_len = slot.length;
   h.tag = m.request.tag;
+  h.group = m.request.group;
   OutFrame frame;
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
   frame.header = h;
@@ -159,13 +162,15 @@ void Engine::emit_probe(Connection& c) {
 }
 
 void Engine::emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session,
-                        uint16_t conn) {
+                        uint16_t conn, uint32_t auth_key) {
   OutFrame frame{};
   std::copy(mac, mac + 6, frame.dst_mac);
   frame.header.version = wire::kWireVersion;
   frame.header.opcode = static_cast<uint8_t>(wire::Opcode::kReset);
   frame.header.dst_queue = queue;
   frame.header.src_queue = queue_;
+  frame.header.src_ep_queue = address_queue_;
+  frame.header.auth_key = auth_key;
   frame.header.src_session = session_;
   frame.header.dst_session = dst_session;
   frame.header.ack_conn = conn;

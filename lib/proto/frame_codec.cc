@@ -101,6 +101,11 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
   put(f, offsetof(FrameHeader, checksum), uint32_t{0});
   put(f, offsetof(FrameHeader, conn), htobe16(h.conn));
   put(f, offsetof(FrameHeader, ack_conn), htobe16(h.ack_conn));
+  put(f, offsetof(FrameHeader, auth_key), htobe32(h.auth_key));
+  put(f, offsetof(FrameHeader, group), htobe32(h.group));
+  put(f, offsetof(FrameHeader, src_ep_queue), htobe16(h.src_ep_queue));
+  put(f, offsetof(FrameHeader, reserved16), uint16_t{0});
+  put(f, offsetof(FrameHeader, reserved32), uint32_t{0});
   return wire::kHeadersSize;
 }
 
@@ -136,6 +141,11 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length,
   h.cq_data = be64toh(get<uint64_t>(f, offsetof(FrameHeader, cq_data)));
   h.conn = be16toh(get<uint16_t>(f, offsetof(FrameHeader, conn)));
   h.ack_conn = be16toh(get<uint16_t>(f, offsetof(FrameHeader, ack_conn)));
+  h.auth_key = be32toh(get<uint32_t>(f, offsetof(FrameHeader, auth_key)));
+  h.group = be32toh(get<uint32_t>(f, offsetof(FrameHeader, group)));
+  h.src_ep_queue = be16toh(get<uint16_t>(f, offsetof(FrameHeader, src_ep_queue)));
+  h.reserved16 = be16toh(get<uint16_t>(f, offsetof(FrameHeader, reserved16)));
+  h.reserved32 = be32toh(get<uint32_t>(f, offsetof(FrameHeader, reserved32)));
 
   // Ethernet pads short frames, so more bytes than announced is fine.
   if (length - wire::kHeadersSize < h.payload_len) return DecodeResult::kTruncated;

@@ -63,6 +63,7 @@ void slice_into(const RecvRequest& r, size_t offset, size_t length, RecvRequest*
 InboundMessage view_of(const UnexpectedMessage& u) {
   InboundMessage view;
   view.length = u.length;
+  view.sender = u.sender;
   view.tagged = u.tagged;
   view.tag = u.tag;
   view.has_data = u.has_data;
@@ -72,10 +73,12 @@ InboundMessage view_of(const UnexpectedMessage& u) {
 
 }  // namespace
 
-bool Engine::matches(const RecvRequest& recv, uint64_t source_key, bool tagged,
+bool Engine::matches(const RecvRequest& recv, const Sender& sender, bool tagged,
                      uint64_t tag) const {
   if (recv.tagged != tagged) return false;
-  if (!recv.any_source && recv.source_key != source_key) return false;
+  if (recv.group != sender.group) return false;
+  if (!recv.any_source && recv.source_key != sender.source_key) return false;
+  if (recv.match_auth_key && recv.auth_key != sender.auth_key) return false;
   return !tagged || ((recv.tag ^ tag) & ~recv.ignore) == 0;
 }
 
@@ -89,8 +92,11 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   in->has_data = h.flags & wire::kFlagRemoteData;
   in->cq_data = h.cq_data;
   in->notify = h.flags & wire::kFlagDeliveryNotice;
+  in->sender.source_key = c.source_key;
+  in->sender.auth_key = c.auth_key;
+  in->sender.group = h.group;
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-    if (!matches(*it, c.key, tagged, h.tag)) continue;
+    if (!matches(*it, in->sender, tagged, h.tag)) continue;
     in->to_user = true;
     in->recv = it->multi ? take_part(*it, h.msg_len) : *it;
     in->capacity = capacity_of(in->recv);
@@ -106,7 +112,8 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
     return false;
   }
   UnexpectedMessage u;
-  u.source_key = c.key;
+  u.sender = in->sender;
+  u.connection_key = c.key;
   u.tagged = tagged;
   u.tag = h.tag;
   u.has_data = in->has_data;
@@ -134,7 +141,7 @@ void Engine::place(InboundMessage& in, size_t offset, const uint8_t* data, size_
 }
 
 void Engine::complete_recv(const RecvRequest& recv, const InboundMessage& in,
-                           const uint8_t* bytes_if_copy, uint64_t source_key) {
+                           const uint8_t* bytes_if_copy) {
   const size_t capacity = capacity_of(recv);
   const size_t placed = std::min(in.length, capacity);
   if (bytes_if_copy != nullptr) scatter_at(recv, 0, bytes_if_copy, placed);
@@ -149,7 +156,8 @@ void Engine::complete_recv(const RecvRequest& recv, const InboundMessage& in,
   done.tag = in.tag;
   done.has_data = in.has_data;
   done.cq_data = in.cq_data;
-  done.source_key = source_key;
+  done.source_key = in.sender.source_key;
+  done.auth_key = in.sender.auth_key;
   if (in.length > capacity) {
     done.error = kErrTruncated;
     done.overflow = in.length - capacity;
@@ -193,7 +201,7 @@ RecvRequest Engine::take_part(const RecvRequest& posted, size_t length) {
 
 void Engine::notify_delivered(const UnexpectedMessage& u) {
   if (!u.notify) return;
-  auto it = connections_.find(u.source_key);
+  auto it = connections_.find(u.connection_key);
   if (it == connections_.end()) return;
   Connection& c = *it->second;
   // The sender has given up on the connection the message came on (and
@@ -206,7 +214,7 @@ void Engine::finish_message(Connection& c) {
   InboundMessage* in = c.inbound;
   c.inbound = nullptr;
   if (in->to_user) {
-    complete_recv(in->recv, *in, nullptr, c.key);
+    complete_recv(in->recv, *in, nullptr);
     if (in->notify) send_response(c, in->msg_id, Response{});
   } else {
     UnexpectedMessage& u = *in->unexpected;
@@ -217,7 +225,7 @@ void Engine::finish_message(Connection& c) {
       unexpected_.erase(in->unexpected);
       wake_stalled();
     } else if (u.claimed) {
-      complete_recv(u.claim, *in, u.bytes.get(), c.key);
+      complete_recv(u.claim, *in, u.bytes.get());
       notify_delivered(u);
       unexpected_bytes_ -= u.length;
       unexpected_.erase(in->unexpected);
@@ -236,7 +244,7 @@ void Engine::take_unexpected(const RecvRequest& request,
     it->claim = request;
     return;
   }
-  complete_recv(request, view_of(*it), it->bytes.get(), it->source_key);
+  complete_recv(request, view_of(*it), it->bytes.get());
   notify_delivered(*it);
   unexpected_bytes_ -= it->length;
   unexpected_.erase(it);
@@ -247,7 +255,7 @@ int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
   if (posted_count_ >= config_.max_posted_recvs) return -EAGAIN;
   if (request.multi) return post_multi_recv(request);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-    if (!visible(*it) || !matches(request, it->source_key, it->tagged, it->tag)) continue;
+    if (!visible(*it) || !matches(request, it->sender, it->tagged, it->tag)) continue;
     take_unexpected(request, it);
     return 0;
   }
@@ -262,7 +270,7 @@ int Engine::post_multi_recv(const RecvRequest& request) {
   // Messages that came first fill the buffer in arrival order, as long as
   // it is not released.
   for (auto it = unexpected_.begin(); it != unexpected_.end() && !request.multi->released;) {
-    if (!visible(*it) || !matches(request, it->source_key, it->tagged, it->tag)) {
+    if (!visible(*it) || !matches(request, it->sender, it->tagged, it->tag)) {
       ++it;
       continue;
     }
@@ -273,7 +281,7 @@ int Engine::post_multi_recv(const RecvRequest& request) {
       ++it;
       continue;
     }
-    complete_recv(part, view_of(*it), it->bytes.get(), it->source_key);
+    complete_recv(part, view_of(*it), it->bytes.get());
     notify_delivered(*it);
     unexpected_bytes_ -= it->length;
     it = unexpected_.erase(it);
@@ -298,7 +306,8 @@ Completion Engine::peek_completion(const RecvRequest& request, const UnexpectedM
   done.tag = u.tag;
   done.has_data = u.has_data;
   done.cq_data = u.cq_data;
-  done.source_key = u.source_key;
+  done.source_key = u.sender.source_key;
+  done.auth_key = u.sender.auth_key;
   return done;
 }
 
@@ -318,7 +327,7 @@ void Engine::drop_unexpected(std::list<UnexpectedMessage>::iterator it) {
 
 int Engine::peek_recv(const RecvRequest& request, PeekAction action) {
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
-    if (!visible(*it) || !matches(request, it->source_key, it->tagged, it->tag)) continue;
+    if (!visible(*it) || !matches(request, it->sender, it->tagged, it->tag)) continue;
     // The peek's only result is its completion: made whatever
     // request.completion says.
     completions_.push_back(peek_completion(request, *it, true));

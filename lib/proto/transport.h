@@ -55,6 +55,7 @@ struct PeerAddress {
   uint8_t mac[6] = {};
   uint16_t queue = 0;
   uint32_t session = 0;  // 0: learn it from the peer
+  uint32_t auth_key = 0;  // the network key the connection's frames carry
 };
 
 inline uint64_t peer_key(const uint8_t mac[6], uint16_t queue) {
@@ -83,6 +84,14 @@ struct SendRequest {
   // FI_DELIVERY_COMPLETE: once acknowledged, the send waits for the
   // receiver's delivery notice (a receive took it) before it completes.
   bool delivery_complete = false;
+  uint32_t group = 0;       // the peer group the message is sent to
+};
+
+// Who sent a message, as a receive matches it.
+struct Sender {
+  uint64_t source_key = 0;  // peer_key(mac, src_ep_queue): the sender's address
+  uint32_t auth_key = 0;    // the network key its frames carried
+  uint32_t group = 0;       // the peer group it was sent to
 };
 
 // A request (RMA, atomics) is sent like a message; the target's
@@ -117,6 +126,10 @@ struct RecvRequest {
   uint64_t ignore = 0;
   bool any_source = true;
   uint64_t source_key = 0;  // peer_key when !any_source
+  // FI_AUTH_KEY: only messages whose frames carried this network key.
+  bool match_auth_key = false;
+  uint32_t auth_key = 0;
+  uint32_t group = 0;       // takes only messages sent to this peer group
   bool completion = true;
   std::shared_ptr<MultiRecv> multi;  // FI_MULTI_RECV (untagged only)
 };
@@ -134,7 +147,8 @@ struct Completion {
   uint64_t tag;
   bool has_data;
   uint64_t cq_data;
-  uint64_t source_key; // recv: the sender's peer_key
+  uint64_t source_key; // recv: the sender's peer_key (address, not connection)
+  uint32_t auth_key;   // recv: the network key the message came with
   // FI_MULTI_RECV: the buffer this receive was placed in is released.  With
   // release_only the completion is that alone, no message (fi_cq(3)).
   bool multi_released;
@@ -160,7 +174,8 @@ struct TransportStats {
            resets_sent = 0, duplicates = 0, out_of_window = 0, stale_session = 0,
            bad_frames = 0, stalled_no_buffer = 0, fast_retransmits = 0, timeouts = 0,
            messages_sent = 0, messages_received = 0, peers_failed = 0,
-           requests_served = 0;
+           requests_served = 0,
+           wrong_key = 0;  // frames with a network key this endpoint was not enabled with
 };
 
 // One frame the engine wants sent.  The payload is gathered from the message
@@ -222,6 +237,10 @@ struct Connection {
   uint64_t key = 0;
   uint8_t mac[6] = {};
   uint16_t queue = 0;
+  // The peer's address as messages name their sender: (mac, src_ep_queue),
+  // which differs from key for a context of a scalable endpoint.
+  uint64_t source_key = 0;
+  uint32_t auth_key = 0;      // the network key this connection's frames carry
   uint32_t peer_session = 0;  // 0: not known yet
   uint16_t tx_conn = 0;       // our transmit connection's number (wire conn)
   // Transmit side.
@@ -268,7 +287,8 @@ struct Connection {
 
 // Posted receives, unexpected messages and reassembly for one endpoint.
 struct UnexpectedMessage {
-  uint64_t source_key;
+  Sender sender;
+  uint64_t connection_key;  // the connection it came on (delivery notices)
   bool tagged;
   uint64_t tag;
   bool has_data;
@@ -294,6 +314,7 @@ struct UnexpectedMessage {
 
 struct InboundMessage {
   bool to_user = false;
+  Sender sender;
   RecvRequest recv;                       // when to_user
   size_t capacity = 0;
   std::list<UnexpectedMessage>::iterator unexpected;  // when !to_user
@@ -356,6 +377,12 @@ class Engine {
   void poll(uint64_t now_ns);
   // Forgets a peer's connection, failing its operations (AV removal).
   void drop_peer(uint64_t key);
+  // The network keys whose frames this endpoint takes (default: only 0, no
+  // key); frames with any other key are dropped unanswered and counted.
+  void set_accepted_keys(std::vector<uint32_t> keys) { accepted_keys_ = std::move(keys); }
+  // The queue of the endpoint's address, stamped as src_ep_queue (default:
+  // its own queue); a context of a scalable endpoint gives its endpoint's.
+  void set_address_queue(uint16_t queue) { address_queue_ = queue; }
   // Serves requests from peers (RMA, atomics); without one, every request
   // gets kErrNoHandler.
   void set_request_handler(RequestHandler handler) { request_handler_ = std::move(handler); }
@@ -388,7 +415,9 @@ class Engine {
   // Asks the peer for an ACK (kFlagAckRequest): is it still there?
   void emit_probe(Connection& c);
   // Tells a peer we hold no receive state for its connection `conn`.
-  void emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session, uint16_t conn);
+  void emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session, uint16_t conn,
+                  uint32_t auth_key);
+  bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
   void fail_connection(Connection& c, int error, int prov_errno);
@@ -428,7 +457,7 @@ class Engine {
   // Gives a request's bytes back to the unexpected budget.
   void release_request(RemoteInbound& in);
   void complete_recv(const RecvRequest& recv, const InboundMessage& in,
-                     const uint8_t* bytes_if_copy, uint64_t source_key);
+                     const uint8_t* bytes_if_copy);
   // Queues a receive's completion (when `wanted`), settling its multi-recv
   // buffer: the last completion into a released buffer says so, or a
   // release_only completion does.
@@ -439,7 +468,7 @@ class Engine {
   int post_multi_recv(const RecvRequest& request);
   // Tells the sender a receive took (or discarded) its message, when it asked.
   void notify_delivered(const UnexpectedMessage& u);
-  bool matches(const RecvRequest& recv, uint64_t source_key, bool tagged, uint64_t tag) const;
+  bool matches(const RecvRequest& recv, const Sender& sender, bool tagged, uint64_t tag) const;
   Completion peek_completion(const RecvRequest& request, const UnexpectedMessage& u,
                              bool with_length);
   // Drops an unexpected message now, or when whole if it is still arriving.
@@ -451,7 +480,9 @@ class Engine {
   TransportConfig config_;
   uint8_t mac_[6];
   uint16_t queue_;
+  uint16_t address_queue_;
   uint32_t session_;
+  std::vector<uint32_t> accepted_keys_{0};
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   // The last transmit connection number used per peer, kept when a
   // connection is forgotten (drop_peer) so a later one is still newer.

@@ -15,7 +15,8 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 3;  // 2: conn and ack_conn; 3: delivery notices
+inline constexpr uint8_t kWireVersion = 4;  // 2: conn and ack_conn; 3: delivery notices;
+                                            // 4: auth_key, group, src_ep_queue
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -105,14 +106,30 @@ struct FrameHeader {
   // never be taken for the new one's (serial comparison, 16 bits).
   uint16_t conn;         // sender's transmit connection that seq/msg_id belong to
   uint16_t ack_conn;     // receiver's transmit connection that ack/window/RESET answer
+  // The network (authorization) key of the connection: an endpoint takes
+  // only frames carrying a key it was enabled with, so jobs sharing a wire
+  // never see each other's traffic.  0: no key.
+  uint32_t auth_key;
+  // MSG and TAGGED: the peer group the message was sent to (fi_group_addr);
+  // only a receive posted for that group takes it.  0 otherwise.
+  uint32_t group;
+  // The queue of the sending endpoint's address: src_queue itself, or for a
+  // context of a scalable endpoint its endpoint's first queue.  The
+  // receiver names the source (FI_SOURCE) by (src_mac, src_ep_queue).
+  uint16_t src_ep_queue;
+  uint16_t reserved16;   // 0
+  uint32_t reserved32;   // 0
 };
-static_assert(sizeof(FrameHeader) == 64);
+static_assert(sizeof(FrameHeader) == 80);
 static_assert(offsetof(FrameHeader, checksum) == 56);
 static_assert(offsetof(FrameHeader, src_session) == 8);
 static_assert(offsetof(FrameHeader, payload_len) == 36);
 static_assert(offsetof(FrameHeader, tag) == 40);
 static_assert(offsetof(FrameHeader, conn) == 60);
 static_assert(offsetof(FrameHeader, ack_conn) == 62);
+static_assert(offsetof(FrameHeader, auth_key) == 64);
+static_assert(offsetof(FrameHeader, group) == 68);
+static_assert(offsetof(FrameHeader, src_ep_queue) == 72);
 
 inline constexpr size_t kHeadersSize = sizeof(EtherHeader) + sizeof(FrameHeader);
 

@@ -326,6 +326,7 @@ void World::check_frame(const OutFrame& frame) {
                  h.msg_len, static_cast<unsigned long long>(h.tag));
   FUZZ_CHECK(h.payload_len <= config_.max_payload);
   FUZZ_CHECK(h.src_queue == kLocalQueue && h.src_session == kLocalSession);
+  FUZZ_CHECK(h.src_ep_queue == kLocalQueue && h.auth_key == 0);
   const bool is_data = wire::opcode_is_data(h.opcode);
   const bool is_response = h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse);
   if (is_data) {

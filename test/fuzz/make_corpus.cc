@@ -51,6 +51,7 @@ FrameHeader data(uint32_t seq, uint32_t msg_id, uint32_t msg_len, uint32_t offse
   h.flags = flags;
   h.dst_queue = kLocalQueue;
   h.src_queue = kPeerQueue;
+  h.src_ep_queue = kPeerQueue;
   h.src_session = kPeerSession;
   h.dst_session = kLocalSession;
   h.conn = kPeerConn;
@@ -106,6 +107,7 @@ FrameHeader ack(uint32_t next_expected, uint16_t window = 64, uint64_t sack = 0)
   h.flags = wire::kFlagAckValid;
   h.dst_queue = kLocalQueue;
   h.src_queue = kPeerQueue;
+  h.src_ep_queue = kPeerQueue;
   h.src_session = kPeerSession;
   h.dst_session = kLocalSession;
   h.conn = kPeerConn;
@@ -123,6 +125,7 @@ FrameHeader reset(uint32_t dst_session = kLocalSession, uint16_t ack_conn = kLoc
   h.opcode = static_cast<uint8_t>(Opcode::kReset);
   h.dst_queue = kLocalQueue;
   h.src_queue = kPeerQueue;
+  h.src_ep_queue = kPeerQueue;
   h.src_session = kPeerSession;
   h.dst_session = dst_session;
   h.ack_conn = ack_conn;
@@ -395,10 +398,12 @@ int write_all(const std::filesystem::path& dir) {
   {
     FrameHeader h = message(1, 1, 16, 0);
     h.src_queue = 9;
+    h.src_ep_queue = 9;
     h.src_session = 0x5E55;
     h.dst_session = 0;
     FrameHeader a = ack(1);
     a.src_queue = 9;
+    a.src_ep_queue = 9;
     a.src_session = 0x5E55;
     a.dst_session = 0;
     put("bad_stranger_no_syn", Seed()
@@ -422,6 +427,13 @@ int write_all(const std::filesystem::path& dir) {
                             .add(k20us, encode(message(1, 1, 10), kPeerMac, kLocalMac, 0x0800))
                             .add(k20us, encode(message(1, 1, 10), kPeerMac, other_mac))
                             .add(k20us, queue));
+  }
+  {
+    // Another job's network key: dropped unanswered, then the real message
+    // is taken.
+    FrameHeader foreign = message(1, 1, 10);
+    foreign.auth_key = 0x5EC2E7;
+    put("bad_wrong_auth_key", Seed().add(k20us, foreign).add(k20us, message(1, 1, 10)));
   }
   put("bad_payload_over_max", Seed().add(k20us, message(1, 1, 300)).add(k20us, message(1, 1, 20)));
   put("bad_msg_len_over_max", Seed()
