@@ -46,7 +46,7 @@ constexpr AtomicFn make_cell() {
   constexpr auto op = static_cast<fi_op>(kOp);
   using T = typename ElementOf<static_cast<fi_datatype>(kDatatype)>::type;
   if constexpr (kIsElement<T> && is_in_class(kClass, op) &&
-                Rule<op>::template kDefinedOn<T>) {
+                kOpDefinedOn<op, T>) {
     return &run<kClass, op, T>;
   } else {
     return nullptr;

@@ -149,7 +149,7 @@ T apply_element(void* target, const T& operand, const T& compare) {
     }
   }
   return update<T>(target, [&](const T& current, T& out) {
-    return Rule<Op>::next(current, operand, compare, out);
+    return next_value<Op>(current, operand, compare, out);
   });
 }
 

@@ -7,6 +7,10 @@
 // true with the new value in `out` otherwise.  Comparisons follow fi_atomic(3)
 // literally, with C semantics, so IEEE rules decide NaN and signed zeros
 // (doc/atomics.md, "NaN and signed zeros").
+//
+// The table and atomic_word.h ask kOpDefinedOn / next_value (at the end), not
+// the rules: that is where the reduced-precision floats of libfabric 2.x get
+// float's rules and the rounding back to their own type.
 #pragma once
 
 #include <rdma/fi_atomic.h>
@@ -21,6 +25,10 @@ constexpr bool is_in_class(Class op_class, fi_op op) {
     case FI_MIN: case FI_MAX: case FI_SUM: case FI_PROD:
     case FI_LOR: case FI_LAND: case FI_BOR: case FI_BAND:
     case FI_LXOR: case FI_BXOR: case FI_ATOMIC_WRITE:
+#if OFI_DPDK_HAVE_FI_DIFF
+    // fi_atomic(3) (2.1) lists no class for it; it has FI_SUM's shape.
+    case FI_DIFF:
+#endif
       return op_class == Class::kBase || op_class == Class::kFetch;
     case FI_ATOMIC_READ:
       return op_class == Class::kFetch;
@@ -44,7 +52,7 @@ T from_truth(bool value) {
   return value ? T(1) : T(0);
 }
 
-// Ops without a rule (libfabric 2.x's FI_DIFF) are defined on nothing.
+// Ops without a rule are defined on nothing.
 template <fi_op Op>
 struct Rule {
   template <typename T>
@@ -93,6 +101,23 @@ struct Rule<FI_SUM> {
     return true;
   }
 };
+
+#if OFI_DPDK_HAVE_FI_DIFF
+template <>
+struct Rule<FI_DIFF> {
+  template <typename T>
+  static constexpr bool kDefinedOn = kIsArithmetic<T>;
+  template <typename T>
+  static bool next(const T& current, const T& operand, const T&, T& out) {
+    if constexpr (kIsInteger<T>) {
+      out = wrapping_sub(current, operand);
+    } else {
+      out = current - operand;
+    }
+    return true;
+  }
+};
+#endif
 
 template <>
 struct Rule<FI_PROD> {
@@ -255,5 +280,33 @@ struct Rule<FI_MSWAP> {
     return true;
   }
 };
+
+// ---- What the table runs: the rules, widened for the reduced floats ----
+
+// FI_FLOAT16, FI_BFLOAT16 and the FP8 types take float's op set: no bitwise
+// ops and no MSWAP (their bits are no integer), every other op float has.
+template <fi_op Op, typename T>
+inline constexpr bool kOpDefinedOn = Rule<Op>::template kDefinedOn<T>;
+template <fi_op Op, FloatFormat kFormat>
+inline constexpr bool kOpDefinedOn<Op, ReducedFloat<kFormat>> =
+    Rule<Op>::template kDefinedOn<float>;
+
+// Rule<Op>::next for any element type.  A reduced float is decoded to float
+// (exactly), the rule runs in float, so comparisons compare values (NaN
+// unordered, -0 == +0), and a new value is rounded to the type to nearest,
+// ties to even (reduced_float.h: overflow gives infinity, NaN for E4M3).
+// Values that are only copied (WRITE, the swapped-in operand, MIN's winner)
+// come back with their bits, since narrow(widen(x)) == x.
+template <fi_op Op, typename T>
+bool next_value(const T& current, const T& operand, const T& compare, T& out) {
+  if constexpr (kIsReducedFloat<T>) {
+    float result = 0;
+    if (!Rule<Op>::next(widen(current), widen(operand), widen(compare), result)) return false;
+    out = narrow<T>(result);
+    return true;
+  } else {
+    return Rule<Op>::next(current, operand, compare, out);
+  }
+}
 
 }  // namespace ofi_dpdk::atomic::detail

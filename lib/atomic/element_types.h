@@ -1,5 +1,6 @@
 // element_types.h (internal): the C++ type behind each fi_datatype, and the
-// categories the op rules are written in (integer, real, complex).
+// categories the op rules are written in (integer, real, complex; the 2.x
+// reduced-precision floats are computed as float, see element_ops.h).
 #pragma once
 
 #include <rdma/fi_atomic.h>
@@ -11,6 +12,7 @@
 #include <type_traits>
 
 #include "lib/atomic/atomic_config.h"
+#include "lib/atomic/reduced_float.h"
 
 namespace ofi_dpdk::atomic::detail {
 
@@ -18,8 +20,8 @@ namespace ofi_dpdk::atomic::detail {
 __extension__ typedef __int128 Int128;
 __extension__ typedef unsigned __int128 Uint128;
 
-// A datatype slot this build has no element type for (e.g. libfabric 2.x's
-// FI_FLOAT16): every rule rejects it, so its cells stay empty.
+// A datatype slot this build has no element type for: every rule rejects
+// it, so its cells stay empty.
 struct NoElement {};
 
 template <fi_datatype D>
@@ -50,6 +52,18 @@ OFI_DPDK_ELEMENT(FI_INT128, Int128);
 #endif
 #if OFI_DPDK_HAVE_FI_UINT128
 OFI_DPDK_ELEMENT(FI_UINT128, Uint128);
+#endif
+#if OFI_DPDK_HAVE_FI_FLOAT16
+OFI_DPDK_ELEMENT(FI_FLOAT16, ReducedFloat<kBinary16>);
+#endif
+#if OFI_DPDK_HAVE_FI_BFLOAT16
+OFI_DPDK_ELEMENT(FI_BFLOAT16, ReducedFloat<kBfloat16>);
+#endif
+#if OFI_DPDK_HAVE_FI_FLOAT8_E4M3
+OFI_DPDK_ELEMENT(FI_FLOAT8_E4M3, ReducedFloat<kFp8E4M3>);
+#endif
+#if OFI_DPDK_HAVE_FI_FLOAT8_E5M2
+OFI_DPDK_ELEMENT(FI_FLOAT8_E5M2, ReducedFloat<kFp8E5M2>);
 #endif
 #undef OFI_DPDK_ELEMENT
 
@@ -101,6 +115,12 @@ T wrapping_add(T a, T b) {
   using W = typename WrapType<T>::type;
   // Unsigned to signed conversion is modular since C++20.
   return static_cast<T>(static_cast<W>(static_cast<W>(a) + static_cast<W>(b)));
+}
+
+template <typename T>
+T wrapping_sub(T a, T b) {
+  using W = typename WrapType<T>::type;
+  return static_cast<T>(static_cast<W>(static_cast<W>(a) - static_cast<W>(b)));
 }
 
 template <typename T>

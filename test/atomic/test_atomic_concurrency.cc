@@ -1,7 +1,9 @@
 // test_atomic_concurrency.cc: two threads hammering the same elements through
 // the table, one test per atomicity method (native fetch-add, native CAS loop,
 // 16-byte CAS, striped lock), ending in exact totals.  Lost updates show up
-// as a short total; torn or repeated fetches as duplicate old values.
+// as a short total; torn or repeated fetches as duplicate old values.  With
+// libfabric 2.x headers, the same for the 1- and 2-byte reduced floats, whose
+// CAS loop must neither lose an update nor rewrite a neighbouring element.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "lib/atomic/atomic_config.h"
 #include "lib/atomic/atomic_table.h"
 
 namespace {
@@ -171,5 +174,78 @@ TEST(AtomicConcurrency, CswapCounterCountsEverySuccess) {
   });
   EXPECT_EQ(uint32_t{kThreads} * kIterations, target);
 }
+
+#if OFI_DPDK_HAVE_FI_FLOAT16
+// Four neighbouring halves in one 8-byte word, both threads adding 1.0 to
+// all four: whole numbers up to 2048 are exact in binary16, so each element
+// must hand out 0 .. 2047 as its old values, each exactly once.  That run is
+// short, so it is repeated for more overlap.
+TEST(AtomicConcurrency, Float16NeighboursFetchSumHandsOutEachValueOnce) {
+  constexpr int kAdds = 1024;  // 2 * 1024 = 2048 = 0x6800, still exact
+  constexpr int kRounds = 20;
+  constexpr uint16_t kOne = 0x3C00;
+  // binary16 of the whole number n < 2048, built from its fields.
+  auto half_of = [](unsigned n) -> uint16_t {
+    if (n == 0) return 0;
+    const int top = 31 - __builtin_clz(n);
+    return static_cast<uint16_t>(((top + 15) << 10) | ((n << (10 - top)) & 0x3FF));
+  };
+  std::vector<uint16_t> expected;
+  for (unsigned n = 0; n < kThreads * kAdds; ++n) expected.push_back(half_of(n));
+  std::sort(expected.begin(), expected.end());
+  const std::vector<uint16_t> ones(kElements, kOne);
+  for (int round = 0; round < kRounds; ++round) {
+    alignas(64) uint16_t target[kElements] = {};
+    std::vector<std::vector<uint16_t>> fetched(kThreads,
+                                               std::vector<uint16_t>(kAdds * kElements));
+    run_together([&](int t) {
+      for (int i = 0; i < kAdds; ++i) {
+        ASSERT_EQ(0, apply(FI_SUM, FI_FLOAT16, Class::kFetch, target, ones.data(), nullptr,
+                           &fetched[t][i * kElements], kElements));
+      }
+    });
+    for (size_t e = 0; e < kElements; ++e) {
+      ASSERT_EQ(0x6800, target[e]) << "round " << round << " element " << e;
+      std::vector<uint16_t> old_values;
+      for (const auto& values : fetched)
+        for (int i = 0; i < kAdds; ++i) old_values.push_back(values[i * kElements + e]);
+      std::sort(old_values.begin(), old_values.end());
+      ASSERT_TRUE(old_values == expected)
+          << "round " << round << " element " << e << ": an old value missing or repeated";
+    }
+  }
+}
+#endif
+
+#if OFI_DPDK_HAVE_FI_FLOAT8_E4M3
+// Eight FP8 elements in one word, thread t owning every other byte from t:
+// each thread steps its own bytes through 0x01 .. 0x7E with FI_CSWAP, whose
+// compare value is what it last wrote, so every swap must succeed.  A
+// read-modify-write of the containing word instead of the byte would put a
+// neighbour's stale byte back, and a swap would then fail.
+TEST(AtomicConcurrency, Float8NeighbouringBytesStayIndependent) {
+  constexpr size_t kBytes = 8;
+  alignas(64) uint8_t target[kBytes];
+  std::fill(std::begin(target), std::end(target), uint8_t{0x01});
+  std::vector<int> failed_swaps(kThreads, 0);
+  run_together([&](int t) {
+    std::vector<uint8_t> mine(kBytes, 0x01);
+    for (int i = 0; i < kIterations / 4; ++i) {
+      for (size_t b = static_cast<size_t>(t); b < kBytes; b += kThreads) {
+        const uint8_t next = mine[b] == 0x7E ? 0x01 : static_cast<uint8_t>(mine[b] + 1);
+        uint8_t old = 0;
+        ASSERT_EQ(0, apply(FI_CSWAP, FI_FLOAT8_E4M3, Class::kCompare, &target[b], &next,
+                           &mine[b], &old, 1));
+        if (old != mine[b]) ++failed_swaps[t];
+        mine[b] = next;
+      }
+    }
+  });
+  EXPECT_EQ(0, failed_swaps[0]);
+  EXPECT_EQ(0, failed_swaps[1]);
+  const auto final_byte = static_cast<uint8_t>(0x01 + (kIterations / 4) % 0x7E);
+  for (size_t b = 0; b < kBytes; ++b) EXPECT_EQ(final_byte, target[b]) << "byte " << b;
+}
+#endif
 
 }  // namespace

@@ -7,7 +7,9 @@
 // name, the region's key and address in DIR/server, and serves until the
 // client's "done" message arrives.  The client is the initiator.  For every
 // class (base, fetch, compare), every point-to-point op and every datatype the
-// installed headers define (16 with libfabric 1.17), it asks
+// installed headers define (16 datatypes and 19 ops with libfabric 1.17; 20
+// and 20 with 2.x, whose FI_FLOAT16, FI_BFLOAT16, FI_FLOAT8_* and FI_DIFF
+// lib/atomic/meson.build detects), it asks
 // fi_atomicvalid / fi_fetch_atomicvalid / fi_compare_atomicvalid and
 // fi_query_atomic, and then:
 //   - a supported cell: sets the target array with fi_write, runs the atomic
@@ -41,6 +43,7 @@
 #include <vector>
 
 #include "app/common/provider_path.h"
+#include "lib/atomic/atomic_config.h"
 #include "test/support/atomic_reference.h"
 
 namespace {
@@ -49,6 +52,19 @@ using Clock = std::chrono::steady_clock;
 using ofi_dpdk::test::CallClass;
 
 constexpr size_t kRegionBytes = 256 << 10;
+
+// One past the last point-to-point op and datatype of the installed headers
+// (2.x's FI_ATOMIC_OP_LAST and FI_DATATYPE_LAST are frozen below these).
+#if OFI_DPDK_HAVE_FI_DIFF
+constexpr int kOpEnd = FI_DIFF + 1;
+#else
+constexpr int kOpEnd = FI_MSWAP + 1;
+#endif
+#if OFI_DPDK_HAVE_FI_FLOAT8_E5M2
+constexpr int kDatatypeEnd = FI_FLOAT8_E5M2 + 1;
+#else
+constexpr int kDatatypeEnd = FI_UINT128 + 1;
+#endif
 constexpr char kDone[] = "done";
 
 struct Options {
@@ -230,10 +246,11 @@ class Initiator {
     }
     f_.close();
     std::printf(
-        "{\"role\":\"client\",\"supported_checked\":%d,\"unsupported_refused\":%d,"
+        "{\"role\":\"client\",\"ops\":%d,\"datatypes\":%d,"
+        "\"supported_checked\":%d,\"unsupported_refused\":%d,"
         "\"elements\":%" PRIu64 ",\"retransmitted\":%" PRIu64 ",\"fault_dropped\":%" PRIu64
         ",\"fault_duplicated\":%" PRIu64 ",\"failures\":%d,\"ok\":%s}\n",
-        supported_, unsupported_, elements_, ep_stats.retransmitted, port_stats.fault_dropped,
+        kOpEnd, kDatatypeEnd, supported_, unsupported_, elements_, ep_stats.retransmitted, port_stats.fault_dropped,
         port_stats.fault_duplicated, failures_,
         failures_ == 0 && told ? "true" : "false");
     return failures_ == 0 && told ? 0 : 1;
@@ -343,7 +360,7 @@ class Initiator {
     std::vector<uint8_t> sentinel(64 * sizeof(T));
     for (size_t i = 0; i < sentinel.size(); ++i) sentinel[i] = static_cast<uint8_t>(0x5A ^ i);
     for (CallClass c : {CallClass::kBase, CallClass::kFetch, CallClass::kCompare}) {
-      for (int op = FI_MIN; op <= FI_MSWAP; ++op) {
+      for (int op = FI_MIN; op < kOpEnd; ++op) {
         cell_ = std::string(class_name(c)) + " op " + std::to_string(op) + " datatype " +
                 std::to_string(datatype);
         const bool supported = ofi_dpdk::test::expect_supported(c, op, datatype);
@@ -460,8 +477,8 @@ class Initiator {
   // FI_VOID and FI_NOOP, one past the last): refused by every valid call.
   void check_values_outside_the_table() {
     cell_ = "outside the table";
-    const fi_datatype datatypes[] = {FI_VOID, static_cast<fi_datatype>(FI_UINT128 + 1)};
-    const fi_op ops[] = {FI_NOOP, static_cast<fi_op>(FI_MSWAP + 1)};
+    const fi_datatype datatypes[] = {FI_VOID, static_cast<fi_datatype>(kDatatypeEnd)};
+    const fi_op ops[] = {FI_NOOP, static_cast<fi_op>(kOpEnd)};
     for (CallClass c : {CallClass::kBase, CallClass::kFetch, CallClass::kCompare}) {
       size_t count = 0;
       for (fi_datatype datatype : datatypes)

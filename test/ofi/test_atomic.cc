@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "lib/atomic/atomic_config.h"  // which 2.x datatypes and ops the headers have
 #include "test/support/messaging.h"
 
 namespace ofi_dpdk::test {
@@ -262,6 +263,68 @@ TEST_F(Atomic, TwoInitiatorsOnTwoThreadsLoseNoUpdate) {
   EXPECT_EQ(*counter, 2u * kEach);
   c.close();
 }
+
+#if OFI_DPDK_HAVE_FI_FLOAT16 && OFI_DPDK_HAVE_FI_FLOAT8_E4M3 && OFI_DPDK_HAVE_FI_DIFF
+// libfabric 2.x: the reduced-precision floats and FI_DIFF through the
+// provider, valid calls included (the full matrix is multiproc_memif_atomic's).
+TEST_F(Atomic, ReducedFloatsAndDiffOnTwoXHeaders) {
+  size_t count = 0;
+  EXPECT_EQ(fi_atomicvalid(a_.ep, FI_FLOAT16, FI_SUM, &count), 0);
+  fi_atomic_attr attr{};
+  ASSERT_EQ(fi_query_atomic(domain_.domain, FI_FLOAT8_E4M3, FI_CSWAP_LT, &attr,
+                            FI_COMPARE_ATOMIC),
+            0);
+  EXPECT_EQ(attr.size, 1u);
+  EXPECT_EQ(fi_fetch_atomicvalid(a_.ep, FI_BFLOAT16, FI_DIFF, &count), 0);
+  EXPECT_EQ(fi_atomicvalid(a_.ep, FI_FLOAT16, FI_BOR, &count), -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_compare_atomicvalid(a_.ep, FI_FLOAT8_E5M2, FI_MSWAP, &count), -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_compare_atomicvalid(a_.ep, FI_INT64, FI_DIFF, &count), -FI_EOPNOTSUPP);
+
+  // binary16: 1.0 + 2^-11 ties to even and stays 1.0 (0x3C00);
+  // 1+2^-10 + 2^-11 ties up to 1+2^-9 (0x3C02).
+  auto* halves = reinterpret_cast<uint16_t*>(region_);
+  halves[0] = 0x3C00;
+  halves[1] = 0x3C01;
+  const uint16_t add[2] = {0x1000, 0x1000};
+  uint16_t old[2] = {};
+  ASSERT_EQ(fi_fetch_atomic(a_.ep, add, 2, nullptr, old, nullptr, b_.addr, at(halves), key_,
+                            FI_FLOAT16, FI_SUM, &context_),
+            0);
+  ASSERT_EQ(done(), 1);
+  EXPECT_EQ(old[0], 0x3C00);
+  EXPECT_EQ(old[1], 0x3C01);
+  EXPECT_EQ(halves[0], 0x3C00);
+  EXPECT_EQ(halves[1], 0x3C02);
+
+  // E4M3: 448 + 18 rounds past 448 and becomes NaN (0x7F), its neighbour
+  // (1.0 - 0.125 = 0.875, 0x36) is updated in the same request.
+  uint8_t* bytes = region_ + 64;
+  bytes[0] = 0x7E;
+  bytes[1] = 0x38;
+  const uint8_t sum_with = 0x59;
+  ASSERT_EQ(fi_atomic(a_.ep, &sum_with, 1, nullptr, b_.addr, at(bytes), key_, FI_FLOAT8_E4M3,
+                      FI_SUM, &context_),
+            0);
+  ASSERT_EQ(done(), 1);
+  const uint8_t take = 0x20;  // 0.125
+  ASSERT_EQ(fi_atomic(a_.ep, &take, 1, nullptr, b_.addr, at(bytes + 1), key_, FI_FLOAT8_E4M3,
+                      FI_DIFF, &context_),
+            0);
+  ASSERT_EQ(done(), 1);
+  EXPECT_EQ(bytes[0], 0x7F);
+  EXPECT_EQ(bytes[1], 0x36);
+
+  // FI_DIFF on an integer wraps.
+  auto* words = reinterpret_cast<int64_t*>(region_ + 128);
+  words[0] = INT64_MIN;
+  const int64_t one = 1;
+  ASSERT_EQ(fi_atomic(a_.ep, &one, 1, nullptr, b_.addr, at(words), key_, FI_INT64, FI_DIFF,
+                      &context_),
+            0);
+  ASSERT_EQ(done(), 1);
+  EXPECT_EQ(words[0], INT64_MAX);
+}
+#endif
 
 }  // namespace
 }  // namespace ofi_dpdk::test
