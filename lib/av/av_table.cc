@@ -65,7 +65,20 @@ void AddressTable::unlink(uint64_t index, uint32_t hash) {
   slots_[hole].index = kFreeSlot;
 }
 
-int64_t AddressTable::insert(const Address& address, std::optional<uint64_t> user_id) {
+bool AddressTable::size_side_vectors(bool user_id, uint32_t network_key) {
+  try {
+    if ((user_id || !user_ids_.empty()) && user_ids_.size() < entries_.size())
+      user_ids_.resize(entries_.size());
+    if ((network_key != 0 || !network_keys_.empty()) && network_keys_.size() < entries_.size())
+      network_keys_.resize(entries_.size(), 0);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
+}
+
+int64_t AddressTable::insert(const Address& address, std::optional<uint64_t> user_id,
+                             uint32_t network_key) {
   // insert_at may have filled an index that was waiting for reuse.
   while (!free_.empty() && entries_[free_.top()].valid) free_.pop();
   const bool append = free_.empty();
@@ -75,49 +88,58 @@ int64_t AddressTable::insert(const Address& address, std::optional<uint64_t> use
   if (slots_.size() < 2 * (count_ + 1) && !grow_slots()) return -ENOMEM;
   try {
     if (append) entries_.emplace_back();
-    if ((user_id || !user_ids_.empty()) && user_ids_.size() < entries_.size())
-      user_ids_.resize(entries_.size());
   } catch (const std::bad_alloc&) {
-    if (append && entries_.size() > index) entries_.pop_back();
+    return -ENOMEM;
+  }
+  if (!size_side_vectors(user_id.has_value(), network_key)) {
+    if (append) entries_.pop_back();
     return -ENOMEM;
   }
   if (!append) free_.pop();
-  return occupy(index, address, user_id);
+  return occupy(index, address, user_id, network_key);
 }
 
 // Fills the reserved slot `index` and indexes it for reverse lookup.
 int64_t AddressTable::occupy(uint64_t index, const Address& address,
-                             std::optional<uint64_t> user_id) {
+                             std::optional<uint64_t> user_id, uint32_t network_key) {
   Entry& entry = entries_[index];
   entry.address = address;
   entry.valid = 1;
   entry.has_user_id = user_id ? 1 : 0;
   if (user_id) user_ids_[index] = *user_id;
+  if (!network_keys_.empty()) network_keys_[index] = network_key;
   place({static_cast<uint32_t>(index), hash_key(endpoint_key(address))});
   ++count_;
   return static_cast<int64_t>(index);
 }
 
 int64_t AddressTable::insert_at(uint64_t index, const Address& address,
-                                std::optional<uint64_t> user_id) {
+                                std::optional<uint64_t> user_id, uint32_t network_key) {
   if (index >= limit_) return -ENOSPC;
   remove(index);
   const size_t old_size = entries_.size();
   if (slots_.size() < 2 * (count_ + 1) && !grow_slots()) return -ENOMEM;
   try {
     if (index >= old_size) entries_.resize(index + 1);
-    if ((user_id || !user_ids_.empty()) && user_ids_.size() < entries_.size())
-      user_ids_.resize(entries_.size());
   } catch (const std::bad_alloc&) {
-    return -ENOMEM;  // entries_ may have grown by invalid entries only
+    return -ENOMEM;
   }
+  // On failure entries_ has grown by invalid entries only.
+  if (!size_side_vectors(user_id.has_value(), network_key)) return -ENOMEM;
   // Indices skipped over are unused: insert() may hand them out.
   try {
     for (size_t gap = old_size; gap < index; ++gap) free_.push(static_cast<uint32_t>(gap));
   } catch (const std::bad_alloc&) {
     // They are not reused; the table stays correct.
   }
-  return occupy(index, address, user_id);
+  return occupy(index, address, user_id, network_key);
+}
+
+bool AddressTable::set_user_id(uint64_t index, uint64_t user_id) {
+  if (find(index) == nullptr || !size_side_vectors(true, 0)) return false;
+  user_ids_[index] = user_id;
+  entries_[index].has_user_id = 1;
+  return true;
 }
 
 bool AddressTable::remove(uint64_t index) {
@@ -153,6 +175,7 @@ uint64_t AddressTable::find_endpoint(uint64_t key) const {
 
 size_t AddressTable::memory_bytes() const {
   return entries_.capacity() * sizeof(Entry) + user_ids_.capacity() * sizeof(uint64_t) +
+         network_keys_.capacity() * sizeof(uint32_t) +
          slots_.capacity() * sizeof(Slot) + free_.size() * sizeof(uint32_t);
 }
 

@@ -9,7 +9,8 @@
 //
 // Memory per entry: 16 bytes of Entry, 16 to 32 bytes of reverse-index
 // slots (capacity is a power of two), 8 more bytes once any entry has a user
-// id (FI_AV_USER_ID), 4 bytes per removed index waiting for reuse.
+// id (FI_AV_USER_ID), 4 more once any entry has a network key (FI_AUTH_KEY),
+// 4 bytes per removed index waiting for reuse.
 //
 // Not thread-safe: the caller serialises (the provider holds the port lock).
 #pragma once
@@ -56,12 +57,15 @@ class AddressTable {
 
   // Inserts at the lowest unused index and returns it; -ENOSPC when the
   // limit is reached, -ENOMEM when memory ran out (the table is unchanged).
-  int64_t insert(const Address& address, std::optional<uint64_t> user_id = std::nullopt);
+  // network_key: the authorization key frames to this address carry (0:
+  // none).
+  int64_t insert(const Address& address, std::optional<uint64_t> user_id = std::nullopt,
+                 uint32_t network_key = 0);
   // Puts address at `index`, replacing what was there: a mirror of a table
   // whose indices are chosen elsewhere (a shared AV).  Returns index,
   // -ENOSPC beyond the limit, -ENOMEM (then the index is unused).
   int64_t insert_at(uint64_t index, const Address& address,
-                    std::optional<uint64_t> user_id = std::nullopt);
+                    std::optional<uint64_t> user_id = std::nullopt, uint32_t network_key = 0);
   // Frees an index; false if it was not in use.
   bool remove(uint64_t index);
 
@@ -79,6 +83,14 @@ class AddressTable {
     if (entry == nullptr) return kNone;
     return entry->has_user_id ? user_ids_[index] : index;
   }
+  // fi_av_set_user_id: gives index a user id (replacing one it had).
+  // false when the index is unused, or without memory for the first id.
+  bool set_user_id(uint64_t index, uint64_t user_id);
+  // The network key index was inserted with; 0 when none or unused.
+  uint32_t network_key(uint64_t index) const {
+    if (find(index) == nullptr || index >= network_keys_.size()) return 0;
+    return network_keys_[index];
+  }
 
   size_t count() const { return count_; }          // indices in use
   size_t high_water() const { return entries_.size(); }  // 1 + highest index ever used
@@ -93,13 +105,17 @@ class AddressTable {
   static constexpr uint32_t kFreeSlot = 0xFFFFFFFFu;
   static uint32_t hash_key(uint64_t key);
 
-  int64_t occupy(uint64_t index, const Address& address, std::optional<uint64_t> user_id);
+  int64_t occupy(uint64_t index, const Address& address, std::optional<uint64_t> user_id,
+                 uint32_t network_key);
+  // Sizes the per-index side vectors for entries_; false without memory.
+  bool size_side_vectors(bool user_id, uint32_t network_key);
   bool grow_slots();  // doubles the reverse index; false without memory
   void place(Slot slot);
   void unlink(uint64_t index, uint32_t hash);
 
   std::vector<Entry> entries_;
   std::vector<uint64_t> user_ids_;  // empty until the first user id
+  std::vector<uint32_t> network_keys_;  // empty until the first network key
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> free_;
   std::vector<Slot> slots_;  // power-of-two size, or empty
   size_t count_ = 0;
