@@ -137,8 +137,9 @@ ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
   if (c != Class::kBase && (result == nullptr || total(result, result_count) != count))
     return -FI_EINVAL;
   if ((flags & FI_INJECT) && count * size > info->tx_attr->inject_size) return -FI_EMSGSIZE;
-  const av::Address* resolved = av != nullptr ? av->resolve(msg.addr) : nullptr;
-  if (resolved == nullptr) return -FI_EINVAL;
+  // RMA and atomics match no receive: a peer group in msg.addr is ignored.
+  proto::PeerAddress peer;
+  if (const int ret = destination(msg.addr, &peer, nullptr); ret != 0) return ret;
 
   RemoteOp op{};
   op.kind = kind_of(c);
@@ -170,7 +171,7 @@ ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
       request.response_iov[i] = {result[i].addr, result[i].count * size};
     request.response_iov_count = result_count;
   }
-  return send_request(*this, *resolved, request, c == Class::kBase ? write_cntr : read_cntr,
+  return send_request(*this, peer, request, c == Class::kBase ? write_cntr : read_cntr,
                       flags);
 }
 

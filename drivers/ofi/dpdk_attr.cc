@@ -70,16 +70,26 @@ void fill_defaults(fi_info* info) {
   d->ep_cnt = kMaxEndpointsPerPort;
   d->tx_ctx_cnt = kMaxEndpointsPerPort;
   d->rx_ctx_cnt = kMaxEndpointsPerPort;
-  d->max_ep_tx_ctx = 1;
-  d->max_ep_rx_ctx = 1;
+  d->max_ep_tx_ctx = kMaxEpContexts;  // scalable endpoints (dpdk_sep.cc)
+  d->max_ep_rx_ctx = kMaxEpContexts;
   d->max_ep_stx_ctx = 0;
   d->max_ep_srx_ctx = 0;
   d->cntr_cnt = 1024;
   d->mr_iov_limit = 1;
   d->caps = FI_REMOTE_COMM | kAvSecondaryCaps;
+#if OFI_DPDK_HAVE_AV_USER_ID
+  // fi_domain(3) 2.x: lets AVs be opened with FI_AV_USER_ID.
+  d->caps |= FI_AV_USER_ID;
+#endif
   d->mode = 0;
   d->max_err_data = 0;
   d->mr_cnt = 65536;
+#if OFI_DPDK_HAVE_AV_AUTH_KEY
+  d->max_ep_auth_key = av::kMaxAuthKeys;  // an endpoint enables with its AV's keys
+#endif
+#if OFI_DPDK_HAVE_MAX_GROUP_ID
+  d->max_group_id = kMaxGroupId;  // frames carry a 32-bit group
+#endif
 
   fi_fabric_attr* f = info->fabric_attr;
   f->name = strdup(kFabricName);
@@ -121,6 +131,10 @@ bool rx_matches(const fi_rx_attr* o, const fi_rx_attr* h, std::string* why) {
   return true;
 }
 
+bool endpoint_auth_key_acceptable(const uint8_t* key, size_t size) {
+  return size == 0 || endpoint_network_key(key, size) != av::kNoAuthKey;
+}
+
 bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
                 std::string* why) {
   DPDK_REQUIRE(h->type == FI_EP_UNSPEC || h->type == o->type,
@@ -137,12 +151,17 @@ bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
                "ep_attr->max_order_war_size too large");
   DPDK_REQUIRE(!exceeds(h->max_order_waw_size, o->max_order_waw_size),
                "ep_attr->max_order_waw_size too large");
-  DPDK_REQUIRE(h->tx_ctx_cnt <= o->tx_ctx_cnt, "ep_attr->tx_ctx_cnt: no shared or scalable contexts");
-  DPDK_REQUIRE(h->rx_ctx_cnt <= o->rx_ctx_cnt, "ep_attr->rx_ctx_cnt: no shared or scalable contexts");
+  // Up to kMaxEpContexts each for a scalable endpoint; FI_SHARED_CONTEXT
+  // (SIZE_MAX) is above that: no shared contexts.
+  DPDK_REQUIRE(h->tx_ctx_cnt <= kMaxEpContexts,
+               "ep_attr->tx_ctx_cnt: at most 32 contexts, no shared contexts");
+  DPDK_REQUIRE(h->rx_ctx_cnt <= kMaxEpContexts,
+               "ep_attr->rx_ctx_cnt: at most 32 contexts, no shared contexts");
   // fi_endpoint(3): auth_key_size "is ignored unless the fabric is opened
   // with API version 1.5 or greater".
   if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
-    DPDK_REQUIRE(h->auth_key_size == 0, "ep_attr->auth_key: no authorization keys");
+    DPDK_REQUIRE(endpoint_auth_key_acceptable(h->auth_key, h->auth_key_size),
+                 "ep_attr->auth_key: 4 bytes, a nonzero network key");
   return true;
 }
 
@@ -152,6 +171,19 @@ bool progress_supported(const fi_progress& field) {
   const auto requested = raw_value(field);
   return requested == FI_PROGRESS_UNSPEC || requested == FI_PROGRESS_MANUAL ||
          requested == FI_PROGRESS_AUTO;
+}
+
+// domain_attr->auth_key (doc/address-vector.md): none, a 4-byte nonzero
+// network key, or (2.x) FI_AV_AUTH_KEY with auth_key NULL.
+bool auth_key_acceptable(const fi_domain_attr* h) {
+  if (h->auth_key_size == 0) return true;
+#if OFI_DPDK_HAVE_AV_AUTH_KEY
+  if (h->auth_key_size == FI_AV_AUTH_KEY) return h->auth_key == nullptr;
+#endif
+  if (h->auth_key_size != av::kAuthKeySize || h->auth_key == nullptr) return false;
+  uint32_t key;
+  std::memcpy(&key, h->auth_key, sizeof(key));
+  return key != av::kNoAuthKey;
 }
 
 bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t version,
@@ -181,7 +213,16 @@ bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t v
   DPDK_REQUIRE(!exceeds(h->mr_iov_limit, o->mr_iov_limit), "domain_attr->mr_iov_limit too large");
   DPDK_REQUIRE((h->caps & ~o->caps) == 0, "domain_attr->caps asks for capabilities it lacks");
   if (FI_VERSION_GE(version, FI_VERSION(1, 5)))  // ignored before 1.5, as in ep_attr
-    DPDK_REQUIRE(h->auth_key_size == 0, "domain_attr->auth_key: no authorization keys");
+    DPDK_REQUIRE(auth_key_acceptable(h),
+                 "domain_attr->auth_key: 4 bytes, a nonzero network key, or auth_key_size "
+                 "FI_AV_AUTH_KEY with auth_key NULL");
+#if OFI_DPDK_HAVE_AV_AUTH_KEY
+  DPDK_REQUIRE(!exceeds(h->max_ep_auth_key, o->max_ep_auth_key),
+               "domain_attr->max_ep_auth_key too large");
+#endif
+#if OFI_DPDK_HAVE_MAX_GROUP_ID
+  DPDK_REQUIRE(h->max_group_id <= o->max_group_id, "domain_attr->max_group_id too large");
+#endif
   DPDK_REQUIRE(!exceeds(h->max_err_data, o->max_err_data), "domain_attr->max_err_data too large");
   DPDK_REQUIRE(!exceeds(h->mr_cnt, o->mr_cnt), "domain_attr->mr_cnt too large");
   return true;
@@ -291,6 +332,11 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     o->caps = primary | modifiers | (h->caps & kSecondaryCaps) | kFreeSecondaryCaps;
     o->tx_attr->caps = o->caps & kTxCaps;
     o->rx_attr->caps = o->caps & kRxCaps;
+    // The domain cap FI_AV_USER_ID goes with the primary cap, or comes when
+    // asked for as a domain cap.
+    if (!(o->caps & FI_AV_USER_ID) &&
+        (h->domain_attr == nullptr || !(h->domain_attr->caps & FI_AV_USER_ID)))
+      o->domain_attr->caps &= ~FI_AV_USER_ID;
   }
   // fi_endpoint(3): a requested tag format is kept (we match every bit).
   if (!(o->caps & FI_TAGGED))
@@ -301,6 +347,11 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     const auto source = info_address(o, true);
     o->addr_format = FI_ADDR_STR;
     if (source) set_info_address(o, true, *source);
+  }
+  if (h->ep_attr != nullptr) {
+    // The counts a scalable endpoint opened from this info gets.
+    if (h->ep_attr->tx_ctx_cnt != 0) o->ep_attr->tx_ctx_cnt = h->ep_attr->tx_ctx_cnt;
+    if (h->ep_attr->rx_ctx_cnt != 0) o->ep_attr->rx_ctx_cnt = h->ep_attr->rx_ctx_cnt;
   }
   if (h->tx_attr != nullptr) o->tx_attr->op_flags = h->tx_attr->op_flags;
   if (h->rx_attr != nullptr) o->rx_attr->op_flags = h->rx_attr->op_flags;
@@ -315,6 +366,18 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     if (h->domain_attr->data_progress != FI_PROGRESS_UNSPEC)
       d->data_progress = h->domain_attr->data_progress;
     if (h->domain_attr->av_type == FI_AV_MAP) d->av_type = FI_AV_MAP;  // behaves as TABLE
+    // The requested key goes to fi_domain with the info.  Without memory
+    // for the copy the size stays and the key is NULL: fi_domain refuses it.
+    if (FI_VERSION_GE(version, FI_VERSION(1, 5)) && h->domain_attr->auth_key_size != 0) {
+      std::free(d->auth_key);
+      d->auth_key = nullptr;
+      d->auth_key_size = h->domain_attr->auth_key_size;
+      if (h->domain_attr->auth_key != nullptr && d->auth_key_size == av::kAuthKeySize) {
+        d->auth_key = static_cast<uint8_t*>(std::malloc(av::kAuthKeySize));
+        if (d->auth_key != nullptr)
+          std::memcpy(d->auth_key, h->domain_attr->auth_key, av::kAuthKeySize);
+      }
+    }
     const int legacy = h->domain_attr->mr_mode;
     if (legacy == 1 /*FI_MR_BASIC*/ || legacy == kLegacyMrMode)
       d->mr_mode = legacy;
@@ -324,6 +387,13 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
       // virtual addresses for RMA does, else RMA addresses are offsets.
       d->mr_mode = legacy & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
   }
+}
+
+uint32_t endpoint_network_key(const uint8_t* key, size_t size) {
+  if (size != av::kAuthKeySize || key == nullptr) return av::kNoAuthKey;
+  uint32_t value;
+  std::memcpy(&value, key, sizeof(value));
+  return value;
 }
 
 }  // namespace ofi_dpdk::ofi

@@ -29,9 +29,26 @@ struct PortFacts {
 inline constexpr uint64_t kAvPrimaryCaps = FI_AV_USER_ID;
 inline constexpr uint64_t kAvSecondaryCaps = FI_SHARED_AV;
 
+// libfabric 2.x splits the receive capabilities by kind: FI_DIRECTED_RECV
+// for tagged receives only (primary), FI_MULTI_RECV on tagged receives
+// (secondary, costless).  0 where the headers lack them.
+#ifdef FI_TAGGED_DIRECTED_RECV
+inline constexpr uint64_t kTaggedDirectedRecvCap = FI_TAGGED_DIRECTED_RECV;
+#else
+inline constexpr uint64_t kTaggedDirectedRecvCap = 0;
+#endif
+#ifdef FI_TAGGED_MULTI_RECV
+inline constexpr uint64_t kTaggedMultiRecvCap = FI_TAGGED_MULTI_RECV;
+#else
+inline constexpr uint64_t kTaggedMultiRecvCap = 0;
+#endif
+
 // Capabilities this provider implements (and tests prove).
-inline constexpr uint64_t kPrimaryCaps =
-    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_DIRECTED_RECV | kAvPrimaryCaps;
+// FI_NAMED_RX_CTX: fi_rx_addr reaches a receive context of a scalable
+// endpoint (dpdk_sep.cc).
+inline constexpr uint64_t kPrimaryCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC |
+                                         FI_DIRECTED_RECV | FI_NAMED_RX_CTX | kAvPrimaryCaps |
+                                         kTaggedDirectedRecvCap;
 inline constexpr uint64_t kModifierCaps =
     FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 // FI_RMA_EVENT: counters bound with FI_REMOTE_READ / FI_REMOTE_WRITE (to the
@@ -40,15 +57,18 @@ inline constexpr uint64_t kModifierCaps =
 // FI_SOURCE_ERR (with FI_SOURCE): unknown senders as FI_EADDRNOTAVAIL
 // errors carrying their address.  FI_MULTI_RECV costs nothing unused.
 inline constexpr uint64_t kSecondaryCaps =
-    FI_SOURCE | FI_REMOTE_COMM | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV | kAvSecondaryCaps;
+    FI_SOURCE | FI_REMOTE_COMM | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV | kAvSecondaryCaps |
+    kTaggedMultiRecvCap;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kModifierCaps | kSecondaryCaps;
 // Reported without being asked for: costless secondary capabilities.
-inline constexpr uint64_t kFreeSecondaryCaps = FI_REMOTE_COMM | FI_MULTI_RECV | kAvSecondaryCaps;
+inline constexpr uint64_t kFreeSecondaryCaps =
+    FI_REMOTE_COMM | FI_MULTI_RECV | kAvSecondaryCaps | kTaggedMultiRecvCap;
 inline constexpr uint64_t kTxCaps =
-    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE;
+    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE | FI_NAMED_RX_CTX;
 inline constexpr uint64_t kRxCaps =
     FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
-    FI_SOURCE | FI_DIRECTED_RECV | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV;
+    FI_SOURCE | FI_DIRECTED_RECV | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV |
+    kTaggedDirectedRecvCap | kTaggedMultiRecvCap;
 // ep_attr->mem_tag_format: all 64 tag bits match, any ignore mask works;
 // offered as the generic format (alternating bits), or the application's own.
 inline constexpr uint64_t kMemTagFormat = 0xAAAAAAAAAAAAAAAAull;
@@ -79,5 +99,7 @@ void narrow_info(fi_info* offer, const fi_info* hints, uint32_t version);
 int set_info_address(fi_info* info, bool source, const av::Address& address);
 // Reads it back; nullopt when absent or malformed.
 std::optional<av::Address> info_address(const fi_info* info, bool source);
+// ep_attr->auth_key: the network key of a 4-byte key, else av::kNoAuthKey.
+uint32_t endpoint_network_key(const uint8_t* key, size_t size);
 
 }  // namespace ofi_dpdk::ofi

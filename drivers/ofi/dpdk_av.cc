@@ -3,10 +3,13 @@
 // index i is fi_addr i, an address goes in at the lowest unused index, and
 // a reverse index from (MAC, queue) gives the sender's fi_addr for
 // FI_SOURCE in O(1).  doc/address-vector.md describes every call.
+// Authorization keys (2.x, FI_AV_AUTH_KEY domains) are lib/av/auth_key_table.h;
+// an address carries the network key it was inserted with.
 //
 // Every call takes the port lock: the send path reads the table under it,
 // and fi_av_remove reaches into the bound endpoints' transport engines.
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -23,10 +26,41 @@ fi_addr_t Av::lookup_source(uint64_t key) {
   return index == av::AddressTable::kNone ? FI_ADDR_NOTAVAIL : table.source_id(index);
 }
 
+uint32_t Av::network_key_of(fi_addr_t addr) {
+  refresh();
+  return table.network_key(addr & index_mask);  // every receive context: the entry's key
+}
+
+bool Av::auth_key_handle_valid(fi_addr_t handle) { return auth_key_table.valid(handle); }
+
+uint32_t Av::network_key_of_handle(fi_addr_t handle) { return auth_key_table.key(handle); }
+
+std::vector<std::pair<fi_addr_t, uint32_t>> Av::auth_keys() { return auth_key_table.entries(); }
+
+fi_addr_t Av::auth_key_handle_of(uint32_t key) {
+  const uint64_t handle = auth_key_table.handle_of(key);
+  return handle == av::AuthKeyTable::kNone ? FI_ADDR_NOTAVAIL : handle;
+}
+
+void Av::auth_key_use(fi_addr_t handle, int delta) { auth_key_table.use(handle, delta); }
+
+fi_addr_t Av::lookup_source_key(uint32_t key) {
+  const uint64_t handle = auth_key_table.handle_of(key);
+  if (handle == av::AuthKeyTable::kNone) return FI_ADDR_NOTAVAIL;
+  // fi_av(3): with FI_AV_USER_ID, FI_ADDR_NOTAVAIL until the user id is set.
+  return user_ids ? auth_key_table.user_id(handle) : handle;
+}
+
 namespace {
 
+// kAuthKeyFlag (dpdk_prov.h) is 0 in 1.x: there no call names a key.
+#if OFI_DPDK_HAVE_AV_USER_ID
+// 2.x: ids come from fi_av_set_user_id (fi_av(3)).
+constexpr uint64_t kOpenFlags = FI_EVENT | FI_READ | FI_SYMMETRIC | FI_AV_USER_ID;
+#else
 constexpr uint64_t kOpenFlags = FI_EVENT | FI_READ | FI_SYMMETRIC;
-constexpr uint64_t kInsertFlags = FI_MORE | FI_SYNC_ERR | FI_AV_USER_ID;
+#endif
+constexpr uint64_t kInsertFlags = FI_MORE | FI_SYNC_ERR | FI_AV_USER_ID | kAuthKeyFlag;
 constexpr int kMaxRxCtxBits = 32;
 // Insert calls return the count inserted as an int.
 constexpr size_t kMaxInsert = std::numeric_limits<int>::max();
@@ -36,12 +70,15 @@ int from_table_error(int64_t ret) {
 }
 
 // One address into the AV: a named AV picks the index in the node's table
-// and mirrors it.  Returns the index or -ENOSPC / -ENOMEM / -EIO.
-int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> user_id) {
-  if (av->shared == nullptr) return av->table.insert(address, user_id);
+// and mirrors it (the key and user id stay in this process's mirror).
+// Returns the index or -ENOSPC / -ENOMEM / -EIO.
+int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> user_id,
+                   uint32_t network_key) {
+  if (av->shared == nullptr) return av->table.insert(address, user_id, network_key);
   const int64_t index = av->shared->insert(address);
   if (index < 0) return index;
-  const int64_t mirrored = av->table.insert_at(static_cast<uint64_t>(index), address, user_id);
+  const int64_t mirrored =
+      av->table.insert_at(static_cast<uint64_t>(index), address, user_id, network_key);
   if (mirrored < 0) av->shared->remove(static_cast<uint64_t>(index));
   return mirrored;
 }
@@ -53,6 +90,8 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
 // one FI_AV_COMPLETE (data: the number inserted).  Failed addresses get
 // FI_ADDR_NOTAVAIL in fi_addr, and with FI_SYNC_ERR their fabric errno
 // (positive, 0 for success) in the int array `context` points to.
+// With FI_AUTH_KEY, fi_addr[i] holds on input the key handle of address i
+// (one that names no key fails that address with FI_EINVAL).
 template <typename AddressAt>
 int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_addr,
                      uint64_t flags, void* context) {
@@ -65,8 +104,18 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
     DPDK_INFO(FI_LOG_AV, "FI_SYNC_ERR needs a synchronous AV and an int array in context\n");
     return -FI_EINVAL;
   }
-  if ((flags & FI_AV_USER_ID) && fi_addr == nullptr && count != 0) {
-    DPDK_INFO(FI_LOG_AV, "FI_AV_USER_ID takes the user ids from fi_addr, which is NULL\n");
+  if ((flags & FI_AV_USER_ID) && (av->user_ids || av->domain->av_auth_keys)) {
+    DPDK_INFO(FI_LOG_AV, "insert flag FI_AV_USER_ID: not with an AV opened FI_AV_USER_ID or "
+                         "an FI_AV_AUTH_KEY domain; use fi_av_set_user_id\n");
+    return -FI_EINVAL;
+  }
+  if ((flags & kAuthKeyFlag) && !av->domain->av_auth_keys) {
+    DPDK_INFO(FI_LOG_AV, "insert flag FI_AUTH_KEY needs a domain with auth_key_size "
+                         "FI_AV_AUTH_KEY\n");
+    return -FI_EINVAL;
+  }
+  if ((flags & (FI_AV_USER_ID | kAuthKeyFlag)) && fi_addr == nullptr && count != 0) {
+    DPDK_INFO(FI_LOG_AV, "FI_AV_USER_ID and FI_AUTH_KEY take input from fi_addr, which is NULL\n");
     return -FI_EINVAL;
   }
   if (av->shared != nullptr && av->shared->read_only()) {
@@ -90,10 +139,17 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
       const std::optional<av::Address> address = address_at(i);
       if (!address) {
         error = FI_EINVAL;
+      } else if ((flags & kAuthKeyFlag) && !av->auth_key_table.valid(fi_addr[i])) {
+        error = FI_EINVAL;  // not a key handle
       } else {
         std::optional<uint64_t> user_id;
+        // fi_av(3): an FI_AV_USER_ID AV reports FI_ADDR_NOTAVAIL until
+        // fi_av_set_user_id.
+        if (av->user_ids) user_id = FI_ADDR_NOTAVAIL;
         if (flags & FI_AV_USER_ID) user_id = fi_addr[i];
-        const int64_t index = insert_one(av, *address, user_id);
+        const uint32_t network_key =
+            (flags & kAuthKeyFlag) ? av->auth_key_table.key(fi_addr[i]) : av::kNoAuthKey;
+        const int64_t index = insert_one(av, *address, user_id, network_key);
         if (index < 0) {
           error = from_table_error(index);
         } else {
@@ -199,12 +255,48 @@ int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* s
       fi_addr, flags, context);
 }
 
+#if OFI_DPDK_HAVE_AV_AUTH_KEY
+// fi_av_remove(FI_AUTH_KEY): key handles, all or nothing: -FI_EINVAL when
+// one names no key, -FI_EBUSY while an enabled endpoint uses one.
+// Addresses inserted with a removed key keep it.
+int remove_auth_keys(Av* av, const fi_addr_t* handles, size_t count) {
+  if (!av->domain->av_auth_keys) {
+    DPDK_INFO(FI_LOG_AV, "remove FI_AUTH_KEY: the domain has no FI_AV_AUTH_KEY\n");
+    return -FI_EINVAL;
+  }
+  if (handles == nullptr && count != 0) return -FI_EINVAL;
+  std::lock_guard guard(av->domain->port->lock);
+  for (size_t i = 0; i < count; ++i) {
+    if (!av->auth_key_table.valid(handles[i])) {
+      DPDK_INFO(FI_LOG_AV, "remove FI_AUTH_KEY: %#lx is no key handle; nothing removed\n",
+                static_cast<unsigned long>(handles[i]));
+      return -FI_EINVAL;
+    }
+    if (av->auth_key_table.users(handles[i]) != 0) {
+      DPDK_INFO(FI_LOG_AV, "remove FI_AUTH_KEY: key %#lx is used by %u enabled endpoints\n",
+                static_cast<unsigned long>(handles[i]), av->auth_key_table.users(handles[i]));
+      return -FI_EBUSY;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) av->auth_key_table.remove(handles[i]);  // twice: -ENOENT
+  return 0;
+}
+#endif
+
 // Removes all or nothing: any index not in use (or with receive-context
 // bits) fails the call with -FI_EINVAL.  A peer no other entry names is
 // dropped from every bound endpoint's transport, so its sends in flight
 // end now with an error completion (FI_EIO) instead of at the peer timeout.
 int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
   Av* av = from_fid<Av>(av_fid);
+  if ((flags & FI_AV_USER_ID) && (av->user_ids || av->domain->av_auth_keys)) {
+    DPDK_INFO(FI_LOG_AV, "remove flag FI_AV_USER_ID: not with an AV opened FI_AV_USER_ID or "
+                         "an FI_AV_AUTH_KEY domain\n");
+    return -FI_EINVAL;
+  }
+#if OFI_DPDK_HAVE_AV_AUTH_KEY
+  if (flags == FI_AUTH_KEY) return remove_auth_keys(av, fi_addr, count);
+#endif
   if (flags != 0) return -FI_EBADFLAGS;
   if (fi_addr == nullptr && count != 0) return -FI_EINVAL;
   if (av->shared != nullptr && av->shared->read_only()) {
@@ -304,6 +396,100 @@ int av_bind(fid* av_fid, fid* bfid, uint64_t flags) {
   return 0;
 }
 
+#if OFI_DPDK_HAVE_AV_AUTH_KEY
+// fi_av_insert_auth_key: our key is av::kAuthKeySize bytes, a nonzero
+// uint32_t network key in host byte order.  *fi_addr gets its handle (the
+// one it already has when the key is in).  -FI_EINVAL without an
+// FI_AV_AUTH_KEY domain, for a NULL argument, another size or key 0;
+// -FI_EBADFLAGS for any flag; -FI_ENOSPC beyond av::kMaxAuthKeys keys.
+int av_insert_auth_key(fid_av* av_fid, const void* auth_key, size_t auth_key_size,
+                       fi_addr_t* fi_addr, uint64_t flags) {
+  Av* av = from_fid<Av>(av_fid);
+  if (!av->domain->av_auth_keys) {
+    DPDK_INFO(FI_LOG_AV, "fi_av_insert_auth_key: the domain's auth_key_size is not "
+                         "FI_AV_AUTH_KEY\n");
+    return -FI_EINVAL;
+  }
+  if (flags != 0) return -FI_EBADFLAGS;
+  if (auth_key == nullptr || fi_addr == nullptr) return -FI_EINVAL;
+  if (auth_key_size != av::kAuthKeySize) {
+    DPDK_INFO(FI_LOG_AV, "fi_av_insert_auth_key: a key is %zu bytes, not %zu\n",
+              av::kAuthKeySize, auth_key_size);
+    return -FI_EINVAL;
+  }
+  uint32_t key;
+  std::memcpy(&key, auth_key, sizeof(key));
+  if (key == av::kNoAuthKey) {
+    DPDK_INFO(FI_LOG_AV, "fi_av_insert_auth_key: key 0 means \"no key\"\n");
+    return -FI_EINVAL;
+  }
+  std::lock_guard guard(av->domain->port->lock);
+  const int64_t handle = av->auth_key_table.insert(key);
+  if (handle == -ENOSPC) {
+    DPDK_INFO(FI_LOG_AV, "fi_av_insert_auth_key: the AV holds %zu keys already\n",
+              av::kMaxAuthKeys);
+    return -FI_ENOSPC;
+  }
+  if (handle < 0) return -FI_EINVAL;
+  *fi_addr = static_cast<fi_addr_t>(handle);
+  return 0;
+}
+
+// fi_av_lookup_auth_key: addr is a key handle, or an address (receive
+// context bits ignored) inserted with FI_AUTH_KEY.  Writes what fits of
+// the key and sets *auth_key_size to av::kAuthKeySize; -FI_ETOOSMALL when
+// that truncated (as fi_av_lookup).  -FI_ENOKEY for an address inserted
+// without a key; -FI_EINVAL for anything else.
+int av_lookup_auth_key(fid_av* av_fid, fi_addr_t addr, void* auth_key, size_t* auth_key_size) {
+  Av* av = from_fid<Av>(av_fid);
+  if (!av->domain->av_auth_keys) return -FI_EINVAL;
+  if (auth_key_size == nullptr || (auth_key == nullptr && *auth_key_size != 0)) return -FI_EINVAL;
+  uint32_t key = av::kNoAuthKey;
+  {
+    std::lock_guard guard(av->domain->port->lock);
+    av->refresh();
+    if (av::AuthKeyTable::is_handle_range(addr)) {
+      key = av->auth_key_table.key(addr);
+      if (key == av::kNoAuthKey) return -FI_EINVAL;
+    } else {
+      const uint64_t index = addr & av->index_mask;
+      if (av->table.find(index) == nullptr) return -FI_EINVAL;
+      key = av->table.network_key(index);
+      if (key == av::kNoAuthKey) return -FI_ENOKEY;
+    }
+  }
+  const size_t room = *auth_key_size;
+  if (room > 0) std::memcpy(auth_key, &key, std::min(room, sizeof(key)));
+  *auth_key_size = sizeof(key);
+  return room < sizeof(key) ? -FI_ETOOSMALL : 0;
+}
+#endif
+
+#if OFI_DPDK_HAVE_AV_USER_ID
+// fi_av_set_user_id, for AVs opened with FI_AV_USER_ID (-FI_EINVAL
+// otherwise): the id FI_SOURCE reports for an address, or with
+// FI_AUTH_KEY the id FI_SOURCE_ERR reports for a key handle.  -FI_EINVAL
+// for an fi_addr that names nothing, -FI_EBADFLAGS for other flags.
+int av_set_user_id(fid_av* av_fid, fi_addr_t fi_addr, fi_addr_t user_id, uint64_t flags) {
+  Av* av = from_fid<Av>(av_fid);
+  if (!av->user_ids) {
+    DPDK_INFO(FI_LOG_AV, "fi_av_set_user_id: the AV was not opened with FI_AV_USER_ID\n");
+    return -FI_EINVAL;
+  }
+  if (flags & ~kAuthKeyFlag) return -FI_EBADFLAGS;
+  std::lock_guard guard(av->domain->port->lock);
+  if (flags & kAuthKeyFlag)
+    return av->auth_key_table.set_user_id(fi_addr, user_id) ? 0 : -FI_EINVAL;
+  av->refresh();
+  if ((fi_addr & ~av->index_mask) || av->table.find(fi_addr) == nullptr) {
+    DPDK_INFO(FI_LOG_AV, "fi_av_set_user_id: fi_addr %#lx is not in the AV\n",
+              static_cast<unsigned long>(fi_addr));
+    return -FI_EINVAL;
+  }
+  return av->table.set_user_id(fi_addr, user_id) ? 0 : -FI_ENOMEM;
+}
+#endif
+
 int av_close(fid* fid) {
   Av* av = from_fid<Av>(fid);
   if (av->refs.load() != 0) {
@@ -335,12 +521,12 @@ fi_ops_av g_av_ops = {
     .lookup = av_lookup,
     .straddr = av_straddr,
     .av_set = DPDK_ENOSYS(fi_ops_av, av_set),
-#if OFI_DPDK_HAVE_AV_AUTH_KEY  // libfabric 2.x; FI_AV_AUTH_KEY is not offered
-    .insert_auth_key = DPDK_ENOSYS(fi_ops_av, insert_auth_key),
-    .lookup_auth_key = DPDK_ENOSYS(fi_ops_av, lookup_auth_key),
+#if OFI_DPDK_HAVE_AV_AUTH_KEY  // libfabric 2.x
+    .insert_auth_key = av_insert_auth_key,
+    .lookup_auth_key = av_lookup_auth_key,
 #endif
-#if OFI_DPDK_HAVE_AV_USER_ID  // libfabric 2.x; only the 1.17 insert-time FI_AV_USER_ID
-    .set_user_id = DPDK_ENOSYS(fi_ops_av, set_user_id),
+#if OFI_DPDK_HAVE_AV_USER_ID  // libfabric 2.x
+    .set_user_id = av_set_user_id,
 #endif
 };
 
@@ -379,6 +565,7 @@ int open_shared(Av* av, fi_av_attr* attr) {
 
 int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* context) {
   if (attr == nullptr || out == nullptr) return -FI_EINVAL;
+  Domain* domain = from_fid<Domain>(domain_fid);
   if (const auto type = raw_value(attr->type);
       type != FI_AV_UNSPEC && type != FI_AV_TABLE && type != FI_AV_MAP) {
     DPDK_INFO(FI_LOG_AV, "AV type %d unknown\n", static_cast<int>(type));
@@ -396,6 +583,13 @@ int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* contex
     DPDK_INFO(FI_LOG_AV, "FI_READ opens a named AV: name is NULL\n");
     return -FI_EINVAL;
   }
+  // fi_domain(3): without the domain capability FI_AV_USER_ID, "address
+  // vectors cannot be opened with FI_AV_USER_ID".
+  if ((attr->flags & kOpenFlags & FI_AV_USER_ID) &&
+      !(domain->info->domain_attr->caps & FI_AV_USER_ID)) {
+    DPDK_INFO(FI_LOG_AV, "AV flag FI_AV_USER_ID: the domain lacks the FI_AV_USER_ID cap\n");
+    return -FI_EINVAL;
+  }
   auto* av = new (std::nothrow) Av();
   if (av == nullptr) return -FI_ENOMEM;
   if (attr->name != nullptr) {
@@ -407,7 +601,8 @@ int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* contex
   if (attr->type == FI_AV_UNSPEC) attr->type = FI_AV_TABLE;
   av->attr = *attr;
   av->attr.name = nullptr;
-  av->domain = from_fid<Domain>(domain_fid);
+  av->domain = domain;
+  av->user_ids = (attr->flags & kOpenFlags & FI_AV_USER_ID) != 0;
   av->addr_format = av->domain->info->addr_format == FI_ADDR_STR ? FI_ADDR_STR : FI_FORMAT_UNSPEC;
   if (attr->rx_ctx_bits > 0) {
     av->index_mask = ~uint64_t{0} >> attr->rx_ctx_bits;
@@ -415,6 +610,10 @@ int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* contex
   }
   if (av->shared != nullptr)
     av->table.set_limit(std::min<uint64_t>(av->table.limit(), av->shared->capacity()));
+  // Key handles are values no address index reaches (fi_av_lookup_auth_key
+  // takes either).
+  if (domain->av_auth_keys)
+    av->table.set_limit(std::min<uint64_t>(av->table.limit(), av::kAuthKeyHandleBase));
   av->table.reserve(attr->count);
   av->domain->refs++;
   av->fid.fid.fclass = FI_CLASS_AV;

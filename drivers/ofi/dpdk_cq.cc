@@ -97,10 +97,26 @@ ssize_t cq_readerr(fid_cq* cq_fid, fi_cq_err_entry* buf, uint64_t flags) {
   }
   // Applications of API 1.4 and older pass the shorter struct without
   // err_data_size; write only what they allocated.
-  if (FI_VERSION_LT(cq->domain->api_version, FI_VERSION(1, 5)))
+  if (FI_VERSION_LT(cq->domain->api_version, FI_VERSION(1, 5))) {
     std::memcpy(buf, &entry, offsetof(fi_cq_err_entry, err_data_size));
-  else
+  } else {
+#if OFI_DPDK_HAVE_CQ_ERR_SRC_ADDR
+    // src_addr came with API 1.20; older applications' struct ends before
+    // it.  fi_cq(3): for FI_EADDRNOTAVAIL (FI_SOURCE_ERR) it is the key
+    // handle, or its user id, the data came with (FI_AV_AUTH_KEY domains),
+    // else FI_ADDR_NOTAVAIL; the endpoint pushed that as the error's source.
+    // Other errors report none.
+    if (FI_VERSION_GE(cq->domain->api_version, FI_VERSION(1, 20))) {
+      entry.src_addr =
+          entry.err == FI_EADDRNOTAVAIL ? cq->error_sources.front() : FI_ADDR_NOTAVAIL;
+      *buf = entry;
+    } else {
+      std::memcpy(buf, &entry, offsetof(fi_cq_err_entry, src_addr));
+    }
+#else
     *buf = entry;
+#endif
+  }
   if (!(flags & FI_PEEK)) {
     cq->errors.pop_front();
     cq->error_sources.pop_front();

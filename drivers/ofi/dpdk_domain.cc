@@ -32,7 +32,9 @@ int domain_close(fid* fid) {
 int ep_stats(void* ep_fid, fi_dpdk_ep_stats* out) {
   if (ep_fid == nullptr || out == nullptr) return -FI_EINVAL;
   Endpoint* ep = from_fid<Endpoint>(static_cast<fid_ep*>(ep_fid));
-  if (ep->fid.fid.fclass != FI_CLASS_EP) return -FI_EINVAL;
+  const size_t fclass = ep->fid.fid.fclass;  // an endpoint or a context of a scalable one
+  if (fclass != FI_CLASS_EP && fclass != FI_CLASS_TX_CTX && fclass != FI_CLASS_RX_CTX)
+    return -FI_EINVAL;
   std::lock_guard guard(ep->port().lock);
   const proto::TransportStats& s = ep->engine->stats();
   *out = {s.frames_sent, s.frames_received, s.messages_sent, s.messages_received,
@@ -91,7 +93,7 @@ fi_ops_domain g_domain_ops = {
     .av_open = av_open,
     .cq_open = cq_open,
     .endpoint = endpoint_open,
-    .scalable_ep = DPDK_ENOSYS(fi_ops_domain, scalable_ep),
+    .scalable_ep = scalable_ep_open,
     .cntr_open = cntr_open,
     .poll_open = DPDK_ENOSYS(fi_ops_domain, poll_open),
     .stx_ctx = DPDK_ENOSYS(fi_ops_domain, stx_ctx),
@@ -115,6 +117,39 @@ uint32_t pool_size(const Params& p, const net::PortConfig& config) {
   if (p.mbufs != 0) return static_cast<uint32_t>(p.mbufs);
   const uint32_t per_queue_pair = config.rx_descriptors + config.tx_descriptors;
   return config.queues_wanted * per_queue_pair + 2 * kQueueDepth + 511;
+}
+
+// domain_attr->auth_key (fi_domain(3); ignored before API 1.5): size 0,
+// none; av::kAuthKeySize bytes, a nonzero network key (host byte order) that
+// endpoints naming no key use; FI_AV_AUTH_KEY (2.x) with auth_key NULL,
+// keys from the AV.  Anything else is -FI_EINVAL.
+int take_auth_key(const fi_info* info, Domain* domain) {
+  const uint32_t version = info->fabric_attr != nullptr ? info->fabric_attr->api_version
+                                                        : FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+  if (FI_VERSION_LT(version, FI_VERSION(1, 5))) return 0;
+  const fi_domain_attr* attr = info->domain_attr;
+#if OFI_DPDK_HAVE_AV_AUTH_KEY
+  if (attr->auth_key_size == FI_AV_AUTH_KEY) {
+    if (attr->auth_key != nullptr) {
+      DPDK_INFO(FI_LOG_DOMAIN, "auth_key_size FI_AV_AUTH_KEY: auth_key must be NULL\n");
+      return -FI_EINVAL;
+    }
+    domain->av_auth_keys = true;
+    return 0;
+  }
+#endif
+  if (attr->auth_key_size == 0) return 0;
+  uint32_t key = av::kNoAuthKey;
+  if (attr->auth_key_size == av::kAuthKeySize && attr->auth_key != nullptr)
+    std::memcpy(&key, attr->auth_key, sizeof(key));
+  if (key == av::kNoAuthKey) {
+    DPDK_INFO(FI_LOG_DOMAIN, "auth_key: %zu bytes, a nonzero network key, or "
+                             "auth_key_size 0 (got %zu bytes%s)\n",
+              av::kAuthKeySize, attr->auth_key_size, attr->auth_key == nullptr ? ", NULL" : "");
+    return -FI_EINVAL;
+  }
+  domain->default_auth_key = key;
+  return 0;
 }
 
 }  // namespace
@@ -152,6 +187,18 @@ int domain_open(fid_fabric* fabric_fid, fi_info* info, fid_domain** out, void* c
   }
   auto* domain = new (std::nothrow) Domain();
   if (domain == nullptr) return -FI_ENOMEM;
+  if (const int ret = take_auth_key(info, domain); ret != 0) {
+    delete domain;
+    return ret;
+  }
+#if OFI_DPDK_HAVE_MAX_GROUP_ID
+  if (info->domain_attr->max_group_id > kMaxGroupId) {
+    DPDK_INFO(FI_LOG_DOMAIN, "domain_attr->max_group_id %u: at most %u\n",
+              info->domain_attr->max_group_id, kMaxGroupId);
+    delete domain;
+    return -FI_EINVAL;
+  }
+#endif
   std::string error;
   if (int ret = acquire_port(*port_id, &domain->port, &error); ret != 0) {
     DPDK_WARN(FI_LOG_DOMAIN, "%s\n", error.c_str());
@@ -167,6 +214,10 @@ int domain_open(fid_fabric* fabric_fid, fi_info* info, fid_domain** out, void* c
   domain->fabric = from_fid<Fabric>(fabric_fid);
   domain->fabric->refs++;
   domain->api_version = domain->info->fabric_attr->api_version;
+#if OFI_DPDK_HAVE_MAX_GROUP_ID
+  // fi_domain(3): a non-zero max_group_id asks for peer groups.
+  domain->max_group_id = domain->info->domain_attr->max_group_id;
+#endif
   // Control operations (AV, MR, CQ set-up) complete within their calls, so
   // FI_PROGRESS_AUTO for control needs no loop; for data it does.
   if (domain->info->domain_attr->data_progress == FI_PROGRESS_AUTO) {

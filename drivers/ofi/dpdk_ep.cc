@@ -22,12 +22,14 @@ uint32_t new_session() {
 // Claims `wanted` (or the lowest free queue id for kAnyQueue).  Lock held.
 int claim_queue(PortContext& port, Endpoint* ep, uint16_t wanted) {
   if (wanted != kAnyQueue) {
-    if (wanted >= port.endpoints.size() || port.endpoints[wanted] != nullptr) return -FI_EADDRINUSE;
+    if (wanted >= port.endpoints.size() || port.endpoints[wanted] != nullptr ||
+        port.held[wanted])
+      return -FI_EADDRINUSE;
     port.endpoints[wanted] = ep;
     return wanted;
   }
   for (uint16_t q = 0; q < port.endpoints.size(); ++q) {
-    if (port.endpoints[q] == nullptr) {
+    if (port.endpoints[q] == nullptr && !port.held[q]) {
       port.endpoints[q] = ep;
       return q;
     }
@@ -83,7 +85,9 @@ int ep_close(fid* fid) {
     if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep)
       port.endpoints[ep->queue] = nullptr;
     port.port->unbind_endpoint_queue(ep->queue);
+    ep->release_auth_keys();
     if (ep->av != nullptr) std::erase(ep->av->endpoints, ep);
+    if (ep->parent != nullptr) forget_context(ep);
   }
   release(ep);
   delete ep;
@@ -123,24 +127,32 @@ int bind_counter(Endpoint* ep, Cntr* cntr, uint64_t flags) {
   return 0;
 }
 
+// A context only sends or only receives: binding it for events of the
+// other direction is -FI_EINVAL, and so is an AV (its scalable endpoint's
+// AV is its own, fi_endpoint(3)).
+bool bind_fits_role(const Endpoint* ep, const fid* bfid, uint64_t flags) {
+  switch (ep->role) {
+    case Endpoint::Role::kEndpoint:
+      return true;
+    case Endpoint::Role::kTxContext:
+      return bfid->fclass != FI_CLASS_AV && !(flags & (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE));
+    case Endpoint::Role::kRxContext:
+      return bfid->fclass != FI_CLASS_AV && !(flags & (FI_TRANSMIT | FI_READ | FI_WRITE));
+  }
+  return false;
+}
+
 int ep_bind(fid* ep_fid, fid* bfid, uint64_t flags) {
   Endpoint* ep = from_fid<Endpoint>(ep_fid);
   if (bfid == nullptr) return -FI_EINVAL;
   std::lock_guard guard(ep->port().lock);
   if (ep->enabled) return -FI_EOPBADSTATE;
+  if (!bind_fits_role(ep, bfid, flags)) return -FI_EINVAL;
   switch (bfid->fclass) {
     case FI_CLASS_AV: {
       Av* av = from_fid<Av>(bfid);
       if (flags != 0 || av->domain != ep->domain) return -FI_EINVAL;
-      if (ep->av != nullptr) return -FI_EALREADY;
-      try {
-        av->endpoints.push_back(ep);  // fi_av_remove drops peers in this ep's engine
-      } catch (const std::bad_alloc&) {
-        return -FI_ENOMEM;
-      }
-      ep->av = av;
-      av->refs++;
-      return 0;
+      return bind_av(ep, av);
     }
     case FI_CLASS_CQ: {
       Cq* cq = from_fid<Cq>(bfid);
@@ -185,6 +197,10 @@ int ep_enable(Endpoint* ep) {
     return -FI_EIO;
   }
   ep->hw_queue = static_cast<uint16_t>(hw_queue);
+  if (const int ret = ep->enable_auth_keys(); ret != 0) {
+    ep->port().port->unbind_endpoint_queue(ep->queue);
+    return ret;
+  }
   ep->enabled = true;
   return 0;
 }
@@ -232,19 +248,13 @@ int ep_getname(fid* fid, void* addr, size_t* addrlen) {
   std::memcpy(self.mac, ep->port().port->mac(), 6);
   self.queue = ep->queue;
   self.session = ep->session;
-  const size_t room = *addrlen;
-  if (ep->info->addr_format == FI_ADDR_STR) {
-    const std::string text = av::to_string(self);
-    *addrlen = text.size() + 1;
-    // fi_cm(3): a name larger than the buffer is truncated to it.
-    if (addr != nullptr) std::memcpy(addr, text.c_str(), std::min(room, *addrlen));
-    return room < *addrlen ? -FI_ETOOSMALL : 0;
+  if (ep->parent != nullptr) {
+    // Contexts share their scalable endpoint's address (fi_endpoint(3)),
+    // which names no session: each context is an incarnation of its own.
+    self.queue = ep->parent->base;
+    self.session = 0;
   }
-  *addrlen = av::kNativeAddressSize;
-  uint8_t native[av::kNativeAddressSize];
-  av::to_native(self, native);
-  if (addr != nullptr) std::memcpy(addr, native, std::min(room, *addrlen));
-  return room < *addrlen ? -FI_ETOOSMALL : 0;
+  return write_name(ep->info, self, addr, addrlen);
 }
 
 ssize_t ep_cancel(fid* fid, void* context) {
@@ -351,16 +361,47 @@ fi_ops_collective g_collective_ops = {
 
 }  // namespace
 
-int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* context) {
-  if (info == nullptr || info->ep_attr == nullptr) return -FI_EINVAL;
-  if (info->ep_attr->type != FI_EP_RDM) return -FI_EINVAL;
-  if (info->caps & ~kAllCaps) return -FI_EINVAL;
-  Domain* domain = from_fid<Domain>(domain_fid);
-  uint16_t wanted = kAnyQueue;
-  if (info->src_addr != nullptr) {
-    const auto source = info_address(info, true);
-    if (!source) return -FI_EINVAL;
-    wanted = source->queue;
+int write_name(const fi_info* info, const av::Address& self, void* addr, size_t* addrlen) {
+  const size_t room = *addrlen;
+  if (info->addr_format == FI_ADDR_STR) {
+    const std::string text = av::to_string(self);
+    *addrlen = text.size() + 1;
+    // fi_cm(3): a name larger than the buffer is truncated to it.
+    if (addr != nullptr) std::memcpy(addr, text.c_str(), std::min(room, *addrlen));
+    return room < *addrlen ? -FI_ETOOSMALL : 0;
+  }
+  *addrlen = av::kNativeAddressSize;
+  uint8_t native[av::kNativeAddressSize];
+  av::to_native(self, native);
+  if (addr != nullptr) std::memcpy(addr, native, std::min(room, *addrlen));
+  return room < *addrlen ? -FI_ETOOSMALL : 0;
+}
+
+int bind_av(Endpoint* ep, Av* av) {
+  if (ep->av != nullptr) return -FI_EALREADY;
+  try {
+    av->endpoints.push_back(ep);  // fi_av_remove drops peers in this ep's engine
+  } catch (const std::bad_alloc&) {
+    return -FI_ENOMEM;
+  }
+  ep->av = av;
+  av->refs++;
+  return 0;
+}
+
+int open_endpoint(Domain* domain, const fi_info* info, void* context,
+                  const std::function<int(PortContext&, Endpoint*)>& claim, Endpoint** out) {
+  // fi_endpoint(3): auth_key counts from API 1.5 on; with FI_AV_AUTH_KEY
+  // the domain's endpoints take their keys from the AV only.
+  uint32_t auth_key = 0;
+  if (FI_VERSION_GE(domain->api_version, FI_VERSION(1, 5)) && info->ep_attr != nullptr &&
+      info->ep_attr->auth_key_size != 0) {
+    auth_key = endpoint_network_key(info->ep_attr->auth_key, info->ep_attr->auth_key_size);
+    if (auth_key == 0 || domain->av_auth_keys) {
+      DPDK_INFO(FI_LOG_EP_CTRL, "ep_attr->auth_key: 4 bytes, a nonzero network key, and none "
+                                "in a domain with FI_AV_AUTH_KEY\n");
+      return -FI_EINVAL;
+    }
   }
   auto* ep = new (std::nothrow) Endpoint();
   if (ep == nullptr) return -FI_ENOMEM;
@@ -370,12 +411,13 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
     return -FI_ENOMEM;
   }
   ep->domain = domain;
+  ep->endpoint_auth_key = auth_key;
   ep->session = new_session();
   ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
   ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
   {
     std::lock_guard guard(domain->port->lock);
-    const int queue = claim_queue(*domain->port, ep, wanted);
+    const int queue = claim(*domain->port, ep);
     if (queue < 0) {
       fi_freeinfo(ep->info);
       delete ep;
@@ -406,6 +448,27 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
   ep->fid.tagged = &g_tagged_ops;
   ep->fid.atomic = &g_atomic_ops;
   ep->fid.collective = &g_collective_ops;
+  *out = ep;
+  return 0;
+}
+
+int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* context) {
+  if (info == nullptr || info->ep_attr == nullptr) return -FI_EINVAL;
+  if (info->ep_attr->type != FI_EP_RDM) return -FI_EINVAL;
+  if (info->caps & ~kAllCaps) return -FI_EINVAL;
+  Domain* domain = from_fid<Domain>(domain_fid);
+  uint16_t wanted = kAnyQueue;
+  if (info->src_addr != nullptr) {
+    const auto source = info_address(info, true);
+    if (!source) return -FI_EINVAL;
+    wanted = source->queue;
+  }
+  Endpoint* ep = nullptr;
+  const int ret = open_endpoint(
+      domain, info, context,
+      [wanted](PortContext& port, Endpoint* opened) { return claim_queue(port, opened, wanted); },
+      &ep);
+  if (ret != 0) return ret;
   *out = &ep->fid;
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "drivers/net/mbuf_handoff.h"
+#include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_prov.h"
 #include "lib/proto/frame_codec.h"
 
@@ -38,14 +39,9 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
                        uint64_t flags, uint64_t data, bool tagged, uint64_t tag) {
   if (!enabled) return -FI_EOPBADSTATE;
   if (iov_count > kIovLimit) return -FI_EINVAL;
-  const av::Address* resolved = av != nullptr ? av->resolve(dest) : nullptr;
-  if (resolved == nullptr) return -FI_EINVAL;
-  const av::Address& peer = *resolved;
   proto::PeerAddress address;
-  std::memcpy(address.mac, peer.mac, 6);
-  address.queue = peer.queue;
-  address.session = peer.session;
   proto::SendRequest request;
+  if (const int ret = destination(dest, &address, &request.group); ret != 0) return ret;
   request.iov = iov;
   request.iov_count = iov_count;
   request.context = context;
@@ -59,7 +55,9 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   request.completion = cq_entry || send_cntr != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
   // Nobody hears of the send: no reason to wait for the receiver.
-  request.delivery_complete = (flags & FI_DELIVERY_COMPLETE) && request.completion;
+  // FI_MATCH_COMPLETE (fi_tsendmsg only) rides on the same notice.
+  request.delivery_complete =
+      (flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE)) && request.completion;
   const int ret = engine->send(address, request, now_ns());
   if (ret == -EAGAIN) port().progress_if_manual();
   flush();
@@ -82,16 +80,11 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
   const bool cq_entry = rx_cq != nullptr && wants_completion(rx_selective, flags);
   request.completion = cq_entry || recv_cntr != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
-  if (has_cap(FI_DIRECTED_RECV) && source != FI_ADDR_UNSPEC) {
-    const av::Address* resolved = av != nullptr ? av->resolve(source) : nullptr;
-    if (resolved == nullptr) return -FI_EINVAL;
-    const av::Address& peer = *resolved;
-    request.any_source = false;
-    request.source_key = proto::peer_key(peer.mac, peer.queue);
-  }
-  // fi_msg(3) FI_MULTI_RECV: untagged receives of an endpoint with the cap.
-  if ((flags & FI_MULTI_RECV) && !tagged) {
-    if (!has_cap(FI_MULTI_RECV)) return -FI_EBADFLAGS;
+  if (const int ret = receive_filter(source, flags, &request); ret != 0) return ret;
+  // fi_msg(3) FI_MULTI_RECV: untagged receives of an endpoint with the cap;
+  // fi_tagged(3) 2.x: tagged ones with FI_TAGGED_MULTI_RECV.
+  if (flags & FI_MULTI_RECV) {
+    if (!has_cap(tagged ? kTaggedMultiRecvCap : FI_MULTI_RECV)) return -FI_EBADFLAGS;
     try {
       request.multi = std::make_shared<proto::MultiRecv>();
     } catch (const std::bad_alloc&) {
@@ -189,8 +182,9 @@ void Endpoint::flush() {
     uint64_t flags = done.user_flags & ~(kNoCqEntry | kNoCompletion);
     if (done.kind == proto::Completion::Kind::kRecv && done.has_data) flags |= FI_REMOTE_CQ_DATA;
     if (done.multi_released) flags |= FI_MULTI_RECV;
-    if (done.error == 0 && source == FI_ADDR_NOTAVAIL && done.kind == proto::Completion::Kind::kRecv &&
-        has_cap(FI_SOURCE_ERR)) {
+    // (A known sender may have FI_ADDR_NOTAVAIL as its user id.)
+    if (done.error == 0 && done.kind == proto::Completion::Kind::kRecv &&
+        has_cap(FI_SOURCE_ERR) && av != nullptr && !av->knows_sender(done.source_key)) {
       // fi_cq(3) FI_SOURCE_ERR: a sender the AV does not know is reported
       // as an error whose err_data is its address, ready for fi_av_insert.
       fi_cq_err_entry error{};
@@ -202,7 +196,11 @@ void Endpoint::flush() {
       error.tag = done.tag;
       error.err = FI_EADDRNOTAVAIL;
       error.prov_errno = FI_EADDRNOTAVAIL;
-      cq->push_error(error, FI_ADDR_NOTAVAIL, sender_address(done.source_key));
+      // fi_av(3): with authorization keys, src_addr (API 1.20) names the
+      // key the sender used: its handle, or the handle's user id.
+      const fi_addr_t key_source =
+          done.auth_key != 0 ? av->lookup_source_key(done.auth_key) : FI_ADDR_NOTAVAIL;
+      cq->push_error(error, key_source, sender_address(done.source_key));
       continue;
     }
     if (done.error != 0) {
@@ -247,7 +245,8 @@ ssize_t msg_recvmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   // fi_msg(3) lists the completion levels for both calls; on a receive
   // they ask nothing more than its completion, which we give.
   constexpr uint64_t kAllowed = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA |
-                                FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MULTI_RECV;
+                                FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MULTI_RECV |
+                                kAuthKeyFlag;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
   std::lock_guard guard(ep->port().lock);
   return ep->post_recv(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, false, 0,

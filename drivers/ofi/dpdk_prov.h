@@ -24,8 +24,10 @@
 
 #include <array>
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -36,6 +38,7 @@
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_wait.h"
 #include "lib/av/address.h"
+#include "lib/av/auth_key_table.h"
 #include "lib/av/av_table.h"
 #include "lib/av/shared_table.h"
 #include "lib/proto/transport.h"
@@ -52,9 +55,21 @@ inline constexpr const char* kProviderName = "dpdk";
 inline constexpr const char* kFabricName = "dpdk";
 inline constexpr uint32_t kProviderVersion = FI_VERSION(0, 1);
 inline constexpr uint16_t kMaxEndpointsPerPort = 64;
+// Transmit, and receive, contexts of one scalable endpoint (domain_attr
+// max_ep_tx_ctx, max_ep_rx_ctx): any mix of the two fits a free port.
+inline constexpr uint16_t kMaxEpContexts = kMaxEndpointsPerPort / 2;
 inline constexpr uint16_t kAnyQueue = 0xFFFF;
 inline constexpr size_t kIovLimit = 8;
+// Peer groups (2.x): any 32-bit id but all ones, which with an all-ones
+// index would be FI_ADDR_UNSPEC.
+inline constexpr uint32_t kMaxGroupId = 0xFFFF'FFFEu;
 inline constexpr size_t kQueueDepth = 1024;  // tx_attr->size and rx_attr->size
+// fi_av(3) 2.x: a receive's source is an authorization key fi_addr.
+#ifdef FI_AUTH_KEY
+inline constexpr uint64_t kAuthKeyFlag = FI_AUTH_KEY;
+#else
+inline constexpr uint64_t kAuthKeyFlag = 0;
+#endif
 inline constexpr size_t kMaxMsgSize = size_t{1} << 30;  // ep_attr->max_msg_size
 inline constexpr size_t kInjectSize = 4096;             // copied at the call
 // FI_OPT_MIN_MULTI_RECV until the application sets it.
@@ -91,6 +106,9 @@ struct PortContext {
   std::unique_ptr<net::Port> port;
   std::mutex lock;
   std::array<Endpoint*, kMaxEndpointsPerPort> endpoints{};
+  // Queue ids a scalable endpoint holds for its contexts, open or not
+  // (dpdk_sep.cc): no other endpoint may claim them.
+  std::bitset<kMaxEndpointsPerPort> held;
   uint64_t rx_not_ours = 0;
   uint64_t rx_bad_frames = 0;
   uint64_t rx_no_endpoint = 0;
@@ -146,6 +164,15 @@ struct Domain {
   std::mutex mr_lock;
   std::unordered_map<uint64_t, struct Mr*> mr_keys;  // registered keys: unique per domain
   bool auto_progress = false;  // FI_PROGRESS_AUTO: the port is in the progress loop
+  // domain_attr->auth_key (4 bytes, API 1.5 and later): the network key of
+  // endpoints that name none; 0 when none.
+  uint32_t default_auth_key = 0;
+  // domain_attr->auth_key_size == FI_AV_AUTH_KEY (libfabric 2.x): endpoints
+  // take their keys from the AV (fi_av_insert_auth_key).
+  bool av_auth_keys = false;
+  // domain_attr->max_group_id (2.x): peer groups are on when non-zero, and
+  // the top 32 bits of an fi_addr then name the group (dpdk_ep_addr.cc).
+  uint32_t max_group_id = 0;
 };
 
 // A completion as the provider keeps it until the application reads it.
@@ -221,6 +248,9 @@ struct Av {
   // fi_rx_addr puts a receive context in the top rx_ctx_bits of an fi_addr:
   // the index is what this mask keeps.
   uint64_t index_mask = ~uint64_t{0};
+  bool user_ids = false;  // opened with FI_AV_USER_ID: ids come from fi_av_set_user_id
+  // fi_av_insert_auth_key (FI_AV_AUTH_KEY domains); process-local.
+  av::AuthKeyTable auth_key_table;
   Eq* eq = nullptr;                  // fi_av_bind; FI_EVENT reports here
   std::vector<Endpoint*> endpoints;  // bound: fi_av_remove drops their peers
   std::atomic<int> refs{0};
@@ -230,17 +260,53 @@ struct Av {
   void refresh() {
     if (shared != nullptr && shared->stale()) shared->sync(table);
   }
-  // The address fi_addr names for a transfer, or nullptr when the index is
-  // unused or names receive context > 0 (no scalable endpoints yet).
+  // The address fi_addr names for a transfer: receive context i of an
+  // entry (fi_rx_addr) is its queue + i, which scalable endpoints give
+  // their receive contexts (dpdk_sep.cc).  nullptr when the index is unused
+  // or the queue lies beyond the ids a port gives endpoints.  Valid until
+  // the next call (port lock).
   const av::Address* resolve(fi_addr_t fi_addr) {
     refresh();
-    if (fi_addr & ~index_mask) return nullptr;
-    const av::Entry* entry = table.find(fi_addr);
-    return entry != nullptr ? &entry->address : nullptr;
+    const av::Entry* entry = table.find(fi_addr & index_mask);
+    if (entry == nullptr) return nullptr;
+    const uint64_t context = attr.rx_ctx_bits > 0 ? fi_addr >> (64 - attr.rx_ctx_bits) : 0;
+    if (context == 0) return &entry->address;
+    if (entry->address.queue + context >= kMaxEndpointsPerPort) return nullptr;
+    context_address = entry->address;
+    context_address.queue = static_cast<uint16_t>(context_address.queue + context);
+    return &context_address;
   }
+  av::Address context_address;  // resolve()'s answer for receive context > 0
   // FI_SOURCE: the sender's fi_addr (its FI_AV_USER_ID if it has one), or
   // FI_ADDR_NOTAVAIL for an unknown sender (key: proto::peer_key).
   fi_addr_t lookup_source(uint64_t key);
+  // Whether a sender (proto::peer_key) is in the AV, whatever its user id.
+  bool knows_sender(uint64_t key) {
+    refresh();
+    return table.find_endpoint(key) != av::AddressTable::kNone;
+  }
+
+  // Authorization keys (dpdk_av.cc), for the endpoints.  A key is a nonzero
+  // network key (av::kAuthKeySize bytes); a handle is what
+  // fi_av_insert_auth_key returned (av::kAuthKeyHandleBase and up).
+  // The key `addr` (an fi_addr resolve() takes; receive-context bits are
+  // ignored) was inserted with; 0 when none or unknown.
+  uint32_t network_key_of(fi_addr_t addr);
+  bool auth_key_handle_valid(fi_addr_t handle);
+  // 0 when handle names no key.
+  uint32_t network_key_of_handle(fi_addr_t handle);
+  // (handle, key) of every key in the table now, lowest handle first.
+  // Throws std::bad_alloc.
+  std::vector<std::pair<fi_addr_t, uint32_t>> auth_keys();
+  // FI_ADDR_NOTAVAIL when key is not in the table.
+  fi_addr_t auth_key_handle_of(uint32_t key);
+  // Endpoint enable (+1) and close (-1) for each key it enabled with: while
+  // any endpoint uses a key, fi_av_remove(FI_AUTH_KEY) of it is -FI_EBUSY.
+  void auth_key_use(fi_addr_t handle, int delta);
+  // FI_SOURCE_ERR's src_addr for a frame carrying `key`: the key's handle,
+  // or its user id in an AV opened with FI_AV_USER_ID (FI_ADDR_NOTAVAIL
+  // until fi_av_set_user_id); FI_ADDR_NOTAVAIL for a key not in the table.
+  fi_addr_t lookup_source_key(uint32_t key);
 };
 
 struct Eq {
@@ -279,10 +345,20 @@ struct Mr {
   Cntr* remote_write_cntr = nullptr;
 };
 
+struct ScalableEp;
+
 struct Endpoint {
+  // A plain endpoint, or a context of a scalable endpoint (dpdk_sep.cc):
+  // a context is an endpoint that only sends or only receives, answers to
+  // its scalable endpoint's address and uses its AV.
+  enum class Role : uint8_t { kEndpoint, kTxContext, kRxContext };
+
   fid_ep fid;
   Domain* domain;
   fi_info* info;
+  Role role = Role::kEndpoint;
+  ScalableEp* parent = nullptr;  // contexts only
+  int index = 0;                 // contexts: fi_tx_context / fi_rx_context index
   Av* av = nullptr;
   Cq* tx_cq = nullptr;
   Cq* rx_cq = nullptr;
@@ -305,9 +381,29 @@ struct Endpoint {
   uint64_t rx_op_flags = 0;
   size_t min_multi_recv = kDefaultMinMultiRecv;  // FI_OPT_MIN_MULTI_RECV
   std::unique_ptr<proto::Engine> engine;  // the reliable transport
+  // Network keys (dpdk_ep_addr.cc): ep_attr->auth_key (0: none); the keys
+  // fi_enable took frames with; the one sends carry to an address inserted
+  // without a key; the AV key handles held until fi_close.
+  uint32_t endpoint_auth_key = 0;
+  std::vector<uint32_t> auth_keys;
+  uint32_t transmit_key = 0;
+  std::vector<fi_addr_t> auth_key_handles;
   uint64_t frames_not_sent = 0;   // mbuf pool empty or TX ring full
 
   PortContext& port() { return *domain->port; }
+  // dpdk_ep_addr.cc.  Lock held.  Where a transfer to `dest` goes: its
+  // peer, the network key and (fi_group_addr) the peer group.  Returns 0 or
+  // -FI_EINVAL (unknown address, bad group, a key not enabled here).
+  int destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* group);
+  // What a receive posted for `source` takes: a sender (FI_DIRECTED_RECV),
+  // an authorization key (FI_AUTH_KEY in flags), a peer group.  Returns 0 or
+  // -FI_EINVAL.
+  int receive_filter(fi_addr_t source, uint64_t flags, proto::RecvRequest* request);
+  // fi_enable: fixes the keys frames are taken with; fi_close releases them.
+  int enable_auth_keys();
+  void release_auth_keys();
+  bool accepts_key(uint32_t key) const;
+  bool peer_groups() const;
   // Send path: one message to `dest`.  Lock held.  Returns 0, -FI_EAGAIN
   // when tx_attr->size sends are in progress, -FI_EMSGSIZE, -FI_EINVAL.
   ssize_t send(const iovec* iov, size_t iov_count, fi_addr_t dest, void* context,
@@ -329,6 +425,37 @@ struct Endpoint {
   bool has_cap(uint64_t cap) const { return (info->caps & cap) != 0; }
 };
 
+// fi_scalable_ep (dpdk_sep.cc).  It holds rx_count + tx_count queue ids
+// from base at its port: receive context i is queue base + i, transmit
+// context j queue base + rx_count + j.  Its address is (MAC, base).
+struct ScalableEp {
+  fid_ep fid;
+  Domain* domain;
+  fi_info* info;
+  Av* av = nullptr;  // fi_scalable_ep_bind: every context uses it
+  uint16_t base = 0;
+  uint16_t rx_count = 0;
+  uint16_t tx_count = 0;
+  bool enabled = false;
+  // The open contexts by index (nullptr: not open).  Port lock.
+  std::vector<Endpoint*> rx;
+  std::vector<Endpoint*> tx;
+};
+
+// Opens an endpoint whose queue id `claim` picks and records under the port
+// lock (it returns the queue id or a negative fabric errno); shared by
+// fi_endpoint and the contexts of a scalable endpoint.  Takes a domain
+// reference.  Returns 0 or the error.
+int open_endpoint(Domain* domain, const fi_info* info, void* context,
+                  const std::function<int(PortContext&, Endpoint*)>& claim, Endpoint** out);
+// A context's fi_close tells its scalable endpoint.  Port lock held.
+void forget_context(Endpoint* context);
+// fi_ep_bind of an AV, for endpoints and contexts alike.  Port lock held.
+int bind_av(Endpoint* ep, Av* av);
+// fi_getname: `self` in the info's address format, truncated to *addrlen
+// (-FI_ETOOSMALL then); *addrlen gets the full size.
+int write_name(const fi_info* info, const av::Address& self, void* addr, size_t* addrlen);
+
 // Nanoseconds of a monotonic clock: the transport's timers run on it.
 uint64_t now_ns();
 
@@ -340,6 +467,7 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** cq, void* context);
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** cntr, void* context);
 int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** av, void* context);
 int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** ep, void* context);
+int scalable_ep_open(fid_domain* domain, fi_info* info, fid_ep** sep, void* context);
 int mr_reg(fid* fid, const void* buf, size_t len, uint64_t access, uint64_t offset,
            uint64_t requested_key, uint64_t flags, fid_mr** mr, void* context);
 int mr_regv(fid* fid, const iovec* iov, size_t count, uint64_t access, uint64_t offset,

@@ -78,7 +78,7 @@ ssize_t send_errno(int ret);
 // Sends an RMA or atomic request to `peer`: copied at the call, completed by
 // the response; a CQ entry as the endpoint's selective completion and
 // `flags` say, and `counter` (may be null) counts it.  Lock held.
-ssize_t send_request(Endpoint& ep, const av::Address& peer, proto::SendRequest& request,
+ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRequest& request,
                      Cntr* counter, uint64_t flags);
 
 }  // namespace ofi_dpdk::ofi

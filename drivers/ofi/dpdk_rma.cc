@@ -126,8 +126,9 @@ ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
   if (remote_iov.len != local) return -FI_EINVAL;
   if (local > kMaxMsgSize - kRemoteOpSize) return -FI_EMSGSIZE;
   if ((flags & FI_INJECT) && local > info->tx_attr->inject_size) return -FI_EMSGSIZE;
-  const av::Address* resolved = av != nullptr ? av->resolve(msg.addr) : nullptr;
-  if (resolved == nullptr) return -FI_EINVAL;
+  // RMA and atomics match no receive: a peer group in msg.addr is ignored.
+  proto::PeerAddress peer;
+  if (const int ret = destination(msg.addr, &peer, nullptr); ret != 0) return ret;
 
   RemoteOp op{};
   op.kind = write ? RemoteKind::kWrite : RemoteKind::kRead;
@@ -155,21 +156,17 @@ ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
     std::copy(msg.msg_iov, msg.msg_iov + msg.iov_count, request.response_iov);
     request.response_iov_count = msg.iov_count;
   }
-  return send_request(*this, *resolved, request, write ? write_cntr : read_cntr, flags);
+  return send_request(*this, peer, request, write ? write_cntr : read_cntr, flags);
 }
 
-ssize_t send_request(Endpoint& ep, const av::Address& peer, proto::SendRequest& request,
+ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRequest& request,
                      Cntr* counter, uint64_t flags) {
-  proto::PeerAddress address;
-  std::memcpy(address.mac, peer.mac, 6);
-  address.queue = peer.queue;
-  address.session = peer.session;
   request.copy = true;
   request.request = true;
   const bool cq_entry = ep.tx_cq != nullptr && wants_completion(ep.tx_selective, flags);
   request.completion = cq_entry || counter != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
-  const int ret = ep.engine->send(address, request, now_ns());
+  const int ret = ep.engine->send(peer, request, now_ns());
   if (ret == -EAGAIN) ep.port().progress_if_manual();
   ep.flush();
   return send_errno(ret);

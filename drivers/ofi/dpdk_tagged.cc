@@ -20,8 +20,10 @@
 //     -FI_EINVAL, and so is an FI_CLAIM whose context reserved no message.
 //   - FI_DELIVERY_COMPLETE is taken, as fi_sendmsg takes it: the send
 //     completes on the receiver's delivery notice, once a receive took the
-//     message whole (doc/wire-protocol.md).  FI_MATCH_COMPLETE is refused
-//     (-FI_EBADFLAGS).
+//     message whole (doc/wire-protocol.md).  FI_MATCH_COMPLETE ("matched
+//     with a tagged buffer or discarded") is given the same way: the notice
+//     comes when a receive took the message or FI_DISCARD dropped it,
+//     which is never before it matched.
 #include <cstring>
 
 #include "drivers/ofi/dpdk_prov.h"
@@ -31,11 +33,11 @@ namespace {
 
 constexpr uint64_t kTsendmsgFlags = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
                                     FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
-                                    FI_REMOTE_CQ_DATA | FI_MORE;
+                                    FI_MATCH_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE;
 // fi_msg(3)'s receive flags (as msg_recvmsg takes them) plus the tagged ones.
 constexpr uint64_t kTrecvmsgFlags = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA |
                                     FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_PEEK |
-                                    FI_CLAIM | FI_DISCARD;
+                                    FI_CLAIM | FI_DISCARD | kAuthKeyFlag | FI_MULTI_RECV;
 constexpr uint64_t kMatchFlags = FI_PEEK | FI_CLAIM | FI_DISCARD;
 
 // The endpoint was opened with FI_TAGGED and, when it names modifiers at
@@ -142,13 +144,7 @@ int match_request(Endpoint* ep, const fi_msg_tagged& msg, uint64_t flags,
   const bool cq_entry = ep->rx_cq != nullptr && wants_completion(ep->rx_selective, flags);
   request->completion = cq_entry || ep->recv_cntr != nullptr;
   if (!cq_entry) request->user_flags |= kNoCqEntry;
-  if (ep->has_cap(FI_DIRECTED_RECV) && msg.addr != FI_ADDR_UNSPEC) {
-    const av::Address* peer = ep->av != nullptr ? ep->av->resolve(msg.addr) : nullptr;
-    if (peer == nullptr) return -FI_EINVAL;
-    request->any_source = false;
-    request->source_key = proto::peer_key(peer->mac, peer->queue);
-  }
-  return 0;
+  return ep->receive_filter(msg.addr, flags, request);
 }
 
 // FI_PEEK (with FI_CLAIM or FI_DISCARD), or FI_CLAIM (with FI_DISCARD).
@@ -184,6 +180,8 @@ ssize_t tagged_recvmsg(fid_ep* ep_fid, const fi_msg_tagged* msg, uint64_t flags)
   if (flags & ~kTrecvmsgFlags) return -FI_EBADFLAGS;
   // fi_tagged(3): FI_DISCARD goes with FI_PEEK or FI_CLAIM.
   if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM))) return -FI_EBADFLAGS;
+  // FI_MULTI_RECV is a posted buffer's (FI_TAGGED_MULTI_RECV, 2.x), never a peek's.
+  if ((flags & FI_MULTI_RECV) && (flags & (FI_PEEK | FI_CLAIM))) return -FI_EBADFLAGS;
   if (!allowed(ep, FI_RECV)) return -FI_EOPNOTSUPP;
   // With FI_DISCARD the buffers are ignored (fi_tagged(3)).
   const bool ignore_buffers = flags & FI_DISCARD;

@@ -258,23 +258,25 @@ TEST_F(AvFlagsTest, LookupOfAnUnusedIndexIsENOENT) {
   EXPECT_EQ(fi_av_lookup(domain_.av, 0, bytes, nullptr), -FI_EINVAL);
 }
 
-// rx_ctx_bits: the top bits of an fi_addr name a receive context.  Until
-// scalable endpoints exist, context 0 is the endpoint and any other context
-// is refused at send time.
-TEST_F(AvFlagsTest, RxCtxBitsSelectAContextAndOnlyContextZeroExists) {
+// rx_ctx_bits: the top bits of an fi_addr name a receive context: context
+// i of an address is its queue + i (a scalable endpoint's receive contexts;
+// test_scalable_ep.cc), context 0 a plain endpoint.  A context beyond the
+// queue ids a port gives endpoints is refused at send time.
+TEST_F(AvFlagsTest, RxCtxBitsSelectAContextOfTheAddress) {
   fi_av_attr attr{};
   attr.type = FI_AV_TABLE;
-  attr.rx_ctx_bits = 4;
+  attr.rx_ctx_bits = 8;
   fid_av* av = nullptr;
   ASSERT_EQ(open_av(attr, &av), 0);
   TestEndpoint a, b;
   ASSERT_EQ(a.open(domain_.domain, av, domain_.info), 0);
   ASSERT_EQ(b.open(domain_.domain, av, domain_.info), 0);
-  EXPECT_EQ(fi_rx_addr(b.addr, 0, 4), b.addr);
-  expect_message_delivered(a, fi_rx_addr(b.addr, 0, 4), b, "context 0");
-  const fi_addr_t context1 = fi_rx_addr(b.addr, 1, 4);
+  EXPECT_EQ(fi_rx_addr(b.addr, 0, 8), b.addr);
+  expect_message_delivered(a, fi_rx_addr(b.addr, 0, 8), b, "context 0");
+  const fi_addr_t context1 = fi_rx_addr(b.addr, 1, 8);
   EXPECT_NE(context1, b.addr);
-  EXPECT_EQ(fi_send(a.ep, "x", 1, nullptr, context1, nullptr), -FI_EINVAL);
+  EXPECT_EQ(fi_send(a.ep, "x", 1, nullptr, fi_rx_addr(b.addr, 100, 8), nullptr), -FI_EINVAL)
+      << "queue id beyond the port's 64";
   // Lookup ignores the context bits: it is the endpoint's address.
   uint8_t bytes[16];
   size_t length = sizeof(bytes);

@@ -126,6 +126,45 @@ TEST_F(DeliveryComplete, TsendmsgCompletesOnlyAfterATaggedReceiveTookIt) {
   ASSERT_EQ(fi_cancel(&b_.ep->fid, wrong), 0);
 }
 
+// fi_tagged(3) FI_MATCH_COMPLETE: no completion before a tagged receive
+// matched the message, or the target discarded it.
+TEST_F(DeliveryComplete, TsendmsgMatchCompleteWaitsForAMatch) {
+  int context = 0;
+  ASSERT_EQ(sendmsg("match me", FI_MATCH_COMPLETE, &context, /*tagged=*/true), 0);
+  EXPECT_TRUE(no_send_completion(3.0 * kPeerTimeoutMs / 1000)) << "completed before a match";
+  char buffer[16] = {};
+  ASSERT_EQ(fi_trecv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, 0x77, 0, buffer), 0);
+  fi_cq_tagged_entry entry{};
+  ASSERT_EQ(wait_for_completion(b_.rx_cq, &entry, kWait), 1);
+  EXPECT_EQ(std::string(buffer, entry.len), "match me");
+  expect_send_completion(&context);
+}
+
+TEST_F(DeliveryComplete, TsendmsgMatchCompleteEndsWhenTheTargetDiscards) {
+  int context = 0;
+  ASSERT_EQ(sendmsg("unwanted", FI_MATCH_COMPLETE, &context, /*tagged=*/true), 0);
+  EXPECT_TRUE(no_send_completion(0.2));
+  fi_msg_tagged peek{};
+  peek.addr = FI_ADDR_UNSPEC;
+  peek.tag = 0x77;
+  fi_context peek_context{};
+  peek.context = &peek_context;
+  // The message may still be on its way: peek until it is found.
+  const auto deadline = Clock::now() + std::chrono::duration<double>(kWait);
+  for (;;) {
+    ASSERT_EQ(fi_trecvmsg(b_.ep, &peek, FI_PEEK | FI_DISCARD), 0);
+    fi_cq_tagged_entry entry{};
+    const ssize_t got = wait_for_completion(b_.rx_cq, &entry, kWait);
+    if (got == 1) break;
+    ASSERT_EQ(got, -FI_EAVAIL);
+    fi_cq_err_entry error{};
+    ASSERT_EQ(fi_cq_readerr(b_.rx_cq, &error, 0), 1);
+    ASSERT_EQ(error.err, FI_ENOMSG);
+    ASSERT_LT(Clock::now(), deadline);
+  }
+  expect_send_completion(&context);
+}
+
 // As a transmit operation flag, it applies to fi_send.
 TEST_F(DeliveryComplete, TxOpFlagAppliesToFiSend) {
   uint64_t flags = FI_TRANSMIT | FI_DELIVERY_COMPLETE;

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "drivers/ofi/dpdk_attr.h"
+#include "ofi_dpdk_config.h"
 #include "lib/av/address.h"
 
 namespace ofi_dpdk::ofi {
@@ -149,7 +150,7 @@ TEST_F(GetinfoMatch, ModifiersWeHaveAreGranted) {
 // that a provider must support the requested value or fail the operation
 // with -FI_ENODATA" -- primary capabilities and modifiers we lack.
 TEST_F(GetinfoMatch, PrimaryCapsWeLackAreRefused) {
-  for (uint64_t cap : {FI_MULTICAST, FI_NAMED_RX_CTX, FI_VARIABLE_MSG, FI_HMEM,
+  for (uint64_t cap : {FI_MULTICAST, FI_VARIABLE_MSG, FI_HMEM,
                        FI_COLLECTIVE}) {
     if (cap == 0) continue;  // libfabric 2.x removed FI_VARIABLE_MSG: a dummy 0
     hints_->caps = FI_MSG | cap;
@@ -367,18 +368,29 @@ TEST_F(GetinfoMatch, MaxMsgSizeUpToTheOffer) {
 // fi_endpoint(3), tx_ctx_cnt/rx_ctx_cnt: "If the count is set to the value
 // FI_SHARED_CONTEXT, the endpoint will be configured to use a shared
 // transmit context, if supported by the provider.  Providers that do not
-// support shared transmit contexts will fail the request."  No scalable
-// endpoints either: more than one context is refused.
-TEST_F(GetinfoMatch, OneTxAndRxContextOnly) {
+// support shared transmit contexts will fail the request."  Scalable
+// endpoints take up to domain_attr->max_ep_tx_ctx / max_ep_rx_ctx (32)
+// contexts of each kind; the counts asked for come back in the info.
+TEST_F(GetinfoMatch, ContextCountsUpToTheDomainMaximum) {
   hints_->ep_attr->tx_ctx_cnt = 1;
   hints_->ep_attr->rx_ctx_cnt = 1;
   EXPECT_TRUE(matches()) << why_;
-  hints_->ep_attr->tx_ctx_cnt = 2;
+  EXPECT_EQ(offer_->domain_attr->max_ep_tx_ctx, 32u);
+  EXPECT_EQ(offer_->domain_attr->max_ep_rx_ctx, 32u);
+  hints_->ep_attr->tx_ctx_cnt = 32;
+  hints_->ep_attr->rx_ctx_cnt = 2;
+  EXPECT_TRUE(matches()) << why_;
+  fi_info* narrowed = fi_dupinfo(offer_);
+  narrow_info(narrowed, hints_, FI_VERSION(1, 17));
+  EXPECT_EQ(narrowed->ep_attr->tx_ctx_cnt, 32u);
+  EXPECT_EQ(narrowed->ep_attr->rx_ctx_cnt, 2u);
+  fi_freeinfo(narrowed);
+  hints_->ep_attr->tx_ctx_cnt = 33;
   EXPECT_FALSE(matches());
   hints_->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
   EXPECT_FALSE(matches());
   hints_->ep_attr->tx_ctx_cnt = 0;
-  hints_->ep_attr->rx_ctx_cnt = 2;
+  hints_->ep_attr->rx_ctx_cnt = 33;
   EXPECT_FALSE(matches());
   hints_->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
   EXPECT_FALSE(matches());
@@ -400,6 +412,64 @@ TEST_F(GetinfoMatch, AuthKeysAreRefused) {
   hints_->domain_attr->auth_key = nullptr;
   hints_->domain_attr->auth_key_size = 0;
 }
+
+// ... except the provider's own key form (doc/address-vector.md): a 4-byte
+// nonzero network key in domain_attr, which the narrowed offer carries on
+// to fi_domain.
+TEST_F(GetinfoMatch, DomainNetworkKeyOfFourBytes) {
+  uint32_t key = 0;
+  hints_->domain_attr->auth_key = reinterpret_cast<uint8_t*>(&key);
+  hints_->domain_attr->auth_key_size = sizeof(key);
+  EXPECT_FALSE(matches()) << "key 0 means no key";
+  key = 0xc0ffee;
+  expect_match_and_narrow();
+  ASSERT_EQ(offer_->domain_attr->auth_key_size, sizeof(key));
+  ASSERT_NE(offer_->domain_attr->auth_key, nullptr);
+  EXPECT_NE(offer_->domain_attr->auth_key, hints_->domain_attr->auth_key) << "a copy";
+  EXPECT_EQ(std::memcmp(offer_->domain_attr->auth_key, &key, sizeof(key)), 0);
+  hints_->domain_attr->auth_key = nullptr;
+  EXPECT_FALSE(matches()) << "a size without the key";
+  hints_->domain_attr->auth_key_size = 0;
+}
+
+#if OFI_DPDK_HAVE_AV_AUTH_KEY
+// fi_domain(3) 2.x: auth_key_size FI_AV_AUTH_KEY takes the keys from the AV
+// ("auth_key must be NULL"); max_ep_auth_key is the AV's limit.
+TEST_F(GetinfoMatch, AvAuthKeyAndMaxEpAuthKey) {
+  EXPECT_EQ(offer_->domain_attr->max_ep_auth_key, 16u);
+  hints_->domain_attr->auth_key_size = FI_AV_AUTH_KEY;
+  expect_match_and_narrow();
+  EXPECT_EQ(offer_->domain_attr->auth_key_size, FI_AV_AUTH_KEY);
+  EXPECT_EQ(offer_->domain_attr->auth_key, nullptr);
+  uint32_t key = 5;
+  hints_->domain_attr->auth_key = reinterpret_cast<uint8_t*>(&key);
+  EXPECT_FALSE(matches());
+  hints_->domain_attr->auth_key = nullptr;
+  hints_->domain_attr->auth_key_size = 0;
+  hints_->domain_attr->max_ep_auth_key = 17;
+  EXPECT_FALSE(matches());
+}
+
+// fi_domain(3) 2.x: the domain cap FI_AV_USER_ID lets AVs be opened with
+// FI_AV_USER_ID; like the primary cap it comes only when asked for.
+TEST_F(GetinfoMatch, AvUserIdDomainCapOnlyWhenAsked) {
+  EXPECT_TRUE(offer_->domain_attr->caps & FI_AV_USER_ID);
+  hints_->caps = FI_MSG;
+  expect_match_and_narrow();
+  EXPECT_FALSE(offer_->domain_attr->caps & FI_AV_USER_ID);
+  fi_freeinfo(offer_);
+  offer_ = make_offer();
+  hints_->caps = FI_MSG | FI_AV_USER_ID;
+  expect_match_and_narrow();
+  EXPECT_TRUE(offer_->domain_attr->caps & FI_AV_USER_ID);
+  fi_freeinfo(offer_);
+  offer_ = make_offer();
+  hints_->caps = FI_MSG;
+  hints_->domain_attr->caps = FI_AV_USER_ID;
+  expect_match_and_narrow();
+  EXPECT_TRUE(offer_->domain_attr->caps & FI_AV_USER_ID);
+}
+#endif
 
 // ... while "This field is ignored unless the fabric is opened with API
 // version 1.5 or greater" (fi_endpoint(3) and fi_domain(3) alike).

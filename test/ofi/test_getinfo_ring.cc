@@ -203,7 +203,7 @@ TEST_F(GetinfoRing, HintsThatMatchNothingAreExactlyEnodata) {
       {"max_msg_size SIZE_MAX", [](fi_info* h) { h->ep_attr->max_msg_size = SIZE_MAX; }},
       {"data_progress 7 (no such model)",
        [](fi_info* h) { h->domain_attr->data_progress = static_cast<fi_progress>(7); }},
-      {"tx_ctx_cnt 2", [](fi_info* h) { h->ep_attr->tx_ctx_cnt = 2; }},
+      {"tx_ctx_cnt 33", [](fi_info* h) { h->ep_attr->tx_ctx_cnt = 33; }},
       {"cq_data_size 9", [](fi_info* h) { h->domain_attr->cq_data_size = 9; }},
       {"msg_order FI_ORDER_WAW", [](fi_info* h) { h->tx_attr->msg_order = FI_ORDER_WAW; }},
   };

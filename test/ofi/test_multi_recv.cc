@@ -4,6 +4,7 @@
 // the buffer is released, with a completion flagged FI_MULTI_RECV, once
 // less than the minimum is left.
 #include <gtest/gtest.h>
+#include <rdma/fi_tagged.h>
 
 #include <chrono>
 #include <cstring>
@@ -53,11 +54,11 @@ class MultiRecv : public ::testing::Test {
  protected:
   virtual uint64_t caps() const { return FI_MSG | FI_MULTI_RECV; }
   virtual uint64_t bind_flags() const { return 0; }
+  virtual fi_cq_format format() const { return FI_CQ_FORMAT_DATA; }
   void SetUp() override {
     ASSERT_EQ(domain_.open(nullptr, caps()), 0) << "no dpdk provider with FI_MULTI_RECV";
     ASSERT_EQ(a_.open(domain_.domain, domain_.av, domain_.info), 0);
-    ASSERT_EQ(b_.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA,
-                      bind_flags()),
+    ASSERT_EQ(b_.open(domain_.domain, domain_.av, domain_.info, format(), bind_flags()),
               0);
   }
   void TearDown() override {
@@ -316,6 +317,65 @@ TEST_F(MultiRecvSource, EachPartReportsItsSender) {
   ASSERT_EQ(fi_cancel(&b_.ep->fid, &context), 0);
   c.close();
 }
+
+#ifdef FI_TAGGED_MULTI_RECV
+// libfabric 2.x fi_tagged(3): FI_MULTI_RECV on a tagged receive, with the
+// secondary cap FI_TAGGED_MULTI_RECV.  The buffer takes only messages its
+// tag and ignore mask match, in arrival order, each completion carrying its
+// tag; an endpoint without the cap refuses the flag.
+class TaggedMultiRecv : public MultiRecv {
+ protected:
+  uint64_t caps() const override { return FI_TAGGED | FI_TAGGED_MULTI_RECV; }
+  fi_cq_format format() const override { return FI_CQ_FORMAT_TAGGED; }
+};
+
+TEST_F(TaggedMultiRecv, MatchingTaggedMessagesFillOneBuffer) {
+  EXPECT_TRUE(domain_.info->caps & FI_TAGGED_MULTI_RECV);
+  ASSERT_EQ(set_min(b_.ep, 16), 0);
+  std::vector<char> buffer(64, '.');
+  iovec iov{buffer.data(), buffer.size()};
+  fi_msg_tagged msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = FI_ADDR_UNSPEC;
+  msg.tag = 0x500;
+  msg.ignore = 0xFF;  // any tag 0x5XX
+  int context = 0;
+  msg.context = &context;
+  ASSERT_EQ(fi_trecvmsg(b_.ep, &msg, FI_MULTI_RECV), 0);
+  auto tsend = [&](const std::string& text, uint64_t tag) {
+    return retry(a_.tx_cq, [&] {
+      return fi_tsend(a_.ep, text.data(), text.size(), nullptr, b_.addr, tag, nullptr);
+    });
+  };
+  ASSERT_EQ(tsend(std::string(20, 'x'), 0x501), 0);
+  ASSERT_EQ(tsend(std::string(20, 'n'), 0x601), 0);  // not for this buffer
+  ASSERT_EQ(tsend(std::string(30, 'y'), 0x5FF), 0);
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE("message " + std::to_string(i));
+    fi_cq_tagged_entry entry{};
+    ASSERT_EQ(wait_for_completion(b_.rx_cq, &entry, kWait), 1);
+    EXPECT_EQ(entry.op_context, &context);
+    EXPECT_TRUE(entry.flags & FI_TAGGED);
+    EXPECT_EQ(entry.tag, i == 0 ? 0x501u : 0x5FFu);
+    EXPECT_EQ(entry.buf, buffer.data() + 20 * i);
+    EXPECT_EQ(entry.len, i == 0 ? 20u : 30u);
+    // 64 - 50 = 14 left, below the minimum of 16: released by the second.
+    EXPECT_EQ(!!(entry.flags & FI_MULTI_RECV), i == 1);
+  }
+  EXPECT_EQ(std::string(buffer.data(), 50), std::string(20, 'x') + std::string(30, 'y'));
+  char other[32] = {};
+  ASSERT_EQ(fi_trecv(b_.ep, other, sizeof(other), nullptr, FI_ADDR_UNSPEC, 0x601, 0, other), 0);
+  fi_cq_tagged_entry entry{};
+  ASSERT_EQ(wait_for_completion(b_.rx_cq, &entry, kWait), 1);
+  EXPECT_EQ(entry.op_context, other);
+  EXPECT_EQ(std::string(other, entry.len), std::string(20, 'n'));
+  // A peek may not carry the flag.
+  msg.context = &context;
+  EXPECT_EQ(fi_trecvmsg(b_.ep, &msg, FI_MULTI_RECV | FI_PEEK), -FI_EBADFLAGS);
+}
+
+#endif
 
 }  // namespace
 }  // namespace ofi_dpdk::test

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "ofi_dpdk_config.h"
 #include "test/support/messaging.h"
 
 namespace ofi_dpdk::test {
@@ -184,3 +185,81 @@ TEST_F(SourceWithoutErr, UnknownSenderIsFI_ADDR_NOTAVAIL) {
 
 }  // namespace
 }  // namespace ofi_dpdk::test
+
+#if OFI_DPDK_HAVE_CQ_ERR_SRC_ADDR
+namespace ofi_dpdk::test {
+namespace {
+
+// fi_cq(3), libfabric 2.x: fi_cq_err_entry::src_addr came with API 1.20.
+// From 1.20 on, an FI_EADDRNOTAVAIL entry carries the sender's
+// authorization-key handle in FI_AV_AUTH_KEY domains and FI_ADDR_NOTAVAIL
+// otherwise (as here), and other errors FI_ADDR_NOTAVAIL.  Below 1.20 the
+// application's struct ends before src_addr, so nothing is written there.
+// The provider's readerr is called directly: the fi_cq_readerr wrapper
+// itself sets src_addr to FI_ADDR_NOTAVAIL first.
+class SourceErrSrcAddr : public SourceErr, public ::testing::WithParamInterface<uint32_t> {
+ protected:
+  static constexpr fi_addr_t kUntouched = 0x5151;
+  void SetUp() override {
+    fi_info* hints = dpdk_hints();
+    hints->caps = caps();
+    ASSERT_EQ(fi_getinfo(GetParam(), nullptr, nullptr, 0, hints, &domain_.info), 0);
+    fi_freeinfo(hints);
+    ASSERT_EQ(fi_fabric(domain_.info->fabric_attr, &domain_.fabric, nullptr), 0);
+    ASSERT_EQ(fi_domain(domain_.fabric, domain_.info, &domain_.domain, nullptr), 0);
+    fi_av_attr attr{};
+    attr.type = FI_AV_TABLE;
+    ASSERT_EQ(fi_av_open(domain_.domain, &attr, &domain_.av, nullptr), 0);
+    ASSERT_EQ(a_.open(domain_.domain, domain_.av, domain_.info), 0);
+    ASSERT_EQ(b_.open(domain_.domain, domain_.av, domain_.info), 0);
+    ASSERT_EQ(fi_av_open(domain_.domain, &attr, &other_av_, nullptr), 0);
+    ASSERT_EQ(stranger_.open(domain_.domain, other_av_, domain_.info), 0);
+    ASSERT_EQ(fi_av_insert(other_av_, b_.name, 1, &b_for_stranger_, 0, nullptr), 1);
+  }
+  bool at_least_1_20() const { return FI_VERSION_GE(GetParam(), FI_VERSION(1, 20)); }
+  fi_cq_err_entry read_error_raw(fid_cq* cq) {
+    fi_cq_err_entry error{};
+    error.src_addr = kUntouched;
+    EXPECT_EQ(cq->ops->readerr(cq, &error, 0), 1);
+    return error;
+  }
+};
+
+TEST_P(SourceErrSrcAddr, UnknownSenderEntry) {
+  char buffer[16] = {};
+  ASSERT_EQ(fi_recv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, buffer), 0);
+  ASSERT_EQ(send_text(stranger_, "stranger", b_for_stranger_), 0);
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(wait_for_completion(b_.rx_cq, &entry, kWait), -FI_EAVAIL);
+  const fi_cq_err_entry error = read_error_raw(b_.rx_cq);
+  EXPECT_EQ(error.err, FI_EADDRNOTAVAIL);
+  EXPECT_EQ(error.op_context, buffer);
+  ASSERT_EQ(error.err_data_size, stranger_.name_len) << "err_data as before, at every version";
+  EXPECT_EQ(std::memcmp(error.err_data, stranger_.name, stranger_.name_len), 0);
+  if (at_least_1_20()) {
+    EXPECT_EQ(error.src_addr, FI_ADDR_NOTAVAIL) << "no FI_AV_AUTH_KEY: FI_ADDR_NOTAVAIL";
+  } else {
+    EXPECT_EQ(error.src_addr, kUntouched) << "below 1.20 the field is not the application's";
+  }
+}
+
+TEST_P(SourceErrSrcAddr, OtherErrorsCarryNoSource) {
+  char small[4] = {};
+  ASSERT_EQ(fi_recv(b_.ep, small, sizeof(small), nullptr, FI_ADDR_UNSPEC, small), 0);
+  ASSERT_EQ(send_text(a_, "too long for it", b_.addr), 0);
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(wait_for_completion(b_.rx_cq, &entry, kWait), -FI_EAVAIL);
+  const fi_cq_err_entry error = read_error_raw(b_.rx_cq);
+  EXPECT_EQ(error.err, FI_ETRUNC);
+  EXPECT_EQ(error.src_addr, at_least_1_20() ? FI_ADDR_NOTAVAIL : kUntouched);
+  ASSERT_EQ(wait_for_completion(a_.tx_cq, &entry, kWait), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(ApiVersions, SourceErrSrcAddr,
+                         ::testing::Values(FI_VERSION(1, 17), FI_VERSION(1, 19),
+                                           FI_VERSION(1, 20),
+                                           FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)));
+
+}  // namespace
+}  // namespace ofi_dpdk::test
+#endif  // OFI_DPDK_HAVE_CQ_ERR_SRC_ADDR
