@@ -377,6 +377,12 @@ int write_name(const fi_info* info, const av::Address& self, void* addr, size_t*
   return room < *addrlen ? -FI_ETOOSMALL : 0;
 }
 
+int requested_queue(const fi_info* info) {
+  if (info->src_addr == nullptr) return kAnyQueue;
+  const auto source = info_address(info, true);
+  return source ? source->queue : -FI_EINVAL;
+}
+
 int bind_av(Endpoint* ep, Av* av) {
   if (ep->av != nullptr) return -FI_EALREADY;
   try {
@@ -457,12 +463,9 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
   if (info->ep_attr->type != FI_EP_RDM) return -FI_EINVAL;
   if (info->caps & ~kAllCaps) return -FI_EINVAL;
   Domain* domain = from_fid<Domain>(domain_fid);
-  uint16_t wanted = kAnyQueue;
-  if (info->src_addr != nullptr) {
-    const auto source = info_address(info, true);
-    if (!source) return -FI_EINVAL;
-    wanted = source->queue;
-  }
+  const int requested = requested_queue(info);
+  if (requested < 0) return requested;
+  const auto wanted = static_cast<uint16_t>(requested);
   Endpoint* ep = nullptr;
   const int ret = open_endpoint(
       domain, info, context,

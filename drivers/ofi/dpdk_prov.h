@@ -452,6 +452,9 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
 void forget_context(Endpoint* context);
 // fi_ep_bind of an AV, for endpoints and contexts alike.  Port lock held.
 int bind_av(Endpoint* ep, Av* av);
+// The queue id info->src_addr asks for: kAnyQueue without one, -FI_EINVAL
+// for a malformed one.
+int requested_queue(const fi_info* info);
 // fi_getname: `self` in the info's address format, truncated to *addrlen
 // (-FI_ETOOSMALL then); *addrlen gets the full size.
 int write_name(const fi_info* info, const av::Address& self, void* addr, size_t* addrlen);

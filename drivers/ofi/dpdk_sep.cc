@@ -401,12 +401,9 @@ int scalable_ep_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* 
     return -FI_EINVAL;
   }
   Domain* domain = from_fid<Domain>(domain_fid);
-  uint16_t wanted = kAnyQueue;
-  if (info->src_addr != nullptr) {
-    const auto source = info_address(info, true);
-    if (!source) return -FI_EINVAL;
-    wanted = source->queue;
-  }
+  const int requested = requested_queue(info);
+  if (requested < 0) return requested;
+  const auto wanted = static_cast<uint16_t>(requested);
   auto* sep = new (std::nothrow) ScalableEp();
   if (sep == nullptr) return -FI_ENOMEM;
   try {
