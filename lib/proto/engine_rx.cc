@@ -139,7 +139,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   if (distance == 0 && !c.rx_stalled && deliver(c, h, s.payload)) {
     ++c.next_expected;
     drain_reorder(c);
-    if (++c.ack_owed >= kAckEvery) {
+    if (++c.ack_owed >= kAckEvery || (h.flags & wire::kFlagAckNow)) {
       c.ack_now = true;
     } else if (c.ack_owed == 1) {
       c.ack_due_ns = now_ns + config_.ack_delay_ns;

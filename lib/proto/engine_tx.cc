@@ -99,6 +99,8 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     h.cq_data = m.request.cq_data;
   }
   if (m.request.delivery_complete) h.flags |= wire::kFlagDeliveryNotice;
+  if ((slot.flags & wire::kFlagLastSegment) && &m == c.pending.back().get())
+    h.flags |= wire::kFlagAckNow;
   h.seq = seq;
   h.msg_id = m.msg_id;
   h.msg_len = static_cast<uint32_t>(m.length);

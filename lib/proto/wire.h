@@ -76,6 +76,10 @@ inline constexpr uint16_t kFlagDeliveryNotice = 1u << 4;
 // asks whether the receiver still holds its connection; the answer is an
 // ACK, or a RESET when it does not.
 inline constexpr uint16_t kFlagAckRequest = 1u << 5;
+// On a data segment: the sender has nothing queued after it, so no later
+// frame will carry the ack: the receiver acks at once instead of after its
+// ack delay (a pingpong would otherwise wait that delay every message).
+inline constexpr uint16_t kFlagAckNow = 1u << 6;
 
 // Sequence numbers of a connection start here, in each direction.
 inline constexpr uint32_t kInitialSeq = 1;

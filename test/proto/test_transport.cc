@@ -1716,6 +1716,53 @@ TEST(TransportAcks, BidirectionalTrafficPiggybacksAcks) {
               static_cast<unsigned long>(acks));
 }
 
+TEST(TransportAcks, LastSegmentWithNothingQueuedIsAckedAtOnce) {
+  // Expect: with a 50 ms ack delay, a lone 3-segment message completes in
+  // well under a millisecond of simulated time: its last segment carries
+  // kFlagAckNow (nothing queued behind it) and B acks at once.  Of two
+  // messages queued together only the second's last segment carries it.
+  TransportConfig config;
+  config.ack_delay_ns = 50 * kMs;
+  Pair p(18, config);
+  p.open();
+  uint64_t flagged = 0, last_segments = 0;
+  p.net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (from != p.a || h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) return;
+    if (h.flags & wire::kFlagLastSegment) ++last_segments;
+    if (h.flags & wire::kFlagAckNow) ++flagged;
+  };
+  std::vector<uint8_t> in(4000), in2(4000);
+  ASSERT_EQ(post_bytes(p.net, p.b, in, ctx(1)), 0);
+  const auto message = pattern(3000, 3);
+  const uint64_t start = p.net.link.now();
+  ASSERT_EQ(send_bytes(p.net, p.a, p.b, message, ctx(2)), 0);
+  ASSERT_TRUE(wait_completions(p.net, p.a, 1, 100 * kMs));
+  EXPECT_LT(p.net.link.now() - start, 1 * kMs) << "the send waited for the ack delay";
+  EXPECT_EQ(flagged, 1u);
+  EXPECT_EQ(last_segments, 1u);
+
+  // A first message longer than any window (300 segments) is still being
+  // cut when the second is queued behind it.
+  Pair q(19);
+  q.open();
+  const auto long_message = pattern(300 * 1444, 4);
+  std::vector<uint8_t> long_in(long_message.size());
+  std::vector<uint32_t> flagged_ids, last_ids;
+  q.net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (from != q.a || h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) return;
+    if (h.flags & wire::kFlagLastSegment) last_ids.push_back(h.msg_id);
+    if (h.flags & wire::kFlagAckNow) flagged_ids.push_back(h.msg_id);
+  };
+  ASSERT_EQ(post_bytes(q.net, q.b, long_in, ctx(3)), 0);
+  ASSERT_EQ(post_bytes(q.net, q.b, in2, ctx(4)), 0);
+  ASSERT_EQ(send_bytes(q.net, q.a, q.b, long_message, ctx(5)), 0);
+  ASSERT_EQ(send_bytes(q.net, q.a, q.b, message, ctx(6)), 0);
+  ASSERT_TRUE(wait_completions(q.net, q.a, 2, 100 * kMs));
+  ASSERT_EQ(last_ids.size(), 2u);
+  ASSERT_EQ(flagged_ids.size(), 1u) << "only the message with nothing behind it asks";
+  EXPECT_EQ(flagged_ids[0], last_ids[1]);
+}
+
 TEST(TransportAcks, OwedAckRidesOnTheNextDataFrame) {
   // Expect: B owes A an ack (3 segments of a longer message arrived, the
   // ack delay has not run out) when B sends A a message: that data frame
