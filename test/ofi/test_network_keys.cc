@@ -29,10 +29,12 @@ constexpr uint32_t kKeyC = 0x0C0C0C0C;
 // Longer than the peer timeout the run sets (FI_DPDK_PEER_TIMEOUT_MS 1000).
 constexpr double kTimeoutWait = 4;
 
-ssize_t send_to(TestEndpoint& from, const std::string& text, fi_addr_t to, void* context) {
+// `text` must outlive the send (the provider reads it until the peer acked
+// it, or the peer timeout): string literals, or strings the test keeps.
+ssize_t send_to(TestEndpoint& from, const char* text, fi_addr_t to, void* context) {
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   ssize_t ret;
-  while ((ret = fi_send(from.ep, text.data(), text.size(), nullptr, to, context)) == -FI_EAGAIN &&
+  while ((ret = fi_send(from.ep, text, std::strlen(text), nullptr, to, context)) == -FI_EAGAIN &&
          Clock::now() < deadline) {
     fi_cq_data_entry unused;
     fi_cq_read(from.tx_cq, &unused, 0);
@@ -164,7 +166,7 @@ TEST_F(Keys, AFrameWithAnotherKeyNeverReachesAReceive) {
   EXPECT_EQ(send_outcome(d, kTimeoutWait), FI_ETIMEDOUT);
   EXPECT_EQ(buffer[0], 0);
   const std::string text = "from the same job";
-  ASSERT_EQ(send_to(a, text, address_of(b, a), nullptr), 0);
+  ASSERT_EQ(send_to(a, text.c_str(), address_of(b, a), nullptr), 0);
   ASSERT_EQ(wait_for_completion(b.rx_cq, &entry), 1);
   EXPECT_EQ(entry.op_context, buffer);
   EXPECT_EQ(std::string(buffer, entry.len), text);
