@@ -30,7 +30,8 @@ ssize_t retry(fid_cq* cq, Op op) {
   return ret;
 }
 
-ssize_t send_text(TestEndpoint& from, const std::string& text, fi_addr_t to) {
+ssize_t send_text(TestEndpoint& from, const std::string& posted, fi_addr_t to) {
+  const std::string& text = kept_for_send(posted);
   return retry(from.tx_cq,
                [&] { return fi_send(from.ep, text.data(), text.size(), nullptr, to, nullptr); });
 }
@@ -343,7 +344,8 @@ TEST_F(TaggedMultiRecv, MatchingTaggedMessagesFillOneBuffer) {
   int context = 0;
   msg.context = &context;
   ASSERT_EQ(fi_trecvmsg(b_.ep, &msg, FI_MULTI_RECV), 0);
-  auto tsend = [&](const std::string& text, uint64_t tag) {
+  auto tsend = [&](const std::string& posted, uint64_t tag) {
+    const std::string& text = kept_for_send(posted);
     return retry(a_.tx_cq, [&] {
       return fi_tsend(a_.ep, text.data(), text.size(), nullptr, b_.addr, tag, nullptr);
     });

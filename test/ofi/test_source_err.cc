@@ -17,7 +17,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr double kWait = 5;
 
-ssize_t send_text(TestEndpoint& from, const std::string& text, fi_addr_t to) {
+ssize_t send_text(TestEndpoint& from, const std::string& posted, fi_addr_t to) {
+  const std::string& text = kept_for_send(posted);
   const auto deadline = Clock::now() + std::chrono::duration<double>(kWait);
   ssize_t ret;
   while ((ret = fi_send(from.ep, text.data(), text.size(), nullptr, to, nullptr)) == -FI_EAGAIN &&

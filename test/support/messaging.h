@@ -1,11 +1,20 @@
 // messaging.h: one message from one test endpoint to another, checked.
 #pragma once
 
+#include <deque>
 #include <string>
 
 #include "test/support/fabric_helpers.h"
 
 namespace ofi_dpdk::test {
+
+// A copy of `text` that lives as long as the test program: the provider
+// reads a send's buffer until the peer acknowledged it (retransmissions
+// included), long after a helper that only posts the send has returned.
+inline const std::string& kept_for_send(const std::string& text) {
+  static std::deque<std::string> texts;
+  return texts.emplace_back(text);
+}
 
 // Sends `text` from `from` to `to` (an fi_addr in from's AV) and expects it
 // in `at`'s receive CQ, byte for byte.
