@@ -19,6 +19,17 @@ constexpr fi_addr_t kIndexBits = 0xFFFF'FFFFull;
 // group (fi_group_addr(FI_ADDR_UNSPEC, g) would be FI_ADDR_UNSPEC itself).
 constexpr fi_addr_t kAnySourceInGroup = kIndexBits;
 
+// Splits `addr` into its peer group and the rest, when the endpoint has
+// peer groups; false for a group above max_group_id.
+bool split_group(const Endpoint& ep, fi_addr_t addr, uint32_t* group, fi_addr_t* rest) {
+  *group = 0;
+  *rest = addr;
+  if (!ep.peer_groups() || addr == FI_ADDR_UNSPEC) return true;
+  *group = static_cast<uint32_t>(addr >> kGroupShift);
+  *rest = addr & kIndexBits;
+  return *group <= ep.domain->max_group_id;
+}
+
 }  // namespace
 
 bool Endpoint::peer_groups() const {
@@ -31,13 +42,9 @@ bool Endpoint::accepts_key(uint32_t key) const {
 }
 
 int Endpoint::destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* group) {
-  fi_addr_t index = dest;
-  uint32_t peer_group = 0;
-  if (peer_groups() && dest != FI_ADDR_UNSPEC) {
-    peer_group = static_cast<uint32_t>(dest >> kGroupShift);
-    index = dest & kIndexBits;
-    if (peer_group > domain->max_group_id) return -FI_EINVAL;
-  }
+  fi_addr_t index;
+  uint32_t peer_group;
+  if (!split_group(*this, dest, &peer_group, &index)) return -FI_EINVAL;
   const av::Address* peer = av != nullptr ? av->resolve(index) : nullptr;
   if (peer == nullptr) return -FI_EINVAL;
   std::memcpy(out->mac, peer->mac, 6);
@@ -61,14 +68,9 @@ int Endpoint::destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* gro
 
 int Endpoint::receive_filter(fi_addr_t source, uint64_t flags, proto::RecvRequest* request) {
   if (source == FI_ADDR_UNSPEC) return 0;
-  fi_addr_t index = source;
-  if (peer_groups()) {
-    const auto group = static_cast<uint32_t>(source >> kGroupShift);
-    if (group > domain->max_group_id) return -FI_EINVAL;
-    request->group = group;
-    index = source & kIndexBits;
-    if (index == kAnySourceInGroup) return 0;
-  }
+  fi_addr_t index;
+  if (!split_group(*this, source, &request->group, &index)) return -FI_EINVAL;
+  if (peer_groups() && index == kAnySourceInGroup) return 0;
   // Without FI_DIRECTED_RECV the source only names a group (fi_msg(3)).
   const bool directed =
       has_cap(FI_DIRECTED_RECV) || (request->tagged && has_cap(kTaggedDirectedRecvCap));

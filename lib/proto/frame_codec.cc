@@ -172,8 +172,8 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length,
   h.auth_key = be32toh(get<uint32_t>(f, offsetof(FrameHeader, auth_key)));
   h.group = be32toh(get<uint32_t>(f, offsetof(FrameHeader, group)));
   h.src_ep_queue = be16toh(get<uint16_t>(f, offsetof(FrameHeader, src_ep_queue)));
-  h.reserved16 = be16toh(get<uint16_t>(f, offsetof(FrameHeader, reserved16)));
-  h.reserved32 = be32toh(get<uint32_t>(f, offsetof(FrameHeader, reserved32)));
+  h.reserved16 = 0;  // written as 0; a sender's value means nothing
+  h.reserved32 = 0;
 
   // Ethernet pads short frames, so more bytes than announced is fine.
   if (length - wire::kHeadersSize < h.payload_len) return DecodeResult::kTruncated;

@@ -427,6 +427,43 @@ TEST_F(TaggedDirected, DirectedReceiveTakesOnlyItsSource) {
   EXPECT_EQ(std::string(any, got.len), "from c");
 }
 
+#ifdef FI_TAGGED_DIRECTED_RECV
+// libfabric 2.x: FI_TAGGED_DIRECTED_RECV alone directs tagged receives only;
+// an untagged receive's source is ignored, as without FI_DIRECTED_RECV.
+class TaggedOnlyDirected : public TaggedThree {
+ protected:
+  uint64_t caps() const override { return FI_TAGGED | FI_MSG | FI_TAGGED_DIRECTED_RECV; }
+};
+
+TEST_F(TaggedOnlyDirected, TaggedReceivesAreDirectedUntaggedOnesAreNot) {
+  EXPECT_TRUE(domain_.info->caps & FI_TAGGED_DIRECTED_RECV);
+  EXPECT_FALSE(domain_.info->caps & FI_DIRECTED_RECV);
+  char tagged_from_a[32] = {}, untagged[32] = {};
+  ASSERT_EQ(fi_trecv(b_.ep, tagged_from_a, sizeof(tagged_from_a), nullptr, a_.addr, 7, 0,
+                     tagged_from_a),
+            0);
+  ASSERT_EQ(tsend(c_, "tagged c", 8, b_.addr, 7, nullptr), 0);
+  EXPECT_TRUE(quiet(b_.rx_cq, 0.2)) << "c's tagged message matched a receive for a";
+  ASSERT_EQ(tsend(a_, "tagged a", 8, b_.addr, 7, nullptr), 0);
+  fi_cq_tagged_entry got = expect_completion(b_.rx_cq, tagged_from_a, FI_TAGGED | FI_RECV);
+  EXPECT_EQ(std::string(tagged_from_a, got.len), "tagged a");
+  ASSERT_EQ(fi_recv(b_.ep, untagged, sizeof(untagged), nullptr, a_.addr, untagged), 0);
+  static const char kUntagged[] = "untagged c";
+  ASSERT_EQ(retry(c_.tx_cq,
+                  [&] {
+                    return fi_send(c_.ep, kUntagged, sizeof(kUntagged) - 1, nullptr, b_.addr,
+                                   nullptr);
+                  }),
+            0);
+  got = expect_completion(b_.rx_cq, untagged, FI_MSG | FI_RECV);
+  EXPECT_EQ(std::string(untagged, got.len), kUntagged);
+  char rest[32] = {};
+  ASSERT_EQ(fi_trecv(b_.ep, rest, sizeof(rest), nullptr, FI_ADDR_UNSPEC, 7, 0, rest), 0);
+  got = expect_completion(b_.rx_cq, rest, FI_TAGGED | FI_RECV);
+  EXPECT_EQ(std::string(rest, got.len), "tagged c");
+}
+#endif
+
 TEST_F(TaggedSource, ReadfromNamesTheSenderOfATaggedMessageAndOfAPeek) {
   char buffer[16] = {};
   tsend_acked(c_, "who", 3, b_.addr, 3);

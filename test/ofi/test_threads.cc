@@ -17,9 +17,6 @@
 // port lock would serialise everything.
 #include <gtest/gtest.h>
 #include <rdma/fi_tagged.h>
-#include <rte_eal.h>
-#include <rte_eth_ring.h>
-#include <rte_ring.h>
 
 #include <array>
 #include <atomic>
@@ -32,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/support/crossed_ports.h"
 #include "test/support/fabric_helpers.h"
 
 namespace ofi_dpdk::test {
@@ -316,32 +314,9 @@ INSTANTIATE_TEST_SUITE_P(Progress, Threads,
                                            Params{FI_PROGRESS_AUTO, true}),
                          param_name);
 
-// Two ports joined by crossed rings: what one sends, the other receives.
-bool make_crossed_ports() {
-  rte_ring* one = rte_ring_create("threads_1", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  rte_ring* two = rte_ring_create("threads_2", 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
-  return one != nullptr && two != nullptr &&
-         rte_eth_from_rings("threads_a", &one, 1, &two, 1, 0) >= 0 &&
-         rte_eth_from_rings("threads_b", &two, 1, &one, 1, 0) >= 0;
-}
-
 }  // namespace
 }  // namespace ofi_dpdk::test
 
 int main(int argc, char** argv) {
-  char* eal_argv[] = {argv[0], const_cast<char*>("-l"), const_cast<char*>("0"),
-                      const_cast<char*>("--no-huge"), const_cast<char*>("-m"),
-                      const_cast<char*>("512"), const_cast<char*>("--no-shconf"),
-                      const_cast<char*>("--no-pci"), const_cast<char*>("--no-telemetry"),
-                      const_cast<char*>("--log-level=lib.eal:error"), nullptr};
-  if (rte_eal_init(10, eal_argv) < 0) {
-    std::fprintf(stderr, "rte_eal_init failed\n");
-    return 1;
-  }
-  if (!ofi_dpdk::test::make_crossed_ports()) {
-    std::fprintf(stderr, "could not create the crossed net_ring ports\n");
-    return 1;
-  }
-  testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  return ofi_dpdk::test::run_over_crossed_ports(argc, argv, "threads");
 }
