@@ -270,9 +270,18 @@ int SharedTable::open(std::string_view name, const Options& options,
 SharedTable::~SharedTable() {
   if (map_ != nullptr) munmap(map_, map_size_);
   if (fd_ < 0) return;
-  // The last one out removes the name; anyone opening it meanwhile waits on
-  // the lock, then sees it unlinked and starts afresh.
-  if (nobody_else_holds(fd_) && still_linked(fd_)) shm_unlink(object_.c_str());
+  // The last one out removes the name.  Each closer gives its shared lock
+  // up for good, then tries for the lock alone: of closers racing here,
+  // the last to try finds only locks of holders still open (who close
+  // later and try in turn) or of a closer that got it (and unlinks), so one
+  // of them always unlinks.  Taking the shared lock back after a failed try
+  // would let two closers each see the other's and neither unlink.  Anyone
+  // opening the name meanwhile waits on the lock, then sees it unlinked and
+  // starts afresh.
+  flock_retry(fd_, LOCK_UN);
+  const bool alone = flock_retry(fd_, LOCK_EX | LOCK_NB) == 0;
+  if (close_pause_for_test != nullptr) close_pause_for_test(alone);
+  if (alone && still_linked(fd_)) shm_unlink(object_.c_str());
   close(fd_);
 }
 

@@ -101,6 +101,10 @@ class SharedTable {
                   std::string* why);
   // Unmaps; the last process to close unlinks the object.
   ~SharedTable();
+  // Tests only: called by the destructor between its try for the lock
+  // alone (`alone`: it got it) and closing the descriptor, so a test can
+  // make two closers interleave exactly there.
+  static inline void (*close_pause_for_test)(bool alone) = nullptr;
   SharedTable(const SharedTable&) = delete;
   SharedTable& operator=(const SharedTable&) = delete;
 

@@ -267,6 +267,32 @@ TEST(SharedTable, TheLastCloseRemovesTheObject) {
   EXPECT_FALSE(object_exists(name));
 }
 
+// Two holders closing at the same moment: the first to try for the lock
+// alone fails (the second still holds its shared lock), and the second
+// tries while the first has not closed yet.  The second must still find
+// itself last: the first gave its lock up for good.  The pause runs the
+// second close exactly inside the first one.
+TEST(SharedTable, TwoClosersAtOnceStillRemoveTheObject) {
+  const std::string name = unique_name();
+  static Table second;
+  static int pauses;
+  static bool first_alone;
+  Table first = open_ok(name);
+  second = open_ok(name);
+  ASSERT_TRUE(first && second);
+  pauses = 0;
+  SharedTable::close_pause_for_test = [](bool alone) {
+    if (pauses++ != 0) return;  // the second close, run from inside the first
+    first_alone = alone;
+    second.reset();
+  };
+  first.reset();
+  SharedTable::close_pause_for_test = nullptr;
+  EXPECT_EQ(pauses, 2);
+  EXPECT_FALSE(first_alone) << "the second holder still held its lock";
+  EXPECT_FALSE(object_exists(name)) << "neither closer removed the object";
+}
+
 // A process that dies with the table open leaves the object behind, held by
 // nobody.  The next opener discards it.
 TEST(SharedTable, AnObjectLeftByProcessesThatDiedIsDiscarded) {
