@@ -1,22 +1,27 @@
 // dpdk_ep.cc: fi_endpoint for FI_EP_RDM: binding, enabling, names, options,
 // cancel.  An endpoint owns one queue id at its port: the "queue" of its
 // address, which frames carry as dst_queue.
-#include <sys/random.h>
-
 #include <cstring>
 #include <new>
 
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_random.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
 
-uint32_t new_session() {
+// A random incarnation number, never 0.  Without the kernel's random bytes
+// the clock and the endpoint's address stand in: distinct across restarts,
+// though guessable.
+uint32_t new_session(const void* endpoint) {
   uint32_t session = 0;
-  while (session == 0)
-    if (getrandom(&session, sizeof(session), 0) != sizeof(session)) session = 0x5e551011;
-  return session;
+  if (!kernel_random(&session, sizeof(session))) {
+    DPDK_WARN(FI_LOG_EP_CTRL, "getrandom failed: the session comes from the clock\n");
+    session = static_cast<uint32_t>(now_ns() ^ (now_ns() >> 32) ^
+                                    reinterpret_cast<uintptr_t>(endpoint));
+  }
+  return session != 0 ? session : 1;
 }
 
 // Claims `wanted` (or the lowest free queue id for kAnyQueue).  Lock held.
@@ -418,7 +423,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   }
   ep->domain = domain;
   ep->endpoint_auth_key = auth_key;
-  ep->session = new_session();
+  ep->session = new_session(ep);
   ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
   ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
   {
@@ -438,6 +443,12 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   transport.max_outstanding_sends = kQueueDepth;
   transport.max_posted_recvs = kQueueDepth;
   transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;
+  // Tokens are keyed per endpoint: a peer that learned one learns nothing
+  // of another endpoint's.
+  if (!kernel_random(transport.token_secret, sizeof(transport.token_secret))) {
+    transport.token_secret[0] ^= now_ns() ^ ep->session;
+    transport.token_secret[1] ^= reinterpret_cast<uintptr_t>(ep);
+  }
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
   ep->engine->set_request_handler([ep](uint64_t peer, const uint8_t* bytes, size_t length) {

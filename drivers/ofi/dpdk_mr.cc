@@ -2,9 +2,9 @@
 // FI_MR_LOCAL), but applications may register anyway; the region and its
 // access are recorded for the RMA issue to enforce.  Keys are the
 // application's or random, as the domain's mr_mode says.
-#include <random>
 
 #include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_random.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -56,11 +56,6 @@ fi_ops g_mr_fid_ops = {
     .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
 };
 
-uint64_t random_key() {
-  static thread_local std::mt19937_64 generator{std::random_device{}()};
-  return generator();
-}
-
 // fi_mr(3): without FI_MR_PROV_KEY (and with the legacy FI_MR_SCALABLE) the
 // application's requested_key is the key; with it, or the legacy
 // FI_MR_BASIC, the provider picks one that a peer cannot guess.
@@ -69,8 +64,9 @@ bool provider_picks_keys(const Domain& domain) {
   return (mode & FI_MR_PROV_KEY) != 0 || mode == 1 /*FI_MR_BASIC*/;
 }
 
-// Records the key of `mr` in its domain: 0, or -FI_ENOKEY when an
-// application-chosen key is in use already.
+// Records the key of `mr` in its domain: 0, -FI_ENOKEY when an
+// application-chosen key is in use already, -FI_EIO when the kernel gives
+// no random bytes for a provider-chosen one.
 int claim_key(Mr* mr, uint64_t requested_key) {
   Domain& domain = *mr->domain;
   std::lock_guard guard(domain.mr_lock);
@@ -79,9 +75,15 @@ int claim_key(Mr* mr, uint64_t requested_key) {
     mr->fid.key = requested_key;
     return 0;
   }
+  // 64 bits from the kernel: a peer that learned other keys of this domain
+  // learns nothing of the next one (keys still travel in clear: see
+  // doc/rma.md).
   uint64_t key;
   do {
-    key = random_key();
+    if (!kernel_random(&key, sizeof(key))) {
+      DPDK_WARN(FI_LOG_MR, "getrandom failed: no memory key can be chosen\n");
+      return -FI_EIO;
+    }
   } while (!domain.mr_keys.emplace(key, mr).second);
   mr->fid.key = key;
   return 0;

@@ -1,7 +1,8 @@
-// engine.cc: the Engine's front door: queueing sends and receives, finding
-// connections, and handing frames to the receive and acknowledgement paths.
-// engine_tx.cc sends and retransmits, engine_rx.cc receives in order,
-// receiver.cc matches messages to receives.
+// engine.cc: the Engine's front door: queueing sends and receives, and
+// handing each frame to the path that owns it.  engine_handshake.cc opens and
+// closes connections (HELLO, tokens, RESET, admission), engine_tx.cc sends
+// and retransmits, engine_rx.cc receives in order, receiver.cc matches
+// messages to receives, engine_rma.cc carries requests and responses.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -21,12 +22,16 @@ const char* prov_errno_text(int prov_errno) {
   switch (prov_errno) {
     case kProvPeerTimeout: return "peer did not acknowledge within the peer timeout (FI_DPDK_PEER_TIMEOUT_MS)";
     case kProvPeerRestarted: return "peer restarted: its new incarnation does not know this connection";
+    case kProvAnswerLost: return "the peer took the request, but its answer was lost when its connection to us was reset";
     default: return "no provider-specific error";
   }
 }
 
 void OutFrame::copy_payload(uint8_t* out) const {
-  if (message == nullptr) return;
+  if (message == nullptr) {
+    std::memcpy(out, body, std::min<size_t>(header.payload_len, sizeof(body)));
+    return;
+  }
   size_t skip = offset;
   size_t left = header.payload_len;
   if (message->copy) {
@@ -59,7 +64,9 @@ Engine::~Engine() {
   for (auto& [key, connection] : connections_) {
     delete connection->inbound;
     delete connection->remote;  // nothing to give back: the budget goes too
+    release_held(*connection);
   }
+  for (HeldSegment* chunk : free_chunks_) ::operator delete(chunk);
 }
 
 const Connection* Engine::find(uint64_t key) const {
@@ -75,7 +82,7 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
     slot->key = key;
     std::memcpy(slot->mac, mac, 6);
     slot->queue = queue;
-    slot->source_key = key;  // until the peer's frames name its address
+    slot->source_key = key;  // until a handshake names the peer's address
     reset_transmit(*slot);
   }
   return *slot;
@@ -129,97 +136,85 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   const wire::FrameHeader& h = *segment.header;
   ++stats_.frames_received;
   const uint8_t opcode = h.opcode;
-  const bool is_data = wire::opcode_is_data(opcode);
   if (!accepts_key(h.auth_key)) {
     // Another job's traffic: not even a RESET tells it we are here.
     ++stats_.wrong_key;
     return;
   }
-
+  // Every sender has a session, and names as its address its own queue or,
+  // for a context of a scalable endpoint, one a little below it.
+  if (h.src_session == 0 || h.src_ep_queue > h.src_queue ||
+      h.src_queue - h.src_ep_queue >= kMaxAddressSpan) {
+    ++stats_.bad_frames;
+    return;
+  }
   if (h.dst_session != 0 && h.dst_session != session_) {
     // Meant for an earlier incarnation of this endpoint: tell the sender.
     ++stats_.stale_session;
-    if (opcode != static_cast<uint8_t>(wire::Opcode::kReset))
-      emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
+    if (opcode != static_cast<uint8_t>(wire::Opcode::kReset)) emit_reset(segment.src_mac, h);
     return;
   }
-  const uint64_t key = peer_key(segment.src_mac, h.src_queue);
-  auto it = connections_.find(key);
+  if (opcode == static_cast<uint8_t>(wire::Opcode::kHello)) {
+    on_hello(segment);
+    return;
+  }
+  auto it = connections_.find(peer_key(segment.src_mac, h.src_queue));
   Connection* c = it == connections_.end() ? nullptr : it->second.get();
-
+  if (c != nullptr && h.auth_key != c->auth_key) {
+    // A connection carries one network key: a frame with another is not
+    // this peer's, whatever its addresses say.
+    ++stats_.wrong_key;
+    return;
+  }
+  if (opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck)) {
+    on_hello_ack(c, segment, now_ns);
+    return;
+  }
   if (opcode == static_cast<uint8_t>(wire::Opcode::kReset)) {
-    // Only a reset naming our session and our current transmit connection
-    // counts: a late one, answering a connection we already replaced, must
-    // not fail the new one.
-    if (c == nullptr || h.dst_session != session_ || h.ack_conn != c->tx_conn) {
-      ++stats_.stale_session;
-      return;
-    }
-    if (c->peer_session != 0 && h.src_session != c->peer_session) {
-      // A new incarnation of the peer: nothing of the old one survives.
-      fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
-    } else {
-      // Same incarnation, which lost the receive state of our connection
-      // (it timed us out): our sends fail, what it sends us stays.
-      fail_transmit(*c, kErrPeerReset, kProvPeerRestarted);
-    }
-    c->peer_session = h.src_session;
+    on_reset(c, h);
     return;
   }
 
-  const bool syn = is_data && (h.flags & wire::kFlagSyn);
-  if (c != nullptr && c->peer_session != 0 && h.src_session != c->peer_session) {
-    if (!syn) {
-      // A frame of an incarnation we no longer talk to.
-      ++stats_.stale_session;
-      return;
-    }
-    // The peer restarted and opens a new connection: the old one's
-    // operations fail, then the new one starts from scratch.
-    fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
-    c->peer_session = h.src_session;
+  // An ack counts only for our open transmit connection it names, with the
+  // token the peer granted it.
+  const bool acks_us = c != nullptr && c->tx_state == TxState::kOpen &&
+                       (h.flags & wire::kFlagAckValid) && h.dst_session == session_ &&
+                       h.src_session == c->peer_session && h.ack_conn == c->tx_conn &&
+                       h.ack_token == c->tx_token;
+  if (acks_us) {
+    c->last_heard_ns = now_ns;
+    on_ack(*c, h, now_ns);
   }
-  // An ack counts only for the transmit connection it names.
-  const bool acks_us = c != nullptr && (h.flags & wire::kFlagAckValid) &&
-                       h.dst_session == session_ && h.ack_conn == c->tx_conn;
-  const bool probe = opcode == static_cast<uint8_t>(wire::Opcode::kAck) &&
-                     (h.flags & wire::kFlagAckRequest);
-  if (c == nullptr || c->peer_session == 0) {
-    if (!syn && !acks_us) {
+  if (opcode == static_cast<uint8_t>(wire::Opcode::kAck)) {
+    if (h.flags & wire::kFlagAckRequest) {
+      // A sender waits for a delivery notice from this connection: tell it
+      // we hold it (an ACK), or that we do not (a RESET: its wait fails).
+      if (c != nullptr && c->rx_open && h.token == c->rx_token && h.conn == c->rx_conn &&
+          h.src_session == c->peer_session) {
+        c->last_heard_ns = now_ns;
+        emit_ack(*c);
+      } else {
+        ++stats_.bad_tokens;
+        emit_reset(segment.src_mac, h);
+      }
+    } else if (!acks_us) {
       ++stats_.stale_session;
-      if (is_data || probe)
-        emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
-      return;
     }
-    if (c == nullptr) {
-      c = &connection(segment.src_mac, h.src_queue);
-      c->auth_key = h.auth_key;
-    }
-    c->peer_session = h.src_session;
-  }
-  c->last_heard_ns = now_ns;
-  c->source_key = peer_key(segment.src_mac, h.src_ep_queue);
-  if (probe) {
-    // A sender waits for a delivery notice from this connection: tell it we
-    // hold it (an ACK), or that we do not (a RESET: its wait fails).
-    if (c->rx_open && h.conn == c->rx_conn)
-      emit_ack(*c);
-    else
-      emit_reset(segment.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
     return;
   }
-  if (acks_us) on_ack(*c, h, now_ns);
-  if (is_data) {
-    last_data_ns_ = now_ns;
-    on_data(*c, segment, now_ns);
-  }
+  if (!wire::opcode_is_data(opcode)) return;
+  c = receive_half_for(c, segment, now_ns);
+  if (c == nullptr) return;
+  c->last_heard_ns = now_ns;
+  last_data_ns_ = now_ns;
+  on_data(*c, segment, now_ns);
 }
 
 void Engine::drop_peer(uint64_t key) {
   auto it = connections_.find(key);
   if (it == connections_.end()) return;
   fail_connection(*it->second, kErrPeerReset, kProvPeerRestarted);
-  connections_.erase(it);
+  it->second->peer_session = 0;
 }
 
 void Engine::frames_sent() {
@@ -231,13 +226,24 @@ void Engine::poll(uint64_t now_ns) {
   for (auto& [key, connection] : connections_) {
     Connection& c = *connection;
     const bool in_flight = c.una != c.next_seq;
-    if (in_flight && c.rto_deadline_ns != 0 && now_ns >= c.rto_deadline_ns) {
+    if (c.tx_state == TxState::kHello && c.rto_deadline_ns != 0 && now_ns >= c.rto_deadline_ns) {
+      if (now_ns - c.waiting_since_ns >= config_.peer_timeout_ns) {
+        // Nobody answers the HELLO: what waits for the connection fails
+        // (nothing of it reached the peer), and the next send starts over.
+        if (!c.pending.empty()) ++stats_.timeouts;
+        fail_transmit(c, kErrTimedOut, kProvPeerTimeout);
+      } else {
+        emit_hello(c, now_ns);
+      }
+    } else if (in_flight && c.rto_deadline_ns != 0 && now_ns >= c.rto_deadline_ns) {
       // Our data must make progress; only a receiver that closed its
       // window (it is alive, just slow) may keep us waiting by merely
-      // answering.  A peer that talks but never acks (it drops our
-      // segments) times out.
-      const uint64_t since = c.peer_window == 0 ? std::max(c.last_heard_ns, c.waiting_since_ns)
-                                                : c.waiting_since_ns;
+      // answering, and that for stall_timeout_ns at most.  A peer that
+      // talks but never acks (it drops our segments) times out.
+      const bool stalled = c.peer_window == 0 && c.stalled_since_ns != 0 &&
+                           now_ns - c.stalled_since_ns < config_.stall_timeout_ns;
+      const uint64_t since = stalled ? std::max(c.last_heard_ns, c.waiting_since_ns)
+                                     : c.waiting_since_ns;
       if (now_ns - since >= config_.peer_timeout_ns) {
         ++stats_.timeouts;
         fail_connection(c, kErrTimedOut, kProvPeerTimeout);
@@ -292,9 +298,11 @@ void Engine::poll(uint64_t now_ns) {
         c.probe_sent_ns = now_ns;
       }
     }
-    if (c.inbound != nullptr && now_ns - c.last_heard_ns >= config_.peer_timeout_ns) {
-      // A sender gone quiet in the middle of a message: the receive it was
-      // filling (or the unexpected budget it holds) must not wait forever.
+    if ((c.inbound != nullptr || c.remote != nullptr) && !c.rx_stalled &&
+        now_ns - c.rx_progress_ns >= config_.peer_timeout_ns) {
+      // A sender that stopped in the middle of a message or request (gone
+      // quiet, or still sending acks but no more of it): the receive it was
+      // filling, or the unexpected budget it holds, must not wait forever.
       ++stats_.timeouts;
       reset_receive(c, kErrTimedOut, kProvPeerTimeout);
     }

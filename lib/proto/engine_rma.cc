@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lib/proto/seq.h"
 #include "lib/proto/transport.h"
 
 namespace ofi_dpdk::proto {
@@ -102,9 +103,23 @@ void Engine::finish_remote(Connection& c) {
     retired_.push_back(std::move(message));
     return;
   }
-  it = c.awaiting_response.find(in->request->msg_id);
+  const uint32_t answered = in->request->msg_id;
+  it = c.awaiting_response.find(answered);
+  if (it == c.awaiting_response.end()) return;
   std::unique_ptr<TxMessage> request = std::move(it->second);
   c.awaiting_response.erase(it);
+  // The target answers requests in the order it ran them, which is the
+  // order we sent them: one still waiting from before this one had its
+  // answer in a stream of the peer's that is gone, and will not get it.
+  for (auto earlier = c.awaiting_response.begin(); earlier != c.awaiting_response.end();) {
+    if (!seq_lt(earlier->first, answered)) {
+      ++earlier;
+      continue;
+    }
+    complete_send(c, *earlier->second, kErrPeerReset, kProvAnswerLost);
+    retired_.push_back(std::move(earlier->second));
+    earlier = c.awaiting_response.erase(earlier);
+  }
   size_t capacity = 0;
   for (size_t i = 0; i < request->request.response_iov_count; ++i)
     capacity += request->request.response_iov[i].iov_len;
@@ -117,6 +132,12 @@ void Engine::finish_remote(Connection& c) {
 }
 
 void Engine::send_response(Connection& c, uint32_t request_id, Response response) {
+  if (response.data.size() > config_.max_msg_size) {
+    // A read larger than any message may be: refused, not sent.
+    response.status = kErrTooLarge;
+    response.data.clear();
+  }
+  ++c.responses_pending;
   auto message = std::make_unique<TxMessage>();
   message->length = response.data.size();
   message->copy = std::make_unique<uint8_t[]>(std::max<size_t>(response.data.size(), 1));
@@ -148,7 +169,15 @@ TxMessage* Engine::awaited(Connection& c, uint32_t msg_id) {
   return nullptr;
 }
 
+void Engine::forget_response_target(Connection& c) {
+  // A response half received answers a request about to fail: its later
+  // segments are consumed without effect, never written through the
+  // failed request into the application's buffer.
+  if (c.remote != nullptr && c.remote->is_response) c.remote->request = nullptr;
+}
+
 void Engine::fail_awaiting(Connection& c, int error, int prov_errno) {
+  if (!c.awaiting_response.empty()) forget_response_target(c);
   for (auto& [id, message] : c.awaiting_response) {
     complete_send(c, *message, error, prov_errno);
     retired_.push_back(std::move(message));
@@ -158,6 +187,7 @@ void Engine::fail_awaiting(Connection& c, int error, int prov_errno) {
 }
 
 void Engine::fail_delivery_waits(Connection& c, int error, int prov_errno) {
+  if (!c.awaiting_delivery.empty()) forget_response_target(c);
   for (auto& [id, message] : c.awaiting_delivery) {
     complete_send(c, *message, error, prov_errno);
     retired_.push_back(std::move(message));
@@ -173,11 +203,21 @@ void Engine::release_request(RemoteInbound& in) {
   wake_stalled();
 }
 
-void Engine::drop_remote(Connection& c) {
+void Engine::drop_remote(Connection& c, int error, int prov_errno) {
   if (c.remote == nullptr) return;
-  release_request(*c.remote);
-  delete c.remote;
+  std::unique_ptr<RemoteInbound> in(c.remote);
   c.remote = nullptr;
+  release_request(*in);
+  if (in->request == nullptr) return;
+  // The rest of this answer is gone with the stream: its wait ends now.
+  const uint32_t id = in->request->msg_id;
+  for (auto* waits : {&c.awaiting_response, &c.awaiting_delivery}) {
+    auto it = waits->find(id);
+    if (it == waits->end()) continue;
+    complete_send(c, *it->second, error, prov_errno);
+    retired_.push_back(std::move(it->second));
+    waits->erase(it);
+  }
 }
 
 }  // namespace ofi_dpdk::proto

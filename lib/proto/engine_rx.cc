@@ -1,11 +1,15 @@
-// engine_rx.cc: the receive side of a connection.  Segments are delivered
-// strictly in sequence order: the next expected one goes straight to its
-// message (receiver.cc); later ones wait in the reorder slots until the gap
-// closes; earlier ones are duplicates and only prompt an ack.  The receive
-// window closes when a new message finds neither a posted receive nor room
-// in the unexpected-message budget: the segment waits and the sender stops.
+// engine_rx.cc: the receive side of a connection, once its handshake opened
+// it (engine_handshake.cc).  Segments are delivered strictly in sequence
+// order: the next expected one goes straight to its message (receiver.cc);
+// later ones wait, copied into chunks of the engine's bounded reorder pool,
+// until the gap closes; earlier ones are duplicates and only prompt an ack.
+// The receive window closes when a new message finds neither a posted
+// receive nor room in the unexpected-message budget (or a request finds too
+// many of our responses unacknowledged): the segment waits and the sender
+// stops.
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "lib/proto/seq.h"
 #include "lib/proto/transport.h"
@@ -15,9 +19,54 @@ namespace {
 
 constexpr uint32_t kAckEvery = 8;
 
-RxSlot& slot_of(Connection& c, uint32_t seq) { return c.rx_slots[seq & (kMaxWindow - 1)]; }
+HeldSegment*& slot_of(Connection& c, uint32_t seq) { return c.rx_slots[seq & (kMaxWindow - 1)]; }
+
+const uint8_t* payload_of(const HeldSegment* held) {
+  return reinterpret_cast<const uint8_t*>(held + 1);
+}
 
 }  // namespace
+
+HeldSegment* Engine::take_chunk() {
+  if (!free_chunks_.empty()) {
+    HeldSegment* chunk = free_chunks_.back();
+    free_chunks_.pop_back();
+    return chunk;
+  }
+  if ((chunks_allocated_ + 1) * chunk_size() > config_.reorder_bytes) return nullptr;
+  if (free_chunks_.capacity() <= chunks_allocated_) {
+    // Room to give every chunk back without allocating then.
+    try {
+      free_chunks_.reserve(std::max<size_t>(2 * chunks_allocated_, 64));
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+  }
+  auto* chunk = static_cast<HeldSegment*>(::operator new(chunk_size(), std::nothrow));
+  if (chunk != nullptr) ++chunks_allocated_;
+  return chunk;
+}
+
+void Engine::give_back(HeldSegment* chunk) { free_chunks_.push_back(chunk); }
+
+void Engine::release_held(Connection& c) {
+  if (c.rx_slots) {
+    for (uint32_t i = 0; i < kMaxWindow; ++i) {
+      if (c.rx_slots[i] != nullptr) give_back(c.rx_slots[i]);
+      c.rx_slots[i] = nullptr;
+    }
+  }
+  c.rx_buffered = 0;
+}
+
+void Engine::set_stalled(Connection& c, bool stalled) {
+  if (c.rx_stalled == stalled) return;
+  c.rx_stalled = stalled;
+  if (stalled)
+    ++stalled_count_;
+  else
+    --stalled_count_;
+}
 
 uint16_t Engine::receive_window(const Connection& c) const {
   if (c.rx_stalled) return 0;
@@ -28,7 +77,7 @@ uint64_t Engine::sack_bits(const Connection& c) const {
   if (!c.rx_slots || c.rx_buffered == 0) return 0;
   uint64_t bits = 0;
   for (int i = 0; i < wire::kSackBits; ++i)
-    if (c.rx_slots[(c.next_expected + 1 + static_cast<uint32_t>(i)) & (kMaxWindow - 1)].present)
+    if (c.rx_slots[(c.next_expected + 1 + static_cast<uint32_t>(i)) & (kMaxWindow - 1)] != nullptr)
       bits |= uint64_t{1} << i;
   return bits;
 }
@@ -56,8 +105,8 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
         failed.kind = Completion::Kind::kRecv;
         failed.context = u.claim.context;
         failed.user_flags = u.claim.user_flags;
-        failed.error = kErrPeerReset;
-        failed.prov_errno = kProvPeerRestarted;
+        failed.error = error;
+        failed.prov_errno = prov_errno;
         failed.source_key = c.source_key;
         failed.auth_key = c.auth_key;
         push_recv_completion(u.claim, failed, true);
@@ -67,16 +116,24 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
     }
     delete in;
   }
-  if (c.rx_slots) std::fill(c.rx_slots.get(), c.rx_slots.get() + kMaxWindow, RxSlot{});
-  c.rx_buffered = 0;
+  release_held(c);
   c.next_expected = wire::kInitialSeq;
+  // The token of the closed half is never accepted again (offer_token).
+  if (c.rx_open) {
+    ++c.rx_gen;
+    c.closed_session = c.peer_session;
+    c.closed_conn = c.rx_conn;
+  }
   c.rx_open = false;
-  c.rx_stalled = false;
+  c.rx_token = 0;
+  set_stalled(c, false);
   c.ack_owed = 0;
   c.ack_now = false;
-  // The responses to our requests were in the stream we just dropped.
-  drop_remote(c);
-  fail_awaiting(c, error, prov_errno);
+  // A response half received is lost with the stream.  Other requests
+  // waiting for their answers may still get them, on the peer's next
+  // stream: one answered there shows which were lost (finish_remote), and
+  // the awaiting timer ends the rest.
+  drop_remote(c, error, prov_errno);
   // Budget freed by a dropped unexpected message may unblock other senders.
   if (unexpected_bytes_ < unexpected_before) wake_stalled();
 }
@@ -86,32 +143,6 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   if (h.payload_len > config_.max_payload || h.msg_len > config_.max_msg_size) {
     ++stats_.bad_frames;
     return;
-  }
-  const bool syn = h.flags & wire::kFlagSyn;
-  if (c.rx_open && h.conn != c.rx_conn) {
-    if (!syn || !conn_newer(h.conn, c.rx_conn)) {
-      // A straggler of a connection the sender has given up on; or a newer
-      // one whose opening we never saw, which the sender must start over.
-      ++stats_.stale_session;
-      if (conn_newer(h.conn, c.rx_conn)) emit_reset(s.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
-      return;
-    }
-    // The sender gave up on its old connection (it timed us out) and opens
-    // the next one: whatever it had half sent on the old one is gone (it
-    // failed those sends), and its sequence numbers start again.
-    reset_receive(c);
-  }
-  if (!c.rx_open) {
-    if (!syn) {
-      // We hold no receive state for this sender's connection: it must
-      // start over (we restarted or timed it out, or it never opened it).
-      ++stats_.stale_session;
-      emit_reset(s.src_mac, h.src_queue, h.src_session, h.conn, h.auth_key);
-      return;
-    }
-    c.rx_open = true;
-    c.rx_conn = h.conn;
-    c.next_expected = wire::kInitialSeq;
   }
   const uint32_t seq = h.seq;
   if (seq_lt(seq, c.next_expected)) {
@@ -138,6 +169,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   }
   if (distance == 0 && !c.rx_stalled && deliver(c, h, s.payload)) {
     ++c.next_expected;
+    c.rx_progress_ns = now_ns;
     drain_reorder(c);
     if (++c.ack_owed >= kAckEvery || (h.flags & wire::kFlagAckNow)) {
       c.ack_now = true;
@@ -147,22 +179,20 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     return;
   }
   // Ahead of a gap, or the next one while we cannot take it: keep a copy.
-  if (!c.rx_slots) {
-    c.rx_slots = std::make_unique<RxSlot[]>(kMaxWindow);
-    c.rx_payload = std::make_unique<uint8_t[]>(size_t{kMaxWindow} * config_.max_payload);
-  }
-  RxSlot& slot = slot_of(c, seq);
-  if (slot.present) {
+  if (!c.rx_slots) c.rx_slots = std::make_unique<HeldSegment*[]>(kMaxWindow);
+  HeldSegment*& slot = slot_of(c, seq);
+  if (slot != nullptr) {
     ++stats_.duplicates;
-  } else {
-    slot.present = true;
-    slot.header = h;
-    slot.payload_index = seq & (kMaxWindow - 1);
-    std::memcpy(c.rx_payload.get() + size_t{slot.payload_index} * config_.max_payload, s.payload,
-                h.payload_len);
+  } else if (HeldSegment* chunk = take_chunk()) {
+    chunk->header = h;
+    std::memcpy(chunk + 1, s.payload, h.payload_len);
+    slot = chunk;
     ++c.rx_buffered;
+  } else {
+    // The pool is spent: the sender resends it once the gap closes.
+    ++stats_.reorder_full;
   }
-  if (distance == 0 && !c.rx_stalled) c.rx_stalled = true;  // deliver() refused it
+  if (distance == 0) set_stalled(c, true);  // deliver() refused it
   if (c.rx_stalled) ++stats_.stalled_no_buffer;
   c.ack_now = true;  // a duplicate ack with SACK bits: the sender repairs the gap
 }
@@ -170,23 +200,23 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
 void Engine::drain_reorder(Connection& c) {
   if (!c.rx_slots) return;
   while (c.rx_buffered > 0) {
-    RxSlot& slot = slot_of(c, c.next_expected);
-    if (!slot.present) return;
-    const uint8_t* payload =
-        c.rx_payload.get() + size_t{slot.payload_index} * config_.max_payload;
-    if (!continues(c, slot.header)) {
+    HeldSegment*& slot = slot_of(c, c.next_expected);
+    if (slot == nullptr) return;
+    if (!continues(c, slot->header)) {
       // Kept while ahead of a gap, but does not fit the stream (see
       // on_data): drop it; the sender's copy comes again (RTO or probe).
       ++stats_.bad_frames;
-      slot.present = false;
+      give_back(slot);
+      slot = nullptr;
       --c.rx_buffered;
       return;
     }
-    if (!deliver(c, slot.header, payload)) {
-      c.rx_stalled = true;
+    if (!deliver(c, slot->header, payload_of(slot))) {
+      set_stalled(c, true);
       return;
     }
-    slot.present = false;
+    give_back(slot);
+    slot = nullptr;
     --c.rx_buffered;
     ++c.next_expected;
     ++c.ack_owed;
@@ -205,6 +235,14 @@ bool Engine::continues(const Connection& c, const wire::FrameHeader& h) const {
 }
 
 bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
+  // Each request, and each message that wants a delivery notice, will make
+  // a response: none is taken while the initiator leaves too many of ours
+  // unacknowledged.
+  if (c.inbound == nullptr && c.remote == nullptr &&
+      (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
+       (h.flags & wire::kFlagDeliveryNotice)) &&
+      c.responses_pending >= config_.max_pending_responses)
+    return false;
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
       h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse))
     return deliver_remote(c, h, payload);

@@ -27,9 +27,11 @@ wire::FrameHeader Engine::base_header(const Connection& c, uint8_t opcode) {
   h.src_session = session_;
   h.dst_session = c.peer_session;
   h.conn = c.tx_conn;
+  h.token = c.tx_token;
   h.auth_key = c.auth_key;
   if (c.rx_open) {
     h.ack_conn = c.rx_conn;
+    h.ack_token = c.rx_token;
     h.flags = wire::kFlagAckValid;
     h.ack = c.next_expected;
     h.window = receive_window(c);
@@ -38,9 +40,15 @@ wire::FrameHeader Engine::base_header(const Connection& c, uint8_t opcode) {
 }
 
 void Engine::reset_transmit(Connection& c) {
-  c.tx_conn = ++last_tx_conn_[c.key];
+  // Numbers need only differ from the peer's view of our last connection:
+  // tokens, not numbers, keep old segments out.
+  if (++last_tx_conn_ == 0) ++last_tx_conn_;
+  c.tx_conn = last_tx_conn_;
+  c.tx_state = TxState::kClosed;
+  c.hello_nonce = 0;
+  c.tx_token = 0;
+  c.tx_max_payload = 0;
   c.next_seq = c.una = wire::kInitialSeq;
-  c.syn = true;
   c.pending.clear();
   c.pending_cut = 0;
   c.cwnd_x256 = config_.initial_window * 256;
@@ -53,6 +61,7 @@ void Engine::reset_transmit(Connection& c) {
   c.rto_deadline_ns = 0;
   c.probes = 0;
   c.waiting_since_ns = 0;
+  c.stalled_since_ns = 0;
   if (c.tx_slots)
     std::fill(c.tx_slots.get(), c.tx_slots.get() + kMaxWindow, TxSlot{});
 }
@@ -61,13 +70,18 @@ void Engine::arm_rto(Connection& c, uint64_t now_ns) { c.rto_deadline_ns = now_n
 
 void Engine::pump(Connection& c, uint64_t now_ns) {
   if (c.pending_cut >= c.pending.size()) return;
+  if (c.tx_state != TxState::kOpen) {
+    // No segment before the handshake: it is what makes a retransmission
+    // unable to open a second connection at the peer.
+    if (c.tx_state == TxState::kClosed) emit_hello(c, now_ns);
+    return;
+  }
   if (!c.tx_slots) c.tx_slots = std::make_unique<TxSlot[]>(kMaxWindow);
   const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
   const uint32_t window = std::min({cwnd, c.peer_window, kMaxWindow});
   while (c.next_seq - c.una < window && c.pending_cut < c.pending.size()) {
     TxMessage& m = *c.pending[c.pending_cut];
-    const size_t length =
-        std::min<size_t>(config_.max_payload, m.length - m.next_offset);
+    const size_t length = std::min<size_t>(c.tx_max_payload, m.length - m.next_offset);
     const uint32_t seq = c.next_seq++;
     TxSlot& slot = slot_of(c, seq);
     slot = TxSlot{};
@@ -93,7 +107,6 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
   const auto opcode = static_cast<uint8_t>(m.opcode());
   wire::FrameHeader h = base_header(c, opcode);
   h.flags |= slot.flags;
-  if (c.syn) h.flags |= wire::kFlagSyn;
   if (m.request.has_data) {
     h.flags |= wire::kFlagRemoteData;
     h.cq_data = m.request.cq_data;
@@ -153,6 +166,7 @@ void Engine::emit_probe(Connection& c) {
   h.ack = 0;
   h.window = 0;
   h.ack_conn = 0;
+  h.ack_token = 0;
   h.seq = c.next_seq;
   OutFrame frame;
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
@@ -163,24 +177,6 @@ void Engine::emit_probe(Connection& c) {
   ++stats_.acks_sent;
 }
 
-void Engine::emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session,
-                        uint16_t conn, uint32_t auth_key) {
-  OutFrame frame{};
-  std::copy(mac, mac + 6, frame.dst_mac);
-  frame.header.version = wire::kWireVersion;
-  frame.header.opcode = static_cast<uint8_t>(wire::Opcode::kReset);
-  frame.header.dst_queue = queue;
-  frame.header.src_queue = queue_;
-  frame.header.src_ep_queue = address_queue_;
-  frame.header.auth_key = auth_key;
-  frame.header.src_session = session_;
-  frame.header.dst_session = dst_session;
-  frame.header.ack_conn = conn;
-  frame.message = nullptr;
-  outbox_.push_back(frame);
-  ++stats_.resets_sent;
-}
-
 void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) {
   const uint32_t ack = h.ack;
   if (seq_gt(ack, c.next_seq) || seq_lt(ack, c.una)) {
@@ -189,12 +185,14 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     if (seq_gt(ack, c.next_seq)) ++stats_.bad_frames;
     return;
   }
-  c.syn = false;
   const uint32_t previous_window = c.peer_window;
   c.peer_window = h.window;
+  if (c.peer_window == 0 && previous_window != 0) c.stalled_since_ns = now_ns;
+  if (c.peer_window != 0) c.stalled_since_ns = 0;
   if (!c.tx_slots) return;
 
   if (seq_gt(ack, c.una)) {
+    const bool responses_full = c.responses_pending >= config_.max_pending_responses;
     uint64_t rtt_sample = 0;
     const uint32_t cwnd_cap = kMaxWindow * 256;
     // Karn: only segments sent once give an RTT sample, and only those the
@@ -250,6 +248,8 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
       c.pending.pop_front();
       --c.pending_cut;
     }
+    // Requests wait while our responses are unacknowledged (engine_rma.cc).
+    if (responses_full && c.responses_pending < config_.max_pending_responses) wake(c);
   } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kAck) && c.una != c.next_seq) {
     ++c.dupacks;
   }
@@ -300,8 +300,12 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
   pump(c, now_ns);
 }
 
-void Engine::complete_send(Connection&, TxMessage& m, int error, int prov_errno) {
-  if (m.request.internal) return;  // our own response: nobody waits for it
+void Engine::complete_send(Connection& c, TxMessage& m, int error, int prov_errno) {
+  if (m.request.internal) {
+    // Our own response, acknowledged or given up: room for another request.
+    if (m.response) --c.responses_pending;
+    return;
+  }
   --outstanding_sends_;
   if (error == 0) ++stats_.messages_sent;
   if (!m.request.completion && error == 0) return;

@@ -24,10 +24,12 @@ T get(const uint8_t* in, size_t offset) {
 constexpr size_t kChecksumOffset =
     sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, checksum);
 
-// CRC-32C over our header and payload, with the checksum field counted as
-// zero.  The Ethernet header is left out: it is the link's business.
+// CRC-32C over the whole frame, Ethernet header included, with the
+// checksum field counted as zero.  The addresses are covered because the
+// transport names peers by them: a flipped source MAC on a link that
+// checks nothing (memif, a ring) must not make a frame another peer's.
 uint32_t frame_checksum(const uint8_t* frame, size_t length) {
-  const uint8_t* start = frame + sizeof(wire::EtherHeader);
+  const uint8_t* start = frame;
   const uint8_t* field = frame + kChecksumOffset;
   static constexpr uint8_t kZero[4] = {};
   uint32_t crc = crc32c(0xFFFFFFFFu, start, static_cast<size_t>(field - start));
@@ -133,6 +135,8 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
   put(f, offsetof(FrameHeader, group), htobe32(h.group));
   put(f, offsetof(FrameHeader, src_ep_queue), htobe16(h.src_ep_queue));
   put(f, offsetof(FrameHeader, reserved16), uint16_t{0});
+  put(f, offsetof(FrameHeader, token), htobe32(h.token));
+  put(f, offsetof(FrameHeader, ack_token), htobe32(h.ack_token));
   put(f, offsetof(FrameHeader, reserved32), uint32_t{0});
   return wire::kHeadersSize;
 }
@@ -172,6 +176,8 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length,
   h.auth_key = be32toh(get<uint32_t>(f, offsetof(FrameHeader, auth_key)));
   h.group = be32toh(get<uint32_t>(f, offsetof(FrameHeader, group)));
   h.src_ep_queue = be16toh(get<uint16_t>(f, offsetof(FrameHeader, src_ep_queue)));
+  h.token = be32toh(get<uint32_t>(f, offsetof(FrameHeader, token)));
+  h.ack_token = be32toh(get<uint32_t>(f, offsetof(FrameHeader, ack_token)));
   h.reserved16 = 0;  // written as 0; a sender's value means nothing
   h.reserved32 = 0;
 

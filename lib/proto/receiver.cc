@@ -400,13 +400,15 @@ int Engine::cancel_recv(void* context) {
 }
 
 void Engine::wake_stalled() {
-  for (auto& [key, connection] : connections_) {
-    Connection& c = *connection;
-    if (!c.rx_stalled) continue;
-    c.rx_stalled = false;
-    drain_reorder(c);
-    c.ack_now = true;  // the window update
-  }
+  if (stalled_count_ == 0) return;
+  for (auto& [key, connection] : connections_) wake(*connection);
+}
+
+void Engine::wake(Connection& c) {
+  if (!c.rx_stalled) return;
+  set_stalled(c, false);
+  drain_reorder(c);
+  c.ack_now = true;  // the window update (or the same window 0 again)
 }
 
 }  // namespace ofi_dpdk::proto

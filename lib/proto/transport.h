@@ -12,7 +12,13 @@
 //   - a peer that stops answering fails its operations with kErrTimedOut
 //     after TransportConfig::peer_timeout_ns; a peer that restarted (new
 //     session) fails the operations of the old connection with kErrPeerReset,
-//     and the next send forms a new connection.
+//     and the next send forms a new connection;
+//   - a receive half opens only through a HELLO handshake whose token the
+//     sender's segments then carry, so a retransmitted segment never opens a
+//     second connection and nothing runs twice;
+//   - strangers cost no memory until they complete a handshake (HELLOs are
+//     answered without state), connections are capped (max_connections,
+//     idle ones evicted), and reordering buffers come from a bounded pool.
 #pragma once
 
 #include <sys/uio.h>
@@ -48,6 +54,7 @@ enum ProvErrno : int {
   kProvNone = 0,
   kProvPeerTimeout = 1,    // the peer stopped acknowledging
   kProvPeerRestarted = 2,  // the peer is a new incarnation
+  kProvAnswerLost = 3,     // the request reached the peer; its answer was lost
 };
 const char* prov_errno_text(int prov_errno);
 
@@ -57,6 +64,11 @@ struct PeerAddress {
   uint32_t session = 0;  // 0: learn it from the peer
   uint32_t auth_key = 0;  // the network key the connection's frames carry
 };
+
+// A scalable endpoint's contexts lie within this many queues of its
+// address: a frame may name as its sender's address (src_ep_queue) its own
+// queue or one at most this far below.
+inline constexpr uint16_t kMaxAddressSpan = 64;
 
 inline uint64_t peer_key(const uint8_t mac[6], uint16_t queue) {
   uint64_t key = queue;
@@ -156,7 +168,9 @@ struct Completion {
 };
 
 struct TransportConfig {
-  uint32_t max_payload = 1444;           // payload bytes per frame
+  // Payload bytes per frame this endpoint sends and accepts; each
+  // connection sends at most the smaller of ours and the peer's (HELLO).
+  uint32_t max_payload = 1444;
   uint64_t max_msg_size = uint64_t{1} << 30;
   size_t unexpected_bytes = 64u << 20;   // buffered before a receive is posted
   size_t max_outstanding_sends = 1024;   // tx_attr->size
@@ -167,6 +181,24 @@ struct TransportConfig {
   uint64_t initial_rto_ns = 10'000'000;
   uint64_t ack_delay_ns = 20'000;
   uint64_t peer_timeout_ns = 5'000'000'000;
+  // A receiver that holds its window at 0 while answering keeps our sends
+  // waiting this long at most, then they fail with kErrTimedOut.
+  uint64_t stall_timeout_ns = 60'000'000'000;
+  // Connections (peers) this endpoint holds.  A peer that completes a
+  // handshake when all are taken evicts the longest-silent connection that
+  // has nothing in progress and has been silent for twice the peer timeout;
+  // with none such, its frames are dropped (connections_refused).
+  size_t max_connections = 4096;
+  // Bytes of segments kept ahead of a gap (or while a stalled receive
+  // waits), for all connections together; beyond it they are dropped and
+  // resent by their sender.
+  size_t reorder_bytes = 16u << 20;
+  // Responses a connection keeps until the initiator acknowledges them;
+  // further requests wait (window 0) until it does.
+  size_t max_pending_responses = 64;
+  // Keys tokens and nonces (engine.cc); the provider draws it from the
+  // kernel, tests leave it fixed.
+  uint64_t token_secret[2] = {0x736f6d6570736575ull, 0x646f72616e646f6dull};
 };
 
 struct TransportStats {
@@ -175,16 +207,24 @@ struct TransportStats {
            bad_frames = 0, stalled_no_buffer = 0, fast_retransmits = 0, timeouts = 0,
            messages_sent = 0, messages_received = 0, peers_failed = 0,
            requests_served = 0,
-           wrong_key = 0;  // frames with a network key this endpoint was not enabled with
+           wrong_key = 0,  // frames with a network key this endpoint was not enabled with
+           hellos_sent = 0, hellos_answered = 0,
+           connections_opened = 0,   // receive halves opened by a completed handshake
+           connections_evicted = 0,  // idle connections dropped to make room
+           connections_refused = 0,  // handshakes completed when no room was left
+           reorder_full = 0,         // segments dropped: the reorder pool was spent
+           bad_tokens = 0;           // frames whose token names no connection we hold
 };
 
 // One frame the engine wants sent.  The payload is gathered from the message
-// with copy_payload(); it stays valid until Engine::frames_sent().
+// with copy_payload(); it stays valid until Engine::frames_sent().  HELLO and
+// HELLO_ACK carry their HandshakeBody in `body` instead (wire order).
 struct OutFrame {
   uint8_t dst_mac[6];
   wire::FrameHeader header;  // host order
-  const struct TxMessage* message;  // nullptr for frames without payload
+  const struct TxMessage* message;  // nullptr for frames without a message
   uint32_t offset;
+  uint8_t body[sizeof(wire::HandshakeBody)];
   void copy_payload(uint8_t* out) const;
 };
 
@@ -225,10 +265,18 @@ struct TxSlot {  // a segment in flight
   bool sacked = false;
 };
 
-struct RxSlot {  // a segment that arrived ahead of a gap
-  bool present = false;
+// A segment kept ahead of a gap: its header, then (right after this struct)
+// its payload, in one chunk of the engine's reorder pool (engine_rx.cc).
+struct HeldSegment {
   wire::FrameHeader header;
-  uint32_t payload_index = 0;  // into Connection::rx_payload
+};
+
+// The transmit half's state: data flows only once a HELLO handshake gave us
+// the token the peer expects for our connection tx_conn.
+enum class TxState : uint8_t {
+  kClosed,  // no connection yet: the next message sends a HELLO
+  kHello,   // HELLO sent with hello_nonce, waiting for the HELLO_ACK
+  kOpen,    // tx_token known: segments flow
 };
 
 struct InboundMessage;
@@ -244,10 +292,13 @@ struct Connection {
   uint32_t peer_session = 0;  // 0: not known yet
   uint16_t tx_conn = 0;       // our transmit connection's number (wire conn)
   // Transmit side.
+  TxState tx_state = TxState::kClosed;
+  uint32_t hello_nonce = 0;          // kHello: what the HELLO_ACK must echo
+  uint32_t tx_token = 0;             // kOpen: what our segments carry
+  uint32_t tx_max_payload = 0;       // kOpen: segment size agreed with the peer
   uint32_t next_seq = wire::kInitialSeq;
   uint32_t una = wire::kInitialSeq;  // oldest unacknowledged
   uint32_t next_msg_id = 1;
-  bool syn = true;                   // peer has not acked this connection yet
   std::deque<std::unique_ptr<TxMessage>> pending;  // not fully acked, in order
   size_t pending_cut = 0;            // index of the first message not fully cut
   std::unique_ptr<TxSlot[]> tx_slots;
@@ -260,14 +311,24 @@ struct Connection {
   uint32_t recovery_seq = 0;         // no new window cut until una passes this
   uint64_t rto_deadline_ns = 0;      // 0: timer off
   uint8_t probes = 0;                // tail loss probes since the ack last advanced
-  uint64_t last_heard_ns = 0;
-  uint64_t waiting_since_ns = 0;     // first unanswered send
-  // Receive side: open once the peer's first SYN segment arrived.
+  uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer
+  uint64_t waiting_since_ns = 0;     // first unanswered send (or HELLO)
+  uint64_t stalled_since_ns = 0;     // the peer's window went to 0 (0: open)
+  // Receive side: open once the peer proved its handshake (a segment with
+  // the token our HELLO_ACK granted).
   bool rx_open = false;
   uint16_t rx_conn = 0;              // the peer's connection we receive on
+  uint32_t rx_token = 0;             // the token its segments carry
+  // Counts receive halves closed: a token is granted for one generation,
+  // so a segment of a closed connection cannot open it again.  The last
+  // closed connection, whose token must not pass as one of the generation
+  // before (receive_half_for).
+  uint32_t rx_gen = 0;
+  uint32_t closed_session = 0;
+  uint16_t closed_conn = 0;
   uint32_t next_expected = wire::kInitialSeq;
-  std::unique_ptr<RxSlot[]> rx_slots;
-  std::unique_ptr<uint8_t[]> rx_payload;
+  uint64_t rx_progress_ns = 0;       // a segment was last taken in order
+  std::unique_ptr<HeldSegment*[]> rx_slots;  // kMaxWindow, by seq; null: absent
   uint32_t rx_buffered = 0;
   InboundMessage* inbound = nullptr;  // message being assembled
   struct RemoteInbound* remote = nullptr;  // or request / response being assembled
@@ -279,7 +340,8 @@ struct Connection {
   // our kFlagAckRequest probes, however long its application takes.
   std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_delivery;
   uint64_t probe_sent_ns = 0;
-  bool rx_stalled = false;            // advertised window 0
+  bool rx_stalled = false;            // advertised window 0 (set_stalled)
+  uint32_t responses_pending = 0;     // our responses the initiator has not acked
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;
   bool ack_now = false;
@@ -375,7 +437,9 @@ class Engine {
   void on_frame(const Segment& segment, uint64_t now_ns);
   // Timers: retransmission, delayed acks, dead peers; and more sending.
   void poll(uint64_t now_ns);
-  // Forgets a peer's connection, failing its operations (AV removal).
+  // Fails a peer's operations and closes both halves of its connection (AV
+  // removal).  The connection's record stays (evictable), so a segment of
+  // the closed connection still cannot open it again.
   void drop_peer(uint64_t key);
   // The network keys whose frames this endpoint takes (default: only 0, no
   // key); frames with any other key are dropped unanswered and counted.
@@ -400,6 +464,11 @@ class Engine {
   // while peers may still retransmit what they have not seen acked.
   uint64_t last_data_ns() const { return last_data_ns_; }
   size_t posted_recvs() const { return posted_count_; }
+  size_t connection_count() const { return connections_.size(); }
+  // Bytes of the unexpected budget in use (early messages and requests).
+  size_t unexpected_bytes() const { return unexpected_bytes_; }
+  // Bytes the reorder pool holds (allocated chunks, free or in use).
+  size_t reorder_pool_bytes() const { return chunks_allocated_ * chunk_size(); }
   uint32_t session() const { return session_; }
   const TransportStats& stats() const { return stats_; }
   const TransportConfig& config() const { return config_; }
@@ -407,16 +476,36 @@ class Engine {
   const Connection* find(uint64_t key) const;
 
  private:
+  // The connection to (mac, queue), created for our own sends.
   Connection& connection(const uint8_t mac[6], uint16_t queue);
+  // A connection for a peer that proved its handshake: found, created, or
+  // made room for by evicting an idle one; nullptr when all are busy.
+  Connection* admit(const uint8_t mac[6], uint16_t queue, uint64_t now_ns);
+  bool evict_one(uint64_t now_ns);
+  // The token a HELLO from (key, session, conn, auth_key) is granted for
+  // receive generation `gen`; never 0.  Stateless: a HELLO costs nothing.
+  uint32_t offer_token(uint64_t key, uint32_t session, uint16_t conn, uint32_t auth_key,
+                       uint32_t gen) const;
+  uint32_t next_nonce();
+  void on_hello(const Segment& s);
+  void on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns);
+  void on_reset(Connection* c, const wire::FrameHeader& h);
+  // Whether a data segment or probe may use `c`'s receive half: it carries
+  // the open half's token, or proves a handshake (opening the half, and
+  // failing an older incarnation's operations when the session is new).
+  // Creates the connection when needed.  Answers RESET when it may not.
+  Connection* receive_half_for(Connection* c, const Segment& s, uint64_t now_ns);
   // engine_tx.cc
   void pump(Connection& c, uint64_t now_ns);
   void emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool retransmit);
   void emit_ack(Connection& c);
+  void emit_hello(Connection& c, uint64_t now_ns);
+  void emit_hello_ack(const Segment& s, uint32_t token);
   // Asks the peer for an ACK (kFlagAckRequest): is it still there?
   void emit_probe(Connection& c);
-  // Tells a peer we hold no receive state for its connection `conn`.
-  void emit_reset(const uint8_t mac[6], uint16_t queue, uint32_t dst_session, uint16_t conn,
-                  uint32_t auth_key);
+  // Tells the sender of `h` we hold no receive state for its connection
+  // (h.conn, h.token).
+  void emit_reset(const uint8_t mac[6], const wire::FrameHeader& h);
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
@@ -439,6 +528,12 @@ class Engine {
   void reset_receive(Connection& c, int error = kErrPeerReset, int prov_errno = kProvPeerRestarted);
   uint16_t receive_window(const Connection& c) const;
   uint64_t sack_bits(const Connection& c) const;
+  // The reorder pool: chunks of one header and max_payload bytes, within
+  // reorder_bytes.  nullptr when spent.
+  HeldSegment* take_chunk();
+  void give_back(HeldSegment* chunk);
+  size_t chunk_size() const { return sizeof(HeldSegment) + config_.max_payload; }
+  void release_held(Connection& c);
   // receiver.cc
   bool begin_message(Connection& c, const wire::FrameHeader& h);
   void place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length);
@@ -451,9 +546,12 @@ class Engine {
   void await_response(Connection& c, std::unique_ptr<TxMessage> message);
   void fail_awaiting(Connection& c, int error, int prov_errno);
   void fail_delivery_waits(Connection& c, int error, int prov_errno);
+  void forget_response_target(Connection& c);
   // A send we wait on a RESPONSE for (request or delivery notice), or null.
   TxMessage* awaited(Connection& c, uint32_t msg_id);
-  void drop_remote(Connection& c);
+  // Drops what the receive half assembled of a request or response; a
+  // request waiting for that response fails with `error`.
+  void drop_remote(Connection& c, int error, int prov_errno);
   // Gives a request's bytes back to the unexpected budget.
   void release_request(RemoteInbound& in);
   void complete_recv(const RecvRequest& recv, const InboundMessage& in,
@@ -475,7 +573,11 @@ class Engine {
   void drop_unexpected(std::list<UnexpectedMessage>::iterator it);
   // Gives it to a receive now, or when whole if it is still arriving.
   void take_unexpected(const RecvRequest& request, std::list<UnexpectedMessage>::iterator it);
+  // Takes what a stalled receive half held back, now that a receive, budget
+  // or response room may be there; acks the reopened window.
   void wake_stalled();
+  void wake(Connection& c);
+  void set_stalled(Connection& c, bool stalled);
 
   TransportConfig config_;
   uint8_t mac_[6];
@@ -484,9 +586,11 @@ class Engine {
   uint32_t session_;
   std::vector<uint32_t> accepted_keys_{0};
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
-  // The last transmit connection number used per peer, kept when a
-  // connection is forgotten (drop_peer) so a later one is still newer.
-  std::unordered_map<uint64_t, uint16_t> last_tx_conn_;
+  uint16_t last_tx_conn_ = 0;  // numbers transmit connections, to all peers
+  uint64_t nonce_counter_ = 0;
+  std::vector<HeldSegment*> free_chunks_;
+  size_t chunks_allocated_ = 0;
+  size_t stalled_count_ = 0;  // connections with rx_stalled
   std::vector<OutFrame> outbox_;
   std::vector<std::unique_ptr<TxMessage>> retired_;
   RequestHandler request_handler_;

@@ -15,8 +15,10 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 4;  // 2: conn and ack_conn; 3: delivery notices;
-                                            // 4: auth_key, group, src_ep_queue
+inline constexpr uint8_t kWireVersion = 5;  // 2: conn and ack_conn; 3: delivery notices;
+                                            // 4: auth_key, group, src_ep_queue;
+                                            // 5: HELLO handshake, tokens, checksum
+                                            //    over the Ethernet header
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -32,7 +34,9 @@ static_assert(sizeof(EtherHeader) == 14);
   X(kAck, 3, "ACK")       /* ack + window; tag carries the SACK bitmap */ \
   X(kReset, 4, "RESET")   /* "I hold no connection for your session" */ \
   X(kRequest, 5, "REQUEST")   /* RMA/atomic request segment: the target answers */ \
-  X(kResponse, 6, "RESPONSE") /* its answer: tag = request msg_id, cq_data = status */
+  X(kResponse, 6, "RESPONSE") /* its answer: tag = request msg_id, cq_data = status */ \
+  X(kHello, 7, "HELLO")         /* "I open transmit connection conn to you" */ \
+  X(kHelloAck, 8, "HELLO_ACK")  /* its answer: the token that connection's data carries */
 
 enum class Opcode : uint8_t {
 #define OFI_DPDK_OPCODE_ENUM(name, value, text) name = value,
@@ -65,9 +69,8 @@ constexpr bool opcode_is_data(uint8_t value) {
 inline constexpr uint16_t kFlagRemoteData = 1u << 0;  // cq_data is valid
 inline constexpr uint16_t kFlagLastSegment = 1u << 1;
 inline constexpr uint16_t kFlagAckValid = 1u << 2;    // ack and window are meaningful
-// Set on data segments of a connection the peer has not acknowledged yet:
-// the receiver may (re)start its receive state for src_session at seq 1.
-inline constexpr uint16_t kFlagSyn = 1u << 3;
+// 1u << 3 was kFlagSyn up to version 4 (data segments opened connections);
+// since version 5 only a HELLO handshake does, and the bit is unused.
 // On MSG and TAGGED segments (FI_DELIVERY_COMPLETE): once a receive has
 // taken the whole message, the receiver answers with a RESPONSE whose tag is
 // this msg_id (status 0 in cq_data); the send completes on that notice.
@@ -103,7 +106,8 @@ struct FrameHeader {
   uint16_t window;       // receive credits the sender grants the peer
   uint64_t tag;          // tagged messages: the tag; ACK: the SACK bitmap
   uint64_t cq_data;      // remote CQ data when kFlagRemoteData
-  uint32_t checksum;     // CRC-32C of header (this field as 0) and payload
+  uint32_t checksum;     // CRC-32C of the Ethernet header, this header (this
+                         // field as 0) and the payload
   // Connection numbers tell the connections of one pair of incarnations
   // apart: a sender that gave up on a connection (peer timeout, RESET) opens
   // the next one with conn + 1, so stragglers and acks of the old one can
@@ -122,9 +126,25 @@ struct FrameHeader {
   // receiver names the source (FI_SOURCE) by (src_mac, src_ep_queue).
   uint16_t src_ep_queue;
   uint16_t reserved16;   // 0
+  // Tokens name a transmit connection unguessably (version 5).  The
+  // receiving side of a connection grants its token in the HELLO_ACK; the
+  // sender's data segments and probes carry it in `token`, and the
+  // receiving side's acks and RESETs carry it back in `ack_token`.  A frame
+  // whose token its receiver does not hold for that connection opens
+  // nothing and changes nothing: only a completed HELLO handshake opens a
+  // receive half, so a retransmitted segment can never start a second
+  // connection and run twice.
+  //   HELLO:      token = the opener's nonce (ack_token 0)
+  //   HELLO_ACK:  ack_token = that nonce echoed; the granted token is in
+  //               the HandshakeBody
+  //   data, probe: token = the granted token of the sender's connection conn
+  //   acks (kFlagAckValid): ack_token = the token of connection ack_conn
+  //   RESET:      ack_token = the token (or nonce) of the frame it answers
+  uint32_t token;
+  uint32_t ack_token;
   uint32_t reserved32;   // 0
 };
-static_assert(sizeof(FrameHeader) == 80);
+static_assert(sizeof(FrameHeader) == 88);
 static_assert(offsetof(FrameHeader, checksum) == 56);
 static_assert(offsetof(FrameHeader, src_session) == 8);
 static_assert(offsetof(FrameHeader, payload_len) == 36);
@@ -134,7 +154,21 @@ static_assert(offsetof(FrameHeader, ack_conn) == 62);
 static_assert(offsetof(FrameHeader, auth_key) == 64);
 static_assert(offsetof(FrameHeader, group) == 68);
 static_assert(offsetof(FrameHeader, src_ep_queue) == 72);
+static_assert(offsetof(FrameHeader, token) == 76);
+static_assert(offsetof(FrameHeader, ack_token) == 80);
 
 inline constexpr size_t kHeadersSize = sizeof(EtherHeader) + sizeof(FrameHeader);
+
+// The payload of HELLO and HELLO_ACK frames (big-endian like the header).
+struct HandshakeBody {
+  // HELLO_ACK: the token the opener's data segments on this connection
+  // carry (never 0).  HELLO: 0.
+  uint32_t token;
+  // The largest frame payload the sender of this frame accepts; each side
+  // sends segments of at most the smaller of its own and the peer's.
+  uint32_t max_payload;
+  uint32_t reserved[2];  // 0
+};
+static_assert(sizeof(HandshakeBody) == 16);
 
 }  // namespace ofi_dpdk::wire

@@ -31,6 +31,8 @@
 // did and the engine's counters at the end: to check what a seed reaches.
 #include "test/fuzz/fuzz_receive_path.h"
 
+#include <endian.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -74,7 +76,8 @@ void trace_stats(const TransportStats& stats) {
       "frames_sent", "frames_received", "retransmitted", "acks_sent", "resets_sent",
       "duplicates", "out_of_window", "stale_session", "bad_frames", "stalled_no_buffer",
       "fast_retransmits", "timeouts", "messages_sent", "messages_received", "peers_failed",
-      "requests_served"};
+      "requests_served", "wrong_key", "hellos_sent", "hellos_answered", "connections_opened",
+      "connections_evicted", "connections_refused", "reorder_full", "bad_tokens"};
   uint64_t values[kStatsFields];
   std::memcpy(values, &stats, sizeof(values));
   std::fprintf(stderr, "stats:");
@@ -152,6 +155,8 @@ class World {
   size_t next_recv_template_ = 0;
   size_t next_send_template_ = 0;
   uint64_t frames_handed_ = 0;
+  uint32_t granted_ = 0;  // token of our latest HELLO_ACK (kAnyToken)
+  uint32_t nonce_ = 0;    // nonce of our latest HELLO (kAnyToken in ack_token)
   TransportStats last_stats_{};
   // Keyed by the context's id; ordered, so "oldest" is the smallest key.
   std::map<uint64_t, PendingRecv> recvs_;
@@ -233,6 +238,8 @@ void World::receive(uint8_t ctl, const uint8_t* bytes, size_t length) {
   if (result != DecodeResult::kOk) return;  // rx_bad_frames or rx_not_ours
   if (std::memcmp(decoded.dst_mac, kLocalMac, 6) != 0) return;  // rx_not_ours
   if (decoded.header.dst_queue != kLocalQueue) return;          // rx_no_endpoint
+  if (decoded.header.token == kAnyToken) decoded.header.token = granted_;
+  if (decoded.header.ack_token == kAnyToken) decoded.header.ack_token = nonce_;
   ++frames_handed_;
   engine_->on_frame({decoded.src_mac, &decoded.header, decoded.payload}, now_);
   check_stats();
@@ -345,6 +352,19 @@ void World::check_frame(const OutFrame& frame) {
     FUZZ_CHECK(h.msg_len == it->second.length);
     FUZZ_CHECK((h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest)) ==
                it->second.request);
+  } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kHello) ||
+             h.opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck)) {
+    FUZZ_CHECK(frame.message == nullptr && h.payload_len == sizeof(wire::HandshakeBody));
+    wire::HandshakeBody body;
+    std::memcpy(&body, frame.body, sizeof(body));
+    FUZZ_CHECK(be32toh(body.max_payload) == config_.max_payload);
+    if (h.opcode == static_cast<uint8_t>(wire::Opcode::kHello)) {
+      FUZZ_CHECK(h.token != 0 && body.token == 0);
+      nonce_ = h.token;
+    } else {
+      FUZZ_CHECK(body.token != 0);
+      granted_ = be32toh(body.token);
+    }
   } else {
     FUZZ_CHECK(frame.message == nullptr && h.payload_len == 0);
   }

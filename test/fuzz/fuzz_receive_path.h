@@ -24,6 +24,12 @@
 // (kPeerMac, kPeerQueue), whose session it learns from the peer's frames,
 // and a request handler (RMA target side) whose response is described at
 // kHandlerEcho.
+//
+// Tokens: a frame's `token` of kAnyToken stands for the token the endpoint
+// granted in its latest HELLO_ACK, and an `ack_token` of kAnyToken for the
+// nonce of its latest HELLO, so inputs get past the handshake (and mutated
+// ones stay past it) without knowing the endpoint's secret.  The harness
+// puts them in after decoding, as if the peer had read them off the wire.
 // Everything is deterministic: same input, same run.
 #pragma once
 
@@ -41,6 +47,8 @@ inline constexpr uint32_t kLocalSession = 0xB0000012;
 inline constexpr uint8_t kPeerMac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x0A};
 inline constexpr uint16_t kPeerQueue = 0;
 inline constexpr uint32_t kPeerSession = 0xA0000012;
+
+inline constexpr uint32_t kAnyToken = 0xFFFFFFFF;
 
 inline constexpr uint8_t kCtlSeal = 1u << 0;
 inline constexpr uint8_t kCtlBurst = 1u << 1;

@@ -137,9 +137,10 @@ TEST(FrameCodec, SegmentBeyondMessageIsRefused) {  // checked before the checksu
 TEST(FrameCodec, EveryFlippedBitIsCaught) {
   const auto clean = frame_with(sample_header(40), 40);
   DecodedFrame out;
-  // Expect: any single-bit error after the Ethernet header is refused, by
-  // the checksum or by an earlier check.
-  for (size_t bit = 14 * 8; bit < clean.size() * 8; ++bit) {
+  // Expect: any single-bit error is refused, by the checksum or by an
+  // earlier check: in the addresses too (a flipped source MAC would make
+  // the frame another peer's), and in the EtherType (not ours then).
+  for (size_t bit = 0; bit < clean.size() * 8; ++bit) {
     auto frame = clean;
     frame[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
     EXPECT_NE(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kOk)

@@ -196,13 +196,13 @@ TEST(PeerGroups, AReceiveTakesOnlyMessagesSentToItsGroup) {
 }
 
 TEST(AddressQueue, TheSenderIsNamedByItsAddressQueueNotItsOwnQueue) {
-  // Expect: engine a (queue 3) says its address queue is 40, as a context of
-  // a scalable endpoint does: b reports the source as (MAC a, 40), and a
-  // receive directed to (MAC a, 40) matches while one directed to (MAC a, 3)
-  // does not.
+  // Expect: engine a (queue 3) says its address queue is 1, as context 2 of
+  // a scalable endpoint at queue 1 does: b reports the source as (MAC a, 1),
+  // and a receive directed to (MAC a, 1) matches while one directed to
+  // (MAC a, 3) does not.
   KeyNet net(5);
-  net.engine(net.a).set_address_queue(40);
-  const uint64_t address = peer_key(kMacA, 40);
+  net.engine(net.a).set_address_queue(1);
+  const uint64_t address = peer_key(kMacA, 1);
   const uint64_t own_queue = peer_key(kMacA, 3);
   const std::vector<uint8_t> out(50, 0x33);
   ASSERT_EQ(net.send(net.a, out, ctx(1), 0), 0);
@@ -224,6 +224,29 @@ TEST(AddressQueue, TheSenderIsNamedByItsAddressQueueNotItsOwnQueue) {
   ASSERT_NE(net.find(net.b, ctx(21)), nullptr);
   EXPECT_EQ(net.find(net.b, ctx(21))->source_key, address);
   EXPECT_EQ(right, out);
+}
+
+TEST(AddressQueue, AnAddressQueueNoContextCouldHaveIsRefused) {
+  // Expect: a sender naming as its address a queue above its own, or one
+  // kMaxAddressSpan or more below it, is not taken: its frames count as bad
+  // and nothing reaches b, so it cannot pass itself off as another endpoint
+  // of its port.
+  for (const uint16_t claimed : {uint16_t{4}, uint16_t{40}}) {
+    KeyNet net(6);
+    net.engine(net.a).set_address_queue(claimed);
+    const std::vector<uint8_t> out(50, 0x44);
+    std::vector<uint8_t> in(50);
+    RecvRequest r;
+    r.iov[0] = {in.data(), in.size()};
+    r.iov_count = 1;
+    r.context = ctx(30);
+    ASSERT_EQ(net.engine(net.b).post_recv(r, net.link.now()), 0);
+    ASSERT_EQ(net.send(net.a, out, ctx(1), 0), 0);
+    net.run_until([] { return false; }, 50'000'000);
+    EXPECT_GT(net.engine(net.b).stats().bad_frames, 0u) << claimed;
+    EXPECT_EQ(net.engine(net.b).stats().messages_received, 0u) << claimed;
+    EXPECT_EQ(net.find(net.b, ctx(30)), nullptr) << claimed;
+  }
 }
 
 }  // namespace

@@ -1199,7 +1199,10 @@ wire::FrameHeader forged_data(Net& net, size_t from, size_t to, uint32_t seq) {
   h.msg_len = 16;
   h.payload_len = 16;
   // On the sender's current connection, as its own frames would be.
-  if (const Connection* c = net.engine(from).find(net.link.key(to))) h.conn = c->tx_conn;
+  if (const Connection* c = net.engine(from).find(net.link.key(to))) {
+    h.conn = c->tx_conn;
+    h.token = c->tx_token;
+  }
   return h;
 }
 
@@ -1241,10 +1244,11 @@ struct Pair {
   }
 };
 
-TEST(TransportHostile, UnknownConnectionWithoutSynIsResetAndDropped) {
-  // Expect: a data frame from a stranger with no connection and no SYN is
-  // dropped (no connection, no delivery), stale_session and resets_sent rise
-  // and exactly one RESET goes back naming the stranger's session.
+TEST(TransportHostile, DataWithoutAHandshakeIsResetAndDropped) {
+  // Expect: a data frame from a stranger that never completed a handshake
+  // (its token is one B never granted) is dropped (no connection, no
+  // delivery), bad_tokens and resets_sent rise and exactly one RESET goes
+  // back naming the stranger's session, connection and token.
   Pair p(121);
   const uint8_t payload[16] = {};
   std::vector<uint8_t> in(100);
@@ -1252,8 +1256,11 @@ TEST(TransportHostile, UnknownConnectionWithoutSynIsResetAndDropped) {
   const TransportStats before = p.net.engine(p.b).stats();
   wire::FrameHeader h = forged_data(p.net, p.a, p.b, 1);
   h.src_queue = 9;
+  h.src_ep_queue = 9;
   h.src_session = 0x5E55;
   h.dst_session = 0;
+  h.conn = 4;
+  h.token = 0x70CE;
   Engine& b = p.net.engine(p.b);
   ASSERT_TRUE(b.outbox().empty());
   deliver(p.net, p.b, kMacStranger, h, payload);
@@ -1264,12 +1271,15 @@ TEST(TransportHostile, UnknownConnectionWithoutSynIsResetAndDropped) {
   EXPECT_EQ(std::memcmp(reset.dst_mac, kMacStranger, 6), 0);
   EXPECT_EQ(reset.header.dst_queue, 9);
   EXPECT_EQ(reset.header.dst_session, 0x5E55u);
+  EXPECT_EQ(reset.header.ack_conn, 4);
+  EXPECT_EQ(reset.header.ack_token, 0x70CEu);
   EXPECT_EQ(reset.header.src_session, p.net.link.session(p.b));
-  EXPECT_EQ(b.stats().stale_session, before.stale_session + 1);
+  EXPECT_EQ(b.stats().bad_tokens, before.bad_tokens + 1);
   EXPECT_EQ(b.stats().resets_sent, before.resets_sent + 1);
   EXPECT_EQ(b.find(peer_key(kMacStranger, 9)), nullptr);
-  // Same with B's own session named but still no SYN.
+  // Same with B's own session named, and with no token at all.
   h.dst_session = p.net.link.session(p.b);
+  h.token = 0;
   deliver(p.net, p.b, kMacStranger, h, payload);
   EXPECT_EQ(b.stats().resets_sent, before.resets_sent + 2);
   EXPECT_EQ(b.find(peer_key(kMacStranger, 9)), nullptr);
@@ -1345,6 +1355,7 @@ TEST(TransportHostile, ForgedResetWithWrongSessionIsIgnored) {
     r.src_session = p.net.link.session(p.b);
     r.dst_session = dst_session;
     r.ack_conn = c->tx_conn;
+    r.ack_token = c->tx_token;  // all right but the session
     deliver(p.net, p.a, kMacB, r, nullptr);
   }
   EXPECT_EQ(a.stats().stale_session, stale + 3);
@@ -1362,8 +1373,10 @@ TEST(TransportHostile, ForgedResetWithWrongSessionIsIgnored) {
 TEST(TransportHostile, ResetForAnEarlierConnectionIsIgnored) {
   // Expect: a RESET with the right sessions that answers A's previous
   // transmit connection (a late one, from before A opened the current one)
-  // changes nothing; the same RESET naming the current connection fails
-  // A's send with kErrPeerReset and A's next connection is newer.
+  // changes nothing, nor does one naming the current connection with a
+  // token B never granted it; the RESET naming the current connection and
+  // its token fails A's send with kErrPeerReset and A's next connection is
+  // newer.
   Pair p(126);
   p.open();
   Engine& a = p.net.engine(p.a);
@@ -1379,12 +1392,20 @@ TEST(TransportHostile, ResetForAnEarlierConnectionIsIgnored) {
   r.src_session = p.net.link.session(p.b);
   r.dst_session = p.net.link.session(p.a);
   r.ack_conn = static_cast<uint16_t>(current - 1);
+  r.ack_token = c->tx_token;
   const uint64_t stale = a.stats().stale_session;
   deliver(p.net, p.a, kMacB, r, nullptr);
   EXPECT_EQ(a.stats().stale_session, stale + 1);
   EXPECT_EQ(a.outstanding_sends(), 1u);
   EXPECT_TRUE(p.net.take(p.a).empty());
+  // The current connection, but not the token B granted it: a forgery.
   r.ack_conn = current;
+  r.ack_token = c->tx_token + 1;
+  deliver(p.net, p.a, kMacB, r, nullptr);
+  EXPECT_EQ(a.stats().stale_session, stale + 2);
+  EXPECT_EQ(a.outstanding_sends(), 1u);
+  EXPECT_TRUE(p.net.take(p.a).empty());
+  r.ack_token = c->tx_token;
   deliver(p.net, p.a, kMacB, r, nullptr);
   EXPECT_EQ(a.outstanding_sends(), 0u);
   auto done = p.net.take(p.a);
@@ -1418,6 +1439,7 @@ TEST(TransportHostile, AckForSequenceNeverSentIsIgnored) {
   ack.dst_session = p.net.link.session(p.a);
   ack.ack = c->next_seq + 50;
   ack.ack_conn = c->tx_conn;
+  ack.ack_token = c->tx_token;
   ack.window = 0;
   deliver(p.net, p.a, kMacB, ack, nullptr);
   EXPECT_EQ(a.stats().bad_frames, bad + 1);

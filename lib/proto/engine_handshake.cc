@@ -1,0 +1,273 @@
+// engine_handshake.cc: how connections open, close and are admitted.
+//
+// A transmit half opens with a HELLO carrying a nonce; the peer answers
+// HELLO_ACK with the nonce and a token, and from then on every data segment
+// and probe of that connection carries the token.  The peer keeps no state
+// for a HELLO: the token is a keyed hash of who asked (address, session,
+// connection number, network key) and of the receive half's generation, so
+// the peer can check it when the first segment arrives.  That segment proves
+// the sender hears frames sent to its address; only then does the receive
+// half open, and only then, for a sender never seen before, does a
+// Connection exist.  Closing a receive half moves its generation, so no
+// segment of a closed connection opens it again: a retransmitted request
+// runs once or its initiator hears RESET, never twice.
+//
+// A RESET answers a frame whose token we do not hold, echoing that token:
+// only the sender of the frame can take it for real.  Sessions tell
+// incarnations apart; a new one fails the old one's operations only once it
+// proved its handshake (a forged HELLO from a peer's address costs nothing).
+#include <algorithm>
+#include <cstring>
+#include <endian.h>
+
+#include "lib/proto/seq.h"
+#include "lib/proto/token.h"
+#include "lib/proto/transport.h"
+
+namespace ofi_dpdk::proto {
+
+uint32_t Engine::offer_token(uint64_t key, uint32_t session, uint16_t conn, uint32_t auth_key,
+                             uint32_t gen) const {
+  return handshake_token(config_.token_secret, key, session, conn, auth_key, gen);
+}
+
+uint32_t Engine::next_nonce() {
+  return hello_nonce(config_.token_secret, session_, queue_, ++nonce_counter_);
+}
+
+Connection* Engine::admit(const uint8_t mac[6], uint16_t queue, uint64_t now_ns) {
+  if (connections_.size() >= config_.max_connections && !evict_one(now_ns)) return nullptr;
+  return &connection(mac, queue);
+}
+
+bool Engine::evict_one(uint64_t now_ns) {
+  // Only a connection with nothing in progress either way, silent for twice
+  // the peer timeout: by then its peer retransmits nothing it sent before
+  // (it would have timed it out), so no old segment can find the record
+  // gone and start over.  The longest silent goes first.
+  const uint64_t quiet = 2 * config_.peer_timeout_ns;
+  auto victim = connections_.end();
+  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+    const Connection& c = *it->second;
+    const bool idle = c.pending.empty() && c.una == c.next_seq &&
+                      c.awaiting_response.empty() && c.awaiting_delivery.empty() &&
+                      c.inbound == nullptr && c.remote == nullptr && c.rx_buffered == 0 &&
+                      c.ack_owed == 0;
+    if (!idle || now_ns - c.last_heard_ns < quiet) continue;
+    if (victim == connections_.end() || c.last_heard_ns < victim->second->last_heard_ns)
+      victim = it;
+  }
+  if (victim == connections_.end()) return false;
+  // Unexpected messages it delivered whole stay: they belong to receives.
+  release_held(*victim->second);
+  connections_.erase(victim);
+  ++stats_.connections_evicted;
+  return true;
+}
+
+void Engine::on_hello(const Segment& s) {
+  const wire::FrameHeader& h = *s.header;
+  if (h.payload_len < sizeof(wire::HandshakeBody) || h.token == 0) {
+    ++stats_.bad_frames;
+    return;
+  }
+  const uint64_t key = peer_key(s.src_mac, h.src_queue);
+  auto it = connections_.find(key);
+  const Connection* c = it == connections_.end() ? nullptr : it->second.get();
+  // A HELLO for the connection already open (our answer was lost) gets its
+  // token again; any other gets the token of a new opening.  Nothing is
+  // kept either way.
+  const bool open = c != nullptr && c->rx_open && c->peer_session == h.src_session &&
+                    c->rx_conn == h.conn && c->auth_key == h.auth_key;
+  emit_hello_ack(s, open ? c->rx_token
+                         : offer_token(key, h.src_session, h.conn, h.auth_key,
+                                       c != nullptr ? c->rx_gen : 0));
+}
+
+void Engine::on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns) {
+  const wire::FrameHeader& h = *s.header;
+  if (c == nullptr || c->tx_state != TxState::kHello || h.dst_session != session_ ||
+      h.ack_conn != c->tx_conn || h.ack_token != c->hello_nonce ||
+      (c->peer_session != 0 && h.src_session != c->peer_session)) {
+    // A late answer to a HELLO we no longer wait for, or not ours at all.
+    ++stats_.stale_session;
+    return;
+  }
+  wire::HandshakeBody body;
+  if (h.payload_len < sizeof(body)) {
+    ++stats_.bad_frames;
+    return;
+  }
+  std::memcpy(&body, s.payload, sizeof(body));
+  const uint32_t token = be32toh(body.token);
+  const uint32_t max_payload = be32toh(body.max_payload);
+  if (token == 0 || max_payload == 0) {
+    ++stats_.bad_frames;
+    return;
+  }
+  c->tx_state = TxState::kOpen;
+  c->tx_token = token;
+  c->tx_max_payload = std::min(config_.max_payload, max_payload);
+  c->peer_session = h.src_session;
+  c->last_heard_ns = now_ns;
+  c->rto_deadline_ns = 0;
+  c->rto_ns = config_.initial_rto_ns;
+  pump(*c, now_ns);
+}
+
+void Engine::on_reset(Connection* c, const wire::FrameHeader& h) {
+  // Only a RESET that names our session, our current transmit connection
+  // and the token (or, before the answer, the nonce) it carries counts: a
+  // late one, answering a connection we already replaced, or a forged one,
+  // must not fail the new one.
+  const uint32_t expected = c == nullptr                          ? 0
+                            : c->tx_state == TxState::kOpen  ? c->tx_token
+                            : c->tx_state == TxState::kHello ? c->hello_nonce
+                                                             : 0;
+  if (expected == 0 || h.dst_session != session_ || h.ack_conn != c->tx_conn ||
+      h.ack_token != expected) {
+    ++stats_.stale_session;
+    return;
+  }
+  if (c->peer_session != 0 && h.src_session != c->peer_session) {
+    // A new incarnation of the peer: nothing of the old one survives.
+    fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
+  } else {
+    // Same incarnation, which lost the receive state of our connection
+    // (it timed us out): our sends fail, what it sends us stays, and
+    // requests held back for our responses' sake may come in again.
+    fail_transmit(*c, kErrPeerReset, kProvPeerRestarted);
+    wake(*c);
+  }
+  c->peer_session = h.src_session;
+}
+
+Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t now_ns) {
+  const wire::FrameHeader& h = *s.header;
+  if (c != nullptr && c->rx_open && h.token == c->rx_token && h.conn == c->rx_conn &&
+      h.src_session == c->peer_session)
+    return c;
+  const uint64_t key = peer_key(s.src_mac, h.src_queue);
+  const uint32_t gen = c != nullptr ? c->rx_gen : 0;
+  // A token offered before the last close is still good, but for the very
+  // connection that close ended (a HELLO_ACK may cross a restart's reset).
+  const bool offered =
+      h.token != 0 &&
+      (h.token == offer_token(key, h.src_session, h.conn, h.auth_key, gen) ||
+       (gen > 0 && !(h.src_session == c->closed_session && h.conn == c->closed_conn) &&
+        h.token == offer_token(key, h.src_session, h.conn, h.auth_key, gen - 1)));
+  if (!offered) {
+    // A segment of a connection we hold no receive half for (closed, timed
+    // out, restarted, never opened) or a forgery: it starts nothing.
+    ++stats_.bad_tokens;
+    emit_reset(s.src_mac, h);
+    return nullptr;
+  }
+  // The sender proved its handshake.
+  if (c == nullptr) {
+    c = admit(s.src_mac, h.src_queue, now_ns);
+    if (c == nullptr) {
+      ++stats_.connections_refused;
+      return nullptr;
+    }
+  } else if (c->peer_session != 0 && h.src_session != c->peer_session) {
+    // The peer restarted: the old incarnation's operations fail first.
+    fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
+  } else if (c->rx_open) {
+    // It gave up on its older connection (and failed what it had sent).
+    reset_receive(*c);
+  }
+  c->peer_session = h.src_session;
+  c->auth_key = h.auth_key;
+  c->source_key = peer_key(s.src_mac, h.src_ep_queue);
+  c->rx_open = true;
+  c->rx_conn = h.conn;
+  c->rx_token = h.token;
+  c->next_expected = wire::kInitialSeq;
+  c->rx_progress_ns = now_ns;
+  ++stats_.connections_opened;
+  // Open the way back too, so the first response, notice or message to
+  // this peer does not wait a round trip of its own.
+  if (c->tx_state == TxState::kClosed) emit_hello(*c, now_ns);
+  return c;
+}
+
+void Engine::emit_hello(Connection& c, uint64_t now_ns) {
+  if (c.tx_state == TxState::kClosed) {
+    c.tx_state = TxState::kHello;
+    c.hello_nonce = next_nonce();
+    c.waiting_since_ns = now_ns;
+    c.rto_ns = config_.initial_rto_ns;
+  } else {
+    c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);  // a retransmission
+  }
+  c.rto_deadline_ns = now_ns + c.rto_ns;
+  OutFrame frame{};
+  std::copy(c.mac, c.mac + 6, frame.dst_mac);
+  wire::FrameHeader& h = frame.header;
+  h.version = wire::kWireVersion;
+  h.opcode = static_cast<uint8_t>(wire::Opcode::kHello);
+  h.dst_queue = c.queue;
+  h.src_queue = queue_;
+  h.src_ep_queue = address_queue_;
+  h.src_session = session_;
+  h.dst_session = c.peer_session;
+  h.conn = c.tx_conn;
+  h.auth_key = c.auth_key;
+  h.token = c.hello_nonce;
+  h.payload_len = sizeof(wire::HandshakeBody);
+  h.msg_len = sizeof(wire::HandshakeBody);
+  wire::HandshakeBody body{};
+  body.max_payload = htobe32(config_.max_payload);
+  std::memcpy(frame.body, &body, sizeof(body));
+  frame.message = nullptr;
+  outbox_.push_back(frame);
+  ++stats_.hellos_sent;
+}
+
+void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
+  const wire::FrameHeader& hello = *s.header;
+  OutFrame frame{};
+  std::copy(s.src_mac, s.src_mac + 6, frame.dst_mac);
+  wire::FrameHeader& h = frame.header;
+  h.version = wire::kWireVersion;
+  h.opcode = static_cast<uint8_t>(wire::Opcode::kHelloAck);
+  h.dst_queue = hello.src_queue;
+  h.src_queue = queue_;
+  h.src_ep_queue = address_queue_;
+  h.src_session = session_;
+  h.dst_session = hello.src_session;
+  h.ack_conn = hello.conn;
+  h.ack_token = hello.token;
+  h.auth_key = hello.auth_key;
+  h.payload_len = sizeof(wire::HandshakeBody);
+  h.msg_len = sizeof(wire::HandshakeBody);
+  wire::HandshakeBody body{};
+  body.token = htobe32(token);
+  body.max_payload = htobe32(config_.max_payload);
+  std::memcpy(frame.body, &body, sizeof(body));
+  frame.message = nullptr;
+  outbox_.push_back(frame);
+  ++stats_.hellos_answered;
+}
+
+void Engine::emit_reset(const uint8_t mac[6], const wire::FrameHeader& answered) {
+  OutFrame frame{};
+  std::copy(mac, mac + 6, frame.dst_mac);
+  wire::FrameHeader& h = frame.header;
+  h.version = wire::kWireVersion;
+  h.opcode = static_cast<uint8_t>(wire::Opcode::kReset);
+  h.dst_queue = answered.src_queue;
+  h.src_queue = queue_;
+  h.src_ep_queue = address_queue_;
+  h.auth_key = answered.auth_key;
+  h.src_session = session_;
+  h.dst_session = answered.src_session;
+  h.ack_conn = answered.conn;
+  h.ack_token = answered.token;
+  frame.message = nullptr;
+  outbox_.push_back(frame);
+  ++stats_.resets_sent;
+}
+
+}  // namespace ofi_dpdk::proto
