@@ -1,8 +1,9 @@
 #include "lib/proto/frame_codec.h"
 
+#include "lib/proto/crc32c.h"
+
 #include <endian.h>
 
-#include <array>
 #include <cstring>
 
 namespace ofi_dpdk::proto {
@@ -38,54 +39,7 @@ uint32_t frame_checksum(const uint8_t* frame, size_t length) {
   return ~crc;
 }
 
-// One table step per byte (reflected polynomial 0x82F63B78): several times
-// faster than bit by bit, for CPUs without the CRC32 instruction.
-constexpr std::array<uint32_t, 256> make_crc_table() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t crc = i;
-    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
-    table[i] = crc;
-  }
-  return table;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
-
-#if defined(__x86_64__)
-// lib/proto is built without DPDK's -march, so the instruction is asked for
-// here and used only where the CPU has it (SSE4.2: every x86-64 since 2008).
-__attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const uint8_t* data,
-                                                         size_t length) {
-  uint64_t wide = crc;
-  for (; length >= 8; length -= 8, data += 8) {
-    uint64_t word;
-    std::memcpy(&word, data, 8);
-    wide = __builtin_ia32_crc32di(wide, word);
-  }
-  crc = static_cast<uint32_t>(wide);
-  for (; length > 0; --length, ++data) crc = __builtin_ia32_crc32qi(crc, *data);
-  return crc;
-}
-
-bool have_sse42() {
-  static const bool have = __builtin_cpu_supports("sse4.2");
-  return have;
-}
-#endif
-
 }  // namespace
-
-uint32_t crc32c_portable(uint32_t crc, const uint8_t* data, size_t length) {
-  for (; length > 0; --length, ++data) crc = kCrcTable[(crc ^ *data) & 0xFFu] ^ (crc >> 8);
-  return crc;
-}
-
-uint32_t crc32c(uint32_t crc, const uint8_t* data, size_t length) {
-#if defined(__x86_64__)
-  if (have_sse42()) return crc32c_sse42(crc, data, length);
-#endif
-  return crc32c_portable(crc, data, length);
-}
 
 void seal_frame(uint8_t* frame, size_t length) {
   put(frame, kChecksumOffset, htobe32(frame_checksum(frame, length)));

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/proto/crc32c.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::proto {
@@ -41,11 +42,6 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
 // kHeadersSize + payload_len.
 void seal_frame(uint8_t* frame, size_t length);
 
-// CRC-32C (Castagnoli) of `length` bytes, continuing from `crc`: with the
-// CPU's CRC32 instruction where it has one, else crc32c_portable.
-uint32_t crc32c(uint32_t crc, const uint8_t* data, size_t length);
-// The same by table lookup, on any CPU (tests compare the two).
-uint32_t crc32c_portable(uint32_t crc, const uint8_t* data, size_t length);
 
 // Parses `length` bytes at `frame`.  On kOk fills `out`; otherwise `out` is
 // unspecified.  Never reads past frame + length.
