@@ -5,7 +5,8 @@
 #
 # Measures the dpdk provider against libfabric's shm and tcp;ofi_rxm
 # providers, in one sitting, with the same program (dpdk-fi-bench, two
-# processes each time): dpdk between two processes over net_memif, shm
+# processes each time): dpdk between two processes over net_memif (9 KiB
+# ring buffers, so frames of FI_DPDK_MTU=9000 bytes fit), shm
 # between two processes of this host, tcp;ofi_rxm over loopback.  Figures:
 #
 #   lat_8B lat_4KiB lat_64KiB   pingpong, half round trip, p50 (us)
@@ -118,7 +119,7 @@ def command(provider, role, work, args):
     common = ["--role", role, "--rendezvous", os.path.join(work, "rv"), "--timeout", "60"] + args
     if provider != "dpdk":
         return [bench, "--", "--provider", provider] + common
-    memif = f"socket={work}/memif.sock,socket-abstract=no"
+    memif = f"socket={work}/memif.sock,socket-abstract=no,bsize=9216"
     lcore = "0" if role == "server" else "1"
     memif_role = "server" if role == "server" else "client"
     prefix = ["--file-prefix", f"cmp{os.getpid()}{role}"] if "--in-memory" not in EAL else []

@@ -8,9 +8,12 @@ program: the program's exit status is the launcher's.
 
 Topologies and the port each gives the provider:
   ring          --vdev=net_ring0: one port that loops back to itself
-  memif-server  --vdev=net_memif0,role=server,socket=PATH,socket-abstract=no
-                (start the server first)
-  memif-client  --vdev=net_memif0,role=client,socket=PATH,socket-abstract=no
+  memif-server  --vdev=net_memif0,role=server,socket=PATH,socket-abstract=no,
+                bsize=9216 (start the server first)
+  memif-client  --vdev=net_memif0,role=client,socket=PATH,socket-abstract=no,
+                bsize=9216
+                (9 KiB ring buffers: the provider sends frames up to
+                FI_DPDK_MTU, 9000 bytes, in one buffer each)
   af_packet     --vdev=net_af_packet0,iface=IF: a kernel interface (veth)
   pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci)
 
@@ -41,6 +44,8 @@ TOPOLOGIES = ("ring", "memif-server", "memif-client", "af_packet", "pci")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PROVIDER_DIR = REPO_ROOT / "build" / "drivers" / "ofi"
 DEFAULT_SOCKET = Path("/run/ofi-dpdk/memif.sock")
+# memif ring buffer bytes: one 9000-byte frame and its Ethernet header fit.
+MEMIF_BUFFER = 9216
 SYS_NET = Path("/sys/class/net")
 SYS_PCI = Path("/sys/bus/pci/devices")
 MEMINFO = Path("/proc/meminfo")
@@ -160,7 +165,8 @@ def device_args(args: argparse.Namespace) -> list[str]:
         prepare_memif_socket(path, role)
         # A socket file, not DPDK's default abstract name: it shows in the
         # file system and works across network namespaces.
-        return [f"--vdev=net_memif0,role={role},socket={path},socket-abstract=no"]
+        return [f"--vdev=net_memif0,role={role},socket={path},socket-abstract=no,"
+                f"bsize={MEMIF_BUFFER}"]
     if args.topology == "af_packet":
         if "/" in args.iface or "," in args.iface or not (SYS_NET / args.iface).exists():
             raise LaunchError(f"no network interface '{args.iface}' (see: ip link)")

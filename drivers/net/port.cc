@@ -1,5 +1,7 @@
 #include "drivers/net/port.h"
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
@@ -11,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/mbuf_handoff.h"
@@ -27,12 +30,63 @@ constexpr uint32_t kDstQueueOffset = offsetof(wire::FrameHeader, dst_queue);
 
 }  // namespace
 
-// One frame carries the MTU's worth after the Ethernet header, bounded by
-// what a default mbuf holds.
-uint32_t frame_payload_for_mtu(uint16_t mtu) {
-  const uint32_t room = RTE_MBUF_DEFAULT_BUF_SIZE - RTE_PKTMBUF_HEADROOM -
-                        static_cast<uint32_t>(sizeof(wire::EtherHeader));
-  return std::min<uint32_t>(mtu, room) - static_cast<uint32_t>(sizeof(wire::FrameHeader));
+// Drivers whose frames are memory handed over, not limited by the MTU they
+// report: net_ring passes the mbufs themselves; net_memif copies each frame
+// into one of its ring buffers (22.11 reports 1500 and refuses to change
+// it).  Their limit in bytes after the Ethernet header, or 0 for others.
+uint32_t memory_link_limit(const rte_eth_dev_info& info) {
+  if (info.driver_name == nullptr) return 0;
+  if (std::strcmp(info.driver_name, "net_ring") == 0) return 65000;
+  if (std::strcmp(info.driver_name, "net_memif") != 0) return 0;
+  // A frame longer than one buffer (devarg bsize, 2048 by default) spans
+  // several, which 22.11 does not hand back whole: keep within one.
+  uint32_t buffer = 2048;
+  const rte_devargs* args = info.device != nullptr ? rte_dev_devargs(info.device) : nullptr;
+  if (args != nullptr && args->args != nullptr) {
+    const std::string_view text = args->args;
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find(',', at), text.size());
+      const std::string_view item = text.substr(at, end - at);
+      if (item.substr(0, 6) == "bsize=") {
+        uint32_t value = 0;
+        const auto [ptr, err] = std::from_chars(item.data() + 6, item.data() + item.size(), value);
+        if (err == std::errc() && ptr == item.data() + item.size() && value > 0) buffer = value;
+      }
+      at = end + 1;
+    }
+  }
+  return buffer > sizeof(wire::EtherHeader) ? buffer - sizeof(wire::EtherHeader) : 0;
+}
+
+// Drivers in front of a kernel interface: setting their MTU would change the
+// host's interface (and their ring frames may be smaller still), so the
+// operator's MTU stands (`ip link set IF mtu 9000` for jumbo frames).
+bool kernel_backed(const rte_eth_dev_info& info) {
+  if (info.driver_name == nullptr) return false;
+  for (const char* driver : {"net_af_packet", "net_af_xdp", "net_tap", "net_pcap"})
+    if (std::strcmp(info.driver_name, driver) == 0) return true;
+  return false;
+}
+
+// The MTU frames of this port get: `wanted` (0: the device's) within what
+// the device takes, after setting the device to it where it can be set.
+// The device must be configured and stopped.
+uint16_t settle_mtu(uint16_t port_id, const rte_eth_dev_info& info, uint16_t wanted) {
+  uint16_t mtu = RTE_ETHER_MTU;
+  rte_eth_dev_get_mtu(port_id, &mtu);
+  if (wanted == 0 || wanted == mtu || kernel_backed(info)) return mtu;
+  if (const uint32_t limit = memory_link_limit(info); limit != 0)
+    return static_cast<uint16_t>(std::min<uint32_t>(wanted, limit));
+  const uint16_t possible = std::clamp<uint16_t>(wanted, info.min_mtu, info.max_mtu);
+  if (possible != mtu && rte_eth_dev_set_mtu(port_id, possible) == 0) return possible;
+  return mtu;
+}
+
+// Room in each mbuf for one whole frame of this MTU (Ethernet header
+// included), so frames are never chained.
+uint16_t data_room_for(uint16_t mtu) {
+  const uint32_t room = uint32_t{mtu} + sizeof(wire::EtherHeader) + RTE_PKTMBUF_HEADROOM;
+  return static_cast<uint16_t>(std::clamp<uint32_t>(room, RTE_MBUF_DEFAULT_BUF_SIZE, UINT16_MAX));
 }
 
 std::vector<uint16_t> available_ports() {
@@ -58,12 +112,9 @@ bool describe_port(uint16_t port_id, PortDescription* out) {
   if (rte_eth_dev_get_name_by_port(port_id, name) != 0) return false;
   rte_ether_addr mac;
   if (rte_eth_macaddr_get(port_id, &mac) != 0) return false;
-  uint16_t mtu = RTE_ETHER_MTU;
-  rte_eth_dev_get_mtu(port_id, &mtu);
   out->port_id = port_id;
   out->name = name;
   std::memcpy(out->mac, mac.addr_bytes, 6);
-  out->max_frame_payload = frame_payload_for_mtu(mtu);
   return true;
 }
 
@@ -92,21 +143,35 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   }
   std::memcpy(port->mac_, mac.addr_bytes, 6);
 
-  const std::string pool_name =
-      "ofidpdk" + std::to_string(port_id) + "_" + std::to_string(g_pool_serial++);
-  port->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), config.mbufs, 256, 0,
-                                        RTE_MBUF_DEFAULT_BUF_SIZE,
-                                        rte_eth_dev_socket_id(port_id));
-  if (port->pool_ == nullptr) {
-    *error = port->name_ + ": cannot create a pool of " +
-             std::to_string(config.mbufs) + " mbufs: " + rte_strerror(rte_errno);
-    return -ENOMEM;
-  }
-
   rte_eth_dev_info info;
   if (int ret = rte_eth_dev_info_get(port_id, &info); ret != 0) {
     *error = port->name_ + ": rte_eth_dev_info_get failed";
     return ret;
+  }
+  // Mbufs hold a whole frame of the MTU we aim for; a device that ends up
+  // with less only uses part of each.
+  uint16_t aimed_mtu = RTE_ETHER_MTU;
+  rte_eth_dev_get_mtu(port_id, &aimed_mtu);
+  if (config.mtu != 0 && !kernel_backed(info)) {
+    const uint32_t limit = memory_link_limit(info);
+    aimed_mtu = limit != 0 ? static_cast<uint16_t>(std::min<uint32_t>(config.mtu, limit))
+                           : std::clamp<uint16_t>(config.mtu, info.min_mtu, info.max_mtu);
+  }
+  const uint16_t room = data_room_for(aimed_mtu);
+  port->aimed_mtu_ = config.mtu != 0 ? aimed_mtu : 0;
+  // Pools of large mbufs hold the same bytes as the default pool would,
+  // never fewer mbufs than the rings need.
+  const uint32_t mbufs = std::max<uint32_t>(
+      config.mbufs * RTE_MBUF_DEFAULT_BUF_SIZE / room,
+      2u * (config.rx_descriptors + config.tx_descriptors) + 511);
+  const std::string pool_name =
+      "ofidpdk" + std::to_string(port_id) + "_" + std::to_string(g_pool_serial++);
+  port->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 256, 0, room,
+                                        rte_eth_dev_socket_id(port_id));
+  if (port->pool_ == nullptr) {
+    *error = port->name_ + ": cannot create a pool of " + std::to_string(mbufs) + " mbufs of " +
+             std::to_string(room) + " bytes: " + rte_strerror(rte_errno);
+    return -ENOMEM;
   }
 
   const uint16_t wanted = std::max<uint16_t>(
@@ -160,9 +225,16 @@ int Port::open(uint16_t port_id, const PortConfig& config,
                          " steering";
   }
 
-  uint16_t mtu = RTE_ETHER_MTU;
-  rte_eth_dev_get_mtu(port_id, &mtu);
-  port->max_frame_payload_ = frame_payload_for_mtu(mtu);
+  // configure() settled the MTU on a port we set up; a host program's port
+  // keeps its own.
+  uint16_t mtu = port->mtu_;
+  if (mtu == 0) rte_eth_dev_get_mtu(port_id, &mtu);
+  mtu = std::min(mtu, aimed_mtu);
+  port->mtu_ = mtu;
+  port->max_frame_payload_ =
+      std::min<uint32_t>(mtu, room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader)) -
+      static_cast<uint32_t>(sizeof(wire::FrameHeader));
+  port->description_ += ", MTU " + std::to_string(mtu);
 
   if (config.faults.any()) {
     std::string fault_error;
@@ -186,6 +258,9 @@ int Port::configure(uint16_t queue_pairs, std::string* error) {
              " queues): " + rte_strerror(-ret);
     return ret;
   }
+  // Before the queues: their set-up may depend on it.
+  rte_eth_dev_info info;
+  if (rte_eth_dev_info_get(port_id_, &info) == 0) mtu_ = settle_mtu(port_id_, info, aimed_mtu_);
   uint16_t rx_desc = config_.rx_descriptors;
   uint16_t tx_desc = config_.tx_descriptors;
   rte_eth_dev_adjust_nb_rx_tx_desc(port_id_, &rx_desc, &tx_desc);

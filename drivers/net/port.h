@@ -35,7 +35,10 @@ struct PortConfig {
   uint16_t queues_wanted = 4;   // queue pairs to try for rte_flow steering
   uint16_t rx_descriptors = 512;
   uint16_t tx_descriptors = 512;
-  uint32_t mbufs = 8191;        // pool size; sized by the caller from ep attrs
+  uint32_t mbufs = 8191;        // pool size in default-sized mbufs; sized by the caller
+  // The MTU frames should get (FI_DPDK_MTU): set on the device where it can
+  // be, within its limits; 0 keeps the device's.
+  uint16_t mtu = 9000;
   uint16_t ether_type = 0x88B5;
   SteeringRequest steering = SteeringRequest::kAuto;
   FaultConfig faults;
@@ -46,7 +49,6 @@ struct PortDescription {
   uint16_t port_id;
   std::string name;
   uint8_t mac[6];
-  uint32_t max_frame_payload;  // bytes after our headers in one frame
 };
 
 // Every port EAL probed, in id order.
@@ -75,6 +77,8 @@ class Port {
   uint16_t queue_pairs() const { return queue_pairs_; }
   // Bytes of frame payload after our headers that one frame can carry.
   uint32_t max_frame_payload() const { return max_frame_payload_; }
+  // Bytes after the Ethernet header one frame may have.
+  uint16_t mtu() const { return mtu_; }
   // What the set-up decided, for the log.
   const std::string& description() const { return description_; }
 
@@ -121,6 +125,8 @@ class Port {
   Steering steering_ = Steering::kSoftware;
   uint16_t queue_pairs_ = 1;
   uint32_t max_frame_payload_ = 0;
+  uint16_t mtu_ = 0;
+  uint16_t aimed_mtu_ = 0;  // what configure() sets the device to (0: leave it)
   bool started_by_us_ = false;
   std::string description_;
   rte_mempool* pool_ = nullptr;

@@ -165,9 +165,11 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   config.queues_wanted = p.queues;
   config.mbufs = pool_size(p, config);
   config.ether_type = p.ether_type;
+  config.mtu = p.mtu;
   config.steering = p.steering;
   config.faults = p.faults;
   auto ctx = std::make_shared<PortContext>();
+  ctx->checksums = p.checksum;
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   g_ports[port_id] = ctx;

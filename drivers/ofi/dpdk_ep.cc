@@ -443,6 +443,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   transport.max_outstanding_sends = kQueueDepth;
   transport.max_posted_recvs = kQueueDepth;
   transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;
+  transport.max_connections = params().max_peers;
   // Tokens are keyed per endpoint: a peer that learned one learns nothing
   // of another endpoint's.
   if (!kernel_random(transport.token_secret, sizeof(transport.token_secret))) {

@@ -76,6 +76,17 @@ Params load() {
   get_number<uint16_t>("ethertype", 0x0600, 0xffff, &p.ether_type, &p.errors);
   get_number<uint16_t>("queues", 1, kMaxEndpointsPerPort, &p.queues, &p.errors);
   get_number<size_t>("mbufs", 0, size_t{1} << 24, &p.mbufs, &p.errors);
+  get_number<uint16_t>("mtu", 0, 65000, &p.mtu, &p.errors);
+  if (p.mtu != 0 && p.mtu < 576) {
+    p.errors += " FI_DPDK_MTU=" + std::to_string(p.mtu) + " (0, or 576 to 65000)";
+    p.mtu = 9000;
+  }
+  {
+    int checksum = 1;
+    get_number<int>("checksum", 0, 1, &checksum, &p.errors);
+    p.checksum = checksum != 0;
+  }
+  get_number<size_t>("max_peers", 16, size_t{1} << 20, &p.max_peers, &p.errors);
   get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
@@ -114,6 +125,21 @@ void define_params(const fi_provider* provider) {
                   "Queue pairs per port to try for rte_flow steering (default: 4)");
   fi_param_define(provider, "mbufs", FI_PARAM_STRING,
                   "Mbufs in each port's pool (default: 0, sized from queue depths)");
+  fi_param_define(provider, "mtu", FI_PARAM_STRING,
+                  "Bytes after the Ethernet header a frame may have: set on the device "
+                  "where it can be, within its limits (net_memif and net_ring carry any "
+                  "size); each pair of endpoints then uses the smaller of their two; 0 "
+                  "keeps the device's (default: 9000)");
+  fi_param_define(provider, "checksum", FI_PARAM_STRING,
+                  "1: every frame carries a CRC-32C over its addresses, header and "
+                  "payload, and frames whose CRC is wrong are dropped; 0: frames are "
+                  "sent without and taken unchecked, for links that are only memory "
+                  "(net_memif, net_ring) where nothing corrupts a frame.  Both sides must "
+                  "agree (default: 1)");
+  fi_param_define(provider, "max_peers", FI_PARAM_STRING,
+                  "Peers an endpoint holds connections with; a new one beyond it takes "
+                  "the place of one silent for twice the peer timeout, or waits "
+                  "(default: 4096)");
   fi_param_define(provider, "unexpected_bytes", FI_PARAM_STRING,
                   "Bytes of messages buffered per endpoint that arrive before a receive "
                   "is posted; beyond it the sender waits (default: 67108864)");

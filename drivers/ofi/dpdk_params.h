@@ -18,6 +18,9 @@ struct Params {
   uint16_t ether_type = 0x88B5;                               // FI_DPDK_ETHERTYPE
   uint16_t queues = 4;         // FI_DPDK_QUEUES
   size_t mbufs = 0;            // FI_DPDK_MBUFS, 0: sized from the attributes
+  uint16_t mtu = 9000;         // FI_DPDK_MTU, 0: the device's
+  bool checksum = true;        // FI_DPDK_CHECKSUM
+  size_t max_peers = 4096;     // FI_DPDK_MAX_PEERS
   size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
   uint64_t peer_timeout_ms = 5000;      // FI_DPDK_PEER_TIMEOUT_MS
   int progress_lcore = -1;     // FI_DPDK_PROGRESS_LCORE, -1: first idle worker

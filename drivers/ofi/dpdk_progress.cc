@@ -45,10 +45,17 @@ uint32_t PortContext::progress() {
         const auto result =
             frame->nb_segs == 1
                 ? proto::decode_frame(rte_pktmbuf_mtod(frame, const uint8_t*),
-                                      rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded)
+                                      rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded,
+                                      checksums)
                 : proto::DecodeResult::kTruncated;  // we never send chained frames
         if (result == proto::DecodeResult::kNotOurs) {
           ++rx_not_ours;
+        } else if (result == proto::DecodeResult::kUnsealed) {
+          if (rx_unsealed++ == 0)
+            DPDK_WARN(FI_LOG_EP_DATA,
+                      "%s: frames without a checksum arrive and are dropped: the sender has "
+                      "FI_DPDK_CHECKSUM=0; set it the same on both sides\n",
+                      nic.name().c_str());
         } else if (result != proto::DecodeResult::kOk) {
           ++rx_bad_frames;
         } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {

@@ -111,6 +111,8 @@ struct PortContext {
   std::bitset<kMaxEndpointsPerPort> held;
   uint64_t rx_not_ours = 0;
   uint64_t rx_bad_frames = 0;
+  uint64_t rx_unsealed = 0;  // frames without a checksum while we want one
+  bool checksums = true;     // FI_DPDK_CHECKSUM
   uint64_t rx_no_endpoint = 0;
   // Domains on this port opened with FI_PROGRESS_AUTO: while non-zero the
   // progress loop drives the port and fi_* calls need not.

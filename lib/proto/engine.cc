@@ -91,6 +91,7 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
 int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t now_ns) {
   if (request.iov_count > kMaxIov || (request.iov == nullptr && request.iov_count != 0))
     return -EINVAL;
+  clock_ns_ = std::max(clock_ns_, now_ns);
   if (outstanding_sends_ >= config_.max_outstanding_sends) return -EAGAIN;
   size_t length = 0;
   for (size_t i = 0; i < request.iov_count; ++i) length += request.iov[i].iov_len;
@@ -135,6 +136,7 @@ bool Engine::accepts_key(uint32_t key) const {
 void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   const wire::FrameHeader& h = *segment.header;
   ++stats_.frames_received;
+  clock_ns_ = std::max(clock_ns_, now_ns);
   const uint8_t opcode = h.opcode;
   if (!accepts_key(h.auth_key)) {
     // Another job's traffic: not even a RESET tells it we are here.
@@ -223,6 +225,7 @@ void Engine::frames_sent() {
 }
 
 void Engine::poll(uint64_t now_ns) {
+  clock_ns_ = std::max(clock_ns_, now_ns);
   for (auto& [key, connection] : connections_) {
     Connection& c = *connection;
     const bool in_flight = c.una != c.next_seq;
@@ -281,9 +284,10 @@ void Engine::poll(uint64_t now_ns) {
     if (!c.awaiting_response.empty() && now_ns - c.awaiting_since_ns >= config_.peer_timeout_ns) {
       // Delivered requests whose answers stopped coming: the target died,
       // or dropped our connection's state.  Whether they ran is unknown;
-      // they are reported failed, never repeated.
+      // they are reported failed, never repeated.  (Sends waiting for
+      // delivery notices have their own probes.)
       ++stats_.timeouts;
-      fail_awaiting(c, kErrTimedOut, kProvPeerTimeout);
+      fail_requests(c, kErrTimedOut, kProvPeerTimeout);
     }
     if (!c.awaiting_delivery.empty()) {
       // The receiver's application may take its time to post a receive;

@@ -35,6 +35,12 @@ uint32_t Engine::next_nonce() {
   return hello_nonce(config_.token_secret, session_, queue_, ++nonce_counter_);
 }
 
+uint32_t Engine::generation(uint64_t key, const Connection* c) const {
+  if (c != nullptr) return c->rx_gen;
+  auto memory = evicted_gen_.find(key);
+  return memory != evicted_gen_.end() ? memory->second : 0;
+}
+
 Connection* Engine::admit(const uint8_t mac[6], uint16_t queue, uint64_t now_ns) {
   if (connections_.size() >= config_.max_connections && !evict_one(now_ns)) return nullptr;
   return &connection(mac, queue);
@@ -52,12 +58,27 @@ bool Engine::evict_one(uint64_t now_ns) {
     const bool idle = c.pending.empty() && c.una == c.next_seq &&
                       c.awaiting_response.empty() && c.awaiting_delivery.empty() &&
                       c.inbound == nullptr && c.remote == nullptr && c.rx_buffered == 0 &&
-                      c.ack_owed == 0;
+                      !c.rx_stalled && c.ack_owed == 0;
     if (!idle || now_ns - c.last_heard_ns < quiet) continue;
     if (victim == connections_.end() || c.last_heard_ns < victim->second->last_heard_ns)
       victim = it;
   }
   if (victim == connections_.end()) return false;
+  // Its generation is remembered, one past its last receive half, so no
+  // segment of the connection it held can open a new record (a late one
+  // would start over at sequence 1; the live peer's next one hears RESET
+  // at once instead of waiting out its timeout).  Bounded: the oldest
+  // memories go first.
+  const uint64_t key = victim->first;
+  const uint32_t next_gen = victim->second->rx_gen + 1;
+  evicted_gen_[key] = next_gen;
+  evicted_order_.emplace_back(key, next_gen);
+  while (evicted_order_.size() > config_.max_connections) {
+    const auto [old_key, old_gen] = evicted_order_.front();
+    evicted_order_.pop_front();
+    auto memory = evicted_gen_.find(old_key);
+    if (memory != evicted_gen_.end() && memory->second == old_gen) evicted_gen_.erase(memory);
+  }
   // Unexpected messages it delivered whole stay: they belong to receives.
   release_held(*victim->second);
   connections_.erase(victim);
@@ -80,8 +101,7 @@ void Engine::on_hello(const Segment& s) {
   const bool open = c != nullptr && c->rx_open && c->peer_session == h.src_session &&
                     c->rx_conn == h.conn && c->auth_key == h.auth_key;
   emit_hello_ack(s, open ? c->rx_token
-                         : offer_token(key, h.src_session, h.conn, h.auth_key,
-                                       c != nullptr ? c->rx_gen : 0));
+                         : offer_token(key, h.src_session, h.conn, h.auth_key, generation(key, c)));
 }
 
 void Engine::on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns) {
@@ -148,13 +168,13 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
       h.src_session == c->peer_session)
     return c;
   const uint64_t key = peer_key(s.src_mac, h.src_queue);
-  const uint32_t gen = c != nullptr ? c->rx_gen : 0;
+  const uint32_t gen = generation(key, c);
   // A token offered before the last close is still good, but for the very
   // connection that close ended (a HELLO_ACK may cross a restart's reset).
   const bool offered =
       h.token != 0 &&
       (h.token == offer_token(key, h.src_session, h.conn, h.auth_key, gen) ||
-       (gen > 0 && !(h.src_session == c->closed_session && h.conn == c->closed_conn) &&
+       (c != nullptr && gen > 0 && !(h.src_session == c->closed_session && h.conn == c->closed_conn) &&
         h.token == offer_token(key, h.src_session, h.conn, h.auth_key, gen - 1)));
   if (!offered) {
     // A segment of a connection we hold no receive half for (closed, timed
@@ -163,13 +183,22 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
     emit_reset(s.src_mac, h);
     return nullptr;
   }
-  // The sender proved its handshake.
+  // The sender proved its handshake.  A new receive half starts at sequence
+  // 1: a segment beyond the first window is of a connection this record has
+  // forgotten (evicted), and gets RESET rather than a half it cannot fill.
+  if (h.seq - wire::kInitialSeq >= kMaxWindow) {
+    ++stats_.bad_tokens;
+    emit_reset(s.src_mac, h);
+    return nullptr;
+  }
   if (c == nullptr) {
     c = admit(s.src_mac, h.src_queue, now_ns);
     if (c == nullptr) {
       ++stats_.connections_refused;
       return nullptr;
     }
+    c->rx_gen = gen;  // an evicted record's generation goes on
+    evicted_gen_.erase(key);
   } else if (c->peer_session != 0 && h.src_session != c->peer_session) {
     // The peer restarted: the old incarnation's operations fail first.
     fail_connection(*c, kErrPeerReset, kProvPeerRestarted);

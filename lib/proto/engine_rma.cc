@@ -169,25 +169,33 @@ TxMessage* Engine::awaited(Connection& c, uint32_t msg_id) {
   return nullptr;
 }
 
-void Engine::forget_response_target(Connection& c) {
-  // A response half received answers a request about to fail: its later
+void Engine::forget_response_target(
+    Connection& c, const std::unordered_map<uint32_t, std::unique_ptr<TxMessage>>& failing) {
+  // A response half received answers a send about to fail: its later
   // segments are consumed without effect, never written through the
-  // failed request into the application's buffer.
-  if (c.remote != nullptr && c.remote->is_response) c.remote->request = nullptr;
+  // failed send into the application's buffer.
+  if (c.remote != nullptr && c.remote->is_response && c.remote->request != nullptr &&
+      failing.count(c.remote->request->msg_id) != 0)
+    c.remote->request = nullptr;
 }
 
 void Engine::fail_awaiting(Connection& c, int error, int prov_errno) {
-  if (!c.awaiting_response.empty()) forget_response_target(c);
+  fail_requests(c, error, prov_errno);
+  fail_delivery_waits(c, error, prov_errno);
+}
+
+void Engine::fail_requests(Connection& c, int error, int prov_errno) {
+  if (c.awaiting_response.empty()) return;
+  forget_response_target(c, c.awaiting_response);
   for (auto& [id, message] : c.awaiting_response) {
     complete_send(c, *message, error, prov_errno);
     retired_.push_back(std::move(message));
   }
   c.awaiting_response.clear();
-  fail_delivery_waits(c, error, prov_errno);
 }
 
 void Engine::fail_delivery_waits(Connection& c, int error, int prov_errno) {
-  if (!c.awaiting_delivery.empty()) forget_response_target(c);
+  forget_response_target(c, c.awaiting_delivery);
   for (auto& [id, message] : c.awaiting_delivery) {
     complete_send(c, *message, error, prov_errno);
     retired_.push_back(std::move(message));

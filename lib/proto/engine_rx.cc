@@ -62,6 +62,8 @@ void Engine::release_held(Connection& c) {
 void Engine::set_stalled(Connection& c, bool stalled) {
   if (c.rx_stalled == stalled) return;
   c.rx_stalled = stalled;
+  // A stall is ours, not the sender's: its progress clock starts again.
+  if (!stalled) c.rx_progress_ns = clock_ns_;
   if (stalled)
     ++stalled_count_;
   else

@@ -27,6 +27,7 @@ enum class DecodeResult : uint8_t {
   kBadOpcode,
   kBadLength,       // offset + payload_len beyond msg_len
   kBadChecksum,     // corrupted on the way (the fault injector, a bad link)
+  kUnsealed,        // sent without a checksum, to a receiver that wants one
 };
 
 const char* decode_result_name(DecodeResult result);
@@ -41,11 +42,16 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
 // encode_headers, payload in place) and stores it.  `length` is
 // kHeadersSize + payload_len.
 void seal_frame(uint8_t* frame, size_t length);
+// Instead of seal_frame, on a link without checksums: flags the encoded
+// frame kFlagUnsealed (its checksum field stays 0).
+void mark_unsealed(uint8_t* frame);
 
 
 // Parses `length` bytes at `frame`.  On kOk fills `out`; otherwise `out` is
-// unspecified.  Never reads past frame + length.
-DecodeResult decode_frame(const uint8_t* frame, size_t length,
-                          uint16_t ether_type, DecodedFrame* out);
+// unspecified.  Never reads past frame + length.  With `checksums` the
+// frame's CRC must be right and kFlagUnsealed frames are refused; without,
+// no CRC is checked.
+DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_type,
+                          DecodedFrame* out, bool checksums = true);
 
 }  // namespace ofi_dpdk::proto

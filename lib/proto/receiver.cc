@@ -251,7 +251,8 @@ void Engine::take_unexpected(const RecvRequest& request,
   wake_stalled();
 }
 
-int Engine::post_recv(const RecvRequest& request, uint64_t /*now_ns*/) {
+int Engine::post_recv(const RecvRequest& request, uint64_t now_ns) {
+  clock_ns_ = std::max(clock_ns_, now_ns);
   if (posted_count_ >= config_.max_posted_recvs) return -EAGAIN;
   if (request.multi) return post_multi_recv(request);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {

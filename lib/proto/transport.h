@@ -482,6 +482,9 @@ class Engine {
   // made room for by evicting an idle one; nullptr when all are busy.
   Connection* admit(const uint8_t mac[6], uint16_t queue, uint64_t now_ns);
   bool evict_one(uint64_t now_ns);
+  // The receive generation of peer `key`: its record's, an evicted record's
+  // remembered one, or 0.
+  uint32_t generation(uint64_t key, const Connection* c) const;
   // The token a HELLO from (key, session, conn, auth_key) is granted for
   // receive generation `gen`; never 0.  Stateless: a HELLO costs nothing.
   uint32_t offer_token(uint64_t key, uint32_t session, uint16_t conn, uint32_t auth_key,
@@ -546,7 +549,10 @@ class Engine {
   void await_response(Connection& c, std::unique_ptr<TxMessage> message);
   void fail_awaiting(Connection& c, int error, int prov_errno);
   void fail_delivery_waits(Connection& c, int error, int prov_errno);
-  void forget_response_target(Connection& c);
+  // Fails the requests waiting for their responses only.
+  void fail_requests(Connection& c, int error, int prov_errno);
+  void forget_response_target(
+      Connection& c, const std::unordered_map<uint32_t, std::unique_ptr<TxMessage>>& failing);
   // A send we wait on a RESPONSE for (request or delivery notice), or null.
   TxMessage* awaited(Connection& c, uint32_t msg_id);
   // Drops what the receive half assembled of a request or response; a
@@ -591,6 +597,9 @@ class Engine {
   std::vector<HeldSegment*> free_chunks_;
   size_t chunks_allocated_ = 0;
   size_t stalled_count_ = 0;  // connections with rx_stalled
+  // Generations of evicted records (evict_one), at most max_connections.
+  std::unordered_map<uint64_t, uint32_t> evicted_gen_;
+  std::deque<std::pair<uint64_t, uint32_t>> evicted_order_;
   std::vector<OutFrame> outbox_;
   std::vector<std::unique_ptr<TxMessage>> retired_;
   RequestHandler request_handler_;
@@ -601,6 +610,7 @@ class Engine {
   size_t unexpected_bytes_ = 0;
   size_t outstanding_sends_ = 0;
   uint64_t last_data_ns_ = 0;
+  uint64_t clock_ns_ = 0;  // the latest time a caller handed in
   TransportStats stats_;
 };
 

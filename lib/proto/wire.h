@@ -83,6 +83,9 @@ inline constexpr uint16_t kFlagAckRequest = 1u << 5;
 // frame will carry the ack: the receiver acks at once instead of after its
 // ack delay (a pingpong would otherwise wait that delay every message).
 inline constexpr uint16_t kFlagAckNow = 1u << 6;
+// The sender computed no checksum (FI_DPDK_CHECKSUM=0, for links that are
+// only memory): only a receiver configured the same takes the frame.
+inline constexpr uint16_t kFlagUnsealed = 1u << 7;
 
 // Sequence numbers of a connection start here, in each direction.
 inline constexpr uint32_t kInitialSeq = 1;

@@ -84,6 +84,6 @@ pair_run() {
 	CLIENT_PID=""
 }
 
-memif_args() {  # memif_args ROLE
-	echo "--vdev=net_memif0,role=$1,socket=$WORK/memif.sock,socket-abstract=no"
+memif_args() {  # memif_args ROLE [BUFFER]: BUFFER is memif's bsize (default 9216)
+	echo "--vdev=net_memif0,role=$1,socket=$WORK/memif.sock,socket-abstract=no,bsize=${2:-9216}"
 }

@@ -148,6 +148,25 @@ TEST(FrameCodec, EveryFlippedBitIsCaught) {
   }
 }
 
+TEST(FrameCodec, FramesWithoutChecksumOnlyWhereBothSidesSaySo) {
+  // Expect: a frame marked unsealed (FI_DPDK_CHECKSUM=0 at the sender) is
+  // refused as kUnsealed by a receiver that checks, and taken by one that
+  // does not, even with a byte changed; a sealed frame is taken by both.
+  const wire::FrameHeader h = sample_header(40);
+  auto sealed = frame_with(h, 40);
+  std::vector<uint8_t> unsealed(wire::kHeadersSize + 40);
+  encode_headers(unsealed.data(), kDst, kSrc, kType, h);
+  mark_unsealed(unsealed.data());
+  DecodedFrame out;
+  EXPECT_EQ(decode_frame(unsealed.data(), unsealed.size(), kType, &out), DecodeResult::kUnsealed);
+  EXPECT_EQ(decode_frame(unsealed.data(), unsealed.size(), kType, &out, false), DecodeResult::kOk);
+  EXPECT_TRUE(out.header.flags & wire::kFlagUnsealed);
+  unsealed.back() ^= 0x40;
+  EXPECT_EQ(decode_frame(unsealed.data(), unsealed.size(), kType, &out, false), DecodeResult::kOk);
+  EXPECT_EQ(decode_frame(sealed.data(), sealed.size(), kType, &out, false), DecodeResult::kOk);
+  EXPECT_EQ(decode_frame(sealed.data(), sealed.size(), kType, &out, true), DecodeResult::kOk);
+}
+
 TEST(FrameCodec, Crc32cMatchesTheKnownCheckValue) {
   const char* text = "123456789";
   EXPECT_EQ(~crc32c(0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(text), 9), 0xE3069283u);

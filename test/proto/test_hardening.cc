@@ -527,6 +527,70 @@ TEST(Bounds, ConnectionsAreCappedAndOnlyLongIdleOnesEvicted) {
   EXPECT_EQ(link.engine(b).stats().messages_received, 4u);
   EXPECT_EQ(link.engine(b).stats().connections_evicted, 1u);
   EXPECT_LE(link.engine(b).connection_count(), 3u);
+  // The evicted peer (the first, silent longest) sends again on the
+  // connection it still holds: B remembers the record's generation, so the
+  // segment opens nothing and the peer hears RESET at once (its send fails
+  // with kErrPeerReset well before its peer timeout); its next send opens a
+  // new connection and arrives.
+  size_t evicted = peers.size();
+  for (size_t i = 0; i < 3; ++i)
+    if (link.engine(b).find(link.key(peers[i])) == nullptr) evicted = peers[i];
+  ASSERT_LT(evicted, peers.size());
+  auto send_with_completion = [&](size_t from, void* context) {
+    static const uint8_t kBytes[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+    iovec iov{const_cast<uint8_t*>(kBytes), 8};
+    SendRequest s;
+    s.iov = &iov;
+    s.iov_count = 1;
+    s.copy = true;
+    s.context = context;
+    return link.engine(from).send(link.address(b), s, link.now());
+  };
+  ASSERT_EQ(send_with_completion(evicted, ctx(50)), 0);
+  std::vector<Completion> done;
+  for (const uint64_t end = link.now() + 100 * kMs; link.now() < end && done.empty();) {
+    link.step();
+    auto& c = link.engine(evicted).completions();
+    done.insert(done.end(), c.begin(), c.end());
+    c.clear();
+  }
+  ASSERT_EQ(done.size(), 1u) << "a RESET, not the peer timeout";
+  EXPECT_EQ(done[0].error, kErrPeerReset);
+  // Room again: another of the three is evicted for it.
+  for (const uint64_t end = link.now() + 2100 * kMs; link.now() < end;) link.step();
+  ASSERT_EQ(send_with_completion(evicted, ctx(51)), 0);
+  done.clear();
+  for (const uint64_t end = link.now() + 500 * kMs; link.now() < end && done.empty();) {
+    link.step();
+    auto& c = link.engine(evicted).completions();
+    done.insert(done.end(), c.begin(), c.end());
+    c.clear();
+  }
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].error, 0);
+}
+
+TEST(Bounds, AStallLongerThanThePeerTimeoutDoesNotTimeTheMessageOut) {
+  // Expect: B's budget is too small for A's message and B posts no receive
+  // for three peer timeouts: B stalls (its own doing, not A's).  When B
+  // posts the receive, the message arrives whole and without error: the
+  // progress clock of B's receive half started again when the stall ended.
+  TransportConfig config;
+  config.peer_timeout_ns = 300 * kMs;
+  TransportConfig receiver = config;
+  receiver.unexpected_bytes = 1000;
+  Pair p(54, config, receiver);
+  std::vector<uint8_t> m(50000), in(50000);
+  for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<uint8_t>(i * 11);
+  ASSERT_EQ(p.send(p.a, p.b, m, ctx(1)), 0);
+  p.run_for(900 * kMs);
+  EXPECT_TRUE(p.done[p.b].empty());
+  ASSERT_EQ(p.post(p.b, &in, ctx(2)), 0);
+  ASSERT_TRUE(p.wait(p.b, 1, 2 * kSec));
+  EXPECT_EQ(p.done[p.b][0].error, 0);
+  EXPECT_EQ(in, m);
+  ASSERT_TRUE(p.wait(p.a, 1, 2 * kSec));
+  EXPECT_EQ(p.done[p.a][0].error, 0);
 }
 
 TEST(Bounds, TheReorderPoolIsBounded) {

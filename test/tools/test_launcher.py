@@ -86,7 +86,8 @@ class PrintOnlyTest(LauncherCase):
         eal = self.eal("--topology", "memif-server", "--socket", str(sock))
         self.assert_common(eal)
         self.assertIn("--no-pci", eal)
-        self.assertIn(f"--vdev=net_memif0,role=server,socket={sock},socket-abstract=no", eal)
+        self.assertIn(f"--vdev=net_memif0,role=server,socket={sock},socket-abstract=no,"
+                      "bsize=9216", eal)
         self.assertTrue(sock.parent.is_dir())
 
     def test_memif_client_default_socket(self) -> None:
@@ -94,7 +95,7 @@ class PrintOnlyTest(LauncherCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         eal = shlex.split(exports(result.stdout)["FI_DPDK_EAL_ARGS"])
         self.assertIn("--vdev=net_memif0,role=client,socket=/run/ofi-dpdk/memif.sock,"
-                      "socket-abstract=no", eal)
+                      "socket-abstract=no,bsize=9216", eal)
         self.assertIn("--no-pci", eal)
 
     def test_memif_server_removes_stale_socket(self) -> None:
