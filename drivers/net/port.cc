@@ -9,6 +9,7 @@
 #include <rte_mempool.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <atomic>
 #include <cerrno>
@@ -235,6 +236,12 @@ int Port::open(uint16_t port_id, const PortConfig& config,
       std::min<uint32_t>(mtu, room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader)) -
       static_cast<uint32_t>(sizeof(wire::FrameHeader));
   port->description_ += ", MTU " + std::to_string(mtu);
+  // A --vdev=net_ringN port; rte_eth_from_rings ports ("net_ring_" and
+  // their creator's name) usually cross.
+  port->loops_back_ = info.driver_name != nullptr &&
+                      std::strcmp(info.driver_name, "net_ring") == 0 &&
+                      port->name_.rfind("net_ring", 0) == 0 && port->name_.size() > 8 &&
+                      std::isdigit(static_cast<unsigned char>(port->name_[8]));
 
   if (config.faults.any()) {
     std::string fault_error;

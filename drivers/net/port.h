@@ -79,6 +79,10 @@ class Port {
   uint32_t max_frame_payload() const { return max_frame_payload_; }
   // Bytes after the Ethernet header one frame may have.
   uint16_t mtu() const { return mtu_; }
+  // Whether the device hands a frame for its own MAC back to its receive
+  // queues: a net_ring vdev (--vdev=net_ring0), whose rings are its own.
+  // Other devices, NICs and memif alike, do not.
+  bool loops_back() const { return loops_back_; }
   // What the set-up decided, for the log.
   const std::string& description() const { return description_; }
 
@@ -126,7 +130,8 @@ class Port {
   uint16_t queue_pairs_ = 1;
   uint32_t max_frame_payload_ = 0;
   uint16_t mtu_ = 0;
-  uint16_t aimed_mtu_ = 0;  // what configure() sets the device to (0: leave it)
+  uint16_t aimed_mtu_ = 0;
+  bool loops_back_ = false;  // what configure() sets the device to (0: leave it)
   bool started_by_us_ = false;
   std::string description_;
   rte_mempool* pool_ = nullptr;

@@ -76,7 +76,7 @@ void fill_defaults(fi_info* info) {
   d->max_ep_srx_ctx = 0;
   d->cntr_cnt = 1024;
   d->mr_iov_limit = 1;
-  d->caps = FI_REMOTE_COMM | kAvSecondaryCaps;
+  d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM | kAvSecondaryCaps;
 #if OFI_DPDK_HAVE_AV_USER_ID
   // fi_domain(3) 2.x: lets AVs be opened with FI_AV_USER_ID.
   d->caps |= FI_AV_USER_ID;

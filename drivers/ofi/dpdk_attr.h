@@ -56,13 +56,16 @@ inline constexpr uint64_t kModifierCaps =
 // memory; granted only when asked for (doc/rma.md, "Target-side events").
 // FI_SOURCE_ERR (with FI_SOURCE): unknown senders as FI_EADDRNOTAVAIL
 // errors carrying their address.  FI_MULTI_RECV costs nothing unused.
+// FI_LOCAL_COMM: endpoints of one host reach each other, on one port
+// (frames to the port's own MAC are handed over in software, dpdk_msg.cc)
+// or on two (memif, veths, a bridge); FI_REMOTE_COMM: other hosts.
 inline constexpr uint64_t kSecondaryCaps =
-    FI_SOURCE | FI_REMOTE_COMM | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV | kAvSecondaryCaps |
-    kTaggedMultiRecvCap;
+    FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV |
+    kAvSecondaryCaps | kTaggedMultiRecvCap;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kModifierCaps | kSecondaryCaps;
 // Reported without being asked for: costless secondary capabilities.
 inline constexpr uint64_t kFreeSecondaryCaps =
-    FI_REMOTE_COMM | FI_MULTI_RECV | kAvSecondaryCaps | kTaggedMultiRecvCap;
+    FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV | kAvSecondaryCaps | kTaggedMultiRecvCap;
 inline constexpr uint64_t kTxCaps =
     FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE | FI_NAMED_RX_CTX;
 inline constexpr uint64_t kRxCaps =

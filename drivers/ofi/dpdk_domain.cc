@@ -172,6 +172,19 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   ctx->checksums = p.checksum;
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
+  ctx->device_loops_back = ctx->port->loops_back();
+  // Frames to the port's own MAC are passed over in software; with another
+  // open port of the same MAC they could be that port's, so they go to the
+  // device, as a switch would have them.
+  for (auto& [id, weak] : g_ports) {
+    const auto other = weak.lock();
+    if (!other || std::memcmp(other->port->mac(), ctx->port->mac(), 6) != 0) continue;
+    DPDK_WARN(FI_LOG_DOMAIN,
+              "ports %s and %s share one MAC address: frames between endpoints of one port "
+              "go through the device\n",
+              other->port->name().c_str(), ctx->port->name().c_str());
+    other->device_loops_back = ctx->device_loops_back = true;
+  }
   g_ports[port_id] = ctx;
   progress_net_add(ctx.get());  // ~PortContext takes it out again
   *out = ctx;

@@ -191,6 +191,13 @@ void Endpoint::flush() {
       proto::seal_frame(bytes, length);
     else
       proto::mark_unsealed(bytes);
+    if (!port().device_loops_back && std::memcmp(frame.dst_mac, nic.mac(), 6) == 0) {
+      if (!port().loop_back(mbuf)) {
+        net::free_frame(mbuf);
+        ++frames_not_sent;
+      }
+      continue;
+    }
     batch[count++] = mbuf;
     if (count == kTxBatch) transmit();
   }

@@ -19,7 +19,10 @@ constexpr uint16_t kRxBurst = 32;
 
 }  // namespace
 
-PortContext::~PortContext() { progress_net_remove(this); }
+PortContext::~PortContext() {
+  progress_net_remove(this);
+  for (rte_mbuf* frame : looped) net::free_frame(frame);
+}
 
 uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count) {
   // A port whose link is down (a memif peer that went away) takes nothing.
@@ -27,11 +30,57 @@ uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t co
   return port->tx_burst(hw_queue, frames, count);
 }
 
+bool PortContext::loop_back(rte_mbuf* frame) {
+  if (looped.size() >= kLoopbackFrames) return false;
+  looped.push_back(frame);
+  return true;
+}
+
+void PortContext::receive(rte_mbuf* frame, uint64_t now) {
+  net::Port& nic = *port;
+  proto::DecodedFrame decoded;
+  const auto result =
+      frame->nb_segs == 1
+          ? proto::decode_frame(rte_pktmbuf_mtod(frame, const uint8_t*),
+                                rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded, checksums)
+          : proto::DecodeResult::kTruncated;  // we never send chained frames
+  if (result == proto::DecodeResult::kNotOurs) {
+    ++rx_not_ours;
+  } else if (result == proto::DecodeResult::kUnsealed) {
+    if (rx_unsealed++ == 0)
+      DPDK_WARN(FI_LOG_EP_DATA,
+                "%s: frames without a checksum arrive and are dropped: the sender has "
+                "FI_DPDK_CHECKSUM=0; set it the same on both sides\n",
+                nic.name().c_str());
+  } else if (result != proto::DecodeResult::kOk) {
+    ++rx_bad_frames;
+  } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {
+    ++rx_not_ours;
+  } else if (decoded.header.dst_queue >= endpoints.size() ||
+             endpoints[decoded.header.dst_queue] == nullptr ||
+             !endpoints[decoded.header.dst_queue]->enabled) {
+    ++rx_no_endpoint;
+  } else {
+    endpoints[decoded.header.dst_queue]->engine->on_frame(
+        {decoded.src_mac, &decoded.header, decoded.payload}, now);
+  }
+  net::free_frame(frame);
+}
+
 uint32_t PortContext::progress() {
   net::Port& nic = *port;
   const uint64_t now = now_ns();
   last_progress_ns.store(now, std::memory_order_relaxed);
   uint32_t received = 0;
+  // Frames endpoints of this port sent each other (Endpoint::flush): they
+  // never went to the device, which would not bring them back.
+  if (!looped.empty()) {
+    std::vector<rte_mbuf*> batch;
+    batch.swap(looped);
+    looped.reserve(kLoopbackFrames);
+    received += static_cast<uint32_t>(batch.size());
+    for (rte_mbuf* frame : batch) receive(frame, now);
+  }
   // net_memif in 22.11 can crash a poller whose peer went away: no RX on a
   // port whose link is down.
   if (nic.link_up()) {
@@ -39,37 +88,7 @@ uint32_t PortContext::progress() {
     for (uint16_t queue = 0; queue < nic.queue_pairs(); ++queue) {
       const uint16_t count = nic.rx_burst(queue, frames, kRxBurst);
       received += count;
-      for (uint16_t i = 0; i < count; ++i) {
-        rte_mbuf* frame = frames[i];
-        proto::DecodedFrame decoded;
-        const auto result =
-            frame->nb_segs == 1
-                ? proto::decode_frame(rte_pktmbuf_mtod(frame, const uint8_t*),
-                                      rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded,
-                                      checksums)
-                : proto::DecodeResult::kTruncated;  // we never send chained frames
-        if (result == proto::DecodeResult::kNotOurs) {
-          ++rx_not_ours;
-        } else if (result == proto::DecodeResult::kUnsealed) {
-          if (rx_unsealed++ == 0)
-            DPDK_WARN(FI_LOG_EP_DATA,
-                      "%s: frames without a checksum arrive and are dropped: the sender has "
-                      "FI_DPDK_CHECKSUM=0; set it the same on both sides\n",
-                      nic.name().c_str());
-        } else if (result != proto::DecodeResult::kOk) {
-          ++rx_bad_frames;
-        } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {
-          ++rx_not_ours;
-        } else if (decoded.header.dst_queue >= endpoints.size() ||
-                   endpoints[decoded.header.dst_queue] == nullptr ||
-                   !endpoints[decoded.header.dst_queue]->enabled) {
-          ++rx_no_endpoint;
-        } else {
-          endpoints[decoded.header.dst_queue]->engine->on_frame(
-              {decoded.src_mac, &decoded.header, decoded.payload}, now);
-        }
-        net::free_frame(frame);
-      }
+      for (uint16_t i = 0; i < count; ++i) receive(frames[i], now);
     }
   }
   for (Endpoint* ep : endpoints) {

@@ -121,11 +121,25 @@ struct PortContext {
   // (dpdk_auto_progress.cc) steps in on ports left alone too long.
   std::atomic<uint64_t> last_progress_ns{0};
 
+  // Frames from one endpoint of this port to another, delivered by the next
+  // progress pass instead of the device: a NIC does not hand a frame back
+  // to the port that sent it (FI_LOCAL_COMM).  Bounded like a TX ring.
+  static constexpr size_t kLoopbackFrames = 1024;
+  std::vector<rte_mbuf*> looped;
+  // True when the device sends a frame for its own MAC back to itself (a
+  // single net_ring), so frames between its endpoints go through it.
+  bool device_loops_back = false;
+
   ~PortContext();
   // Polls the port, hands each frame to its endpoint, runs the endpoints'
   // transport timers and sends what they produced.  Lock held.  Returns the
   // frames received.
   uint32_t progress();
+  // Checks one received frame and hands it to its endpoint; frees it.
+  void receive(rte_mbuf* frame, uint64_t now);
+  // Queues a frame for an endpoint of this port; false when the queue is
+  // full (the frame is then the caller's, lost like a dropped one).
+  bool loop_back(rte_mbuf* frame);
   // Progress for calls that wait on the application's behalf (fi_cq_read,
   // posting when full): skipped while the progress loop owns the port.
   void progress_if_manual() {
