@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
+#include <thread>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -285,9 +287,21 @@ int Port::configure(uint16_t queue_pairs, std::string* error) {
 }
 
 int Port::start(std::string* error) {
-  const int ret = rte_eth_dev_start(port_id_);
+  // A net_memif client cannot start before its server listens; ranks of a
+  // job start in any order, so it tries again until the connect timeout.
+  rte_eth_dev_info info{};
+  const bool may_wait = rte_eth_dev_info_get(port_id_, &info) == 0 &&
+                        info.driver_name != nullptr &&
+                        std::strcmp(info.driver_name, "net_memif") == 0;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.connect_timeout_ms);
+  int ret;
+  while ((ret = rte_eth_dev_start(port_id_)) != 0 && may_wait &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (ret != 0) {
-    *error = name_ + ": rte_eth_dev_start: " + rte_strerror(-ret);
+    *error = name_ + ": rte_eth_dev_start: " + rte_strerror(-ret) +
+             (may_wait ? " (no memif server within FI_DPDK_CONNECT_TIMEOUT_MS)" : "");
     return ret;
   }
   started_by_us_ = true;

@@ -39,6 +39,9 @@ struct PortConfig {
   // The MTU frames should get (FI_DPDK_MTU): set on the device where it can
   // be, within its limits; 0 keeps the device's.
   uint16_t mtu = 9000;
+  // How long a port that needs its peer to start (a net_memif client)
+  // waits for it (FI_DPDK_CONNECT_TIMEOUT_MS).
+  uint32_t connect_timeout_ms = 30000;
   uint16_t ether_type = 0x88B5;
   SteeringRequest steering = SteeringRequest::kAuto;
   FaultConfig faults;

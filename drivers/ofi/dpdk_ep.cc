@@ -195,7 +195,9 @@ int ep_enable(Endpoint* ep) {
   std::lock_guard guard(ep->port().lock);
   if (ep->enabled) return 0;
   if (ep->av == nullptr) return -FI_ENOAV;
-  if (ep->tx_cq == nullptr && ep->rx_cq == nullptr) return -FI_ENOCQ;
+  // No CQ is needed (fi_endpoint(3): only what an endpoint uses must be
+  // bound first): a receive context that only serves RMA has none, as
+  // Open MPI's one-sided BTL opens it.
   const int hw_queue = ep->port().port->bind_endpoint_queue(ep->queue);
   if (hw_queue < 0) {
     DPDK_WARN(FI_LOG_EP_CTRL, "no steering rule for queue %u\n", ep->queue);
@@ -444,6 +446,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   transport.max_posted_recvs = kQueueDepth;
   transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;
   transport.max_connections = params().max_peers;
+  transport.connect_timeout_ns = params().connect_timeout_ms * 1'000'000ull;
   // Tokens are keyed per endpoint: a peer that learned one learns nothing
   // of another endpoint's.
   if (!kernel_random(transport.token_secret, sizeof(transport.token_secret))) {

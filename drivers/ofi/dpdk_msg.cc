@@ -258,6 +258,11 @@ void Endpoint::flush() {
       continue;
     }
     if (done.error != 0) {
+      DPDK_INFO(FI_LOG_EP_DATA, "%s ends in error %d (%s), context %p\n",
+                is_send ? "an operation" : "a receive", done.error,
+                done.prov_errno != 0 ? proto::prov_errno_text(done.prov_errno)
+                                     : fi_strerror(done.error),
+                done.context);
       fi_cq_err_entry error{};
       error.op_context = done.context;
       error.flags = flags;

@@ -89,6 +89,7 @@ Params load() {
   get_number<size_t>("max_peers", 16, size_t{1} << 20, &p.max_peers, &p.errors);
   get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
+  get_number<uint32_t>("connect_timeout_ms", 1, 3'600'000, &p.connect_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
   get_number<uint32_t>("progress_net_ms", 0, 1000, &p.progress_net_ms, &p.errors);
   for (const auto& fault : kFaultParams) {
@@ -146,6 +147,11 @@ void define_params(const fi_provider* provider) {
   fi_param_define(provider, "peer_timeout_ms", FI_PARAM_STRING,
                   "Milliseconds without an answer after which operations to a peer end "
                   "in FI_ETIMEDOUT error completions (default: 5000)");
+  fi_param_define(provider, "connect_timeout_ms", FI_PARAM_STRING,
+                  "Milliseconds to wait for a peer that is not there yet: a net_memif "
+                  "client's server (fi_domain waits for it), and the answer to the first "
+                  "frame of a connection (the operations waiting for it then end in "
+                  "FI_ETIMEDOUT); ranks of a job start in any order (default: 30000)");
   fi_param_define(provider, "progress_lcore", FI_PARAM_STRING,
                   "DPDK worker lcore that runs automatic progress for domains opened "
                   "with FI_PROGRESS_AUTO; when it is not an idle worker, or the domain "

@@ -23,6 +23,7 @@ struct Params {
   size_t max_peers = 4096;     // FI_DPDK_MAX_PEERS
   size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
   uint64_t peer_timeout_ms = 5000;      // FI_DPDK_PEER_TIMEOUT_MS
+  uint32_t connect_timeout_ms = 30000;  // FI_DPDK_CONNECT_TIMEOUT_MS
   int progress_lcore = -1;     // FI_DPDK_PROGRESS_LCORE, -1: first idle worker
   uint32_t progress_net_ms = 2;  // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
   net::FaultConfig faults;     // FI_DPDK_FAULT_*

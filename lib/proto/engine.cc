@@ -230,7 +230,7 @@ void Engine::poll(uint64_t now_ns) {
     Connection& c = *connection;
     const bool in_flight = c.una != c.next_seq;
     if (c.tx_state == TxState::kHello && c.rto_deadline_ns != 0 && now_ns >= c.rto_deadline_ns) {
-      if (now_ns - c.waiting_since_ns >= config_.peer_timeout_ns) {
+      if (now_ns - c.waiting_since_ns >= config_.connect_timeout_ns) {
         // Nobody answers the HELLO: what waits for the connection fails
         // (nothing of it reached the peer), and the next send starts over.
         if (!c.pending.empty()) ++stats_.timeouts;

@@ -181,6 +181,10 @@ struct TransportConfig {
   uint64_t initial_rto_ns = 10'000'000;
   uint64_t ack_delay_ns = 20'000;
   uint64_t peer_timeout_ns = 5'000'000'000;
+  // How long a HELLO goes unanswered before what waits for the connection
+  // fails: a peer that has not started yet (ranks of a job start in any
+  // order, links come up late) is waited for this long, not peer_timeout.
+  uint64_t connect_timeout_ns = 30'000'000'000;
   // A receiver that holds its window at 0 while answering keeps our sends
   // waiting this long at most, then they fail with kErrTimedOut.
   uint64_t stall_timeout_ns = 60'000'000'000;

@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kKeyA = 0x0A0A0A0A;
 constexpr uint32_t kKeyB = 0x0B0B0B0B;
 constexpr uint32_t kKeyC = 0x0C0C0C0C;
-// Longer than the peer timeout the run sets (FI_DPDK_PEER_TIMEOUT_MS 1000).
+// Longer than the peer and connect timeouts the run sets (1000 ms each).
 constexpr double kTimeoutWait = 4;
 
 // `text` must outlive the send (the provider reads it until the peer acked

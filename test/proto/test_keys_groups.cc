@@ -34,6 +34,7 @@ class KeyNet {
   explicit KeyNet(uint64_t seed) : link(seed) {
     TransportConfig config;
     config.peer_timeout_ns = 50 * kMs;
+    config.connect_timeout_ns = 50 * kMs;  // a HELLO nobody answers ends as soon
     a = link.add(config, kMacA, 3, 0xA1A1A1A1);
     b = link.add(config, kMacB, 4, 0xB1B1B1B1);
     c = link.add(config, kMacC, 5, 0xC1C1C1C1);
@@ -96,7 +97,8 @@ class KeyNet {
 TEST(NetworkKeys, FramesWithAKeyTheReceiverWasNotEnabledWithNeverReachIt) {
   // Expect: b accepts only key 0 (the default); a's frames carry kJobKey:
   // b counts them as wrong_key, sends nothing back at all (a learns nothing,
-  // its send fails by peer timeout), and the posted receive stays empty.
+  // its send fails by connect timeout: not even its HELLO is answered), and
+  // the posted receive stays empty.
   KeyNet net(1);
   std::vector<uint8_t> in(64, 0xEE);
   ASSERT_EQ(net.post(in, ctx(20)), 0);
