@@ -14,8 +14,19 @@ Topologies and the port each gives the provider:
                 bsize=9216
                 (9 KiB ring buffers: the provider sends frames up to
                 FI_DPDK_MTU, 9000 bytes, in one buffer each)
+  memif         memif-server for local rank 0 of a job, memif-client for
+                local rank 1: two ranks of one host, one memif pair
   af_packet     --vdev=net_af_packet0,iface=IF: a kernel interface (veth)
   pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci)
+
+In an MPI job (mpirun -np N dpdk-fi-run.py --topology T -- PROGRAM) the
+launcher reads each rank's number and local number from the environment
+the job starter gives (Open MPI's OMPI_COMM_WORLD_RANK and _LOCAL_RANK,
+PMIx's PMIX_RANK, Hydra's PMI_RANK and MPI_LOCALRANKID, Slurm's
+SLURM_PROCID and SLURM_LOCALID).  {rank} and {local_rank} in --socket and
+--iface stand for them (one interface per rank:
+--iface 'ofidpdk{local_rank}'), and each rank polls on its own CPU, the
+local rank's one among those allowed (round robin).
 
 Memory: --in-memory when free hugepages and a hugetlbfs mount are found,
 otherwise (or with --no-huge) --no-huge -m 512 --no-shconf.
@@ -40,7 +51,12 @@ from pathlib import Path
 from typing import Mapping, NoReturn, Sequence
 
 PROG = "dpdk-fi-run.py"
-TOPOLOGIES = ("ring", "memif-server", "memif-client", "af_packet", "pci")
+TOPOLOGIES = ("ring", "memif", "memif-server", "memif-client", "af_packet", "pci")
+# (rank, local rank) variables of job starters, most specific first.
+RANK_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
+                  ("PMIX_RANK", "PMIX_LOCAL_RANK"),
+                  ("PMI_RANK", "MPI_LOCALRANKID"),
+                  ("SLURM_PROCID", "SLURM_LOCALID"))
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PROVIDER_DIR = REPO_ROOT / "build" / "drivers" / "ofi"
 DEFAULT_SOCKET = Path("/run/ofi-dpdk/memif.sock")
@@ -70,11 +86,53 @@ def allowed_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def default_lcore(topology: str) -> int:
+def job_rank(environ: Mapping[str, str]) -> tuple[int, int] | None:
+    """(rank, local rank) when started as a rank of a job, else None. A
+    starter that gives no local rank gets the rank as local rank."""
+    for rank_name, local_name in RANK_VARIABLES:
+        rank = environ.get(rank_name, "")
+        if rank.isdigit():
+            local = environ.get(local_name, "")
+            return int(rank), int(local) if local.isdigit() else int(rank)
+    return None
+
+
+def default_lcore(topology: str, rank: tuple[int, int] | None = None) -> int:
     """The first allowed CPU; the second for memif-client, so that a server
-    and a client started on one host do not poll on the same core."""
+    and a client started on one host do not poll on the same core; for a
+    rank of a job, its local rank's CPU (round robin)."""
     cpus = allowed_cpus()
+    if rank is not None:
+        return cpus[rank[1] % len(cpus)]
     return cpus[1] if topology == "memif-client" and len(cpus) > 1 else cpus[0]
+
+
+def for_rank(text: str, rank: tuple[int, int] | None) -> str:
+    """TEXT with {rank} and {local_rank} replaced. Raises LaunchError."""
+    if "{" not in text:
+        return text
+    if rank is None:
+        raise LaunchError(f"'{text}' names {{rank}} or {{local_rank}}, but no job starter"
+                          " gave this process a rank")
+    try:
+        return text.format(rank=rank[0], local_rank=rank[1])
+    except (KeyError, IndexError, ValueError) as e:
+        raise LaunchError(f"cannot fill in '{text}': only {{rank}} and {{local_rank}}"
+                          " may be used") from e
+
+
+def memif_role(topology: str, rank: tuple[int, int] | None) -> str:
+    """server or client. Raises LaunchError."""
+    if topology != "memif":
+        return topology.split("-")[1]
+    if rank is None:
+        raise LaunchError("--topology memif picks the role from the rank of a job;"
+                          " outside a job use memif-server or memif-client")
+    if rank[1] > 1:
+        raise LaunchError(f"local rank {rank[1]}: a memif pair joins two ranks of a host;"
+                          " for more, give each rank a veth on a bridge (af_packet,"
+                          " usertools/dpdk-fi-hosts.sh)")
+    return "server" if rank[1] == 0 else "client"
 
 
 def hugepages_available(meminfo: Path = MEMINFO, mounts: Path = MOUNTS) -> tuple[bool, str]:
@@ -153,24 +211,27 @@ def normalize_bdf(bdf: str) -> str:
     return f"{match.group(1) or '0000'}:{match.group(2)}".lower()
 
 
-def device_args(args: argparse.Namespace) -> list[str]:
+def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -> list[str]:
     """The EAL options naming the port for args.topology. Raises LaunchError."""
     if args.topology == "ring":
         return ["--vdev=net_ring0"]
-    if args.topology in ("memif-server", "memif-client"):
-        role = args.topology.split("-")[1]
-        path = Path(os.path.abspath(args.socket))
+    if args.topology in ("memif", "memif-server", "memif-client"):
+        role = memif_role(args.topology, rank)
+        path = Path(os.path.abspath(for_rank(args.socket, rank)))
         if "," in str(path):
             raise LaunchError(f"the socket path {path} must not contain a comma")
-        prepare_memif_socket(path, role)
+        # A job's client waits for its server (FI_DPDK_CONNECT_TIMEOUT_MS).
+        if rank is None or role == "server":
+            prepare_memif_socket(path, role)
         # A socket file, not DPDK's default abstract name: it shows in the
         # file system and works across network namespaces.
         return [f"--vdev=net_memif0,role={role},socket={path},socket-abstract=no,"
                 f"bsize={MEMIF_BUFFER}"]
     if args.topology == "af_packet":
-        if "/" in args.iface or "," in args.iface or not (SYS_NET / args.iface).exists():
-            raise LaunchError(f"no network interface '{args.iface}' (see: ip link)")
-        return [f"--vdev=net_af_packet0,iface={args.iface}"]
+        iface = for_rank(args.iface, rank)
+        if "/" in iface or "," in iface or not (SYS_NET / iface).exists():
+            raise LaunchError(f"no network interface '{iface}' (see: ip link)")
+        return [f"--vdev=net_af_packet0,iface={iface}"]
     bdf = normalize_bdf(args.pci)
     device = SYS_PCI / bdf
     if not device.exists():
@@ -194,15 +255,15 @@ def memory_args(no_huge: bool) -> list[str]:
     return list(NO_HUGE_ARGS)
 
 
-def eal_args(args: argparse.Namespace) -> list[str]:
+def eal_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -> list[str]:
     """The whole EAL command line for FI_DPDK_EAL_ARGS. Raises LaunchError."""
-    lcore = default_lcore(args.topology) if args.lcore is None else args.lcore
+    lcore = default_lcore(args.topology, rank) if args.lcore is None else args.lcore
     if lcore not in allowed_cpus():
         raise LaunchError(f"lcore {lcore} is not among this process's CPUs {allowed_cpus()}")
     eal = ["-l", str(lcore), "--no-telemetry", "--log-level=lib.eal:warning"]
     if args.topology != "pci":
         eal.append("--no-pci")
-    eal += device_args(args)
+    eal += device_args(args, rank)
     eal += memory_args(args.no_huge)
     try:
         eal += shlex.split(args.eal_extra)
@@ -213,7 +274,8 @@ def eal_args(args: argparse.Namespace) -> list[str]:
 
 def provider_env(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
     """The variables the launcher sets, in the order it prints them."""
-    env = {"FI_PROVIDER": "dpdk", "FI_DPDK_EAL_ARGS": shlex.join(eal_args(args))}
+    env = {"FI_PROVIDER": "dpdk",
+           "FI_DPDK_EAL_ARGS": shlex.join(eal_args(args, job_rank(environ)))}
     if args.provider_path is not None:
         directory = Path(args.provider_path)
         if not directory.is_dir():
@@ -237,8 +299,11 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--topology", required=True, choices=TOPOLOGIES,
                         help="the port to give the provider (see above)")
     parser.add_argument("--socket", default=None, metavar="PATH",
-                        help=f"memif socket path (default: {DEFAULT_SOCKET})")
-    parser.add_argument("--iface", metavar="IF", help="af_packet: the kernel interface")
+                        help=f"memif socket path (default: {DEFAULT_SOCKET}); may name"
+                             " {rank} and {local_rank}")
+    parser.add_argument("--iface", metavar="IF",
+                        help="af_packet: the kernel interface; may name {rank} and"
+                             " {local_rank}")
     parser.add_argument("--pci", metavar="BDF", help="pci: the device, e.g. 0000:03:00.0")
     parser.add_argument("--lcore", type=int, metavar="N",
                         help="the EAL main lcore (default: the first CPU this process may"
@@ -254,7 +319,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="do the checks, print the environment as shell exports,"
                              " run nothing")
     args = parser.parse_args(options)
-    for option, topologies in (("socket", ("memif-server", "memif-client")),
+    for option, topologies in (("socket", ("memif", "memif-server", "memif-client")),
                                ("iface", ("af_packet",)), ("pci", ("pci",))):
         if getattr(args, option) is not None and args.topology not in topologies:
             parser.error(f"--{option} applies to --topology {' or '.join(topologies)} only")

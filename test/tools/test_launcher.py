@@ -129,6 +129,58 @@ class PrintOnlyTest(LauncherCase):
         self.assertIn("--no-pci", eal)
         self.assertIn("--vdev=net_af_packet0,iface=lo", eal)
 
+    def job_eal(self, environ: dict[str, str], *args: str) -> list[str]:
+        """The EAL words for a rank of a job (its starter's variables set)."""
+        env = {k: v for k, v in os.environ.items()
+               if not any(k.startswith(p) for p in ("OMPI_", "PMIX_", "PMI_", "SLURM_"))}
+        env.update(environ)
+        result = launch(*args, "--print-only", env=env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return shlex.split(exports(result.stdout)["FI_DPDK_EAL_ARGS"])
+
+    def test_memif_pair_of_a_job_takes_its_role_from_the_local_rank(self) -> None:
+        sock = self.tmp / "pair" / "m.sock"
+        server = self.job_eal({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_LOCAL_RANK": "0"},
+                              "--topology", "memif", "--socket", str(sock))
+        client = self.job_eal({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "1"},
+                              "--topology", "memif", "--socket", str(sock))
+        self.assertIn(f"--vdev=net_memif0,role=server,socket={sock},socket-abstract=no,"
+                      "bsize=9216", server)
+        self.assertIn(f"--vdev=net_memif0,role=client,socket={sock},socket-abstract=no,"
+                      "bsize=9216", client)
+        # Each rank polls on its own CPU where there are two.
+        if len(os.sched_getaffinity(0)) > 1:
+            self.assertNotEqual(server[1], client[1])
+
+    def test_memif_has_no_third_rank_and_needs_a_job(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
+        result = launch("--topology", "memif", "--print-only", env=env)
+        self.assert_one_line_error(result, "rank of a job")
+        result = launch("--topology", "memif", "--print-only",
+                        env={**env, "OMPI_COMM_WORLD_RANK": "2",
+                             "OMPI_COMM_WORLD_LOCAL_RANK": "2"})
+        self.assert_one_line_error(result, "local rank 2")
+
+    def test_rank_placeholders_and_every_starter(self) -> None:
+        # Open MPI, PMIx, Hydra and Slurm name the ranks differently.
+        for environ in ({"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "0"},
+                        {"PMIX_RANK": "5", "PMIX_LOCAL_RANK": "0"},
+                        {"PMI_RANK": "5", "MPI_LOCALRANKID": "0"},
+                        {"SLURM_PROCID": "5", "SLURM_LOCALID": "0"}):
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
+            result = launch("--topology", "af_packet", "--iface", "nosuch{rank}x{local_rank}",
+                            "--print-only", env={**env, **environ})
+            self.assert_one_line_error(result, "'nosuch5x0'")
+            sock = self.tmp / "r{rank}.sock"
+            eal = self.job_eal(environ, "--topology", "memif", "--socket", str(sock))
+            self.assertIn(f"socket={self.tmp}/r5.sock", " ".join(eal), environ)
+
+    def test_placeholder_outside_a_job(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
+        result = launch("--topology", "af_packet", "--iface", "veth{rank}", "--print-only",
+                        env=env)
+        self.assert_one_line_error(result, "no job starter")
+
     def test_af_packet_missing_interface(self) -> None:
         result = launch("--topology", "af_packet", "--iface", "nosuchif0", "--print-only")
         self.assert_one_line_error(result, "nosuchif0")
