@@ -52,7 +52,7 @@ int ensure_eal() {
     return -FI_ENODATA;
   }
   words->insert(words->begin(), "libdpdk-fi");
-  const int ret = eal::eal_bring_up(*words);
+  const int ret = eal::eal_bring_up(*words, /*quiet=*/true);
   if (ret != 0 && ret != -EALREADY) {
     DPDK_WARN(FI_LOG_CORE, "%s\n", eal::eal_status().detail.c_str());
     return -FI_ENODATA;

@@ -6,8 +6,14 @@
 #include <rte_lcore.h>
 #include <sched.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <memory>
 #include <mutex>
+#include <sstream>
 
 #include "lib/eal/eal_args.h"
 
@@ -22,6 +28,88 @@ std::string g_detail;
 // the one public sign that the host program already did it.
 bool eal_is_up() { return rte_lcore_count() > 0; }
 
+// What rte_eal_init writes to the process's stdout (its usage text, on
+// bad arguments) and stderr (its log), each held in a memory file while it
+// runs.  Other threads writing at that moment are caught too: EAL starts
+// once, early.
+class OutputCapture {
+ public:
+  OutputCapture() {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    out_ = memfd_create("eal-stdout", MFD_CLOEXEC);
+    err_ = memfd_create("eal-stderr", MFD_CLOEXEC);
+    if (out_ < 0 || err_ < 0) return;
+    saved_out_ = dup(STDOUT_FILENO);
+    saved_err_ = dup(STDERR_FILENO);
+    if (saved_out_ < 0 || saved_err_ < 0 || dup2(out_, STDOUT_FILENO) < 0 ||
+        dup2(err_, STDERR_FILENO) < 0)
+      restore();
+  }
+  ~OutputCapture() {
+    restore();
+    for (int fd : {out_, err_})
+      if (fd >= 0) close(fd);
+  }
+  OutputCapture(const OutputCapture&) = delete;
+  OutputCapture& operator=(const OutputCapture&) = delete;
+
+  // Puts stdout and stderr back; returns what went to stderr meanwhile
+  // (what went to stdout is dropped).
+  std::string finish() {
+    restore();
+    std::string text;
+    if (err_ < 0) return text;
+    char buffer[4096];
+    ssize_t got;
+    off_t at = 0;
+    while ((got = pread(err_, buffer, sizeof(buffer), at)) > 0) {
+      text.append(buffer, static_cast<size_t>(got));
+      at += got;
+    }
+    return text;
+  }
+
+ private:
+  void restore() {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    if (saved_out_ >= 0) {
+      dup2(saved_out_, STDOUT_FILENO);
+      close(saved_out_);
+      saved_out_ = -1;
+    }
+    if (saved_err_ >= 0) {
+      dup2(saved_err_, STDERR_FILENO);
+      close(saved_err_);
+      saved_err_ = -1;
+    }
+  }
+
+  int out_ = -1;
+  int err_ = -1;
+  int saved_out_ = -1;
+  int saved_err_ = -1;
+};
+
+// The lines of EAL's output that say what was wrong, joined: its complaint
+// about an option and its fatal verdict, not the usage text.
+std::string complaints(const std::string& output) {
+  std::istringstream lines(output);
+  std::string line, found;
+  while (std::getline(lines, line)) {
+    const bool telling = line.find("unrecognized option") != std::string::npos ||
+                         line.find("invalid") != std::string::npos ||
+                         line.find("Invalid") != std::string::npos ||
+                         line.find("FATAL") != std::string::npos ||
+                         line.find("requires an argument") != std::string::npos ||
+                         line.find("Error") != std::string::npos;
+    if (!telling || found.find(line) != std::string::npos) continue;
+    found += (found.empty() ? "" : "; ") + line;
+  }
+  return found;
+}
+
 }  // namespace
 
 EalStatus eal_status() {
@@ -33,7 +121,7 @@ EalStatus eal_status() {
   return {g_state, g_detail};
 }
 
-int eal_bring_up(const std::vector<std::string>& args) {
+int eal_bring_up(const std::vector<std::string>& args, bool quiet) {
   std::lock_guard guard(g_lock);
   if (g_state == EalState::kFailed) return -EINVAL;
   if (g_state != EalState::kDown) return -EALREADY;
@@ -57,8 +145,19 @@ int eal_bring_up(const std::vector<std::string>& args) {
   cpu_set_t affinity;
   const bool have_affinity =
       pthread_getaffinity_np(pthread_self(), sizeof(affinity), &affinity) == 0;
-  const int ret = rte_eal_init(static_cast<int>(kept_args.size()), argv.data());
+  std::string output;
+  int ret;
+  {
+    std::unique_ptr<OutputCapture> capture(quiet ? new OutputCapture() : nullptr);
+    ret = rte_eal_init(static_cast<int>(kept_args.size()), argv.data());
+    if (capture) output = capture->finish();
+  }
   const int saved_errno = rte_errno;
+  // What EAL says on success stays on stderr, where it always went.
+  if (ret >= 0 && !output.empty()) {
+    if (::write(STDERR_FILENO, output.data(), output.size()) < 0) {
+    }
+  }
   if (have_affinity) pthread_setaffinity_np(pthread_self(), sizeof(affinity), &affinity);
 
   g_detail.clear();
@@ -66,7 +165,9 @@ int eal_bring_up(const std::vector<std::string>& args) {
   if (ret < 0) {
     g_state = EalState::kFailed;
     g_detail = "rte_eal_init(" + g_detail + ") failed: " + rte_strerror(saved_errno);
-    if (!wants_no_huge(args))
+    if (const std::string why = complaints(output); !why.empty())
+      g_detail += " (" + why + ")";
+    else if (!wants_no_huge(args))
       g_detail += " (no hugepages? run usertools/dpdk-fi-setup.sh, or add --no-huge)";
     return saved_errno > 0 ? -saved_errno : -EINVAL;
   }

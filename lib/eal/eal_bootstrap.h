@@ -27,7 +27,11 @@ EalStatus eal_status();
 // already.  Keeps the calling thread's CPU affinity, and hands EAL a copy of
 // the arguments.  Returns 0 when EAL is up afterwards (now or before),
 // -EALREADY when it was up before this call, or a negative errno after a
-// failed rte_eal_init, with the reason in eal_status().detail.
-int eal_bring_up(const std::vector<std::string>& args);
+// failed rte_eal_init, with the reason in eal_status().detail.  With
+// `quiet`, what EAL prints while it starts is held back: on success it goes
+// to stderr as before, on failure only the lines that say what was wrong
+// reach detail (a program given bad FI_DPDK_EAL_ARGS must not find DPDK's
+// usage text on its stdout).
+int eal_bring_up(const std::vector<std::string>& args, bool quiet = false);
 
 }  // namespace ofi_dpdk::eal

@@ -7,7 +7,8 @@
 #       FI_LOG_LEVEL=info says FI_DPDK_EAL_ARGS is empty;
 #   (c) EAL up but no port (--no-pci, no vdev): -61, and the log says so;
 #   (d) EAL arguments EAL refuses: -61 and a warning naming rte_eal_init, and
-#       fi_info exits normally (no abort from inside EAL);
+#       fi_info exits normally (no abort from inside EAL); that one log line
+#       names the bad option, and DPDK's usage text and log appear nowhere;
 #   (e) `fi_info -p dpdk -e` lists every FI_DPDK_* parameter, each with its
 #       default in its help text;
 #   (f) the parameters are listed with no EAL arguments at all, without
@@ -123,6 +124,20 @@ if [[ $status -eq 61 ]] && has 'fi_getinfo: -61' &&
 else
 	fail "(d) bad EAL arguments: -61, a warning naming rte_eal_init, normal exit" \
 		"want exit 61 and a <warn> line 'rte_eal_init ... failed'"
+fi
+# ... and that one line says what was wrong, while DPDK's usage text and
+# log reach neither the program's stdout nor its stderr.
+env FI_DPDK_EAL_ARGS="-l 0 --bogus-option" FI_LOG_LEVEL=warn timeout -k 2 15 "${preload[@]}" \
+	fi_info -p dpdk >"$work/d_stdout.log" 2>"$work/d_stderr.log" || true
+out=$(cat "$work/d_stdout.log" "$work/d_stderr.log")
+if [[ ! -s "$work/d_stdout.log" ]] && ! grep -qa 'Usage' <<<"$out" &&
+	[[ $(grep -ca 'dpdk:' "$work/d_stderr.log") -eq 1 ]] &&
+	grep -qa "unrecognized option '--bogus-option'" "$work/d_stderr.log" &&
+	! grep -qa '^EAL:' "$work/d_stderr.log"; then
+	pass "(d) bad EAL arguments: one log line naming the option, nothing from DPDK itself"
+else
+	fail "(d) bad EAL arguments: one log line naming the option, nothing from DPDK itself" \
+		"want an empty stdout and one dpdk line naming --bogus-option on stderr"
 fi
 
 # every_param_documented NAME: the last output lists each of ${params[@]} as
