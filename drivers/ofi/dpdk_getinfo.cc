@@ -79,6 +79,15 @@ bool parse_request(const char* node, const char* service, uint64_t flags,
       DPDK_INFO(FI_LOG_CORE, "service \"%s\" is not a queue number below 65535\n", service);
       return false;
     }
+    // An endpoint's queue is one of a port's first kMaxEndpointsPerPort: a
+    // service beyond them (a program's default port number, say) names
+    // no endpoint this provider can open or reach.
+    if (*queue >= kMaxEndpointsPerPort) {
+      DPDK_INFO(FI_LOG_CORE,
+                "service \"%s\" names no endpoint queue: a port has queues 0 to %u\n", service,
+                kMaxEndpointsPerPort - 1);
+      return false;
+    }
   }
   std::optional<av::Address> node_address;
   if (node != nullptr) {

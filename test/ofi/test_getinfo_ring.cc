@@ -110,6 +110,21 @@ TEST_F(GetinfoRing, UriNodeGivesThatDestination) {
   fi_freeinfo(info);
 }
 
+// A service no endpoint queue has (stock programs default to port numbers
+// such as 9228): nothing to offer at fi_getinfo, rather than an endpoint
+// that fails later with -FI_EADDRINUSE.
+TEST_F(GetinfoRing, ServiceBeyondTheQueuesIsEnodata) {
+  fi_info* info = nullptr;
+  EXPECT_EQ(getinfo(nullptr, "9228", FI_SOURCE, &info), -FI_ENODATA);
+  EXPECT_EQ(info, nullptr);
+  EXPECT_EQ(getinfo(nullptr, "64", 0, &info), -FI_ENODATA);
+  EXPECT_EQ(info, nullptr);
+  EXPECT_EQ(getinfo(mac_text_.c_str(), "9228", 0, &info), -FI_ENODATA);
+  EXPECT_EQ(info, nullptr);
+  ASSERT_EQ(getinfo(nullptr, "63", FI_SOURCE, &info), 0);
+  fi_freeinfo(info);
+}
+
 // fi_getinfo(3): with an FI_ADDR_STR node, "the service parameter must be
 // NULL" -- one given anyway makes the request unanswerable.
 TEST_F(GetinfoRing, UriNodeWithServiceIsEnodata) {
