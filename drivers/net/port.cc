@@ -15,6 +15,7 @@
 #include <thread>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -31,6 +32,26 @@ std::atomic<uint32_t> g_pool_serial{0};
 // header, is what an rte_flow rule matches to pick an endpoint's queue.
 constexpr uint32_t kDstQueueOffset = offsetof(wire::FrameHeader, dst_queue);
 
+// The value of devarg `key` of the device (net_memif's bsize, role), or
+// empty when not given.
+std::string devarg(const rte_eth_dev_info& info, std::string_view key) {
+  const rte_devargs* args = info.device != nullptr ? rte_dev_devargs(info.device) : nullptr;
+  if (args == nullptr || args->args == nullptr) return {};
+  const std::string_view text = args->args;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string_view item = text.substr(at, end - at);
+    if (item.size() > key.size() && item.substr(0, key.size()) == key && item[key.size()] == '=')
+      return std::string(item.substr(key.size() + 1));
+    at = end + 1;
+  }
+  return {};
+}
+
+bool is_driver(const rte_eth_dev_info& info, const char* name) {
+  return info.driver_name != nullptr && std::strcmp(info.driver_name, name) == 0;
+}
+
 }  // namespace
 
 // Drivers whose frames are memory handed over, not limited by the MTU they
@@ -38,26 +59,16 @@ constexpr uint32_t kDstQueueOffset = offsetof(wire::FrameHeader, dst_queue);
 // into one of its ring buffers (22.11 reports 1500 and refuses to change
 // it).  Their limit in bytes after the Ethernet header, or 0 for others.
 uint32_t memory_link_limit(const rte_eth_dev_info& info) {
-  if (info.driver_name == nullptr) return 0;
-  if (std::strcmp(info.driver_name, "net_ring") == 0) return 65000;
-  if (std::strcmp(info.driver_name, "net_memif") != 0) return 0;
+  if (is_driver(info, "net_ring")) return 65000;
+  if (!is_driver(info, "net_memif")) return 0;
   // A frame longer than one buffer (devarg bsize, 2048 by default) spans
   // several, which 22.11 does not hand back whole: keep within one.
   uint32_t buffer = 2048;
-  const rte_devargs* args = info.device != nullptr ? rte_dev_devargs(info.device) : nullptr;
-  if (args != nullptr && args->args != nullptr) {
-    const std::string_view text = args->args;
-    for (size_t at = 0; at < text.size();) {
-      const size_t end = std::min(text.find(',', at), text.size());
-      const std::string_view item = text.substr(at, end - at);
-      if (item.substr(0, 6) == "bsize=") {
-        uint32_t value = 0;
-        const auto [ptr, err] = std::from_chars(item.data() + 6, item.data() + item.size(), value);
-        if (err == std::errc() && ptr == item.data() + item.size() && value > 0) buffer = value;
-      }
-      at = end + 1;
-    }
-  }
+  const std::string bsize = devarg(info, "bsize");
+  uint32_t value = 0;
+  const auto [ptr, err] = std::from_chars(bsize.data(), bsize.data() + bsize.size(), value);
+  if (!bsize.empty() && err == std::errc() && ptr == bsize.data() + bsize.size() && value > 0)
+    buffer = value;
   return buffer > sizeof(wire::EtherHeader) ? buffer - sizeof(wire::EtherHeader) : 0;
 }
 
@@ -237,7 +248,10 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   port->max_frame_payload_ =
       std::min<uint32_t>(mtu, room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader)) -
       static_cast<uint32_t>(sizeof(wire::FrameHeader));
-  port->description_ += ", MTU " + std::to_string(mtu);
+  char mac_text[24];
+  std::snprintf(mac_text, sizeof mac_text, "%02x:%02x:%02x:%02x:%02x:%02x", port->mac_[0],
+                port->mac_[1], port->mac_[2], port->mac_[3], port->mac_[4], port->mac_[5]);
+  port->description_ += ", MTU " + std::to_string(mtu) + ", MAC " + mac_text;
   // A --vdev=net_ringN port; rte_eth_from_rings ports ("net_ring_" and
   // their creator's name) usually cross.
   port->loops_back_ = info.driver_name != nullptr &&
@@ -287,21 +301,38 @@ int Port::configure(uint16_t queue_pairs, std::string* error) {
 }
 
 int Port::start(std::string* error) {
-  // A net_memif client cannot start before its server listens; ranks of a
-  // job start in any order, so it tries again until the connect timeout.
+  // A net_memif client cannot start before its server listens, and a
+  // server that listens but has not started its own port yet turns the
+  // client away (22.11 does not try again by itself).  Ranks of a job start
+  // in any order, so a client tries both again until the connect timeout.
   rte_eth_dev_info info{};
-  const bool may_wait = rte_eth_dev_info_get(port_id_, &info) == 0 &&
-                        info.driver_name != nullptr &&
-                        std::strcmp(info.driver_name, "net_memif") == 0;
+  const bool memif = rte_eth_dev_info_get(port_id_, &info) == 0 && is_driver(info, "net_memif");
+  const bool memif_client = memif && devarg(info, "role") == "client";
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.connect_timeout_ms);
+  auto waited_out = [&] { return std::chrono::steady_clock::now() >= deadline; };
   int ret;
-  while ((ret = rte_eth_dev_start(port_id_)) != 0 && may_wait &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (;;) {
+    while ((ret = rte_eth_dev_start(port_id_)) != 0 && memif && !waited_out())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (ret != 0 || !memif_client) break;
+    // The handshake takes milliseconds with a server that is ready.
+    const auto handshake_end = std::min(
+        deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
+    while (!link_up() && std::chrono::steady_clock::now() < handshake_end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (link_up()) break;
+    rte_eth_dev_stop(port_id_);
+    if (waited_out()) {
+      *error = name_ + ": the memif server did not take the connection within "
+                       "FI_DPDK_CONNECT_TIMEOUT_MS (" +
+               std::to_string(config_.connect_timeout_ms) + " ms)";
+      return -ETIMEDOUT;
+    }
+  }
   if (ret != 0) {
     *error = name_ + ": rte_eth_dev_start: " + rte_strerror(-ret) +
-             (may_wait ? " (no memif server within FI_DPDK_CONNECT_TIMEOUT_MS)" : "");
+             (memif ? " (no memif server within FI_DPDK_CONNECT_TIMEOUT_MS)" : "");
     return ret;
   }
   started_by_us_ = true;

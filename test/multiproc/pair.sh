@@ -71,7 +71,13 @@ pair_run() {
 	start_limited "${PAIR_LIMIT:-120}" "$SERVER_OUT" "$WORK/server.err" "$BENCH" -l 0 \
 		$EAL_COMMON $server_eal -- --role server --rendezvous "$WORK/rendezvous" "$@"
 	SERVER_PID=$STARTED_PID
-	wait_for_server
+	# PAIR_CLIENT_AFTER=S: start the client S seconds after the server
+	# instead of once the server's port is up (start-up order tests).
+	if [ -n "${PAIR_CLIENT_AFTER:-}" ]; then
+		sleep "$PAIR_CLIENT_AFTER"
+	else
+		wait_for_server
+	fi
 	# shellcheck disable=SC2086
 	start_limited "${PAIR_LIMIT:-120}" "$CLIENT_OUT" "$WORK/client.err" "$BENCH" -l 1 \
 		$EAL_COMMON $client_eal -- --role client --rendezvous "$WORK/rendezvous" "$@"
