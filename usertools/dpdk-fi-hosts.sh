@@ -43,8 +43,10 @@ rsh)
 	# the host, anything else runs here.
 	host=$1
 	shift
+	# Its own host name too: Open MPI names shared-memory files after it,
+	# and hosts sharing one would take each other's.
 	if ip netns list | awk '{print $1}' | grep -qx "$host"; then
-		exec ip netns exec "$host" sh -c "$*"
+		exec ip netns exec "$host" unshare --uts sh -c "hostname '$host' && $*"
 	fi
 	exec sh -c "$*"
 	;;
@@ -71,7 +73,7 @@ down() {
 	done
 	local link
 	for link in $(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' |
-		grep -E "^($name[0-9]+|$name[0-9]+b|$name-m[0-9]+b)$" || true); do
+		grep -E "^($name[0-9]+|$name[0-9]+[bx]|$name-m[0-9]+b)$" || true); do
 		ip link del "$link" 2>/dev/null || true
 	done
 	ip link del "$bridge" 2>/dev/null || true
@@ -99,6 +101,20 @@ esac
 if ((hosts > 0)); then
 	((ranks % hosts == 0)) || die 1 "--ranks must be a multiple of --hosts"
 fi
+# DPDK 22.11's af_packet joins each socket to fanout group (pid ^ ifindex)
+# & 0xffff of the interface's namespace, and a group already joined on
+# another interface refuses it (EINVAL: the port does not probe).  Ranks
+# started one after the other have neighbouring pids; with neighbouring
+# ifindexes they would collide.  Rank interfaces get ifindexes 4096 apart
+# with equal low 12 bits, so two ranks collide only if their pids differ by
+# a multiple of 4096.
+rank_ifindex() { echo $((0x100000 + $1 * 0x1000)); }
+# add_rank_veth IF PEER RANK: the pair, IF with its rank's ifindex if free.
+add_rank_veth() {
+	ip link add "$1" index "$(rank_ifindex "$3")" type veth peer name "$2" 2>/dev/null ||
+		ip link add "$1" type veth peer name "$2"
+}
+
 down
 ip link add "$bridge" type bridge
 # A bridge forwards our EtherType like any other; no STP delay.
@@ -107,7 +123,7 @@ ip link set "$bridge" up
 
 if ((hosts == 0)); then
 	for ((i = 0; i < ranks; i++)); do
-		ip link add "$name$i" type veth peer name "$name${i}b"
+		add_rank_veth "$name$i" "$name${i}b" "$i"
 		ip link set "$name${i}b" master "$bridge" up
 		ip link set "$name$i" up
 	done
@@ -115,6 +131,14 @@ if ((hosts == 0)); then
 	exit 0
 fi
 
+# One set of hosts at a time: another bridge with the management subnet
+# would take the host's route to it.
+other=$(ip -o addr show to 10.199.0.0/24 | awk -v me="$bridge" '$2 != me {print $2; exit}')
+if [ -n "$other" ]; then
+	down
+	die 1 "10.199.0.0/24 is in use on $other (hosts of another name?): remove them first" \
+		"('down --name NAME')"
+fi
 ip addr add 10.199.0.254/24 dev "$bridge"
 per_host=$((ranks / hosts))
 rank=0
@@ -128,7 +152,10 @@ for ((h = 0; h < hosts; h++)); do
 	ip netns exec "$ns" ip addr add "10.199.0.$((h + 1))/24" dev "$name-m"
 	ip netns exec "$ns" ip link set "$name-m" up
 	for ((j = 0; j < per_host; j++)); do
-		ip link add "$name${rank}b" type veth peer name "$name$j" netns "$ns"
+		# Made here, then moved (keeping its ifindex) and renamed.
+		add_rank_veth "$name${rank}x" "$name${rank}b" "$rank"
+		ip link set "$name${rank}x" netns "$ns"
+		ip netns exec "$ns" ip link set "$name${rank}x" name "$name$j"
 		ip link set "$name${rank}b" master "$bridge" up
 		ip netns exec "$ns" ip link set "$name$j" up
 		rank=$((rank + 1))
