@@ -19,9 +19,10 @@
 #   down                    removes all of it.
 #   hostfile                prints an Open MPI hostfile for the hosts
 #                           ("NAME-h<h> slots=<N/K>").
-#   rsh HOST COMMAND...     runs COMMAND in host HOST's namespace: mpirun's
-#                           --mca plm_rsh_agent, so it starts its daemons
-#                           in the hosts (see doc/getting-started.md).
+#   rsh HOST COMMAND...     runs COMMAND in host HOST's namespace, with
+#                           HOST as its host name: mpirun's --mca
+#                           plm_rsh_agent, so it starts its daemons in the
+#                           hosts (see doc/getting-started.md).
 #
 # The ranks then run under the launcher:
 #   mpirun -np N usertools/dpdk-fi-run.py --topology af_packet \

@@ -11,7 +11,7 @@
 #
 # Options:
 #   --suite S          run only suite S (repeatable): unit, dpdk, provider,
-#                      multiproc, stock, tools
+#                      multiproc, stock, mpi, tools
 #   --builddir DIR     build directory (default: build)
 #   --no-hugepages     passed to dpdk-fi-setup.sh: DPDK runs with --no-huge
 #   --sanitize KIND    build and test with sanitizers, in a build directory of

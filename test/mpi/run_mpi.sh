@@ -1,0 +1,135 @@
+#!/bin/bash
+# Usage: run_mpi.sh PATH TOPOLOGY NP PROGRAM...
+#
+# Runs each PROGRAM (the MPI tests of test/mpi) as an Open MPI job of NP
+# ranks over the dpdk provider only, started through the launcher
+# (usertools/dpdk-fi-run.py), one job after another:
+#   PATH      mtl: pml cm with the OFI MTL (tagged messages), dpdk only
+#             btl: pml ob1 with the OFI BTL and self (no vader, no tcp),
+#                  two-sided mode, osc rdma for one-sided
+#   TOPOLOGY  memif:  two ranks, one memif pair
+#             bridge: NP ranks, one veth each on a Linux bridge (af_packet)
+#             hosts:  NP ranks over 4 network namespaces joined by a bridge,
+#                     mpirun starting its daemons in them (rsh agent)
+# A job passes when it exits 0 within its limit, its rank 0 printed "N
+# checks passed", and the provider carried its messages: the ranks'
+# endpoints report, when closed, the messages they sent (FI_LOG_LEVEL info
+# of the provider's data path) and together they sent some.  The MCA
+# settings leave Open MPI no other way between ranks (dpdk is the only
+# provider it may use; no vader, tcp or sm).  Exit status: 0 all jobs
+# passed, 1 one failed, 77 (skipped) without mpirun, root or (hosts)
+# network namespaces.  Works with Open MPI 4.1 and 5.0.
+set -euo pipefail
+path=$1 topology=$2 np=$3
+shift 3
+ompi_major=$(mpirun --version 2>/dev/null | sed -n 's/.*Open MPI) \([0-9]*\)\..*/\1/p' | head -1)
+programs=()
+for program in "$@"; do
+	# Open MPI 5 dropped osc pt2pt, the one-sided component that runs over
+	# any PML: with the MTL (pml cm) MPI_Win_create has nothing to use.
+	if [ "$path" = mtl ] && [ "$(basename "$program")" = mpi_rma ] && ((${ompi_major:-4} >= 5)); then
+		echo "note: mpi_rma not run over the MTL: Open MPI $ompi_major has no osc over pml cm"
+		continue
+	fi
+	programs+=("$(realpath "$program")")
+done
+root=${OFI_DPDK_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+launcher="$root/usertools/dpdk-fi-run.py"
+hosts_tool="$root/usertools/dpdk-fi-hosts.sh"
+
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun (openmpi-bin)"; exit 77; }
+if [ "$topology" != memif ] && [ "$(id -u)" != 0 ]; then
+	echo "SKIP: bridges and namespaces need root"
+	exit 77
+fi
+
+work=$(mktemp -d /tmp/ofi-dpdk-mpi.XXXXXX)
+name="om$$"
+name=${name:0:9}
+cleanup() {
+	[ "$topology" = memif ] || bash "$hosts_tool" down --name "$name" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+# Hosts of an earlier run killed before its clean-up (its shell is gone)
+# would hold the management subnet.
+for bridge in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//'); do
+	[[ "$bridge" =~ ^om([0-9]+)-br$ ]] || continue
+	kill -0 "${BASH_REMATCH[1]}" 2>/dev/null ||
+		bash "$hosts_tool" down --name "om${BASH_REMATCH[1]}" >/dev/null 2>&1 || true
+done
+
+mca=(--allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
+case "$path" in
+mtl) mca+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk) ;;
+btl) mca+=(--mca pml ob1 --mca btl ofi,self --mca btl_ofi_mode 2
+	--mca btl_ofi_provider_include dpdk --mca osc rdma)
+	# ob1 (Open MPI 4.1) gets a whole rendezvous message into a shorter
+	# receive buffer: the provider reads what it is asked to read.
+	export MPI_TEST_TRUNCATION_OVERRUN_FROM=4096
+	# Its osc rdma passes no remote handle for a CAS at the rank's own
+	# window (a NULL dereference in the BTL, before the provider is called).
+	export MPI_TEST_NO_CAS_AT_SELF=1
+	mca+=(-x MPI_TEST_TRUNCATION_OVERRUN_FROM -x MPI_TEST_NO_CAS_AT_SELF) ;;
+*) echo "unknown path $path"; exit 2 ;;
+esac
+
+# The ranks each poll a CPU: more ranks than CPUs share them, slowly.
+launch=("$launcher" --no-huge)
+case "$topology" in
+memif)
+	((np == 2)) || { echo "memif joins two ranks"; exit 2; }
+	launch+=(--topology memif --socket "$work/memif.sock")
+	;;
+bridge)
+	bash "$hosts_tool" up --ranks "$np" --name "$name" >/dev/null
+	launch+=(--topology af_packet --iface "$name{local_rank}")
+	;;
+hosts)
+	# (A root without network namespaces, like the Debian 13 leg's.)
+	usable=yes
+	{ ip netns add "$name-probe" && ip netns exec "$name-probe" true; } >/dev/null 2>&1 || usable=no
+	ip netns del "$name-probe" >/dev/null 2>&1 || true
+	if [ "$usable" = no ]; then
+		echo "SKIP: network namespaces cannot be made here"
+		exit 77
+	fi
+	bash "$hosts_tool" up --ranks "$np" --hosts 4 --name "$name" >/dev/null
+	bash "$hosts_tool" hostfile --name "$name" >"$work/hostfile"
+	mca+=(--hostfile "$work/hostfile" --mca plm_rsh_agent "$hosts_tool rsh"
+		--mca oob_tcp_if_include 10.199.0.0/24)
+	launch+=(--topology af_packet --iface "$name{local_rank}")
+	;;
+*) echo "unknown topology $topology"; exit 2 ;;
+esac
+
+# The provider's data-path log: each endpoint's counters when it closes.
+export FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=ep_data
+# Ranks start in any order; a late one is waited for this long.
+export FI_DPDK_CONNECT_TIMEOUT_MS=60000
+# (Daemons started through the rsh agent pass on only what -x names.)
+for variable in FI_LOG_LEVEL FI_LOG_PROV FI_LOG_SUBSYS FI_DPDK_CONNECT_TIMEOUT_MS \
+	${FI_PROVIDER_PATH:+FI_PROVIDER_PATH}; do
+	mca+=(-x "$variable")
+done
+failed=0
+for program in "${programs[@]}"; do
+	log="$work/$(basename "$program").log"
+	status=0
+	timeout --kill-after=10 "${OFI_DPDK_MPI_LIMIT:-300}" \
+		mpirun "${mca[@]}" -np "$np" "${launch[@]}" -- "$program" >"$log" 2>&1 || status=$?
+	sent=$( (grep -aoE "messages sent [0-9]+" "$log" || true) | awk '{s += $3} END {print s + 0}')
+	closed=$(grep -acE "dpdk:ep_data:log_stats" "$log" || true)
+	summary=$(grep -am1 -E "checks passed" "$log" || true)
+	# (Ranks' log lines may interleave: the counts are what could be read.)
+	if ((status != 0)) || [ -z "$summary" ] || ((sent == 0)) || ((closed == 0)); then
+		echo "FAIL: $(basename "$program") over $path/$topology, $np ranks: exit $status," \
+			"$closed endpoints reported, $sent messages through the provider"
+		grep -avE "libfabric:.*dpdk:ep_data:log_stats|dpdk-fi-run.py: note" "$log" | tail -40
+		failed=1
+		continue
+	fi
+	echo "$summary ($path/$topology, $np ranks, $sent messages through dpdk)"
+done
+exit "$failed"
