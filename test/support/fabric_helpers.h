@@ -48,9 +48,10 @@ struct TestEndpoint {
   // bound with counter_flags before fi_enable.
   int open(fid_domain* domain, fid_av* av, fi_info* info,
            fi_cq_format format = FI_CQ_FORMAT_DATA, uint64_t cq_bind_flags = 0,
-           fid_cntr* counter = nullptr, uint64_t counter_flags = 0) {
+           fid_cntr* counter = nullptr, uint64_t counter_flags = 0, size_t cq_size = 0) {
     fi_cq_attr attr{};
     attr.format = format;
+    attr.size = cq_size;
     attr.wait_obj = FI_WAIT_UNSPEC;
     int ret;
     if ((ret = fi_cq_open(domain, &attr, &tx_cq, nullptr))) return ret;
