@@ -1,7 +1,7 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-compare.sh [--builddir DIR] [--json FILE] [--quick]
 #                                     [--providers "dpdk shm tcp;ofi_rxm"]
-#                                     [--only FIGURE[,FIGURE...]] [--help]
+#                                     [--only FIGURE[,FIGURE...]] [--repeat N] [--help]
 #
 # Measures the dpdk provider against libfabric's shm and tcp;ofi_rxm
 # providers, in one sitting, with the same program (dpdk-fi-bench, two
@@ -30,6 +30,10 @@
 #   --providers LIST which providers to run (default: "dpdk shm tcp;ofi_rxm")
 #   --only LIST      only these figures (comma-separated names from above)
 #   --quick          fewer iterations (a smoke run, figures less stable)
+#   --repeat N       run each figure N times per provider, the providers'
+#                    runs interleaved, and report the median (default 3;
+#                    1 with --quick): one run on a busy machine can be off
+#                    by a factor of two
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
@@ -40,6 +44,7 @@ json=""
 providers="dpdk shm tcp;ofi_rxm"
 only=""
 quick=0
+repeat=""
 while (($#)); do
 	case "$1" in
 	--builddir) builddir=$2; shift ;;
@@ -47,6 +52,7 @@ while (($#)); do
 	--providers) providers=$2; shift ;;
 	--only) only=$2; shift ;;
 	--quick) quick=1 ;;
+	--repeat) repeat=$2; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) die 1 "unknown option '$1' (see --help)" ;;
 	esac
@@ -57,19 +63,26 @@ bench="$builddir/app/bench/dpdk-fi-bench"
 [ -x "$bench" ] || die 1 "no $bench: run usertools/dpdk-fi-setup.sh first"
 [ -n "$json" ] || json="$builddir/compare.json"
 mem_args=$(eal_memory_args "$builddir")
+if [ -z "$repeat" ]; then
+	repeat=3
+	((quick)) && repeat=1
+fi
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die 1 "--repeat wants a positive number"
 
 exec python3 - "$bench" "$builddir/drivers/ofi" "$json" "$providers" "$only" "$quick" \
-	"$mem_args" <<'EOF'
+	"$mem_args" "$repeat" <<'EOF'
 import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-bench, provider_dir, json_path, providers, only, quick, mem_args = sys.argv[1:8]
+bench, provider_dir, json_path, providers, only, quick, mem_args, repeat = sys.argv[1:9]
+repeat = int(repeat)
 providers = providers.split()
 quick = quick == "1"
 scale = 0.2 if quick else 1.0
@@ -179,12 +192,21 @@ runs = {}
 table = []
 for name, unit, path, lower, args in FIGURES:
     row = {"figure": name, "unit": unit}
+    values = {provider: [] for provider in providers}
+    for attempt in range(repeat):
+        for provider in providers:
+            result = run_pair(provider, args)
+            runs.setdefault(name, {}).setdefault(provider, []).append(result)
+            if not result.get("ok"):
+                print(f"  {name} over {provider}: failed: {result.get('error', '?')}",
+                      file=sys.stderr)
+            elif value(result, path) is not None:
+                values[provider].append(value(result, path))
     for provider in providers:
-        result = run_pair(provider, args)
-        runs.setdefault(name, {})[provider] = result
-        row[provider] = value(result, path)
-        if not result.get("ok"):
-            print(f"  {name} over {provider}: failed: {result.get('error', '?')}", file=sys.stderr)
+        # The median of the runs that passed; a figure with a failed run
+        # shows as failed: a run that loses data has no speed.
+        ok = len(values[provider]) == repeat
+        row[provider] = statistics.median(values[provider]) if ok else None
     for peer in providers:
         if peer == "dpdk":
             continue
@@ -221,7 +243,7 @@ print("(x: times better than the peer: its latency / ours, or our rate / its rat
 
 with open(json_path, "w") as f:
     json.dump({"when": time.strftime("%Y-%m-%d %H:%M:%S"), "uname": os.uname().release,
-               "cpus": os.cpu_count(), "quick": quick, "table": table, "runs": runs}, f, indent=1)
+               "cpus": os.cpu_count(), "quick": quick, "repeat": repeat, "table": table, "runs": runs}, f, indent=1)
 print(f"runs: {json_path}")
 failed = sum(1 for row in table for p in providers if row[p] is None)
 sys.exit(1 if failed else 0)
