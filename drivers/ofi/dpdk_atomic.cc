@@ -96,7 +96,7 @@ proto::Response serve_atomic(Endpoint* ep, const RemoteOp& request, const uint8_
   response.status =
       resolve_remote(*ep, request.key, request.addr, bytes, needed, &target, &region_cntr);
   if (response.status != 0) return response;
-  if (c != Class::kBase) response.data.resize(bytes);
+  if (c != Class::kBase) response.data = ep->engine->response_bytes(bytes);
   const int ret = atomic::apply(op, datatype, c, target, operands ? data : nullptr,
                                 c == Class::kCompare ? data + operands : nullptr,
                                 c != Class::kBase ? response.data.data() : nullptr, count);

@@ -108,7 +108,8 @@ proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* by
                        op.cq_data, 0, source});
     }
   } else {
-    response.data.assign(target, target + op.length);
+    response.data = ep->engine->response_bytes(op.length);
+    if (op.length != 0) std::memcpy(response.data.data(), target, op.length);
     if (ep->remote_read_cntr) ep->remote_read_cntr->add(1);
   }
   return response;

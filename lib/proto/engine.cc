@@ -110,7 +110,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   message->request = request;
   message->request.iov = nullptr;
   if (request.copy) {
-    message->copy = std::make_unique<uint8_t[]>(length ? length : 1);
+    message->copy = take_copy_buffer(length, &message->copy_capacity);
     size_t at = 0;
     for (size_t i = 0; i < request.iov_count; ++i) {
       std::memcpy(message->copy.get() + at, request.iov[i].iov_base, request.iov[i].iov_len);
@@ -221,7 +221,38 @@ void Engine::drop_peer(uint64_t key) {
 
 void Engine::frames_sent() {
   outbox_.clear();
+  for (auto& message : retired_) {
+    if (message->copy_capacity < kMinSpareCopy || message->copy_capacity > kMaxSpareCopy ||
+        spare_copy_bytes_ + message->copy_capacity > kSpareCopyBytes)
+      continue;
+    spare_copy_bytes_ += message->copy_capacity;
+    spare_copies_.emplace_back(message->copy_capacity, std::move(message->copy));
+  }
   retired_.clear();
+}
+
+std::unique_ptr<uint8_t[]> Engine::take_copy_buffer(size_t length, size_t* capacity) {
+  // The smallest spare that fits, else a new buffer; neither is zeroed
+  // (the caller fills the length it asked for).
+  auto best = spare_copies_.end();
+  for (auto it = spare_copies_.begin(); it != spare_copies_.end(); ++it)
+    if (it->first >= length && (best == spare_copies_.end() || it->first < best->first)) best = it;
+  if (best != spare_copies_.end()) {
+    *capacity = best->first;
+    std::unique_ptr<uint8_t[]> buffer = std::move(best->second);
+    spare_copy_bytes_ -= best->first;
+    *best = std::move(spare_copies_.back());
+    spare_copies_.pop_back();
+    return buffer;
+  }
+  *capacity = std::max<size_t>(length, 1);
+  return std::unique_ptr<uint8_t[]>(new uint8_t[*capacity]);
+}
+
+ResponseBytes Engine::response_bytes(size_t length) {
+  size_t capacity = 0;
+  std::unique_ptr<uint8_t[]> buffer = take_copy_buffer(length, &capacity);
+  return ResponseBytes(std::move(buffer), capacity, length);
 }
 
 void Engine::poll(uint64_t now_ns) {

@@ -139,9 +139,9 @@ void Engine::send_response(Connection& c, uint32_t request_id, Response response
   }
   ++c.responses_pending;
   auto message = std::make_unique<TxMessage>();
+  // The handler's buffer is the bytes sent (and resent) from.
   message->length = response.data.size();
-  message->copy = std::make_unique<uint8_t[]>(std::max<size_t>(response.data.size(), 1));
-  std::copy(response.data.begin(), response.data.end(), message->copy.get());
+  message->copy = response.data.release(&message->copy_capacity);
   message->iov_count = 0;
   message->request.internal = true;
   message->request.completion = false;

@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lib/proto/response_bytes.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::proto {
@@ -69,6 +70,11 @@ struct PeerAddress {
 // address: a frame may name as its sender's address (src_ep_queue) its own
 // queue or one at most this far below.
 inline constexpr uint16_t kMaxAddressSpan = 64;
+// Copy buffers from 64 KiB to 4 MiB are kept for reuse, 8 MiB of them at
+// most per endpoint (Engine::spare_copies_).
+inline constexpr size_t kMinSpareCopy = size_t{64} << 10;
+inline constexpr size_t kMaxSpareCopy = size_t{4} << 20;
+inline constexpr size_t kSpareCopyBytes = size_t{8} << 20;
 
 inline uint64_t peer_key(const uint8_t mac[6], uint16_t queue) {
   uint64_t key = queue;
@@ -112,8 +118,8 @@ struct Sender {
 // request once, so the handler runs once per request; the response is
 // copied when made and kept until the initiator acknowledged it.
 struct Response {
-  int status = 0;             // 0, or a kErr*-style positive error for the initiator
-  std::vector<uint8_t> data;  // returned bytes (read data, fetched values)
+  int status = 0;      // 0, or a kErr*-style positive error for the initiator
+  ResponseBytes data;  // returned bytes (read data, fetched values)
 };
 using RequestHandler =
     std::function<Response(uint64_t peer_key, const uint8_t* request, size_t length)>;
@@ -250,6 +256,7 @@ struct TxMessage {
   iovec iov[kMaxIov];
   size_t iov_count;
   std::unique_ptr<uint8_t[]> copy;  // inject: owned bytes
+  size_t copy_capacity = 0;         // the copy buffer's size (>= length)
   size_t length;
   SendRequest request;
   uint32_t msg_id;
@@ -454,6 +461,9 @@ class Engine {
   // Serves requests from peers (RMA, atomics); without one, every request
   // gets kErrNoHandler.
   void set_request_handler(RequestHandler handler) { request_handler_ = std::move(handler); }
+  // A buffer for `length` bytes a request handler returns (Response::data),
+  // from the endpoint's spare buffers when one fits.
+  ResponseBytes response_bytes(size_t length);
 
   std::vector<OutFrame>& outbox() { return outbox_; }
   // The caller sent (or dropped) the outbox: payload views may go now.
@@ -516,6 +526,8 @@ class Engine {
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
+  // A buffer of at least `length` bytes, not zeroed; its size in *capacity.
+  std::unique_ptr<uint8_t[]> take_copy_buffer(size_t length, size_t* capacity);
   void fail_connection(Connection& c, int error, int prov_errno);
   // Fails the sends only and opens the next transmit connection.
   void fail_transmit(Connection& c, int error, int prov_errno);
@@ -606,6 +618,11 @@ class Engine {
   std::deque<std::pair<uint64_t, uint32_t>> evicted_order_;
   std::vector<OutFrame> outbox_;
   std::vector<std::unique_ptr<TxMessage>> retired_;
+  // Copy buffers of retired large messages (a read's response copies the
+  // region it answers with), kept for the next: a fresh megabyte from the
+  // heap costs its page faults every time.  At most kSpareCopyBytes.
+  std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> spare_copies_;
+  size_t spare_copy_bytes_ = 0;
   RequestHandler request_handler_;
   std::vector<Completion> completions_;
   std::deque<RecvRequest> posted_;

@@ -235,4 +235,31 @@ TEST(Requests, ALateResponseToAFailedRequestIsIgnored) {
 }
 
 }  // namespace
+TEST(Requests, LargeResponseBuffersAreReusedOnceAcknowledged) {
+  // A target that answers from engine-lent buffers (Engine::response_bytes):
+  // the second 1 MiB answer is built in the first one's buffer, given back
+  // when the initiator acknowledged it, and both arrive intact.
+  Harness h(3);
+  std::vector<const uint8_t*> lent;
+  h.link.engine(h.b).set_request_handler([&](uint64_t, const uint8_t* bytes, size_t) {
+    Response r;
+    r.data = h.link.engine(h.b).response_bytes(size_t{1} << 20);
+    lent.push_back(r.data.data());
+    std::memset(r.data.data(), bytes[0], r.data.size());
+    return r;
+  });
+  for (uint8_t round : {uint8_t{'x'}, uint8_t{'y'}}) {
+    std::vector<uint8_t> result(size_t{1} << 20, 0);
+    ASSERT_EQ(h.request(std::string(1, static_cast<char>(round)), result, ctx(round)), 0);
+    auto done = h.wait(1, 2'000 * kMs);
+    ASSERT_EQ(done.size(), 1u);
+    EXPECT_EQ(done[0].error, 0);
+    EXPECT_EQ(done[0].len, result.size());
+    for (size_t i = 0; i < result.size(); i += 4093) ASSERT_EQ(result[i], round) << i;
+    for (int i = 0; i < 100; ++i) h.link.step();  // the last acknowledgement
+  }
+  ASSERT_EQ(lent.size(), 2u);
+  EXPECT_EQ(lent[0], lent[1]) << "the second answer took a fresh megabyte from the heap";
+}
+
 }  // namespace ofi_dpdk::proto
