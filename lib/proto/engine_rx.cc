@@ -113,7 +113,7 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
         failed.auth_key = c.auth_key;
         push_recv_completion(u.claim, failed, true);
       }
-      unexpected_bytes_ -= u.length;
+      unexpected_bytes_ -= u.charged;
       unexpected_.erase(in->unexpected);
     }
     delete in;

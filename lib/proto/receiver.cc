@@ -107,7 +107,7 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
     c.inbound = in;
     return true;
   }
-  if (unexpected_bytes_ + h.msg_len > config_.unexpected_bytes) {
+  if (unexpected_bytes_ + unexpected_cost(h.msg_len) > config_.unexpected_bytes) {
     delete in;
     return false;
   }
@@ -123,8 +123,10 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   u.msg_id = h.msg_id;
   u.session = c.peer_session;
   u.conn = c.rx_conn;
-  u.bytes = std::make_unique<uint8_t[]>(std::max<size_t>(h.msg_len, 1));
-  unexpected_bytes_ += h.msg_len;
+  // Not zeroed: a claimed length costs memory only as its bytes arrive.
+  u.bytes.reset(new uint8_t[std::max<size_t>(h.msg_len, 1)]);
+  u.charged = unexpected_cost(h.msg_len);
+  unexpected_bytes_ += u.charged;
   unexpected_.push_back(std::move(u));
   in->unexpected = std::prev(unexpected_.end());
   c.inbound = in;
@@ -221,13 +223,13 @@ void Engine::finish_message(Connection& c) {
     u.complete = true;
     if (u.discarded) {
       notify_delivered(u);
-      unexpected_bytes_ -= u.length;
+      unexpected_bytes_ -= u.charged;
       unexpected_.erase(in->unexpected);
       wake_stalled();
     } else if (u.claimed) {
       complete_recv(u.claim, *in, u.bytes.get());
       notify_delivered(u);
-      unexpected_bytes_ -= u.length;
+      unexpected_bytes_ -= u.charged;
       unexpected_.erase(in->unexpected);
       wake_stalled();
     }
@@ -246,7 +248,7 @@ void Engine::take_unexpected(const RecvRequest& request,
   }
   complete_recv(request, view_of(*it), it->bytes.get());
   notify_delivered(*it);
-  unexpected_bytes_ -= it->length;
+  unexpected_bytes_ -= it->charged;
   unexpected_.erase(it);
   wake_stalled();
 }
@@ -284,7 +286,7 @@ int Engine::post_multi_recv(const RecvRequest& request) {
     }
     complete_recv(part, view_of(*it), it->bytes.get());
     notify_delivered(*it);
-    unexpected_bytes_ -= it->length;
+    unexpected_bytes_ -= it->charged;
     it = unexpected_.erase(it);
   }
   if (!request.multi->released) {
@@ -321,7 +323,7 @@ void Engine::drop_unexpected(std::list<UnexpectedMessage>::iterator it) {
     return;
   }
   notify_delivered(*it);
-  unexpected_bytes_ -= it->length;
+  unexpected_bytes_ -= it->charged;
   unexpected_.erase(it);
   wake_stalled();
 }

@@ -383,7 +383,16 @@ struct UnexpectedMessage {
   uint32_t msg_id = 0;
   uint32_t session = 0;
   uint16_t conn = 0;
+  size_t charged = 0;  // what it holds of the unexpected budget (unexpected_cost)
 };
+
+// What an unexpected message holds of the budget: its bytes and its record
+// (the record, its list node and two allocations' headers).  A stream of
+// tiny messages is then bounded in memory, not only in payload: 8 MiB of
+// 64-byte messages would otherwise be some 60 MiB of records.
+inline constexpr size_t unexpected_cost(size_t length) {
+  return length + sizeof(UnexpectedMessage) + 64;
+}
 
 struct InboundMessage {
   bool to_user = false;
@@ -481,6 +490,7 @@ class Engine {
   size_t connection_count() const { return connections_.size(); }
   // Bytes of the unexpected budget in use (early messages and requests).
   size_t unexpected_bytes() const { return unexpected_bytes_; }
+  size_t unexpected_messages() const { return unexpected_.size(); }
   // Bytes the reorder pool holds (allocated chunks, free or in use).
   size_t reorder_pool_bytes() const { return chunks_allocated_ * chunk_size(); }
   uint32_t session() const { return session_; }

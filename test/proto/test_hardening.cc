@@ -669,6 +669,36 @@ TEST(Bounds, AHalfSentRequestTimesOutAndGivesItsBudgetBack) {
   EXPECT_EQ(p.calls, 0);
 }
 
+TEST(Bounds, TinyUnexpectedMessagesCountTheirRecordsAgainstTheBudget) {
+  // Expect: with a 16 KiB budget and no receive posted, 8-byte messages
+  // are taken only while their bytes and records fit (far fewer than the
+  // 1000 whose bytes alone would fit); the rest wait at the sender; once receives are posted, every
+  // message arrives, once and in order.
+  TransportConfig config;
+  config.unexpected_bytes = 16 << 10;
+  Pair p(51, config, config);
+  constexpr size_t kMessages = 1000;
+  for (size_t i = 0; i < kMessages; ++i) {
+    std::vector<uint8_t> bytes(8);
+    std::memcpy(bytes.data(), &i, sizeof(uint32_t));
+    ASSERT_EQ(p.send(p.a, p.b, bytes, ctx(i + 1)), 0) << i;
+  }
+  p.run_for(200 * kMs);
+  const size_t held = p.engine(p.b).unexpected_messages();
+  EXPECT_LE(p.engine(p.b).unexpected_bytes(), config.unexpected_bytes);
+  EXPECT_LE(held, config.unexpected_bytes / unexpected_cost(8));
+  EXPECT_GT(held, 0u);
+  std::vector<std::vector<uint8_t>> buffers(kMessages, std::vector<uint8_t>(8));
+  for (size_t i = 0; i < kMessages; ++i) ASSERT_EQ(p.post(p.b, &buffers[i], ctx(100000 + i)), 0);
+  ASSERT_TRUE(p.wait(p.b, kMessages, 5000 * kMs));
+  for (size_t i = 0; i < kMessages; ++i) {
+    uint32_t value;
+    std::memcpy(&value, buffers[i].data(), sizeof(value));
+    ASSERT_EQ(value, i);
+  }
+  EXPECT_EQ(p.engine(p.b).unexpected_bytes(), 0u);
+}
+
 TEST(Bounds, UnacknowledgedResponsesHoldFurtherRequests) {
   // Expect: B keeps at most 2 responses unacknowledged.  A sends 6 requests
   // while nothing of B's reaches A: B runs 2 and holds the rest (window 0).
