@@ -1,0 +1,523 @@
+// adversary: forged frames against a provider process (the target) while a
+// live pair (the target and its peer, dpdk-fi-bench fetch-adds over
+// net_af_packet on a veth pair) runs beside it.  The adversary sits on the
+// peer's end of the pair, so what it sends reaches the target as if from
+// the wire, and it sees everything the target sends.
+//
+//   adversary --iface IFACE --rendezvous DIR --target-pid PID
+//             [--cases a,b,...] [--seed N] [--max-peers N]
+//             [--unexpected-bytes N] [--peer-timeout-ms N]
+//             [--rss-limit-kb N] [--progress-floor F]
+//
+// The target's names are DIR/server, the peer's DIR/client (the bench's
+// rendezvous files).  --max-peers, --unexpected-bytes and
+// --peer-timeout-ms are what the target was started with (FI_DPDK_*).
+// Each case reports what the target did, its resident memory growth and
+// the live pair's progress (frames the peer sent per second, against the
+// rate before the first case); it fails when the target misbehaves, grows
+// by more than --rss-limit-kb, or the pair falls below --progress-floor of
+// its rate.  Exit 0 when every case passed, 1 otherwise, 2 on set-up
+// errors.
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test/adversarial/forge.h"
+#include "test/adversarial/injector.h"
+#include "test/adversarial/raw_link.h"
+
+namespace ofi_dpdk::adversarial {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Options {
+  std::string iface;
+  std::string rendezvous;
+  long target_pid = 0;
+  std::vector<std::string> cases;
+  uint64_t seed = 1;
+  size_t max_peers = 128;
+  size_t unexpected_bytes = 8u << 20;
+  uint64_t peer_timeout_ms = 3000;
+  long rss_limit_kb = 8 * 1024;
+  double progress_floor = 0.2;
+};
+
+const std::vector<std::string> kAllCases = {
+    "stranger_flood", "forged_hello",      "forged_reset",
+    "pinned_budget",  "unacked_responses", "wrong_keys", "handshake_flood"};
+
+[[noreturn]] void setup_error(const std::string& what) {
+  std::fprintf(stderr, "adversary: %s\n", what.c_str());
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  o.cases = kAllCases;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) setup_error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--iface") o.iface = value();
+    else if (arg == "--rendezvous") o.rendezvous = value();
+    else if (arg == "--target-pid") o.target_pid = std::stol(value());
+    else if (arg == "--seed") o.seed = std::stoull(value());
+    else if (arg == "--max-peers") o.max_peers = std::stoull(value());
+    else if (arg == "--unexpected-bytes") o.unexpected_bytes = std::stoull(value());
+    else if (arg == "--peer-timeout-ms") o.peer_timeout_ms = std::stoull(value());
+    else if (arg == "--rss-limit-kb") o.rss_limit_kb = std::stol(value());
+    else if (arg == "--progress-floor") o.progress_floor = std::stod(value());
+    else if (arg == "--cases") {
+      o.cases.clear();
+      std::stringstream list(value());
+      for (std::string name; std::getline(list, name, ',');) {
+        if (std::find(kAllCases.begin(), kAllCases.end(), name) == kAllCases.end())
+          setup_error("no case " + name);
+        o.cases.push_back(name);
+      }
+    } else {
+      setup_error("unknown option " + arg);
+    }
+  }
+  if (o.iface.empty() || o.rendezvous.empty() || o.target_pid <= 0)
+    setup_error("--iface, --rendezvous and --target-pid are required");
+  return o;
+}
+
+Station read_station(const std::string& path) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("region ", 0) == 0) continue;
+    if (auto station = station_from_name(line)) return *station;
+  }
+  setup_error("no endpoint name in " + path);
+}
+
+long resident_kb(long pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;  // the target is gone
+}
+
+uint64_t interface_counter(const std::string& iface, const char* name) {
+  std::ifstream in("/sys/class/net/" + iface + "/statistics/" + name);
+  uint64_t value = 0;
+  in >> value;
+  return value;
+}
+
+bool to_station(const proto::DecodedFrame& f, const Station& s) {
+  return std::equal(s.mac.begin(), s.mac.end(), f.dst_mac) && f.header.dst_queue == s.queue;
+}
+
+// One of our own connections to the target, and what the target sent it.
+struct Session {
+  OwnConnection c;
+  uint32_t acked = wire::kInitialSeq;      // the target's cumulative ack of our segments
+  std::map<uint32_t, uint64_t> responses;  // request msg_id -> status (cq_data)
+  uint32_t response_next = wire::kInitialSeq;  // the target's next RESPONSE seq we expect
+  uint16_t response_conn = 0;
+  bool ack_responses = true;
+};
+
+// What one case found; `ok` is the target's behaviour only (memory and the
+// pair's progress are checked around it).
+struct Finding {
+  bool ok = true;
+  std::string detail;
+  void fail(const std::string& why) {
+    ok = false;
+    detail += (detail.empty() ? "" : "; ") + why;
+  }
+  void note(const std::string& what) { detail += (detail.empty() ? "" : "; ") + what; }
+};
+
+class Adversary {
+ public:
+  Adversary(const Options& o, Injector& injector) : o_(o), in_(injector) {}
+
+  // Frames the peer sent: its interface counts them with ours.
+  uint64_t pair_frames() const {
+    return interface_counter(o_.iface, "tx_packets") - in_.link().frames_sent();
+  }
+
+  Finding run(const std::string& name) {
+    if (name == "stranger_flood") return stranger_flood();
+    if (name == "handshake_flood") return handshake_flood();
+    if (name == "forged_hello") return forged_hello();
+    if (name == "forged_reset") return forged_reset();
+    if (name == "pinned_budget") return pinned_budget();
+    if (name == "unacked_responses") return unacked_responses();
+    return wrong_keys();
+  }
+
+  // Takes in the target's frames for `duration` (or until done()),
+  // updating every session they are for.
+  void listen(Clock::duration duration, const std::function<bool()>& done = {}) {
+    in_.listen(duration, [&](const proto::DecodedFrame& f) { observe(f); }, done);
+  }
+
+ private:
+  Session& open_session() {
+    auto session = std::make_unique<Session>();
+    session->c.self = in_.stranger();
+    session->c.self.queue = 0;
+    if (!in_.open(session->c, [&](const proto::DecodedFrame& f) { observe(f); }))
+      throw std::runtime_error("the target answered none of five HELLOs");
+    sessions_.push_back(std::move(session));
+    return *sessions_.back();
+  }
+
+  void observe(const proto::DecodedFrame& f) {
+    const wire::FrameHeader& h = f.header;
+    if (h.opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck)) ++hello_acks_;
+    if (h.opcode == static_cast<uint8_t>(wire::Opcode::kReset)) ++resets_;
+    for (auto& s : sessions_) {
+      if (!to_station(f, s->c.self)) continue;
+      if ((h.flags & wire::kFlagAckValid) && h.ack_conn == s->c.conn &&
+          h.ack_token == s->c.token && static_cast<int32_t>(h.ack - s->acked) > 0)
+        s->acked = h.ack;
+      if (h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse)) {
+        s->responses.emplace(static_cast<uint32_t>(h.tag), h.cq_data);
+        if (h.seq == s->response_next) ++s->response_next;
+        s->response_conn = h.conn;
+        if (s->ack_responses) ack_responses(*s, h);
+      }
+    }
+  }
+
+  // A transport ack of the target's RESPONSE stream to `s` (the token is
+  // the one our HELLO_ACK granted it: Injector::answer_hello).
+  void ack_responses(const Session& s, const wire::FrameHeader& response) {
+    wire::FrameHeader h = header_between(wire::Opcode::kAck, s.c.self, in_.target());
+    h.flags = wire::kFlagAckValid;
+    h.ack = s.response_next;
+    h.ack_conn = response.conn;
+    h.ack_token = response.token;
+    h.window = kMaxAdvertisedWindow;
+    in_.send(s.c.self, in_.target(), h);
+  }
+
+  void send_read(const Session& s, uint32_t seq, uint64_t key, uint32_t auth_key = 0,
+                 std::optional<uint16_t> src_ep_queue = std::nullopt) {
+    const auto request = read_request(key, 0x1000, 8);
+    wire::FrameHeader h = header_between(wire::Opcode::kRequest, s.c.self, in_.target());
+    h.flags = wire::kFlagLastSegment | wire::kFlagAckNow;
+    h.seq = seq;
+    h.msg_id = seq;
+    h.msg_len = static_cast<uint32_t>(request.size());
+    h.conn = s.c.conn;
+    h.token = s.c.token;
+    h.auth_key = auth_key;
+    h.src_ep_queue = src_ep_queue.value_or(s.c.self.queue);
+    in_.send(s.c.self, in_.target(), h, request);
+  }
+
+  // Segment 0 of a message of msg_len bytes: one frame of payload.  Tagged
+  // with a tag the live pair never receives, so it waits in the unexpected
+  // budget instead of landing in one of the pair's receives.
+  void send_first_segment(const Session& s, uint32_t msg_len) {
+    std::vector<uint8_t> payload(std::min<uint32_t>(s.c.max_payload, msg_len), 0x5a);
+    wire::FrameHeader h = header_between(wire::Opcode::kTagged, s.c.self, in_.target());
+    h.tag = kForeignTag;
+    h.flags = wire::kFlagAckNow | (payload.size() == msg_len ? wire::kFlagLastSegment : 0);
+    h.seq = wire::kInitialSeq;
+    h.msg_id = 1;
+    h.msg_len = msg_len;
+    h.conn = s.c.conn;
+    h.token = s.c.token;
+    in_.send(s.c.self, in_.target(), h, payload);
+  }
+
+  // 30000 frames from as many made-up senders: HELLOs, and data segments
+  // and requests with tokens nobody granted.
+  Finding stranger_flood() {
+    constexpr uint64_t kFrames = 30000;
+    const uint64_t acks_before = hello_acks_, resets_before = resets_;
+    std::vector<uint8_t> payload(64, 0xa5);
+    in_.paced(
+        kFrames, 30000,
+        [&](uint64_t i) {
+          const Station from = in_.stranger();
+          if (i % 3 == 0) {
+            wire::FrameHeader h = header_between(wire::Opcode::kHello, from, in_.target());
+            h.conn = static_cast<uint16_t>(in_.random64());
+            h.token = in_.random_nonzero();
+            h.msg_len = sizeof(wire::HandshakeBody);
+            in_.send(from, in_.target(), h, handshake_body(0, kOurMaxPayload));
+            return;
+          }
+          wire::FrameHeader h = header_between(
+              i % 3 == 1 ? wire::Opcode::kMsg : wire::Opcode::kRequest, from, in_.target());
+          h.seq = static_cast<uint32_t>(in_.random64() % 300);
+          h.msg_id = static_cast<uint32_t>(in_.random64());
+          h.msg_len = static_cast<uint32_t>(in_.random64() % (1u << 30)) + 64;
+          h.conn = static_cast<uint16_t>(in_.random64());
+          h.token = in_.random_nonzero();
+          in_.send(from, in_.target(), h, payload);
+        },
+        [&](const proto::DecodedFrame& f) { observe(f); });
+    listen(milliseconds(300));
+    Finding finding;
+    finding.note(std::to_string(kFrames) + " frames from strangers; the target answered " +
+                 std::to_string(hello_acks_ - acks_before) + " HELLO_ACK, " +
+                 std::to_string(resets_ - resets_before) + " RESET");
+    if (hello_acks_ == acks_before) finding.fail("no HELLO answered: the target is not listening");
+    return finding;
+  }
+
+  // Strangers that complete the handshake and send a message each: no
+  // more than --max-peers connections are taken.
+  Finding handshake_flood() {
+    const size_t strangers = o_.max_peers * 3;
+    const size_t first = sessions_.size();
+    for (size_t i = 0; i < strangers; ++i) {
+      Session& s = open_session();
+      s.ack_responses = false;
+      send_first_segment(s, 64);
+      if (i % 16 == 15) listen(milliseconds(2));
+    }
+    listen(milliseconds(500));
+    size_t taken = 0;
+    for (size_t i = first; i < sessions_.size(); ++i)
+      taken += sessions_[i]->acked != wire::kInitialSeq;
+    Finding finding;
+    finding.note(std::to_string(strangers) + " handshakes completed, " + std::to_string(taken) +
+                 " connections taken (cap " + std::to_string(o_.max_peers) + ")");
+    if (taken == 0) finding.fail("no connection taken: the case did not reach the target");
+    if (taken >= o_.max_peers) finding.fail("more connections than FI_DPDK_MAX_PEERS allows");
+    return finding;
+  }
+
+  // HELLOs and data from the peer's own address under new sessions: an
+  // off-path forger cannot answer the target's HELLO_ACK (it goes to the
+  // peer), so none of it may touch the live connection.
+  Finding forged_hello() {
+    constexpr uint64_t kFrames = 4000;
+    std::vector<uint8_t> payload(64, 0x3c);
+    in_.paced(
+        kFrames, 20000,
+        [&](uint64_t i) {
+          Station forged = in_.peer();
+          forged.session = in_.random_nonzero();
+          wire::FrameHeader h = header_between(
+              i % 2 == 0 ? wire::Opcode::kHello : wire::Opcode::kMsg, forged, in_.target());
+          h.conn = static_cast<uint16_t>(in_.random64());
+          h.token = in_.random_nonzero();
+          if (i % 2 == 0) {
+            h.msg_len = sizeof(wire::HandshakeBody);
+            in_.send(forged, in_.target(), h, handshake_body(0, kOurMaxPayload));
+          } else {
+            h.seq = wire::kInitialSeq;
+            h.msg_len = 64;
+            h.flags = wire::kFlagLastSegment;
+            in_.send(forged, in_.target(), h, payload);
+          }
+        },
+        [&](const proto::DecodedFrame& f) { observe(f); });
+    Finding finding;
+    finding.note(std::to_string(kFrames) + " HELLOs and segments in the peer's name");
+    return finding;
+  }
+
+  // RESETs in the peer's name naming the target's live connection, with
+  // every field right but the token (which an off-path forger cannot see).
+  Finding forged_reset() {
+    Finding finding;
+    if (!in_.learn_live(std::chrono::seconds(5))) {
+      finding.fail("never saw the live connection's acks: is the pair running?");
+      return finding;
+    }
+    const LiveConnection live = in_.live();
+    constexpr uint64_t kFrames = 4000;
+    in_.paced(
+        kFrames, 20000,
+        [&](uint64_t) {
+          wire::FrameHeader h = header_between(wire::Opcode::kReset, in_.peer(), in_.target());
+          h.ack_conn = live.target_conn;
+          do h.ack_token = in_.random_nonzero(); while (h.ack_token == live.target_token);
+          in_.send(in_.peer(), in_.target(), h);
+        },
+        [&](const proto::DecodedFrame& f) { observe(f); });
+    finding.note(std::to_string(kFrames) + " RESETs for the target's connection " +
+                 std::to_string(live.target_conn) + " with guessed tokens");
+    return finding;
+  }
+
+  // A message that claims most of the unexpected budget and never
+  // finishes: it gives the budget back after the peer timeout, so a second
+  // that does not fit beside it is taken then (and not before), and the
+  // claim costs no memory it did not receive.
+  Finding pinned_budget() {
+    Finding finding;
+    Session& pin = open_session();
+    Session& waiting = open_session();
+    pin.ack_responses = waiting.ack_responses = false;
+    const auto pin_len = static_cast<uint32_t>(o_.unexpected_bytes * 3 / 4);
+    const auto wait_len = static_cast<uint32_t>(o_.unexpected_bytes / 2);
+    send_first_segment(pin, pin_len);
+    listen(milliseconds(200), [&] { return pin.acked != wire::kInitialSeq; });
+    if (pin.acked == wire::kInitialSeq) {
+      finding.fail("the pinning segment was not taken");
+      return finding;
+    }
+    const auto pinned_at = Clock::now();
+    const auto limit = pinned_at + milliseconds(2 * o_.peer_timeout_ms + 3000);
+    while (waiting.acked == wire::kInitialSeq && Clock::now() < limit) {
+      send_first_segment(waiting, wait_len);  // our retransmission
+      listen(milliseconds(100), [&] { return waiting.acked != wire::kInitialSeq; });
+    }
+    const auto waited =
+        std::chrono::duration_cast<milliseconds>(Clock::now() - pinned_at).count();
+    finding.note("claimed " + std::to_string(pin_len) + " of " +
+                 std::to_string(o_.unexpected_bytes) + " bytes; a " + std::to_string(wait_len) +
+                 "-byte message waited " + std::to_string(waited) + " ms");
+    if (waiting.acked == wire::kInitialSeq)
+      finding.fail("the budget never came back");
+    else if (static_cast<uint64_t>(waited) < o_.peer_timeout_ms / 2)
+      finding.fail("the second message was taken beside the first: the budget was not held");
+    return finding;
+  }
+
+  // Requests whose responses are never acknowledged: the target takes no
+  // more than its cap of them (FI_DPDK's max_pending_responses, 64).
+  Finding unacked_responses() {
+    constexpr uint32_t kRequests = 200;
+    constexpr uint32_t kResponseCap = 64;
+    Finding finding;
+    Session& s = open_session();
+    s.ack_responses = false;
+    for (uint32_t i = 0; i < kRequests; ++i) send_read(s, wire::kInitialSeq + i, in_.random64());
+    listen(std::chrono::milliseconds(1500));
+    const uint32_t taken = s.acked - wire::kInitialSeq;
+    finding.note(std::to_string(kRequests) + " requests sent, " + std::to_string(taken) +
+                 " taken, " + std::to_string(s.responses.size()) + " answers seen");
+    if (taken == 0) finding.fail("no request taken: the case did not reach the target");
+    if (taken > kResponseCap) finding.fail("more requests taken than responses may wait");
+    return finding;
+  }
+
+  // On a connection of our own: reads with keys the target never issued
+  // are answered with an error; a segment with another network key, or
+  // naming a queue above its sender's as its address, is not taken, and
+  // the connection still works after them.
+  Finding wrong_keys() {
+    constexpr uint32_t kReads = 40;
+    Finding finding;
+    Session& s = open_session();
+    for (uint32_t i = 0; i < kReads; ++i) send_read(s, wire::kInitialSeq + i, in_.random64());
+    listen(milliseconds(3000), [&] { return s.responses.size() == kReads; });
+    size_t errors = 0;
+    for (const auto& [id, status] : s.responses) errors += status != 0;
+    finding.note(std::to_string(s.responses.size()) + " of " + std::to_string(kReads) +
+                 " reads with made-up keys answered, " + std::to_string(errors) + " with an error");
+    if (s.responses.size() != kReads) finding.fail("reads went unanswered");
+    if (errors != s.responses.size()) finding.fail("a made-up key read memory");
+    const uint32_t next = wire::kInitialSeq + kReads;
+    send_read(s, next, in_.random64(), /*auth_key=*/0x5eed);
+    send_read(s, next, in_.random64(), 0, static_cast<uint16_t>(s.c.self.queue + 1));
+    listen(milliseconds(300));
+    if (s.acked != next || s.responses.count(next))
+      finding.fail("a segment with a wrong network key or address was taken");
+    send_read(s, next, in_.random64());
+    listen(milliseconds(3000), [&] { return s.responses.count(next) != 0; });
+    if (!s.responses.count(next)) finding.fail("the connection did not survive the forgeries");
+    else finding.note("forged segments dropped, the connection still served");
+    return finding;
+  }
+
+  static constexpr uint16_t kMaxAdvertisedWindow = 256;
+  static constexpr uint64_t kForeignTag = 0xad5e'adad'5eadull;
+  const Options& o_;
+  Injector& in_;
+  std::vector<std::unique_ptr<Session>> sessions_;
+  uint64_t hello_acks_ = 0, resets_ = 0;
+};
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+int run(const Options& o) {
+  const Station target = read_station(o.rendezvous + "/server");
+  const Station peer = read_station(o.rendezvous + "/client");
+  RawLink link(o.iface, wire::kDefaultEtherType, target_filter(target.mac, peer.mac));
+  Injector injector(link, target, peer, o.seed);
+  Adversary adversary(o, injector);
+  std::printf("target %s/%u, peer %s/%u, on %s\n", mac_text(target.mac).c_str(), target.queue,
+              mac_text(peer.mac).c_str(), peer.queue, o.iface.c_str());
+
+  // The pair's pace before anything: frames the peer sends per second.
+  const uint64_t frames_before = adversary.pair_frames();
+  const auto started = Clock::now();
+  adversary.listen(std::chrono::seconds(1));
+  const double baseline = (adversary.pair_frames() - frames_before) / seconds_since(started);
+  std::printf("live pair: %.0f frames/s from the peer; target resident %ld kB\n", baseline,
+              resident_kb(o.target_pid));
+  if (baseline < 100) {
+    std::printf("FAIL: the live pair is not running\n");
+    return 1;
+  }
+
+  int failed = 0;
+  for (const std::string& name : o.cases) {
+    const long rss_before = resident_kb(o.target_pid);
+    const uint64_t pair_before = adversary.pair_frames();
+    const auto case_started = Clock::now();
+    Finding finding;
+    try {
+      finding = adversary.run(name);
+    } catch (const std::exception& e) {
+      finding.fail(e.what());
+    }
+    // The pair's progress over at least a second, and the target's memory
+    // once it has worked through what was sent.
+    const double elapsed = seconds_since(case_started);
+    if (elapsed < 1.0) adversary.listen(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(1.0 - elapsed)));
+    adversary.listen(milliseconds(200));
+    const double rate = (adversary.pair_frames() - pair_before) / seconds_since(case_started);
+    const long rss_after = resident_kb(o.target_pid);
+    const long grown = rss_after - rss_before;
+    if (rss_after < 0) finding.fail("the target process is gone");
+    else if (grown > o.rss_limit_kb)
+      finding.fail("the target grew by " + std::to_string(grown) + " kB");
+    if (rate < o.progress_floor * baseline)
+      finding.fail("the live pair slowed to " + std::to_string(static_cast<int>(100 * rate / baseline)) + " %");
+    std::printf("%s %s: %s; target %+ld kB; live pair at %.0f %% of its rate\n",
+                finding.ok ? "ok  " : "FAIL", name.c_str(), finding.detail.c_str(), grown,
+                100 * rate / baseline);
+    std::fflush(stdout);
+    failed += !finding.ok;
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::adversarial
+
+int main(int argc, char** argv) {
+  const auto options = ofi_dpdk::adversarial::parse(argc, argv);
+  try {
+    return ofi_dpdk::adversarial::run(options);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "adversary: %s\n", e.what());
+    return 2;
+  }
+}
