@@ -34,8 +34,8 @@ void OutFrame::copy_payload(uint8_t* out) const {
   }
   size_t skip = offset;
   size_t left = header.payload_len;
-  if (message->copy) {
-    std::memcpy(out, message->copy.get() + offset, left);
+  if (message->iov_count == 0) {  // the whole payload is in message->copy
+    if (left != 0) std::memcpy(out, message->copy.get() + offset, left);
     return;
   }
   for (size_t i = 0; i < message->iov_count && left > 0; ++i) {
@@ -120,6 +120,12 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   } else {
     std::copy(request.iov, request.iov + request.iov_count, message->iov);
     message->iov_count = request.iov_count;
+    if (request.copy_header && request.iov_count != 0) {
+      const size_t header = request.iov[0].iov_len;
+      message->copy = take_copy_buffer(header, &message->copy_capacity);
+      std::memcpy(message->copy.get(), request.iov[0].iov_base, header);
+      message->iov[0].iov_base = message->copy.get();
+    }
   }
   message->msg_id = c.next_msg_id++;
   if (c.next_seq == c.una && c.pending_cut == c.pending.size()) c.last_heard_ns = now_ns;
@@ -221,21 +227,24 @@ void Engine::drop_peer(uint64_t key) {
 
 void Engine::frames_sent() {
   outbox_.clear();
-  for (auto& message : retired_) {
-    if (message->copy_capacity < kMinSpareCopy || message->copy_capacity > kMaxSpareCopy ||
-        spare_copy_bytes_ + message->copy_capacity > kSpareCopyBytes)
-      continue;
-    spare_copy_bytes_ += message->copy_capacity;
-    spare_copies_.emplace_back(message->copy_capacity, std::move(message->copy));
-  }
+  for (auto& message : retired_) keep_spare(std::move(message->copy), message->copy_capacity);
   retired_.clear();
+}
+
+void Engine::keep_spare(std::unique_ptr<uint8_t[]> buffer, size_t capacity) {
+  if (!buffer || capacity < kMinSpareCopy || capacity > kMaxSpareCopy ||
+      spare_copy_bytes_ + capacity > kSpareCopyBytes)
+    return;
+  spare_copy_bytes_ += capacity;
+  spare_copies_.emplace_back(capacity, std::move(buffer));
 }
 
 std::unique_ptr<uint8_t[]> Engine::take_copy_buffer(size_t length, size_t* capacity) {
   // The smallest spare that fits, else a new buffer; neither is zeroed
-  // (the caller fills the length it asked for).
+  // (the caller fills the length it asked for).  Small buffers come from
+  // the heap: a spare megabyte is not spent on a 40-byte request.
   auto best = spare_copies_.end();
-  for (auto it = spare_copies_.begin(); it != spare_copies_.end(); ++it)
+  for (auto it = spare_copies_.begin(); length >= kMinSpareCopy && it != spare_copies_.end(); ++it)
     if (it->first >= length && (best == spare_copies_.end() || it->first < best->first)) best = it;
   if (best != spare_copies_.end()) {
     *capacity = best->first;

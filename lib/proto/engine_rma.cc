@@ -59,7 +59,7 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
       if (unexpected_bytes_ + h.msg_len > config_.unexpected_bytes) return false;
       unexpected_bytes_ += h.msg_len;
       in->charged = h.msg_len;
-      in->bytes = std::make_unique<uint8_t[]>(std::max<size_t>(h.msg_len, 1));
+      in->bytes = take_copy_buffer(h.msg_len, &in->capacity);
     }
     c.remote = in.release();
   }
@@ -207,7 +207,7 @@ void Engine::release_request(RemoteInbound& in) {
   if (in.charged == 0) return;
   unexpected_bytes_ -= in.charged;
   in.charged = 0;
-  in.bytes.reset();
+  keep_spare(std::move(in.bytes), in.capacity);
   wake_stalled();
 }
 

@@ -37,7 +37,9 @@
 
 namespace ofi_dpdk::proto {
 
-inline constexpr size_t kMaxIov = 8;
+// An application's 8 iovecs (the provider's iov_limit) and a request's
+// header in front of them.
+inline constexpr size_t kMaxIov = 9;
 // Segments in flight per connection and direction (a power of two).
 inline constexpr uint32_t kMaxWindow = 256;
 
@@ -70,8 +72,9 @@ struct PeerAddress {
 // address: a frame may name as its sender's address (src_ep_queue) its own
 // queue or one at most this far below.
 inline constexpr uint16_t kMaxAddressSpan = 64;
-// Copy buffers from 64 KiB to 4 MiB are kept for reuse, 8 MiB of them at
-// most per endpoint (Engine::spare_copies_).
+// Copy buffers from 64 KiB to 4 MiB (sends' copies, responses, requests
+// being assembled) are kept for reuse, 8 MiB of them at most per endpoint
+// (Engine::spare_copies_).
 inline constexpr size_t kMinSpareCopy = size_t{64} << 10;
 inline constexpr size_t kMaxSpareCopy = size_t{4} << 20;
 inline constexpr size_t kSpareCopyBytes = size_t{8} << 20;
@@ -92,6 +95,9 @@ struct SendRequest {
   bool has_data = false;
   uint64_t cq_data = 0;
   bool copy = false;        // inject: keep a copy, the caller reuses the buffer now
+  // Without copy: the first iov (a request's header, made on the caller's
+  // stack) is copied; the others are sent from until the send completes.
+  bool copy_header = false;
   bool completion = true;   // false: no completion at all (fi_inject)
   // A request: completes when its response arrives, whose data is placed
   // in response_iov; the completion's error is the response's status.
@@ -418,6 +424,7 @@ struct RemoteInbound {
   size_t length = 0;
   size_t received = 0;
   std::unique_ptr<uint8_t[]> bytes;  // request: its bytes, for the handler
+  size_t capacity = 0;               // request: the bytes buffer's size (a spare's may be larger)
   size_t charged = 0;                // request: bytes of the unexpected budget it holds
   bool oversize = false;             // request: above the budget, consumed and refused
   TxMessage* request = nullptr;      // response: the request it answers (or none)
@@ -538,6 +545,9 @@ class Engine {
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
   // A buffer of at least `length` bytes, not zeroed; its size in *capacity.
   std::unique_ptr<uint8_t[]> take_copy_buffer(size_t length, size_t* capacity);
+  // Keeps a buffer of `capacity` bytes for take_copy_buffer, if it is of a
+  // size worth keeping and there is room; frees it otherwise.
+  void keep_spare(std::unique_ptr<uint8_t[]> buffer, size_t capacity);
   void fail_connection(Connection& c, int error, int prov_errno);
   // Fails the sends only and opens the next transmit connection.
   void fail_transmit(Connection& c, int error, int prov_errno);
