@@ -75,8 +75,8 @@ proto::Response serve_atomic(Endpoint* ep, const RemoteOp& op, const uint8_t* da
                              size_t length);
 // The transport's send result as an fi_errno.
 ssize_t send_errno(int ret);
-// Sends an RMA or atomic request to `peer`: copied at the call, completed by
-// the response; a CQ entry as the endpoint's selective completion and
+// Sends an RMA or atomic request to `peer`: copied at the call (only its
+// header with request.copy_header), completed by the response; a CQ entry as the endpoint's selective completion and
 // `flags` say, and `counter` (may be null) counts it.  Lock held.
 ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRequest& request,
                      Cntr* counter, uint64_t flags);

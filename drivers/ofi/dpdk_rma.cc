@@ -140,8 +140,9 @@ ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
   op.cq_data = msg.data;
   uint8_t header[kRemoteOpSize];
   encode(op, header);
-  // The request is copied at the call (header and, for a write, the data):
-  // the buffer is free again on return, whatever FI_INJECT says.
+  // The header is copied at the call; a write's data is sent from the
+  // application's buffer, which fi_rma(3) leaves ours until the write
+  // completes, except with FI_INJECT, where it is copied too.
   iovec request_iov[kIovLimit + 1];
   request_iov[0] = {header, kRemoteOpSize};
   size_t count = 1;
@@ -153,6 +154,7 @@ ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
   request.iov_count = count;
   request.context = msg.context;
   request.user_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
+  request.copy_header = write && !(flags & FI_INJECT);
   if (!write) {
     std::copy(msg.msg_iov, msg.msg_iov + msg.iov_count, request.response_iov);
     request.response_iov_count = msg.iov_count;
@@ -162,7 +164,7 @@ ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
 
 ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRequest& request,
                      Cntr* counter, uint64_t flags) {
-  request.copy = true;
+  request.copy = !request.copy_header;
   request.request = true;
   const bool cq_entry = ep.tx_cq != nullptr && wants_completion(ep.tx_selective, flags);
   request.completion = cq_entry || counter != nullptr;

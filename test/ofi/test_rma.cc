@@ -124,6 +124,24 @@ TEST_P(Rma, VectoredWriteAndReadKeepOrder) {
   EXPECT_EQ(std::memcmp(rest.data(), out.data() + 10, 2990), 0);
 }
 
+TEST_P(Rma, AsManyIovsAsTheIovLimitSays) {
+  // fi_rma(3): a write or read takes up to tx_attr->iov_limit iovecs.
+  const size_t limit = domain_.info->tx_attr->iov_limit;
+  ASSERT_GE(limit, 2u);
+  const auto out = pattern(100 * limit, 5);
+  std::vector<iovec> parts(limit);
+  for (size_t i = 0; i < limit; ++i) parts[i] = {const_cast<uint8_t*>(out.data()) + 100 * i, 100};
+  ASSERT_EQ(fi_writev(a_.ep, parts.data(), nullptr, limit, b_.addr, at(0), key_, &context_), 0);
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(completion(&entry), 1);
+  EXPECT_EQ(std::memcmp(region_.data(), out.data(), out.size()), 0);
+  std::vector<uint8_t> back(out.size(), 0);
+  for (size_t i = 0; i < limit; ++i) parts[i] = {back.data() + 100 * i, 100};
+  ASSERT_EQ(fi_readv(a_.ep, parts.data(), nullptr, limit, b_.addr, at(0), key_, &context_), 0);
+  ASSERT_EQ(completion(&entry), 1);
+  EXPECT_EQ(back, out);
+}
+
 TEST_P(Rma, WritedataReportsTheDataAtTheTarget) {
   const char text[] = "with data";
   ASSERT_EQ(fi_writedata(a_.ep, text, sizeof(text), nullptr, 0xC0FFEE, b_.addr, at(100), key_,
