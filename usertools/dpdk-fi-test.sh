@@ -1,6 +1,7 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-test.sh [--suite S]... [--builddir DIR] [--no-hugepages]
-#                                  [--sanitize address|thread] [MESON-TEST-ARGS...]
+#                                  [--sanitize address|thread] [--soak]
+#                                  [MESON-TEST-ARGS...]
 #        usertools/dpdk-fi-test.sh --summarize TESTLOG.json
 #        usertools/dpdk-fi-test.sh --debian13 [--rebuild-root] [ARGS...]
 #
@@ -12,6 +13,12 @@
 # Options:
 #   --suite S          run only suite S (repeatable): unit, dpdk, provider,
 #                      multiproc, stock, mpi, tools
+#   --soak             run the soak instead (suite soak, OFI_DPDK_SOAK=1):
+#                      10^6 messages and 10^5 fetch-adds between two
+#                      processes at 20 % loss with reordering and
+#                      duplication (test/multiproc/test_soak.sh; about a
+#                      minute on a 2-core machine); with --sanitize, under
+#                      the sanitizers
 #   --builddir DIR     build directory (default: build)
 #   --no-hugepages     passed to dpdk-fi-setup.sh: DPDK runs with --no-huge
 #   --sanitize KIND    build and test with sanitizers, in a build directory of
@@ -106,6 +113,10 @@ while (($#)); do
 		shift
 		;;
 	--no-hugepages) setup_args+=(--no-hugepages) ;;
+	--soak)
+		export OFI_DPDK_SOAK=1
+		meson_args+=(--suite soak)
+		;;
 	--sanitize)
 		(($# >= 2)) || die 1 "--sanitize needs address or thread"
 		sanitize=$2
