@@ -350,8 +350,10 @@ void Engine::poll(uint64_t now_ns) {
       ++stats_.timeouts;
       reset_receive(c, kErrTimedOut, kProvPeerTimeout);
     }
-    if (c.ack_now || (c.ack_owed != 0 && now_ns >= c.ack_due_ns)) emit_ack(c);
+    // Data first: a segment going back (a response, a message) carries the
+    // ack, and only an ack still owed goes alone.
     pump(c, now_ns);
+    if (c.ack_now || (c.ack_owed != 0 && now_ns >= c.ack_due_ns)) emit_ack(c);
   }
 }
 
