@@ -19,6 +19,8 @@ namespace ofi_dpdk::ofi {
 namespace {
 
 constexpr uint16_t kTxBatch = 32;
+// Tries in a row that send nothing before the rest of a batch is dropped.
+constexpr int kTxRetries = 64;
 
 ssize_t from_errno(int ret) {
   switch (ret) {
@@ -188,8 +190,16 @@ void Endpoint::flush() {
   rte_mbuf* batch[kTxBatch];
   uint16_t count = 0;
   auto transmit = [&] {
-    const uint16_t sent = port().transmit(hw_queue, batch, count);
-    // What the port did not take is lost like a dropped frame; the
+    // A full TX ring (the peer's PMD is behind: memif, af_packet) empties
+    // as the peer reads it: a few more tries cost less than the
+    // retransmission a dropped frame takes.
+    uint16_t sent = 0;
+    for (int idle = 0; sent < count && idle < kTxRetries;) {
+      const uint16_t more = port().transmit(hw_queue, batch + sent, count - sent);
+      sent += more;
+      idle = more == 0 ? idle + 1 : 0;
+    }
+    // What the port still did not take is lost like a dropped frame; the
     // transport's timers repair it.
     for (uint16_t i = sent; i < count; ++i) net::free_frame(batch[i]);
     frames_not_sent += count - sent;
