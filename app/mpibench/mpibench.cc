@@ -1,0 +1,149 @@
+// dpdk-fi-mpibench: what an MPI job sees of a transport.  Ranks 0 and 1
+// pingpong messages of each --sizes size (one-way time: half the median
+// round trip); then every rank takes part in MPI_Alltoall of --alltoall
+// bytes per pair (median time per call, and the bytes each rank sent per
+// second).  Rank 0 prints one JSON object.  Any transport Open MPI offers
+// runs it: usertools/dpdk-fi-mpi-compare.sh runs it over dpdk and over
+// Open MPI's own paths in one sitting.
+//
+//   mpirun -np N dpdk-fi-mpibench [--sizes 8,1048576] [--alltoall 65536]
+//                                 [--iterations N] [--check]
+//
+// --check fills each pingpong message with its size and iteration and
+// checks what comes back: a wrong byte ends the run with exit status 1.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Options {
+  std::vector<size_t> sizes = {8, 1u << 20};
+  size_t alltoall = 65536;
+  int iterations = 0;  // 0: by size
+  bool check = false;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (arg == "--sizes" && value) {
+      o.sizes.clear();
+      std::stringstream list(value);
+      for (std::string size; std::getline(list, size, ',');) o.sizes.push_back(std::stoull(size));
+      ++i;
+    } else if (arg == "--alltoall" && value) {
+      o.alltoall = std::stoull(value);
+      ++i;
+    } else if (arg == "--iterations" && value) {
+      o.iterations = std::atoi(value);
+      ++i;
+    } else if (arg == "--check") {
+      o.check = true;
+    } else {
+      std::fprintf(stderr, "dpdk-fi-mpibench: unknown argument %s\n", arg.c_str());
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  return o;
+}
+
+int iterations_for(const Options& o, size_t bytes) {
+  if (o.iterations > 0) return o.iterations;
+  return bytes >= (1u << 20) ? 200 : bytes >= 65536 ? 1000 : 10000;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Half round trips of `bytes` between ranks 0 and 1, in microseconds.
+double pingpong(const Options& o, int rank, size_t bytes, bool* ok) {
+  std::vector<uint8_t> out(std::max<size_t>(bytes, 1)), in(std::max<size_t>(bytes, 1));
+  const int count = iterations_for(o, bytes);
+  const int warmup = std::max(count / 10, 2);
+  std::vector<double> trips;
+  for (int i = 0; i < warmup + count; ++i) {
+    if (o.check) std::memset(out.data(), static_cast<int>((bytes + i) & 0xff), bytes);
+    const double start = MPI_Wtime();
+    if (rank == 0) {
+      MPI_Send(out.data(), static_cast<int>(bytes), MPI_BYTE, 1, i, MPI_COMM_WORLD);
+      MPI_Recv(in.data(), static_cast<int>(bytes), MPI_BYTE, 1, i, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+    } else if (rank == 1) {
+      MPI_Recv(in.data(), static_cast<int>(bytes), MPI_BYTE, 0, i, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+      MPI_Send(in.data(), static_cast<int>(bytes), MPI_BYTE, 0, i, MPI_COMM_WORLD);
+    }
+    if (rank == 0 && i >= warmup) trips.push_back((MPI_Wtime() - start) * 1e6 / 2);
+    if (rank == 0 && o.check) {
+      for (size_t b = 0; b < bytes; ++b)
+        if (in[b] != static_cast<uint8_t>((bytes + i) & 0xff)) *ok = false;
+    }
+  }
+  return median(trips);
+}
+
+// Median microseconds per MPI_Alltoall of `bytes` per pair.
+double alltoall(const Options& o, int ranks, size_t bytes) {
+  std::vector<uint8_t> out(bytes * ranks, 0x5a), in(bytes * ranks);
+  const int count = std::max(iterations_for(o, bytes * ranks) / 10, 20);
+  std::vector<double> calls;
+  for (int i = 0; i < count + 3; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    MPI_Alltoall(out.data(), static_cast<int>(bytes), MPI_BYTE, in.data(),
+                 static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
+    double took = MPI_Wtime() - start, slowest = 0;
+    MPI_Allreduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (i >= 3) calls.push_back(slowest * 1e6);
+  }
+  return median(calls);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, ranks = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const Options o = parse(argc, argv);
+  if (ranks < 2) {
+    if (rank == 0) std::fprintf(stderr, "dpdk-fi-mpibench: needs 2 ranks or more\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  bool ok = true;
+  std::string json = "{\"ranks\":" + std::to_string(ranks) + ",\"one_way_us\":{";
+  for (size_t i = 0; i < o.sizes.size(); ++i) {
+    const double us = pingpong(o, rank, o.sizes[i], &ok);
+    char item[96];
+    std::snprintf(item, sizeof(item), "%s\"%zu\":%.2f", i ? "," : "", o.sizes[i], us);
+    json += item;
+  }
+  json += "}";
+  if (o.alltoall != 0) {
+    const double us = alltoall(o, ranks, o.alltoall);
+    char item[160];
+    std::snprintf(item, sizeof(item),
+                  ",\"alltoall_bytes\":%zu,\"alltoall_us\":%.1f,\"alltoall_MBps_per_rank\":%.1f",
+                  o.alltoall, us, us > 0 ? o.alltoall * (ranks - 1) / us : 0.0);
+    json += item;
+  }
+  json += std::string(",\"ok\":") + (ok ? "true" : "false") + "}";
+  if (rank == 0) std::printf("%s\n", json.c_str());
+  MPI_Finalize();
+  return ok ? 0 : 1;
+}

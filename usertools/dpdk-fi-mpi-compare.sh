@@ -1,0 +1,128 @@
+#!/bin/bash
+# Usage: usertools/dpdk-fi-mpi-compare.sh [--builddir DIR] [--ranks N] [--help]
+#
+# Open MPI over the dpdk provider against Open MPI's own transports, in one
+# sitting, with the same program (dpdk-fi-mpibench: pingpong of 8 B and
+# 1 MiB between ranks 0 and 1, one-way time; MPI_Alltoall of 64 KiB per
+# pair over all ranks):
+#
+#   2 ranks on this host
+#     dpdk-mtl     pml cm, mtl ofi, provider dpdk, one memif pair
+#     dpdk-btl     pml ob1, btl ofi (provider dpdk) and self, one memif pair
+#     tcp-btl      pml ob1, btl tcp and self (loopback): Open MPI's own tcp
+#     rxm-mtl      pml cm, mtl ofi, provider tcp;ofi_rxm (loopback)
+#     vader        pml ob1, btl vader and self: shared memory, for scale
+#   N ranks (--ranks, default 8), each with a veth on one Linux bridge
+#     dpdk-mtl     as above, each rank on net_af_packet
+#     tcp-btl      Open MPI's tcp (loopback)
+#     rxm-mtl      tcp;ofi_rxm (loopback)
+#
+# Prints one line per run (the program's JSON) and a table with dpdk's
+# figures as ratios to tcp-btl and rxm-mtl.  Needs root for the bridge,
+# openmpi-bin, and a build (usertools/dpdk-fi-setup.sh).  Measure on a quiet
+# machine; more ranks than CPUs share them and run slowly, for every
+# transport alike.
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+
+builddir=build
+ranks=8
+while (($#)); do
+	case "$1" in
+	--builddir) builddir=$2; shift ;;
+	--ranks) ranks=$2; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) die 1 "unknown option '$1' (see --help)" ;;
+	esac
+	shift
+done
+builddir=$(abs_builddir "$builddir")
+bench="$builddir/app/mpibench/dpdk-fi-mpibench"
+[ -x "$bench" ] || die 1 "no $bench: install libopenmpi-dev and run usertools/dpdk-fi-setup.sh"
+command -v mpirun >/dev/null || die 1 "no mpirun: apt-get install openmpi-bin"
+if ! [[ "$ranks" =~ ^[0-9]+$ ]] || ((ranks < 2)); then die 1 "--ranks wants 2 or more"; fi
+export FI_PROVIDER_PATH="$builddir/drivers/ofi"
+
+work=$(mktemp -d /tmp/ofi-dpdk-mpicmp.XXXXXX)
+name="mc$$"
+name=${name:0:9}
+bridge_up=0
+cleanup() {
+	((bridge_up)) && bash "$DPDK_FI_ROOT/usertools/dpdk-fi-hosts.sh" down --name "$name" >/dev/null 2>&1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+common=(--allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
+declare -A mca=(
+	[dpdk-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk"
+	[dpdk-btl]="--mca pml ob1 --mca btl ofi,self --mca btl_ofi_mode 2 --mca btl_ofi_provider_include dpdk"
+	[tcp-btl]="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
+	[rxm-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp;ofi_rxm"
+	[vader]="--mca pml ob1 --mca btl vader,self"
+)
+
+# run NAME NP LAUNCH...: one job; its JSON line in $work/NAME-NP.json
+run() {
+	local what=$1 np=$2
+	shift 2
+	local out="$work/$what-$np.json"
+	# shellcheck disable=SC2086
+	if FI_TCP_IFACE=lo timeout --kill-after=10 600 mpirun "${common[@]}" ${mca[$what]} \
+		-x FI_PROVIDER_PATH -x FI_TCP_IFACE -np "$np" "$@" "$bench" >"$work/log" 2>&1 &&
+		grep -a '^{"ranks"' "$work/log" | tail -1 >"$out" && [ -s "$out" ]; then
+		printf '%-9s %2d ranks: %s\n' "$what" "$np" "$(cat "$out")"
+	else
+		printf '%-9s %2d ranks: failed\n' "$what" "$np"
+		tail -5 "$work/log" | sed 's/^/    /'
+		rm -f "$out"
+	fi
+}
+
+launcher="$DPDK_FI_ROOT/usertools/dpdk-fi-run.py"
+run dpdk-mtl 2 "$launcher" --topology memif --socket "$work/memif.sock" --
+run dpdk-btl 2 "$launcher" --topology memif --socket "$work/memif.sock" --
+for what in tcp-btl rxm-mtl vader; do run "$what" 2; done
+if [ "$(id -u)" = 0 ]; then
+	bash "$DPDK_FI_ROOT/usertools/dpdk-fi-hosts.sh" up --ranks "$ranks" --name "$name" >/dev/null
+	bridge_up=1
+	run dpdk-mtl "$ranks" "$launcher" --topology af_packet --iface "$name{local_rank}" --
+	for what in tcp-btl rxm-mtl; do run "$what" "$ranks"; done
+else
+	echo "(not root: no bridge, no $ranks-rank runs)"
+fi
+
+python3 - "$work" "$ranks" <<'EOF'
+import json, os, sys
+work, ranks = sys.argv[1], sys.argv[2]
+def load(what, np):
+    try:
+        return json.load(open(os.path.join(work, f"{what}-{np}.json")))
+    except (OSError, ValueError):
+        return None
+rows = [("8 B one way (us)", "2", lambda d: d["one_way_us"]["8"], True),
+        ("1 MiB one way (us)", "2", lambda d: d["one_way_us"]["1048576"], True),
+        ("alltoall 64 KiB, 2 ranks (us)", "2", lambda d: d["alltoall_us"], True),
+        (f"alltoall 64 KiB, {ranks} ranks (us)", ranks, lambda d: d["alltoall_us"], True)]
+peers = ["dpdk-btl", "tcp-btl", "rxm-mtl", "vader"]
+print("\nfigure | dpdk-mtl | " + " | ".join(peers) + " | dpdk-mtl vs tcp-btl | dpdk-mtl vs rxm-mtl")
+print("---|---|" + "---|" * len(peers) + "---|---")
+for label, np, get, lower in rows:
+    values = {}
+    for what in ["dpdk-mtl"] + peers:
+        d = load(what, np)
+        try:
+            values[what] = get(d) if d else None
+        except KeyError:
+            values[what] = None
+    def ratio(peer):
+        a, b = values.get("dpdk-mtl"), values.get(peer)
+        if not a or not b:
+            return "-"
+        return f"{(b / a if lower else a / b):.2f}x"
+    cells = ["-" if values[w] is None else f"{values[w]:.2f}" for w in ["dpdk-mtl"] + peers]
+    print(f"{label} | " + " | ".join(cells) + f" | {ratio('tcp-btl')} | {ratio('rxm-mtl')}")
+print("(x: times better than the peer: its time / ours)")
+EOF
