@@ -131,6 +131,7 @@ class World {
   World() : config_(fuzz_config(provider_limits())) {
     engine_ = std::make_unique<Engine>(config_, kLocalMac, kLocalQueue, kLocalSession);
     engine_->set_request_handler(handle_request);
+    engine_->set_accepted_keys({0, kSecondKey});
     for (size_t i = 0; i < std::size(kRecvTemplates); ++i) post_recv();
     for (size_t i = 0; i < kInitialSends; ++i) send();
     flush();
@@ -207,6 +208,9 @@ void World::run(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(sends_.empty());
   FUZZ_CHECK(engine_->outstanding_sends() == 0);
+  // Nothing half-assembled outlives the silence: what the budget still
+  // holds belongs to whole unexpected messages waiting for a receive.
+  if (engine_->unexpected_messages() == 0) FUZZ_CHECK(engine_->unexpected_bytes() == 0);
   if (tracing()) trace_stats(engine_->stats());
 }
 
@@ -333,7 +337,8 @@ void World::check_frame(const OutFrame& frame) {
                  h.msg_len, static_cast<unsigned long long>(h.tag));
   FUZZ_CHECK(h.payload_len <= config_.max_payload);
   FUZZ_CHECK(h.src_queue == kLocalQueue && h.src_session == kLocalSession);
-  FUZZ_CHECK(h.src_ep_queue == kLocalQueue && h.auth_key == 0);
+  FUZZ_CHECK(h.src_ep_queue == kLocalQueue);
+  FUZZ_CHECK(h.auth_key == 0 || h.auth_key == kSecondKey);  // only keys it accepts
   const bool is_data = wire::opcode_is_data(h.opcode);
   const bool is_response = h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse);
   if (is_data) {
@@ -434,6 +439,11 @@ void World::check_stats() {
   std::memcpy(before, &last_stats_, sizeof(before));
   for (size_t i = 0; i < kStatsFields; ++i) FUZZ_CHECK(now[i] >= before[i]);
   last_stats_ = stats;
+  // Every byte of state a sender can make is bounded.
+  FUZZ_CHECK(engine_->connection_count() <= config_.max_connections);
+  FUZZ_CHECK(engine_->unexpected_bytes() <= config_.unexpected_bytes);
+  FUZZ_CHECK(engine_->reorder_pool_bytes() <= config_.reorder_bytes);
+  FUZZ_CHECK(engine_->posted_recvs() <= config_.max_posted_recvs);
 }
 
 }  // namespace

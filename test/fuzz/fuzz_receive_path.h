@@ -19,6 +19,11 @@
 //   bits 2-3  operation  kOpNone, kOpPostRecv, kOpSend, kOpCancelRecv
 //   bits 4-7  clock      index into kClockSteps
 //
+// After every record the endpoint's resources are checked against their
+// bounds (connections, the unexpected budget, the reorder pool); once the
+// peer fell silent at the end, the budget must be back to what the whole
+// unexpected messages still waiting hold (nothing is left half-assembled).
+//
 // The world: one endpoint (kLocalMac, kLocalQueue, kLocalSession) with the
 // receives of kRecvTemplates posted, kInitialSends queued to the peer
 // (kPeerMac, kPeerQueue), whose session it learns from the peer's frames,
@@ -49,6 +54,11 @@ inline constexpr uint16_t kPeerQueue = 0;
 inline constexpr uint32_t kPeerSession = 0xA0000012;
 
 inline constexpr uint32_t kAnyToken = 0xFFFFFFFF;
+
+// The endpoint takes frames with network key 0 and with kSecondKey (an
+// endpoint enabled with two FI_AUTH_KEY keys); a second sender, queue
+// kPeerQueue + 1 of the peer's MAC, talks to it with kSecondKey.
+inline constexpr uint32_t kSecondKey = 0x5EC0A2;
 
 inline constexpr uint8_t kCtlSeal = 1u << 0;
 inline constexpr uint8_t kCtlBurst = 1u << 1;

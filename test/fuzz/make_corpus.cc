@@ -588,6 +588,26 @@ int write_all(const std::filesystem::path& dir) {
                             .add(k20us, queue));
   }
   {
+    // A second sender with the endpoint's second network key: its
+    // handshake, a message and a request are taken; a frame on its
+    // connection with the other key (one the endpoint also accepts) is not.
+    auto second = [](FrameHeader h) {
+      h.src_queue = h.src_ep_queue = kPeerQueue + 1;
+      h.auth_key = kSecondKey;
+      return h;
+    };
+    FrameHeader other_key = second(message(3, 3, 10));
+    other_key.auth_key = 0;
+    put("valid_second_key", Seed()
+                                .open()
+                                .add(k20us, second(hello()))
+                                .add(k20us, second(message(1, 1, 10)))
+                                .add(k20us, second(request(message(2, 2, 64))))
+                                .add(k20us, other_key)
+                                .add(k20us, second(message(3, 3, 10)))
+                                .wait(k1ms));
+  }
+  {
     // Another job's network key: dropped unanswered, then the real message
     // is taken.
     FrameHeader foreign = message(1, 1, 10);
