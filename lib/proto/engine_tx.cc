@@ -287,7 +287,7 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
       if (repaired && seq_ge(c.una, c.recovery_seq)) {
         // One multiplicative decrease per window of loss.
         const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 2);
-        c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
+        c.ssthresh = std::max<uint32_t>(cwnd * 7 / 10, 2);
         c.cwnd_x256 = c.ssthresh * 256;
         c.recovery_seq = c.next_seq;
       }

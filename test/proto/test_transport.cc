@@ -1582,7 +1582,8 @@ TEST(TransportHostile, RandomGarbageNeverCrashesAndTrafficContinues) {
 
 TEST(TransportCongestion, WindowShrinksOnLossAndGrowsBack) {
   // Expect: a long stream opens the congestion window; a burst of loss
-  // shrinks it to at most half; once the loss stops it grows back to at
+  // shrinks it to at most 70 % (the multiplicative decrease, CUBIC's beta);
+  // once the loss stops it grows back to at
   // least 90 % of where it was.
   TransportConfig config;
   config.max_payload = 64;  // many small frames: cheap to checksum
@@ -1615,7 +1616,7 @@ TEST(TransportCongestion, WindowShrinksOnLossAndGrowsBack) {
     net.step();
     lowest = std::min(lowest, c->cwnd_x256);
   }
-  EXPECT_LE(lowest, before / 2) << "before " << before / 256.0 << " segments";
+  EXPECT_LE(lowest, before * 7 / 10) << "before " << before / 256.0 << " segments";
   ASSERT_TRUE(net.run_until([&] { return c->cwnd_x256 >= before * 9 / 10 || f.done(); },
                             200 * kMs));
   EXPECT_GE(c->cwnd_x256, before * 9 / 10)
