@@ -241,6 +241,7 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
   std::vector<size_t> expected_sizes;
   std::vector<uint64_t> next(senders, 0);
   std::vector<uint64_t> per_sender_bytes(senders, 0);
+  std::vector<Clock::time_point> per_sender_last(senders);
   const uint64_t total = b.o_.count * static_cast<uint64_t>(senders);
   Clock::time_point start;
   for (uint64_t got = 0; got < total && r.ok; ++got) {
@@ -280,12 +281,19 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
       break;
     }
     per_sender_bytes[sender] += entry.len;
+    per_sender_last[sender] = Clock::now();
     r.bytes += entry.len;
     ++r.messages;
     BENCH_CHECK(post_receive(b.o_, e, slots.slot(slot), buffer, slots.desc(), entry.op_context));
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (uint64_t bytes : per_sender_bytes) r.sender_goodput.push_back(bytes / r.seconds / 1e6);
+  // Each sender's goodput over its own time, from the first arrival to its
+  // last message: a sender held back finishes late and shows it (an equal
+  // share of the whole run would make every sender look the same).
+  for (int s = 0; s < senders; ++s) {
+    const double seconds = std::chrono::duration<double>(per_sender_last[s] - start).count();
+    r.sender_goodput.push_back(seconds > 0 ? per_sender_bytes[s] / seconds / 1e6 : 0.0);
+  }
   return r;
 }
 
