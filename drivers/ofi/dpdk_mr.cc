@@ -100,11 +100,6 @@ int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) {
   auto* mr = new (std::nothrow) Mr();
   if (mr == nullptr) return -FI_ENOMEM;
   mr->domain = from_fid<Domain>(reinterpret_cast<fid_domain*>(fid));
-  if (int ret = claim_key(mr, attr->requested_key); ret != 0) {
-    delete mr;
-    return ret;
-  }
-  mr->domain->refs++;
   mr->addr = attr->iov_count ? attr->mr_iov[0].iov_base : nullptr;
   mr->len = attr->iov_count ? attr->mr_iov[0].iov_len : 0;
   mr->access = attr->access;
@@ -113,6 +108,13 @@ int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) {
   mr->fid.fid.context = attr->context;
   mr->fid.fid.ops = &g_mr_fid_ops;
   mr->fid.mem_desc = mr;
+  // Whole before it is published: once its key is in the domain's table, a
+  // progress thread serving a peer's request may read it.
+  if (int ret = claim_key(mr, attr->requested_key); ret != 0) {
+    delete mr;
+    return ret;
+  }
+  mr->domain->refs++;
   *out = &mr->fid;
   return 0;
 }
