@@ -532,10 +532,16 @@ inline bool wants_completion(bool selective, uint64_t flags) {
   return !(flags & kNoCompletion) && (!selective || (flags & FI_COMPLETION));
 }
 
-// The target side of RMA (dpdk_rma.cc): checks and executes one request.
-// Port lock held.
+// The target side of RMA (dpdk_rma.cc): checks and executes one request
+// (`placed`: bytes of a write's data that place_request put in its region
+// already).  Port lock held.
 proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* bytes,
-                              size_t length);
+                              size_t length, size_t placed);
+// Where a write's data goes as it arrives: its region, once the head
+// (first segment) names a key, range and access that pass; otherwise
+// nowhere (the request is assembled and serve_request answers it).
+proto::Placement place_request(Endpoint* ep, const uint8_t* first, size_t first_length,
+                               size_t request_length);
 
 // Getinfo: see dpdk_getinfo.cc.
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,

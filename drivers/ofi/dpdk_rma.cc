@@ -63,14 +63,28 @@ ssize_t send_errno(int ret) {
   }
 }
 
+proto::Placement place_request(Endpoint* ep, const uint8_t* first, size_t first_length,
+                               size_t request_length) {
+  RemoteOp op{};
+  if (!decode(first, first_length, &op) || op.kind != RemoteKind::kWrite ||
+      op.length != request_length - kRemoteOpSize || op.length == 0 ||
+      !ep->has_cap(FI_RMA) || !ep->has_cap(FI_REMOTE_WRITE))
+    return {};
+  uint8_t* target = nullptr;
+  if (resolve_remote(*ep, op.key, op.addr, op.length, FI_REMOTE_WRITE, &target) != 0) return {};
+  return {kRemoteOpSize, target};
+}
+
 proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* bytes,
-                              size_t length) {
+                              size_t length, size_t placed) {
   proto::Response response;
   RemoteOp op{};
-  if (!decode(bytes, length, &op)) {
+  if (!decode(bytes, length, &op) || (placed != 0 && length != kRemoteOpSize)) {
     response.status = FI_EINVAL;
     return response;
   }
+  // A placed write's data is in its region already; `length` is its head.
+  length += placed;
   if (op.kind == RemoteKind::kAtomic || op.kind == RemoteKind::kFetchAtomic ||
       op.kind == RemoteKind::kCompareAtomic)
     return serve_atomic(ep, op, bytes + kRemoteOpSize, length - kRemoteOpSize);
@@ -94,7 +108,7 @@ proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* by
                                    &region_cntr);
   if (response.status != 0) return response;
   if (write) {
-    std::memcpy(target, bytes + kRemoteOpSize, op.length);
+    if (placed == 0) std::memcpy(target, bytes + kRemoteOpSize, op.length);
     // Counted once the data is in place (fi_atomic(3): results are visible
     // before the target's completion notification).
     if (ep->remote_write_cntr) ep->remote_write_cntr->add(1);

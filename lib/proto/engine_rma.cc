@@ -54,12 +54,22 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
       in->oversize = true;
     } else {
       // Requests are assembled whole, so the handler checks access before
-      // any byte reaches registered memory; they share the unexpected
-      // budget with early messages, and wait (window 0) when it is spent.
-      if (unexpected_bytes_ + h.msg_len > config_.unexpected_bytes) return false;
-      unexpected_bytes_ += h.msg_len;
-      in->charged = h.msg_len;
-      in->bytes = take_copy_buffer(h.msg_len, &in->capacity);
+      // any byte reaches registered memory, unless the placer, shown the
+      // first segment (the head, with its key and access), names where the
+      // rest goes.  What is assembled shares the unexpected budget with
+      // early messages, and waits (window 0) when it is spent.
+      Placement placement;
+      if (request_placer_ && h.offset == 0)
+        placement = request_placer_(c.source_key, payload, h.payload_len, h.msg_len);
+      const bool place = placement.target != nullptr && placement.header <= h.payload_len &&
+                         placement.header < h.msg_len;
+      const size_t kept = place ? placement.header : h.msg_len;
+      if (unexpected_bytes_ + kept > config_.unexpected_bytes) return false;
+      unexpected_bytes_ += kept;
+      in->charged = kept;
+      in->head = kept;
+      in->placed = place ? placement.target : nullptr;
+      in->bytes = take_copy_buffer(kept, &in->capacity);
     }
     c.remote = in.release();
   }
@@ -70,7 +80,13 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
       scatter(in.request->request.response_iov, in.request->request.response_iov_count,
               h.offset, payload, h.payload_len);
   } else if (!in.oversize) {
-    std::memcpy(in.bytes.get() + h.offset, payload, h.payload_len);
+    // Segments come in order: the head first, then (placed) the rest.
+    const size_t offset = h.offset;
+    const size_t to_head = offset < in.head ? std::min<size_t>(in.head - offset, h.payload_len) : 0;
+    if (to_head != 0) std::memcpy(in.bytes.get() + offset, payload, to_head);
+    if (to_head < h.payload_len)
+      std::memcpy(in.placed + (offset + to_head - in.head), payload + to_head,
+                  h.payload_len - to_head);
   }
   in.received += h.payload_len;
   if (in.received == in.length) finish_remote(c);
@@ -86,7 +102,8 @@ void Engine::finish_remote(Connection& c) {
     if (in->oversize)
       response.status = kErrTooLarge;
     else if (request_handler_)
-      response = request_handler_(c.source_key, in->bytes.get(), in->length);
+      response = request_handler_(c.source_key, in->bytes.get(), in->head,
+                                  in->length - in->head);
     else
       response.status = kErrNoHandler;
     release_request(*in);

@@ -127,8 +127,23 @@ struct Response {
   int status = 0;      // 0, or a kErr*-style positive error for the initiator
   ResponseBytes data;  // returned bytes (read data, fetched values)
 };
-using RequestHandler =
-    std::function<Response(uint64_t peer_key, const uint8_t* request, size_t length)>;
+// `placed`: how many bytes after `request` (its head, `length` bytes) went
+// straight where the RequestPlacer said; 0 when the request was assembled
+// whole.
+using RequestHandler = std::function<Response(uint64_t peer_key, const uint8_t* request,
+                                              size_t length, size_t placed)>;
+
+// Where the rest of a request may go as it arrives, instead of being
+// assembled in a buffer and copied by the handler (an RMA write's data into
+// its region): asked once, with the request's first segment, before any of
+// its bytes is placed.  `header` bytes stay for the handler; the rest go to
+// `target` in order.  A null target (the default) assembles it whole.
+struct Placement {
+  size_t header = 0;
+  uint8_t* target = nullptr;
+};
+using RequestPlacer = std::function<Placement(uint64_t peer_key, const uint8_t* first,
+                                              size_t first_length, size_t request_length)>;
 
 // FI_MULTI_RECV: one posted buffer that successive messages fill, each in
 // the next bytes; shared by the posted receive and the parts cut from it.
@@ -423,8 +438,10 @@ struct RemoteInbound {
   uint32_t msg_id = 0;
   size_t length = 0;
   size_t received = 0;
-  std::unique_ptr<uint8_t[]> bytes;  // request: its bytes, for the handler
+  std::unique_ptr<uint8_t[]> bytes;  // request: its bytes (its head when placed), for the handler
   size_t capacity = 0;               // request: the bytes buffer's size (a spare's may be larger)
+  size_t head = 0;                   // request: bytes kept in `bytes` (length, unless placed)
+  uint8_t* placed = nullptr;         // request: where the bytes after the head go (Placement)
   size_t charged = 0;                // request: bytes of the unexpected budget it holds
   bool oversize = false;             // request: above the budget, consumed and refused
   TxMessage* request = nullptr;      // response: the request it answers (or none)
@@ -477,6 +494,8 @@ class Engine {
   // Serves requests from peers (RMA, atomics); without one, every request
   // gets kErrNoHandler.
   void set_request_handler(RequestHandler handler) { request_handler_ = std::move(handler); }
+  // Optional: lets a request's payload skip the assembly buffer.
+  void set_request_placer(RequestPlacer placer) { request_placer_ = std::move(placer); }
   // A buffer for `length` bytes a request handler returns (Response::data),
   // from the endpoint's spare buffers when one fits.
   ResponseBytes response_bytes(size_t length);
@@ -644,6 +663,7 @@ class Engine {
   std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> spare_copies_;
   size_t spare_copy_bytes_ = 0;
   RequestHandler request_handler_;
+  RequestPlacer request_placer_;
   std::vector<Completion> completions_;
   std::deque<RecvRequest> posted_;
   size_t posted_count_ = 0;

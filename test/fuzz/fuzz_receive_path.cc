@@ -119,7 +119,8 @@ bool provider_limits() {
 }
 
 // The RMA target: see kHandlerEcho.
-Response handle_request(uint64_t /*peer*/, const uint8_t* bytes, size_t length) {
+Response handle_request(uint64_t /*peer*/, const uint8_t* bytes, size_t length,
+                        size_t /*placed*/) {
   Response response;
   response.status = length % 2 == 0 ? 0 : kHandlerError;
   response.data.assign(bytes, bytes + std::min(length, kHandlerEcho));

@@ -40,7 +40,7 @@ struct Pair {
       : link(seed) {
     a = link.add(a_config, kMacA, 0, 0xA0000001);
     b = link.add(b_config, kMacB, 0, 0xB0000001);
-    link.engine(b).set_request_handler([this](uint64_t, const uint8_t*, size_t) {
+    link.engine(b).set_request_handler([this](uint64_t, const uint8_t*, size_t, size_t) {
       Response r;
       if (reply_bytes != 0) {
         r.data.assign(reply_bytes, 0);

@@ -53,7 +53,7 @@ struct Harness {
   }
   void attach() {
     link.engine(b).set_request_handler(
-        [this](uint64_t peer, const uint8_t* bytes, size_t length) {
+        [this](uint64_t peer, const uint8_t* bytes, size_t length, size_t) {
           return target.handle(peer, bytes, length);
         });
   }
@@ -241,7 +241,7 @@ TEST(Requests, LargeResponseBuffersAreReusedOnceAcknowledged) {
   // when the initiator acknowledged it, and both arrive intact.
   Harness h(3);
   std::vector<const uint8_t*> lent;
-  h.link.engine(h.b).set_request_handler([&](uint64_t, const uint8_t* bytes, size_t) {
+  h.link.engine(h.b).set_request_handler([&](uint64_t, const uint8_t* bytes, size_t, size_t) {
     Response r;
     r.data = h.link.engine(h.b).response_bytes(size_t{1} << 20);
     lent.push_back(r.data.data());
@@ -260,6 +260,51 @@ TEST(Requests, LargeResponseBuffersAreReusedOnceAcknowledged) {
   }
   ASSERT_EQ(lent.size(), 2u);
   EXPECT_EQ(lent[0], lent[1]) << "the second answer took a fresh megabyte from the heap";
+}
+
+TEST(Requests, APlacedRequestGoesStraightToItsTargetInOrderOverALossyLink) {
+  // Expect: requests whose first byte is 'P' are placed after that byte
+  // into `region`: the handler sees the 1-byte head and the count placed,
+  // the bytes arrive whole and in order through 10 % drop and reorder, and
+  // the engine never buffers more than the head; a request the placer
+  // declines is assembled whole as before.
+  Harness h(11);
+  h.link.faults().drop = 0.10;
+  h.link.faults().reorder = 0.10;
+  std::vector<uint8_t> region(200000, 0);
+  std::vector<std::pair<size_t, size_t>> seen;  // (head length, placed)
+  size_t most_buffered = 0;
+  Engine& target = h.link.engine(h.b);
+  target.set_request_placer([&](uint64_t, const uint8_t* first, size_t, size_t) {
+    return first[0] == 'P' ? Placement{1, region.data()} : Placement{};
+  });
+  target.set_request_handler([&](uint64_t, const uint8_t* bytes, size_t length, size_t placed) {
+    seen.emplace_back(length, placed);
+    Response r;
+    r.status = bytes[0] == 'P' || bytes[0] == 'W' ? 0 : 22;
+    return r;
+  });
+  std::string placed_request(1 + 150000, 'P');
+  for (size_t i = 1; i < placed_request.size(); ++i)
+    placed_request[i] = static_cast<char>('a' + i % 23);
+  std::vector<uint8_t> none(1);
+  ASSERT_EQ(h.request(placed_request, none, ctx(1)), 0);
+  ASSERT_EQ(h.request("Wassembled", none, ctx(2)), 0);
+  std::vector<Completion> done;
+  while (done.size() < 2 && h.link.now() < 20'000 * kMs) {
+    auto more = h.wait(1, 1 * kMs);
+    done.insert(done.end(), more.begin(), more.end());
+    most_buffered = std::max(most_buffered, target.unexpected_bytes());
+  }
+  ASSERT_EQ(done.size(), 2u);
+  for (const auto& c : done) EXPECT_EQ(c.error, 0);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], std::make_pair(size_t{1}, size_t{150000}));
+  EXPECT_EQ(seen[1], std::make_pair(size_t{10}, size_t{0}));
+  for (size_t i = 0; i < 150000; ++i)
+    ASSERT_EQ(region[i], static_cast<uint8_t>('a' + (i + 1) % 23)) << i;
+  EXPECT_EQ(region[150000], 0) << "placed past the request";
+  EXPECT_LE(most_buffered, 1000u) << "the placed request was buffered";
 }
 
 }  // namespace ofi_dpdk::proto
