@@ -132,6 +132,16 @@ class World {
   World() : config_(fuzz_config(provider_limits())) {
     engine_ = std::make_unique<Engine>(config_, kLocalMac, kLocalQueue, kLocalSession);
     engine_->set_request_handler(handle_request);
+    engine_->set_request_placer(
+        [this](uint64_t, const uint8_t* first, size_t first_length, size_t request_length) {
+          Placement placement;
+          if (first_length == 0 || first[0] % 4 != 0 || request_length <= kPlacedHead)
+            return placement;
+          placed_.push_back(std::make_unique<uint8_t[]>(request_length - kPlacedHead));
+          placement.header = kPlacedHead;
+          placement.target = placed_.back().get();
+          return placement;
+        });
     engine_->set_accepted_keys({0, kSecondKey});
     for (size_t i = 0; i < std::size(kRecvTemplates); ++i) post_recv();
     for (size_t i = 0; i < kInitialSends; ++i) send();
@@ -163,6 +173,8 @@ class World {
   // Keyed by the context's id; ordered, so "oldest" is the smallest key.
   std::map<uint64_t, PendingRecv> recvs_;
   std::map<uint64_t, PendingSend> sends_;
+  // Where placed requests' bytes go (the placer's targets).
+  std::vector<std::unique_ptr<uint8_t[]>> placed_;
   // Declared last: destroyed first, before the buffers it may point into.
   std::unique_ptr<Engine> engine_;
 };

@@ -145,6 +145,12 @@ inline constexpr size_t kInitialSends = 3;
 // min(n, kHandlerEcho) bytes, and status 0 when n is even, kHandlerError
 // when it is odd.
 inline constexpr size_t kHandlerEcho = 300;
+// A request whose first byte is a multiple of 4 is placed (RequestPlacer):
+// its first kPlacedHead bytes stay for the handler, the rest go to a heap
+// block of exactly their size, so a byte placed out of bounds is an
+// AddressSanitizer report.  The handler then sees the head and the count
+// placed, and echoes the head.
+inline constexpr size_t kPlacedHead = 1;
 inline constexpr int kHandlerError = 13;
 
 }  // namespace ofi_dpdk::proto::fuzz

@@ -443,6 +443,16 @@ int write_all(const std::filesystem::path& dir) {
                                   .add(k200us, ack(5, 64))
                                   .add(k200us, ack(6, 64))
                                   .add(k200us, ack(9, 64)));
+  // A request in three segments whose first byte (msg_id 4: 4 * 17) makes
+  // the fuzz target's placer place it: the head stays, the rest goes to its
+  // target block as the segments arrive, then the handler runs.
+  put("valid_request_placed", Seed()
+                                  .open()
+                                  .add(k20us, request(data(1, 4, 600, 0, 256)))
+                                  .add(k20us, request(data(2, 4, 600, 256, 256)))
+                                  .add(k20us, request(data(3, 4, 600, 512, 88)))
+                                  .add(k200us, ack(5, 64))
+                                  .add(k200us, ack(7, 64)));
   // Three sends, the third a request (msg_id 4); all acked, then a response
   // in two segments, bigger than the response buffer (128 bytes).
   put("valid_request_response", Seed()
