@@ -170,7 +170,10 @@ TEST_F(CqTest, ReadOnEmptyIsEAGAIN) {
 }
 
 TEST_F(CqTest, ReadingMoreThanAvailableReturnsWhatIsThere) {
-  char buffers[3][16] = {};
+  // Static: a receive still posted when the test ends may be filled while
+  // TearDown closes the endpoint, after this frame is gone.
+  static char buffers[3][16];
+  std::memset(buffers, 0, sizeof(buffers));
   for (auto& buffer : buffers)
     ASSERT_EQ(fi_recv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, buffer), 0);
   for (int i = 0; i < 3; ++i) ASSERT_EQ(send_to(a_, "three", 5, b_.addr, &buffers[i]), 0);
@@ -217,7 +220,10 @@ class CqSize : public ::testing::Test {
 };
 
 TEST_F(CqSize, ReceivesBeyondTheSizeWaitUntilEntriesAreRead) {
-  char buffers[kSmall + 1][16] = {};
+  // Static: a receive still posted when the test ends may be filled while
+  // TearDown closes the endpoint, after this frame is gone.
+  static char buffers[kSmall + 1][16];
+  std::memset(buffers, 0, sizeof(buffers));
   for (size_t i = 0; i < kSmall; ++i) ASSERT_EQ(post_recv(buffers[i]), 0) << "receive " << i;
   EXPECT_EQ(post_recv(buffers[kSmall]), -FI_EAGAIN) << "a fifth receive on a CQ of 4";
   // Two complete: their entries hold the slots they held while posted.
@@ -239,7 +245,10 @@ TEST_F(CqSize, ReceivesBeyondTheSizeWaitUntilEntriesAreRead) {
 }
 
 TEST_F(CqSize, SendsBeyondTheSizeWaitUntilEntriesAreRead) {
-  char buffers[2 * kSmall][16] = {};
+  // Static: a receive still posted when the test ends may be filled while
+  // TearDown closes the endpoint, after this frame is gone.
+  static char buffers[2 * kSmall][16];
+  std::memset(buffers, 0, sizeof(buffers));
   for (size_t i = 0; i < kSmall; ++i)
     ASSERT_EQ(fi_recv(a_.ep, buffers[i], 16, nullptr, FI_ADDR_UNSPEC, nullptr), 0);
   for (size_t i = 0; i < kSmall; ++i)
@@ -267,7 +276,10 @@ TEST_F(CqSize, SendsBeyondTheSizeWaitUntilEntriesAreRead) {
 // An endpoint closed with receives posted gives their slots back: the
 // next endpoint on the same CQ can post as many.
 TEST_F(CqSize, ClosingAnEndpointGivesItsSlotsBack) {
-  char buffers[kSmall][16] = {};
+  // Static: a receive still posted when the test ends may be filled while
+  // TearDown closes the endpoint, after this frame is gone.
+  static char buffers[kSmall][16];
+  std::memset(buffers, 0, sizeof(buffers));
   for (auto& buffer : buffers) ASSERT_EQ(post_recv(buffer), 0);
   ASSERT_EQ(fi_close(&b_.ep->fid), 0);
   b_.ep = nullptr;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <string>
 
 #include "test/support/messaging.h"
@@ -47,7 +48,10 @@ class DeliveryComplete : public ::testing::Test {
     domain_.close();
   }
   ssize_t sendmsg(const std::string& text, uint64_t flags, void* context, bool tagged = false) {
-    iovec iov{const_cast<char*>(text.data()), text.size()};
+    // A send's buffer is the provider's until the send completes: kept
+    // here, not in the caller's temporary.
+    const std::string& kept = sent_.emplace_back(text);
+    iovec iov{const_cast<char*>(kept.data()), kept.size()};
     if (tagged) {
       fi_msg_tagged msg{};
       msg.msg_iov = &iov;
@@ -73,6 +77,7 @@ class DeliveryComplete : public ::testing::Test {
     EXPECT_EQ(entry.op_context, context);
     EXPECT_TRUE(entry.flags & FI_SEND);
   }
+  std::deque<std::string> sent_;  // outlives the endpoints (closed in TearDown)
   TestDomain domain_;
   TestEndpoint a_, b_;
 };
