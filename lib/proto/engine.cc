@@ -3,6 +3,8 @@
 // closes connections (HELLO, tokens, RESET, admission), engine_tx.cc sends
 // and retransmits, engine_rx.cc receives in order, receiver.cc matches
 // messages to receives, engine_rma.cc carries requests and responses.
+#include <endian.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -23,6 +25,7 @@ const char* prov_errno_text(int prov_errno) {
     case kProvPeerTimeout: return "peer did not acknowledge within the peer timeout (FI_DPDK_PEER_TIMEOUT_MS)";
     case kProvPeerRestarted: return "peer restarted: its new incarnation does not know this connection";
     case kProvAnswerLost: return "the peer took the request, but its answer was lost when its connection to us was reset";
+    case kProvSendGone: return "the sender no longer holds the announced message (its send failed or was given up)";
     default: return "no provider-specific error";
   }
 }
@@ -30,6 +33,11 @@ const char* prov_errno_text(int prov_errno) {
 void OutFrame::copy_payload(uint8_t* out) const {
   if (message == nullptr) {
     std::memcpy(out, body, std::min<size_t>(header.payload_len, sizeof(body)));
+    return;
+  }
+  if (message->inline_body) {
+    std::memcpy(out, message->body + offset,
+                std::min<size_t>(header.payload_len, sizeof(message->body) - offset));
     return;
   }
   size_t skip = offset;
@@ -107,8 +115,25 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   }
   auto message = std::make_unique<TxMessage>();
   message->length = length;
+  message->wire_length = length;
   message->request = request;
   message->request.iov = nullptr;
+  // Large messages are announced and pulled by the receive that takes them;
+  // a copy (inject) has no reason to wait, a request has its own answer.
+  const bool rendezvous = config_.rendezvous_bytes != 0 && length >= config_.rendezvous_bytes &&
+                          !request.copy && !request.request && !request.internal;
+  if (rendezvous) {
+    message->rendezvous = true;
+    message->inline_body = true;
+    message->wire_length = sizeof(wire::RendezvousBody);
+    message->extra_flags = wire::kFlagRendezvous;
+    wire::RendezvousBody body{};
+    body.length = htobe64(length);
+    std::memcpy(message->body, &body, sizeof(body));
+    ++stats_.rendezvous_sent;
+  } else if (request.delivery_complete) {
+    message->extra_flags = wire::kFlagDeliveryNotice;
+  }
   if (request.copy) {
     message->copy = take_copy_buffer(length, &message->copy_capacity);
     size_t at = 0;

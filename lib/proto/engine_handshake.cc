@@ -58,7 +58,7 @@ bool Engine::evict_one(uint64_t now_ns) {
     const bool idle = c.pending.empty() && c.una == c.next_seq &&
                       c.awaiting_response.empty() && c.awaiting_delivery.empty() &&
                       c.inbound == nullptr && c.remote == nullptr && c.rx_buffered == 0 &&
-                      !c.rx_stalled && c.ack_owed == 0;
+                      !c.rx_stalled && c.ack_owed == 0 && c.recv_order.empty();
     if (!idle || now_ns - c.last_heard_ns < quiet) continue;
     if (victim == connections_.end() || c.last_heard_ns < victim->second->last_heard_ns)
       victim = it;

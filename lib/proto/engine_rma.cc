@@ -48,9 +48,10 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
       in->request = awaited(c, static_cast<uint32_t>(h.tag));
       in->status = static_cast<int>(h.cq_data);
       if (in->request == nullptr) ++stats_.bad_frames;
-    } else if (h.msg_len > config_.unexpected_bytes) {
+    } else if (h.msg_len > config_.unexpected_bytes ||
+               ((h.flags & wire::kFlagPull) && h.msg_len != sizeof(wire::PullBody))) {
       // Never allocate what one frame announces beyond the budget: the
-      // request is consumed and answered kErrTooLarge.
+      // request is consumed and answered kErrTooLarge (a pull is its body).
       in->oversize = true;
     } else {
       // Requests are assembled whole, so the handler checks access before
@@ -58,8 +59,9 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
       // first segment (the head, with its key and access), names where the
       // rest goes.  What is assembled shares the unexpected budget with
       // early messages, and waits (window 0) when it is spent.
+      in->pull = h.flags & wire::kFlagPull;
       Placement placement;
-      if (request_placer_ && h.offset == 0)
+      if (request_placer_ && !in->pull && h.offset == 0)
         placement = request_placer_(c.source_key, payload, h.payload_len, h.msg_len);
       const bool place = placement.target != nullptr && placement.header <= h.payload_len &&
                          placement.header < h.msg_len;
@@ -98,6 +100,11 @@ void Engine::finish_remote(Connection& c) {
   c.remote = nullptr;
   if (!in->is_response) {
     ++stats_.requests_served;
+    if (in->pull) {
+      serve_pull(c, in->msg_id, in->bytes.get(), in->head);
+      release_request(*in);
+      return;
+    }
     Response response;
     if (in->oversize)
       response.status = kErrTooLarge;
@@ -157,7 +164,7 @@ void Engine::send_response(Connection& c, uint32_t request_id, Response response
   ++c.responses_pending;
   auto message = std::make_unique<TxMessage>();
   // The handler's buffer is the bytes sent (and resent) from.
-  message->length = response.data.size();
+  message->length = message->wire_length = response.data.size();
   message->copy = response.data.release(&message->copy_capacity);
   message->iov_count = 0;
   message->request.internal = true;
@@ -181,7 +188,9 @@ void Engine::await_response(Connection& c, std::unique_ptr<TxMessage> message) {
 TxMessage* Engine::awaited(Connection& c, uint32_t msg_id) {
   if (auto it = c.awaiting_response.find(msg_id); it != c.awaiting_response.end())
     return it->second.get();
-  if (auto it = c.awaiting_delivery.find(msg_id); it != c.awaiting_delivery.end())
+  // A rendezvous send waits for its pull, which no RESPONSE stands for.
+  if (auto it = c.awaiting_delivery.find(msg_id);
+      it != c.awaiting_delivery.end() && !it->second->rendezvous)
     return it->second.get();
   return nullptr;
 }

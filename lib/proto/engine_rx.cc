@@ -90,29 +90,10 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
     InboundMessage* in = c.inbound;
     c.inbound = nullptr;
     if (in->to_user) {
-      Completion failed{};
-      failed.kind = Completion::Kind::kRecv;
-      failed.context = in->recv.context;
-      failed.user_flags = in->recv.user_flags;
-      failed.error = error;
-      failed.prov_errno = prov_errno;
-      failed.buf = in->recv.iov_count ? in->recv.iov[0].iov_base : nullptr;
-      failed.source_key = c.source_key;
-      failed.auth_key = c.auth_key;
-      push_recv_completion(in->recv, failed, true);
+      fail_recv(&c, in->recv, error, prov_errno, in->sender);
     } else {
       UnexpectedMessage& u = *in->unexpected;
-      if (u.claimed) {
-        Completion failed{};
-        failed.kind = Completion::Kind::kRecv;
-        failed.context = u.claim.context;
-        failed.user_flags = u.claim.user_flags;
-        failed.error = error;
-        failed.prov_errno = prov_errno;
-        failed.source_key = c.source_key;
-        failed.auth_key = c.auth_key;
-        push_recv_completion(u.claim, failed, true);
-      }
+      if (u.claimed) fail_recv(&c, u.claim, error, prov_errno, in->sender);
       unexpected_bytes_ -= u.charged;
       unexpected_.erase(in->unexpected);
     }
@@ -248,6 +229,8 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
       h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse))
     return deliver_remote(c, h, payload);
+  if (c.inbound == nullptr && (h.flags & wire::kFlagRendezvous))
+    return take_rendezvous(c, h, payload);
   if (c.inbound == nullptr && !begin_message(c, h)) return false;
   InboundMessage& in = *c.inbound;
   place(in, h.offset, payload, h.payload_len);

@@ -81,7 +81,7 @@ void Engine::pump(Connection& c, uint64_t now_ns) {
   const uint32_t window = std::min({cwnd, c.peer_window, kMaxWindow});
   while (c.next_seq - c.una < window && c.pending_cut < c.pending.size()) {
     TxMessage& m = *c.pending[c.pending_cut];
-    const size_t length = std::min<size_t>(c.tx_max_payload, m.length - m.next_offset);
+    const size_t length = std::min<size_t>(c.tx_max_payload, m.wire_length - m.next_offset);
     const uint32_t seq = c.next_seq++;
     TxSlot& slot = slot_of(c, seq);
     slot = TxSlot{};
@@ -90,7 +90,7 @@ void Engine::pump(Connection& c, uint64_t now_ns) {
     slot.length = static_cast<uint16_t>(length);
     m.next_offset += length;
     ++m.segments_unacked;
-    if (m.next_offset == m.length) {
+    if (m.next_offset == m.wire_length) {
       m.fully_segmented = true;
       slot.flags = wire::kFlagLastSegment;
       ++c.pending_cut;
@@ -106,17 +106,16 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
   const TxMessage& m = *slot.message;
   const auto opcode = static_cast<uint8_t>(m.opcode());
   wire::FrameHeader h = base_header(c, opcode);
-  h.flags |= slot.flags;
+  h.flags |= slot.flags | m.extra_flags;
   if (m.request.has_data) {
     h.flags |= wire::kFlagRemoteData;
     h.cq_data = m.request.cq_data;
   }
-  if (m.request.delivery_complete) h.flags |= wire::kFlagDeliveryNotice;
   if ((slot.flags & wire::kFlagLastSegment) && &m == c.pending.back().get())
     h.flags |= wire::kFlagAckNow;
   h.seq = seq;
   h.msg_id = m.msg_id;
-  h.msg_len = static_cast<uint32_t>(m.length);
+  h.msg_len = static_cast<uint32_t>(m.wire_length);
   h.offset = slot.offset;
   h.payload_len = slot.length;
   h.tag = m.request.tag;
@@ -238,7 +237,9 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
            c.pending.front()->segments_unacked == 0) {
       if (c.pending.front()->request.request) {
         await_response(c, std::move(c.pending.front()));
-      } else if (c.pending.front()->request.delivery_complete) {
+      } else if (c.pending.front()->rendezvous || c.pending.front()->request.delivery_complete) {
+        // Both wait for the receiver: a pull of the data, or the notice
+        // that a receive took it.
         const uint32_t id = c.pending.front()->msg_id;
         c.awaiting_delivery.emplace(id, std::move(c.pending.front()));
       } else {
@@ -301,9 +302,15 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
 }
 
 void Engine::complete_send(Connection& c, TxMessage& m, int error, int prov_errno) {
+  if (m.pull) {
+    finish_pull(c, m, error, prov_errno);
+    return;
+  }
   if (m.request.internal) {
     // Our own response, acknowledged or given up: room for another request.
     if (m.response) --c.responses_pending;
+    // It carried a pulled send's data: that send is done with it.
+    if (m.pulled_send) complete_send(c, *m.pulled_send, error, prov_errno);
     return;
   }
   --outstanding_sends_;

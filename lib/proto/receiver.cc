@@ -17,12 +17,6 @@
 namespace ofi_dpdk::proto {
 namespace {
 
-size_t capacity_of(const RecvRequest& r) {
-  size_t total = 0;
-  for (size_t i = 0; i < r.iov_count; ++i) total += r.iov[i].iov_len;
-  return total;
-}
-
 // Copies data to byte `offset` of the iov, as much as fits.
 void scatter_at(const RecvRequest& r, size_t offset, const uint8_t* data, size_t length) {
   for (size_t i = 0; i < r.iov_count && length > 0; ++i) {
@@ -60,6 +54,8 @@ void slice_into(const RecvRequest& r, size_t offset, size_t length, RecvRequest*
   }
 }
 
+}  // namespace
+
 InboundMessage view_of(const UnexpectedMessage& u) {
   InboundMessage view;
   view.length = u.length;
@@ -71,7 +67,11 @@ InboundMessage view_of(const UnexpectedMessage& u) {
   return view;
 }
 
-}  // namespace
+size_t capacity_of(const RecvRequest& r) {
+  size_t total = 0;
+  for (size_t i = 0; i < r.iov_count; ++i) total += r.iov[i].iov_len;
+  return total;
+}
 
 bool Engine::matches(const RecvRequest& recv, const Sender& sender, bool tagged,
                      uint64_t tag) const {
@@ -80,6 +80,21 @@ bool Engine::matches(const RecvRequest& recv, const Sender& sender, bool tagged,
   if (!recv.any_source && recv.source_key != sender.source_key) return false;
   if (recv.match_auth_key && recv.auth_key != sender.auth_key) return false;
   return !tagged || ((recv.tag ^ tag) & ~recv.ignore) == 0;
+}
+
+bool Engine::match_posted(InboundMessage& in) {
+  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+    if (!matches(*it, in.sender, in.tagged, in.tag)) continue;
+    in.to_user = true;
+    in.recv = it->multi ? take_part(*it, in.length) : *it;
+    in.capacity = capacity_of(in.recv);
+    if (!it->multi || it->multi->released) {
+      posted_.erase(it);
+      --posted_count_;
+    }
+    return true;
+  }
+  return false;
 }
 
 bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
@@ -95,15 +110,7 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   in->sender.source_key = c.source_key;
   in->sender.auth_key = c.auth_key;
   in->sender.group = h.group;
-  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
-    if (!matches(*it, in->sender, tagged, h.tag)) continue;
-    in->to_user = true;
-    in->recv = it->multi ? take_part(*it, h.msg_len) : *it;
-    in->capacity = capacity_of(in->recv);
-    if (!it->multi || it->multi->released) {
-      posted_.erase(it);
-      --posted_count_;
-    }
+  if (match_posted(*in)) {
     c.inbound = in;
     return true;
   }
@@ -142,7 +149,7 @@ void Engine::place(InboundMessage& in, size_t offset, const uint8_t* data, size_
   }
 }
 
-void Engine::complete_recv(const RecvRequest& recv, const InboundMessage& in,
+void Engine::complete_recv(Connection* from, const RecvRequest& recv, const InboundMessage& in,
                            const uint8_t* bytes_if_copy) {
   const size_t capacity = capacity_of(recv);
   const size_t placed = std::min(in.length, capacity);
@@ -164,15 +171,16 @@ void Engine::complete_recv(const RecvRequest& recv, const InboundMessage& in,
     done.error = kErrTruncated;
     done.overflow = in.length - capacity;
   }
-  push_recv_completion(recv, done, recv.completion || done.error != 0);
+  push_recv_completion(from, recv, done, recv.completion || done.error != 0);
 }
 
-void Engine::push_recv_completion(const RecvRequest& recv, Completion done, bool wanted) {
+void Engine::push_recv_completion(Connection* from, const RecvRequest& recv, Completion done,
+                                  bool wanted) {
   bool release = false;
   if (recv.multi) release = --recv.multi->in_flight == 0 && recv.multi->released;
   if (wanted) {
     done.multi_released = release;
-    completions_.push_back(done);
+    report_recv(from, done);
     return;
   }
   if (!release) return;
@@ -184,7 +192,7 @@ void Engine::push_recv_completion(const RecvRequest& recv, Completion done, bool
   released.user_flags = recv.user_flags;
   released.multi_released = true;
   released.release_only = true;
-  completions_.push_back(released);
+  report_recv(from, released);
 }
 
 RecvRequest Engine::take_part(const RecvRequest& posted, size_t length) {
@@ -216,7 +224,7 @@ void Engine::finish_message(Connection& c) {
   InboundMessage* in = c.inbound;
   c.inbound = nullptr;
   if (in->to_user) {
-    complete_recv(in->recv, *in, nullptr);
+    complete_recv(&c, in->recv, *in, nullptr);
     if (in->notify) send_response(c, in->msg_id, Response{});
   } else {
     UnexpectedMessage& u = *in->unexpected;
@@ -227,7 +235,7 @@ void Engine::finish_message(Connection& c) {
       unexpected_.erase(in->unexpected);
       wake_stalled();
     } else if (u.claimed) {
-      complete_recv(u.claim, *in, u.bytes.get());
+      complete_recv(&c, u.claim, *in, u.bytes.get());
       notify_delivered(u);
       unexpected_bytes_ -= u.charged;
       unexpected_.erase(in->unexpected);
@@ -241,12 +249,16 @@ void Engine::finish_message(Connection& c) {
 // when its last segment arrives.
 void Engine::take_unexpected(const RecvRequest& request,
                              std::list<UnexpectedMessage>::iterator it) {
+  if (it->rendezvous) {
+    pull_unexpected(it, &request);
+    return;
+  }
   if (!it->complete) {
     it->claimed = true;
     it->claim = request;
     return;
   }
-  complete_recv(request, view_of(*it), it->bytes.get());
+  complete_recv(connection_by_key(it->connection_key), request, view_of(*it), it->bytes.get());
   notify_delivered(*it);
   unexpected_bytes_ -= it->charged;
   unexpected_.erase(it);
@@ -278,13 +290,17 @@ int Engine::post_multi_recv(const RecvRequest& request) {
       continue;
     }
     const RecvRequest part = take_part(request, it->length);
+    if (it->rendezvous) {
+      pull_unexpected(it++, &part);
+      continue;
+    }
     if (!it->complete) {
       it->claimed = true;
       it->claim = part;
       ++it;
       continue;
     }
-    complete_recv(part, view_of(*it), it->bytes.get());
+    complete_recv(connection_by_key(it->connection_key), part, view_of(*it), it->bytes.get());
     notify_delivered(*it);
     unexpected_bytes_ -= it->charged;
     it = unexpected_.erase(it);
@@ -320,6 +336,10 @@ void Engine::drop_unexpected(std::list<UnexpectedMessage>::iterator it) {
     // (finish_message) or when that connection resets.
     it->discarded = true;
     it->reserved = false;
+    return;
+  }
+  if (it->rendezvous) {
+    pull_unexpected(it, nullptr);  // a pull of nothing: the send completes
     return;
   }
   notify_delivered(*it);
@@ -400,6 +420,50 @@ int Engine::cancel_recv(void* context) {
     return 0;
   }
   return -ENOENT;
+}
+
+void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it,
+                             const RecvRequest* into) {
+  const UnexpectedMessage& u = *it;
+  auto found = connections_.find(u.connection_key);
+  Connection* c = found == connections_.end() ? nullptr : found->second.get();
+  // The data is only where the announcement came from: the same connection
+  // of the same incarnation.  Once it is gone, so is the message.
+  const bool live = c != nullptr && c->rx_open && c->rx_conn == u.conn &&
+                    c->peer_session == u.session;
+  auto in = std::make_unique<InboundMessage>(view_of(u));
+  if (into != nullptr) {
+    in->to_user = true;
+    in->recv = *into;
+    in->capacity = capacity_of(*into);
+  }
+  if (live) {
+    send_pull(*c, u.msg_id, u.conn, std::move(in), into == nullptr);
+  } else if (into != nullptr) {
+    fail_recv(c, *into, kErrPeerReset, kProvSendGone, u.sender);
+  }
+  unexpected_bytes_ -= u.charged;
+  unexpected_.erase(it);
+  wake_stalled();
+}
+
+Connection* Engine::connection_by_key(uint64_t key) {
+  auto it = connections_.find(key);
+  return it == connections_.end() ? nullptr : it->second.get();
+}
+
+void Engine::fail_recv(Connection* from, const RecvRequest& recv, int error, int prov_errno,
+                       const Sender& sender) {
+  Completion failed{};
+  failed.kind = Completion::Kind::kRecv;
+  failed.context = recv.context;
+  failed.user_flags = recv.user_flags;
+  failed.error = error;
+  failed.prov_errno = prov_errno;
+  failed.buf = recv.iov_count ? recv.iov[0].iov_base : nullptr;
+  failed.source_key = sender.source_key;
+  failed.auth_key = sender.auth_key;
+  push_recv_completion(from, recv, failed, true);
 }
 
 void Engine::wake_stalled() {

@@ -7,7 +7,10 @@
 // What the engine guarantees, over any mix of loss, reordering, duplication
 // and corruption that the frame checks catch:
 //   - each message is delivered once, whole, in send order per peer
-//     (FI_ORDER_SAS); a retransmitted segment is never placed twice;
+//     (FI_ORDER_SAS); a retransmitted segment is never placed twice.  A
+//     rendezvous message (rendezvous.cc) is matched in send order too, and
+//     the receive completions of its peer's later messages wait for its
+//     own; only its send may complete after later sends;
 //   - a send completes only when the peer acknowledged all of it;
 //   - a peer that stops answering fails its operations with kErrTimedOut
 //     after TransportConfig::peer_timeout_ns; a peer that restarted (new
@@ -58,6 +61,7 @@ enum ProvErrno : int {
   kProvPeerTimeout = 1,    // the peer stopped acknowledging
   kProvPeerRestarted = 2,  // the peer is a new incarnation
   kProvAnswerLost = 3,     // the request reached the peer; its answer was lost
+  kProvSendGone = 4,       // a rendezvous sender no longer holds the announced message
 };
 const char* prov_errno_text(int prov_errno);
 
@@ -227,6 +231,12 @@ struct TransportConfig {
   // Responses a connection keeps until the initiator acknowledges them;
   // further requests wait (window 0) until it does.
   size_t max_pending_responses = 64;
+  // Messages of at least this many bytes go by rendezvous: the sender
+  // announces them, the receiver pulls the data once a receive takes the
+  // announcement, straight into that receive.  An unexpected one costs its
+  // record, not its bytes, and nothing is copied twice.  0: never.
+  // Off by default here; the provider turns it on (FI_DPDK_RENDEZVOUS_BYTES).
+  size_t rendezvous_bytes = 0;
   // Keys tokens and nonces (engine.cc); the provider draws it from the
   // kernel, tests leave it fixed.
   uint64_t token_secret[2] = {0x736f6d6570736575ull, 0x646f72616e646f6dull};
@@ -244,8 +254,71 @@ struct TransportStats {
            connections_evicted = 0,  // idle connections dropped to make room
            connections_refused = 0,  // handshakes completed when no room was left
            reorder_full = 0,         // segments dropped: the reorder pool was spent
-           bad_tokens = 0;           // frames whose token names no connection we hold
+           bad_tokens = 0,           // frames whose token names no connection we hold
+           rendezvous_sent = 0,      // sends announced instead of sent eagerly
+           pulls_sent = 0,           // announced messages a receive pulled (or discarded)
+           pulls_served = 0;         // pulls answered with a send's data
 };
+
+// Posted receives, unexpected messages and reassembly for one endpoint.
+struct UnexpectedMessage {
+  Sender sender;
+  uint64_t connection_key;  // the connection it came on (delivery notices)
+  bool tagged;
+  uint64_t tag;
+  bool has_data;
+  uint64_t cq_data;
+  size_t length;
+  size_t received = 0;
+  std::unique_ptr<uint8_t[]> bytes;
+  bool complete = false;
+  bool claimed = false;  // a receive waits for it to arrive whole: claim
+  RecvRequest claim;
+  // fi_tagged(3) FI_PEEK|FI_CLAIM reserved it for a later FI_CLAIM receive
+  // with this context; no other receive or peek sees it.
+  bool reserved = false;
+  void* reserved_for = nullptr;
+  bool discarded = false;  // FI_DISCARD while still arriving: dropped when whole
+  // A rendezvous announcement (kFlagRendezvous): whole on arrival, no bytes;
+  // `length` is the data's, which the receive that takes it pulls from the
+  // sender (rendezvous.cc).  msg_id, session and conn name it there.
+  bool rendezvous = false;
+  // kFlagDeliveryNotice: the sender waits to hear when a receive takes it,
+  // on the connection (peer session, rx_conn) it came on.
+  bool notify = false;
+  uint32_t msg_id = 0;
+  uint32_t session = 0;
+  uint16_t conn = 0;
+  size_t charged = 0;  // what it holds of the unexpected budget (unexpected_cost)
+};
+
+// What an unexpected message holds of the budget: its bytes and its record
+// (the record, its list node and two allocations' headers).  A stream of
+// tiny messages is then bounded in memory, not only in payload: 8 MiB of
+// 64-byte messages would otherwise be some 60 MiB of records.
+inline constexpr size_t unexpected_cost(size_t length) {
+  return length + sizeof(UnexpectedMessage) + 64;
+}
+
+struct InboundMessage {
+  bool to_user = false;
+  Sender sender;
+  RecvRequest recv;                       // when to_user
+  size_t capacity = 0;
+  std::list<UnexpectedMessage>::iterator unexpected;  // when !to_user
+  size_t length = 0;
+  size_t received = 0;
+  uint32_t msg_id = 0;
+  bool tagged = false;
+  uint64_t tag = 0;
+  bool has_data = false;
+  uint64_t cq_data = 0;
+  bool notify = false;  // kFlagDeliveryNotice
+};
+
+// What a receive reports of an unexpected message (receiver.cc).
+InboundMessage view_of(const UnexpectedMessage& u);
+size_t capacity_of(const RecvRequest& r);
 
 // One frame the engine wants sent.  The payload is gathered from the message
 // with copy_payload(); it stays valid until Engine::frames_sent().  HELLO and
@@ -281,6 +354,22 @@ struct TxMessage {
   size_t length;
   SendRequest request;
   uint32_t msg_id;
+  // What the stream carries: `length` bytes, or for a rendezvous
+  // announcement and a pull only their 16-byte body.
+  size_t wire_length = 0;
+  uint16_t extra_flags = 0;     // kFlag* every segment of it carries
+  bool inline_body = false;     // the payload is `body`, not iov or copy
+  uint8_t body[16];
+  // A send of rendezvous_bytes or more: announced, and its data sent from
+  // `iov` once the receiver pulls it; meanwhile it waits in
+  // Connection::awaiting_delivery.
+  bool rendezvous = false;
+  // A response that answers a pull: the send whose data it carries, which
+  // completes when this response does.
+  std::unique_ptr<TxMessage> pulled_send;
+  // A pull (a request of ours): the receive its response's data goes to,
+  // and what the announcement said of the message; none when discarding.
+  std::unique_ptr<InboundMessage> pull;
   size_t next_offset = 0;       // bytes cut into segments so far
   uint32_t segments_unacked = 0;
   bool fully_segmented = false;
@@ -312,6 +401,15 @@ enum class TxState : uint8_t {
 };
 
 struct InboundMessage;
+
+// A receive completion waiting for its turn (Connection::recv_order): a
+// pull's, until its data is in, or one that came after it.
+struct OrderedCompletion {
+  uint32_t pull_id = 0;  // the pull's msg_id; 0 for a completion made ready
+  bool ready = false;
+  bool has = false;      // a completion to report (a receive that asked none may not)
+  Completion done{};
+};
 
 struct Connection {
   uint64_t key = 0;
@@ -377,58 +475,9 @@ struct Connection {
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;
   bool ack_now = false;
-};
-
-// Posted receives, unexpected messages and reassembly for one endpoint.
-struct UnexpectedMessage {
-  Sender sender;
-  uint64_t connection_key;  // the connection it came on (delivery notices)
-  bool tagged;
-  uint64_t tag;
-  bool has_data;
-  uint64_t cq_data;
-  size_t length;
-  size_t received = 0;
-  std::unique_ptr<uint8_t[]> bytes;
-  bool complete = false;
-  bool claimed = false;  // a receive waits for it to arrive whole: claim
-  RecvRequest claim;
-  // fi_tagged(3) FI_PEEK|FI_CLAIM reserved it for a later FI_CLAIM receive
-  // with this context; no other receive or peek sees it.
-  bool reserved = false;
-  void* reserved_for = nullptr;
-  bool discarded = false;  // FI_DISCARD while still arriving: dropped when whole
-  // kFlagDeliveryNotice: the sender waits to hear when a receive takes it,
-  // on the connection (peer session, rx_conn) it came on.
-  bool notify = false;
-  uint32_t msg_id = 0;
-  uint32_t session = 0;
-  uint16_t conn = 0;
-  size_t charged = 0;  // what it holds of the unexpected budget (unexpected_cost)
-};
-
-// What an unexpected message holds of the budget: its bytes and its record
-// (the record, its list node and two allocations' headers).  A stream of
-// tiny messages is then bounded in memory, not only in payload: 8 MiB of
-// 64-byte messages would otherwise be some 60 MiB of records.
-inline constexpr size_t unexpected_cost(size_t length) {
-  return length + sizeof(UnexpectedMessage) + 64;
-}
-
-struct InboundMessage {
-  bool to_user = false;
-  Sender sender;
-  RecvRequest recv;                       // when to_user
-  size_t capacity = 0;
-  std::list<UnexpectedMessage>::iterator unexpected;  // when !to_user
-  size_t length = 0;
-  size_t received = 0;
-  uint32_t msg_id = 0;
-  bool tagged = false;
-  uint64_t tag = 0;
-  bool has_data = false;
-  uint64_t cq_data = 0;
-  bool notify = false;  // kFlagDeliveryNotice
+  // Receive completions of this peer's messages leave in the order the
+  // messages were taken: while a pull is out, later ones queue behind it.
+  std::deque<OrderedCompletion> recv_order;
 };
 
 // What a connection assembles when its stream carries a request or a
@@ -444,6 +493,7 @@ struct RemoteInbound {
   uint8_t* placed = nullptr;         // request: where the bytes after the head go (Placement)
   size_t charged = 0;                // request: bytes of the unexpected budget it holds
   bool oversize = false;             // request: above the budget, consumed and refused
+  bool pull = false;                 // request: a pull (kFlagPull), served by the engine
   TxMessage* request = nullptr;      // response: the request it answers (or none)
   int status = 0;                    // response: its status
 };
@@ -593,9 +643,30 @@ class Engine {
   size_t chunk_size() const { return sizeof(HeldSegment) + config_.max_payload; }
   void release_held(Connection& c);
   // receiver.cc
+  // Gives `in` (sender, tag, length) the first posted receive that matches
+  // it, taking that receive (or a part of a multi-recv buffer); false when
+  // none matches.
+  bool match_posted(InboundMessage& in);
   bool begin_message(Connection& c, const wire::FrameHeader& h);
   void place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length);
   void finish_message(Connection& c);
+  // rendezvous.cc
+  // A rendezvous announcement, in order on c's stream: matched now, or
+  // kept as an unexpected record; false when there is no room for that.
+  bool take_rendezvous(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
+  // Asks c's peer for the data of announcement (msg_id, conn): into
+  // `into->recv`, or (discard) for nothing, which lets its send complete.
+  void send_pull(Connection& c, uint32_t msg_id, uint16_t conn,
+                 std::unique_ptr<InboundMessage> into, bool discard);
+  // A receive (or with none, a discard) takes the unexpected announcement
+  // `it`: pulls it, or fails the receive when the announcing connection is
+  // gone.  The record goes.
+  void pull_unexpected(std::list<UnexpectedMessage>::iterator it, const RecvRequest* into);
+  // Answers a pull with the data of the send it names, or with an error.
+  void serve_pull(Connection& c, uint32_t request_id, const uint8_t* body, size_t length);
+  // A pull ended (its response arrived whole, or it failed): the receive's
+  // completion.
+  void finish_pull(Connection& c, TxMessage& pull, int error, int prov_errno);
   // engine_rma.cc: requests and responses.
   bool deliver_remote(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
   void finish_remote(Connection& c);
@@ -615,12 +686,24 @@ class Engine {
   void drop_remote(Connection& c, int error, int prov_errno);
   // Gives a request's bytes back to the unexpected budget.
   void release_request(RemoteInbound& in);
-  void complete_recv(const RecvRequest& recv, const InboundMessage& in,
+  // `from`: the connection the message came on, whose receive completions
+  // keep their order (Connection::recv_order); null when it is gone.
+  void complete_recv(Connection* from, const RecvRequest& recv, const InboundMessage& in,
                      const uint8_t* bytes_if_copy);
+  // An error completion for a receive that got no message from `sender`.
+  void fail_recv(Connection* from, const RecvRequest& recv, int error, int prov_errno,
+                 const Sender& sender);
+  // Reports a receive completion: into the pull's slot being filled, behind
+  // `from`'s pulls still out, or now.
+  void report_recv(Connection* from, const Completion& done);
+  // Reports `c`'s ordered completions that are ready, from the front.
+  void release_ordered(Connection& c);
+  Connection* connection_by_key(uint64_t key);
   // Queues a receive's completion (when `wanted`), settling its multi-recv
   // buffer: the last completion into a released buffer says so, or a
   // release_only completion does.
-  void push_recv_completion(const RecvRequest& recv, Completion done, bool wanted);
+  void push_recv_completion(Connection* from, const RecvRequest& recv, Completion done,
+                            bool wanted);
   // Cuts the next `length` bytes (fewer when less is left) off a multi-recv
   // buffer for one message; may release the buffer.
   RecvRequest take_part(const RecvRequest& posted, size_t length);
@@ -662,6 +745,7 @@ class Engine {
   // heap costs its page faults every time.  At most kSpareCopyBytes.
   std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> spare_copies_;
   size_t spare_copy_bytes_ = 0;
+  OrderedCompletion* filling_ = nullptr;  // finish_pull: where report_recv puts it
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
   std::vector<Completion> completions_;

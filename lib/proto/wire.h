@@ -15,10 +15,11 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 5;  // 2: conn and ack_conn; 3: delivery notices;
+inline constexpr uint8_t kWireVersion = 6;  // 2: conn and ack_conn; 3: delivery notices;
                                             // 4: auth_key, group, src_ep_queue;
                                             // 5: HELLO handshake, tokens, checksum
-                                            //    over the Ethernet header
+                                            //    over the Ethernet header;
+                                            // 6: rendezvous (kFlagRendezvous, kFlagPull)
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -86,6 +87,15 @@ inline constexpr uint16_t kFlagAckNow = 1u << 6;
 // The sender computed no checksum (FI_DPDK_CHECKSUM=0, for links that are
 // only memory): only a receiver configured the same takes the frame.
 inline constexpr uint16_t kFlagUnsealed = 1u << 7;
+// On a MSG or TAGGED message: it is a rendezvous announcement, whose only
+// payload is a RendezvousBody naming the length of the data it stands for.
+// The receiver matches it like the message itself; once a receive takes it,
+// the receiver pulls the data (kFlagPull) straight into that receive.
+inline constexpr uint16_t kFlagRendezvous = 1u << 8;
+// On a REQUEST: a pull, whose payload is a PullBody.  The engine answers it
+// itself (no request handler) with a RESPONSE carrying the announced
+// message's data, sent from the sender's own buffer.
+inline constexpr uint16_t kFlagPull = 1u << 9;
 
 // Sequence numbers of a connection start here, in each direction.
 inline constexpr uint32_t kInitialSeq = 1;
@@ -173,5 +183,22 @@ struct HandshakeBody {
   uint32_t reserved[2];  // 0
 };
 static_assert(sizeof(HandshakeBody) == 16);
+
+// The payload of a rendezvous announcement (kFlagRendezvous), big-endian.
+struct RendezvousBody {
+  uint64_t length;       // bytes of the message's data, at most max_msg_size
+  uint32_t reserved[2];  // 0
+};
+static_assert(sizeof(RendezvousBody) == 16);
+
+// The payload of a pull (a REQUEST with kFlagPull), big-endian.
+struct PullBody {
+  uint32_t msg_id;       // the announcement's msg_id on the puller's receive stream
+  uint16_t conn;         // the announcing sender's transmit connection it came on
+  uint16_t reserved;     // 0
+  uint64_t length;       // bytes wanted: the receive's capacity, at most the
+                         // message's length; 0 discards the message
+};
+static_assert(sizeof(PullBody) == 16);
 
 }  // namespace ofi_dpdk::wire

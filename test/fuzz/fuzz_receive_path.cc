@@ -77,7 +77,8 @@ void trace_stats(const TransportStats& stats) {
       "duplicates", "out_of_window", "stale_session", "bad_frames", "stalled_no_buffer",
       "fast_retransmits", "timeouts", "messages_sent", "messages_received", "peers_failed",
       "requests_served", "wrong_key", "hellos_sent", "hellos_answered", "connections_opened",
-      "connections_evicted", "connections_refused", "reorder_full", "bad_tokens"};
+      "connections_evicted", "connections_refused", "reorder_full", "bad_tokens",
+      "rendezvous_sent", "pulls_sent", "pulls_served"};
   uint64_t values[kStatsFields];
   std::memcpy(values, &stats, sizeof(values));
   std::fprintf(stderr, "stats:");
@@ -359,17 +360,41 @@ void World::check_frame(const OutFrame& frame) {
     FUZZ_CHECK(frame.offset == h.offset);
     FUZZ_CHECK(h.offset <= h.msg_len && h.msg_len - h.offset >= h.payload_len);
   }
-  if (is_response) {
+  // The send whose bytes a frame carries: a send's own segment, or a
+  // response to the peer's pull of a rendezvous send.  None for an
+  // announcement (its body) or a pull of ours.
+  const TxMessage* carried = nullptr;
+  if (is_response && frame.message->pulled_send) {
+    FUZZ_CHECK(frame.message->request.internal);
+    carried = frame.message->pulled_send.get();
+    auto it = sends_.find(id_of(carried->request.context));
+    FUZZ_CHECK(it != sends_.end());  // the send holds its buffer until this is acked
+    FUZZ_CHECK(h.msg_len <= it->second.length);
+  } else if (is_response) {
     // The engine's own answer to a request, which it owns.
     FUZZ_CHECK(frame.message->request.internal && h.msg_len <= kHandlerEcho);
     FUZZ_CHECK(h.flags & wire::kFlagRemoteData);
+  } else if (is_data && (h.flags & wire::kFlagPull)) {
+    // Our pull of a message the peer announced: the engine's own request.
+    FUZZ_CHECK(frame.message->request.internal && frame.message->pull);
+    FUZZ_CHECK(h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest));
+    FUZZ_CHECK(h.msg_len == sizeof(wire::PullBody));
   } else if (is_data) {
     // The segment of a send still outstanding, which owns these bytes.
     auto it = sends_.find(id_of(frame.message->request.context));
     FUZZ_CHECK(it != sends_.end());
-    FUZZ_CHECK(h.msg_len == it->second.length);
     FUZZ_CHECK((h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest)) ==
                it->second.request);
+    if (h.flags & wire::kFlagRendezvous) {
+      FUZZ_CHECK(h.msg_len == sizeof(wire::RendezvousBody));
+      FUZZ_CHECK(it->second.length >= config_.rendezvous_bytes);
+      wire::RendezvousBody body;
+      std::memcpy(&body, frame.message->body, sizeof(body));
+      FUZZ_CHECK(be64toh(body.length) == it->second.length);
+    } else {
+      FUZZ_CHECK(h.msg_len == it->second.length);
+      carried = frame.message;
+    }
   } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kHello) ||
              h.opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck)) {
     FUZZ_CHECK(frame.message == nullptr && h.payload_len == sizeof(wire::HandshakeBody));
@@ -396,8 +421,8 @@ void World::check_frame(const OutFrame& frame) {
   DecodedFrame back;
   FUZZ_CHECK(decode_frame(bytes.get(), length, wire::kDefaultEtherType, &back) ==
              DecodeResult::kOk);
-  if (is_data && !is_response) {
-    const uint64_t id = id_of(frame.message->request.context);
+  if (carried != nullptr) {
+    const uint64_t id = id_of(carried->request.context);
     for (size_t j = 0; j < h.payload_len; ++j)
       FUZZ_CHECK(back.payload[j] == pattern_byte(id, h.offset + j));
   }

@@ -97,6 +97,9 @@ inline TransportConfig fuzz_config(bool provider_limits = false) {
   config.max_outstanding_sends = 8;
   config.max_posted_recvs = 8;
   config.initial_window = 4;
+  // The 3000-byte send template goes by rendezvous: announced, then served
+  // to the peer's pull from the send's own buffer.
+  config.rendezvous_bytes = 3000;
   return config;
 }
 

@@ -201,6 +201,30 @@ std::vector<uint8_t> encode(const FrameHeader& h, const uint8_t* src_mac = kPeer
   return bytes;
 }
 
+// A frame whose payload is `body` (a rendezvous announcement's or a pull's),
+// sealed.
+std::vector<uint8_t> encode_body(FrameHeader h, const void* body, uint16_t length) {
+  h.payload_len = h.msg_len = length;
+  std::vector<uint8_t> bytes = encode(h);
+  std::memcpy(bytes.data() + wire::kHeadersSize, body, length);
+  seal_frame(bytes.data(), bytes.size());
+  return bytes;
+}
+
+std::vector<uint8_t> announcement(uint32_t seq, uint32_t msg_id, uint64_t length) {
+  wire::RendezvousBody body{};
+  body.length = htobe64(length);
+  return encode_body(message(seq, msg_id, 0, wire::kFlagRendezvous), &body, sizeof(body));
+}
+
+std::vector<uint8_t> pull(uint32_t seq, uint32_t msg_id, uint32_t announced, uint64_t length) {
+  wire::PullBody body{};
+  body.msg_id = htobe32(announced);
+  body.conn = htobe16(kLocalConn);
+  body.length = htobe64(length);
+  return encode_body(request(message(seq, msg_id, 0, wire::kFlagPull)), &body, sizeof(body));
+}
+
 class Seed {
  public:
   // A record: clock step, operation, then the frame.  Frames built here are
@@ -463,6 +487,33 @@ int write_all(const std::filesystem::path& dir) {
                                     .add(k20us, response(data(1, 1, 300, 0, 256), 4))
                                     .add(k20us, response(data(2, 1, 300, 256, 44), 4))
                                     .wait(k20us));
+
+  // Rendezvous in: the peer announces 200 bytes; the first posted receive
+  // (512 bytes) takes it and we pull it (our msg_id 4, after the three
+  // initial sends); the peer acks and answers with the data.
+  put("valid_rendezvous_in", Seed()
+                                 .open()
+                                 .add(k20us, announcement(1, 1, 200))
+                                 .add(k200us, ack(5, 64))
+                                 .add(k200us, ack(7, 64))
+                                 .add(k20us, response(data(2, 2, 200, 0, 200), 4))
+                                 .wait(k200us));
+  // Rendezvous out: the seventh send (3000 bytes, msg_id 7) is announced;
+  // the peer pulls 3000 bytes of it, and we answer from the send's buffer;
+  // the peer acks it all and the send completes.
+  put("valid_rendezvous_out", Seed()
+                                  .open()
+                                  .add(k200us, ack(5, 64), kOpSend)
+                                  .wait(k20us, kOpSend)
+                                  .wait(k20us, kOpSend)
+                                  .wait(k20us, kOpSend)
+                                  .add(k200us, ack(8, 64))
+                                  .add(k200us, ack(11, 64))
+                                  .add(k20us, pull(1, 1, 7, 3000))
+                                  .add(k200us, ack(16, 64))
+                                  .add(k200us, ack(20, 64))
+                                  .add(k200us, ack(23, 64))
+                                  .wait(k200us));
 
   // --- Hostile frames ------------------------------------------------------
 
