@@ -668,6 +668,35 @@ TEST_F(Tagged, OneMebibyteMessagePostedAndUnexpected) {
   expect_completion(a_.tx_cq, &context, FI_TAGGED | FI_SEND);
 }
 
+TEST_F(Tagged, AMessageLargerThanTheUnexpectedBudgetDoesNotHoldBackLaterOnes) {
+  // 80 MiB, above the 64 MiB FI_DPDK_UNEXPECTED_BYTES, sent before any
+  // receive: it goes by rendezvous, so the receiver holds a record of it
+  // and a small message sent after it is taken and received meanwhile.
+  // Buffered whole, it would close the receive window on both.
+  constexpr size_t kBig = size_t{80} << 20;
+  const std::vector<uint8_t> big = pattern(kBig, 9);
+  const char small[] = "after the big one";
+  int big_context = 0, small_context = 0;
+  ASSERT_EQ(tsend(a_, big.data(), kBig, b_.addr, 1, &big_context), 0);
+  ASSERT_EQ(tsend(a_, small, sizeof(small), b_.addr, 2, &small_context), 0);
+  expect_completion(a_.tx_cq, &small_context, FI_TAGGED | FI_SEND);
+  char got_small[sizeof(small)] = {};
+  ASSERT_EQ(fi_trecv(b_.ep, got_small, sizeof(got_small), nullptr, FI_ADDR_UNSPEC, 2, 0,
+                     &small_context),
+            0);
+  fi_cq_tagged_entry got = expect_completion(b_.rx_cq, &small_context, FI_TAGGED | FI_RECV);
+  EXPECT_EQ(got.len, sizeof(small));
+  EXPECT_STREQ(got_small, small);
+  EXPECT_TRUE(quiet(a_.tx_cq)) << "the big send completed before a receive took it";
+
+  std::vector<uint8_t> buffer(kBig, kFill);
+  ASSERT_EQ(fi_trecv(b_.ep, buffer.data(), kBig, nullptr, FI_ADDR_UNSPEC, 1, 0, &big_context), 0);
+  got = expect_completion(b_.rx_cq, &big_context, FI_TAGGED | FI_RECV);
+  EXPECT_EQ(got.len, kBig);
+  EXPECT_TRUE(buffer == big);
+  expect_completion(a_.tx_cq, &big_context, FI_TAGGED | FI_SEND);
+}
+
 TEST_F(Tagged, MessageLongerThanTheBufferIsETRUNCWithItsTag) {
   const std::vector<uint8_t> message = pattern(40, 5);
   std::vector<uint8_t> buffer(16 + 16, kFill);
