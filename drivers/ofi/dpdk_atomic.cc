@@ -1,9 +1,9 @@
 // dpdk_atomic.cc: fi_atomic(3).  An atomic is a transport request like an
 // RMA (dpdk_rma.cc): the header names the datatype, the op and the class,
-// the operands (and compare values) follow.  The target checks key, range
-// and access, then applies the op through lib/atomic's dispatch table with
-// real CPU atomics, so concurrent atomics from any peer or lcore on the same
-// element never tear.  Fetch and compare atomics get the old values back in
+// the operands (and compare values) follow.  The target (lib/remote's
+// Target) checks key, range and access, then applies the op through
+// lib/atomic's dispatch table with real CPU atomics, so concurrent atomics
+// from any peer or lcore on the same element never tear.  Fetch and compare atomics get the old values back in
 // the response, which the transport keeps until acknowledged: a
 // retransmitted request is never executed twice.
 #include <algorithm>
@@ -18,32 +18,15 @@ namespace {
 
 using atomic::Class;
 
-// Bytes of operands one atomic may carry: fi_atomicvalid's count is this
-// over the datatype's size.
-constexpr size_t kMaxAtomicBytes = 64 << 10;
-
 RemoteKind kind_of(Class c) {
   return c == Class::kBase    ? RemoteKind::kAtomic
          : c == Class::kFetch ? RemoteKind::kFetchAtomic
                               : RemoteKind::kCompareAtomic;
 }
 
-// Region access each class needs at the target.
-uint64_t access_for(Class c, fi_op op) {
-  if (c == Class::kBase) return FI_REMOTE_WRITE;
-  if (op == FI_ATOMIC_READ) return FI_REMOTE_READ;
-  return FI_REMOTE_READ | FI_REMOTE_WRITE;
-}
-
-// fi_atomicvalid and fi_query_atomic: 0 and the element size and maximum
-// count, or -FI_EOPNOTSUPP / -FI_EINVAL.
+// fi_atomicvalid and fi_query_atomic: what the target accepts (lib/remote).
 int valid(fi_datatype datatype, fi_op op, Class c, size_t* size, size_t* count) {
-  size_t element = 0;
-  const int ret = atomic::query(datatype, op, c, &element);
-  if (ret != 0) return ret;
-  if (size != nullptr) *size = element;
-  if (count != nullptr) *count = kMaxAtomicBytes / element;
-  return 0;
+  return remote::atomic_limits(datatype, op, c, size, count);
 }
 
 size_t total(const fi_ioc* iov, size_t count) {
@@ -53,67 +36,6 @@ size_t total(const fi_ioc* iov, size_t count) {
 }
 
 }  // namespace
-
-proto::Response serve_atomic(Endpoint* ep, const RemoteOp& request, const uint8_t* data,
-                             size_t length) {
-  proto::Response response;
-  const Class c = request.kind == RemoteKind::kAtomic        ? Class::kBase
-                  : request.kind == RemoteKind::kFetchAtomic ? Class::kFetch
-                                                             : Class::kCompare;
-  fi_op op;
-  fi_datatype datatype;
-  if (!atomic::to_op(request.op, &op) || !atomic::to_datatype(request.datatype, &datatype)) {
-    response.status = FI_EINVAL;
-    return response;
-  }
-  const uint64_t needed = access_for(c, op);
-  if (!ep->has_cap(FI_ATOMIC) ||
-      ((needed & FI_REMOTE_WRITE) && !ep->has_cap(FI_REMOTE_WRITE)) ||
-      ((needed & FI_REMOTE_READ) && !ep->has_cap(FI_REMOTE_READ))) {
-    response.status = FI_EOPNOTSUPP;
-    return response;
-  }
-  size_t size = 0, max_count = 0;
-  if (valid(datatype, op, c, &size, &max_count) != 0) {
-    response.status = FI_EOPNOTSUPP;
-    return response;
-  }
-  const uint64_t count = request.length;
-  if (count == 0 || count > max_count) {
-    response.status = count == 0 ? FI_EINVAL : FI_EMSGSIZE;
-    return response;
-  }
-  const size_t bytes = count * size;
-  // FI_ATOMIC_READ may come without operands; everything else brings them,
-  // and compare atomics their compare values after them.
-  const size_t operands = op == FI_ATOMIC_READ && length == 0 ? 0 : bytes;
-  if (length != operands + (c == Class::kCompare ? bytes : 0)) {
-    response.status = FI_EINVAL;
-    return response;
-  }
-  uint8_t* target = nullptr;
-  Cntr* region_cntr = nullptr;
-  response.status =
-      resolve_remote(*ep, request.key, request.addr, bytes, needed, &target, &region_cntr);
-  if (response.status != 0) return response;
-  if (c != Class::kBase) response.data = ep->engine->response_bytes(bytes);
-  const int ret = atomic::apply(op, datatype, c, target, operands ? data : nullptr,
-                                c == Class::kCompare ? data + operands : nullptr,
-                                c != Class::kBase ? response.data.data() : nullptr, count);
-  if (ret != 0) {
-    // Refused before touching memory (an unaligned target, say).
-    response.status = -ret;
-    response.data.clear();
-    return response;
-  }
-  // fi_endpoint(3): base atomics count as remote writes, fetch and compare
-  // atomics as remote reads; the region's counter sees every atomic that
-  // needs write access (all but FI_ATOMIC_READ), swapped or not.
-  Cntr* counter = c == Class::kBase ? ep->remote_write_cntr : ep->remote_read_cntr;
-  if (counter != nullptr) counter->add(1);
-  if (region_cntr != nullptr) region_cntr->add(1);
-  return response;
-}
 
 ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
                             size_t compare_count, fi_ioc* result, size_t result_count,

@@ -459,14 +459,8 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   }
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
-  ep->engine->set_request_handler(
-      [ep](uint64_t peer, const uint8_t* bytes, size_t length, size_t placed) {
-        return serve_request(ep, peer, bytes, length, placed);
-      });
-  ep->engine->set_request_placer(
-      [ep](uint64_t, const uint8_t* first, size_t first_length, size_t request_length) {
-        return place_request(ep, first, first_length, request_length);
-      });
+  ep->target_host = make_target_host(ep);
+  ep->target = std::make_unique<remote::Target>(*ep->target_host, *ep->engine);
   domain->refs++;
   ep->fid.fid.fclass = FI_CLASS_EP;
   ep->fid.fid.context = context;

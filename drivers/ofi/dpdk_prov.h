@@ -42,6 +42,7 @@
 #include "lib/av/av_table.h"
 #include "lib/av/shared_table.h"
 #include "lib/proto/transport.h"
+#include "lib/remote/target.h"
 
 namespace ofi_dpdk::ofi {
 
@@ -413,6 +414,11 @@ struct Endpoint {
   uint64_t rx_op_flags = 0;
   size_t min_multi_recv = kDefaultMinMultiRecv;  // FI_OPT_MIN_MULTI_RECV
   std::unique_ptr<proto::Engine> engine;  // the reliable transport
+  // RMA and atomics at this endpoint as a target (lib/remote): its regions,
+  // counters and CQ as the target sees them (dpdk_rma.cc), and the target
+  // serving the engine's requests.  Declared after the engine: gone first.
+  std::unique_ptr<remote::Host> target_host;
+  std::unique_ptr<remote::Target> target;
   // Network keys (dpdk_ep_addr.cc): ep_attr->auth_key (0: none); the keys
   // fi_enable took frames with; the one sends carry to an address inserted
   // without a key; the AV key handles held until fi_close.
@@ -532,16 +538,10 @@ inline bool wants_completion(bool selective, uint64_t flags) {
   return !(flags & kNoCompletion) && (!selective || (flags & FI_COMPLETION));
 }
 
-// The target side of RMA (dpdk_rma.cc): checks and executes one request
-// (`placed`: bytes of a write's data that place_request put in its region
-// already).  Port lock held.
-proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* bytes,
-                              size_t length, size_t placed);
-// Where a write's data goes as it arrives: its region, once the head
-// (first segment) names a key, range and access that pass; otherwise
-// nowhere (the request is assembled and serve_request answers it).
-proto::Placement place_request(Endpoint* ep, const uint8_t* first, size_t first_length,
-                               size_t request_length);
+// The endpoint as lib/remote's target sees it (dpdk_rma.cc): its caps,
+// its domain's regions, its remote counters and its receive CQ.  Called
+// with the port lock held.
+std::unique_ptr<remote::Host> make_target_host(Endpoint* ep);
 
 // Getinfo: see dpdk_getinfo.cc.
 int getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,

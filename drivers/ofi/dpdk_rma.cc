@@ -1,10 +1,11 @@
 // dpdk_rma.cc: fi_rma(3).  Every RMA operation is a transport request
 // (lib/proto engine_rma.cc): the initiator sends a RemoteOp header (plus the
-// data of a write), the target's serve_request checks the key, the range and
-// the access of the region before any byte moves, does the copy, and
-// answers with a status (and the data of a read).  The request rides the
-// ordinary stream, so it is executed once however often it was
-// retransmitted, and in order with the messages of the same sender.
+// data of a write); the target (lib/remote's Target, over the TargetHost
+// below) checks the key, the range and the access of the region before any
+// byte moves, does the copy, and answers with a status (and the data of a
+// read).  The request rides the ordinary stream, so it is executed once
+// however often it was retransmitted, and in order with the messages of the
+// same sender.
 //
 // Error completions at the initiator carry the target's verdict:
 //   FI_EKEYREJECTED  no region with that key at the target
@@ -32,8 +33,10 @@ bool virtual_addressing(const Domain& domain) {
   return (mode & FI_MR_VIRT_ADDR) != 0 || mode == 1 /*FI_MR_BASIC*/;
 }
 
-}  // namespace
-
+// The bytes [addr, addr + length) of region `key`, checked for `access`:
+// 0 and *out, or the FI_E* error the initiator gets.  *region_cntr receives
+// the counter fi_mr_bind attached to the region if the access modifies it
+// and the endpoint has FI_RMA_EVENT, else null.
 int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, uint64_t access,
                    uint8_t** out, Cntr** region_cntr) {
   Domain& domain = *ep.domain;
@@ -47,11 +50,47 @@ int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, u
   if (!virtual_addressing(domain) && addr < mr.offset) return FI_EFAULT;
   if (start < base || start - base > mr.len || length > mr.len - (start - base)) return FI_EFAULT;
   *out = reinterpret_cast<uint8_t*>(start);
-  if (region_cntr != nullptr)
-    *region_cntr = (access & FI_REMOTE_WRITE) && ep.has_cap(FI_RMA_EVENT)
-                       ? mr.remote_write_cntr
-                       : nullptr;
+  *region_cntr = (access & FI_REMOTE_WRITE) && ep.has_cap(FI_RMA_EVENT) ? mr.remote_write_cntr
+                                                                         : nullptr;
   return 0;
+}
+
+// The endpoint as lib/remote's Target sees it.  A region is named by its
+// FI_RMA_EVENT counter (or null).
+class TargetHost final : public remote::Host {
+ public:
+  explicit TargetHost(Endpoint* ep) : ep_(ep) {}
+
+  bool has_cap(uint64_t cap) const override { return ep_->has_cap(cap); }
+  int resolve(uint64_t key, uint64_t addr, uint64_t length, uint64_t access, uint8_t** out,
+              void** region) override {
+    Cntr* counter = nullptr;
+    const int status = resolve_remote(*ep_, key, addr, length, access, out, &counter);
+    *region = counter;
+    return status;
+  }
+  void count_remote(bool as_write, void* region, bool modified) override {
+    Cntr* counter = as_write ? ep_->remote_write_cntr : ep_->remote_read_cntr;
+    if (counter != nullptr) counter->add(1);
+    if (modified && region != nullptr) static_cast<Cntr*>(region)->add(1);
+  }
+  void remote_cq_data(uint64_t peer_key, uint64_t data) override {
+    if (ep_->rx_cq == nullptr) return;
+    const fi_addr_t source = ep_->av != nullptr && ep_->has_cap(FI_SOURCE)
+                                 ? ep_->av->lookup_source(peer_key)
+                                 : FI_ADDR_NOTAVAIL;
+    ep_->rx_cq->push({nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0, nullptr, data,
+                      0, source});
+  }
+
+ private:
+  Endpoint* ep_;
+};
+
+}  // namespace
+
+std::unique_ptr<remote::Host> make_target_host(Endpoint* ep) {
+  return std::make_unique<TargetHost>(ep);
 }
 
 ssize_t send_errno(int ret) {
@@ -61,72 +100,6 @@ ssize_t send_errno(int ret) {
     case -EMSGSIZE: return -FI_EMSGSIZE;
     default: return -FI_EINVAL;
   }
-}
-
-proto::Placement place_request(Endpoint* ep, const uint8_t* first, size_t first_length,
-                               size_t request_length) {
-  RemoteOp op{};
-  if (!decode(first, first_length, &op) || op.kind != RemoteKind::kWrite ||
-      op.length != request_length - kRemoteOpSize || op.length == 0 ||
-      !ep->has_cap(FI_RMA) || !ep->has_cap(FI_REMOTE_WRITE))
-    return {};
-  uint8_t* target = nullptr;
-  if (resolve_remote(*ep, op.key, op.addr, op.length, FI_REMOTE_WRITE, &target) != 0) return {};
-  return {kRemoteOpSize, target};
-}
-
-proto::Response serve_request(Endpoint* ep, uint64_t peer_key, const uint8_t* bytes,
-                              size_t length, size_t placed) {
-  proto::Response response;
-  RemoteOp op{};
-  if (!decode(bytes, length, &op) || (placed != 0 && length != kRemoteOpSize)) {
-    response.status = FI_EINVAL;
-    return response;
-  }
-  // A placed write's data is in its region already; `length` is its head.
-  length += placed;
-  if (op.kind == RemoteKind::kAtomic || op.kind == RemoteKind::kFetchAtomic ||
-      op.kind == RemoteKind::kCompareAtomic)
-    return serve_atomic(ep, op, bytes + kRemoteOpSize, length - kRemoteOpSize);
-  const bool write = op.kind == RemoteKind::kWrite;
-  if (!write && op.kind != RemoteKind::kRead) {
-    response.status = FI_EINVAL;
-    return response;
-  }
-  if (!ep->has_cap(FI_RMA) || !ep->has_cap(write ? FI_REMOTE_WRITE : FI_REMOTE_READ)) {
-    response.status = FI_EOPNOTSUPP;
-    return response;
-  }
-  if (write && op.length != length - kRemoteOpSize) {
-    response.status = FI_EINVAL;
-    return response;
-  }
-  uint8_t* target = nullptr;
-  Cntr* region_cntr = nullptr;
-  response.status = resolve_remote(*ep, op.key, op.addr, op.length,
-                                   write ? FI_REMOTE_WRITE : FI_REMOTE_READ, &target,
-                                   &region_cntr);
-  if (response.status != 0) return response;
-  if (write) {
-    if (placed == 0) std::memcpy(target, bytes + kRemoteOpSize, op.length);
-    // Counted once the data is in place (fi_atomic(3): results are visible
-    // before the target's completion notification).
-    if (ep->remote_write_cntr) ep->remote_write_cntr->add(1);
-    if (region_cntr) region_cntr->add(1);
-    if ((op.flags & kRemoteHasData) && ep->rx_cq != nullptr) {
-      // fi_rma(3): the data of fi_writedata is reported at the target.
-      const fi_addr_t source = ep->av != nullptr && ep->has_cap(FI_SOURCE)
-                                   ? ep->av->lookup_source(peer_key)
-                                   : FI_ADDR_NOTAVAIL;
-      ep->rx_cq->push({nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0, nullptr,
-                       op.cq_data, 0, source});
-    }
-  } else {
-    response.data = ep->engine->response_bytes(op.length);
-    if (op.length != 0) std::memcpy(response.data.data(), target, op.length);
-    if (ep->remote_read_cntr) ep->remote_read_cntr->add(1);
-  }
-  return response;
 }
 
 ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {

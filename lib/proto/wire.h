@@ -201,4 +201,32 @@ struct PullBody {
 };
 static_assert(sizeof(PullBody) == 16);
 
+// The head of an RMA or atomic REQUEST's payload (lib/remote), big-endian;
+// a write's data, or an atomic's operands and then its compare values,
+// follow it.  The RESPONSE's status (cq_data) is an FI_E* value or 0, its
+// payload a read's data or an atomic's old values.
+enum class RemoteKind : uint8_t {
+  kWrite = 1,          // fi_write: data follows
+  kRead = 2,           // fi_read: the response carries `length` bytes
+  kAtomic = 3,         // fi_atomic: operands follow, nothing comes back
+  kFetchAtomic = 4,    // fi_fetch_atomic: the old values come back
+  kCompareAtomic = 5,  // fi_compare_atomic: compare values follow the operands
+};
+inline constexpr uint8_t kRemoteHasData = 1;  // RemoteOpHeader::flags: cq_data is for the target's CQ
+
+struct RemoteOpHeader {
+  uint8_t kind;        // RemoteKind
+  uint8_t flags;       // kRemoteHasData
+  uint16_t datatype;   // atomics: enum fi_datatype
+  uint16_t op;         // atomics: enum fi_op
+  uint16_t reserved;   // 0
+  uint64_t key;        // the target region's key
+  uint64_t addr;       // where in it (as the target's mr_mode addresses)
+  uint64_t length;     // RMA: bytes; atomics: elements
+  uint64_t cq_data;    // kRemoteHasData: the target's completion data
+};
+static_assert(sizeof(RemoteOpHeader) == 40);
+static_assert(offsetof(RemoteOpHeader, key) == 8);
+static_assert(offsetof(RemoteOpHeader, cq_data) == 32);
+
 }  // namespace ofi_dpdk::wire

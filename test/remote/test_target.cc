@@ -1,0 +1,364 @@
+// The target side of RMA and atomics (lib/remote/target.h) without a
+// fabric: requests encoded as the provider's initiator encodes them,
+// served by a Target over a Host whose regions are plain memory; then the
+// same through two transport engines on the in-memory lossy link, so a
+// fetch-add whose answers are lost still runs once.  Each test says what it
+// expects in `// Expect:` comments.
+#include <gtest/gtest.h>
+
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "lib/remote/target.h"
+#include "test/proto/lossy_link.h"
+
+namespace ofi_dpdk::remote {
+namespace {
+
+constexpr uint8_t kMacA[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3A};
+constexpr uint8_t kMacB[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3B};
+
+// Regions by key, virtual addressing, counters as numbers.
+class MemoryHost : public Host {
+ public:
+  struct Region {
+    std::vector<uint8_t> bytes;
+    uint64_t access;
+    uint64_t events = 0;  // the region's own counter (FI_RMA_EVENT)
+  };
+
+  uint64_t caps = FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  std::map<uint64_t, Region> regions;
+  uint64_t remote_writes = 0, remote_reads = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> cq_data;  // (peer, data)
+
+  uint8_t* add(uint64_t key, size_t size, uint64_t access) {
+    Region& r = regions[key];
+    r.bytes.assign(size, 0);
+    r.access = access;
+    return r.bytes.data();
+  }
+  uint64_t address(uint64_t key, size_t offset = 0) {
+    return reinterpret_cast<uint64_t>(regions[key].bytes.data()) + offset;
+  }
+
+  bool has_cap(uint64_t cap) const override { return (caps & cap) == cap; }
+  int resolve(uint64_t key, uint64_t addr, uint64_t length, uint64_t access, uint8_t** out,
+              void** region) override {
+    auto it = regions.find(key);
+    if (it == regions.end()) return FI_EKEYREJECTED;
+    Region& r = it->second;
+    if ((r.access & access) != access) return FI_EACCES;
+    const auto base = reinterpret_cast<uint64_t>(r.bytes.data());
+    if (addr < base || addr - base > r.bytes.size() || length > r.bytes.size() - (addr - base))
+      return FI_EFAULT;
+    *out = reinterpret_cast<uint8_t*>(addr);
+    *region = &r;
+    return 0;
+  }
+  void count_remote(bool as_write, void* region, bool modified) override {
+    ++(as_write ? remote_writes : remote_reads);
+    if (modified) ++static_cast<Region*>(region)->events;
+  }
+  void remote_cq_data(uint64_t peer_key, uint64_t data) override {
+    cq_data.emplace_back(peer_key, data);
+  }
+};
+
+std::vector<uint8_t> request(const RemoteOp& op, const void* data = nullptr, size_t length = 0) {
+  std::vector<uint8_t> bytes(kRemoteOpSize + length);
+  encode(op, bytes.data());
+  if (length != 0) std::memcpy(bytes.data() + kRemoteOpSize, data, length);
+  return bytes;
+}
+
+RemoteOp rma(RemoteKind kind, uint64_t key, uint64_t addr, uint64_t length) {
+  RemoteOp op{};
+  op.kind = kind;
+  op.key = key;
+  op.addr = addr;
+  op.length = length;
+  return op;
+}
+
+RemoteOp atomic_op(RemoteKind kind, fi_datatype datatype, fi_op fop, uint64_t key, uint64_t addr,
+                   uint64_t count) {
+  RemoteOp op = rma(kind, key, addr, count);
+  op.datatype = static_cast<uint16_t>(datatype);
+  op.op = static_cast<uint16_t>(fop);
+  return op;
+}
+
+// One engine for Target's response buffers; it sends nothing here.
+class TargetTest : public ::testing::Test {
+ protected:
+  TargetTest() : engine(proto::TransportConfig{}, kMacB, 0, 0xB0B0B0B0), target(host, engine) {}
+
+  proto::Response serve(const std::vector<uint8_t>& bytes, uint64_t peer = 7) {
+    return target.serve(peer, bytes.data(), bytes.size(), 0);
+  }
+
+  MemoryHost host;
+  proto::Engine engine;
+  Target target;
+};
+
+TEST(RemoteOpHeader, EncodesBigEndianAtItsWireOffsets) {
+  // Expect: the header is the 40 bytes wire.h lays out, big-endian, and
+  // decodes to what was encoded; fewer than 40 bytes do not decode.
+  RemoteOp op = atomic_op(RemoteKind::kCompareAtomic, FI_UINT32, FI_CSWAP, 0x0102030405060708,
+                          0x1112131415161718, 3);
+  op.flags = wire::kRemoteHasData;
+  op.cq_data = 0xC0DA;
+  uint8_t bytes[kRemoteOpSize];
+  encode(op, bytes);
+  EXPECT_EQ(bytes[0], static_cast<uint8_t>(RemoteKind::kCompareAtomic));
+  EXPECT_EQ(bytes[1], wire::kRemoteHasData);
+  EXPECT_EQ(bytes[2] << 8 | bytes[3], FI_UINT32);
+  EXPECT_EQ(bytes[4] << 8 | bytes[5], FI_CSWAP);
+  EXPECT_EQ(bytes[6] | bytes[7], 0);
+  EXPECT_EQ(bytes[8], 0x01);
+  EXPECT_EQ(bytes[15], 0x08);
+  EXPECT_EQ(bytes[16], 0x11);
+  EXPECT_EQ(bytes[31], 3);
+  EXPECT_EQ(bytes[39], 0xDA);
+  RemoteOp back{};
+  ASSERT_TRUE(decode(bytes, sizeof(bytes), &back));
+  EXPECT_EQ(back.kind, op.kind);
+  EXPECT_EQ(back.datatype, op.datatype);
+  EXPECT_EQ(back.op, op.op);
+  EXPECT_EQ(back.key, op.key);
+  EXPECT_EQ(back.addr, op.addr);
+  EXPECT_EQ(back.length, op.length);
+  EXPECT_EQ(back.cq_data, op.cq_data);
+  EXPECT_FALSE(decode(bytes, kRemoteOpSize - 1, &back));
+}
+
+TEST_F(TargetTest, AWriteLandsInItsRegionAndIsCountedOnce) {
+  // Expect: the data is in the region at the address, nothing around it
+  // changes, status 0, no data back; one remote write, one region event, and
+  // the CQ data reported with the writer's key.
+  uint8_t* region = host.add(1, 64, FI_REMOTE_WRITE);
+  const char data[] = "written";
+  RemoteOp op = rma(RemoteKind::kWrite, 1, host.address(1, 8), sizeof(data));
+  op.flags = wire::kRemoteHasData;
+  op.cq_data = 0xDA7A;
+  const proto::Response r = serve(request(op, data, sizeof(data)), 42);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(r.data.empty());
+  EXPECT_EQ(std::memcmp(region + 8, data, sizeof(data)), 0);
+  EXPECT_EQ(region[7], 0);
+  EXPECT_EQ(region[8 + sizeof(data)], 0);
+  EXPECT_EQ(host.remote_writes, 1u);
+  EXPECT_EQ(host.regions[1].events, 1u);
+  ASSERT_EQ(host.cq_data.size(), 1u);
+  EXPECT_EQ(host.cq_data[0], std::make_pair(uint64_t{42}, uint64_t{0xDA7A}));
+}
+
+TEST_F(TargetTest, AReadReturnsTheRegionsBytes) {
+  // Expect: the response carries the bytes; a remote read counted, no region
+  // event (nothing was modified).
+  uint8_t* region = host.add(2, 32, FI_REMOTE_READ);
+  for (int i = 0; i < 32; ++i) region[i] = static_cast<uint8_t>(i * 3);
+  const proto::Response r = serve(request(rma(RemoteKind::kRead, 2, host.address(2, 4), 10)));
+  EXPECT_EQ(r.status, 0);
+  ASSERT_EQ(r.data.size(), 10u);
+  EXPECT_EQ(std::memcmp(r.data.data(), region + 4, 10), 0);
+  EXPECT_EQ(host.remote_reads, 1u);
+  EXPECT_EQ(host.regions[2].events, 0u);
+}
+
+TEST_F(TargetTest, KeyAccessRangeAndCapabilitiesAreCheckedBeforeAnyByteMoves) {
+  // Expect: each bad request is answered with its FI_E* status and leaves
+  // the region untouched and uncounted.
+  uint8_t* region = host.add(3, 16, FI_REMOTE_READ);
+  const uint8_t data[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 99, host.address(3), 8), data, 8)).status,
+            FI_EKEYREJECTED);
+  EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 3, host.address(3), 8), data, 8)).status,
+            FI_EACCES);
+  EXPECT_EQ(serve(request(rma(RemoteKind::kRead, 3, host.address(3, 12), 8))).status, FI_EFAULT);
+  EXPECT_EQ(serve(request(rma(RemoteKind::kRead, 3, host.address(3) - 1, 4))).status,
+            FI_EFAULT);
+  // A write whose header names more bytes than it carries.
+  host.regions[3].access |= FI_REMOTE_WRITE;
+  EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 3, host.address(3), 9), data, 8)).status,
+            FI_EINVAL);
+  // An unknown kind, and a header cut short.
+  EXPECT_EQ(serve(request(rma(static_cast<RemoteKind>(9), 3, host.address(3), 0))).status,
+            FI_EINVAL);
+  std::vector<uint8_t> short_header = request(rma(RemoteKind::kRead, 3, host.address(3), 4));
+  short_header.resize(kRemoteOpSize - 1);
+  EXPECT_EQ(serve(short_header).status, FI_EINVAL);
+  // An endpoint without remote write access takes no writes.
+  host.caps = FI_RMA | FI_REMOTE_READ;
+  EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 3, host.address(3), 8), data, 8)).status,
+            FI_EOPNOTSUPP);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(region[i], 0) << i;
+  EXPECT_EQ(host.remote_writes + host.remote_reads, 0u);
+}
+
+TEST_F(TargetTest, AWriteIsPlacedWhereItsHeaderSaysAndOnlyThere) {
+  // Expect: place() names the region address for a write to a writable
+  // region and keeps the header; serve() then with the placed bytes counts
+  // it without copying; a read or a bad key is not placed.
+  uint8_t* region = host.add(4, 100, FI_REMOTE_WRITE);
+  const std::vector<uint8_t> head = request(rma(RemoteKind::kWrite, 4, host.address(4, 20), 50));
+  const proto::Placement p = target.place(head.data(), head.size(), head.size() + 50);
+  EXPECT_EQ(p.header, kRemoteOpSize);
+  EXPECT_EQ(p.target, region + 20);
+  std::memset(region + 20, 0xAB, 50);  // what the engine would have placed
+  const proto::Response r = target.serve(1, head.data(), head.size(), 50);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(region[20], 0xAB);
+  EXPECT_EQ(host.remote_writes, 1u);
+  const std::vector<uint8_t> bad = request(rma(RemoteKind::kWrite, 5, host.address(4), 50));
+  EXPECT_EQ(target.place(bad.data(), bad.size(), bad.size() + 50).target, nullptr);
+  const std::vector<uint8_t> read = request(rma(RemoteKind::kRead, 4, host.address(4), 50));
+  EXPECT_EQ(target.place(read.data(), read.size(), read.size()).target, nullptr);
+}
+
+TEST_F(TargetTest, AtomicsApplyAndReturnTheOldValues) {
+  // Expect: a fetch-add returns the old values and adds; a compare-swap
+  // swaps where equal only; a base atomic returns nothing and counts as a
+  // remote write, the fetching ones as remote reads; each modifying one is
+  // a region event.
+  auto* words = reinterpret_cast<uint64_t*>(
+      host.add(5, 4 * sizeof(uint64_t), FI_REMOTE_READ | FI_REMOTE_WRITE));
+  words[0] = 10;
+  words[1] = 20;
+  const uint64_t add[2] = {1, 2};
+  proto::Response r = serve(request(
+      atomic_op(RemoteKind::kFetchAtomic, FI_UINT64, FI_SUM, 5, host.address(5), 2), add,
+      sizeof(add)));
+  ASSERT_EQ(r.status, 0);
+  ASSERT_EQ(r.data.size(), 2 * sizeof(uint64_t));
+  uint64_t old[2];
+  std::memcpy(old, r.data.data(), sizeof(old));
+  EXPECT_EQ(old[0], 10u);
+  EXPECT_EQ(old[1], 20u);
+  EXPECT_EQ(words[0], 11u);
+  EXPECT_EQ(words[1], 22u);
+
+  const uint64_t swap[4] = {100, 200, /*compare*/ 11, 99};
+  r = serve(request(
+      atomic_op(RemoteKind::kCompareAtomic, FI_UINT64, FI_CSWAP, 5, host.address(5), 2), swap,
+      sizeof(swap)));
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(words[0], 100u) << "equal to its compare value: swapped";
+  EXPECT_EQ(words[1], 22u) << "not equal: kept";
+
+  const uint64_t maximum = 500;
+  r = serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_MAX, 5, host.address(5, 16), 1),
+                    &maximum, sizeof(maximum)));
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(r.data.empty());
+  EXPECT_EQ(words[2], 500u);
+  EXPECT_EQ(host.remote_writes, 1u);
+  EXPECT_EQ(host.remote_reads, 2u);
+  EXPECT_EQ(host.regions[5].events, 3u);
+}
+
+TEST_F(TargetTest, BadAtomicsAreRefusedWithTheirReason) {
+  // Expect: count 0 is FI_EINVAL, more than fi_atomicvalid's count
+  // FI_EMSGSIZE, an op the datatype does not have FI_EOPNOTSUPP, operands
+  // of the wrong size FI_EINVAL, an endpoint without FI_ATOMIC FI_EOPNOTSUPP,
+  // an unaligned target refused; nothing changes.
+  auto* words = reinterpret_cast<uint64_t*>(
+      host.add(6, 64 << 10, FI_REMOTE_READ | FI_REMOTE_WRITE));
+  const uint64_t one = 1;
+  EXPECT_EQ(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6), 0),
+                          &one, 0))
+                .status,
+            FI_EINVAL);
+  size_t size = 0, max_count = 0;
+  ASSERT_EQ(atomic_limits(FI_UINT64, FI_SUM, atomic::Class::kBase, &size, &max_count), 0);
+  std::vector<uint64_t> many(max_count + 1, 1);
+  EXPECT_EQ(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6),
+                                    max_count + 1),
+                          many.data(), many.size() * sizeof(uint64_t)))
+                .status,
+            FI_EMSGSIZE);
+  const double half = 0.5;
+  EXPECT_EQ(serve(request(atomic_op(RemoteKind::kAtomic, FI_DOUBLE, FI_BAND, 6, host.address(6), 1),
+                          &half, sizeof(half)))
+                .status,
+            FI_EOPNOTSUPP);
+  EXPECT_EQ(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6), 1),
+                          &one, 4))
+                .status,
+            FI_EINVAL);
+  EXPECT_NE(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6,
+                                    host.address(6, 1), 1),
+                          &one, sizeof(one)))
+                .status,
+            0);
+  host.caps = FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  EXPECT_EQ(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6), 1),
+                          &one, sizeof(one)))
+                .status,
+            FI_EOPNOTSUPP);
+  EXPECT_EQ(words[0], 0u);
+  EXPECT_EQ(host.remote_writes + host.remote_reads, 0u);
+}
+
+TEST(TargetOverTheTransport, FetchAddsRunOnceWhenTheirAnswersAreLost) {
+  // Expect: 500 fetch-adds of 1 from engine A to a Target at engine B, over a
+  // link that drops 20 % and duplicates 5 % of the frames (answers
+  // included): every request completes without error, the old values
+  // fetched are 0..499 each once, and the word ends at 500.
+  proto::sim::LossyLink link(21);
+  link.faults().drop = 0.20;
+  link.faults().duplicate = 0.05;
+  const size_t a = link.add(proto::TransportConfig{}, kMacA, 0, 0xA1A1A1A1);
+  const size_t b = link.add(proto::TransportConfig{}, kMacB, 0, 0xB1B1B1B1);
+  MemoryHost host;
+  auto* word = reinterpret_cast<uint64_t*>(host.add(7, 8, FI_REMOTE_READ | FI_REMOTE_WRITE));
+  Target target(host, link.engine(b));
+
+  constexpr size_t kOps = 500;
+  const uint64_t one = 1;
+  const std::vector<uint8_t> header = request(
+      atomic_op(RemoteKind::kFetchAtomic, FI_UINT64, FI_SUM, 7, host.address(7), 1), &one,
+      sizeof(one));
+  std::vector<uint64_t> fetched(kOps, ~uint64_t{0});
+  size_t sent = 0, done = 0;
+  while (done < kOps && link.now() < 60'000'000'000ull) {
+    while (sent < kOps && sent - done < 16) {
+      iovec iov{const_cast<uint8_t*>(header.data()), header.size()};
+      proto::SendRequest s;
+      s.iov = &iov;
+      s.iov_count = 1;
+      s.copy = true;
+      s.request = true;
+      s.context = reinterpret_cast<void*>(sent);
+      s.response_iov[0] = {&fetched[sent], sizeof(uint64_t)};
+      s.response_iov_count = 1;
+      ASSERT_EQ(link.engine(a).send(link.address(b), s, link.now()), 0);
+      ++sent;
+    }
+    link.step();
+    for (const proto::Completion& c : link.engine(a).completions()) {
+      EXPECT_EQ(c.error, 0) << "request " << reinterpret_cast<uintptr_t>(c.context);
+      ++done;
+    }
+    link.engine(a).completions().clear();
+    link.engine(b).completions().clear();
+  }
+  ASSERT_EQ(done, kOps);
+  EXPECT_EQ(*word, kOps);
+  std::vector<bool> seen(kOps, false);
+  for (uint64_t value : fetched) {
+    ASSERT_LT(value, kOps);
+    EXPECT_FALSE(seen[value]) << value << " fetched twice";
+    seen[value] = true;
+  }
+  EXPECT_GT(link.counters().dropped, 0u);
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::remote
