@@ -172,9 +172,7 @@ std::vector<uint8_t> Endpoint::sender_address(uint64_t source_key) const {
   av::Address sender;
   for (int i = 5; i >= 0; --i, source_key >>= 8) sender.mac[i] = static_cast<uint8_t>(source_key);
   sender.queue = static_cast<uint16_t>(source_key);
-  const proto::Connection* connection =
-      engine->find(proto::peer_key(sender.mac, sender.queue));
-  sender.session = connection != nullptr ? connection->peer_session : 0;
+  sender.session = engine->peer_session(proto::peer_key(sender.mac, sender.queue));
   if (info->addr_format == FI_ADDR_STR) {
     const std::string text = av::to_string(sender);
     return std::vector<uint8_t>(text.c_str(), text.c_str() + text.size() + 1);

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "lib/proto/seq.h"
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
 namespace {
@@ -81,6 +81,15 @@ const Connection* Engine::find(uint64_t key) const {
   auto it = connections_.find(key);
   return it == connections_.end() ? nullptr : it->second.get();
 }
+
+uint32_t Engine::peer_session(uint64_t key) const {
+  const Connection* c = find(key);
+  return c != nullptr ? c->peer_session : 0;
+}
+
+size_t Engine::unexpected_messages() const { return unexpected_.size(); }
+size_t Engine::chunk_size() const { return sizeof(HeldSegment) + config_.max_payload; }
+size_t Engine::reorder_pool_bytes() const { return chunks_allocated_ * chunk_size(); }
 
 Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
   const uint64_t key = peer_key(mac, queue);

@@ -22,7 +22,7 @@
 
 #include "lib/proto/seq.h"
 #include "lib/proto/token.h"
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "lib/proto/seq.h"
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
 

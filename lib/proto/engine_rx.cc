@@ -12,7 +12,7 @@
 #include <new>
 
 #include "lib/proto/seq.h"
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
 namespace {

@@ -8,7 +8,7 @@
 #include <cerrno>
 
 #include "lib/proto/seq.h"
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
 namespace {

@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
 namespace {

@@ -25,7 +25,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
 

@@ -260,65 +260,14 @@ struct TransportStats {
            pulls_served = 0;         // pulls answered with a send's data
 };
 
-// Posted receives, unexpected messages and reassembly for one endpoint.
-struct UnexpectedMessage {
-  Sender sender;
-  uint64_t connection_key;  // the connection it came on (delivery notices)
-  bool tagged;
-  uint64_t tag;
-  bool has_data;
-  uint64_t cq_data;
-  size_t length;
-  size_t received = 0;
-  std::unique_ptr<uint8_t[]> bytes;
-  bool complete = false;
-  bool claimed = false;  // a receive waits for it to arrive whole: claim
-  RecvRequest claim;
-  // fi_tagged(3) FI_PEEK|FI_CLAIM reserved it for a later FI_CLAIM receive
-  // with this context; no other receive or peek sees it.
-  bool reserved = false;
-  void* reserved_for = nullptr;
-  bool discarded = false;  // FI_DISCARD while still arriving: dropped when whole
-  // A rendezvous announcement (kFlagRendezvous): whole on arrival, no bytes;
-  // `length` is the data's, which the receive that takes it pulls from the
-  // sender (rendezvous.cc).  msg_id, session and conn name it there.
-  bool rendezvous = false;
-  // kFlagDeliveryNotice: the sender waits to hear when a receive takes it,
-  // on the connection (peer session, rx_conn) it came on.
-  bool notify = false;
-  uint32_t msg_id = 0;
-  uint32_t session = 0;
-  uint16_t conn = 0;
-  size_t charged = 0;  // what it holds of the unexpected budget (unexpected_cost)
-};
-
-// What an unexpected message holds of the budget: its bytes and its record
-// (the record, its list node and two allocations' headers).  A stream of
-// tiny messages is then bounded in memory, not only in payload: 8 MiB of
-// 64-byte messages would otherwise be some 60 MiB of records.
-inline constexpr size_t unexpected_cost(size_t length) {
-  return length + sizeof(UnexpectedMessage) + 64;
-}
-
-struct InboundMessage {
-  bool to_user = false;
-  Sender sender;
-  RecvRequest recv;                       // when to_user
-  size_t capacity = 0;
-  std::list<UnexpectedMessage>::iterator unexpected;  // when !to_user
-  size_t length = 0;
-  size_t received = 0;
-  uint32_t msg_id = 0;
-  bool tagged = false;
-  uint64_t tag = 0;
-  bool has_data = false;
-  uint64_t cq_data = 0;
-  bool notify = false;  // kFlagDeliveryNotice
-};
-
-// What a receive reports of an unexpected message (receiver.cc).
-InboundMessage view_of(const UnexpectedMessage& u);
-size_t capacity_of(const RecvRequest& r);
+// The engine's own state (engine_state.h).
+struct TxMessage;
+struct HeldSegment;
+struct Connection;
+struct UnexpectedMessage;
+struct InboundMessage;
+struct RemoteInbound;
+struct OrderedCompletion;
 
 // One frame the engine wants sent.  The payload is gathered from the message
 // with copy_payload(); it stays valid until Engine::frames_sent().  HELLO and
@@ -326,7 +275,7 @@ size_t capacity_of(const RecvRequest& r);
 struct OutFrame {
   uint8_t dst_mac[6];
   wire::FrameHeader header;  // host order
-  const struct TxMessage* message;  // nullptr for frames without a message
+  const TxMessage* message;  // nullptr for frames without a message
   uint32_t offset;
   uint8_t body[sizeof(wire::HandshakeBody)];
   void copy_payload(uint8_t* out) const;
@@ -339,164 +288,6 @@ struct Segment {
   const uint8_t* payload;
 };
 
-struct TxMessage {
-  wire::Opcode opcode() const {
-    if (request.request) return wire::Opcode::kRequest;
-    if (response) return wire::Opcode::kResponse;
-    return request.tagged ? wire::Opcode::kTagged : wire::Opcode::kMsg;
-  }
-  bool response = false;        // answers request response_to, status in cq_data
-  uint32_t response_to = 0;
-  iovec iov[kMaxIov];
-  size_t iov_count;
-  std::unique_ptr<uint8_t[]> copy;  // inject: owned bytes
-  size_t copy_capacity = 0;         // the copy buffer's size (>= length)
-  size_t length;
-  SendRequest request;
-  uint32_t msg_id;
-  // What the stream carries: `length` bytes, or for a rendezvous
-  // announcement and a pull only their 16-byte body.
-  size_t wire_length = 0;
-  uint16_t extra_flags = 0;     // kFlag* every segment of it carries
-  bool inline_body = false;     // the payload is `body`, not iov or copy
-  uint8_t body[16];
-  // A send of rendezvous_bytes or more: announced, and its data sent from
-  // `iov` once the receiver pulls it; meanwhile it waits in
-  // Connection::awaiting_delivery.
-  bool rendezvous = false;
-  // A response that answers a pull: the send whose data it carries, which
-  // completes when this response does.
-  std::unique_ptr<TxMessage> pulled_send;
-  // A pull (a request of ours): the receive its response's data goes to,
-  // and what the announcement said of the message; none when discarding.
-  std::unique_ptr<InboundMessage> pull;
-  size_t next_offset = 0;       // bytes cut into segments so far
-  uint32_t segments_unacked = 0;
-  bool fully_segmented = false;
-};
-
-struct TxSlot {  // a segment in flight
-  TxMessage* message = nullptr;
-  uint32_t offset = 0;
-  uint16_t length = 0;
-  uint16_t flags = 0;
-  uint64_t first_sent_ns = 0;
-  uint64_t last_sent_ns = 0;
-  uint8_t transmissions = 0;
-  bool sacked = false;
-};
-
-// A segment kept ahead of a gap: its header, then (right after this struct)
-// its payload, in one chunk of the engine's reorder pool (engine_rx.cc).
-struct HeldSegment {
-  wire::FrameHeader header;
-};
-
-// The transmit half's state: data flows only once a HELLO handshake gave us
-// the token the peer expects for our connection tx_conn.
-enum class TxState : uint8_t {
-  kClosed,  // no connection yet: the next message sends a HELLO
-  kHello,   // HELLO sent with hello_nonce, waiting for the HELLO_ACK
-  kOpen,    // tx_token known: segments flow
-};
-
-struct InboundMessage;
-
-// A receive completion waiting for its turn (Connection::recv_order): a
-// pull's, until its data is in, or one that came after it.
-struct OrderedCompletion {
-  uint32_t pull_id = 0;  // the pull's msg_id; 0 for a completion made ready
-  bool ready = false;
-  bool has = false;      // a completion to report (a receive that asked none may not)
-  Completion done{};
-};
-
-struct Connection {
-  uint64_t key = 0;
-  uint8_t mac[6] = {};
-  uint16_t queue = 0;
-  // The peer's address as messages name their sender: (mac, src_ep_queue),
-  // which differs from key for a context of a scalable endpoint.
-  uint64_t source_key = 0;
-  uint32_t auth_key = 0;      // the network key this connection's frames carry
-  uint32_t peer_session = 0;  // 0: not known yet
-  uint16_t tx_conn = 0;       // our transmit connection's number (wire conn)
-  // Transmit side.
-  TxState tx_state = TxState::kClosed;
-  uint32_t hello_nonce = 0;          // kHello: what the HELLO_ACK must echo
-  uint32_t tx_token = 0;             // kOpen: what our segments carry
-  uint32_t tx_max_payload = 0;       // kOpen: segment size agreed with the peer
-  uint32_t next_seq = wire::kInitialSeq;
-  uint32_t una = wire::kInitialSeq;  // oldest unacknowledged
-  uint32_t next_msg_id = 1;
-  std::deque<std::unique_ptr<TxMessage>> pending;  // not fully acked, in order
-  size_t pending_cut = 0;            // index of the first message not fully cut
-  std::unique_ptr<TxSlot[]> tx_slots;
-  uint32_t cwnd_x256 = 0;            // congestion window in 1/256 segments
-  uint32_t ssthresh = kMaxWindow;
-  uint32_t peer_window = kMaxWindow;
-  uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
-  uint32_t last_ack = 0;
-  uint32_t dupacks = 0;
-  uint32_t recovery_seq = 0;         // no new window cut until una passes this
-  uint64_t rto_deadline_ns = 0;      // 0: timer off
-  uint8_t probes = 0;                // tail loss probes since the ack last advanced
-  uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer
-  uint64_t waiting_since_ns = 0;     // first unanswered send (or HELLO)
-  uint64_t stalled_since_ns = 0;     // the peer's window went to 0 (0: open)
-  // Receive side: open once the peer proved its handshake (a segment with
-  // the token our HELLO_ACK granted).
-  bool rx_open = false;
-  uint16_t rx_conn = 0;              // the peer's connection we receive on
-  uint32_t rx_token = 0;             // the token its segments carry
-  // Counts receive halves closed: a token is granted for one generation,
-  // so a segment of a closed connection cannot open it again.  The last
-  // closed connection, whose token must not pass as one of the generation
-  // before (receive_half_for).
-  uint32_t rx_gen = 0;
-  uint32_t closed_session = 0;
-  uint16_t closed_conn = 0;
-  uint32_t next_expected = wire::kInitialSeq;
-  uint64_t rx_progress_ns = 0;       // a segment was last taken in order
-  std::unique_ptr<HeldSegment*[]> rx_slots;  // kMaxWindow, by seq; null: absent
-  uint32_t rx_buffered = 0;
-  InboundMessage* inbound = nullptr;  // message being assembled
-  struct RemoteInbound* remote = nullptr;  // or request / response being assembled
-  // Requests fully acknowledged that wait for their response, by msg_id.
-  std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_response;
-  uint64_t awaiting_since_ns = 0;  // last progress of the responses we wait for
-  // FI_DELIVERY_COMPLETE sends fully acknowledged that wait for the
-  // receiver's delivery notice, by msg_id: as long as the receiver answers
-  // our kFlagAckRequest probes, however long its application takes.
-  std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_delivery;
-  uint64_t probe_sent_ns = 0;
-  bool rx_stalled = false;            // advertised window 0 (set_stalled)
-  uint32_t responses_pending = 0;     // our responses the initiator has not acked
-  uint32_t ack_owed = 0;              // segments received since our last ack
-  uint64_t ack_due_ns = 0;
-  bool ack_now = false;
-  // Receive completions of this peer's messages leave in the order the
-  // messages were taken: while a pull is out, later ones queue behind it.
-  std::deque<OrderedCompletion> recv_order;
-};
-
-// What a connection assembles when its stream carries a request or a
-// response rather than a message (engine_rma.cc).
-struct RemoteInbound {
-  bool is_response = false;
-  uint32_t msg_id = 0;
-  size_t length = 0;
-  size_t received = 0;
-  std::unique_ptr<uint8_t[]> bytes;  // request: its bytes (its head when placed), for the handler
-  size_t capacity = 0;               // request: the bytes buffer's size (a spare's may be larger)
-  size_t head = 0;                   // request: bytes kept in `bytes` (length, unless placed)
-  uint8_t* placed = nullptr;         // request: where the bytes after the head go (Placement)
-  size_t charged = 0;                // request: bytes of the unexpected budget it holds
-  bool oversize = false;             // request: above the budget, consumed and refused
-  bool pull = false;                 // request: a pull (kFlagPull), served by the engine
-  TxMessage* request = nullptr;      // response: the request it answers (or none)
-  int status = 0;                    // response: its status
-};
 
 class Engine {
  public:
@@ -566,13 +357,16 @@ class Engine {
   size_t connection_count() const { return connections_.size(); }
   // Bytes of the unexpected budget in use (early messages and requests).
   size_t unexpected_bytes() const { return unexpected_bytes_; }
-  size_t unexpected_messages() const { return unexpected_.size(); }
+  size_t unexpected_messages() const;
   // Bytes the reorder pool holds (allocated chunks, free or in use).
-  size_t reorder_pool_bytes() const { return chunks_allocated_ * chunk_size(); }
+  size_t reorder_pool_bytes() const;
   uint32_t session() const { return session_; }
   const TransportStats& stats() const { return stats_; }
   const TransportConfig& config() const { return config_; }
-  // For tests and the benchmark.
+  // The session of the peer at `key` (peer_key of its address) as this
+  // endpoint knows it; 0 when it knows none.
+  uint32_t peer_session(uint64_t key) const;
+  // For tests, which include engine_state.h to look inside.
   const Connection* find(uint64_t key) const;
 
  private:
@@ -640,7 +434,7 @@ class Engine {
   // reorder_bytes.  nullptr when spent.
   HeldSegment* take_chunk();
   void give_back(HeldSegment* chunk);
-  size_t chunk_size() const { return sizeof(HeldSegment) + config_.max_payload; }
+  size_t chunk_size() const;
   void release_held(Connection& c);
   // receiver.cc
   // Gives `in` (sender, tag, length) the first posted receive that matches

@@ -43,6 +43,7 @@
 #include <memory>
 #include <vector>
 
+#include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 
 namespace ofi_dpdk::proto::fuzz {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/token.h"
 #include "test/proto/lossy_link.h"

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 #include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto {

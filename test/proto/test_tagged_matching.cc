@@ -13,7 +13,7 @@
 #include <map>
 #include <vector>
 
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 #include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto {

@@ -21,7 +21,7 @@
 
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/seq.h"
-#include "lib/proto/transport.h"
+#include "lib/proto/engine_state.h"
 #include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto {
