@@ -22,15 +22,6 @@ constexpr uint16_t kTxBatch = 32;
 // Tries in a row that send nothing before the rest of a batch is dropped.
 constexpr int kTxRetries = 64;
 
-ssize_t from_errno(int ret) {
-  switch (ret) {
-    case 0: return 0;
-    case -EAGAIN: return -FI_EAGAIN;
-    case -EMSGSIZE: return -FI_EMSGSIZE;
-    case -ENOENT: return -FI_ENOENT;
-    default: return -FI_EINVAL;
-  }
-}
 
 }  // namespace
 
@@ -109,7 +100,7 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   if (ret != 0 && cq_entry) give_cq_slot(tx_cq, &tx_cq_slots);
   if (ret == -EAGAIN) port().progress_if_manual();
   flush();
-  return from_errno(ret);
+  return engine_errno(ret);
 }
 
 bool Endpoint::take_cq_slot(Cq* cq, size_t* held, uint64_t* user_flags) {
@@ -164,7 +155,7 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
   const int ret = engine->post_recv(request, now_ns());
   if (ret != 0 && slot) give_cq_slot(rx_cq, &rx_cq_slots);
   flush();
-  return from_errno(ret);
+  return engine_errno(ret);
 }
 
 std::vector<uint8_t> Endpoint::sender_address(uint64_t source_key) const {

@@ -23,6 +23,7 @@
 #include "ofi_dpdk_config.h"  // which libfabric features the headers have
 
 #include <array>
+#include <cerrno>
 #include <atomic>
 #include <bitset>
 #include <cstdint>
@@ -536,6 +537,19 @@ inline constexpr uint64_t kCqSlot = 1ull << 61;
 inline constexpr uint64_t kPrivateOpFlags = kNoCompletion | kNoCqEntry | kCqSlot;
 inline bool wants_completion(bool selective, uint64_t flags) {
   return !(flags & kNoCompletion) && (!selective || (flags & FI_COMPLETION));
+}
+
+// What lib/proto's calls return (0 or a negative errno: -EAGAIN when the
+// send or receive queue is full, -EMSGSIZE above the message size, -ENOENT
+// for nothing to cancel or claim, -EINVAL for a bad iov) as an fi_errno.
+inline ssize_t engine_errno(int ret) {
+  switch (ret) {
+    case 0: return 0;
+    case -EAGAIN: return -FI_EAGAIN;
+    case -EMSGSIZE: return -FI_EMSGSIZE;
+    case -ENOENT: return -FI_ENOENT;
+    default: return -FI_EINVAL;
+  }
 }
 
 // The endpoint as lib/remote's target sees it (dpdk_rma.cc): its caps,

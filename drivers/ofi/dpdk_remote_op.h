@@ -19,8 +19,6 @@ using remote::RemoteOp;
 using remote::kRemoteOpSize;
 using wire::kRemoteHasData;
 
-// The transport's send result as an fi_errno.
-ssize_t send_errno(int ret);
 // Sends an RMA or atomic request to `peer`: copied at the call (only its
 // header with request.copy_header), completed by the response; a CQ entry as the endpoint's selective completion and
 // `flags` say, and `counter` (may be null) counts it.  Lock held.

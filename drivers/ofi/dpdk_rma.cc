@@ -93,15 +93,6 @@ std::unique_ptr<remote::Host> make_target_host(Endpoint* ep) {
   return std::make_unique<TargetHost>(ep);
 }
 
-ssize_t send_errno(int ret) {
-  switch (ret) {
-    case 0: return 0;
-    case -EAGAIN: return -FI_EAGAIN;
-    case -EMSGSIZE: return -FI_EMSGSIZE;
-    default: return -FI_EINVAL;
-  }
-}
-
 ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
   if (!enabled) return -FI_EOPBADSTATE;
   if (!has_cap(FI_RMA) || !has_cap(write ? FI_WRITE : FI_READ)) return -FI_EOPNOTSUPP;
@@ -162,7 +153,7 @@ ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRe
   if (ret != 0 && cq_entry) ep.give_cq_slot(ep.tx_cq, &ep.tx_cq_slots);
   if (ret == -EAGAIN) ep.port().progress_if_manual();
   ep.flush();
-  return send_errno(ret);
+  return engine_errno(ret);
 }
 
 namespace {
