@@ -17,6 +17,8 @@ namespace {
 
 // Tail loss probes per ack advance (see Engine::poll).
 constexpr uint8_t kMaxProbes = 4;
+// Message records kept for reuse, of each kind (Engine::new_message).
+constexpr size_t kSpareRecords = 256;
 
 }  // namespace
 
@@ -122,7 +124,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
     if (c.peer_session != 0) fail_connection(c, kErrPeerReset, kProvPeerRestarted);
     c.peer_session = peer.session;
   }
-  auto message = std::make_unique<TxMessage>();
+  std::unique_ptr<TxMessage> message = new_message();
   message->length = length;
   message->wire_length = length;
   message->request = request;
@@ -261,8 +263,37 @@ void Engine::drop_peer(uint64_t key) {
 
 void Engine::frames_sent() {
   outbox_.clear();
-  for (auto& message : retired_) keep_spare(std::move(message->copy), message->copy_capacity);
+  for (auto& message : retired_) {
+    keep_spare(std::move(message->copy), message->copy_capacity);
+    if (spare_messages_.size() < kSpareRecords) {
+      *message = TxMessage{};
+      spare_messages_.push_back(std::move(message));
+    }
+  }
   retired_.clear();
+}
+
+std::unique_ptr<TxMessage> Engine::new_message() {
+  if (spare_messages_.empty()) return std::make_unique<TxMessage>();
+  std::unique_ptr<TxMessage> message = std::move(spare_messages_.back());
+  spare_messages_.pop_back();
+  return message;
+}
+
+InboundMessage* Engine::new_inbound() {
+  if (spare_inbound_.empty()) return new InboundMessage();
+  InboundMessage* in = spare_inbound_.back().release();
+  spare_inbound_.pop_back();
+  return in;
+}
+
+void Engine::free_inbound(InboundMessage* in) {
+  if (spare_inbound_.size() >= kSpareRecords) {
+    delete in;
+    return;
+  }
+  *in = InboundMessage{};
+  spare_inbound_.emplace_back(in);
 }
 
 void Engine::keep_spare(std::unique_ptr<uint8_t[]> buffer, size_t capacity) {

@@ -162,7 +162,7 @@ void Engine::send_response(Connection& c, uint32_t request_id, Response response
     response.data.clear();
   }
   ++c.responses_pending;
-  auto message = std::make_unique<TxMessage>();
+  std::unique_ptr<TxMessage> message = new_message();
   // The handler's buffer is the bytes sent (and resent) from.
   message->length = message->wire_length = response.data.size();
   message->copy = response.data.release(&message->copy_capacity);

@@ -97,7 +97,7 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
       unexpected_bytes_ -= u.charged;
       unexpected_.erase(in->unexpected);
     }
-    delete in;
+    free_inbound(in);
   }
   release_held(c);
   c.next_expected = wire::kInitialSeq;

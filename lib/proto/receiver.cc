@@ -99,7 +99,7 @@ bool Engine::match_posted(InboundMessage& in) {
 
 bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   const bool tagged = h.opcode == static_cast<uint8_t>(wire::Opcode::kTagged);
-  auto* in = new InboundMessage();
+  InboundMessage* in = new_inbound();
   in->length = h.msg_len;
   in->msg_id = h.msg_id;
   in->tagged = tagged;
@@ -115,7 +115,7 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
     return true;
   }
   if (unexpected_bytes_ + unexpected_cost(h.msg_len) > config_.unexpected_bytes) {
-    delete in;
+    free_inbound(in);
     return false;
   }
   UnexpectedMessage u;
@@ -242,7 +242,7 @@ void Engine::finish_message(Connection& c) {
       wake_stalled();
     }
   }
-  delete in;
+  free_inbound(in);
 }
 
 // Gives the unexpected message `it` to `request`: now when it is whole, else

@@ -81,7 +81,7 @@ bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const ui
 
 void Engine::send_pull(Connection& c, uint32_t msg_id, uint16_t conn,
                        std::unique_ptr<InboundMessage> into, bool discard) {
-  auto pull = std::make_unique<TxMessage>();
+  std::unique_ptr<TxMessage> pull = new_message();
   const uint64_t wanted = discard ? 0 : std::min<uint64_t>(into->capacity, into->length);
   wire::PullBody body{};
   body.msg_id = htobe32(msg_id);
@@ -131,7 +131,7 @@ void Engine::serve_pull(Connection& c, uint32_t request_id, const uint8_t* bytes
   c.awaiting_delivery.erase(found);
   // The response is sent from the application's buffer, which the send
   // holds until this response is acknowledged (complete_send).
-  auto data = std::make_unique<TxMessage>();
+  std::unique_ptr<TxMessage> data = new_message();
   size_t left = std::min<uint64_t>(be64toh(body.length), sent->length);
   data->length = data->wire_length = left;
   data->iov_count = 0;

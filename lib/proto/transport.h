@@ -406,6 +406,11 @@ class Engine {
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
+  // Message records from the free lists (or the heap), and back: a record
+  // per send and per message received would otherwise be an allocation.
+  std::unique_ptr<TxMessage> new_message();
+  InboundMessage* new_inbound();
+  void free_inbound(InboundMessage* in);
   // A buffer of at least `length` bytes, not zeroed; its size in *capacity.
   std::unique_ptr<uint8_t[]> take_copy_buffer(size_t length, size_t* capacity);
   // Keeps a buffer of `capacity` bytes for take_copy_buffer, if it is of a
@@ -534,6 +539,9 @@ class Engine {
   std::deque<std::pair<uint64_t, uint32_t>> evicted_order_;
   std::vector<OutFrame> outbox_;
   std::vector<std::unique_ptr<TxMessage>> retired_;
+  // Records kept for reuse, cleared, kSpareRecords of each at most.
+  std::vector<std::unique_ptr<TxMessage>> spare_messages_;
+  std::vector<std::unique_ptr<InboundMessage>> spare_inbound_;
   // Copy buffers of retired large messages (a read's response copies the
   // region it answers with), kept for the next: a fresh megabyte from the
   // heap costs its page faults every time.  At most kSpareCopyBytes.
