@@ -19,6 +19,10 @@ namespace {
 constexpr uint8_t kMaxProbes = 4;
 // Message records kept for reuse, of each kind (Engine::new_message).
 constexpr size_t kSpareRecords = 256;
+// A connection silent this long with nothing in flight gives back its slot
+// tables (12 KiB), which the next segment allocates again: thousands of
+// peers that talked once cost their records, not their windows.
+constexpr uint64_t kIdleSlotRelease = 100'000'000;
 
 }  // namespace
 
@@ -419,6 +423,11 @@ void Engine::poll(uint64_t now_ns) {
     // ack, and only an ack still owed goes alone.
     pump(c, now_ns);
     if (c.ack_now || (c.ack_owed != 0 && now_ns >= c.ack_due_ns)) emit_ack(c);
+    if (now_ns - c.last_heard_ns >= kIdleSlotRelease) {
+      if (c.tx_slots && c.una == c.next_seq && c.pending_cut == c.pending.size())
+        c.tx_slots.reset();
+      if (c.rx_slots && c.rx_buffered == 0) c.rx_slots.reset();
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include <list>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "lib/proto/transport.h"
 #include "lib/proto/wire.h"
@@ -217,7 +218,7 @@ struct Connection {
   bool ack_now = false;
   // Receive completions of this peer's messages leave in the order the
   // messages were taken: while a pull is out, later ones queue behind it.
-  std::deque<OrderedCompletion> recv_order;
+  std::vector<OrderedCompletion> recv_order;  // empty (no allocation) unless a pull is out
 };
 
 // What a connection assembles when its stream carries a request or a

@@ -180,10 +180,12 @@ void Engine::finish_pull(Connection& c, TxMessage& pull, int error, int prov_err
 }
 
 void Engine::release_ordered(Connection& c) {
-  while (!c.recv_order.empty() && c.recv_order.front().ready) {
-    if (c.recv_order.front().has) completions_.push_back(c.recv_order.front().done);
-    c.recv_order.pop_front();
+  size_t ready = 0;
+  while (ready < c.recv_order.size() && c.recv_order[ready].ready) {
+    if (c.recv_order[ready].has) completions_.push_back(c.recv_order[ready].done);
+    ++ready;
   }
+  c.recv_order.erase(c.recv_order.begin(), c.recv_order.begin() + ready);
 }
 
 void Engine::report_recv(Connection* from, const Completion& done) {

@@ -700,6 +700,43 @@ TEST(Bounds, TinyUnexpectedMessagesCountTheirRecordsAgainstTheBudget) {
   EXPECT_EQ(p.engine(p.b).unexpected_bytes(), 0u);
 }
 
+TEST(Bounds, AnIdleConnectionGivesBackItsSlotTables) {
+  // Expect: after a burst with reordering (both sides' slot tables in use),
+  // 150 ms of silence leave each side's connection without its 10 KiB
+  // transmit and 2 KiB receive slot tables; the next burst allocates them
+  // again and arrives whole and in order.
+  Pair p(53);
+  p.link.faults().reorder = 0.2;
+  auto burst = [&](size_t first) {
+    std::vector<std::vector<uint8_t>> in(20, std::vector<uint8_t>(8));
+    for (size_t i = 0; i < 20; ++i) ASSERT_EQ(p.post(p.b, &in[i], ctx(first + 1000 + i)), 0);
+    for (size_t i = 0; i < 20; ++i) {
+      std::vector<uint8_t> bytes(8);
+      const uint32_t value = static_cast<uint32_t>(first + i);
+      std::memcpy(bytes.data(), &value, sizeof(value));
+      ASSERT_EQ(p.send(p.a, p.b, bytes, ctx(first + i)), 0);
+    }
+    ASSERT_TRUE(p.wait(p.b, first + 20, 1000 * kMs));
+    for (size_t i = 0; i < 20; ++i) {
+      uint32_t value;
+      std::memcpy(&value, in[i].data(), sizeof(value));
+      EXPECT_EQ(value, first + i);
+    }
+  };
+  burst(0);
+  const Connection* at_a = p.engine(p.a).find(p.link.key(p.b));
+  const Connection* at_b = p.engine(p.b).find(p.link.key(p.a));
+  ASSERT_NE(at_a, nullptr);
+  ASSERT_NE(at_b, nullptr);
+  EXPECT_NE(at_a->tx_slots, nullptr);
+  EXPECT_NE(at_b->rx_slots, nullptr) << "reordering made B keep segments ahead of a gap";
+  p.run_for(150 * kMs);
+  EXPECT_EQ(at_a->tx_slots, nullptr);
+  EXPECT_EQ(at_b->rx_slots, nullptr);
+  EXPECT_EQ(at_b->tx_slots, nullptr);
+  burst(20);
+}
+
 TEST(Bounds, UnacknowledgedResponsesHoldFurtherRequests) {
   // Expect: B keeps at most 2 responses unacknowledged.  A sends 6 requests
   // while nothing of B's reaches A: B runs 2 and holds the rest (window 0).
