@@ -243,6 +243,7 @@ int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* contex
   if (cq == nullptr) return -FI_ENOMEM;
   cq->attr = wanted;
   if (wanted.size != 0) cq->capacity = wanted.size;
+  cq->entries.reserve(cq->capacity);
   cq->domain = from_fid<Domain>(domain_fid);
   if (wanted.wait_obj == FI_WAIT_FD) {
     if (int ret = cq->wait_fd.open(); ret != 0) {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "drivers/net/port.h"
+#include "drivers/ofi/dpdk_cq_ring.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_wait.h"
 #include "lib/av/address.h"
@@ -211,7 +212,7 @@ struct Cq {
   fid_cq fid;
   Domain* domain;
   fi_cq_attr attr;
-  std::deque<Completion> entries;
+  Ring<Completion> entries;  // reserved for attr.size at fi_cq_open
   std::deque<fi_cq_err_entry> errors;
   std::deque<fi_addr_t> error_sources;
   // Per error entry, its err_data (FI_SOURCE_ERR: the sender's address);
