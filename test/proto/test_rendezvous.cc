@@ -89,7 +89,7 @@ class Pair {
   bool has(size_t e, void* context) const { return find(e, context) != nullptr; }
 
   int send(const std::vector<uint8_t>& bytes, void* context, bool tagged = true,
-           uint64_t tag = 7, bool copy = false) {
+           uint64_t tag = 7, bool copy = false, const uint64_t* cq_data = nullptr) {
     iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
     SendRequest s;
     s.iov = &iov;
@@ -98,6 +98,10 @@ class Pair {
     s.tagged = tagged;
     s.tag = tag;
     s.copy = copy;
+    if (cq_data != nullptr) {
+      s.has_data = true;
+      s.cq_data = *cq_data;
+    }
     return engine(a).send(link.address(b), s, link.now());
   }
   static RecvRequest request(std::vector<uint8_t>* buf, void* context, bool tagged = true,
@@ -125,14 +129,16 @@ class Pair {
 
 TEST(Rendezvous, APostedReceiveGetsTheDataStraightFromTheSendersBuffer) {
   // Expect: a 1 MiB send to a posted receive is announced, pulled and
-  // placed: the receive completes whole and byte-exact, the send completes
-  // after it, once; the data crosses once (1 MiB of RESPONSE payload, 16
-  // bytes of message payload), and b's unexpected budget is never used.
+  // placed: the receive completes whole and byte-exact with the send's CQ
+  // data, the send completes after it, once; the data crosses once (1 MiB of
+  // RESPONSE payload, 16 bytes of message payload), and b's unexpected
+  // budget is never used.
   Pair net(1);
   const auto m = pattern(1 << 20, 1);
   std::vector<uint8_t> in((1 << 20) + 16, 0xEE);
   ASSERT_EQ(net.post(in, ctx(2)), 0);
-  ASSERT_EQ(net.send(m, ctx(1)), 0);
+  const uint64_t data = 0xC0FFEE;
+  ASSERT_EQ(net.send(m, ctx(1), true, 7, false, &data), 0);
   ASSERT_TRUE(net.run_until([&] { return net.has(net.a, ctx(1)) && net.has(net.b, ctx(2)); }));
   const Completion& got = *net.find(net.b, ctx(2));
   EXPECT_EQ(got.error, 0);
@@ -140,6 +146,8 @@ TEST(Rendezvous, APostedReceiveGetsTheDataStraightFromTheSendersBuffer) {
   EXPECT_TRUE(got.tagged);
   EXPECT_EQ(got.tag, 7u);
   EXPECT_EQ(got.source_key, net.link.key(net.a));
+  EXPECT_TRUE(got.has_data);
+  EXPECT_EQ(got.cq_data, data);
   EXPECT_TRUE(std::equal(m.begin(), m.end(), in.begin()));
   EXPECT_EQ(in[m.size()], 0xEE) << "nothing written past the message";
   EXPECT_EQ(net.find(net.a, ctx(1))->error, 0);
@@ -180,7 +188,8 @@ TEST(Rendezvous, AnEarlyLargeMessageHoldsOnlyItsRecordAndItsSendWaits) {
   // moved.  A receive posted later gets it whole, then the send completes.
   Pair net(3, with_rendezvous(64 << 10));
   const auto big = pattern(4 << 20, 4), small = pattern(100, 5);
-  ASSERT_EQ(net.send(big, ctx(1), true, 1), 0);
+  const uint64_t data = 0xDA7A;
+  ASSERT_EQ(net.send(big, ctx(1), true, 1, false, &data), 0);
   ASSERT_EQ(net.send(small, ctx(2), true, 2), 0);
   ASSERT_TRUE(net.run_until([&] { return net.has(net.a, ctx(2)); }));
   net.run_for(50 * kMs);
@@ -195,6 +204,8 @@ TEST(Rendezvous, AnEarlyLargeMessageHoldsOnlyItsRecordAndItsSendWaits) {
   ASSERT_TRUE(net.run_until([&] { return net.has(net.a, ctx(1)) && net.has(net.b, ctx(11)); }));
   EXPECT_EQ(net.find(net.b, ctx(11))->error, 0);
   EXPECT_EQ(net.find(net.b, ctx(11))->len, big.size());
+  EXPECT_TRUE(net.find(net.b, ctx(11))->has_data) << "the early record kept the CQ data";
+  EXPECT_EQ(net.find(net.b, ctx(11))->cq_data, data);
   EXPECT_EQ(in, big);
   EXPECT_EQ(net.find(net.a, ctx(1))->error, 0);
   EXPECT_EQ(net.engine(net.b).unexpected_bytes(), unexpected_cost(100));
