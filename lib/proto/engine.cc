@@ -390,6 +390,9 @@ void Engine::poll(uint64_t now_ns) {
         c.rto_deadline_ns = 0;
       }
     }
+    // While we hold our receive window closed the answers wait behind what
+    // we refuse: that silence is ours, not the target's.
+    if (c.rx_stalled) c.awaiting_since_ns = now_ns;
     if (!c.awaiting_response.empty() && now_ns - c.awaiting_since_ns >= config_.peer_timeout_ns) {
       // Delivered requests whose answers stopped coming: the target died,
       // or dropped our connection's state.  Whether they ran is unknown;

@@ -77,7 +77,9 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
   }
   RemoteInbound& in = *c.remote;
   if (in.is_response) {
-    c.awaiting_since_ns = c.last_heard_ns;  // answers are coming: the target lives
+    // Answers are coming: the target lives.  Only a real one counts: a
+    // stream of answers to nothing must not keep our requests waiting.
+    if (in.request != nullptr) c.awaiting_since_ns = c.last_heard_ns;
     if (in.request != nullptr)
       scatter(in.request->request.response_iov, in.request->request.response_iov_count,
               h.offset, payload, h.payload_len);
@@ -218,6 +220,18 @@ void Engine::fail_requests(Connection& c, int error, int prov_errno) {
     retired_.push_back(std::move(message));
   }
   c.awaiting_response.clear();
+}
+
+void Engine::fail_rendezvous_waits(Connection& c, int error, int prov_errno) {
+  for (auto it = c.awaiting_delivery.begin(); it != c.awaiting_delivery.end();) {
+    if (!it->second->rendezvous) {
+      ++it;
+      continue;
+    }
+    complete_send(c, *it->second, error, prov_errno);
+    retired_.push_back(std::move(it->second));
+    it = c.awaiting_delivery.erase(it);
+  }
 }
 
 void Engine::fail_delivery_waits(Connection& c, int error, int prov_errno) {

@@ -117,6 +117,10 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
   // stream: one answered there shows which were lost (finish_remote), and
   // the awaiting timer ends the rest.
   drop_remote(c, error, prov_errno);
+  // Pulls of our announced sends come on this half: one the peer sent and
+  // we did not take is gone with it, and the peer fails its receive.  Our
+  // sends fail too, rather than wait for a pull that will not come.
+  fail_rendezvous_waits(c, error, prov_errno);
   // Budget freed by a dropped unexpected message may unblock other senders.
   if (unexpected_bytes_ < unexpected_before) wake_stalled();
 }

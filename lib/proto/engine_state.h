@@ -149,6 +149,8 @@ struct OrderedCompletion {
   uint32_t pull_id = 0;  // the pull's msg_id; 0 for a completion made ready
   bool ready = false;
   bool has = false;      // a completion to report (a receive that asked none may not)
+  bool wanted = true;    // the receive asked for its completion (else only a release shows)
+  std::shared_ptr<MultiRecv> multi;  // settled when it leaves (Engine::settle_recv)
   Completion done{};
 };
 
@@ -219,6 +221,7 @@ struct Connection {
   // Receive completions of this peer's messages leave in the order the
   // messages were taken: while a pull is out, later ones queue behind it.
   std::vector<OrderedCompletion> recv_order;  // empty (no allocation) unless a pull is out
+  uint32_t pulls_out = 0;  // our pulls to this peer not finished
 };
 
 // What a connection assembles when its stream carries a request or a

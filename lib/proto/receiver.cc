@@ -176,11 +176,32 @@ void Engine::complete_recv(Connection* from, const RecvRequest& recv, const Inbo
 
 void Engine::push_recv_completion(Connection* from, const RecvRequest& recv, Completion done,
                                   bool wanted) {
+  if (filling_ != nullptr || (from != nullptr && !from->recv_order.empty())) {
+    // Its turn comes after a pull's: kept, and settled (multi-recv release
+    // included) when it leaves, so a buffer's release rides its last
+    // completion in the order the application sees them.
+    OrderedCompletion* slot = filling_;
+    if (slot == nullptr) {
+      from->recv_order.emplace_back();
+      slot = &from->recv_order.back();
+      slot->ready = true;
+    }
+    slot->has = true;
+    slot->wanted = wanted;
+    slot->multi = recv.multi;
+    slot->done = done;
+    if (filling_ == nullptr) bound_order(*from);
+    return;
+  }
+  settle_recv(recv.multi, done, wanted);
+}
+
+void Engine::settle_recv(const std::shared_ptr<MultiRecv>& multi, Completion done, bool wanted) {
   bool release = false;
-  if (recv.multi) release = --recv.multi->in_flight == 0 && recv.multi->released;
+  if (multi) release = --multi->in_flight == 0 && multi->released;
   if (wanted) {
     done.multi_released = release;
-    report_recv(from, done);
+    completions_.push_back(done);
     return;
   }
   if (!release) return;
@@ -188,11 +209,11 @@ void Engine::push_recv_completion(Connection* from, const RecvRequest& recv, Com
   // completion was not asked for.
   Completion released{};
   released.kind = Completion::Kind::kRecv;
-  released.context = recv.context;
-  released.user_flags = recv.user_flags;
+  released.context = done.context;
+  released.user_flags = done.user_flags;
   released.multi_released = true;
   released.release_only = true;
-  report_recv(from, released);
+  completions_.push_back(released);
 }
 
 RecvRequest Engine::take_part(const RecvRequest& posted, size_t length) {

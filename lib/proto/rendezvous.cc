@@ -28,6 +28,12 @@
 #include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
+namespace {
+
+// Receive completions a connection holds behind its pulls, at most.
+constexpr size_t kMaxOrderedCompletions = 4096;
+
+}  // namespace
 
 bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
   if (h.offset != 0 || h.msg_len != sizeof(wire::RendezvousBody) ||
@@ -40,7 +46,7 @@ bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const ui
   wire::RendezvousBody body;
   std::memcpy(&body, payload, sizeof(body));
   const uint64_t length = be64toh(body.length);
-  if (length > config_.max_msg_size) {
+  if (length == 0 || length > config_.max_msg_size) {
     ++stats_.bad_frames;
     return true;
   }
@@ -54,6 +60,13 @@ bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const ui
   in->sender.source_key = c.source_key;
   in->sender.auth_key = c.auth_key;
   in->sender.group = h.group;
+  if (c.pulls_out >= config_.max_outstanding_sends) {
+    // More announcements pulled and unanswered than a sender may have sends
+    // outstanding: not an honest peer's.  Each pull holds memory here, so
+    // the rest are consumed without effect.
+    ++stats_.bad_frames;
+    return true;
+  }
   if (match_posted(*in)) {
     send_pull(c, h.msg_id, c.rx_conn, std::move(in), false);
     return true;
@@ -102,6 +115,7 @@ void Engine::send_pull(Connection& c, uint32_t msg_id, uint16_t conn,
   into->to_user = !discard;
   pull->pull = std::move(into);
   pull->msg_id = c.next_msg_id++;
+  ++c.pulls_out;
   if (!discard) {
     // Its receive completes in its turn among this peer's messages.
     OrderedCompletion slot;
@@ -158,10 +172,12 @@ void Engine::serve_pull(Connection& c, uint32_t request_id, const uint8_t* bytes
 }
 
 void Engine::finish_pull(Connection& c, TxMessage& pull, int error, int prov_errno) {
+  --c.pulls_out;
   const InboundMessage& in = *pull.pull;
   if (!in.to_user) return;  // a discard: nothing to report
-  auto slot = std::find_if(c.recv_order.begin(), c.recv_order.end(),
-                           [&](const OrderedCompletion& o) { return o.pull_id == pull.msg_id; });
+  auto slot = std::find_if(c.recv_order.begin(), c.recv_order.end(), [&](const OrderedCompletion& o) {
+    return !o.ready && o.pull_id == pull.msg_id;
+  });
   if (slot != c.recv_order.end()) filling_ = &*slot;
   if (error == 0) {
     complete_recv(&c, in.recv, in, nullptr);  // its bytes are in place already
@@ -182,26 +198,22 @@ void Engine::finish_pull(Connection& c, TxMessage& pull, int error, int prov_err
 void Engine::release_ordered(Connection& c) {
   size_t ready = 0;
   while (ready < c.recv_order.size() && c.recv_order[ready].ready) {
-    if (c.recv_order[ready].has) completions_.push_back(c.recv_order[ready].done);
+    OrderedCompletion& o = c.recv_order[ready];
+    if (o.has) settle_recv(o.multi, o.done, o.wanted);
     ++ready;
   }
   c.recv_order.erase(c.recv_order.begin(), c.recv_order.begin() + ready);
 }
 
-void Engine::report_recv(Connection* from, const Completion& done) {
-  if (filling_ != nullptr) {
-    filling_->done = done;
-    filling_->has = true;
-    return;
-  }
-  if (from != nullptr && !from->recv_order.empty()) {
-    OrderedCompletion later;
-    later.ready = later.has = true;
-    later.done = done;
-    from->recv_order.push_back(later);
-    return;
-  }
-  completions_.push_back(done);
+void Engine::bound_order(Connection& c) {
+  if (c.recv_order.size() <= kMaxOrderedCompletions) return;
+  // A pull held out while its peer sends on: its receive gives up its turn
+  // (it completes when its data is in, after what is queued now) rather
+  // than the queue growing without bound.
+  auto pending = std::find_if(c.recv_order.begin(), c.recv_order.end(),
+                              [](const OrderedCompletion& o) { return !o.ready; });
+  if (pending != c.recv_order.end()) c.recv_order.erase(pending);
+  release_ordered(c);
 }
 
 }  // namespace ofi_dpdk::proto

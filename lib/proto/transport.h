@@ -474,6 +474,8 @@ class Engine {
   void await_response(Connection& c, std::unique_ptr<TxMessage> message);
   void fail_awaiting(Connection& c, int error, int prov_errno);
   void fail_delivery_waits(Connection& c, int error, int prov_errno);
+  // Fails the rendezvous sends still waiting for their pull.
+  void fail_rendezvous_waits(Connection& c, int error, int prov_errno);
   // Fails the requests waiting for their responses only.
   void fail_requests(Connection& c, int error, int prov_errno);
   void forget_response_target(
@@ -492,11 +494,13 @@ class Engine {
   // An error completion for a receive that got no message from `sender`.
   void fail_recv(Connection* from, const RecvRequest& recv, int error, int prov_errno,
                  const Sender& sender);
-  // Reports a receive completion: into the pull's slot being filled, behind
-  // `from`'s pulls still out, or now.
-  void report_recv(Connection* from, const Completion& done);
+  // Reports a receive completion and settles its multi-recv buffer: now,
+  // or when its turn comes (push_recv_completion keeps it behind a pull).
+  void settle_recv(const std::shared_ptr<MultiRecv>& multi, Completion done, bool wanted);
   // Reports `c`'s ordered completions that are ready, from the front.
   void release_ordered(Connection& c);
+  // Keeps `c.recv_order` within its bound (rendezvous.cc).
+  void bound_order(Connection& c);
   Connection* connection_by_key(uint64_t key);
   // Queues a receive's completion (when `wanted`), settling its multi-recv
   // buffer: the last completion into a released buffer says so, or a
@@ -547,7 +551,7 @@ class Engine {
   // heap costs its page faults every time.  At most kSpareCopyBytes.
   std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> spare_copies_;
   size_t spare_copy_bytes_ = 0;
-  OrderedCompletion* filling_ = nullptr;  // finish_pull: where report_recv puts it
+  OrderedCompletion* filling_ = nullptr;  // finish_pull: where push_recv_completion puts it
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
   std::vector<Completion> completions_;

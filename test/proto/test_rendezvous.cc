@@ -330,6 +330,31 @@ TEST(Rendezvous, AMultiRecvBufferTakesLargeMessagesInSuccessiveParts) {
   EXPECT_TRUE(std::equal(m2.begin(), m2.end(), buffer.begin() + m1.size()));
 }
 
+TEST(Rendezvous, AMultiRecvBufferIsReleasedByTheLastCompletionTheApplicationSees) {
+  // Expect: a 300 KiB rendezvous message, then a 200-byte eager one that
+  // leaves less than the buffer's minimum free: the small one's data lands
+  // first, but its completion comes after the large one's, and the release
+  // flag rides the small one's (the last), not the large one's.
+  Pair net(11);
+  std::vector<uint8_t> buffer((300 << 10) + 2100, 0xEE);
+  RecvRequest r = Pair::request(&buffer, ctx(60), false);
+  r.multi = std::make_shared<MultiRecv>();
+  r.multi->capacity = buffer.size();
+  r.multi->min_free = 2000;
+  ASSERT_EQ(net.engine(net.b).post_recv(r, net.link.now()), 0);
+  const auto big = pattern(300 << 10, 12), small = pattern(200, 13);
+  ASSERT_EQ(net.send(big, ctx(1), false), 0);
+  ASSERT_EQ(net.send(small, ctx(2), false), 0);
+  ASSERT_TRUE(net.run_until([&] { return net.done[net.b].size() == 2; }));
+  const std::vector<Completion>& got = net.done[net.b];
+  EXPECT_EQ(got[0].len, big.size());
+  EXPECT_FALSE(got[0].multi_released);
+  EXPECT_EQ(got[1].len, small.size());
+  EXPECT_TRUE(got[1].multi_released);
+  EXPECT_TRUE(std::equal(big.begin(), big.end(), buffer.begin()));
+  EXPECT_TRUE(std::equal(small.begin(), small.end(), buffer.begin() + big.size()));
+}
+
 TEST(Rendezvous, EveryMessageOnceAndByteExactOverALossyLink) {
   // Expect: 40 messages of 1 KiB to 1 MiB, every other receive posted late,
   // with 5 % drop, 5 % duplication and 10 % reordering: each receive gets its
