@@ -177,7 +177,19 @@ void Engine::send_response(Connection& c, uint32_t request_id, Response response
   message->response_to = request_id;
   message->request.tag = request_id;  // the initiator finds its request by it
   message->msg_id = c.next_msg_id++;
-  c.pending.push_back(std::move(message));
+  queue_response(c, std::move(message));
+}
+
+void Engine::queue_response(Connection& c, std::unique_ptr<TxMessage> response) {
+  // Ahead of the messages not cut yet, behind the responses already there:
+  // an answer must not wait behind a stream of messages its requester may
+  // not take until it has the answer (a receive waiting for its pulled
+  // data while eager messages fill its budget).  Responses keep their order
+  // among themselves, which finish_remote relies on.
+  size_t at = c.pending_cut;
+  if (at < c.pending.size() && c.pending[at]->next_offset != 0) ++at;  // being cut
+  while (at < c.pending.size() && c.pending[at]->response) ++at;
+  c.pending.insert(c.pending.begin() + static_cast<std::ptrdiff_t>(at), std::move(response));
 }
 
 void Engine::await_response(Connection& c, std::unique_ptr<TxMessage> message) {

@@ -167,7 +167,7 @@ void Engine::serve_pull(Connection& c, uint32_t request_id, const uint8_t* bytes
   // Queued, sent by the next poll: a segment cut here, inside on_frame,
   // would carry an ack from before this pull, and the puller would take the
   // answer for one to a request it does not know was delivered.
-  c.pending.push_back(std::move(data));
+  queue_response(c, std::move(data));
   ++stats_.pulls_served;
 }
 

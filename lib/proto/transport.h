@@ -470,6 +470,8 @@ class Engine {
   bool deliver_remote(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
   void finish_remote(Connection& c);
   void send_response(Connection& c, uint32_t request_id, Response response);
+  // Queues a response ahead of the messages not cut yet (engine_rma.cc).
+  void queue_response(Connection& c, std::unique_ptr<TxMessage> response);
   // A request fully acknowledged waits for its response instead of completing.
   void await_response(Connection& c, std::unique_ptr<TxMessage> message);
   void fail_awaiting(Connection& c, int error, int prov_errno);

@@ -355,6 +355,31 @@ TEST(Rendezvous, AMultiRecvBufferIsReleasedByTheLastCompletionTheApplicationSees
   EXPECT_TRUE(std::equal(small.begin(), small.end(), buffer.begin() + big.size()));
 }
 
+TEST(Rendezvous, ThePulledDataGoesAheadOfEagerMessagesQueuedAfterIt) {
+  // Expect: B waits for one 1 MiB message (its receive posted first); A sends
+  // it, then 2.4 MiB of 60 KiB eager messages (below the rendezvous
+  // threshold) nobody receives yet, against a 1 MiB unexpected budget.  The answer to B's pull goes ahead of the eager
+  // messages not yet cut, so B's receive completes although the eager ones
+  // fill its budget and close its window; they arrive once receives come.
+  Pair net(12, with_rendezvous(1 << 20));
+  const auto big = pattern(1 << 20, 14);
+  std::vector<uint8_t> in(big.size());
+  ASSERT_EQ(net.post(in, ctx(100), true, 1), 0);
+  ASSERT_EQ(net.send(big, ctx(1), true, 1), 0);
+  std::vector<std::vector<uint8_t>> flood;
+  for (size_t i = 0; i < 40; ++i) {
+    flood.push_back(pattern(60 << 10, 20 + i));
+    ASSERT_EQ(net.send(flood.back(), ctx(10 + i), true, 2), 0);
+  }
+  ASSERT_TRUE(net.run_until([&] { return net.has(net.b, ctx(100)); }, 2000 * kMs));
+  EXPECT_EQ(net.find(net.b, ctx(100))->error, 0);
+  EXPECT_EQ(in, big);
+  std::vector<std::vector<uint8_t>> got(flood.size(), std::vector<uint8_t>(60 << 10));
+  for (size_t i = 0; i < flood.size(); ++i) ASSERT_EQ(net.post(got[i], ctx(200 + i), true, 2), 0);
+  ASSERT_TRUE(net.run_until([&] { return net.done[net.b].size() == 1 + flood.size(); }, 5000 * kMs));
+  for (size_t i = 0; i < flood.size(); ++i) EXPECT_EQ(got[i], flood[i]) << i;
+}
+
 TEST(Rendezvous, EveryMessageOnceAndByteExactOverALossyLink) {
   // Expect: 40 messages of 1 KiB to 1 MiB, every other receive posted late,
   // with 5 % drop, 5 % duplication and 10 % reordering: each receive gets its
