@@ -148,7 +148,6 @@ struct InboundMessage;
 struct OrderedCompletion {
   uint32_t pull_id = 0;  // the pull's msg_id; 0 for a completion made ready
   bool ready = false;
-  bool has = false;      // a completion to report (a receive that asked none may not)
   bool wanted = true;    // the receive asked for its completion (else only a release shows)
   std::shared_ptr<MultiRecv> multi;  // settled when it leaves (Engine::settle_recv)
   Completion done{};

@@ -186,7 +186,6 @@ void Engine::push_recv_completion(Connection* from, const RecvRequest& recv, Com
       slot = &from->recv_order.back();
       slot->ready = true;
     }
-    slot->has = true;
     slot->wanted = wanted;
     slot->multi = recv.multi;
     slot->done = done;
@@ -446,8 +445,7 @@ int Engine::cancel_recv(void* context) {
 void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it,
                              const RecvRequest* into) {
   const UnexpectedMessage& u = *it;
-  auto found = connections_.find(u.connection_key);
-  Connection* c = found == connections_.end() ? nullptr : found->second.get();
+  Connection* c = connection_by_key(u.connection_key);
   // The data is only where the announcement came from: the same connection
   // of the same incarnation.  Once it is gone, so is the message.
   const bool live = c != nullptr && c->rx_open && c->rx_conn == u.conn &&

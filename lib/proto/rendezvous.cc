@@ -199,7 +199,7 @@ void Engine::release_ordered(Connection& c) {
   size_t ready = 0;
   while (ready < c.recv_order.size() && c.recv_order[ready].ready) {
     OrderedCompletion& o = c.recv_order[ready];
-    if (o.has) settle_recv(o.multi, o.done, o.wanted);
+    settle_recv(o.multi, o.done, o.wanted);
     ++ready;
   }
   c.recv_order.erase(c.recv_order.begin(), c.recv_order.begin() + ready);
