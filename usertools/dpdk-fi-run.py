@@ -18,6 +18,14 @@ Topologies and the port each gives the provider:
                 local rank 1: two ranks of one host, one memif pair
   af_packet     --vdev=net_af_packet0,iface=IF: a kernel interface (veth)
   pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci)
+  shared        one port for all the processes of a host (DPDK's
+                multi-process model): dpdk-fi-switch is the primary and owns
+                the port net_ring_NAME, each process a secondary
+                (--proc-type=secondary --file-prefix ofidpdk-NAME) with a
+                queue pair of its own.  The first process to need the switch
+                starts it (--processes slots, --switch PROGRAM); it stops
+                by itself once its last process has left and no launcher
+                used it for 60 s.  Needs hugepages.
 
 In an MPI job (mpirun -np N dpdk-fi-run.py --topology T -- PROGRAM) the
 launcher reads each rank's number and local number from the environment
@@ -41,17 +49,20 @@ Exit status: the program's; 2 when the launcher cannot start it.
 """
 
 import argparse
+import fcntl
 import os
 import re
 import shlex
 import shutil
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Mapping, NoReturn, Sequence
 
 PROG = "dpdk-fi-run.py"
-TOPOLOGIES = ("ring", "memif", "memif-server", "memif-client", "af_packet", "pci")
+TOPOLOGIES = ("ring", "memif", "memif-server", "memif-client", "af_packet", "pci", "shared")
 # (rank, local rank) variables of job starters, most specific first.
 RANK_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
                   ("PMIX_RANK", "PMIX_LOCAL_RANK"),
@@ -70,6 +81,9 @@ PROC_NET_UNIX = Path("/proc/net/unix")
 HUGE_MIN_FREE_KB = 256 * 1024  # below this, DPDK may not fit its pools
 NO_HUGE_ARGS = ["--no-huge", "-m", "512", "--no-shconf"]
 PCI_DRIVERS = ("vfio-pci", "uio_pci_generic", "igb_uio", "mlx4_core", "mlx5_core")
+DEFAULT_SWITCH = REPO_ROOT / "build" / "app" / "switch" / "dpdk-fi-switch"
+SWITCH_DIR = Path("/run/ofi-dpdk")
+SWITCH_START_SECONDS = 20
 
 
 class LaunchError(Exception):
@@ -227,6 +241,8 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
         # file system and works across network namespaces.
         return [f"--vdev=net_memif0,role={role},socket={path},socket-abstract=no,"
                 f"bsize={MEMIF_BUFFER}"]
+    if args.topology == "shared":
+        return ensure_switch(args)
     if args.topology == "af_packet":
         iface = for_rank(args.iface, rank)
         if "/" in iface or "," in iface or not (SYS_NET / iface).exists():
@@ -241,6 +257,79 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
         note(f"{bdf} is bound to {driver}; DPDK needs vfio-pci"
              f" (dpdk-devbind.py -b vfio-pci {bdf})")
     return ["-a", bdf]
+
+
+def switch_program(args: argparse.Namespace) -> str:
+    """The dpdk-fi-switch to start: --switch, else this repository's build,
+    else the one on PATH. Raises LaunchError."""
+    if args.switch is not None:
+        return args.switch
+    if DEFAULT_SWITCH.is_file():
+        return str(DEFAULT_SWITCH)
+    found = shutil.which("dpdk-fi-switch")
+    if found is None:
+        raise LaunchError("no dpdk-fi-switch (build it, or give --switch PROGRAM)")
+    return found
+
+
+def switch_running(ready: Path) -> bool:
+    """Whether the switch that wrote READY (its pid) still runs."""
+    try:
+        pid = int(ready.read_text().split()[0])
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def ensure_switch(args: argparse.Namespace) -> list[str]:
+    """Starts the shared port's switch unless it runs; returns the
+    secondary's EAL options. Raises LaunchError."""
+    if args.no_huge:
+        raise LaunchError("--topology shared needs hugepages (DPDK's secondaries map the"
+                          " primary's memory); drop --no-huge")
+    available, why = hugepages_available()
+    if not available:
+        raise LaunchError(f"--topology shared needs hugepages: {why} (run"
+                          " usertools/dpdk-fi-setup.sh as root)")
+    prefix = f"ofidpdk-{args.name}"
+    try:
+        SWITCH_DIR.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LaunchError(f"cannot create {SWITCH_DIR}: {e.strerror}") from e
+    ready = SWITCH_DIR / f"switch-{args.name}.ready"
+    lock_path = SWITCH_DIR / f"switch-{args.name}.lock"
+    # One rank starts the switch; the others wait on the lock, then find it.
+    # A switch about to stop takes the same lock, and does not stop while
+    # the ready file was touched lately (by us, for a process not attached
+    # yet): under the lock, a running switch stays long enough.
+    with open(lock_path, "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if switch_running(ready):
+            os.utime(ready)
+        else:
+            ready.unlink(missing_ok=True)
+            log = SWITCH_DIR / f"switch-{args.name}.log"
+            command = [switch_program(args), "-l", str(allowed_cpus()[0]), "--file-prefix", prefix,
+                       "--no-pci", "--no-telemetry", "--log-level=lib.eal:error", "--",
+                       "--name", args.name, "--processes", str(args.processes),
+                       "--linger-ms", "2000", "--ready-file", str(ready),
+                       "--lock-file", str(lock_path)]
+            # setsid -f: the switch outlives this process and the program it
+            # becomes, in a session of its own, a child of init.
+            with open(log, "w", encoding="utf-8") as out:
+                starter = subprocess.Popen(["setsid", "-f", *command], stdin=subprocess.DEVNULL,
+                                           stdout=out, stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + SWITCH_START_SECONDS
+            while not ready.exists():
+                failed = starter.poll() not in (None, 0)
+                if failed or time.monotonic() > deadline or "dpdk-fi-switch:" in log.read_text(
+                        errors="replace"):
+                    text = log.read_text(errors="replace").strip().splitlines()
+                    raise LaunchError("dpdk-fi-switch did not start: "
+                                      + (text[-1] if text else f"see {log}"))
+                time.sleep(0.05)
+    return ["--proc-type=secondary", "--file-prefix", prefix]
 
 
 def memory_args(no_huge: bool) -> list[str]:
@@ -264,7 +353,9 @@ def eal_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -> l
     if args.topology != "pci":
         eal.append("--no-pci")
     eal += device_args(args, rank)
-    eal += memory_args(args.no_huge)
+    # (A secondary maps the primary's memory: no memory options of its own.)
+    if args.topology != "shared":
+        eal += memory_args(args.no_huge)
     try:
         eal += shlex.split(args.eal_extra)
     except ValueError as e:
@@ -305,6 +396,14 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="af_packet: the kernel interface; may name {rank} and"
                              " {local_rank}")
     parser.add_argument("--pci", metavar="BDF", help="pci: the device, e.g. 0000:03:00.0")
+    parser.add_argument("--name", metavar="NAME",
+                        help="shared: the port's name (net_ring_NAME; default shared0)")
+    parser.add_argument("--processes", type=int, metavar="N",
+                        help="shared: queue pairs of a switch this launcher starts, 1 to 16"
+                             " (default 8; each gets 64/N endpoint queue ids)")
+    parser.add_argument("--switch", metavar="PROGRAM",
+                        help=f"shared: the dpdk-fi-switch to start (default {DEFAULT_SWITCH}"
+                             " if built, else from PATH)")
     parser.add_argument("--lcore", type=int, metavar="N",
                         help="the EAL main lcore (default: the first CPU this process may"
                              " use; the second for memif-client)")
@@ -320,7 +419,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                              " run nothing")
     args = parser.parse_args(options)
     for option, topologies in (("socket", ("memif", "memif-server", "memif-client")),
-                               ("iface", ("af_packet",)), ("pci", ("pci",))):
+                               ("iface", ("af_packet",)), ("pci", ("pci",)),
+                               ("name", ("shared",)), ("processes", ("shared",)),
+                               ("switch", ("shared",))):
         if getattr(args, option) is not None and args.topology not in topologies:
             parser.error(f"--{option} applies to --topology {' or '.join(topologies)} only")
     if args.topology == "af_packet" and args.iface is None:
@@ -329,6 +430,14 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("--topology pci needs --pci BDF")
     if args.socket is None:
         args.socket = str(DEFAULT_SOCKET)
+    if args.name is None:
+        args.name = "shared0"
+    elif not re.fullmatch(r"[a-z0-9_]{1,12}", args.name):
+        parser.error(f"--name '{args.name}': 1 to 12 of a-z, 0-9 and _")
+    if args.processes is None:
+        args.processes = 8
+    elif not 1 <= args.processes <= 16:
+        parser.error("--processes: 1 to 16")
     if not program and not args.print_only:
         parser.error("no program to run: put it after --")
     return args, program

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <chrono>
 #include <thread>
+#include <unistd.h>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -21,6 +22,7 @@
 
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/mbuf_handoff.h"
+#include "drivers/net/shared_port.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::net {
@@ -162,6 +164,8 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     *error = port->name_ + ": rte_eth_dev_info_get failed";
     return ret;
   }
+  if (SharedPortTable* table = find_shared_table(port->name_))
+    return open_shared(std::move(port), table, info, config, out, error);
   // Mbufs hold a whole frame of the MTU we aim for; a device that ends up
   // with less only uses part of each.
   uint16_t aimed_mtu = RTE_ETHER_MTU;
@@ -269,6 +273,83 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     }
     port->description_ += ", fault injector on";
   }
+  *out = std::move(port);
+  return 0;
+}
+
+int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
+                      const rte_eth_dev_info& info, const PortConfig& config,
+                      std::unique_ptr<Port>* out, std::string* error) {
+  const std::string& name = port->name_;
+  if (table->ether_type != config.ether_type) {
+    *error = name + ": the shared port's switch passes EtherType " +
+             std::to_string(table->ether_type) + ", not FI_DPDK_ETHER_TYPE " +
+             std::to_string(config.ether_type);
+    return -EINVAL;
+  }
+  if (config.faults.any()) {
+    *error = name + ": the fault injector does not run on a shared port";
+    return -ENOTSUP;
+  }
+  const int slot = claim_shared_slot(*table, getpid());
+  if (slot < 0) {
+    *error = name + ": all " + std::to_string(table->slots) +
+             " slots of the shared port are held by running processes "
+             "(dpdk-fi-switch --processes sets how many)";
+    return -EBUSY;
+  }
+  port->shared_table_ = table;
+  port->shared_slot_ = slot;
+  port->queue_base_ = static_cast<uint16_t>(slot);
+  port->queue_pairs_ = 1;
+  port->steering_ = Steering::kSoftware;
+  port->endpoint_queue_first_ = static_cast<uint16_t>(slot * table->queues_per_slot);
+  port->endpoint_queue_count_ = table->queues_per_slot;
+  // The switch hands frames for our own MAC back, to whichever process
+  // owns their queue: ours included.
+  port->loops_back_ = true;
+  const uint32_t limit = memory_link_limit(info);
+  const uint16_t mtu = config.mtu == 0 || limit == 0
+                           ? uint16_t{RTE_ETHER_MTU}
+                           : static_cast<uint16_t>(std::min<uint32_t>(config.mtu, limit));
+  const uint16_t room = data_room_for(mtu);
+  // Our mbufs travel to the other processes, which free them into our
+  // pool: no per-lcore cache (lcore ids repeat across processes), and the
+  // pool outlives us, kept for the slot's next owner, since frames we sent
+  // may be freed after we are gone.
+  const std::string pool_name =
+      "fisw_p" + std::to_string(port->port_id_) + "_" + std::to_string(slot);
+  const uint32_t mbufs = std::max<uint32_t>(config.mbufs * RTE_MBUF_DEFAULT_BUF_SIZE / room,
+                                            2u * (config.rx_descriptors + config.tx_descriptors) + 511);
+  rte_mempool* pool = rte_mempool_lookup(pool_name.c_str());
+  if (pool != nullptr && rte_pktmbuf_data_room_size(pool) < room) pool = nullptr;
+  if (pool == nullptr)
+    pool = rte_pktmbuf_pool_create(
+        rte_mempool_lookup(pool_name.c_str()) == nullptr
+            ? pool_name.c_str()
+            : (pool_name + "_" + std::to_string(getpid())).c_str(),
+        mbufs, 0, 0, room, rte_eth_dev_socket_id(port->port_id_));
+  if (pool == nullptr) {
+    release_shared_slot(*table, slot, getpid());
+    *error = name + ": cannot create a pool of " + std::to_string(mbufs) + " mbufs of " +
+             std::to_string(room) + " bytes: " + rte_strerror(rte_errno);
+    return -ENOMEM;
+  }
+  port->pool_ = pool;
+  // Frames the switch queued for the slot's last owner are not ours.
+  rte_mbuf* stale[32];
+  uint16_t got;
+  while ((got = rte_eth_rx_burst(port->port_id_, port->queue_base_, stale, 32)) > 0)
+    for (uint16_t i = 0; i < got; ++i) free_frame(stale[i]);
+  port->mtu_ = mtu;
+  port->max_frame_payload_ =
+      std::min<uint32_t>(mtu, room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader)) -
+      static_cast<uint32_t>(sizeof(wire::FrameHeader));
+  port->description_ = name + ": shared port, slot " + std::to_string(slot) + " of " +
+                       std::to_string(table->slots) + " (endpoint queues " +
+                       std::to_string(port->endpoint_queue_first_) + "-" +
+                       std::to_string(port->endpoint_queue_first_ + table->queues_per_slot - 1) +
+                       "), MTU " + std::to_string(mtu);
   *out = std::move(port);
   return 0;
 }
@@ -439,7 +520,7 @@ void Port::unbind_endpoint_queue(uint16_t endpoint_queue) {
 }
 
 uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
-  const uint16_t received = rte_eth_rx_burst(port_id_, queue, frames, count);
+  const uint16_t received = rte_eth_rx_burst(port_id_, queue_base_ + queue, frames, count);
   handoff_acquire(frames, received);
   counters_.rx_frames += received;
   return received;
@@ -447,7 +528,7 @@ uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
 
 uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
   handoff_release(frames, count);
-  const uint16_t sent = rte_eth_tx_burst(port_id_, queue, frames, count);
+  const uint16_t sent = rte_eth_tx_burst(port_id_, queue_base_ + queue, frames, count);
   counters_.tx_frames += sent;
   return sent;
 }
@@ -463,6 +544,11 @@ bool Port::link_up() const {
 FaultStats Port::fault_stats() const { return faults_ ? faults_->stats() : FaultStats{}; }
 
 Port::~Port() {
+  if (shared_table_ != nullptr) {
+    // The device and the pool belong to the switch and the slot.
+    release_shared_slot(*shared_table_, shared_slot_, getpid());
+    return;
+  }
   for (uint16_t q = 0; q < std::size(endpoint_rules_); ++q) unbind_endpoint_queue(q);
   faults_.reset();  // callers hold the port lock: no rx_burst runs now
   if (started_by_us_) {

@@ -17,10 +17,12 @@
 struct rte_mbuf;
 struct rte_mempool;
 struct rte_flow;
+struct rte_eth_dev_info;
 
 namespace ofi_dpdk::net {
 
 class FaultInjector;
+struct SharedPortTable;
 
 // How frames reach an endpoint's queue.
 enum class Steering : uint8_t {
@@ -88,6 +90,13 @@ class Port {
   bool loops_back() const { return loops_back_; }
   // What the set-up decided, for the log.
   const std::string& description() const { return description_; }
+  // The endpoint queue ids this process may use on the port: all of them,
+  // or on a shared port (shared_port.h) its slot's block.
+  uint16_t endpoint_queue_first() const { return endpoint_queue_first_; }
+  uint16_t endpoint_queue_count() const { return endpoint_queue_count_; }
+  // Whether this is a shared port's slot (queue pair `shared_slot()`).
+  bool shared() const { return shared_table_ != nullptr; }
+  int shared_slot() const { return shared_slot_; }
 
   // The hardware queue pair that serves endpoint queue id `endpoint_queue`,
   // installing its rte_flow rule in kFlow mode.  Returns the queue index, or
@@ -121,6 +130,10 @@ class Port {
   int start(std::string* error);
   bool queue_rule_validates();
   bool probe_flow_steering();
+  // Port::open for a shared port: claims a slot instead of configuring.
+  static int open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
+                         const rte_eth_dev_info& info, const PortConfig& config,
+                         std::unique_ptr<Port>* out, std::string* error);
   rte_flow* create_queue_rule(uint16_t endpoint_queue, uint16_t hw_queue,
                               std::string* error);
 
@@ -140,6 +153,12 @@ class Port {
   rte_mempool* pool_ = nullptr;
   std::unique_ptr<FaultInjector> faults_;
   rte_flow* endpoint_rules_[64] = {};  // kFlow: rule for endpoint queue i
+  // Device queue of our queue pair 0 (a shared port's slot; else 0).
+  uint16_t queue_base_ = 0;
+  uint16_t endpoint_queue_first_ = 0;
+  uint16_t endpoint_queue_count_ = 0xFFFF;
+  SharedPortTable* shared_table_ = nullptr;
+  int shared_slot_ = -1;
   Counters counters_;
 };
 

@@ -174,6 +174,12 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
+  // A process on a shared port has its slot's block of queue ids; the rest
+  // belong to the other processes, as if held by them.
+  const net::Port& nic = *ctx->port;
+  for (uint16_t q = 0; q < kMaxEndpointsPerPort; ++q)
+    if (q < nic.endpoint_queue_first() || q - nic.endpoint_queue_first() >= nic.endpoint_queue_count())
+      ctx->held[q] = true;
   // Frames to the port's own MAC are passed over in software; with another
   // open port of the same MAC they could be that port's, so they go to the
   // device, as a switch would have them.
@@ -219,7 +225,8 @@ int domain_open(fid_fabric* fabric_fid, fi_info* info, fid_domain** out, void* c
   if (int ret = acquire_port(*port_id, &domain->port, &error); ret != 0) {
     DPDK_WARN(FI_LOG_DOMAIN, "%s\n", error.c_str());
     delete domain;
-    return ret == -ENOMEM ? -FI_ENOMEM : -FI_ENODEV;
+    // (-EBUSY: every slot of a shared port is held.)
+    return ret == -ENOMEM ? -FI_ENOMEM : ret == -EBUSY ? -FI_EBUSY : -FI_ENODEV;
   }
   DPDK_INFO(FI_LOG_DOMAIN, "%s\n", domain->port->port->description().c_str());
   domain->info = fi_dupinfo(info);

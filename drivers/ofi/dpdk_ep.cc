@@ -28,8 +28,15 @@ uint32_t new_session(const void* endpoint) {
 int claim_queue(PortContext& port, Endpoint* ep, uint16_t wanted) {
   if (wanted != kAnyQueue) {
     if (wanted >= port.endpoints.size() || port.endpoints[wanted] != nullptr ||
-        port.held[wanted])
+        port.held[wanted]) {
+      const net::Port& nic = *port.port;
+      if (wanted < port.endpoints.size() && nic.shared() && port.endpoints[wanted] == nullptr)
+        DPDK_INFO(FI_LOG_EP_CTRL,
+                  "queue %u of shared port %s is another process's: this one has %u to %u\n",
+                  wanted, nic.name().c_str(), nic.endpoint_queue_first(),
+                  nic.endpoint_queue_first() + nic.endpoint_queue_count() - 1);
       return -FI_EADDRINUSE;
+    }
     port.endpoints[wanted] = ep;
     return wanted;
   }

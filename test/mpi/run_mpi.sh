@@ -9,6 +9,8 @@
 #                  two-sided mode, osc rdma for one-sided
 #   TOPOLOGY  memif:  two ranks, one memif pair
 #             bridge: NP ranks, one veth each on a Linux bridge (af_packet)
+#             shared: NP ranks sharing one port as DPDK secondaries of
+#                     dpdk-fi-switch, which the launcher starts (hugepages)
 #             hosts:  NP ranks over 4 network namespaces joined by a bridge,
 #                     mpirun starting its daemons in them (rsh agent)
 # A job passes when it exits 0 within its limit, its rank 0 printed "N
@@ -38,7 +40,11 @@ launcher="$root/usertools/dpdk-fi-run.py"
 hosts_tool="$root/usertools/dpdk-fi-hosts.sh"
 
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (openmpi-bin)"; exit 77; }
-if [ "$topology" != memif ] && [ "$(id -u)" != 0 ]; then
+if [ "$topology" = shared ] && [ "${OFI_DPDK_HUGEPAGES:-no}" != yes ]; then
+	echo "SKIP: a shared port needs hugepages (DPDK's multi-process model)"
+	exit 77
+fi
+if [ "$topology" != memif ] && [ "$topology" != shared ] && [ "$(id -u)" != 0 ]; then
 	echo "SKIP: bridges and namespaces need root"
 	exit 77
 fi
@@ -47,7 +53,16 @@ work=$(mktemp -d /tmp/ofi-dpdk-mpi.XXXXXX)
 name="om$$"
 name=${name:0:9}
 cleanup() {
-	[ "$topology" = memif ] || bash "$hosts_tool" down --name "$name" >/dev/null 2>&1 || true
+	case "$topology" in
+	memif) ;;
+	shared)
+		# The switch stops 2 s after its last rank; a job killed early
+		# leaves it waiting.
+		switch_pid=$(head -1 "/run/ofi-dpdk/switch-$name.ready" 2>/dev/null || true)
+		[ -n "$switch_pid" ] && kill "$switch_pid" 2>/dev/null || true
+		rm -f "/run/ofi-dpdk/switch-$name".{lock,log} ;;
+	*) bash "$hosts_tool" down --name "$name" >/dev/null 2>&1 || true ;;
+	esac
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -81,6 +96,9 @@ case "$topology" in
 memif)
 	((np == 2)) || { echo "memif joins two ranks"; exit 2; }
 	launch+=(--topology memif --socket "$work/memif.sock")
+	;;
+shared)
+	launch=("$launcher" --topology shared --name "$name" --processes "$np")
 	;;
 bridge)
 	bash "$hosts_tool" up --ranks "$np" --name "$name" >/dev/null

@@ -12,12 +12,18 @@
 //     finds itself at index 4 (inserted by the creator after the reader
 //     opened), then sends "done".
 //
+//   --role fork: forks at once; the parent is the creator, the child the
+//     reader (the stock program's pattern; test_shared_port.sh).
+//
 // Every wait is bounded; the program prints what failed and exits 1.
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -203,9 +209,26 @@ int main(int argc, char** argv) {
     else if (option == "--dir")
       dir = argv[i + 1];
   }
-  if (av_name.empty() || dir.empty() || (role != "creator" && role != "reader")) {
-    std::fprintf(stderr, "usage: %s --role creator|reader --name AV --dir DIR\n", argv[0]);
+  if (av_name.empty() || dir.empty() ||
+      (role != "creator" && role != "reader" && role != "fork")) {
+    std::fprintf(stderr, "usage: %s --role creator|reader|fork --name AV --dir DIR\n", argv[0]);
     return 2;
+  }
+  if (role == "fork") {
+    // The stock pattern: one program forks before its first fi_* call; the
+    // parent creates the AV, the child reads it.  Both bring EAL up on their
+    // own, from the same FI_DPDK_EAL_ARGS, on one shared port.
+    const pid_t child = fork();
+    if (child < 0) fail("fork");
+    if (child == 0) return run_reader(av_name, dir);
+    const int creator = run_creator(av_name, dir);
+    int status = 0;
+    if (waitpid(child, &status, 0) != child) fail("waitpid");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "av_shared_peer: the forked reader failed (status %d)\n", status);
+      return 1;
+    }
+    return creator;
   }
   return role == "creator" ? run_creator(av_name, dir) : run_reader(av_name, dir);
 }

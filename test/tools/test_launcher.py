@@ -239,8 +239,26 @@ class PrintOnlyTest(LauncherCase):
     def test_help(self) -> None:
         result = launch("--help")
         self.assertEqual(result.returncode, 0)
-        for topology in ("ring", "memif-server", "memif-client", "af_packet", "pci"):
+        for topology in ("ring", "memif-server", "memif-client", "af_packet", "pci", "shared"):
             self.assertIn(topology, result.stdout)
+
+    # --topology shared starts dpdk-fi-switch; only its refusals are tested
+    # here (test/multiproc and the mpi suite run it).
+    def test_shared_refuses_no_huge(self) -> None:
+        result = launch("--topology", "shared", "--no-huge", "--print-only")
+        self.assert_one_line_error(result, "needs hugepages")
+
+    def test_shared_name_and_processes(self) -> None:
+        result = launch("--topology", "shared", "--name", "Bad-Name", "--print-only")
+        self.assertEqual(result.returncode, 2)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertIn("--name", result.stderr)
+        result = launch("--topology", "shared", "--processes", "17", "--print-only")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--processes: 1 to 16", result.stderr)
+        result = launch("--topology", "ring", "--name", "x", "--print-only")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--name applies to", result.stderr)
 
 
 class ExecTest(LauncherCase):

@@ -1,0 +1,295 @@
+// dpdk-fi-switch: the primary process of a shared port (drivers/net/
+// shared_port.h).  It makes a net_ring device with one queue pair per
+// process, publishes its table, and moves frames between the processes
+// until it is told to stop or, with --linger-ms, until its last process
+// has left.
+//
+//   dpdk-fi-switch [EAL options] -- [--name NAME] [--processes N]
+//                  [--ring-size N] [--ether-type T] [--linger-ms MS]
+//                  [--ready-file PATH [--lock-file PATH]] [--quiet]
+//
+// --linger-ms MS: stop MS after the last process left (or 60 s after the
+// start when none ever came) instead of waiting for SIGINT or SIGTERM.
+//
+// Processes attach as DPDK secondaries of the same --file-prefix
+// (--proc-type=secondary) and open the port net_ring_NAME through the
+// provider like any other; usertools/dpdk-fi-run.py --topology shared
+// starts the switch when a job's first rank needs it.
+#include <rte_eal.h>
+#include <rte_lcore.h>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/file.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "drivers/net/shared_switch.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+// With --linger-ms: how long a switch no process ever attached to waits.
+constexpr uint64_t kNeverUsedMs = 60'000;
+
+void on_signal(int) { g_stop.store(true); }
+
+struct Options {
+  ofi_dpdk::net::SharedSwitch::Config config;
+  long linger_ms = -1;  // -1: run until a signal
+  std::string ready_file;
+  std::string lock_file;
+  bool quiet = false;
+};
+
+[[noreturn]] void usage_error(const std::string& why) {
+  std::fprintf(stderr,
+               "dpdk-fi-switch: %s\n"
+               "usage: dpdk-fi-switch [EAL options] -- [--name NAME] [--processes N] "
+               "[--ring-size N] [--ether-type T] [--linger-ms MS] [--ready-file PATH "
+               "[--lock-file PATH]] [--quiet]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+// The option's value, or -1 (with *why) when it is not a number.
+long number(std::string_view option, const char* text, std::string* why) {
+  if (text == nullptr) {
+    *why = std::string(option) + " needs a value";
+    return -1;
+  }
+  long value = 0;
+  const std::string_view s(text);
+  const int base = s.starts_with("0x") ? 16 : 10;
+  const auto [end, err] = std::from_chars(s.data() + (base == 16 ? 2 : 0), s.data() + s.size(),
+                                          value, base);
+  if (err != std::errc() || end != s.data() + s.size() || value < 0 || value > 0xFFFFFFF) {
+    *why = std::string(option) + ": '" + text + "' is not a number";
+    return -1;
+  }
+  return value;
+}
+
+std::optional<Options> parse(int argc, char** argv, std::string* why) {
+  Options options;
+  for (int i = 0; i < argc && why->empty(); ++i) {
+    const std::string_view arg = argv[i];
+    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (arg == "--quiet") {
+      options.quiet = true;
+      continue;
+    }
+    if (value == nullptr) {
+      *why = arg.starts_with("--") ? std::string(arg) + " needs a value"
+                                   : "unknown option '" + std::string(arg) + "'";
+      break;
+    }
+    ++i;
+    if (arg == "--name") {
+      options.config.name = value;
+    } else if (arg == "--ready-file") {
+      options.ready_file = value;
+    } else if (arg == "--lock-file") {
+      options.lock_file = value;
+    } else if (arg == "--processes") {
+      options.config.slots = static_cast<uint16_t>(number(arg, value, why));
+    } else if (arg == "--ring-size") {
+      options.config.ring_size = static_cast<uint32_t>(number(arg, value, why));
+    } else if (arg == "--ether-type") {
+      options.config.ether_type = static_cast<uint16_t>(number(arg, value, why));
+    } else if (arg == "--linger-ms") {
+      options.linger_ms = number(arg, value, why);
+    } else {
+      *why = "unknown option '" + std::string(arg) + "'";
+    }
+  }
+  if (!why->empty()) return std::nullopt;
+  if (!options.lock_file.empty() && options.ready_file.empty()) {
+    *why = "--lock-file goes with --ready-file";
+    return std::nullopt;
+  }
+  const std::string& name = options.config.name;
+  if (name.empty() || name.size() > 12 ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+    *why = "--name: 1 to 12 of a-z, 0-9 and _ (DPDK's names are short)";
+    return std::nullopt;
+  }
+  const uint32_t ring = options.config.ring_size;
+  if (ring < 64 || (ring & (ring - 1)) != 0) {
+    *why = "--ring-size: a power of 2, at least 64";
+    return std::nullopt;
+  }
+  return options;
+}
+
+// EAL keeps its hugepage files after the primary exits; the next primary
+// of the prefix would clear them, but another prefix never does.
+void remove_hugepage_files(const std::string& prefix) {
+  std::ifstream mounts("/proc/mounts");
+  std::string device, point, type, rest;
+  while (mounts >> device >> point >> type && std::getline(mounts, rest)) {
+    if (type != "hugetlbfs") continue;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(point, ec)) {
+      const std::string file = entry.path().filename().string();
+      if (file.starts_with(prefix + "map_")) std::filesystem::remove(entry.path(), ec);
+    }
+  }
+}
+
+// Whether the switch may stop now that no process holds a slot.  With
+// --lock-file, a launcher (usertools/dpdk-fi-run.py) that found us under
+// that lock touched --ready-file for the process it is about to start,
+// which has not attached yet: we stay until the touch is --linger-ms old or
+// kNeverUsedMs, whichever is longer.  Deciding to stop, we keep the lock
+// until we are gone and remove the ready file, so a launcher either sees
+// us stay or starts the next switch after we left.  *lock is the held
+// lock's descriptor.
+bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch* sw, int* lock) {
+  if (options.lock_file.empty()) return true;
+  const int fd = open(options.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return true;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return false;  // a launcher is looking at us
+  }
+  std::error_code ec;
+  const auto touched = std::filesystem::last_write_time(options.ready_file, ec);
+  const auto age = std::filesystem::file_time_type::clock::now() - touched;
+  const auto grace = std::chrono::milliseconds(std::max<long>(options.linger_ms, kNeverUsedMs));
+  if (sw->in_use() || (!ec && age < grace)) {
+    close(fd);  // (unlocks)
+    return false;
+  }
+  std::filesystem::remove(options.ready_file, ec);
+  *lock = fd;
+  return true;
+}
+
+std::string file_prefix(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--file-prefix" && i + 1 < argc) return argv[i + 1];
+    if (arg.starts_with("--file-prefix=")) return std::string(arg.substr(14));
+  }
+  return "rte";
+}
+
+uint64_t now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string prefix = file_prefix(argc, argv);
+  const int eal_args = rte_eal_init(argc, argv);
+  if (eal_args < 0) {
+    std::fprintf(stderr, "dpdk-fi-switch: rte_eal_init failed (see above)\n");
+    return 1;
+  }
+  // rte_eal_init consumed its options and the "--", and put the program's
+  // name where our options start.
+  const int rest = argc - eal_args - 1;
+  char** rest_argv = argv + eal_args + 1;
+  std::string why;
+  const auto parsed = parse(rest, rest_argv, &why);
+  if (!parsed) {
+    rte_eal_cleanup();
+    remove_hugepage_files(prefix);
+    usage_error(why);
+  }
+  const Options& options = *parsed;
+  std::string error;
+  std::unique_ptr<ofi_dpdk::net::SharedSwitch> sw(
+      ofi_dpdk::net::SharedSwitch::create(options.config, &error));
+  if (!sw) {
+    std::fprintf(stderr, "dpdk-fi-switch: %s\n", error.c_str());
+    rte_eal_cleanup();
+    return 1;
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  const auto& table = sw->table();
+  // The ready file first: a launcher takes a banner without it for a
+  // failure.
+  if (!options.ready_file.empty()) {
+    // Whole or not at all: a reader finds our pid in it.
+    const std::string part = options.ready_file + ".part";
+    {
+      std::ofstream ready(part);
+      ready << getpid() << "\n";
+    }
+    std::filesystem::rename(part, options.ready_file);
+  }
+  if (!options.quiet)
+    std::printf("dpdk-fi-switch: port %s (id %u), %u processes of %u endpoint queues each, "
+                "file prefix %s\n",
+                sw->port_name().c_str(), sw->port_id(), table.slots, table.queues_per_slot,
+                prefix.c_str());
+  std::fflush(stdout);
+
+  // Poll while frames flow; when idle, give the CPU to the processes it
+  // serves (a small host has fewer cores than pollers), then sleep.
+  prctl(PR_SET_TIMERSLACK, 1UL);
+  uint64_t idle_passes = 0;
+  bool ever_used = false;
+  uint64_t unused_since = now_ms();
+  uint64_t next_check = 0;
+  int stop_lock = -1;  // held until we are gone: a launcher waits for that
+  while (!g_stop.load(std::memory_order_relaxed)) {
+    if (sw->forward() != 0) {
+      idle_passes = 0;
+      continue;
+    }
+    ++idle_passes;
+    if (idle_passes < 256) continue;
+    if (idle_passes < 100'000) {
+      sched_yield();
+    } else {
+      const timespec pause{0, 20'000};
+      nanosleep(&pause, nullptr);
+    }
+    if (options.linger_ms >= 0 && (idle_passes & 255) == 0 && now_ms() >= next_check) {
+      next_check = now_ms() + 20;
+      if (sw->in_use()) {
+        ever_used = true;
+        unused_since = now_ms();
+        continue;
+      }
+      const uint64_t wait_ms = ever_used ? static_cast<uint64_t>(options.linger_ms) : kNeverUsedMs;
+      if (now_ms() - unused_since >= wait_ms && may_stop(options, sw.get(), &stop_lock)) break;
+    }
+  }
+  if (!options.quiet)
+    std::printf("dpdk-fi-switch: forwarded %lu frames; dropped %lu for no process, %lu on a "
+                "full queue, %lu not ours\n",
+                static_cast<unsigned long>(table.forwarded.load()),
+                static_cast<unsigned long>(table.dropped_no_owner.load()),
+                static_cast<unsigned long>(table.dropped_full.load()),
+                static_cast<unsigned long>(table.dropped_foreign.load()));
+  if (!options.ready_file.empty() && stop_lock < 0) std::filesystem::remove(options.ready_file);
+  sw.reset();
+  rte_eal_cleanup();
+  remove_hugepage_files(prefix);
+  return 0;
+}

@@ -1,0 +1,179 @@
+#include "drivers/net/shared_switch.h"
+
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_memzone.h>
+#include <rte_ring.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+
+#include "drivers/net/mbuf_handoff.h"
+#include "lib/proto/wire.h"
+
+namespace ofi_dpdk::net {
+namespace {
+
+constexpr uint32_t kBurst = 32;
+constexpr size_t kDstQueueAt = sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue);
+
+std::string ring_name(const std::string& name, const char* direction, uint16_t slot) {
+  return "fisw_" + name + "_" + direction + std::to_string(slot);
+}
+
+}  // namespace
+
+SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
+  if (rte_eal_process_type() != RTE_PROC_PRIMARY) {
+    *error = "the switch must be DPDK's primary process (--proc-type=primary)";
+    return nullptr;
+  }
+  if (config.slots == 0 || config.slots > kMaxSharedProcesses ||
+      kSharedEndpointQueues / config.slots == 0) {
+    *error = "--processes must be 1 to " + std::to_string(kMaxSharedProcesses);
+    return nullptr;
+  }
+  std::unique_ptr<SharedSwitch> sw(new SharedSwitch());
+  sw->config_ = config;
+  for (uint16_t slot = 0; slot < config.slots; ++slot) {
+    // Each ring has one producer and one consumer: a process and the switch.
+    sw->rx_[slot] = rte_ring_create(ring_name(config.name, "rx", slot).c_str(), config.ring_size,
+                                    SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    sw->tx_[slot] = rte_ring_create(ring_name(config.name, "tx", slot).c_str(), config.ring_size,
+                                    SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    if (sw->rx_[slot] == nullptr || sw->tx_[slot] == nullptr) {
+      *error = "cannot create the rings of slot " + std::to_string(slot) + ": " +
+               rte_strerror(rte_errno);
+      return nullptr;
+    }
+  }
+  const int port = rte_eth_from_rings(config.name.c_str(), sw->rx_, config.slots, sw->tx_,
+                                      config.slots, static_cast<unsigned>(rte_socket_id()));
+  if (port < 0) {
+    *error = "rte_eth_from_rings(" + config.name + "): " + rte_strerror(rte_errno);
+    return nullptr;
+  }
+  sw->port_id_ = static_cast<uint16_t>(port);
+  char name[RTE_ETH_NAME_MAX_LEN] = {};
+  rte_eth_dev_get_name_by_port(sw->port_id_, name);
+  sw->port_name_ = name;
+  // net_ring hands over the senders' mbufs and allocates none, but ethdev
+  // wants a pool for each RX queue.
+  sw->pool_ = rte_pktmbuf_pool_create(("fisw_" + config.name).c_str(), 63, 0, 0,
+                                      RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  if (sw->pool_ == nullptr) {
+    *error = "cannot create the switch's pool: " + std::string(rte_strerror(rte_errno));
+    return nullptr;
+  }
+  // The device is configured and started once, here: secondaries may not.
+  rte_eth_conf conf{};
+  int ret = rte_eth_dev_configure(sw->port_id_, config.slots, config.slots, &conf);
+  for (uint16_t q = 0; ret == 0 && q < config.slots; ++q) {
+    ret = rte_eth_rx_queue_setup(sw->port_id_, q, 512, SOCKET_ID_ANY, nullptr, sw->pool_);
+    if (ret == 0) ret = rte_eth_tx_queue_setup(sw->port_id_, q, 512, SOCKET_ID_ANY, nullptr);
+  }
+  if (ret == 0) ret = rte_eth_dev_start(sw->port_id_);
+  if (ret != 0) {
+    *error = sw->port_name_ + ": set-up: " + rte_strerror(-ret);
+    return nullptr;
+  }
+  sw->zone_ = rte_memzone_reserve(shared_table_name(sw->port_name_).c_str(),
+                                  sizeof(SharedPortTable), SOCKET_ID_ANY, 0);
+  if (sw->zone_ == nullptr) {
+    *error = "cannot reserve the table " + shared_table_name(sw->port_name_) + ": " +
+             rte_strerror(rte_errno);
+    return nullptr;
+  }
+  auto* table = new (sw->zone_->addr) SharedPortTable();
+  table->slots = config.slots;
+  table->queues_per_slot = static_cast<uint16_t>(kSharedEndpointQueues / config.slots);
+  table->ether_type = config.ether_type;
+  rte_ether_addr mac;
+  rte_eth_macaddr_get(sw->port_id_, &mac);
+  std::memcpy(table->mac, mac.addr_bytes, 6);
+  table->switch_pid = getpid();
+  for (auto& owner : table->owner) owner.store(0);
+  // Last: a process that finds the magic finds the rest in place.
+  std::atomic_thread_fence(std::memory_order_release);
+  table->version = kSharedTableVersion;
+  table->magic = kSharedTableMagic;
+  sw->table_ = table;
+  return sw.release();
+}
+
+SharedSwitch::~SharedSwitch() {
+  if (table_ != nullptr) table_->magic = 0;
+  if (zone_ != nullptr) rte_memzone_free(zone_);
+}
+
+bool SharedSwitch::in_use() const {
+  for (uint16_t slot = 0; slot < table_->slots; ++slot)
+    if (pid_alive(table_->owner[slot].load(std::memory_order_relaxed))) return true;
+  return false;
+}
+
+// Where one frame goes: the RX ring of the slot owning its dst_queue.
+void SharedSwitch::route(rte_mbuf* frame, uint32_t* counts, rte_mbuf*** outs) {
+  const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
+  uint16_t ether_type_be;
+  uint16_t dst_queue_be;
+  if (rte_pktmbuf_data_len(frame) < kDstQueueAt + sizeof(dst_queue_be)) {
+    table_->dropped_foreign.fetch_add(1, std::memory_order_relaxed);
+    free_frame(frame);
+    return;
+  }
+  std::memcpy(&ether_type_be, bytes + offsetof(wire::EtherHeader, ether_type), 2);
+  std::memcpy(&dst_queue_be, bytes + kDstQueueAt, 2);
+  if (std::memcmp(bytes, table_->mac, 6) != 0 ||
+      rte_be_to_cpu_16(ether_type_be) != table_->ether_type) {
+    table_->dropped_foreign.fetch_add(1, std::memory_order_relaxed);
+    free_frame(frame);
+    return;
+  }
+  const int slot = slot_of_queue(*table_, rte_be_to_cpu_16(dst_queue_be));
+  if (slot < 0 || table_->owner[slot].load(std::memory_order_relaxed) == 0) {
+    table_->dropped_no_owner.fetch_add(1, std::memory_order_relaxed);
+    free_frame(frame);
+    return;
+  }
+  outs[slot][counts[slot]++] = frame;
+}
+
+uint32_t SharedSwitch::forward() {
+  rte_mbuf* taken[kBurst];
+  rte_mbuf* by_slot[kMaxSharedProcesses][kBurst];
+  rte_mbuf** outs[kMaxSharedProcesses];
+  for (uint16_t slot = 0; slot < table_->slots; ++slot) outs[slot] = by_slot[slot];
+  uint32_t moved = 0;
+  for (uint16_t from = 0; from < table_->slots; ++from) {
+    const unsigned got = rte_ring_sc_dequeue_burst(tx_[from], reinterpret_cast<void**>(taken),
+                                                   kBurst, nullptr);
+    if (got == 0) continue;
+    handoff_acquire(taken, got);
+    moved += got;
+    uint32_t counts[kMaxSharedProcesses] = {};
+    for (unsigned i = 0; i < got; ++i) route(taken[i], counts, outs);
+    for (uint16_t to = 0; to < table_->slots; ++to) {
+      if (counts[to] == 0) continue;
+      handoff_release(by_slot[to], counts[to]);
+      const unsigned put = rte_ring_sp_enqueue_burst(
+          rx_[to], reinterpret_cast<void**>(by_slot[to]), counts[to], nullptr);
+      table_->forwarded.fetch_add(put, std::memory_order_relaxed);
+      // A full ring is a full NIC queue: the frame is lost, and the
+      // transport's retransmission deals with it.
+      for (unsigned i = put; i < counts[to]; ++i) {
+        table_->dropped_full.fetch_add(1, std::memory_order_relaxed);
+        free_frame(by_slot[to][i]);
+      }
+    }
+  }
+  return moved;
+}
+
+}  // namespace ofi_dpdk::net

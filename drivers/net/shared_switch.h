@@ -1,0 +1,59 @@
+// shared_switch.h: the primary process's side of a shared port
+// (shared_port.h): it makes the net_ring device, its rings and its table,
+// and moves each frame a process sent to the RX ring of the process that
+// owns the frame's dst_queue.  Used by app/switch (dpdk-fi-switch) and its
+// tests; the provider never links it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "drivers/net/shared_port.h"
+
+struct rte_ring;
+struct rte_mbuf;
+struct rte_mempool;
+struct rte_memzone;
+
+namespace ofi_dpdk::net {
+
+// The switch: creates the port and its table in the primary process, and
+// moves frames from the processes' TX rings to their RX rings.
+class SharedSwitch {
+ public:
+  struct Config {
+    std::string name = "shared0";  // the device is net_ring_<name>
+    uint16_t slots = 8;
+    uint32_t ring_size = 4096;     // frames each ring holds (a power of 2)
+    uint16_t ether_type = 0x88B5;
+  };
+  // Returns nullptr with *error set when the rings, the port or the table
+  // cannot be made (a second switch of the same name, a secondary process).
+  static SharedSwitch* create(const Config& config, std::string* error);
+  ~SharedSwitch();
+  SharedSwitch(const SharedSwitch&) = delete;
+  SharedSwitch& operator=(const SharedSwitch&) = delete;
+
+  // One pass over every TX ring; returns the frames moved or dropped.
+  uint32_t forward();
+  // Whether any slot is held by a live process.
+  bool in_use() const;
+  const SharedPortTable& table() const { return *table_; }
+  const std::string& port_name() const { return port_name_; }
+  uint16_t port_id() const { return port_id_; }
+
+ private:
+  SharedSwitch() = default;
+  void route(rte_mbuf* frame, uint32_t* counts, rte_mbuf*** outs);
+
+  Config config_;
+  std::string port_name_;
+  uint16_t port_id_ = 0;
+  const rte_memzone* zone_ = nullptr;
+  rte_mempool* pool_ = nullptr;
+  SharedPortTable* table_ = nullptr;
+  rte_ring* rx_[kMaxSharedProcesses] = {};
+  rte_ring* tx_[kMaxSharedProcesses] = {};
+};
+
+}  // namespace ofi_dpdk::net

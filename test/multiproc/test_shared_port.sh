@@ -1,0 +1,106 @@
+#!/bin/bash
+# Usage: test_shared_port.sh SWITCH BENCH AV_SHARED_PEER
+#
+# Processes of one host sharing one port through DPDK's multi-process model
+# (drivers/net/shared_port.h): dpdk-fi-switch is the primary and owns a
+# net_ring port with two queue pairs; every other process is a secondary of
+# its file prefix that claims a queue pair through the provider.
+#   1. Two processes hold both slots; a third is refused with a log line
+#      saying so.  Both are then killed: their slots stay claimed by dead
+#      processes.
+#   2. A new pair takes the dead processes' slots over and sends 2000
+#      messages of 1 B to 1 MiB (rendezvous included) once, in order,
+#      byte-exact.
+#   3. The stock fork pattern: one program forks before its first fi_*
+#      call, the parent creates a named AV, the child opens it FI_READ, and
+#      they talk through it (av_shared_peer --role fork).
+#   4. The switch stops on SIGTERM, reports what it forwarded, and leaves no
+#      hugepage files behind.
+# Needs hugepages (secondaries map the primary's memory); skipped without.
+set -euo pipefail
+SWITCH=$1 BENCH=$2 PEER=$3
+source "$(dirname "$0")/pair.sh"
+
+if [ "${OFI_DPDK_HUGEPAGES:-no}" != yes ]; then
+	echo "SKIP: DPDK's multi-process model needs hugepages (usertools/dpdk-fi-setup.sh)"
+	exit 77
+fi
+prefix="fisw$$"
+name="t$$"
+name=${name:0:12}
+hugedir=$(awk '$3 == "hugetlbfs" {print $2; exit}' /proc/mounts)
+switch_pid=""
+av_name="multiproc-shared-$$"
+trap 'cleanup; [ -n "$switch_pid" ] && kill -9 "$switch_pid" 2>/dev/null;
+	rm -f "${hugedir:-/nonexistent}/${prefix}"map_* "/dev/shm/fi_dpdk_av.$av_name"' EXIT
+
+start_limited 300 "$WORK/switch.out" "$WORK/switch.err" "$SWITCH" -l 0 --file-prefix "$prefix" \
+	--no-pci --no-telemetry --log-level=lib.eal:error -- --name "$name" --processes 2 \
+	--ready-file "$WORK/switch.ready"
+switch_pid=$STARTED_PID
+for _ in $(seq 100); do
+	[ -e "$WORK/switch.ready" ] || ! kill -0 "$switch_pid" 2>/dev/null && break
+	sleep 0.1
+done
+[ -e "$WORK/switch.ready" ] || fail "the switch did not come up: $(cat "$WORK/switch.err")"
+cat "$WORK/switch.out"
+secondary="--proc-type=secondary --file-prefix $prefix --no-pci --no-telemetry --log-level=lib.eal:error"
+
+# 1. Both slots held by live processes: a third process is turned away.
+mkdir -p "$WORK/rv1" "$WORK/rv2" "$WORK/rv3"
+holders=()
+for i in 1 2; do
+	# shellcheck disable=SC2086
+	start_limited 60 "$WORK/holder$i.json" "$WORK/holder$i.err" "$BENCH" -l $((i - 1)) \
+		$secondary -- --role server --rendezvous "$WORK/rv$i" --pattern mixed --count 10 \
+		--timeout 30
+	holders+=("$STARTED_PID")
+	for _ in $(seq 100); do [ -e "$WORK/rv$i/server" ] && break; sleep 0.1; done
+	[ -e "$WORK/rv$i/server" ] || fail "holder $i did not open its endpoint"
+done
+set +e
+# shellcheck disable=SC2086
+FI_LOG_LEVEL=warn timeout 60 "$BENCH" -l 1 $secondary -- --role server --rendezvous "$WORK/rv3" --pattern mixed \
+	--count 10 --timeout 5 >"$WORK/third.json" 2>"$WORK/third.err"
+third_rc=$?
+set -e
+[ "$third_rc" != 0 ] || fail "a third process got a port whose two slots were held"
+grep -q "slots of the shared port are held" "$WORK/third.err" ||
+	fail "the third process's refusal does not say why: $(tail -5 "$WORK/third.err")"
+echo "two slots held: a third process is refused ($(grep -o 'all 2 slots[^(]*' "$WORK/third.err" | head -1))"
+kill -9 "${holders[@]}"
+wait "${holders[@]}" 2>/dev/null || true
+
+# 2. A pair takes the dead holders' slots and streams byte-exact.
+EAL_COMMON=$secondary
+pair_run "" "" -- --pattern mixed --count 2000 --max-size 1048576 --window 32 --timeout 60
+[ "$CLIENT_RC" = 0 ] || fail "client exited $CLIENT_RC"
+[ "$SERVER_RC" = 0 ] || fail "server exited $SERVER_RC"
+[ "$(json_field "$SERVER_OUT" messages)" = 2000 ] || fail "server did not receive 2000 messages"
+[ "$(json_field "$SERVER_OUT" ok)" = True ] || fail "server found a bad message"
+echo "slots of killed processes taken over; 2000 messages of 1 B to 1 MiB once, in order, byte-exact"
+
+# 3. Fork before the first fi_* call; a named AV shared by parent and child.
+set +e
+FI_DPDK_EAL_ARGS="-l 1 $secondary" timeout 90 "$PEER" --role fork --name "$av_name" \
+	--dir "$WORK" >"$WORK/fork.out" 2>"$WORK/fork.err"
+fork_rc=$?
+set -e
+cat "$WORK/fork.out"
+[ "$fork_rc" = 0 ] || fail "forked named-AV program exited $fork_rc: $(tail -5 "$WORK/fork.err")"
+echo "a program forked before fi_getinfo: parent and child share a named AV over one port"
+
+# 4. The switch stops when told, and cleans up after itself.
+kill -TERM "$switch_pid"
+set +e
+wait "$switch_pid"
+switch_rc=$?
+set -e
+switch_pid=""
+[ "$switch_rc" = 0 ] || fail "the switch exited $switch_rc: $(cat "$WORK/switch.err")"
+grep -q "forwarded [1-9][0-9]* frames" "$WORK/switch.out" || fail "the switch forwarded nothing"
+tail -1 "$WORK/switch.out"
+if [ -n "$hugedir" ] && compgen -G "$hugedir/${prefix}map_*" >/dev/null; then
+	fail "the switch left hugepage files in $hugedir"
+fi
+echo "shared port: slots, takeover, streaming and the fork pattern passed"
