@@ -13,7 +13,9 @@
 //
 // Processes attach as DPDK secondaries of the same --file-prefix
 // (--proc-type=secondary) and open the port net_ring_NAME through the
-// provider like any other; usertools/dpdk-fi-run.py --topology shared
+// provider like any other.  They send to each other straight into each
+// other's RX queues; the switch moves only what a program hands to a TX
+// queue with rte_eth_tx_burst, so it mostly sleeps; usertools/dpdk-fi-run.py --topology shared
 // starts the switch when a job's first rank needs it.
 #include <rte_eal.h>
 #include <rte_lcore.h>
@@ -266,7 +268,7 @@ int main(int argc, char** argv) {
     if (idle_passes < 100'000) {
       sched_yield();
     } else {
-      const timespec pause{0, 20'000};
+      const timespec pause{0, 100'000};
       nanosleep(&pause, nullptr);
     }
     if (options.linger_ms >= 0 && (idle_passes & 255) == 0 && now_ms() >= next_check) {
@@ -281,8 +283,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!options.quiet)
-    std::printf("dpdk-fi-switch: forwarded %lu frames; dropped %lu for no process, %lu on a "
-                "full queue, %lu not ours\n",
+    std::printf("dpdk-fi-switch: forwarded %lu frames from TX queues; dropped %lu for no "
+                "process, %lu on a full queue, %lu not ours\n",
                 static_cast<unsigned long>(table.forwarded.load()),
                 static_cast<unsigned long>(table.dropped_no_owner.load()),
                 static_cast<unsigned long>(table.dropped_full.load()),

@@ -7,6 +7,7 @@
 #include <rte_flow.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_ring.h>
 
 #include <algorithm>
 #include <cctype>
@@ -298,6 +299,15 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
              "(dpdk-fi-switch --processes sets how many)";
     return -EBUSY;
   }
+  for (uint16_t other = 0; other < table->slots; ++other) {
+    port->shared_rx_[other] =
+        rte_ring_lookup(shared_ring_name(table->name, "rx", other).c_str());
+    if (port->shared_rx_[other] == nullptr) {
+      release_shared_slot(*table, slot, getpid());
+      *error = name + ": no RX ring for slot " + std::to_string(other) + " of the shared port";
+      return -ENODEV;
+    }
+  }
   port->shared_table_ = table;
   port->shared_slot_ = slot;
   port->queue_base_ = static_cast<uint16_t>(slot);
@@ -528,9 +538,31 @@ uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
 
 uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
   handoff_release(frames, count);
-  const uint16_t sent = rte_eth_tx_burst(port_id_, queue_base_ + queue, frames, count);
+  const uint16_t sent = shared_table_ != nullptr
+                            ? send_shared(frames, count)
+                            : rte_eth_tx_burst(port_id_, queue_base_ + queue, frames, count);
   counters_.tx_frames += sent;
   return sent;
+}
+
+// A shared port's TX: each frame straight into the RX ring of the process
+// that owns its dst_queue (shared_port.h).  What no process may take, or a
+// full ring cannot, is dropped as a NIC's switch would drop it (and counted
+// in the table): the transport retransmits, and one slow process does not
+// hold up frames for the others.
+uint16_t Port::send_shared(rte_mbuf** frames, uint16_t count) {
+  SharedPortTable& table = *shared_table_;
+  for (uint16_t i = 0; i < count; ++i) {
+    rte_mbuf* frame = frames[i];
+    const int slot = shared_destination(table, rte_pktmbuf_mtod(frame, const uint8_t*),
+                                        rte_pktmbuf_data_len(frame));
+    if (slot >= 0 && rte_ring_mp_enqueue(shared_rx_[slot], frame) == 0) continue;
+    (slot >= 0 ? table.dropped_full
+               : slot == kSharedNotOurs ? table.dropped_foreign : table.dropped_no_owner)
+        .fetch_add(1, std::memory_order_relaxed);
+    free_frame(frame);
+  }
+  return count;
 }
 
 rte_mbuf* Port::alloc_frame() { return net::alloc_frame(pool_); }

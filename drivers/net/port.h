@@ -18,6 +18,7 @@ struct rte_mbuf;
 struct rte_mempool;
 struct rte_flow;
 struct rte_eth_dev_info;
+struct rte_ring;
 
 namespace ofi_dpdk::net {
 
@@ -159,6 +160,8 @@ class Port {
   uint16_t endpoint_queue_count_ = 0xFFFF;
   SharedPortTable* shared_table_ = nullptr;
   int shared_slot_ = -1;
+  rte_ring* shared_rx_[16] = {};  // every slot's RX ring: we send into them
+  uint16_t send_shared(rte_mbuf** frames, uint16_t count);
   Counters counters_;
 };
 

@@ -4,12 +4,22 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <endian.h>
+
 #include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "lib/proto/wire.h"
 
 namespace ofi_dpdk::net {
 
 std::string shared_table_name(std::string_view port_name) {
   return "fisw_table_" + std::string(port_name);
+}
+
+std::string shared_ring_name(std::string_view name, const char* direction, uint16_t slot) {
+  return "fisw_" + std::string(name) + "_" + direction + std::to_string(slot);
 }
 
 SharedPortTable* find_shared_table(std::string_view port_name) {
@@ -18,6 +28,21 @@ SharedPortTable* find_shared_table(std::string_view port_name) {
   auto* table = static_cast<SharedPortTable*>(zone->addr);
   if (table->magic != kSharedTableMagic || table->version != kSharedTableVersion) return nullptr;
   return table;
+}
+
+int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint32_t length) {
+  constexpr size_t kDstQueueAt =
+      sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue);
+  uint16_t ether_type_be;
+  uint16_t dst_queue_be;
+  if (length < kDstQueueAt + sizeof(dst_queue_be)) return kSharedNotOurs;
+  std::memcpy(&ether_type_be, frame + offsetof(wire::EtherHeader, ether_type), 2);
+  std::memcpy(&dst_queue_be, frame + kDstQueueAt, 2);
+  if (std::memcmp(frame, table.mac, 6) != 0 || be16toh(ether_type_be) != table.ether_type)
+    return kSharedNotOurs;
+  const int slot = slot_of_queue(table, be16toh(dst_queue_be));
+  if (slot < 0 || table.owner[slot].load(std::memory_order_relaxed) == 0) return kSharedNoOwner;
+  return slot;
 }
 
 bool pid_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }

@@ -3,13 +3,16 @@
 // its queues.
 //
 // The primary process (app/switch, `dpdk-fi-switch`) owns the port: a
-// net_ring device with one queue pair per process, whose TX rings it drains
-// and whose RX rings it fills.  Every other process attaches as a DPDK
-// secondary, claims a slot (a queue pair) in the port's table, and uses the
-// block of endpoint queue ids that goes with the slot.  The switch hands
-// each frame to the slot that owns the frame's dst_queue, as a NIC would
-// steer it with an rte_flow rule; a frame for a slot nobody holds, or for
-// another MAC, is dropped and counted (the port has no uplink).
+// net_ring device with one queue pair per process.  Every other process
+// attaches as a DPDK secondary, claims a slot (a queue pair) in the port's
+// table, and uses the block of endpoint queue ids that goes with the slot.
+// A process receives from its queue pair through ethdev, and sends each
+// frame straight into the RX queue of the slot that owns the frame's
+// dst_queue, as a NIC's embedded switch would deliver it after an rte_flow
+// rule: no process in between, so no CPU of its own on the data path.  A
+// frame for a slot nobody holds, or for another MAC, is dropped and counted
+// (the port has no uplink).  The switch process also forwards what arrives
+// on the TX queues (a DPDK program calling rte_eth_tx_burst itself).
 //
 // The table lives in a memzone named after the port, so any process of the
 // file prefix finds it; slots are claimed with a compare-and-swap of the
@@ -26,7 +29,7 @@
 namespace ofi_dpdk::net {
 
 inline constexpr uint32_t kSharedTableMagic = 0x6f666973;  // "ofis"
-inline constexpr uint16_t kSharedTableVersion = 1;
+inline constexpr uint16_t kSharedTableVersion = 2;
 // Processes one shared port serves (queue pairs of the net_ring device).
 inline constexpr uint16_t kMaxSharedProcesses = 16;
 // Endpoint queue ids of a port, split between the slots (the provider's
@@ -36,18 +39,23 @@ inline constexpr uint16_t kSharedEndpointQueues = 64;
 struct SharedPortTable {
   uint32_t magic;
   uint16_t version;
+  char name[16];               // the switch's --name: rings are named after it
   uint16_t slots;              // queue pairs, one per attached process
   uint16_t queues_per_slot;    // endpoint queue ids each slot owns
   uint16_t ether_type;         // frames of other types are dropped
   uint8_t mac[6];
   int32_t switch_pid;
   std::atomic<int32_t> owner[kMaxSharedProcesses];  // pid holding the slot, or 0
-  // What the switch did, for its exit report and for tests.
+  // Frames the switch moved from TX queues, and frames dropped by anyone
+  // (the switch or a sending process): the switch's exit report, tests.
   std::atomic<uint64_t> forwarded;
   std::atomic<uint64_t> dropped_no_owner;   // dst_queue of a free slot, or beyond
   std::atomic<uint64_t> dropped_full;       // the owner's RX ring was full
   std::atomic<uint64_t> dropped_foreign;    // another MAC, EtherType, or runt
 };
+
+// The rings of slot `slot` ("rx" or "tx") of the switch named `name`.
+std::string shared_ring_name(std::string_view name, const char* direction, uint16_t slot);
 
 // The memzone holding a port's table.
 std::string shared_table_name(std::string_view port_name);
@@ -60,6 +68,13 @@ inline int slot_of_queue(const SharedPortTable& table, uint16_t dst_queue) {
   const uint32_t slot = dst_queue / table.queues_per_slot;
   return slot < table.slots ? static_cast<int>(slot) : -1;
 }
+
+// Where a frame on the shared port goes: the slot owning its dst_queue (held
+// by a process), kSharedNotOurs for another MAC or EtherType or a runt, or
+// kSharedNoOwner for a queue no process holds.
+inline constexpr int kSharedNotOurs = -1;
+inline constexpr int kSharedNoOwner = -2;
+int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint32_t length);
 
 // Claims a free slot (or one whose owner died) for process `pid`; returns
 // it, or -1 when all are held by live processes.

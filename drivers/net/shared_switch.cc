@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -21,11 +22,6 @@ namespace ofi_dpdk::net {
 namespace {
 
 constexpr uint32_t kBurst = 32;
-constexpr size_t kDstQueueAt = sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue);
-
-std::string ring_name(const std::string& name, const char* direction, uint16_t slot) {
-  return "fisw_" + name + "_" + direction + std::to_string(slot);
-}
 
 }  // namespace
 
@@ -42,11 +38,14 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
   std::unique_ptr<SharedSwitch> sw(new SharedSwitch());
   sw->config_ = config;
   for (uint16_t slot = 0; slot < config.slots; ++slot) {
-    // Each ring has one producer and one consumer: a process and the switch.
-    sw->rx_[slot] = rte_ring_create(ring_name(config.name, "rx", slot).c_str(), config.ring_size,
-                                    SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-    sw->tx_[slot] = rte_ring_create(ring_name(config.name, "tx", slot).c_str(), config.ring_size,
-                                    SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    // A slot's RX ring has one consumer, its process, and many producers:
+    // every process sends straight into it (shared_port.h).  A TX ring is
+    // one process's and the switch's.
+    sw->rx_[slot] = rte_ring_create(shared_ring_name(config.name, "rx", slot).c_str(),
+                                    config.ring_size, SOCKET_ID_ANY, RING_F_SC_DEQ);
+    sw->tx_[slot] = rte_ring_create(shared_ring_name(config.name, "tx", slot).c_str(),
+                                    config.ring_size, SOCKET_ID_ANY,
+                                    RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (sw->rx_[slot] == nullptr || sw->tx_[slot] == nullptr) {
       *error = "cannot create the rings of slot " + std::to_string(slot) + ": " +
                rte_strerror(rte_errno);
@@ -91,6 +90,7 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
     return nullptr;
   }
   auto* table = new (sw->zone_->addr) SharedPortTable();
+  std::snprintf(table->name, sizeof(table->name), "%s", config.name.c_str());
   table->slots = config.slots;
   table->queues_per_slot = static_cast<uint16_t>(kSharedEndpointQueues / config.slots);
   table->ether_type = config.ether_type;
@@ -120,29 +120,15 @@ bool SharedSwitch::in_use() const {
 
 // Where one frame goes: the RX ring of the slot owning its dst_queue.
 void SharedSwitch::route(rte_mbuf* frame, uint32_t* counts, rte_mbuf*** outs) {
-  const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
-  uint16_t ether_type_be;
-  uint16_t dst_queue_be;
-  if (rte_pktmbuf_data_len(frame) < kDstQueueAt + sizeof(dst_queue_be)) {
-    table_->dropped_foreign.fetch_add(1, std::memory_order_relaxed);
-    free_frame(frame);
+  const int slot = shared_destination(*table_, rte_pktmbuf_mtod(frame, const uint8_t*),
+                                      rte_pktmbuf_data_len(frame));
+  if (slot >= 0) {
+    outs[slot][counts[slot]++] = frame;
     return;
   }
-  std::memcpy(&ether_type_be, bytes + offsetof(wire::EtherHeader, ether_type), 2);
-  std::memcpy(&dst_queue_be, bytes + kDstQueueAt, 2);
-  if (std::memcmp(bytes, table_->mac, 6) != 0 ||
-      rte_be_to_cpu_16(ether_type_be) != table_->ether_type) {
-    table_->dropped_foreign.fetch_add(1, std::memory_order_relaxed);
-    free_frame(frame);
-    return;
-  }
-  const int slot = slot_of_queue(*table_, rte_be_to_cpu_16(dst_queue_be));
-  if (slot < 0 || table_->owner[slot].load(std::memory_order_relaxed) == 0) {
-    table_->dropped_no_owner.fetch_add(1, std::memory_order_relaxed);
-    free_frame(frame);
-    return;
-  }
-  outs[slot][counts[slot]++] = frame;
+  (slot == kSharedNotOurs ? table_->dropped_foreign : table_->dropped_no_owner)
+      .fetch_add(1, std::memory_order_relaxed);
+  free_frame(frame);
 }
 
 uint32_t SharedSwitch::forward() {
@@ -162,7 +148,7 @@ uint32_t SharedSwitch::forward() {
     for (uint16_t to = 0; to < table_->slots; ++to) {
       if (counts[to] == 0) continue;
       handoff_release(by_slot[to], counts[to]);
-      const unsigned put = rte_ring_sp_enqueue_burst(
+      const unsigned put = rte_ring_mp_enqueue_burst(
           rx_[to], reinterpret_cast<void**>(by_slot[to]), counts[to], nullptr);
       table_->forwarded.fetch_add(put, std::memory_order_relaxed);
       // A full ring is a full NIC queue: the frame is lost, and the

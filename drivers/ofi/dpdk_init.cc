@@ -35,6 +35,10 @@ int ensure_eal() {
     DPDK_INFO(FI_LOG_CORE, "EAL is unusable in this process: %s\n", status.detail.c_str());
     return -FI_ENODATA;
   }
+  if (status.state == EalState::kForked) {
+    DPDK_WARN(FI_LOG_CORE, "%s\n", status.detail.c_str());
+    return -FI_ENODATA;
+  }
   const Params& p = params();
   if (!p.errors.empty())
     DPDK_WARN(FI_LOG_CORE, "ignoring bad parameter values:%s\n", p.errors.c_str());

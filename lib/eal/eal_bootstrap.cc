@@ -23,6 +23,16 @@ namespace {
 std::mutex g_lock;
 EalState g_state = EalState::kDown;
 std::string g_detail;
+pid_t g_eal_pid = 0;  // the process EAL came up in
+
+// A child forked after EAL came up inherits our state, not a working EAL.
+EalStatus current() {
+  if ((g_state == EalState::kOurs || g_state == EalState::kHostOwned) && g_eal_pid != getpid())
+    return {EalState::kForked, "EAL came up in process " + std::to_string(g_eal_pid) +
+                                   ", which this process was forked from; DPDK does not "
+                                   "survive fork: fork before the first fi_* call"};
+  return {g_state, g_detail};
+}
 
 // rte_lcore_count() is 0 until rte_eal_init has succeeded in this process:
 // the one public sign that the host program already did it.
@@ -117,17 +127,19 @@ EalStatus eal_status() {
   if (g_state == EalState::kDown && eal_is_up()) {
     g_state = EalState::kHostOwned;
     g_detail = "EAL was initialised by the host program";
+    g_eal_pid = getpid();
   }
-  return {g_state, g_detail};
+  return current();
 }
 
 int eal_bring_up(const std::vector<std::string>& args, bool quiet) {
   std::lock_guard guard(g_lock);
-  if (g_state == EalState::kFailed) return -EINVAL;
+  if (g_state == EalState::kFailed || current().state == EalState::kForked) return -EINVAL;
   if (g_state != EalState::kDown) return -EALREADY;
   if (eal_is_up()) {
     g_state = EalState::kHostOwned;
     g_detail = "EAL was initialised by the host program";
+    g_eal_pid = getpid();
     return -EALREADY;
   }
 
@@ -172,6 +184,7 @@ int eal_bring_up(const std::vector<std::string>& args, bool quiet) {
     return saved_errno > 0 ? -saved_errno : -EINVAL;
   }
   g_state = EalState::kOurs;
+  g_eal_pid = getpid();
   return 0;
 }
 

@@ -1,0 +1,215 @@
+// test_shared_port.cc: a shared port (drivers/net/shared_port.h) in one
+// process: the switch's net_ring device and table, net::Port objects
+// claiming slots as secondaries would, frames steered by their dst_queue
+// (by the sender, and by the switch for TX queues).  The multi-process side (real secondaries, the provider,
+// Open MPI) is test/multiproc/test_shared_port.sh and the mpi suite.
+// Own main(): EAL starts once per process.
+#include <gtest/gtest.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "drivers/net/port.h"
+#include "drivers/net/shared_port.h"
+#include "drivers/net/shared_switch.h"
+#include "lib/proto/wire.h"
+
+namespace ofi_dpdk::net {
+namespace {
+
+class SharedPort : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    SharedSwitch::Config config;
+    config.name = "ut";
+    config.slots = 2;
+    std::string error;
+    switch_ = SharedSwitch::create(config, &error);
+    ASSERT_NE(switch_, nullptr) << error;
+  }
+
+  int open(std::unique_ptr<Port>* port) {
+    PortConfig config;
+    config.mbufs = 1023;
+    error_.clear();
+    return Port::open(switch_->port_id(), config, port, &error_);
+  }
+
+  // A frame as our codec lays it out, as far as the switch reads it.
+  rte_mbuf* frame(Port& from, uint16_t dst_queue, uint16_t ether_type = 0x88B5) {
+    rte_mbuf* m = from.alloc_frame();
+    if (m == nullptr) return nullptr;
+    const uint16_t length = sizeof(wire::EtherHeader) + sizeof(wire::FrameHeader);
+    auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, length));
+    if (bytes == nullptr) {
+      rte_pktmbuf_free(m);
+      return nullptr;
+    }
+    std::memset(bytes, 0, length);
+    wire::EtherHeader ether{};
+    std::copy_n(switch_->table().mac, 6, ether.dst_mac);
+    std::copy_n(from.mac(), 6, ether.src_mac);
+    std::memcpy(bytes, &ether, 12);
+    const uint16_t type_be = rte_cpu_to_be_16(ether_type);
+    std::memcpy(bytes + 12, &type_be, 2);
+    const uint16_t queue_be = rte_cpu_to_be_16(dst_queue);
+    std::memcpy(bytes + sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue),
+                &queue_be, 2);
+    return m;
+  }
+
+  // Sends one frame from `from` to endpoint queue `dst_queue` and returns
+  // how many frames `to` received.
+  int deliver(Port& from, Port& to, uint16_t dst_queue, uint16_t ether_type = 0x88B5) {
+    rte_mbuf* m = frame(from, dst_queue, ether_type);
+    if (m == nullptr || from.tx_burst(0, &m, 1) != 1) return -1;
+    rte_mbuf* got[8];
+    const uint16_t count = to.rx_burst(0, got, 8);
+    for (uint16_t i = 0; i < count; ++i) rte_pktmbuf_free(got[i]);
+    return count;
+  }
+
+  static SharedSwitch* switch_;
+  std::string error_;
+};
+
+SharedSwitch* SharedPort::switch_ = nullptr;
+
+TEST_F(SharedPort, TheTableIsFoundByThePortName) {
+  const SharedPortTable* table = find_shared_table(switch_->port_name());
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table, &switch_->table());
+  EXPECT_EQ(table->slots, 2);
+  EXPECT_EQ(table->queues_per_slot, 32);
+  EXPECT_EQ(slot_of_queue(*table, 31), 0);
+  EXPECT_EQ(slot_of_queue(*table, 32), 1);
+  EXPECT_EQ(slot_of_queue(*table, 64), -1);
+  EXPECT_EQ(find_shared_table("net_ring_nosuch"), nullptr);
+}
+
+TEST_F(SharedPort, EachProcessClaimsASlotAndItsQueueIds) {
+  std::unique_ptr<Port> a, b, c;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;
+  EXPECT_TRUE(a->shared());
+  EXPECT_EQ(a->shared_slot(), 0);
+  EXPECT_EQ(b->shared_slot(), 1);
+  EXPECT_EQ(a->endpoint_queue_first(), 0);
+  EXPECT_EQ(b->endpoint_queue_first(), 32);
+  EXPECT_EQ(b->endpoint_queue_count(), 32);
+  EXPECT_EQ(a->queue_pairs(), 1);
+  EXPECT_TRUE(a->loops_back());  // frames between its own endpoints go through the switch
+  // Both slots held by a live process: a third is refused, and told why.
+  EXPECT_EQ(open(&c), -EBUSY);
+  EXPECT_NE(error_.find("slots of the shared port are held"), std::string::npos) << error_;
+  // Closing gives the slot back.
+  b.reset();
+  EXPECT_EQ(switch_->table().owner[1].load(), 0);
+  ASSERT_EQ(open(&c), 0) << error_;
+  EXPECT_EQ(c->shared_slot(), 1);
+}
+
+TEST_F(SharedPort, ProcessesSendStraightToTheQueueOwningDstQueue) {
+  std::unique_ptr<Port> a, b;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;
+  const uint64_t forwarded = switch_->table().forwarded.load();
+  EXPECT_EQ(deliver(*a, *b, 40), 1);  // slot 1's block
+  EXPECT_EQ(deliver(*b, *a, 3), 1);   // slot 0's block
+  EXPECT_EQ(deliver(*a, *a, 31), 1);  // back to the sender's own slot
+  EXPECT_EQ(deliver(*a, *b, 31), 0);  // not b's
+  rte_mbuf* stray[8];
+  EXPECT_EQ(a->rx_burst(0, stray, 8), 1);  // (it went to a)
+  rte_pktmbuf_free(stray[0]);
+  EXPECT_EQ(switch_->table().forwarded.load(), forwarded);  // the switch had no part
+}
+
+// A program that hands frames to its TX queue itself (rte_eth_tx_burst)
+// has them moved by the switch, by the same rule.
+TEST_F(SharedPort, TheSwitchSteersWhatArrivesOnTxQueues) {
+  std::unique_ptr<Port> a, b;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;
+  const uint64_t forwarded = switch_->table().forwarded.load();
+  rte_mbuf* frames[2] = {frame(*a, 33), frame(*a, 2)};
+  ASSERT_NE(frames[0], nullptr);
+  ASSERT_NE(frames[1], nullptr);
+  ASSERT_EQ(rte_eth_tx_burst(switch_->port_id(), 0, frames, 2), 2);
+  rte_mbuf* got[8];
+  EXPECT_EQ(b->rx_burst(0, got, 8), 0);  // not before the switch moved it
+  EXPECT_EQ(switch_->forward(), 2u);
+  ASSERT_EQ(b->rx_burst(0, got, 8), 1);
+  rte_pktmbuf_free(got[0]);
+  ASSERT_EQ(a->rx_burst(0, got, 8), 1);
+  rte_pktmbuf_free(got[0]);
+  EXPECT_EQ(switch_->table().forwarded.load(), forwarded + 2);
+}
+
+TEST_F(SharedPort, FramesForNobodyAreDroppedAndCounted) {
+  std::unique_ptr<Port> a, b;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;
+  const SharedPortTable& table = switch_->table();
+  const uint64_t no_owner = table.dropped_no_owner.load();
+  const uint64_t foreign = table.dropped_foreign.load();
+  EXPECT_EQ(deliver(*a, *b, 64), 0);  // beyond every block
+  EXPECT_EQ(deliver(*a, *b, 40, 0x0800), 0);  // not our EtherType
+  b.reset();
+  rte_mbuf* m = frame(*a, 40);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(a->tx_burst(0, &m, 1), 1);  // taken, and dropped: slot 1 is free now
+  EXPECT_EQ(table.dropped_no_owner.load(), no_owner + 2);
+  EXPECT_EQ(table.dropped_foreign.load(), foreign + 1);
+}
+
+TEST_F(SharedPort, ADeadProcessSlotIsTakenOverAndItsFramesDiscarded) {
+  std::unique_ptr<Port> a;
+  ASSERT_EQ(open(&a), 0) << error_;
+  // Slot 1 held by a process that is gone, with a frame queued for it.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  auto& table = const_cast<SharedPortTable&>(switch_->table());
+  table.owner[1].store(child);
+  rte_mbuf* m = frame(*a, 33);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(a->tx_burst(0, &m, 1), 1);
+  std::unique_ptr<Port> b;
+  ASSERT_EQ(open(&b), 0) << error_;
+  EXPECT_EQ(b->shared_slot(), 1);
+  EXPECT_EQ(table.owner[1].load(), getpid());
+  rte_mbuf* got[8];
+  EXPECT_EQ(b->rx_burst(0, got, 8), 0);  // the dead owner's frame is not the new one's
+  EXPECT_EQ(deliver(*a, *b, 33), 1);
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::net
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::vector<std::string> args = {"test_shared_port", "--no-huge", "--no-shconf", "-m", "256",
+                                   "--no-pci", "--no-telemetry", "-l", "0",
+                                   "--log-level=lib.eal:error"};
+  std::vector<char*> eal_argv;
+  for (std::string& arg : args) eal_argv.push_back(arg.data());
+  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
+    std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
+    return 1;
+  }
+  const int result = RUN_ALL_TESTS();
+  rte_eal_cleanup();
+  return result;
+}
