@@ -7,7 +7,10 @@
 # providers, in one sitting, with the same program (dpdk-fi-bench, two
 # processes each time): dpdk between two processes over net_memif (9 KiB
 # ring buffers, so frames of FI_DPDK_MTU=9000 bytes fit), shm
-# between two processes of this host, tcp;ofi_rxm over loopback.  Figures:
+# between two processes of this host, tcp;ofi_rxm over loopback.  With
+# hugepages, also dpdk-shared: dpdk between two processes sharing one port
+# as DPDK secondaries of dpdk-fi-switch (frames handed over as mbufs, no
+# memif copy; README, "shared port").  Figures:
 #
 #   lat_8B lat_4KiB lat_64KiB   pingpong, half round trip, p50 (us)
 #   rate_8B                     8-byte sends, 64 in flight (messages/s)
@@ -27,7 +30,8 @@
 # Options:
 #   --builddir DIR   build directory (default: build)
 #   --json FILE      where the runs' JSON goes (default: BUILDDIR/compare.json)
-#   --providers LIST which providers to run (default: "dpdk shm tcp;ofi_rxm")
+#   --providers LIST which providers to run (default: "dpdk dpdk-shared shm
+#                    tcp;ofi_rxm" with hugepages, without dpdk-shared otherwise)
 #   --only LIST      only these figures (comma-separated names from above)
 #   --quick          fewer iterations (a smoke run, figures less stable)
 #   --repeat N       run each figure N times per provider, the providers'
@@ -41,7 +45,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 
 builddir=build
 json=""
-providers="dpdk shm tcp;ofi_rxm"
+providers=""
 only=""
 quick=0
 repeat=""
@@ -63,6 +67,10 @@ bench="$builddir/app/bench/dpdk-fi-bench"
 [ -x "$bench" ] || die 1 "no $bench: run usertools/dpdk-fi-setup.sh first"
 [ -n "$json" ] || json="$builddir/compare.json"
 mem_args=$(eal_memory_args "$builddir")
+if [ -z "$providers" ]; then
+	providers="dpdk shm tcp;ofi_rxm"
+	[[ "$mem_args" == *--in-memory* ]] && providers="dpdk dpdk-shared shm tcp;ofi_rxm"
+fi
 if [ -z "$repeat" ]; then
 	repeat=3
 	((quick)) && repeat=1
@@ -128,12 +136,36 @@ EAL = mem_args.split() + ["--no-pci", "--no-telemetry", "--log-level=lib.eal:err
 LIMIT = 120  # seconds a run may take before it is killed
 
 
+SWITCH = os.path.join(os.path.dirname(provider_dir.rstrip("/")), "..", "app", "switch",
+                      "dpdk-fi-switch")
+SHARED_PREFIX = f"cmpsw{os.getpid()}"
+
+
+def start_switch():
+    """dpdk-shared: the primary owning the port both processes share."""
+    ready = os.path.join(tempfile.gettempdir(), f"{SHARED_PREFIX}.ready")
+    switch = subprocess.Popen([SWITCH, "-l", "0", "--file-prefix", SHARED_PREFIX, "--no-pci",
+                               "--no-telemetry", "--log-level=lib.eal:error", "--", "--name",
+                               "cmp", "--processes", "2", "--ready-file", ready, "--quiet"],
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 30
+    while not os.path.exists(ready):
+        if switch.poll() is not None or time.time() > deadline:
+            sys.exit("dpdk-fi-compare.sh: dpdk-fi-switch did not start (dpdk-shared needs"
+                     " hugepages)")
+        time.sleep(0.05)
+    return switch
+
+
 def command(provider, role, work, args):
     common = ["--role", role, "--rendezvous", os.path.join(work, "rv"), "--timeout", "60"] + args
+    lcore = "0" if role == "server" else "1"
+    if provider == "dpdk-shared":
+        return [bench, "-l", lcore, "--proc-type=secondary", "--file-prefix", SHARED_PREFIX,
+                "--no-pci", "--no-telemetry", "--log-level=lib.eal:error", "--"] + common
     if provider != "dpdk":
         return [bench, "--", "--provider", provider] + common
     memif = f"socket={work}/memif.sock,socket-abstract=no,bsize=9216"
-    lcore = "0" if role == "server" else "1"
     memif_role = "server" if role == "server" else "client"
     prefix = ["--file-prefix", f"cmp{os.getpid()}{role}"] if "--in-memory" not in EAL else []
     return ([bench, "-l", lcore] + EAL + prefix +
@@ -188,6 +220,15 @@ def value(result, path):
     return v if result.get("ok") and isinstance(v, (int, float)) else None
 
 
+switch = start_switch() if "dpdk-shared" in providers else None
+ours = [p for p in providers if p in ("dpdk", "dpdk-shared")]
+peers = [p for p in providers if p not in ours]
+
+
+def ratio_key(mine, peer):
+    return "x_" + peer if mine == "dpdk" else f"x_{mine}_{peer}"
+
+
 runs = {}
 table = []
 for name, unit, path, lower, args in FIGURES:
@@ -207,14 +248,13 @@ for name, unit, path, lower, args in FIGURES:
         # shows as failed: a run that loses data has no speed.
         ok = len(values[provider]) == repeat
         row[provider] = statistics.median(values[provider]) if ok else None
-    for peer in providers:
-        if peer == "dpdk":
-            continue
-        mine, theirs = row.get("dpdk"), row.get(peer)
-        ratio = None
-        if mine and theirs:
-            ratio = theirs / mine if lower else mine / theirs
-        row["x_" + peer] = ratio
+    for provider in ours:
+        for peer in peers:
+            mine, theirs = row.get(provider), row.get(peer)
+            ratio = None
+            if mine and theirs:
+                ratio = theirs / mine if lower else mine / theirs
+            row[ratio_key(provider, peer)] = ratio
     table.append(row)
     cells = "  ".join(f"{provider}={row[provider] if row[provider] is not None else 'fail'}"
                       for provider in providers)
@@ -229,15 +269,16 @@ def fmt(v, unit):
     return f"{v:.2f}" if v < 100 else f"{v:.0f}"
 
 
-peers = [p for p in providers if p != "dpdk"]
-header = ["figure", "unit"] + providers + [f"dpdk vs {p}" for p in peers] if "dpdk" in providers \
-    else ["figure", "unit"] + providers
+if switch is not None:
+    switch.terminate()
+    switch.wait()
+header = ["figure", "unit"] + providers + [f"{o} vs {p}" for o in ours for p in peers]
 print(" | ".join(header))
 print(" | ".join("---" for _ in header))
 for row in table:
     cells = [row["figure"], row["unit"]] + [fmt(row[p], row["unit"]) for p in providers]
-    if "dpdk" in providers:
-        cells += [f"{row['x_' + p]:.2f}x" if row["x_" + p] else "-" for p in peers]
+    cells += [f"{row[ratio_key(o, p)]:.2f}x" if row[ratio_key(o, p)] else "-"
+              for o in ours for p in peers]
     print(" | ".join(cells))
 print("(x: times better than the peer: its latency / ours, or our rate / its rate)")
 

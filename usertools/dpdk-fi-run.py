@@ -272,14 +272,43 @@ def switch_program(args: argparse.Namespace) -> str:
     return found
 
 
-def switch_running(ready: Path) -> bool:
-    """Whether the switch that wrote READY (its pid) still runs."""
+def switch_running(ready: Path) -> int:
+    """The slots of the switch that wrote READY ("pid slots") if it still
+    runs, else 0."""
     try:
-        pid = int(ready.read_text().split()[0])
-        os.kill(pid, 0)
-        return True
+        words = ready.read_text().split()
+        os.kill(int(words[0]), 0)
+        return int(words[1])
     except (OSError, ValueError, IndexError):
-        return False
+        return 0
+
+
+def dpdk_runtime_dir(prefix: str) -> Path:
+    """Where EAL keeps the sockets of a file prefix's processes."""
+    if os.geteuid() == 0:
+        return Path("/var/run/dpdk") / prefix
+    return Path(os.environ.get("XDG_RUNTIME_DIR", "/tmp")) / "dpdk" / prefix
+
+
+def live_secondaries(prefix: str) -> list[int]:
+    """Pids of DPDK secondaries of PREFIX still running (mp_socket_PID_...)."""
+    pids = []
+    try:
+        names = [p.name for p in dpdk_runtime_dir(prefix).iterdir()]
+    except OSError:
+        return pids
+    for name in names:
+        match = re.fullmatch(r"mp_socket_(\d+)_.*", name)
+        if not match:
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+            pids.append(int(match.group(1)))
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            pids.append(int(match.group(1)))
+    return pids
 
 
 def ensure_switch(args: argparse.Namespace) -> list[str]:
@@ -305,9 +334,19 @@ def ensure_switch(args: argparse.Namespace) -> list[str]:
     # yet): under the lock, a running switch stays long enough.
     with open(lock_path, "a", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if switch_running(ready):
+        slots = switch_running(ready)
+        if slots:
+            if slots < args.processes:
+                raise LaunchError(f"the switch of '{args.name}' runs with {slots} slots, fewer"
+                                  f" than --processes {args.processes}: use another --name")
             os.utime(ready)
         else:
+            # A new primary under processes of the old one would split them
+            # into two worlds that cannot see each other.
+            stale = live_secondaries(prefix)
+            if stale:
+                raise LaunchError(f"the switch of '{args.name}' is gone but its processes"
+                                  f" {stale[:5]} still run: stop them, or use another --name")
             ready.unlink(missing_ok=True)
             log = SWITCH_DIR / f"switch-{args.name}.log"
             command = [switch_program(args), "-l", str(allowed_cpus()[0]), "--file-prefix", prefix,
@@ -323,8 +362,9 @@ def ensure_switch(args: argparse.Namespace) -> list[str]:
             deadline = time.monotonic() + SWITCH_START_SECONDS
             while not ready.exists():
                 failed = starter.poll() not in (None, 0)
-                if failed or time.monotonic() > deadline or "dpdk-fi-switch:" in log.read_text(
-                        errors="replace"):
+                said = "dpdk-fi-switch:" in log.read_text(errors="replace")
+                # (Its banner follows the ready file: look again before failing.)
+                if (failed or said or time.monotonic() > deadline) and not ready.exists():
                     text = log.read_text(errors="replace").strip().splitlines()
                     raise LaunchError("dpdk-fi-switch did not start: "
                                       + (text[-1] if text else f"see {log}"))

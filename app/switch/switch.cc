@@ -72,7 +72,7 @@ struct Options {
 }
 
 // The option's value, or -1 (with *why) when it is not a number.
-long number(std::string_view option, const char* text, std::string* why) {
+long number(std::string_view option, const char* text, long max, std::string* why) {
   if (text == nullptr) {
     *why = std::string(option) + " needs a value";
     return -1;
@@ -82,8 +82,9 @@ long number(std::string_view option, const char* text, std::string* why) {
   const int base = s.starts_with("0x") ? 16 : 10;
   const auto [end, err] = std::from_chars(s.data() + (base == 16 ? 2 : 0), s.data() + s.size(),
                                           value, base);
-  if (err != std::errc() || end != s.data() + s.size() || value < 0 || value > 0xFFFFFFF) {
-    *why = std::string(option) + ": '" + text + "' is not a number";
+  if (err != std::errc() || end != s.data() + s.size() || value < 0 || value > max) {
+    *why = std::string(option) + ": '" + text + "' is not a number from 0 to " +
+           std::to_string(max);
     return -1;
   }
   return value;
@@ -111,13 +112,13 @@ std::optional<Options> parse(int argc, char** argv, std::string* why) {
     } else if (arg == "--lock-file") {
       options.lock_file = value;
     } else if (arg == "--processes") {
-      options.config.slots = static_cast<uint16_t>(number(arg, value, why));
+      options.config.slots = static_cast<uint16_t>(number(arg, value, 16, why));
     } else if (arg == "--ring-size") {
-      options.config.ring_size = static_cast<uint32_t>(number(arg, value, why));
+      options.config.ring_size = static_cast<uint32_t>(number(arg, value, 1 << 20, why));
     } else if (arg == "--ether-type") {
-      options.config.ether_type = static_cast<uint16_t>(number(arg, value, why));
+      options.config.ether_type = static_cast<uint16_t>(number(arg, value, 0xFFFF, why));
     } else if (arg == "--linger-ms") {
-      options.linger_ms = number(arg, value, why);
+      options.linger_ms = number(arg, value, 86'400'000, why);
     } else {
       *why = "unknown option '" + std::string(arg) + "'";
     }
@@ -156,7 +157,7 @@ void remove_hugepage_files(const std::string& prefix) {
   }
 }
 
-// Whether the switch may stop now that no process holds a slot.  With
+// Whether the switch may stop now that no process uses the port.  With
 // --lock-file, a launcher (usertools/dpdk-fi-run.py) that found us under
 // that lock touched --ready-file for the process it is about to start,
 // which has not attached yet: we stay until the touch is --linger-ms old or
@@ -164,7 +165,26 @@ void remove_hugepage_files(const std::string& prefix) {
 // until we are gone and remove the ready file, so a launcher either sees
 // us stay or starts the next switch after we left.  *lock is the held
 // lock's descriptor.
-bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch* sw, int* lock) {
+// Whether a DPDK secondary process of our file prefix runs: each has an
+// "mp_socket_<pid>_..." in the runtime directory.  One attached but not yet
+// holding a slot (its fi_domain still to come) keeps us too.
+bool secondaries_attached() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(rte_eal_get_runtime_dir(), ec)) {
+    const std::string file = entry.path().filename().string();
+    constexpr std::string_view kSocket = "mp_socket_";
+    if (!file.starts_with(kSocket)) continue;
+    int32_t pid = 0;
+    const char* first = file.data() + kSocket.size();
+    const auto [end, err] = std::from_chars(first, file.data() + file.size(), pid);
+    if (err == std::errc() && end != first && ofi_dpdk::net::pid_alive(pid)) return true;
+  }
+  return false;
+}
+
+bool busy(const ofi_dpdk::net::SharedSwitch& sw) { return sw.in_use() || secondaries_attached(); }
+
+bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch& sw, int* lock) {
   if (options.lock_file.empty()) return true;
   const int fd = open(options.lock_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return true;
@@ -176,7 +196,7 @@ bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch* sw, int
   const auto touched = std::filesystem::last_write_time(options.ready_file, ec);
   const auto age = std::filesystem::file_time_type::clock::now() - touched;
   const auto grace = std::chrono::milliseconds(std::max<long>(options.linger_ms, kNeverUsedMs));
-  if (sw->in_use() || (!ec && age < grace)) {
+  if (busy(sw) || (!ec && age < grace)) {
     close(fd);  // (unlocks)
     return false;
   }
@@ -239,7 +259,7 @@ int main(int argc, char** argv) {
     const std::string part = options.ready_file + ".part";
     {
       std::ofstream ready(part);
-      ready << getpid() << "\n";
+      ready << getpid() << " " << table.slots << "\n";
     }
     std::filesystem::rename(part, options.ready_file);
   }
@@ -251,37 +271,44 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   // Poll while frames flow; when idle, give the CPU to the processes it
-  // serves (a small host has fewer cores than pollers), then sleep.
+  // serves (a small host has fewer cores than pollers), then sleep.  Every
+  // 50 ms, free the slots of processes that died, and see whether we may
+  // stop.
   prctl(PR_SET_TIMERSLACK, 1UL);
+  uint64_t passes = 0;
   uint64_t idle_passes = 0;
   bool ever_used = false;
   uint64_t unused_since = now_ms();
-  uint64_t next_check = 0;
+  uint64_t next_housekeeping = 0;
   int stop_lock = -1;  // held until we are gone: a launcher waits for that
   while (!g_stop.load(std::memory_order_relaxed)) {
-    if (sw->forward() != 0) {
-      idle_passes = 0;
-      continue;
+    const bool moved = sw->forward() != 0;
+    idle_passes = moved ? 0 : idle_passes + 1;
+    if ((++passes & 255) == 0 && now_ms() >= next_housekeeping) {
+      next_housekeeping = now_ms() + 50;
+      sw->reap_dead_owners();
+      if (options.linger_ms >= 0) {
+        if (busy(*sw)) {
+          ever_used = true;
+          unused_since = now_ms();
+        } else {
+          const uint64_t wait_ms =
+              ever_used ? static_cast<uint64_t>(options.linger_ms) : kNeverUsedMs;
+          if (now_ms() - unused_since >= wait_ms && may_stop(options, *sw, &stop_lock)) break;
+        }
+      }
     }
-    ++idle_passes;
-    if (idle_passes < 256) continue;
+    if (moved || idle_passes < 256) continue;
     if (idle_passes < 100'000) {
       sched_yield();
     } else {
       const timespec pause{0, 100'000};
       nanosleep(&pause, nullptr);
     }
-    if (options.linger_ms >= 0 && (idle_passes & 255) == 0 && now_ms() >= next_check) {
-      next_check = now_ms() + 20;
-      if (sw->in_use()) {
-        ever_used = true;
-        unused_since = now_ms();
-        continue;
-      }
-      const uint64_t wait_ms = ever_used ? static_cast<uint64_t>(options.linger_ms) : kNeverUsedMs;
-      if (now_ms() - unused_since >= wait_ms && may_stop(options, sw.get(), &stop_lock)) break;
-    }
   }
+  if (busy(*sw))
+    std::fprintf(stderr, "dpdk-fi-switch: stopping while processes still use the port: "
+                         "they can no longer attach, open or take over slots\n");
   if (!options.quiet)
     std::printf("dpdk-fi-switch: forwarded %lu frames from TX queues; dropped %lu for no "
                 "process, %lu on a full queue, %lu not ours\n",

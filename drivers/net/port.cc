@@ -167,6 +167,13 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   }
   if (SharedPortTable* table = find_shared_table(port->name_))
     return open_shared(std::move(port), table, info, config, out, error);
+  if (rte_eal_process_type() == RTE_PROC_SECONDARY) {
+    // A secondary may not configure a port; the primary's is in use.
+    *error = port->name_ + " belongs to the primary process of this file prefix" +
+             (is_driver(info, "net_ring") ? " (a shared port whose dpdk-fi-switch stopped?)"
+                                          : "");
+    return -ENODEV;
+  }
   // Mbufs hold a whole frame of the MTU we aim for; a device that ends up
   // with less only uses part of each.
   uint16_t aimed_mtu = RTE_ETHER_MTU;
@@ -319,38 +326,36 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   // owns their queue: ours included.
   port->loops_back_ = true;
   const uint32_t limit = memory_link_limit(info);
-  const uint16_t mtu = config.mtu == 0 || limit == 0
-                           ? uint16_t{RTE_ETHER_MTU}
-                           : static_cast<uint16_t>(std::min<uint32_t>(config.mtu, limit));
-  const uint16_t room = data_room_for(mtu);
+  uint16_t mtu = config.mtu == 0 || limit == 0
+                     ? uint16_t{RTE_ETHER_MTU}
+                     : static_cast<uint16_t>(std::min<uint32_t>(config.mtu, limit));
   // Our mbufs travel to the other processes, which free them into our
   // pool: no per-lcore cache (lcore ids repeat across processes), and the
-  // pool outlives us, kept for the slot's next owner, since frames we sent
-  // may be freed after we are gone.
+  // pool outlives us, one per slot, kept for the slot's next owner, since
+  // frames we sent may be freed after we are gone.  A next owner asking for
+  // larger frames than the pool's gets the pool's: each connection agrees
+  // on its segment size anyway.
   const std::string pool_name =
       "fisw_p" + std::to_string(port->port_id_) + "_" + std::to_string(slot);
-  const uint32_t mbufs = std::max<uint32_t>(config.mbufs * RTE_MBUF_DEFAULT_BUF_SIZE / room,
-                                            2u * (config.rx_descriptors + config.tx_descriptors) + 511);
   rte_mempool* pool = rte_mempool_lookup(pool_name.c_str());
-  if (pool != nullptr && rte_pktmbuf_data_room_size(pool) < room) pool = nullptr;
-  if (pool == nullptr)
-    pool = rte_pktmbuf_pool_create(
-        rte_mempool_lookup(pool_name.c_str()) == nullptr
-            ? pool_name.c_str()
-            : (pool_name + "_" + std::to_string(getpid())).c_str(),
-        mbufs, 0, 0, room, rte_eth_dev_socket_id(port->port_id_));
   if (pool == nullptr) {
-    release_shared_slot(*table, slot, getpid());
-    *error = name + ": cannot create a pool of " + std::to_string(mbufs) + " mbufs of " +
-             std::to_string(room) + " bytes: " + rte_strerror(rte_errno);
-    return -ENOMEM;
+    const uint16_t room = data_room_for(mtu);
+    const uint32_t mbufs = std::max<uint32_t>(config.mbufs * RTE_MBUF_DEFAULT_BUF_SIZE / room,
+                                              2u * (config.rx_descriptors + config.tx_descriptors) + 511);
+    pool = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 0, 0, room,
+                                   rte_eth_dev_socket_id(port->port_id_));
+    if (pool == nullptr) {  // (~Port gives the slot back)
+      *error = name + ": cannot create a pool of " + std::to_string(mbufs) + " mbufs of " +
+               std::to_string(room) + " bytes: " + rte_strerror(rte_errno);
+      return -ENOMEM;
+    }
   }
+  const uint16_t room = rte_pktmbuf_data_room_size(pool);
+  const uint32_t fits = room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader);
+  mtu = static_cast<uint16_t>(std::min<uint32_t>(mtu, fits));
   port->pool_ = pool;
-  // Frames the switch queued for the slot's last owner are not ours.
-  rte_mbuf* stale[32];
-  uint16_t got;
-  while ((got = rte_eth_rx_burst(port->port_id_, port->queue_base_, stale, 32)) > 0)
-    for (uint16_t i = 0; i < got; ++i) free_frame(stale[i]);
+  // Frames queued for the slot's last owner are not ours.
+  drain_shared_ring(port->shared_rx_[slot]);
   port->mtu_ = mtu;
   port->max_frame_payload_ =
       std::min<uint32_t>(mtu, room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader)) -
@@ -577,7 +582,9 @@ FaultStats Port::fault_stats() const { return faults_ ? faults_->stats() : Fault
 
 Port::~Port() {
   if (shared_table_ != nullptr) {
-    // The device and the pool belong to the switch and the slot.
+    // The device and the pool belong to the switch and the slot; what was
+    // queued for us is nobody's now.
+    drain_shared_ring(shared_rx_[shared_slot_]);
     release_shared_slot(*shared_table_, shared_slot_, getpid());
     return;
   }

@@ -1,6 +1,8 @@
 #include "drivers/net/shared_port.h"
 
+#include <rte_mbuf.h>
 #include <rte_memzone.h>
+#include <rte_ring.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "drivers/net/mbuf_handoff.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::net {
@@ -41,7 +44,9 @@ int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint3
   if (std::memcmp(frame, table.mac, 6) != 0 || be16toh(ether_type_be) != table.ether_type)
     return kSharedNotOurs;
   const int slot = slot_of_queue(table, be16toh(dst_queue_be));
-  if (slot < 0 || table.owner[slot].load(std::memory_order_relaxed) == 0) return kSharedNoOwner;
+  // (A slot being emptied after its owner died, kSlotDraining, takes
+  // nothing either.)
+  if (slot < 0 || table.owner[slot].load(std::memory_order_relaxed) <= 0) return kSharedNoOwner;
   return slot;
 }
 
@@ -55,11 +60,22 @@ int claim_shared_slot(SharedPortTable& table, int32_t pid) {
   }
   for (uint16_t slot = 0; slot < table.slots; ++slot) {
     int32_t holder = table.owner[slot].load();
-    if (holder != pid && !pid_alive(holder) &&
+    if (holder > 0 && holder != pid && !pid_alive(holder) &&
         table.owner[slot].compare_exchange_strong(holder, pid))
       return slot;
   }
   return -1;
+}
+
+uint32_t drain_shared_ring(rte_ring* ring) {
+  uint32_t drained = 0;
+  void* frames[32];
+  unsigned got;
+  while ((got = rte_ring_sc_dequeue_burst(ring, frames, 32, nullptr)) > 0) {
+    for (unsigned i = 0; i < got; ++i) free_frame(static_cast<rte_mbuf*>(frames[i]));
+    drained += got;
+  }
+  return drained;
 }
 
 void release_shared_slot(SharedPortTable& table, int slot, int32_t pid) {

@@ -16,8 +16,14 @@
 //
 // The table lives in a memzone named after the port, so any process of the
 // file prefix finds it; slots are claimed with a compare-and-swap of the
-// claimer's pid and given back when the port is closed; a slot whose pid is
-// gone (a crashed process) may be taken over.
+// claimer's pid and given back when the port is closed.  A slot whose pid is
+// gone (a process that exited without closing, or crashed) may be taken over
+// by the next claimer, and the switch frees it within 50 ms, discarding the
+// frames queued for it, so senders do not fill it with frames nobody takes.
+//
+// Known limit: a process killed inside a multi-producer ring operation (an
+// RX ring here, a mempool's ring in any DPDK multi-process program) leaves
+// that ring's other producers waiting; DPDK's rings have no recovery.
 #pragma once
 
 #include <atomic>
@@ -25,6 +31,8 @@
 #include <string>
 #include <string_view>
 
+
+struct rte_ring;
 
 namespace ofi_dpdk::net {
 
@@ -35,6 +43,7 @@ inline constexpr uint16_t kMaxSharedProcesses = 16;
 // Endpoint queue ids of a port, split between the slots (the provider's
 // kMaxEndpointsPerPort).
 inline constexpr uint16_t kSharedEndpointQueues = 64;
+inline constexpr int32_t kSlotDraining = -1;
 
 struct SharedPortTable {
   uint32_t magic;
@@ -45,7 +54,9 @@ struct SharedPortTable {
   uint16_t ether_type;         // frames of other types are dropped
   uint8_t mac[6];
   int32_t switch_pid;
-  std::atomic<int32_t> owner[kMaxSharedProcesses];  // pid holding the slot, or 0
+  // The pid holding each slot; 0 when free; kSlotDraining while the switch
+  // empties the RX ring of an owner that died.
+  std::atomic<int32_t> owner[kMaxSharedProcesses];
   // Frames the switch moved from TX queues, and frames dropped by anyone
   // (the switch or a sending process): the switch's exit report, tests.
   std::atomic<uint64_t> forwarded;
@@ -80,6 +91,9 @@ int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint3
 // it, or -1 when all are held by live processes.
 int claim_shared_slot(SharedPortTable& table, int32_t pid);
 void release_shared_slot(SharedPortTable& table, int slot, int32_t pid);
+// Frees every frame in a slot's RX ring; only its consumer may call it (the
+// owner, or whoever holds the slot kSlotDraining).  Returns how many.
+uint32_t drain_shared_ring(rte_ring* ring);
 // Whether the process holding a slot still runs.
 bool pid_alive(int32_t pid);
 

@@ -64,7 +64,7 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
   sw->port_name_ = name;
   // net_ring hands over the senders' mbufs and allocates none, but ethdev
   // wants a pool for each RX queue.
-  sw->pool_ = rte_pktmbuf_pool_create(("fisw_" + config.name).c_str(), 63, 0, 0,
+  sw->pool_ = rte_pktmbuf_pool_create(("fiswpool_" + config.name).c_str(), 63, 0, 0,
                                       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
   if (sw->pool_ == nullptr) {
     *error = "cannot create the switch's pool: " + std::string(rte_strerror(rte_errno));
@@ -108,8 +108,24 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
 }
 
 SharedSwitch::~SharedSwitch() {
+  // The table stays: processes still attached read it on every send and
+  // write it when they close; with the magic gone no new one takes a slot.
   if (table_ != nullptr) table_->magic = 0;
-  if (zone_ != nullptr) rte_memzone_free(zone_);
+}
+
+uint32_t SharedSwitch::reap_dead_owners() {
+  uint32_t reaped = 0;
+  for (uint16_t slot = 0; slot < table_->slots; ++slot) {
+    int32_t holder = table_->owner[slot].load();
+    if (holder <= 0 || pid_alive(holder) ||
+        !table_->owner[slot].compare_exchange_strong(holder, kSlotDraining))
+      continue;
+    // While it drains, the slot takes no frames and no claimer.
+    table_->dropped_no_owner.fetch_add(drain_shared_ring(rx_[slot]), std::memory_order_relaxed);
+    table_->owner[slot].store(0);
+    ++reaped;
+  }
+  return reaped;
 }
 
 bool SharedSwitch::in_use() const {

@@ -38,6 +38,9 @@ class SharedSwitch {
   uint32_t forward();
   // Whether any slot is held by a live process.
   bool in_use() const;
+  // Frees the slots of processes that died holding them, and the frames
+  // queued for them.  Returns how many slots.
+  uint32_t reap_dead_owners();
   const SharedPortTable& table() const { return *table_; }
   const std::string& port_name() const { return port_name_; }
   uint16_t port_id() const { return port_id_; }

@@ -58,7 +58,7 @@ cleanup() {
 	shared)
 		# The switch stops 2 s after its last rank; a job killed early
 		# leaves it waiting.
-		switch_pid=$(head -1 "/run/ofi-dpdk/switch-$name.ready" 2>/dev/null || true)
+		switch_pid=$(awk '{print $1; exit}' "/run/ofi-dpdk/switch-$name.ready" 2>/dev/null || true)
 		[ -n "$switch_pid" ] && kill "$switch_pid" 2>/dev/null || true
 		rm -f "/run/ofi-dpdk/switch-$name".{lock,log} ;;
 	*) bash "$hosts_tool" down --name "$name" >/dev/null 2>&1 || true ;;

@@ -195,6 +195,29 @@ TEST_F(SharedPort, ADeadProcessSlotIsTakenOverAndItsFramesDiscarded) {
   EXPECT_EQ(deliver(*a, *b, 33), 1);
 }
 
+// A process that exits without closing keeps its slot until the switch
+// notices: then the slot is free and what was queued for it is freed, so
+// senders do not fill a ring nobody empties.
+TEST_F(SharedPort, TheSwitchFreesTheSlotOfADeadProcessAndItsFrames) {
+  std::unique_ptr<Port> a;
+  ASSERT_EQ(open(&a), 0) << error_;
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  auto& table = const_cast<SharedPortTable&>(switch_->table());
+  table.owner[1].store(child);
+  rte_mbuf* m = frame(*a, 33);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(a->tx_burst(0, &m, 1), 1);  // queued for the dead owner
+  const uint64_t no_owner = table.dropped_no_owner.load();
+  EXPECT_EQ(switch_->reap_dead_owners(), 1u);
+  EXPECT_EQ(table.owner[1].load(), 0);
+  EXPECT_EQ(table.dropped_no_owner.load(), no_owner + 1);  // its frame, freed
+  EXPECT_EQ(switch_->reap_dead_owners(), 0u);  // a live owner and a free slot stay
+  EXPECT_EQ(table.owner[0].load(), getpid());
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::net
 
