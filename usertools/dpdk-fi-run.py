@@ -260,10 +260,16 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
 
 
 def switch_program(args: argparse.Namespace) -> str:
-    """The dpdk-fi-switch to start: --switch, else this repository's build,
-    else the one on PATH. Raises LaunchError."""
+    """The dpdk-fi-switch to start: --switch, else the one built beside the
+    provider in use (--provider-path or FI_PROVIDER_PATH: BUILD/drivers/ofi),
+    else this repository's build, else the one on PATH. Raises LaunchError."""
     if args.switch is not None:
         return args.switch
+    provider_dir = args.provider_path or os.environ.get("FI_PROVIDER_PATH")
+    if provider_dir:
+        beside = Path(provider_dir).resolve().parent.parent / "app" / "switch" / "dpdk-fi-switch"
+        if beside.is_file():
+            return str(beside)
     if DEFAULT_SWITCH.is_file():
         return str(DEFAULT_SWITCH)
     found = shutil.which("dpdk-fi-switch")
@@ -442,8 +448,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="shared: queue pairs of a switch this launcher starts, 1 to 16"
                              " (default 8; each gets 64/N endpoint queue ids)")
     parser.add_argument("--switch", metavar="PROGRAM",
-                        help=f"shared: the dpdk-fi-switch to start (default {DEFAULT_SWITCH}"
-                             " if built, else from PATH)")
+                        help="shared: the dpdk-fi-switch to start (default: the one built"
+                             " beside the provider in use, else"
+                             f" {DEFAULT_SWITCH}, else from PATH)")
     parser.add_argument("--lcore", type=int, metavar="N",
                         help="the EAL main lcore (default: the first CPU this process may"
                              " use; the second for memif-client)")

@@ -99,6 +99,9 @@ memif)
 	;;
 shared)
 	launch=("$launcher" --topology shared --name "$name" --processes "$np")
+	# The switch of this build (the Debian 13 leg has its own).
+	[ -n "${OFI_DPDK_BUILD_ROOT:-}" ] &&
+		launch+=(--switch "$OFI_DPDK_BUILD_ROOT/app/switch/dpdk-fi-switch")
 	;;
 bridge)
 	bash "$hosts_tool" up --ranks "$np" --name "$name" >/dev/null
