@@ -5,9 +5,12 @@
 // has left.
 //
 //   dpdk-fi-switch [EAL options] -- [--name NAME] [--processes N]
-//                  [--ring-size N] [--ether-type T] [--linger-ms MS]
+//                  [--ring-size N] [--ether-type T] [--mbufs N] [--mtu N]
+//                  [--linger-ms MS]
 //                  [--ready-file PATH [--lock-file PATH]] [--quiet]
 //
+// --mbufs N, --mtu N: each slot's pool, made here so that processes attach
+// without asking us for memory (default 2560 mbufs for 9000-byte frames).
 // --linger-ms MS: stop MS after the last process left (or 60 s after the
 // start when none ever came) instead of waiting for SIGINT or SIGTERM.
 //
@@ -65,7 +68,8 @@ struct Options {
   std::fprintf(stderr,
                "dpdk-fi-switch: %s\n"
                "usage: dpdk-fi-switch [EAL options] -- [--name NAME] [--processes N] "
-               "[--ring-size N] [--ether-type T] [--linger-ms MS] [--ready-file PATH "
+               "[--ring-size N] [--ether-type T] [--mbufs N] [--mtu N] [--linger-ms MS] "
+               "[--ready-file PATH "
                "[--lock-file PATH]] [--quiet]\n",
                why.c_str());
   std::exit(2);
@@ -117,6 +121,10 @@ std::optional<Options> parse(int argc, char** argv, std::string* why) {
       options.config.ring_size = static_cast<uint32_t>(number(arg, value, 1 << 20, why));
     } else if (arg == "--ether-type") {
       options.config.ether_type = static_cast<uint16_t>(number(arg, value, 0xFFFF, why));
+    } else if (arg == "--mbufs") {
+      options.config.mbufs_per_slot = static_cast<uint32_t>(number(arg, value, 1 << 20, why));
+    } else if (arg == "--mtu") {
+      options.config.mtu = static_cast<uint16_t>(number(arg, value, 65000, why));
     } else if (arg == "--linger-ms") {
       options.linger_ms = number(arg, value, 86'400'000, why);
     } else {

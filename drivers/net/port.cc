@@ -331,12 +331,11 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
                      : static_cast<uint16_t>(std::min<uint32_t>(config.mtu, limit));
   // Our mbufs travel to the other processes, which free them into our
   // pool: no per-lcore cache (lcore ids repeat across processes), and the
-  // pool outlives us, one per slot, kept for the slot's next owner, since
-  // frames we sent may be freed after we are gone.  A next owner asking for
-  // larger frames than the pool's gets the pool's: each connection agrees
-  // on its segment size anyway.
-  const std::string pool_name =
-      "fisw_p" + std::to_string(port->port_id_) + "_" + std::to_string(slot);
+  // pool outlives us, one per slot, made by the switch (or by the slot's
+  // first owner), since frames we sent may be freed after we are gone.  An
+  // owner asking for larger frames than the pool's gets the pool's: each
+  // connection agrees on its segment size anyway.
+  const std::string pool_name = shared_pool_name(port->port_id_, static_cast<uint16_t>(slot));
   rte_mempool* pool = rte_mempool_lookup(pool_name.c_str());
   if (pool == nullptr) {
     const uint16_t room = data_room_for(mtu);

@@ -52,17 +52,28 @@ int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint3
 
 bool pid_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
 
+std::string shared_pool_name(uint16_t port_id, uint16_t slot) {
+  return "fisw_p" + std::to_string(port_id) + "_" + std::to_string(slot);
+}
+
 int claim_shared_slot(SharedPortTable& table, int32_t pid) {
-  // Free slots first: a dead owner's slot may still hold its frames.
-  for (uint16_t slot = 0; slot < table.slots; ++slot) {
-    int32_t expected = 0;
-    if (table.owner[slot].compare_exchange_strong(expected, pid)) return slot;
-  }
-  for (uint16_t slot = 0; slot < table.slots; ++slot) {
-    int32_t holder = table.owner[slot].load();
-    if (holder > 0 && holder != pid && !pid_alive(holder) &&
-        table.owner[slot].compare_exchange_strong(holder, pid))
-      return slot;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    // Free slots first: a dead owner's slot may still hold its frames.
+    for (uint16_t slot = 0; slot < table.slots; ++slot) {
+      int32_t expected = 0;
+      if (table.owner[slot].compare_exchange_strong(expected, pid)) return slot;
+    }
+    bool draining = false;
+    for (uint16_t slot = 0; slot < table.slots; ++slot) {
+      int32_t holder = table.owner[slot].load();
+      draining |= holder == kSlotDraining;
+      if (holder > 0 && holder != pid && !pid_alive(holder) &&
+          table.owner[slot].compare_exchange_strong(holder, pid))
+        return slot;
+    }
+    // A slot the switch is emptying is free in a moment.
+    if (!draining) break;
+    usleep(1000);
   }
   return -1;
 }

@@ -65,6 +65,12 @@ struct SharedPortTable {
   std::atomic<uint64_t> dropped_foreign;    // another MAC, EtherType, or runt
 };
 
+// The mbuf pool of a slot: made by the switch, so that a process attaching
+// needs no memory from the primary (a secondary's allocation is a request
+// to the primary that times out on a busy host), and kept for the slot's
+// next owner.
+std::string shared_pool_name(uint16_t port_id, uint16_t slot);
+
 // The rings of slot `slot` ("rx" or "tx") of the switch named `name`.
 std::string shared_ring_name(std::string_view name, const char* direction, uint16_t slot);
 
@@ -88,7 +94,8 @@ inline constexpr int kSharedNoOwner = -2;
 int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint32_t length);
 
 // Claims a free slot (or one whose owner died) for process `pid`; returns
-// it, or -1 when all are held by live processes.
+// it, or -1 when all are held by live processes.  Waits up to a second for
+// slots the switch is emptying.
 int claim_shared_slot(SharedPortTable& table, int32_t pid);
 void release_shared_slot(SharedPortTable& table, int slot, int32_t pid);
 // Frees every frame in a slot's RX ring; only its consumer may call it (the

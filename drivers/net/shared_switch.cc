@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
@@ -81,6 +82,18 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
   if (ret != 0) {
     *error = sw->port_name_ + ": set-up: " + rte_strerror(-ret);
     return nullptr;
+  }
+  const uint32_t room = RTE_PKTMBUF_HEADROOM + sizeof(wire::EtherHeader) + uint32_t{config.mtu};
+  for (uint16_t slot = 0; slot < config.slots; ++slot) {
+    const std::string name = shared_pool_name(sw->port_id_, slot);
+    if (rte_pktmbuf_pool_create(name.c_str(), config.mbufs_per_slot, 0, 0,
+                                static_cast<uint16_t>(std::min<uint32_t>(room, UINT16_MAX)),
+                                SOCKET_ID_ANY) == nullptr) {
+      *error = "cannot create the pool of slot " + std::to_string(slot) + " (" +
+               std::to_string(config.mbufs_per_slot) + " mbufs of " + std::to_string(room) +
+               " bytes): " + rte_strerror(rte_errno);
+      return nullptr;
+    }
   }
   sw->zone_ = rte_memzone_reserve(shared_table_name(sw->port_name_).c_str(),
                                   sizeof(SharedPortTable), SOCKET_ID_ANY, 0);

@@ -26,6 +26,10 @@ class SharedSwitch {
     uint16_t slots = 8;
     uint32_t ring_size = 4096;     // frames each ring holds (a power of 2)
     uint16_t ether_type = 0x88B5;
+    // Each slot's pool (shared_pool_name): mbufs, and the frame size they
+    // hold (FI_DPDK_MTU's default).
+    uint32_t mbufs_per_slot = 2560;
+    uint16_t mtu = 9000;
   };
   // Returns nullptr with *error set when the rings, the port or the table
   // cannot be made (a second switch of the same name, a secondary process).

@@ -4,7 +4,8 @@
 # Runs each PROGRAM (the MPI tests of test/mpi) as an Open MPI job of NP
 # ranks over the dpdk provider only, started through the launcher
 # (usertools/dpdk-fi-run.py), one job after another:
-#   PATH      mtl: pml cm with the OFI MTL (tagged messages), dpdk only
+#   PATH      mtl: pml cm with the OFI MTL (tagged messages), dpdk only,
+#                  osc pt2pt for one-sided (Open MPI 4)
 #             btl: pml ob1 with the OFI BTL and self (no vader, no tcp),
 #                  two-sided mode, osc rdma for one-sided
 #   TOPOLOGY  memif:  two ranks, one memif pair
@@ -77,7 +78,10 @@ done
 
 mca=(--allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
 case "$path" in
-mtl) mca+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk) ;;
+mtl) mca+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk)
+	# One-sided over the MTL's messages: left to choose, ranks of one host
+	# would take osc sm and their windows would bypass the provider.
+	((${ompi_major:-4} >= 5)) || mca+=(--mca osc pt2pt) ;;
 btl) mca+=(--mca pml ob1 --mca btl ofi,self --mca btl_ofi_mode 2
 	--mca btl_ofi_provider_include dpdk --mca osc rdma)
 	# ob1 (Open MPI 4.1) gets a whole rendezvous message into a shorter
