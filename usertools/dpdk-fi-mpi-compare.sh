@@ -12,8 +12,11 @@
 #     tcp-btl      pml ob1, btl tcp and self (loopback): Open MPI's own tcp
 #     rxm-mtl      pml cm, mtl ofi, provider tcp;ofi_rxm (loopback)
 #     vader        pml ob1, btl vader and self: shared memory, for scale
+#     shared-mtl   pml cm, mtl ofi, provider dpdk, the ranks sharing one port
+#                  (dpdk-fi-switch; with hugepages)
 #   N ranks (--ranks, default 8), each with a veth on one Linux bridge
 #     dpdk-mtl     as above, each rank on net_af_packet
+#     shared-mtl   as above
 #     tcp-btl      Open MPI's tcp (loopback)
 #     rxm-mtl      tcp;ofi_rxm (loopback)
 #
@@ -51,6 +54,8 @@ name=${name:0:9}
 bridge_up=0
 cleanup() {
 	((bridge_up)) && bash "$DPDK_FI_ROOT/usertools/dpdk-fi-hosts.sh" down --name "$name" >/dev/null 2>&1
+	switch_pid=$(awk '{print $1; exit}' "/run/ofi-dpdk/switch-$name.ready" 2>/dev/null || true)
+	[ -n "$switch_pid" ] && kill "$switch_pid" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -62,6 +67,7 @@ declare -A mca=(
 	[tcp-btl]="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
 	[rxm-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp;ofi_rxm"
 	[vader]="--mca pml ob1 --mca btl vader,self"
+	[shared-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk"
 )
 
 # run NAME NP LAUNCH...: one job; its JSON line in $work/NAME-NP.json
@@ -85,10 +91,15 @@ launcher="$DPDK_FI_ROOT/usertools/dpdk-fi-run.py"
 run dpdk-mtl 2 "$launcher" --topology memif --socket "$work/memif.sock" --
 run dpdk-btl 2 "$launcher" --topology memif --socket "$work/memif.sock" --
 for what in tcp-btl rxm-mtl vader; do run "$what" 2; done
+shared=("$launcher" --topology shared --name "$name" --processes "$ranks"
+	--switch "$builddir/app/switch/dpdk-fi-switch" --)
+huge=$(eal_memory_args "$builddir")
+[[ "$huge" == *--in-memory* ]] && run shared-mtl 2 "${shared[@]}"
 if [ "$(id -u)" = 0 ]; then
 	bash "$DPDK_FI_ROOT/usertools/dpdk-fi-hosts.sh" up --ranks "$ranks" --name "$name" >/dev/null
 	bridge_up=1
 	run dpdk-mtl "$ranks" "$launcher" --topology af_packet --iface "$name{local_rank}" --
+	[[ "$huge" == *--in-memory* ]] && run shared-mtl "$ranks" "${shared[@]}"
 	for what in tcp-btl rxm-mtl; do run "$what" "$ranks"; done
 else
 	echo "(not root: no bridge, no $ranks-rank runs)"
@@ -106,7 +117,7 @@ rows = [("8 B one way (us)", "2", lambda d: d["one_way_us"]["8"], True),
         ("1 MiB one way (us)", "2", lambda d: d["one_way_us"]["1048576"], True),
         ("alltoall 64 KiB, 2 ranks (us)", "2", lambda d: d["alltoall_us"], True),
         (f"alltoall 64 KiB, {ranks} ranks (us)", ranks, lambda d: d["alltoall_us"], True)]
-peers = ["dpdk-btl", "tcp-btl", "rxm-mtl", "vader"]
+peers = ["dpdk-btl", "shared-mtl", "tcp-btl", "rxm-mtl", "vader"]
 print("\nfigure | dpdk-mtl | " + " | ".join(peers) + " | dpdk-mtl vs tcp-btl | dpdk-mtl vs rxm-mtl")
 print("---|---|" + "---|" * len(peers) + "---|---")
 for label, np, get, lower in rows:
