@@ -190,6 +190,31 @@ bool secondaries_attached() {
   return false;
 }
 
+// The process a file of the runtime directory belongs to: a secondary's
+// "mp_socket_<pid>_<n>" and "<array>_<pid>"; 0 for the primary's own.
+int32_t runtime_file_pid(std::string_view file) {
+  std::string_view digits;
+  if (file.starts_with("mp_socket_")) {
+    digits = file.substr(10, file.find('_', 10) - 10);
+  } else if (const size_t at = file.rfind('_'); at != std::string_view::npos) {
+    digits = file.substr(at + 1);
+  }
+  int32_t pid = 0;
+  const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+  return err == std::errc() && end == digits.data() + digits.size() ? pid : 0;
+}
+
+// Each secondary leaves files in EAL's runtime directory (a memory file
+// system) when it exits, about 1.5 MiB: remove those of processes that are
+// gone, so a switch serving many short jobs does not pile them up.
+void remove_files_of_gone_secondaries() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(rte_eal_get_runtime_dir(), ec)) {
+    const int32_t pid = runtime_file_pid(entry.path().filename().string());
+    if (pid > 0 && !ofi_dpdk::net::pid_alive(pid)) std::filesystem::remove(entry.path(), ec);
+  }
+}
+
 bool busy(const ofi_dpdk::net::SharedSwitch& sw) { return sw.in_use() || secondaries_attached(); }
 
 bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch& sw, int* lock) {
@@ -211,6 +236,17 @@ bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch& sw, int
   std::filesystem::remove(options.ready_file, ec);
   *lock = fd;
   return true;
+}
+
+// EAL's cleanup, and what it leaves: the hugepage files and the runtime
+// directory (a memory file system), which no later primary of another
+// prefix would clear.
+void stop_eal(const std::string& prefix) {
+  const std::string runtime_dir = rte_eal_get_runtime_dir();
+  rte_eal_cleanup();
+  remove_hugepage_files(prefix);
+  std::error_code ec;
+  std::filesystem::remove_all(runtime_dir, ec);
 }
 
 std::string file_prefix(int argc, char** argv) {
@@ -244,8 +280,7 @@ int main(int argc, char** argv) {
   std::string why;
   const auto parsed = parse(rest, rest_argv, &why);
   if (!parsed) {
-    rte_eal_cleanup();
-    remove_hugepage_files(prefix);
+    stop_eal(prefix);
     usage_error(why);
   }
   const Options& options = *parsed;
@@ -254,7 +289,7 @@ int main(int argc, char** argv) {
       ofi_dpdk::net::SharedSwitch::create(options.config, &error));
   if (!sw) {
     std::fprintf(stderr, "dpdk-fi-switch: %s\n", error.c_str());
-    rte_eal_cleanup();
+    stop_eal(prefix);
     return 1;
   }
   signal(SIGINT, on_signal);
@@ -288,6 +323,7 @@ int main(int argc, char** argv) {
   bool ever_used = false;
   uint64_t unused_since = now_ms();
   uint64_t next_housekeeping = 0;
+  uint64_t housekeeping = 0;
   int stop_lock = -1;  // held until we are gone: a launcher waits for that
   while (!g_stop.load(std::memory_order_relaxed)) {
     const bool moved = sw->forward() != 0;
@@ -295,6 +331,7 @@ int main(int argc, char** argv) {
     if ((++passes & 255) == 0 && now_ms() >= next_housekeeping) {
       next_housekeeping = now_ms() + 50;
       sw->reap_dead_owners();
+      if (++housekeeping % 20 == 0) remove_files_of_gone_secondaries();
       if (options.linger_ms >= 0) {
         if (busy(*sw)) {
           ever_used = true;
@@ -329,7 +366,6 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long>(table.dropped_foreign.load()));
   if (!options.ready_file.empty() && stop_lock < 0) std::filesystem::remove(options.ready_file);
   sw.reset();
-  rte_eal_cleanup();
-  remove_hugepage_files(prefix);
+  stop_eal(prefix);
   return 0;
 }

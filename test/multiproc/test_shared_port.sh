@@ -15,7 +15,7 @@
 #      call, the parent creates a named AV, the child opens it FI_READ, and
 #      they talk through it (av_shared_peer --role fork).
 #   4. The switch stops on SIGTERM, reports what it forwarded, and leaves no
-#      hugepage files behind.
+#      hugepage files or runtime directory behind.
 # Needs hugepages (secondaries map the primary's memory); skipped without.
 set -euo pipefail
 SWITCH=$1 BENCH=$2 PEER=$3
@@ -32,7 +32,8 @@ hugedir=$(awk '$3 == "hugetlbfs" {print $2; exit}' /proc/mounts)
 switch_pid=""
 av_name="multiproc-shared-$$"
 trap 'cleanup; [ -n "$switch_pid" ] && kill -9 "$switch_pid" 2>/dev/null;
-	rm -f "${hugedir:-/nonexistent}/${prefix}"map_* "/dev/shm/fi_dpdk_av.$av_name"' EXIT
+	rm -f "${hugedir:-/nonexistent}/${prefix}"map_* "/dev/shm/fi_dpdk_av.$av_name"
+	[ "$(id -u)" = 0 ] && rm -rf "/var/run/dpdk/$prefix"' EXIT
 
 start_limited 300 "$WORK/switch.out" "$WORK/switch.err" "$SWITCH" -l 0 --file-prefix "$prefix" \
 	--no-pci --no-telemetry --log-level=lib.eal:error -- --name "$name" --processes 2 \
@@ -103,4 +104,7 @@ tail -1 "$WORK/switch.out"
 if [ -n "$hugedir" ] && compgen -G "$hugedir/${prefix}map_*" >/dev/null; then
 	fail "the switch left hugepage files in $hugedir"
 fi
+# (EAL's runtime directory is memory: each run would keep megabytes.)
+[ "$(id -u)" != 0 ] || [ ! -e "/var/run/dpdk/$prefix" ] ||
+	fail "the switch left its runtime directory /var/run/dpdk/$prefix"
 echo "shared port: slots, takeover, streaming and the fork pattern passed"
