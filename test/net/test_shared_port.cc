@@ -80,6 +80,19 @@ class SharedPort : public ::testing::Test {
     return count;
   }
 
+  // Slot 1 held by a process that has exited, and one frame from `from`
+  // queued for it.
+  void dead_owner_with_a_frame(Port& from) {
+    const pid_t child = fork();
+    if (child == 0) _exit(0);
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(waitpid(child, nullptr, 0), child);
+    const_cast<SharedPortTable&>(switch_->table()).owner[1].store(child);
+    rte_mbuf* m = frame(from, 33);
+    ASSERT_NE(m, nullptr);
+    ASSERT_EQ(from.tx_burst(0, &m, 1), 1);
+  }
+
   static SharedSwitch* switch_;
   std::string error_;
 };
@@ -176,16 +189,8 @@ TEST_F(SharedPort, FramesForNobodyAreDroppedAndCounted) {
 TEST_F(SharedPort, ADeadProcessSlotIsTakenOverAndItsFramesDiscarded) {
   std::unique_ptr<Port> a;
   ASSERT_EQ(open(&a), 0) << error_;
-  // Slot 1 held by a process that is gone, with a frame queued for it.
-  const pid_t child = fork();
-  if (child == 0) _exit(0);
-  ASSERT_GT(child, 0);
-  ASSERT_EQ(waitpid(child, nullptr, 0), child);
-  auto& table = const_cast<SharedPortTable&>(switch_->table());
-  table.owner[1].store(child);
-  rte_mbuf* m = frame(*a, 33);
-  ASSERT_NE(m, nullptr);
-  ASSERT_EQ(a->tx_burst(0, &m, 1), 1);
+  ASSERT_NO_FATAL_FAILURE(dead_owner_with_a_frame(*a));
+  const SharedPortTable& table = switch_->table();
   std::unique_ptr<Port> b;
   ASSERT_EQ(open(&b), 0) << error_;
   EXPECT_EQ(b->shared_slot(), 1);
@@ -201,15 +206,8 @@ TEST_F(SharedPort, ADeadProcessSlotIsTakenOverAndItsFramesDiscarded) {
 TEST_F(SharedPort, TheSwitchFreesTheSlotOfADeadProcessAndItsFrames) {
   std::unique_ptr<Port> a;
   ASSERT_EQ(open(&a), 0) << error_;
-  const pid_t child = fork();
-  if (child == 0) _exit(0);
-  ASSERT_GT(child, 0);
-  ASSERT_EQ(waitpid(child, nullptr, 0), child);
-  auto& table = const_cast<SharedPortTable&>(switch_->table());
-  table.owner[1].store(child);
-  rte_mbuf* m = frame(*a, 33);
-  ASSERT_NE(m, nullptr);
-  ASSERT_EQ(a->tx_burst(0, &m, 1), 1);  // queued for the dead owner
+  const SharedPortTable& table = switch_->table();
+  ASSERT_NO_FATAL_FAILURE(dead_owner_with_a_frame(*a));  // (queued: not a drop)
   const uint64_t no_owner = table.dropped_no_owner.load();
   EXPECT_EQ(switch_->reap_dead_owners(), 1u);
   EXPECT_EQ(table.owner[1].load(), 0);
