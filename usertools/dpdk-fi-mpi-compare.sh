@@ -56,6 +56,7 @@ cleanup() {
 	((bridge_up)) && bash "$DPDK_FI_ROOT/usertools/dpdk-fi-hosts.sh" down --name "$name" >/dev/null 2>&1
 	switch_pid=$(awk '{print $1; exit}' "/run/ofi-dpdk/switch-$name.ready" 2>/dev/null || true)
 	[ -n "$switch_pid" ] && kill "$switch_pid" 2>/dev/null
+	rm -f "/run/ofi-dpdk/switch-$name".{lock,log}
 	rm -rf "$work"
 }
 trap cleanup EXIT

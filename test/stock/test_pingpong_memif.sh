@@ -11,6 +11,8 @@
 #   3. run 2 with -I 2 and FI_DPDK_FAULT_DROP=0.05: 5 % loss each way
 #   4. fi_pingpong -p dpdk -e rdm -m tagged -c -S all  (run 2 over fi_tagged:
 #      fi_tsend / fi_trecv, with fi_pingpong's default -I 10)
+#   5. run 2 with both sides on one shared port (--topology shared, which
+#      starts dpdk-fi-switch; hugepages needed, else not run)
 # Run 2 takes -I 10: at the ~70 MB/s memif gives without hugepages on a
 # two-core box, -I 100 moves some 5 GB and needs over a minute.
 # Both sides must exit 0.  The control connection uses a random free TCP
@@ -104,8 +106,14 @@ pingpong() {
 	local port socket server client server_status=0 client_status=0 tries
 	port=$(free_port)
 	socket=$work/$name.sock
-	timeout -k 2 "$limit" python3 "$launcher" --topology memif-server --socket "$socket" \
-		--no-huge --lcore "$server_lcore" --provider-path "$provider_path" -- \
+	local server_port=(--topology memif-server --socket "$socket" --no-huge)
+	local client_port=(--topology memif-client --socket "$socket" --no-huge)
+	if [[ -n "${SHARED_PORT:-}" ]]; then
+		server_port=(--topology shared --name "$SHARED_PORT" --processes 2)
+		client_port=("${server_port[@]}")
+	fi
+	timeout -k 2 "$limit" python3 "$launcher" "${server_port[@]}" \
+		--lcore "$server_lcore" --provider-path "$provider_path" -- \
 		"${preload[@]}" fi_pingpong -p dpdk -e rdm "$@" -B "$port" >"$work/$name-server.log" 2>&1 &
 	server=$!
 	pids+=("$server")
@@ -115,8 +123,8 @@ pingpong() {
 		kill -0 "$server" 2>/dev/null || break
 		sleep 0.1
 	done
-	timeout -k 2 "$limit" python3 "$launcher" --topology memif-client --socket "$socket" \
-		--no-huge --lcore "$client_lcore" --provider-path "$provider_path" -- \
+	timeout -k 2 "$limit" python3 "$launcher" "${client_port[@]}" \
+		--lcore "$client_lcore" --provider-path "$provider_path" -- \
 		"${preload[@]}" fi_pingpong -p dpdk -e rdm "$@" -P "$port" 127.0.0.1 >"$work/$name-client.log" 2>&1 &
 	client=$!
 	pids+=("$client")
@@ -141,6 +149,18 @@ pingpong all_sizes 40 -I 10 -S all -c
 FI_DPDK_FAULT_DROP=0.05 pingpong lossy 50 -I 2 -S all -c
 # 4. Tagged messages, as the issue names the command.
 pingpong tagged 40 -m tagged -c -S all
+# 5. Both sides on one shared port (hugepages): the launcher starts the
+#    switch for the first, each side takes a slot of it.
+if [[ "${OFI_DPDK_HUGEPAGES:-no}" == yes ]]; then
+	SHARED_PORT="pp$$"
+	SHARED_PORT=${SHARED_PORT:0:12}
+	pingpong shared 40 -I 10 -S all -c
+	switch_pid=$(awk '{print $1; exit}' "/run/ofi-dpdk/switch-$SHARED_PORT.ready" 2>/dev/null || true)
+	[[ -n "$switch_pid" ]] && kill "$switch_pid" 2>/dev/null
+	rm -f "/run/ofi-dpdk/switch-$SHARED_PORT".{lock,log}
+else
+	echo "skip  the shared port run (no hugepages)"
+fi
 
 if ((failures > 0)); then
 	echo "test_pingpong_memif.sh: $failures run(s) failed"
