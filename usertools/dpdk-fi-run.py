@@ -479,8 +479,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         args.socket = str(DEFAULT_SOCKET)
     if args.name is None:
         args.name = "shared0"
-    elif not re.fullmatch(r"[a-z0-9_]{1,12}", args.name):
-        parser.error(f"--name '{args.name}': 1 to 12 of a-z, 0-9 and _")
+    elif not re.fullmatch(r"[a-z0-9_]{1,11}", args.name):
+        parser.error(f"--name '{args.name}': 1 to 11 of a-z, 0-9 and _")
     if args.processes is None:
         args.processes = 8
     elif not 1 <= args.processes <= 16:

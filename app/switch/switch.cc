@@ -125,6 +125,7 @@ std::optional<Options> parse(int argc, char** argv, std::string* why) {
       options.config.mbufs_per_slot = static_cast<uint32_t>(number(arg, value, 1 << 20, why));
     } else if (arg == "--mtu") {
       options.config.mtu = static_cast<uint16_t>(number(arg, value, 65000, why));
+      if (why->empty() && options.config.mtu < 576) *why = "--mtu: 576 to 65000";
     } else if (arg == "--linger-ms") {
       options.linger_ms = number(arg, value, 86'400'000, why);
     } else {
@@ -137,9 +138,9 @@ std::optional<Options> parse(int argc, char** argv, std::string* why) {
     return std::nullopt;
   }
   const std::string& name = options.config.name;
-  if (name.empty() || name.size() > 12 ||
+  if (name.empty() || name.size() > 11 ||
       name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
-    *why = "--name: 1 to 12 of a-z, 0-9 and _ (DPDK's names are short)";
+    *why = "--name: 1 to 11 of a-z, 0-9 and _ (DPDK's names are short)";
     return std::nullopt;
   }
   const uint32_t ring = options.config.ring_size;
@@ -159,8 +160,13 @@ void remove_hugepage_files(const std::string& prefix) {
     if (type != "hugetlbfs") continue;
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(point, ec)) {
+      // <prefix>map_<n> (or <n>_<m>): nothing else, so that another prefix
+      // that merely starts with ours keeps its files.
       const std::string file = entry.path().filename().string();
-      if (file.starts_with(prefix + "map_")) std::filesystem::remove(entry.path(), ec);
+      const std::string head = prefix + "map_";
+      if (file.size() > head.size() && file.starts_with(head) &&
+          file.find_first_not_of("0123456789_", head.size()) == std::string::npos)
+        std::filesystem::remove(entry.path(), ec);
     }
   }
 }
@@ -215,6 +221,25 @@ void remove_files_of_gone_secondaries() {
   }
 }
 
+// EAL's cleanup, and what it leaves: the hugepage files and the runtime
+// directory (a memory file system), which no later primary of another
+// prefix would clear.  Only a primary's, and the directory only when no
+// secondary of ours still runs: its mp socket there is what tells a
+// launcher not to start a new switch under it.  (A switch started as a
+// secondary of a running one leaves everything to that one.)
+void stop_eal(const std::string& prefix) {
+  const bool primary = rte_eal_process_type() == RTE_PROC_PRIMARY;
+  const bool attached = primary && secondaries_attached();
+  const std::string runtime_dir = rte_eal_get_runtime_dir();
+  if (attached) remove_files_of_gone_secondaries();
+  rte_eal_cleanup();
+  if (!primary) return;
+  remove_hugepage_files(prefix);
+  if (attached) return;
+  std::error_code ec;
+  std::filesystem::remove_all(runtime_dir, ec);
+}
+
 bool busy(const ofi_dpdk::net::SharedSwitch& sw) { return sw.in_use() || secondaries_attached(); }
 
 bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch& sw, int* lock) {
@@ -236,17 +261,6 @@ bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch& sw, int
   std::filesystem::remove(options.ready_file, ec);
   *lock = fd;
   return true;
-}
-
-// EAL's cleanup, and what it leaves: the hugepage files and the runtime
-// directory (a memory file system), which no later primary of another
-// prefix would clear.
-void stop_eal(const std::string& prefix) {
-  const std::string runtime_dir = rte_eal_get_runtime_dir();
-  rte_eal_cleanup();
-  remove_hugepage_files(prefix);
-  std::error_code ec;
-  std::filesystem::remove_all(runtime_dir, ec);
 }
 
 std::string file_prefix(int argc, char** argv) {
@@ -328,7 +342,8 @@ int main(int argc, char** argv) {
   while (!g_stop.load(std::memory_order_relaxed)) {
     const bool moved = sw->forward() != 0;
     idle_passes = moved ? 0 : idle_passes + 1;
-    if ((++passes & 255) == 0 && now_ms() >= next_housekeeping) {
+    // (Every pass once we sleep between them: they are few then.)
+    if (((++passes & 255) == 0 || idle_passes >= 10'000) && now_ms() >= next_housekeeping) {
       next_housekeeping = now_ms() + 50;
       sw->reap_dead_owners();
       if (++housekeeping % 20 == 0) remove_files_of_gone_secondaries();

@@ -351,6 +351,11 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   }
   const uint16_t room = rte_pktmbuf_data_room_size(pool);
   const uint32_t fits = room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader);
+  if (room <= RTE_PKTMBUF_HEADROOM + sizeof(wire::EtherHeader) + 576) {
+    *error = name + ": the shared port's mbufs hold " + std::to_string(room) +
+             " bytes, too few for a frame (dpdk-fi-switch --mtu)";
+    return -EINVAL;  // (~Port gives the slot back)
+  }
   mtu = static_cast<uint16_t>(std::min<uint32_t>(mtu, fits));
   port->pool_ = pool;
   // Frames queued for the slot's last owner are not ours.
@@ -583,8 +588,7 @@ Port::~Port() {
   if (shared_table_ != nullptr) {
     // The device and the pool belong to the switch and the slot; what was
     // queued for us is nobody's now.
-    drain_shared_ring(shared_rx_[shared_slot_]);
-    release_shared_slot(*shared_table_, shared_slot_, getpid());
+    release_shared_slot(*shared_table_, shared_slot_, getpid(), shared_rx_[shared_slot_]);
     return;
   }
   for (uint16_t q = 0; q < std::size(endpoint_rules_); ++q) unbind_endpoint_queue(q);

@@ -89,10 +89,15 @@ uint32_t drain_shared_ring(rte_ring* ring) {
   return drained;
 }
 
-void release_shared_slot(SharedPortTable& table, int slot, int32_t pid) {
+void release_shared_slot(SharedPortTable& table, int slot, int32_t pid, rte_ring* ring) {
   if (slot < 0 || slot >= table.slots) return;
+  // Only the holder gives a slot back and empties its ring, while no frame
+  // may enter it: a process forked from the holder closing what it
+  // inherited must not consume the holder's ring beside it.
   int32_t expected = pid;
-  table.owner[slot].compare_exchange_strong(expected, 0);
+  if (!table.owner[slot].compare_exchange_strong(expected, kSlotDraining)) return;
+  if (ring != nullptr) drain_shared_ring(ring);
+  table.owner[slot].store(0);
 }
 
 }  // namespace ofi_dpdk::net

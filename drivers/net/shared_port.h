@@ -97,9 +97,11 @@ int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint3
 // it, or -1 when all are held by live processes.  Waits up to a second for
 // slots the switch is emptying.
 int claim_shared_slot(SharedPortTable& table, int32_t pid);
-void release_shared_slot(SharedPortTable& table, int slot, int32_t pid);
-// Frees every frame in a slot's RX ring; only its consumer may call it (the
-// owner, or whoever holds the slot kSlotDraining).  Returns how many.
+// Gives slot `slot` back if `pid` holds it, first freeing what is queued in
+// its RX ring (`ring`, or nullptr when never consumed).
+void release_shared_slot(SharedPortTable& table, int slot, int32_t pid, rte_ring* ring = nullptr);
+// Frees every frame in a slot's RX ring; only its consumer may call it (its
+// owner, or whoever set the slot to kSlotDraining).  Returns how many.
 uint32_t drain_shared_ring(rte_ring* ring);
 // Whether the process holding a slot still runs.
 bool pid_alive(int32_t pid);

@@ -27,7 +27,7 @@ if [ "${OFI_DPDK_HUGEPAGES:-no}" != yes ]; then
 fi
 prefix="fisw$$"
 name="t$$"
-name=${name:0:12}
+name=${name:0:11}
 hugedir=$(awk '$3 == "hugetlbfs" {print $2; exit}' /proc/mounts)
 switch_pid=""
 av_name="multiproc-shared-$$"

@@ -153,7 +153,7 @@ pingpong tagged 40 -m tagged -c -S all
 #    switch for the first, each side takes a slot of it.
 if [[ "${OFI_DPDK_HUGEPAGES:-no}" == yes ]]; then
 	SHARED_PORT="pp$$"
-	SHARED_PORT=${SHARED_PORT:0:12}
+	SHARED_PORT=${SHARED_PORT:0:11}
 	pingpong shared 40 -I 10 -S all -c
 	switch_pid=$(awk '{print $1; exit}' "/run/ofi-dpdk/switch-$SHARED_PORT.ready" 2>/dev/null || true)
 	[[ -n "$switch_pid" ]] && kill "$switch_pid" 2>/dev/null
