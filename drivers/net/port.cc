@@ -106,6 +106,13 @@ uint16_t data_room_for(uint16_t mtu) {
   return static_cast<uint16_t>(std::clamp<uint32_t>(room, RTE_MBUF_DEFAULT_BUF_SIZE, UINT16_MAX));
 }
 
+// Pools of large mbufs hold the same bytes as the default pool would,
+// never fewer mbufs than the rings need.
+uint32_t pool_mbufs(const PortConfig& config, uint16_t room) {
+  return std::max<uint32_t>(config.mbufs * RTE_MBUF_DEFAULT_BUF_SIZE / room,
+                            2u * (config.rx_descriptors + config.tx_descriptors) + 511);
+}
+
 std::vector<uint16_t> available_ports() {
   std::vector<uint16_t> ports;
   uint16_t port_id;
@@ -185,11 +192,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   }
   const uint16_t room = data_room_for(aimed_mtu);
   port->aimed_mtu_ = config.mtu != 0 ? aimed_mtu : 0;
-  // Pools of large mbufs hold the same bytes as the default pool would,
-  // never fewer mbufs than the rings need.
-  const uint32_t mbufs = std::max<uint32_t>(
-      config.mbufs * RTE_MBUF_DEFAULT_BUF_SIZE / room,
-      2u * (config.rx_descriptors + config.tx_descriptors) + 511);
+  const uint32_t mbufs = pool_mbufs(config, room);
   const std::string pool_name =
       "ofidpdk" + std::to_string(port_id) + "_" + std::to_string(g_pool_serial++);
   port->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 256, 0, room,
@@ -339,8 +342,7 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   rte_mempool* pool = rte_mempool_lookup(pool_name.c_str());
   if (pool == nullptr) {
     const uint16_t room = data_room_for(mtu);
-    const uint32_t mbufs = std::max<uint32_t>(config.mbufs * RTE_MBUF_DEFAULT_BUF_SIZE / room,
-                                              2u * (config.rx_descriptors + config.tx_descriptors) + 511);
+    const uint32_t mbufs = pool_mbufs(config, room);
     pool = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 0, 0, room,
                                    rte_eth_dev_socket_id(port->port_id_));
     if (pool == nullptr) {  // (~Port gives the slot back)
@@ -350,20 +352,18 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
     }
   }
   const uint16_t room = rte_pktmbuf_data_room_size(pool);
-  const uint32_t fits = room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader);
   if (room <= RTE_PKTMBUF_HEADROOM + sizeof(wire::EtherHeader) + 576) {
     *error = name + ": the shared port's mbufs hold " + std::to_string(room) +
              " bytes, too few for a frame (dpdk-fi-switch --mtu)";
     return -EINVAL;  // (~Port gives the slot back)
   }
+  const uint32_t fits = room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader);
   mtu = static_cast<uint16_t>(std::min<uint32_t>(mtu, fits));
   port->pool_ = pool;
   // Frames queued for the slot's last owner are not ours.
   drain_shared_ring(port->shared_rx_[slot]);
   port->mtu_ = mtu;
-  port->max_frame_payload_ =
-      std::min<uint32_t>(mtu, room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader)) -
-      static_cast<uint32_t>(sizeof(wire::FrameHeader));
+  port->max_frame_payload_ = mtu - static_cast<uint32_t>(sizeof(wire::FrameHeader));
   port->description_ = name + ": shared port, slot " + std::to_string(slot) + " of " +
                        std::to_string(table->slots) + " (endpoint queues " +
                        std::to_string(port->endpoint_queue_first_) + "-" +

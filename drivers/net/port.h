@@ -13,6 +13,7 @@
 
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/fault_plan.h"
+#include "drivers/net/shared_port.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -23,7 +24,6 @@ struct rte_ring;
 namespace ofi_dpdk::net {
 
 class FaultInjector;
-struct SharedPortTable;
 
 // How frames reach an endpoint's queue.
 enum class Steering : uint8_t {
@@ -160,7 +160,7 @@ class Port {
   uint16_t endpoint_queue_count_ = 0xFFFF;
   SharedPortTable* shared_table_ = nullptr;
   int shared_slot_ = -1;
-  rte_ring* shared_rx_[16] = {};  // every slot's RX ring: we send into them
+  rte_ring* shared_rx_[kMaxSharedProcesses] = {};  // every slot's RX ring: we send into them
   uint16_t send_shared(rte_mbuf** frames, uint16_t count);
   Counters counters_;
 };

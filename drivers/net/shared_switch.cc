@@ -95,14 +95,15 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
       return nullptr;
     }
   }
-  sw->zone_ = rte_memzone_reserve(shared_table_name(sw->port_name_).c_str(),
-                                  sizeof(SharedPortTable), SOCKET_ID_ANY, 0);
-  if (sw->zone_ == nullptr) {
+  // (Never freed: processes still attached when we stop keep reading it.)
+  const rte_memzone* zone = rte_memzone_reserve(shared_table_name(sw->port_name_).c_str(),
+                                                sizeof(SharedPortTable), SOCKET_ID_ANY, 0);
+  if (zone == nullptr) {
     *error = "cannot reserve the table " + shared_table_name(sw->port_name_) + ": " +
              rte_strerror(rte_errno);
     return nullptr;
   }
-  auto* table = new (sw->zone_->addr) SharedPortTable();
+  auto* table = new (zone->addr) SharedPortTable();
   std::snprintf(table->name, sizeof(table->name), "%s", config.name.c_str());
   table->slots = config.slots;
   table->queues_per_slot = static_cast<uint16_t>(kSharedEndpointQueues / config.slots);

@@ -13,7 +13,6 @@
 struct rte_ring;
 struct rte_mbuf;
 struct rte_mempool;
-struct rte_memzone;
 
 namespace ofi_dpdk::net {
 
@@ -56,7 +55,6 @@ class SharedSwitch {
   Config config_;
   std::string port_name_;
   uint16_t port_id_ = 0;
-  const rte_memzone* zone_ = nullptr;
   rte_mempool* pool_ = nullptr;
   SharedPortTable* table_ = nullptr;
   rte_ring* rx_[kMaxSharedProcesses] = {};
