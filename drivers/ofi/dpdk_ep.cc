@@ -453,6 +453,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   transport.max_msg_size = kMaxMsgSize;
   transport.unexpected_bytes = params().unexpected_bytes;
   transport.rendezvous_bytes = params().rendezvous_bytes;
+  transport.bundle_bytes = params().bundle_bytes;
   transport.max_outstanding_sends = kQueueDepth;
   transport.max_posted_recvs = kQueueDepth;
   transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;

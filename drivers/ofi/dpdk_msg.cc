@@ -99,7 +99,10 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   const int ret = engine->send(address, request, now_ns());
   if (ret != 0 && cq_entry) give_cq_slot(tx_cq, &tx_cq_slots);
   if (ret == -EAGAIN) port().progress_if_manual();
-  flush();
+  // A small send behind unacknowledged ones waits for the next progress
+  // pass, which the caller makes to see those complete; the sends it makes
+  // meanwhile join its frame (proto::Engine::holding_bundle).
+  if (!engine->holding_bundle()) flush();
   return engine_errno(ret);
 }
 

@@ -89,6 +89,7 @@ Params load() {
   get_number<size_t>("max_peers", 16, size_t{1} << 20, &p.max_peers, &p.errors);
   get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
   get_number<size_t>("rendezvous_bytes", 0, size_t{1} << 34, &p.rendezvous_bytes, &p.errors);
+  get_number<uint32_t>("bundle_bytes", 0, 8192, &p.bundle_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
   get_number<uint32_t>("connect_timeout_ms", 1, 3'600'000, &p.connect_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
@@ -145,6 +146,12 @@ void define_params(const fi_provider* provider) {
   fi_param_define(provider, "unexpected_bytes", FI_PARAM_STRING,
                   "Bytes of messages buffered per endpoint that arrive before a receive "
                   "is posted; beyond it the sender waits (default: 67108864)");
+  fi_param_define(provider, "bundle_bytes", FI_PARAM_STRING,
+                  "Messages of at most this many bytes sent to one peer in a row share "
+                  "a frame; a send made while earlier ones to that peer are "
+                  "unacknowledged leaves with the next progress call (fi_cq_read, the "
+                  "progress thread) so that the sends after it can join.  0: a frame "
+                  "per message, sent at once (default: 1024)");
   fi_param_define(provider, "rendezvous_bytes", FI_PARAM_STRING,
                   "Messages of at least this many bytes are announced and sent once a "
                   "receive takes them, straight into that receive: an early one costs "

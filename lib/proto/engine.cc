@@ -11,6 +11,7 @@
 
 #include "lib/proto/seq.h"
 #include "lib/proto/engine_state.h"
+#include "lib/proto/frame_codec.h"
 
 namespace ofi_dpdk::proto {
 namespace {
@@ -36,24 +37,23 @@ const char* prov_errno_text(int prov_errno) {
   }
 }
 
-void OutFrame::copy_payload(uint8_t* out) const {
-  if (message == nullptr) {
-    std::memcpy(out, body, std::min<size_t>(header.payload_len, sizeof(body)));
-    return;
-  }
-  if (message->inline_body) {
-    std::memcpy(out, message->body + offset,
-                std::min<size_t>(header.payload_len, sizeof(message->body) - offset));
+namespace {
+
+// `length` bytes of `message`'s wire payload from `offset` on.
+void copy_from(const TxMessage& message, uint32_t offset, size_t length, uint8_t* out) {
+  if (message.inline_body) {
+    std::memcpy(out, message.body + offset,
+                std::min<size_t>(length, sizeof(message.body) - offset));
     return;
   }
   size_t skip = offset;
-  size_t left = header.payload_len;
-  if (message->iov_count == 0) {  // the whole payload is in message->copy
-    if (left != 0) std::memcpy(out, message->copy.get() + offset, left);
+  size_t left = length;
+  if (message.iov_count == 0) {  // the whole payload is in message.copy
+    if (left != 0) std::memcpy(out, message.copy.get() + offset, left);
     return;
   }
-  for (size_t i = 0; i < message->iov_count && left > 0; ++i) {
-    const iovec& part = message->iov[i];
+  for (size_t i = 0; i < message.iov_count && left > 0; ++i) {
+    const iovec& part = message.iov[i];
     if (skip >= part.iov_len) {
       skip -= part.iov_len;
       continue;
@@ -64,6 +64,25 @@ void OutFrame::copy_payload(uint8_t* out) const {
     left -= n;
     skip = 0;
   }
+}
+
+}  // namespace
+
+void OutFrame::copy_payload(uint8_t* out) const {
+  if (bundled != 0) {
+    for (uint16_t i = 0; i < bundled; ++i) {
+      const BundledSegment& segment = bundle[i];
+      out += encode_bundle_entry(out, segment.entry);
+      copy_from(*segment.message, segment.offset, segment.entry.payload_len, out);
+      out += segment.entry.payload_len;
+    }
+    return;
+  }
+  if (message == nullptr) {
+    std::memcpy(out, body, std::min<size_t>(header.payload_len, sizeof(body)));
+    return;
+  }
+  copy_from(*message, offset, header.payload_len, out);
 }
 
 Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16_t local_queue,
@@ -250,6 +269,10 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
     }
     return;
   }
+  if (opcode == static_cast<uint8_t>(wire::Opcode::kBundle)) {
+    on_bundle(c, segment, now_ns);
+    return;
+  }
   if (!wire::opcode_is_data(opcode)) return;
   c = receive_half_for(c, segment, now_ns);
   if (c == nullptr) return;
@@ -267,6 +290,8 @@ void Engine::drop_peer(uint64_t key) {
 
 void Engine::frames_sent() {
   outbox_.clear();
+  open_bundle_ = {};
+  bundle_used_ = 0;
   for (auto& message : retired_) {
     keep_spare(std::move(message->copy), message->copy_capacity);
     if (spare_messages_.size() < kSpareRecords) {

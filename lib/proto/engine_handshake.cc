@@ -81,6 +81,7 @@ bool Engine::evict_one(uint64_t now_ns) {
   }
   // Unexpected messages it delivered whole stay: they belong to receives.
   release_held(*victim->second);
+  if (open_bundle_.connection == victim->second.get()) open_bundle_ = {};
   connections_.erase(victim);
   ++stats_.connections_evicted;
   return true;

@@ -120,16 +120,22 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
   h.payload_len = slot.length;
   h.tag = m.request.tag;
   h.group = m.request.group;
-  OutFrame frame;
-  std::copy(c.mac, c.mac + 6, frame.dst_mac);
-  frame.header = h;
-  frame.message = &m;
-  frame.offset = slot.offset;
-  outbox_.push_back(frame);
+  // A repair goes alone: it is urgent, and a lost bundle would lose it again
+  // with its neighbours.
+  if (retransmit || !join_bundle(c, h, m)) {
+    OutFrame frame;
+    std::copy(c.mac, c.mac + 6, frame.dst_mac);
+    frame.header = h;
+    frame.message = &m;
+    frame.offset = slot.offset;
+    outbox_.push_back(frame);
+    ++stats_.frames_sent;
+    open_bundle_.connection = !retransmit && bundles(h) ? &c : nullptr;
+    open_bundle_.frame = outbox_.size() - 1;
+  }
   if (slot.transmissions == 0) slot.first_sent_ns = now_ns;
   slot.last_sent_ns = now_ns;
   if (slot.transmissions < 255) ++slot.transmissions;
-  ++stats_.frames_sent;
   if (retransmit) ++stats_.retransmitted;
   // The data frame carried our ack: nothing owed any more.
   if (c.rx_open) {

@@ -102,6 +102,55 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
   return wire::kHeadersSize;
 }
 
+size_t encode_bundle_entry(uint8_t* out, const wire::BundleEntry& e) {
+  using wire::BundleEntry;
+  out[offsetof(BundleEntry, opcode)] = e.opcode;
+  out[offsetof(BundleEntry, reserved8)] = 0;
+  put(out, offsetof(BundleEntry, flags), htobe16(e.flags));
+  put(out, offsetof(BundleEntry, seq), htobe32(e.seq));
+  put(out, offsetof(BundleEntry, msg_id), htobe32(e.msg_id));
+  put(out, offsetof(BundleEntry, msg_len), htobe32(e.msg_len));
+  put(out, offsetof(BundleEntry, offset), htobe32(e.offset));
+  put(out, offsetof(BundleEntry, group), htobe32(e.group));
+  put(out, offsetof(BundleEntry, payload_len), htobe16(e.payload_len));
+  put(out, offsetof(BundleEntry, reserved16), uint16_t{0});
+  put(out, offsetof(BundleEntry, reserved32), uint32_t{0});
+  put(out, offsetof(BundleEntry, tag), htobe64(e.tag));
+  put(out, offsetof(BundleEntry, cq_data), htobe64(e.cq_data));
+  return sizeof(BundleEntry);
+}
+
+DecodeResult next_bundle_entry(const uint8_t** cursor, const uint8_t* end,
+                               const wire::FrameHeader& frame, wire::FrameHeader* out,
+                               const uint8_t** payload) {
+  using wire::BundleEntry;
+  const uint8_t* in = *cursor;
+  if (end < in || static_cast<size_t>(end - in) < sizeof(BundleEntry))
+    return DecodeResult::kTruncated;
+  wire::FrameHeader& h = *out;
+  h = frame;
+  h.opcode = in[offsetof(BundleEntry, opcode)];
+  if (!wire::opcode_is_data(h.opcode)) return DecodeResult::kBadOpcode;
+  const uint16_t flags = be16toh(get<uint16_t>(in, offsetof(BundleEntry, flags)));
+  if (flags & ~wire::kSegmentFlags) return DecodeResult::kBadOpcode;
+  h.flags = static_cast<uint16_t>(frame.flags | flags);
+  h.seq = be32toh(get<uint32_t>(in, offsetof(BundleEntry, seq)));
+  h.msg_id = be32toh(get<uint32_t>(in, offsetof(BundleEntry, msg_id)));
+  h.msg_len = be32toh(get<uint32_t>(in, offsetof(BundleEntry, msg_len)));
+  h.offset = be32toh(get<uint32_t>(in, offsetof(BundleEntry, offset)));
+  h.group = be32toh(get<uint32_t>(in, offsetof(BundleEntry, group)));
+  h.payload_len = be16toh(get<uint16_t>(in, offsetof(BundleEntry, payload_len)));
+  h.tag = be64toh(get<uint64_t>(in, offsetof(BundleEntry, tag)));
+  h.cq_data = be64toh(get<uint64_t>(in, offsetof(BundleEntry, cq_data)));
+  in += sizeof(BundleEntry);
+  if (static_cast<size_t>(end - in) < h.payload_len) return DecodeResult::kTruncated;
+  if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len)
+    return DecodeResult::kBadLength;
+  *payload = in;
+  *cursor = in + h.payload_len;
+  return DecodeResult::kOk;
+}
+
 DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_type,
                           DecodedFrame* out, bool checksums) {
   using wire::FrameHeader;
@@ -144,8 +193,12 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_ty
 
   // Ethernet pads short frames, so more bytes than announced is fine.
   if (length - wire::kHeadersSize < h.payload_len) return DecodeResult::kTruncated;
-  if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len)
+  if (h.opcode == static_cast<uint8_t>(wire::Opcode::kBundle)) {
+    // Its entries say what they are (next_bundle_entry).
+    if (h.msg_len != 0 || h.offset != 0) return DecodeResult::kBadLength;
+  } else if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len) {
     return DecodeResult::kBadLength;
+  }
   h.checksum = be32toh(get<uint32_t>(f, offsetof(FrameHeader, checksum)));
   if (checksums) {
     if (h.flags & wire::kFlagUnsealed) return DecodeResult::kUnsealed;

@@ -47,6 +47,22 @@ void seal_frame(uint8_t* frame, size_t length);
 void mark_unsealed(uint8_t* frame);
 
 
+// Writes one entry of a BUNDLE frame's payload (host order in `entry`) to
+// `out`, which must hold sizeof(wire::BundleEntry) bytes; its payload goes
+// right after.  Returns the bytes written.
+size_t encode_bundle_entry(uint8_t* out, const wire::BundleEntry& entry);
+
+// Reads the entry at *cursor of a BUNDLE frame whose payload ends at `end`
+// and whose decoded header is `frame`.  On kOk, *out is the header a frame
+// of its own would have had (the frame's, with the entry's fields), *payload
+// the entry's bytes, and *cursor moves past them.  An entry no correct
+// sender writes (cut short, not a data opcode, other flags, beyond its
+// message) gives kTruncated, kBadOpcode or kBadLength, and the rest of the
+// frame is not to be read.
+DecodeResult next_bundle_entry(const uint8_t** cursor, const uint8_t* end,
+                               const wire::FrameHeader& frame, wire::FrameHeader* out,
+                               const uint8_t** payload);
+
 // Parses `length` bytes at `frame`.  On kOk fills `out`; otherwise `out` is
 // unspecified.  Never reads past frame + length.  With `checksums` the
 // frame's CRC must be right and kFlagUnsealed frames are refused; without,

@@ -237,6 +237,10 @@ struct TransportConfig {
   // record, not its bytes, and nothing is copied twice.  0: never.
   // Off by default here; the provider turns it on (FI_DPDK_RENDEZVOUS_BYTES).
   size_t rendezvous_bytes = 0;
+  // Whole messages of at most this many bytes (requests and responses too)
+  // that leave for one peer together share a BUNDLE frame (wire.h, bundle.cc);
+  // 0: every segment in a frame of its own.
+  uint32_t bundle_bytes = 1024;
   // Keys tokens and nonces (engine.cc); the provider draws it from the
   // kernel, tests leave it fixed.
   uint64_t token_secret[2] = {0x736f6d6570736575ull, 0x646f72616e646f6dull};
@@ -248,6 +252,7 @@ struct TransportStats {
            bad_frames = 0, stalled_no_buffer = 0, fast_retransmits = 0, timeouts = 0,
            messages_sent = 0, messages_received = 0, peers_failed = 0,
            requests_served = 0,
+           bundled_segments = 0,  // segments sent inside a BUNDLE frame (frames_sent counts frames)
            wrong_key = 0,  // frames with a network key this endpoint was not enabled with
            hellos_sent = 0, hellos_answered = 0,
            connections_opened = 0,   // receive halves opened by a completed handshake
@@ -269,15 +274,26 @@ struct InboundMessage;
 struct RemoteInbound;
 struct OrderedCompletion;
 
+// One segment of a BUNDLE frame: its entry (host order) and where its
+// payload is read from.
+struct BundledSegment {
+  wire::BundleEntry entry;
+  const TxMessage* message;
+  uint32_t offset;
+};
+
 // One frame the engine wants sent.  The payload is gathered from the message
 // with copy_payload(); it stays valid until Engine::frames_sent().  HELLO and
-// HELLO_ACK carry their HandshakeBody in `body` instead (wire order).
+// HELLO_ACK carry their HandshakeBody in `body` instead (wire order); a
+// BUNDLE frame's entries are `bundle`, `bundled` of them.
 struct OutFrame {
   uint8_t dst_mac[6];
   wire::FrameHeader header;  // host order
   const TxMessage* message;  // nullptr for frames without a message
   uint32_t offset;
   uint8_t body[sizeof(wire::HandshakeBody)];
+  const BundledSegment* bundle = nullptr;
+  uint16_t bundled = 0;
   void copy_payload(uint8_t* out) const;
 };
 
@@ -342,6 +358,13 @@ class Engine {
   ResponseBytes response_bytes(size_t length);
 
   std::vector<OutFrame>& outbox() { return outbox_; }
+  // True when the outbox ends in a frame that later small sends to its
+  // peer could still join, and that peer has earlier segments not yet
+  // acknowledged (bundle.cc).  A caller that polls again soon (it must, to
+  // see those earlier sends complete) may keep the outbox for that poll
+  // instead of sending it now: a stream of small sends then leaves in a
+  // few frames.  The first send after a quiet spell never waits.
+  bool holding_bundle() const;
   // The caller sent (or dropped) the outbox: payload views may go now.
   void frames_sent();
   // Hand these to the application only after sending the outbox: a send may
@@ -395,6 +418,12 @@ class Engine {
   // engine_tx.cc
   void pump(Connection& c, uint64_t now_ns);
   void emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool retransmit);
+  // bundle.cc: adds a first transmission to the outbox's last frame when
+  // that is c's and both fit in a BUNDLE; false when it goes alone.
+  bool join_bundle(Connection& c, const wire::FrameHeader& h, const TxMessage& m);
+  bool bundles(const wire::FrameHeader& h) const;
+  // Each entry of a BUNDLE frame, taken as the frame of its own it stands for.
+  void on_bundle(Connection* c, const Segment& bundle, uint64_t now_ns);
   void emit_ack(Connection& c);
   void emit_hello(Connection& c, uint64_t now_ns);
   void emit_hello_ack(const Segment& s, uint32_t token);
@@ -544,6 +573,16 @@ class Engine {
   std::unordered_map<uint64_t, uint32_t> evicted_gen_;
   std::deque<std::pair<uint64_t, uint32_t>> evicted_order_;
   std::vector<OutFrame> outbox_;
+  // The outbox frame small segments may join: its index and connection
+  // (none when `connection` is null or the frame is no longer the last).
+  struct OpenBundle {
+    size_t frame = 0;
+    const Connection* connection = nullptr;
+  } open_bundle_;
+  // Entries of this pass's BUNDLE frames, until frames_sent(); a bundle's
+  // entries are consecutive, so only the last frame's may grow.
+  std::unique_ptr<BundledSegment[]> bundle_store_;
+  size_t bundle_used_ = 0;
   std::vector<std::unique_ptr<TxMessage>> retired_;
   // Records kept for reuse, cleared, kSpareRecords of each at most.
   std::vector<std::unique_ptr<TxMessage>> spare_messages_;

@@ -15,11 +15,12 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 6;  // 2: conn and ack_conn; 3: delivery notices;
+inline constexpr uint8_t kWireVersion = 7;  // 2: conn and ack_conn; 3: delivery notices;
                                             // 4: auth_key, group, src_ep_queue;
                                             // 5: HELLO handshake, tokens, checksum
                                             //    over the Ethernet header;
-                                            // 6: rendezvous (kFlagRendezvous, kFlagPull)
+                                            // 6: rendezvous (kFlagRendezvous, kFlagPull);
+                                            // 7: BUNDLE frames
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -37,7 +38,8 @@ static_assert(sizeof(EtherHeader) == 14);
   X(kRequest, 5, "REQUEST")   /* RMA/atomic request segment: the target answers */ \
   X(kResponse, 6, "RESPONSE") /* its answer: tag = request msg_id, cq_data = status */ \
   X(kHello, 7, "HELLO")         /* "I open transmit connection conn to you" */ \
-  X(kHelloAck, 8, "HELLO_ACK")  /* its answer: the token that connection's data carries */
+  X(kHelloAck, 8, "HELLO_ACK")  /* its answer: the token that connection's data carries */ \
+  X(kBundle, 9, "BUNDLE")       /* several whole small messages' segments: BundleEntry each */
 
 enum class Opcode : uint8_t {
 #define OFI_DPDK_OPCODE_ENUM(name, value, text) name = value,
@@ -96,6 +98,13 @@ inline constexpr uint16_t kFlagRendezvous = 1u << 8;
 // itself (no request handler) with a RESPONSE carrying the announced
 // message's data, sent from the sender's own buffer.
 inline constexpr uint16_t kFlagPull = 1u << 9;
+
+// The flags a BundleEntry may carry: those that describe one segment.  The
+// frame's own (kFlagAckValid, kFlagAckRequest, kFlagUnsealed) are in the
+// BUNDLE frame's header and hold for every entry.
+inline constexpr uint16_t kSegmentFlags = kFlagRemoteData | kFlagLastSegment |
+                                          kFlagDeliveryNotice | kFlagAckNow |
+                                          kFlagRendezvous | kFlagPull;
 
 // Sequence numbers of a connection start here, in each direction.
 inline constexpr uint32_t kInitialSeq = 1;
@@ -171,6 +180,35 @@ static_assert(offsetof(FrameHeader, token) == 76);
 static_assert(offsetof(FrameHeader, ack_token) == 80);
 
 inline constexpr size_t kHeadersSize = sizeof(EtherHeader) + sizeof(FrameHeader);
+
+// A BUNDLE frame (version 7) carries the segments of several small messages
+// of one connection, each a whole message, in sequence order: a sender that
+// has more than one queued for the same peer pays one frame, one checksum
+// and one device call for all of them.  Its FrameHeader holds what belongs
+// to the frame (queues, sessions, conn and token, the ack and window, the
+// frame flags) and payload_len, the bytes of all entries; seq, msg_id,
+// msg_len, offset, tag, cq_data and group are 0.  The payload is a run of entries, each this
+// header and then its payload_len bytes; each entry is taken exactly as a
+// frame of its own with the frame's header and the entry's fields would
+// be, so loss, repair and acknowledgement stay per segment.
+struct BundleEntry {
+  uint8_t opcode;        // kMsg, kTagged, kRequest or kResponse
+  uint8_t reserved8;     // 0
+  uint16_t flags;        // kSegmentFlags only
+  uint32_t seq;
+  uint32_t msg_id;
+  uint32_t msg_len;
+  uint32_t offset;
+  uint32_t group;
+  uint16_t payload_len;
+  uint16_t reserved16;   // 0
+  uint32_t reserved32;   // 0
+  uint64_t tag;
+  uint64_t cq_data;
+};
+static_assert(sizeof(BundleEntry) == 48);
+static_assert(offsetof(BundleEntry, payload_len) == 24);
+static_assert(offsetof(BundleEntry, tag) == 32);
 
 // The payload of HELLO and HELLO_ACK frames (big-endian like the header).
 struct HandshakeBody {

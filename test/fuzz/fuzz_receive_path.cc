@@ -160,6 +160,7 @@ class World {
   void poll() { engine_->poll(now_); }
   void flush();
   void check_frame(const OutFrame& frame);
+  void check_bundle(const OutFrame& frame);
   void check_completion(const Completion& done);
   void check_stats();
 
@@ -345,6 +346,10 @@ void World::flush() {
 }
 
 void World::check_frame(const OutFrame& frame) {
+  if (frame.header.opcode == static_cast<uint8_t>(wire::Opcode::kBundle)) {
+    check_bundle(frame);
+    return;
+  }
   const wire::FrameHeader& h = frame.header;
   if (tracing())
     std::fprintf(stderr, "  out %s seq=%u ack=%u win=%u flags=%x off=%u/%u sack=%llx\n",
@@ -427,6 +432,58 @@ void World::check_frame(const OutFrame& frame) {
     for (size_t j = 0; j < h.payload_len; ++j)
       FUZZ_CHECK(back.payload[j] == pattern_byte(id, h.offset + j));
   }
+}
+
+void World::check_bundle(const OutFrame& frame) {
+  // Each entry must be what a frame of its own would be (check_frame), and
+  // the bundle must read back as those frames.
+  FUZZ_CHECK(frame.bundled >= 2 && frame.message == nullptr);
+  FUZZ_CHECK(frame.header.payload_len <= config_.max_payload);
+  std::vector<OutFrame> singles;
+  size_t body = 0;
+  for (uint16_t i = 0; i < frame.bundled; ++i) {
+    const BundledSegment& part = frame.bundle[i];
+    OutFrame single = frame;
+    single.bundle = nullptr;
+    single.bundled = 0;
+    single.message = part.message;
+    single.offset = part.offset;
+    wire::FrameHeader& h = single.header;
+    h.opcode = part.entry.opcode;
+    h.flags = static_cast<uint16_t>(h.flags | part.entry.flags);
+    h.seq = part.entry.seq;
+    h.msg_id = part.entry.msg_id;
+    h.msg_len = part.entry.msg_len;
+    h.offset = part.entry.offset;
+    h.group = part.entry.group;
+    h.payload_len = part.entry.payload_len;
+    h.tag = part.entry.tag;
+    h.cq_data = part.entry.cq_data;
+    FUZZ_CHECK(wire::opcode_is_data(h.opcode) && h.offset == 0 && h.payload_len == h.msg_len);
+    FUZZ_CHECK(i == 0 || h.seq == singles.back().header.seq + 1);  // consecutive, in order
+    check_frame(single);
+    singles.push_back(single);
+    body += sizeof(wire::BundleEntry) + h.payload_len;
+  }
+  FUZZ_CHECK(body == frame.header.payload_len);
+  const size_t length = wire::kHeadersSize + body;
+  std::unique_ptr<uint8_t[]> bytes(new uint8_t[length]);
+  encode_headers(bytes.get(), frame.dst_mac, kLocalMac, wire::kDefaultEtherType, frame.header);
+  frame.copy_payload(bytes.get() + wire::kHeadersSize);
+  seal_frame(bytes.get(), length);
+  DecodedFrame back;
+  FUZZ_CHECK(decode_frame(bytes.get(), length, wire::kDefaultEtherType, &back) ==
+             DecodeResult::kOk);
+  const uint8_t* cursor = back.payload;
+  const uint8_t* end = back.payload + back.header.payload_len;
+  for (const OutFrame& single : singles) {
+    wire::FrameHeader h;
+    const uint8_t* payload = nullptr;
+    FUZZ_CHECK(next_bundle_entry(&cursor, end, back.header, &h, &payload) == DecodeResult::kOk);
+    FUZZ_CHECK(h.seq == single.header.seq && h.flags == single.header.flags &&
+               h.payload_len == single.header.payload_len);
+  }
+  FUZZ_CHECK(cursor == end);
 }
 
 void World::check_completion(const Completion& done) {

@@ -704,8 +704,11 @@ TEST(Bounds, AnIdleConnectionGivesBackItsSlotTables) {
   // Expect: after a burst with reordering (both sides' slot tables in use),
   // 150 ms of silence leave each side's connection without its 10 KiB
   // transmit and 2 KiB receive slot tables; the next burst allocates them
-  // again and arrives whole and in order.
-  Pair p(53);
+  // again and arrives whole and in order.  (A frame per message, so that
+  // reordering frames reorders segments.)
+  TransportConfig config;
+  config.bundle_bytes = 0;
+  Pair p(53, config, config);
   p.link.faults().reorder = 0.2;
   auto burst = [&](size_t first) {
     std::vector<std::vector<uint8_t>> in(20, std::vector<uint8_t>(8));
@@ -744,6 +747,7 @@ TEST(Bounds, UnacknowledgedResponsesHoldFurtherRequests) {
   TransportConfig config;
   TransportConfig target;
   target.max_pending_responses = 2;
+  target.bundle_bytes = 0;  // responses in frames of their own, which the link can tell
   Pair p(51, config, target);
   std::vector<uint8_t> warm(8);
   ASSERT_EQ(p.request(&warm, ctx(100)), 0);
