@@ -18,8 +18,6 @@ namespace {
 
 // Tail loss probes per ack advance (see Engine::poll).
 constexpr uint8_t kMaxProbes = 4;
-// Message records kept for reuse, of each kind (Engine::new_message).
-constexpr size_t kSpareRecords = 256;
 // A connection silent this long with nothing in flight gives back its slot
 // tables (12 KiB), which the next segment allocates again: thousands of
 // peers that talked once cost their records, not their windows.

@@ -95,7 +95,7 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
       UnexpectedMessage& u = *in->unexpected;
       if (u.claimed) fail_recv(&c, u.claim, error, prov_errno, in->sender);
       unexpected_bytes_ -= u.charged;
-      unexpected_.erase(in->unexpected);
+      erase_unexpected(in->unexpected);
     }
     free_inbound(in);
   }

@@ -21,16 +21,21 @@
 namespace ofi_dpdk::proto {
 
 // Posted receives, unexpected messages and reassembly for one endpoint.
+// Records of each kind (sends, received messages, unexpected messages) an
+// engine keeps for reuse.
+inline constexpr size_t kSpareRecords = 256;
+
 struct UnexpectedMessage {
   Sender sender;
-  uint64_t connection_key;  // the connection it came on (delivery notices)
-  bool tagged;
-  uint64_t tag;
-  bool has_data;
-  uint64_t cq_data;
-  size_t length;
+  uint64_t connection_key = 0;  // the connection it came on (delivery notices)
+  bool tagged = false;
+  uint64_t tag = 0;
+  bool has_data = false;
+  uint64_t cq_data = 0;
+  size_t length = 0;
   size_t received = 0;
   std::unique_ptr<uint8_t[]> bytes;
+  size_t bytes_capacity = 0;  // kept with a spare record when small (new_unexpected)
   bool complete = false;
   bool claimed = false;  // a receive waits for it to arrive whole: claim
   RecvRequest claim;

@@ -89,7 +89,7 @@ bool Engine::match_posted(InboundMessage& in) {
     in.recv = it->multi ? take_part(*it, in.length) : *it;
     in.capacity = capacity_of(in.recv);
     if (!it->multi || it->multi->released) {
-      posted_.erase(it);
+      drop_posted(it);
       --posted_count_;
     }
     return true;
@@ -118,7 +118,7 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
     free_inbound(in);
     return false;
   }
-  UnexpectedMessage u;
+  UnexpectedMessage& u = *new_unexpected(h.msg_len);
   u.sender = in->sender;
   u.connection_key = c.key;
   u.tagged = tagged;
@@ -130,11 +130,8 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   u.msg_id = h.msg_id;
   u.session = c.peer_session;
   u.conn = c.rx_conn;
-  // Not zeroed: a claimed length costs memory only as its bytes arrive.
-  u.bytes.reset(new uint8_t[std::max<size_t>(h.msg_len, 1)]);
   u.charged = unexpected_cost(h.msg_len);
   unexpected_bytes_ += u.charged;
-  unexpected_.push_back(std::move(u));
   in->unexpected = std::prev(unexpected_.end());
   c.inbound = in;
   return true;
@@ -252,13 +249,13 @@ void Engine::finish_message(Connection& c) {
     if (u.discarded) {
       notify_delivered(u);
       unexpected_bytes_ -= u.charged;
-      unexpected_.erase(in->unexpected);
+      erase_unexpected(in->unexpected);
       wake_stalled();
     } else if (u.claimed) {
       complete_recv(&c, u.claim, *in, u.bytes.get());
       notify_delivered(u);
       unexpected_bytes_ -= u.charged;
-      unexpected_.erase(in->unexpected);
+      erase_unexpected(in->unexpected);
       wake_stalled();
     }
   }
@@ -281,7 +278,7 @@ void Engine::take_unexpected(const RecvRequest& request,
   complete_recv(connection_by_key(it->connection_key), request, view_of(*it), it->bytes.get());
   notify_delivered(*it);
   unexpected_bytes_ -= it->charged;
-  unexpected_.erase(it);
+  erase_unexpected(it);
   wake_stalled();
 }
 
@@ -294,7 +291,7 @@ int Engine::post_recv(const RecvRequest& request, uint64_t now_ns) {
     take_unexpected(request, it);
     return 0;
   }
-  posted_.push_back(request);
+  keep_posted(request);
   ++posted_count_;
   wake_stalled();
   return 0;
@@ -323,14 +320,65 @@ int Engine::post_multi_recv(const RecvRequest& request) {
     complete_recv(connection_by_key(it->connection_key), part, view_of(*it), it->bytes.get());
     notify_delivered(*it);
     unexpected_bytes_ -= it->charged;
-    it = unexpected_.erase(it);
+    it = erase_unexpected(it);
   }
   if (!request.multi->released) {
-    posted_.push_back(request);
+    keep_posted(request);
     ++posted_count_;
   }
   wake_stalled();
   return 0;
+}
+
+void Engine::keep_posted(const RecvRequest& request) {
+  if (spare_posted_.empty()) {
+    posted_.push_back(request);
+    return;
+  }
+  posted_.splice(posted_.end(), spare_posted_, spare_posted_.begin());
+  posted_.back() = request;
+}
+
+void Engine::drop_posted(std::list<RecvRequest>::iterator it) {
+  if (spare_posted_.size() >= kSpareRecords) {
+    posted_.erase(it);
+    return;
+  }
+  it->multi.reset();  // a multi-recv buffer lives as long as its receives
+  spare_posted_.splice(spare_posted_.end(), posted_, it);
+}
+
+std::list<UnexpectedMessage>::iterator Engine::new_unexpected(size_t length, bool with_bytes) {
+  if (spare_unexpected_.empty()) {
+    unexpected_.emplace_back();
+  } else {
+    unexpected_.splice(unexpected_.end(), spare_unexpected_, spare_unexpected_.begin());
+  }
+  auto it = std::prev(unexpected_.end());
+  // Not zeroed: a claimed length costs memory only as its bytes arrive.
+  const size_t wanted = std::max<size_t>(length, 1);
+  if (with_bytes && it->bytes_capacity < wanted) {
+    it->bytes.reset(new uint8_t[wanted]);
+    it->bytes_capacity = wanted;
+  }
+  return it;
+}
+
+std::list<UnexpectedMessage>::iterator Engine::erase_unexpected(
+    std::list<UnexpectedMessage>::iterator it) {
+  // A spare keeps a buffer of a small message's size only: spares are
+  // outside the unexpected budget, so what they hold stays small.
+  constexpr size_t kSpareBytes = 4096;
+  if (spare_unexpected_.size() >= kSpareRecords) return unexpected_.erase(it);
+  auto next = std::next(it);
+  UnexpectedMessage cleared;
+  if (it->bytes_capacity <= kSpareBytes) {
+    cleared.bytes = std::move(it->bytes);
+    cleared.bytes_capacity = it->bytes_capacity;
+  }
+  *it = std::move(cleared);
+  spare_unexpected_.splice(spare_unexpected_.end(), unexpected_, it);
+  return next;
 }
 
 Completion Engine::peek_completion(const RecvRequest& request, const UnexpectedMessage& u,
@@ -364,7 +412,7 @@ void Engine::drop_unexpected(std::list<UnexpectedMessage>::iterator it) {
   }
   notify_delivered(*it);
   unexpected_bytes_ -= it->charged;
-  unexpected_.erase(it);
+  erase_unexpected(it);
   wake_stalled();
 }
 
@@ -428,7 +476,7 @@ int Engine::cancel_recv(void* context) {
   for (auto it = posted_.begin(); it != posted_.end(); ++it) {
     if (it->context != context) continue;
     cancel(*it);
-    posted_.erase(it);
+    drop_posted(it);
     --posted_count_;
     return 0;
   }
@@ -462,7 +510,7 @@ void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it,
     fail_recv(c, *into, kErrPeerReset, kProvSendGone, u.sender);
   }
   unexpected_bytes_ -= u.charged;
-  unexpected_.erase(it);
+  erase_unexpected(it);
   wake_stalled();
 }
 

@@ -73,7 +73,7 @@ bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const ui
   }
   // Unexpected: its record is all it costs, however large the message.
   if (unexpected_bytes_ + unexpected_cost(0) > config_.unexpected_bytes) return false;
-  UnexpectedMessage u;
+  UnexpectedMessage& u = *new_unexpected(0, false);  // its data stays at the sender
   u.sender = in->sender;
   u.connection_key = c.key;
   u.tagged = in->tagged;
@@ -88,7 +88,6 @@ bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const ui
   u.conn = c.rx_conn;
   u.charged = unexpected_cost(0);
   unexpected_bytes_ += u.charged;
-  unexpected_.push_back(std::move(u));
   return true;
 }
 

@@ -547,6 +547,14 @@ class Engine {
   bool matches(const RecvRequest& recv, const Sender& sender, bool tagged, uint64_t tag) const;
   Completion peek_completion(const RecvRequest& request, const UnexpectedMessage& u,
                              bool with_length);
+  // Adds a receive at the end of posted_ / takes `it` out of it.
+  void keep_posted(const RecvRequest& request);
+  void drop_posted(std::list<RecvRequest>::iterator it);
+  // A cleared record at the end of unexpected_ (a spare one when there is),
+  // whose buffer holds at least `length` bytes when `with_bytes`.
+  std::list<UnexpectedMessage>::iterator new_unexpected(size_t length, bool with_bytes = true);
+  // Takes `it` out of unexpected_ (into the spares); returns the next.
+  std::list<UnexpectedMessage>::iterator erase_unexpected(std::list<UnexpectedMessage>::iterator it);
   // Drops an unexpected message now, or when whole if it is still arriving.
   void drop_unexpected(std::list<UnexpectedMessage>::iterator it);
   // Gives it to a receive now, or when whole if it is still arriving.
@@ -596,9 +604,16 @@ class Engine {
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
   std::vector<Completion> completions_;
-  std::deque<RecvRequest> posted_;
+  std::list<RecvRequest> posted_;
+  // Nodes of posted_ kept for the next receive (kSpareRecords at most): a
+  // receive posted per message would otherwise be an allocation each.
+  std::list<RecvRequest> spare_posted_;
   size_t posted_count_ = 0;
   std::list<UnexpectedMessage> unexpected_;
+  // Records of taken unexpected messages, with their buffer when it is
+  // small, for the next ones: a stream of small early messages would
+  // otherwise cost two allocations and two frees each.  kSpareRecords at most.
+  std::list<UnexpectedMessage> spare_unexpected_;
   size_t unexpected_bytes_ = 0;
   size_t outstanding_sends_ = 0;
   uint64_t last_data_ns_ = 0;
