@@ -434,6 +434,8 @@ class Engine {
   void emit_reset(const uint8_t mac[6], const wire::FrameHeader& h);
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
+  // The congestion response to `new_holes` segments just found lost.
+  void cut_window(Connection& c, uint32_t new_holes);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
   // Message records from the free lists (or the heap), and back: a record
   // per send and per message received would otherwise be an allocation.

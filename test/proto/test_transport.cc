@@ -1627,6 +1627,93 @@ TEST(TransportCongestion, WindowShrinksOnLossAndGrowsBack) {
   EXPECT_EQ(f.send_failed, 0u);
 }
 
+// A stream A to B whose window has opened, and the filter that drops the
+// first transmission of the data segments whose seq is in `lose` (each
+// once), for the two tests below.
+struct LossProbe {
+  explicit LossProbe(uint64_t seed) : net(seed) {
+    config.max_payload = 64;
+    a = net.add(config, kMacA, 0, 0xA0000016);
+    b = net.add(config, kMacB, 0, 0xB0000016);
+    FlowSpec spec;
+    spec.src = a;
+    spec.dst = b;
+    spec.sizes.assign(20000, 1024);
+    spec.send_window = 64;
+    spec.post_ahead = 128;
+    flow = &net.add_flow(spec);
+    net.link.keep = [this](size_t from, const wire::FrameHeader& h) {
+      if (from != a || !wire::opcode_is_data(h.opcode)) return true;
+      for (uint32_t& seq : lose) {
+        if (seq != 0 && h.seq == seq) {
+          seq = 0;
+          return false;
+        }
+      }
+      return true;
+    };
+  }
+  const Connection& sender() { return *net.engine(a).find(net.link.key(b)); }
+
+  TransportConfig config;
+  Net net;
+  size_t a = 0, b = 0;
+  Flow* flow = nullptr;
+  std::vector<uint32_t> lose;
+};
+
+TEST(TransportCongestion, ALoneLossCutsTheWindowLessThanARun) {
+  // Expect: with the window open, losing one segment takes the window to
+  // 90 % of where it was; losing two of one window takes it to 70 %.  The
+  // stream goes on whole either way.
+  for (const int lost : {1, 2}) {
+    LossProbe p(16 + lost);
+    p.net.run_for(5 * kMs);
+    const Connection& c = p.sender();
+    ASSERT_GE(c.cwnd_x256, 64u * 256) << "the window never opened";
+    const uint32_t before = c.cwnd_x256 / 256;
+    for (int i = 0; i < lost; ++i) p.lose.push_back(c.next_seq + 5 + 3 * static_cast<uint32_t>(i));
+    ASSERT_TRUE(p.net.run_until([&] { return c.loss_holes >= static_cast<uint32_t>(lost); },
+                                50 * kMs));
+    // The cut is the first decrease; growth may since have added a little.
+    EXPECT_EQ(c.ssthresh, before * (lost == 1 ? 9 : 7) / 10) << lost << " lost of " << before;
+    EXPECT_EQ(c.cwnd_before_loss, before);
+    p.net.run_for(20 * kMs);
+    EXPECT_EQ(p.flow->problems, 0u) << p.flow->first_problem;
+    EXPECT_EQ(p.flow->send_failed, 0u);
+  }
+}
+
+TEST(TransportCongestion, NewDataFlowsWhileAHoleIsRepaired) {
+  // Expect: while a lost segment (and its first repair) waits for its
+  // repair (una stays at it), the
+  // segments the receiver reported holding (SACK) no longer count against
+  // the window, so new segments go out; in flight and not reported stays
+  // within the window; the stream arrives whole.
+  // In slow start, before the window reaches the slot table's 256: then the
+  // congestion window is what limits.
+  LossProbe p(18);
+  const uint32_t hole = wire::kInitialSeq + 40;
+  p.lose = {hole, hole};  // its first repair is lost too: the hole stays open a while
+  p.net.step();
+  const Connection& c = p.sender();
+  ASSERT_TRUE(p.net.run_until([&] { return c.sacked_in_flight > 0; }, 50 * kMs));
+  ASSERT_EQ(c.una, hole);
+  const uint32_t next_at_report = c.next_seq;
+  uint32_t next_while_open = next_at_report;  // next_seq while una is still the hole
+  for (;;) {
+    EXPECT_LE(c.next_seq - c.una - c.sacked_in_flight, c.cwnd_x256 / 256);
+    p.net.step();
+    if (c.una != hole) break;
+    next_while_open = c.next_seq;
+  }
+  EXPECT_GT(p.net.engine(p.a).stats().fast_retransmits, 0u);
+  EXPECT_GT(next_while_open - next_at_report, 0u) << "nothing new was sent while the hole was open";
+  p.net.run_for(20 * kMs);
+  EXPECT_EQ(p.flow->problems, 0u) << p.flow->first_problem;
+  EXPECT_EQ(p.flow->send_failed, 0u);
+}
+
 TEST(TransportCongestion, TwoSendersShareABottleneck) {
   // Expect: A and C both stream to B through a bottleneck of 8 frames per
   // step with a 64-frame queue: both finish everything, and while both are
