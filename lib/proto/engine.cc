@@ -170,7 +170,9 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
     message->copy = take_copy_buffer(length, &message->copy_capacity);
     size_t at = 0;
     for (size_t i = 0; i < request.iov_count; ++i) {
-      std::memcpy(message->copy.get() + at, request.iov[i].iov_base, request.iov[i].iov_len);
+      // An empty iov may have no base (fi_send of 0 bytes with buf NULL).
+      if (request.iov[i].iov_len != 0)
+        std::memcpy(message->copy.get() + at, request.iov[i].iov_base, request.iov[i].iov_len);
       at += request.iov[i].iov_len;
     }
     message->iov_count = 0;
