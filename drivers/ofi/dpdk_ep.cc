@@ -92,6 +92,9 @@ int ep_close(fid* fid) {
   {
     PortContext& port = ep->port();
     std::lock_guard guard(port.lock);
+    // Sends held for company (proto::Engine::holding_bundle) go now: a
+    // sender that closes right after a burst has no later pass to wait for.
+    if (ep->enabled) ep->flush();
     linger(ep);
     log_stats(ep);
     if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep)

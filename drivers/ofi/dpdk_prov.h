@@ -146,6 +146,13 @@ struct PortContext {
   // Queues a frame for an endpoint of this port; false when the queue is
   // full (the frame is then the caller's, lost like a dropped one).
   bool loop_back(rte_mbuf* frame);
+  // Whether a send may wait in the outbox for the next progress pass
+  // (proto::Engine::holding_bundle): only where a pass comes without the
+  // application's help too (the progress loop, or the safety net).
+  bool passes_come_anyway() const {
+    return auto_progress_users.load(std::memory_order_relaxed) != 0 ||
+           params().progress_net_ms != 0;
+  }
   // Progress for calls that wait on the application's behalf (fi_cq_read,
   // posting when full): skipped while the progress loop owns the port.
   void progress_if_manual() {

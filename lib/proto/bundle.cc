@@ -75,6 +75,9 @@ bool Engine::join_bundle(Connection& c, const wire::FrameHeader& h, const TxMess
 bool Engine::holding_bundle() const {
   if (open_bundle_.connection == nullptr || open_bundle_.frame + 1 != outbox_.size())
     return false;
+  // A frame held before this one (another peer's) is closed: send both
+  // rather than hold frames that nothing more can join.
+  if (outbox_.size() != 1) return false;
   const Connection& c = *open_bundle_.connection;
   const OutFrame& frame = outbox_.back();
   const uint32_t first_seq = frame.bundled != 0 ? frame.bundle[0].entry.seq : frame.header.seq;

@@ -391,6 +391,10 @@ void Engine::poll(uint64_t now_ns) {
       c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
       c.cwnd_x256 = 256;
       c.recovery_seq = c.next_seq;
+      // This loss event has had its cut (cut_window): holes SACK reports
+      // before una passes recovery_seq take nothing more.
+      c.cwnd_before_loss = cwnd;
+      c.loss_holes = 2;
       emit_segment(c, c.una, now_ns, true);
       c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
       c.rto_deadline_ns = now_ns + c.rto_ns;

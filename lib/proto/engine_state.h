@@ -130,6 +130,9 @@ struct TxSlot {  // a segment in flight
   uint64_t last_sent_ns = 0;
   uint8_t transmissions = 0;
   bool sacked = false;
+  // The frame its first transmission went in (Engine::frames_cut_): the
+  // entries of one lost BUNDLE are one loss, not several (cut_window).
+  uint32_t frame = 0;
 };
 
 // A segment kept ahead of a gap: its header, then (right after this struct)

@@ -59,7 +59,11 @@ void Engine::reset_transmit(Connection& c) {
   c.dupacks = 0;
   c.recovery_seq = c.next_seq;
   c.sacked_in_flight = 0;
+  c.loss_holes = 0;
+  c.cwnd_before_loss = 0;
   c.rto_deadline_ns = 0;
+  // The outbox's open frame names this connection's old numbers and token.
+  if (open_bundle_.connection == &c) open_bundle_ = {};
   c.probes = 0;
   c.waiting_since_ns = 0;
   c.stalled_since_ns = 0;
@@ -129,6 +133,7 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
   // A repair goes alone: it is urgent, and a lost bundle would lose it again
   // with its neighbours.
   if (retransmit || !join_bundle(c, h, m)) {
+    ++frames_cut_;
     OutFrame frame;
     std::copy(c.mac, c.mac + 6, frame.dst_mac);
     frame.header = h;
@@ -139,7 +144,10 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     open_bundle_.connection = !retransmit && bundles(h) ? &c : nullptr;
     open_bundle_.frame = outbox_.size() - 1;
   }
-  if (slot.transmissions == 0) slot.first_sent_ns = now_ns;
+  if (slot.transmissions == 0) {
+    slot.first_sent_ns = now_ns;
+    slot.frame = frames_cut_;
+  }
   slot.last_sent_ns = now_ns;
   if (slot.transmissions < 255) ++slot.transmissions;
   if (retransmit) ++stats_.retransmitted;
@@ -291,14 +299,20 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
       // A hole already resent goes again at most once per smoothed RTT.
       constexpr uint32_t kDupThresh = 3;
       const uint64_t spacing = std::max<uint64_t>(c.srtt_ns, config_.ack_delay_ns);
-      uint32_t new_holes = 0;  // segments found lost for the first time
+      // Losses found for the first time, a lost frame counting once
+      // however many bundled segments it carried.
+      uint32_t new_holes = 0;
+      uint32_t last_hole_frame = 0;
       for (uint32_t seq = c.una; seq_lt(seq, highest_sacked) || seq == c.una; ++seq) {
         TxSlot& slot = slot_of(c, seq);
         if (slot.message == nullptr || slot.sacked) continue;
         const bool by_count = c.dupacks >= 3 || highest_sacked - seq >= kDupThresh;
         const bool by_time = now_ns - slot.last_sent_ns >= spacing;
         if (slot.transmissions == 1 ? !(by_count || by_time) : !by_time) continue;
-        if (slot.transmissions == 1) ++new_holes;
+        if (slot.transmissions == 1 && (new_holes == 0 || slot.frame != last_hole_frame)) {
+          ++new_holes;
+          last_hole_frame = slot.frame;
+        }
         emit_segment(c, seq, now_ns, true);
         ++stats_.fast_retransmits;
       }

@@ -593,6 +593,7 @@ class Engine {
   // entries are consecutive, so only the last frame's may grow.
   std::unique_ptr<BundledSegment[]> bundle_store_;
   size_t bundle_used_ = 0;
+  uint32_t frames_cut_ = 0;  // numbers data frames (TxSlot::frame)
   std::vector<std::unique_ptr<TxMessage>> retired_;
   // Records kept for reuse, cleared, kSpareRecords of each at most.
   std::vector<std::unique_ptr<TxMessage>> spare_messages_;

@@ -359,6 +359,39 @@ TEST(Bundle, BundledRequestsRunOnceWhenFramesAreLost) {
   EXPECT_GT(p.engine(p.b).stats().bundled_segments, 0u);
 }
 
+TEST(Bundle, ALostBundleIsOneLoss) {
+  // Expect: when a whole BUNDLE of 25 messages is lost and the next one
+  // arrives, the sender counts one loss (the window to 90 %), not 25 (70 %),
+  // and every message arrives once, in order.
+  TransportConfig config;
+  config.initial_window = 64;
+  Pair p(17, config);
+  p.warm_up();
+  bool dropped = false;
+  p.link.keep = [&](size_t from, const wire::FrameHeader& h) {
+    if (from != p.a || dropped || h.opcode != static_cast<uint8_t>(wire::Opcode::kBundle))
+      return true;
+    dropped = true;
+    return false;
+  };
+  constexpr size_t kCount = 40;
+  std::vector<std::vector<uint8_t>> in(kCount, std::vector<uint8_t>(8));
+  std::vector<std::vector<uint8_t>> out;
+  for (size_t i = 0; i < kCount; ++i) out.push_back(message_bytes(i, 8));
+  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.post(&in[i], ctx(i)), 0);
+  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.send(out[i], ctx(i)), 0);
+  ASSERT_TRUE(p.wait(p.b, kCount, 1 * kSec));
+  ASSERT_TRUE(dropped);
+  const Connection* c = p.engine(p.a).find(p.link.key(p.b));
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->loss_holes, 1u);
+  EXPECT_EQ(c->ssthresh, c->cwnd_before_loss * 9 / 10);
+  for (size_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(p.done[p.b][i].context, ctx(i));
+    EXPECT_EQ(in[i], out[i]);
+  }
+}
+
 TEST(Bundle, AMalformedEntryEndsTheFrameAndItsSegmentsComeAgain) {
   // Expect: a bundle of three messages whose second entry names an ACK
   // opcode (sealed again, so only the entry check can catch it): B takes
