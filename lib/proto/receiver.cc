@@ -358,8 +358,13 @@ std::list<UnexpectedMessage>::iterator Engine::new_unexpected(size_t length, boo
   // Not zeroed: a claimed length costs memory only as its bytes arrive.
   const size_t wanted = std::max<size_t>(length, 1);
   if (with_bytes && it->bytes_capacity < wanted) {
-    it->bytes.reset(new uint8_t[wanted]);
-    it->bytes_capacity = wanted;
+    if (wanted >= kMinSpareCopy) {
+      // Large: from the spare copy buffers, and back to them (erase_unexpected).
+      it->bytes = take_copy_buffer(wanted, &it->bytes_capacity);
+    } else {
+      it->bytes.reset(new uint8_t[wanted]);
+      it->bytes_capacity = wanted;
+    }
   }
   return it;
 }
@@ -369,13 +374,16 @@ std::list<UnexpectedMessage>::iterator Engine::erase_unexpected(
   // A spare keeps a buffer of a small message's size only: spares are
   // outside the unexpected budget, so what they hold stays small.
   constexpr size_t kSpareBytes = 4096;
+  if (it->bytes_capacity > kSpareBytes) {
+    // A large buffer goes to the spare copy buffers (bounded there).
+    keep_spare(std::move(it->bytes), it->bytes_capacity);
+    it->bytes_capacity = 0;
+  }
   if (spare_unexpected_.size() >= kSpareRecords) return unexpected_.erase(it);
   auto next = std::next(it);
   UnexpectedMessage cleared;
-  if (it->bytes_capacity <= kSpareBytes) {
-    cleared.bytes = std::move(it->bytes);
-    cleared.bytes_capacity = it->bytes_capacity;
-  }
+  cleared.bytes = std::move(it->bytes);
+  cleared.bytes_capacity = it->bytes_capacity;
   *it = std::move(cleared);
   spare_unexpected_.splice(spare_unexpected_.end(), unexpected_, it);
   return next;
