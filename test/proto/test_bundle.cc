@@ -13,16 +13,17 @@
 
 #include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
+#include "test/proto/engine_pair.h"
 #include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto {
 namespace {
 
 using sim::LinkFaults;
-using sim::LossyLink;
+using sim::Pair;
 
-constexpr uint8_t kMacA[6] = {0x02, 0, 0, 0, 0, 0x0A};
-constexpr uint8_t kMacB[6] = {0x02, 0, 0, 0, 0, 0x0B};
+constexpr const uint8_t* kMacA = sim::kPairMacA;
+constexpr const uint8_t* kMacB = sim::kPairMacB;
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kSec = 1'000'000'000;
 constexpr uint16_t kType = wire::kDefaultEtherType;
@@ -36,86 +37,6 @@ std::vector<uint8_t> message_bytes(size_t index, size_t length) {
   for (size_t i = 0; i < length; ++i) bytes[i] = static_cast<uint8_t>(index * 131 + i * 7 + 1);
   return bytes;
 }
-
-// Engines A and B over the link; B answers each request with the old value
-// of a counter it adds one to (a fetch-add).
-struct Pair {
-  explicit Pair(uint64_t seed, TransportConfig config = {}) : link(seed) {
-    a = link.add(config, kMacA, 0, 0xA0000001);
-    b = link.add(config, kMacB, 0, 0xB0000001);
-    link.engine(b).set_request_handler([this](uint64_t, const uint8_t*, size_t, size_t) {
-      Response r;
-      const uint64_t old = counter++;
-      r.data.resize(8);
-      std::memcpy(r.data.data(), &old, 8);
-      ++calls;
-      return r;
-    });
-  }
-  Engine& engine(size_t i) { return link.engine(i); }
-  int send(const std::vector<uint8_t>& bytes, void* context) {
-    iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
-    SendRequest s;
-    s.iov = &iov;
-    s.iov_count = 1;
-    s.context = context;
-    s.copy = true;
-    return engine(a).send(link.address(b), s, link.now());
-  }
-  int request(std::vector<uint8_t>* result, void* context) {
-    static const char kAdd[] = "add";
-    iovec iov{const_cast<char*>(kAdd), 3};
-    SendRequest s;
-    s.iov = &iov;
-    s.iov_count = 1;
-    s.context = context;
-    s.copy = true;
-    s.request = true;
-    s.response_iov[0] = {result->data(), result->size()};
-    s.response_iov_count = 1;
-    return engine(a).send(link.address(b), s, link.now());
-  }
-  int post(std::vector<uint8_t>* buffer, void* context) {
-    RecvRequest r;
-    r.iov[0] = {buffer->data(), buffer->size()};
-    r.iov_count = 1;
-    r.context = context;
-    return engine(b).post_recv(r, link.now());
-  }
-  bool wait(size_t e, size_t count, uint64_t limit_ns) {
-    const uint64_t end = link.now() + limit_ns;
-    while (true) {
-      collect();
-      if (done[e].size() >= count) return true;
-      if (link.now() >= end) return false;
-      link.step();
-    }
-  }
-  void collect() {
-    for (size_t e = 0; e < 2; ++e) {
-      auto& c = engine(e).completions();
-      done[e].insert(done[e].end(), c.begin(), c.end());
-      c.clear();
-    }
-  }
-  // One message A to B, to open the connection.
-  void warm_up() {
-    std::vector<uint8_t> in(8);
-    const std::vector<uint8_t> out = message_bytes(999, 8);
-    ASSERT_EQ(post(&in, ctx(999)), 0);
-    ASSERT_EQ(send(out, ctx(999)), 0);
-    ASSERT_TRUE(wait(b, 1, 100 * kMs));
-    ASSERT_TRUE(wait(a, 1, 100 * kMs));
-    done[a].clear();
-    done[b].clear();
-  }
-
-  LossyLink link;
-  size_t a = 0, b = 0;
-  uint64_t counter = 0;
-  int calls = 0;
-  std::vector<Completion> done[2];
-};
 
 // The wire bytes of an outbox frame, as the provider and the link write them.
 std::vector<uint8_t> encode(const OutFrame& frame, const uint8_t* src_mac) {
@@ -238,14 +159,14 @@ TEST(Bundle, SmallSendsInARowShareAFrame) {
   // frames (1444-byte payloads; the congestion window starts at 16
   // segments), and arrive whole, once and in order, none repaired.
   Pair p(11);
-  p.warm_up();
+  ASSERT_TRUE(p.warm_up());
   constexpr size_t kCount = 40;
   std::vector<std::vector<uint8_t>> in(kCount, std::vector<uint8_t>(64));
   std::vector<std::vector<uint8_t>> out;
   for (size_t i = 0; i < kCount; ++i) out.push_back(message_bytes(i, 8 + i % 57));
-  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.post(&in[i], ctx(i)), 0);
+  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.post(p.b, &in[i], ctx(i)), 0);
   const uint64_t frames_before = p.engine(p.a).stats().frames_sent;
-  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.send(out[i], ctx(i)), 0);
+  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.send(p.a, p.b, out[i], ctx(i)), 0);
   ASSERT_TRUE(p.wait(p.b, kCount, 100 * kMs));
   ASSERT_TRUE(p.wait(p.a, kCount, 100 * kMs));
   EXPECT_LE(p.engine(p.a).stats().frames_sent - frames_before, 6u);
@@ -267,29 +188,29 @@ TEST(Bundle, OnlyASendBehindUnacknowledgedOnesIsHeld) {
   // message leaves at once); a second one while the first is unacknowledged
   // is; none is with bundle_bytes 0, nor a message above bundle_bytes.
   Pair p(12);
-  p.warm_up();
+  ASSERT_TRUE(p.warm_up());
   const auto small = message_bytes(1, 8);
-  ASSERT_EQ(p.send(small, ctx(1)), 0);
+  ASSERT_EQ(p.send(p.a, p.b, small, ctx(1)), 0);
   EXPECT_FALSE(p.engine(p.a).holding_bundle());
   p.link.step();  // what a caller does when the engine holds nothing: send it
-  ASSERT_EQ(p.send(small, ctx(2)), 0);
+  ASSERT_EQ(p.send(p.a, p.b, small, ctx(2)), 0);
   EXPECT_TRUE(p.engine(p.a).holding_bundle());
-  ASSERT_EQ(p.send(small, ctx(3)), 0);
+  ASSERT_EQ(p.send(p.a, p.b, small, ctx(3)), 0);
   EXPECT_TRUE(p.engine(p.a).holding_bundle());
   const auto large = message_bytes(2, 1100);
-  ASSERT_EQ(p.send(large, ctx(4)), 0);
+  ASSERT_EQ(p.send(p.a, p.b, large, ctx(4)), 0);
   EXPECT_FALSE(p.engine(p.a).holding_bundle());
 
   TransportConfig off;
   off.bundle_bytes = 0;
-  Pair q(13, off);
-  q.warm_up();
-  ASSERT_EQ(q.send(small, ctx(1)), 0);
-  ASSERT_EQ(q.send(small, ctx(2)), 0);
+  Pair q(13, off, off);
+  ASSERT_TRUE(q.warm_up());
+  ASSERT_EQ(q.send(q.a, q.b, small, ctx(1)), 0);
+  ASSERT_EQ(q.send(q.a, q.b, small, ctx(2)), 0);
   EXPECT_FALSE(q.engine(q.a).holding_bundle());
   std::vector<uint8_t> in(8);
-  ASSERT_EQ(q.post(&in, ctx(1)), 0);
-  ASSERT_EQ(q.post(&in, ctx(2)), 0);
+  ASSERT_EQ(q.post(q.b, &in, ctx(1)), 0);
+  ASSERT_EQ(q.post(q.b, &in, ctx(2)), 0);
   ASSERT_TRUE(q.wait(q.b, 2, 100 * kMs));
   EXPECT_EQ(q.engine(q.a).stats().bundled_segments, 0u);
 }
@@ -305,11 +226,11 @@ TEST(Bundle, MessagesInBundlesSurviveEveryFault) {
   std::vector<std::vector<uint8_t>> in(kCount, std::vector<uint8_t>(1024));
   std::vector<std::vector<uint8_t>> out;
   for (size_t i = 0; i < kCount; ++i) out.push_back(message_bytes(i, (i * 37) % 1025));
-  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.post(&in[i], ctx(i)), 0);
+  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.post(p.b, &in[i], ctx(i)), 0);
   size_t sent = 0;
   while (sent < kCount) {
     const size_t burst = std::min<size_t>(kCount - sent, 1 + sent % 50);
-    for (size_t i = 0; i < burst; ++i, ++sent) ASSERT_EQ(p.send(out[sent], ctx(sent)), 0);
+    for (size_t i = 0; i < burst; ++i, ++sent) ASSERT_EQ(p.send(p.a, p.b, out[sent], ctx(sent)), 0);
     ASSERT_TRUE(p.wait(p.a, sent, 10 * kSec)) << "sent " << sent;
   }
   ASSERT_TRUE(p.wait(p.b, kCount, 10 * kSec));
@@ -365,8 +286,8 @@ TEST(Bundle, ALostBundleIsOneLoss) {
   // and every message arrives once, in order.
   TransportConfig config;
   config.initial_window = 64;
-  Pair p(17, config);
-  p.warm_up();
+  Pair p(17, config, config);
+  ASSERT_TRUE(p.warm_up());
   bool dropped = false;
   p.link.keep = [&](size_t from, const wire::FrameHeader& h) {
     if (from != p.a || dropped || h.opcode != static_cast<uint8_t>(wire::Opcode::kBundle))
@@ -378,8 +299,8 @@ TEST(Bundle, ALostBundleIsOneLoss) {
   std::vector<std::vector<uint8_t>> in(kCount, std::vector<uint8_t>(8));
   std::vector<std::vector<uint8_t>> out;
   for (size_t i = 0; i < kCount; ++i) out.push_back(message_bytes(i, 8));
-  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.post(&in[i], ctx(i)), 0);
-  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.send(out[i], ctx(i)), 0);
+  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.post(p.b, &in[i], ctx(i)), 0);
+  for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(p.send(p.a, p.b, out[i], ctx(i)), 0);
   ASSERT_TRUE(p.wait(p.b, kCount, 1 * kSec));
   ASSERT_TRUE(dropped);
   const Connection* c = p.engine(p.a).find(p.link.key(p.b));
@@ -398,12 +319,12 @@ TEST(Bundle, AMalformedEntryEndsTheFrameAndItsSegmentsComeAgain) {
   // the first, counts a bad frame and reads no further; A's repairs bring
   // the other two, and all three arrive once and in order.
   Pair p(16);
-  p.warm_up();
+  ASSERT_TRUE(p.warm_up());
   std::vector<std::vector<uint8_t>> in(3, std::vector<uint8_t>(16));
-  for (size_t i = 0; i < 3; ++i) ASSERT_EQ(p.post(&in[i], ctx(i)), 0);
+  for (size_t i = 0; i < 3; ++i) ASSERT_EQ(p.post(p.b, &in[i], ctx(i)), 0);
   std::vector<std::vector<uint8_t>> out;
   for (size_t i = 0; i < 3; ++i) out.push_back(message_bytes(i, 16));
-  for (size_t i = 0; i < 3; ++i) ASSERT_EQ(p.send(out[i], ctx(i)), 0);
+  for (size_t i = 0; i < 3; ++i) ASSERT_EQ(p.send(p.a, p.b, out[i], ctx(i)), 0);
   auto& outbox = p.engine(p.a).outbox();
   auto bundle = std::find_if(outbox.begin(), outbox.end(), [](const OutFrame& f) {
     return f.header.opcode == static_cast<uint8_t>(wire::Opcode::kBundle);

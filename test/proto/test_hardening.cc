@@ -19,6 +19,7 @@
 #include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/token.h"
+#include "test/proto/engine_pair.h"
 #include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto {
@@ -33,92 +34,7 @@ constexpr uint64_t kSec = 1'000'000'000;
 
 void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
 
-// Engines A and B over the link; B serves requests with a counter it adds
-// one to per request, answering the old value (a fetch-add), or with
-// `reply_bytes` bytes of data when set.
-struct Pair {
-  explicit Pair(uint64_t seed, TransportConfig a_config = {}, TransportConfig b_config = {})
-      : link(seed) {
-    a = link.add(a_config, kMacA, 0, 0xA0000001);
-    b = link.add(b_config, kMacB, 0, 0xB0000001);
-    link.engine(b).set_request_handler([this](uint64_t, const uint8_t*, size_t, size_t) {
-      Response r;
-      if (reply_bytes != 0) {
-        r.data.assign(reply_bytes, 0);
-        for (size_t i = 0; i < reply_bytes; ++i) r.data[i] = static_cast<uint8_t>(i * 7 + 1);
-      } else {
-        const uint64_t old = counter++;
-        r.data.resize(8);
-        std::memcpy(r.data.data(), &old, 8);
-      }
-      ++calls;
-      return r;
-    });
-  }
-  Engine& engine(size_t i) { return link.engine(i); }
-  // A request from A to B whose answer goes to `result`.
-  int request(std::vector<uint8_t>* result, void* context) {
-    static const char kAdd[] = "add";
-    iovec iov{const_cast<char*>(kAdd), 3};
-    SendRequest s;
-    s.iov = &iov;
-    s.iov_count = 1;
-    s.context = context;
-    s.copy = true;
-    s.request = true;
-    s.response_iov[0] = {result->data(), result->size()};
-    s.response_iov_count = 1;
-    return engine(a).send(link.address(b), s, link.now());
-  }
-  int send(size_t from, size_t to, const std::vector<uint8_t>& bytes, void* context) {
-    iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
-    SendRequest s;
-    s.iov = &iov;
-    s.iov_count = 1;
-    s.context = context;
-    s.copy = true;
-    return engine(from).send(link.address(to), s, link.now());
-  }
-  int post(size_t at, std::vector<uint8_t>* buffer, void* context) {
-    RecvRequest r;
-    r.iov[0] = {buffer->data(), buffer->size()};
-    r.iov_count = 1;
-    r.context = context;
-    return engine(at).post_recv(r, link.now());
-  }
-  // Steps until engine e has `count` completions kept in done[e], or the
-  // simulated time runs out.
-  bool wait(size_t e, size_t count, uint64_t limit_ns) {
-    const uint64_t end = link.now() + limit_ns;
-    while (true) {
-      collect();
-      if (done[e].size() >= count) return true;
-      if (link.now() >= end) return false;
-      link.step();
-    }
-  }
-  void run_for(uint64_t ns) {
-    const uint64_t end = link.now() + ns;
-    while (link.now() < end) {
-      link.step();
-      collect();
-    }
-  }
-  void collect() {
-    for (size_t e = 0; e < 2; ++e) {
-      auto& c = engine(e).completions();
-      done[e].insert(done[e].end(), c.begin(), c.end());
-      c.clear();
-    }
-  }
-
-  LossyLink link;
-  size_t a = 0, b = 0;
-  uint64_t counter = 0;
-  int calls = 0;
-  size_t reply_bytes = 0;
-  std::vector<Completion> done[2];
-};
+using sim::Pair;
 
 // A frame from (mac, queue) handed straight to engine `e`'s receive path.
 void deliver(Engine& e, const uint8_t* mac, const wire::FrameHeader& h, const uint8_t* payload,
