@@ -99,11 +99,15 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   const int ret = engine->send(address, request, now_ns());
   if (ret != 0 && cq_entry) give_cq_slot(tx_cq, &tx_cq_slots);
   if (ret == -EAGAIN) port().progress_if_manual();
+  flush_unless_held();
+  return engine_errno(ret);
+}
+
+void Endpoint::flush_unless_held() {
   // A small send behind unacknowledged ones may wait for the next progress
   // pass (the application's, the progress loop's or the safety net's): the
   // sends made meanwhile join its frame (proto::Engine::holding_bundle).
   if (!(port().passes_come_anyway() && engine->holding_bundle())) flush();
-  return engine_errno(ret);
 }
 
 bool Endpoint::take_cq_slot(Cq* cq, size_t* held, uint64_t* user_flags) {

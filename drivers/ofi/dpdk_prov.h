@@ -471,6 +471,9 @@ struct Endpoint {
   // The transport's frames go to the port, its completions to the CQs.
   // Lock held.
   void flush();
+  // After a send: flush(), unless the engine holds the outbox for company
+  // and a progress pass will come without the application.  Lock held.
+  void flush_unless_held();
   // FI_SOURCE_ERR's err_data: the sender's address in the info's format.
   std::vector<uint8_t> sender_address(uint64_t source_key) const;
   bool has_cap(uint64_t cap) const { return (info->caps & cap) != 0; }

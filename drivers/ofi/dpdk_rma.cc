@@ -152,7 +152,7 @@ ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRe
   const int ret = ep.engine->send(peer, request, now_ns());
   if (ret != 0 && cq_entry) ep.give_cq_slot(ep.tx_cq, &ep.tx_cq_slots);
   if (ret == -EAGAIN) ep.port().progress_if_manual();
-  if (!(ep.port().passes_come_anyway() && ep.engine->holding_bundle())) ep.flush();  // as Endpoint::send
+  ep.flush_unless_held();
   return engine_errno(ret);
 }
 

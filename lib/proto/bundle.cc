@@ -31,6 +31,12 @@ wire::BundleEntry entry_of(const wire::FrameHeader& h) {
   return e;
 }
 
+// The bytes of a BUNDLE's entries that `frame` is or would become.
+size_t bundle_body(const OutFrame& frame) {
+  return frame.bundled != 0 ? frame.header.payload_len
+                            : sizeof(wire::BundleEntry) + frame.header.payload_len;
+}
+
 }  // namespace
 
 bool Engine::bundles(const wire::FrameHeader& h) const {
@@ -43,8 +49,7 @@ bool Engine::join_bundle(Connection& c, const wire::FrameHeader& h, const TxMess
     return false;
   OutFrame& frame = outbox_.back();
   const bool first_join = frame.bundled == 0;
-  const size_t body = first_join ? sizeof(wire::BundleEntry) + frame.header.payload_len
-                                 : frame.header.payload_len;
+  const size_t body = bundle_body(frame);
   const size_t added = sizeof(wire::BundleEntry) + h.payload_len;
   if (body + added > c.tx_max_payload) return false;
   if (bundle_used_ + (first_join ? 2 : 1) > kBundleStore) return false;
@@ -84,10 +89,8 @@ bool Engine::holding_bundle() const {
   // Nothing of c's before this frame is unacknowledged: it is the first
   // send after a quiet spell (a pingpong's every message), which goes now.
   if (!seq_lt(c.una, first_seq)) return false;
-  const size_t body = frame.bundled != 0 ? frame.header.payload_len
-                                         : sizeof(wire::BundleEntry) + frame.header.payload_len;
   // Full for the largest message that could join: send it.
-  return body + sizeof(wire::BundleEntry) + config_.bundle_bytes <= c.tx_max_payload &&
+  return bundle_body(frame) + sizeof(wire::BundleEntry) + config_.bundle_bytes <= c.tx_max_payload &&
          bundle_used_ + 2 <= kBundleStore;
 }
 

@@ -94,7 +94,6 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
     } else {
       UnexpectedMessage& u = *in->unexpected;
       if (u.claimed) fail_recv(&c, u.claim, error, prov_errno, in->sender);
-      unexpected_bytes_ -= u.charged;
       erase_unexpected(in->unexpected);
     }
     free_inbound(in);

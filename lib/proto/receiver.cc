@@ -248,13 +248,11 @@ void Engine::finish_message(Connection& c) {
     u.complete = true;
     if (u.discarded) {
       notify_delivered(u);
-      unexpected_bytes_ -= u.charged;
       erase_unexpected(in->unexpected);
       wake_stalled();
     } else if (u.claimed) {
       complete_recv(&c, u.claim, *in, u.bytes.get());
       notify_delivered(u);
-      unexpected_bytes_ -= u.charged;
       erase_unexpected(in->unexpected);
       wake_stalled();
     }
@@ -277,7 +275,6 @@ void Engine::take_unexpected(const RecvRequest& request,
   }
   complete_recv(connection_by_key(it->connection_key), request, view_of(*it), it->bytes.get());
   notify_delivered(*it);
-  unexpected_bytes_ -= it->charged;
   erase_unexpected(it);
   wake_stalled();
 }
@@ -319,7 +316,6 @@ int Engine::post_multi_recv(const RecvRequest& request) {
     }
     complete_recv(connection_by_key(it->connection_key), part, view_of(*it), it->bytes.get());
     notify_delivered(*it);
-    unexpected_bytes_ -= it->charged;
     it = erase_unexpected(it);
   }
   if (!request.multi->released) {
@@ -374,6 +370,7 @@ std::list<UnexpectedMessage>::iterator Engine::erase_unexpected(
   // A spare keeps a buffer of a small message's size only: spares are
   // outside the unexpected budget, so what they hold stays small.
   constexpr size_t kSpareBytes = 4096;
+  unexpected_bytes_ -= it->charged;
   if (it->bytes_capacity > kSpareBytes) {
     // A large buffer goes to the spare copy buffers (bounded there).
     keep_spare(std::move(it->bytes), it->bytes_capacity);
@@ -419,7 +416,6 @@ void Engine::drop_unexpected(std::list<UnexpectedMessage>::iterator it) {
     return;
   }
   notify_delivered(*it);
-  unexpected_bytes_ -= it->charged;
   erase_unexpected(it);
   wake_stalled();
 }
@@ -517,7 +513,6 @@ void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it,
   } else if (into != nullptr) {
     fail_recv(c, *into, kErrPeerReset, kProvSendGone, u.sender);
   }
-  unexpected_bytes_ -= u.charged;
   erase_unexpected(it);
   wake_stalled();
 }

@@ -555,7 +555,8 @@ class Engine {
   // A cleared record at the end of unexpected_ (a spare one when there is),
   // whose buffer holds at least `length` bytes when `with_bytes`.
   std::list<UnexpectedMessage>::iterator new_unexpected(size_t length, bool with_bytes = true);
-  // Takes `it` out of unexpected_ (into the spares); returns the next.
+  // Takes `it` out of unexpected_ (into the spares), giving its share of the
+  // unexpected budget back; returns the next.
   std::list<UnexpectedMessage>::iterator erase_unexpected(std::list<UnexpectedMessage>::iterator it);
   // Drops an unexpected message now, or when whole if it is still arriving.
   void drop_unexpected(std::list<UnexpectedMessage>::iterator it);

@@ -1580,59 +1580,12 @@ TEST(TransportHostile, RandomGarbageNeverCrashesAndTrafficContinues) {
 // ===========================================================================
 // 13. Congestion control.
 
-TEST(TransportCongestion, WindowShrinksOnLossAndGrowsBack) {
-  // Expect: a long stream opens the congestion window; a burst of loss
-  // shrinks it to at most 70 % (the multiplicative decrease, CUBIC's beta);
-  // once the loss stops it grows back to at
-  // least 90 % of where it was.
-  TransportConfig config;
-  config.max_payload = 64;  // many small frames: cheap to checksum
-  Net net(13);
-  const size_t a = net.add(config, kMacA, 0, 0xA0000013);
-  const size_t b = net.add(config, kMacB, 0, 0xB0000013);
-  FlowSpec spec;
-  spec.src = a;
-  spec.dst = b;
-  spec.sizes.assign(20000, 1024);
-  spec.send_window = 64;
-  spec.post_ahead = 128;
-  Flow& f = net.add_flow(spec);
-  const uint64_t key = net.link.key(b);
-
-  net.run_for(5 * kMs);
-  const Connection* c = net.engine(a).find(key);
-  ASSERT_NE(c, nullptr);
-  const uint32_t before = c->cwnd_x256;
-  EXPECT_GE(before, 64u * 256) << "the window never opened";
-
-  net.link.faults().drop = 0.3;
-  uint32_t lowest = before;
-  for (int i = 0; i < 40; ++i) {
-    net.step();
-    lowest = std::min(lowest, c->cwnd_x256);
-  }
-  net.link.faults().drop = 0;
-  for (int i = 0; i < 400; ++i) {
-    net.step();
-    lowest = std::min(lowest, c->cwnd_x256);
-  }
-  EXPECT_LE(lowest, before * 7 / 10) << "before " << before / 256.0 << " segments";
-  ASSERT_TRUE(net.run_until([&] { return c->cwnd_x256 >= before * 9 / 10 || f.done(); },
-                            200 * kMs));
-  EXPECT_GE(c->cwnd_x256, before * 9 / 10)
-      << "before " << before / 256.0 << ", lowest " << lowest / 256.0 << ", now "
-      << c->cwnd_x256 / 256.0;
-  EXPECT_FALSE(f.done()) << "the stream ended before the window could be judged";
-  EXPECT_EQ(f.problems, 0u) << f.first_problem;
-  EXPECT_EQ(f.send_failed, 0u);
-}
-
 // A stream A to B whose window has opened, and the filter that drops the
 // first transmission of the data segments whose seq is in `lose` (each
 // once), for the two tests below.
 struct LossProbe {
   explicit LossProbe(uint64_t seed) : net(seed) {
-    config.max_payload = 64;
+    config.max_payload = 64;  // many small frames
     a = net.add(config, kMacA, 0, 0xA0000016);
     b = net.add(config, kMacB, 0, 0xB0000016);
     FlowSpec spec;
@@ -1661,6 +1614,42 @@ struct LossProbe {
   Flow* flow = nullptr;
   std::vector<uint32_t> lose;
 };
+
+TEST(TransportCongestion, WindowShrinksOnLossAndGrowsBack) {
+  // Expect: a long stream opens the congestion window; a burst of loss
+  // shrinks it to at most 70 % (the multiplicative decrease, CUBIC's beta);
+  // once the loss stops it grows back to at
+  // least 90 % of where it was.
+  LossProbe p(13);  // 1 KiB messages in 64-byte frames: cheap to checksum
+  Net& net = p.net;
+  Flow& f = *p.flow;
+  net.run_for(5 * kMs);
+  const Connection* c = net.engine(p.a).find(net.link.key(p.b));
+  ASSERT_NE(c, nullptr);
+  const uint32_t before = c->cwnd_x256;
+  EXPECT_GE(before, 64u * 256) << "the window never opened";
+
+  net.link.faults().drop = 0.3;
+  uint32_t lowest = before;
+  for (int i = 0; i < 40; ++i) {
+    net.step();
+    lowest = std::min(lowest, c->cwnd_x256);
+  }
+  net.link.faults().drop = 0;
+  for (int i = 0; i < 400; ++i) {
+    net.step();
+    lowest = std::min(lowest, c->cwnd_x256);
+  }
+  EXPECT_LE(lowest, before * 7 / 10) << "before " << before / 256.0 << " segments";
+  ASSERT_TRUE(net.run_until([&] { return c->cwnd_x256 >= before * 9 / 10 || f.done(); },
+                            200 * kMs));
+  EXPECT_GE(c->cwnd_x256, before * 9 / 10)
+      << "before " << before / 256.0 << ", lowest " << lowest / 256.0 << ", now "
+      << c->cwnd_x256 / 256.0;
+  EXPECT_FALSE(f.done()) << "the stream ended before the window could be judged";
+  EXPECT_EQ(f.problems, 0u) << f.first_problem;
+  EXPECT_EQ(f.send_failed, 0u);
+}
 
 TEST(TransportCongestion, ALoneLossCutsTheWindowLessThanARun) {
   // Expect: with the window open, losing one segment takes the window to
