@@ -18,7 +18,9 @@
 namespace ofi_dpdk::ofi {
 namespace {
 
-constexpr uint16_t kTxBatch = 32;
+// Frames handed to the device at a time: the peer starts on the first ones
+// while we build the rest (a memif peer polls the ring as we fill it).
+constexpr uint16_t kTxBatch = 8;
 // Tries in a row that send nothing before the rest of a batch is dropped.
 constexpr int kTxRetries = 64;
 

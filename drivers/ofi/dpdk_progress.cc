@@ -3,7 +3,9 @@
 // checksum) and handed to the transport engine of the endpoint its header
 // names (the software demultiplexer; with rte_flow steering each queue
 // already holds one endpoint's frames and the same lookup confirms it).
-// Then every endpoint's timers run and its frames go out.
+// Between bursts of a busy queue, and at the end of the pass, every
+// endpoint answers what it took and its frames go out; at the end its
+// timers run too.
 #include <rte_mbuf.h>
 
 #include <cstring>
@@ -15,7 +17,12 @@
 namespace ofi_dpdk::ofi {
 namespace {
 
-constexpr uint16_t kRxBurst = 32;
+constexpr uint16_t kRxBurst = 32;  // frames per queue per pass
+// A busy queue is read in bursts of this many, and what they owe (acks,
+// data their acks let out) leaves before the next: with one answer at the
+// end of 32 frames, the peer would wait while we take them all, and we while
+// it answers.  (Vector PMDs want a multiple of 4 or 8.)
+constexpr uint16_t kAnswerEvery = 8;
 
 }  // namespace
 
@@ -67,6 +74,14 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
   net::free_frame(frame);
 }
 
+void PortContext::answer(uint64_t now) {
+  for (Endpoint* ep : endpoints) {
+    if (ep == nullptr || !ep->enabled) continue;
+    ep->engine->answer(now);
+    ep->flush();
+  }
+}
+
 uint32_t PortContext::progress() {
   net::Port& nic = *port;
   const uint64_t now = now_ns();
@@ -84,11 +99,16 @@ uint32_t PortContext::progress() {
   // net_memif in 22.11 can crash a poller whose peer went away: no RX on a
   // port whose link is down.
   if (nic.link_up()) {
-    rte_mbuf* frames[kRxBurst];
+    rte_mbuf* frames[kAnswerEvery];
     for (uint16_t queue = 0; queue < nic.queue_pairs(); ++queue) {
-      const uint16_t count = nic.rx_burst(queue, frames, kRxBurst);
-      received += count;
-      for (uint16_t i = 0; i < count; ++i) receive(frames[i], now);
+      for (uint16_t taken = 0; taken < kRxBurst;) {
+        const uint16_t count = nic.rx_burst(queue, frames, kAnswerEvery);
+        received += count;
+        taken += count;
+        for (uint16_t i = 0; i < count; ++i) receive(frames[i], now);
+        if (count < kAnswerEvery) break;
+        answer(now);
+      }
     }
   }
   for (Endpoint* ep : endpoints) {

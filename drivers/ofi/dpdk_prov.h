@@ -143,6 +143,9 @@ struct PortContext {
   uint32_t progress();
   // Checks one received frame and hands it to its endpoint; frees it.
   void receive(rte_mbuf* frame, uint64_t now);
+  // Mid-pass: each endpoint answers the frames it took (Engine::answer)
+  // and sends its outbox.
+  void answer(uint64_t now);
   // Queues a frame for an endpoint of this port; false when the queue is
   // full (the frame is then the caller's, lost like a dropped one).
   bool loop_back(rte_mbuf* frame);

@@ -88,6 +88,7 @@ Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16
     : config_(config), queue_(local_queue), address_queue_(local_queue), session_(session) {
   std::memcpy(mac_, local_mac, 6);
   outbox_.reserve(2 * kMaxWindow);
+  answer_due_.reserve(64);
 }
 
 Engine::~Engine() {
@@ -358,10 +359,33 @@ ResponseBytes Engine::response_bytes(size_t length) {
   return ResponseBytes(std::move(buffer), capacity, length);
 }
 
+void Engine::answer_later(Connection& c) {
+  if (c.answer_listed) return;
+  c.answer_listed = true;
+  answer_due_.push_back(c.key);
+}
+
+void Engine::answer(uint64_t now_ns) {
+  clock_ns_ = std::max(clock_ns_, now_ns);
+  for (const uint64_t key : answer_due_) {
+    auto it = connections_.find(key);
+    if (it == connections_.end()) continue;
+    Connection& c = *it->second;
+    c.answer_listed = false;
+    // Data first: it carries the ack (as in poll).
+    pump(c, now_ns);
+    if (c.ack_now) emit_ack(c);
+  }
+  answer_due_.clear();
+}
+
 void Engine::poll(uint64_t now_ns) {
   clock_ns_ = std::max(clock_ns_, now_ns);
+  // The pass below answers every connection.
+  answer_due_.clear();
   for (auto& [key, connection] : connections_) {
     Connection& c = *connection;
+    c.answer_listed = false;
     const bool in_flight = c.una != c.next_seq;
     if (c.tx_state == TxState::kHello && c.rto_deadline_ns != 0 && now_ns >= c.rto_deadline_ns) {
       if (now_ns - c.waiting_since_ns >= config_.connect_timeout_ns) {
@@ -387,14 +411,18 @@ void Engine::poll(uint64_t now_ns) {
         continue;
       }
       // Timeout: the oldest segment again, a collapsed window, doubled RTO.
-      const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
-      c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
-      c.cwnd_x256 = 256;
-      c.recovery_seq = c.next_seq;
-      // This loss event has had its cut (cut_window): holes SACK reports
-      // before una passes recovery_seq take nothing more.
-      c.cwnd_before_loss = cwnd;
-      c.loss_holes = 2;
+      // Under a closed window it is only a probe: the receiver holds back,
+      // the network lost nothing, and the window stays for when it reopens.
+      if (c.peer_window != 0) {
+        const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
+        c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
+        c.cwnd_x256 = 256;
+        c.recovery_seq = c.next_seq;
+        // This loss event has had its cut (cut_window): holes SACK reports
+        // before una passes recovery_seq take nothing more.
+        c.cwnd_before_loss = cwnd;
+        c.loss_holes = 2;
+      }
       emit_segment(c, c.una, now_ns, true);
       c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
       c.rto_deadline_ns = now_ns + c.rto_ns;

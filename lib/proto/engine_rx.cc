@@ -126,6 +126,7 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
 
 void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   const wire::FrameHeader& h = *s.header;
+  answer_later(c);
   if (h.payload_len > config_.max_payload || h.msg_len > config_.max_msg_size) {
     ++stats_.bad_frames;
     return;

@@ -232,6 +232,7 @@ struct Connection {
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;
   bool ack_now = false;
+  bool answer_listed = false;         // in Engine::answer_due_
   // Receive completions of this peer's messages leave in the order the
   // messages were taken: while a pull is out, later ones queue behind it.
   std::vector<OrderedCompletion> recv_order;  // empty (no allocation) unless a pull is out

@@ -204,6 +204,7 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     if (seq_gt(ack, c.next_seq)) ++stats_.bad_frames;
     return;
   }
+  answer_later(c);
   const uint32_t previous_window = c.peer_window;
   c.peer_window = h.window;
   if (c.peer_window == 0 && previous_window != 0) c.stalled_since_ns = now_ns;
@@ -272,7 +273,8 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     }
     // Requests wait while our responses are unacknowledged (engine_rma.cc).
     if (responses_full && c.responses_pending < config_.max_pending_responses) wake(c);
-  } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kAck) && c.una != c.next_seq) {
+  } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kAck) && c.una != c.next_seq &&
+             c.peer_window != 0) {
     ++c.dupacks;
   }
 
@@ -292,7 +294,10 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
       highest_sacked = seq;
       any_sacked = true;
     }
-    if (c.dupacks >= 3 || any_sacked) {
+    // A receiver that closed its window holds what it refused (or will be
+    // sent it again when it reopens, below): the hole its SACK shows is
+    // not a loss, and neither a resend nor a cut is due.
+    if ((c.dupacks >= 3 || any_sacked) && c.peer_window != 0) {
       // Fast retransmit of the holes below the highest segment that
       // arrived: a hole is lost once kDupThresh later segments arrived (or
       // after three duplicate acks), or when it was sent a smoothed RTT ago.

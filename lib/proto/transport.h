@@ -338,6 +338,13 @@ class Engine {
   void on_frame(const Segment& segment, uint64_t now_ns);
   // Timers: retransmission, delayed acks, dead peers; and more sending.
   void poll(uint64_t now_ns);
+  // Between the bursts of one progress pass: the acks owed (ack_now, on
+  // data where some may leave) of the connections that took a frame since
+  // the last poll or answer.  The caller sends the outbox then, so the peer
+  // works on them while this side takes the rest of the burst; a pass that
+  // answers only at its end leaves both sides idle in turn.  (A taken ack
+  // lets its sender's data into the outbox at once, in on_frame.)
+  void answer(uint64_t now_ns);
   // Fails a peer's operations and closes both halves of its connection (AV
   // removal).  The connection's record stays (evictable), so a segment of
   // the closed connection still cannot open it again.
@@ -595,6 +602,9 @@ class Engine {
   std::unique_ptr<BundledSegment[]> bundle_store_;
   size_t bundle_used_ = 0;
   uint32_t frames_cut_ = 0;  // numbers data frames (TxSlot::frame)
+  // Connections to answer (answer()), by key: one may be evicted meanwhile.
+  std::vector<uint64_t> answer_due_;
+  void answer_later(Connection& c);
   std::vector<std::unique_ptr<TxMessage>> retired_;
   // Records kept for reuse, cleared, kSpareRecords of each at most.
   std::vector<std::unique_ptr<TxMessage>> spare_messages_;
