@@ -576,6 +576,8 @@ uint16_t Port::send_shared(rte_mbuf** frames, uint16_t count) {
 
 rte_mbuf* Port::alloc_frame() { return net::alloc_frame(pool_); }
 
+uint32_t Port::pool_size() const { return pool_ != nullptr ? pool_->size : 0; }
+
 bool Port::link_up() const {
   rte_eth_link link{};
   return rte_eth_link_get_nowait(port_id_, &link) == 0 &&

@@ -111,6 +111,8 @@ class Port {
   uint16_t tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count);
   // Returns nullptr when the pool is empty (the caller answers -FI_EAGAIN).
   rte_mbuf* alloc_frame();
+  // Mbufs in the port's pool.
+  uint32_t pool_size() const;
   // net_memif in 22.11 can crash a poller whose peer went away: pollers
   // check this first.
   bool link_up() const;

@@ -470,6 +470,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   }
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
+  ep->engine->set_frame_keeper(domain->port.get());
   ep->target_host = make_target_host(ep);
   ep->target = std::make_unique<remote::Target>(*ep->target_host, *ep->engine);
   domain->refs++;

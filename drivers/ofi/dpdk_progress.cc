@@ -69,9 +69,21 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
     ++rx_no_endpoint;
   } else {
     endpoints[decoded.header.dst_queue]->engine->on_frame(
-        {decoded.src_mac, &decoded.header, decoded.payload}, now);
+        {decoded.src_mac, &decoded.header, decoded.payload, frame}, now);
   }
   net::free_frame(frame);
+}
+
+bool PortContext::keep(void* frame) {
+  if (kept_frames.load(std::memory_order_relaxed) >= port->pool_size() / 8) return false;
+  kept_frames.fetch_add(1, std::memory_order_relaxed);
+  rte_mbuf_refcnt_update(static_cast<rte_mbuf*>(frame), 1);
+  return true;
+}
+
+void PortContext::release(void* frame) {
+  kept_frames.fetch_sub(1, std::memory_order_relaxed);
+  net::free_frame(static_cast<rte_mbuf*>(frame));
 }
 
 void PortContext::answer(uint64_t now) {

@@ -108,7 +108,7 @@ struct Eq;
 // One open ethdev port and what shares it: the port lock serialises the
 // data path of every endpoint on the port, and the endpoint table is the
 // software demultiplexer's map from queue id to endpoint.
-struct PortContext {
+struct PortContext final : proto::FrameKeeper {
   std::unique_ptr<net::Port> port;
   std::mutex lock;
   std::array<Endpoint*, kMaxEndpointsPerPort> endpoints{};
@@ -146,6 +146,12 @@ struct PortContext {
   // Mid-pass: each endpoint answers the frames it took (Engine::answer)
   // and sends its outbox.
   void answer(uint64_t now);
+  // proto::FrameKeeper: an endpoint keeps a received frame whose segment
+  // waits ahead of a gap, up to an eighth of the port's pool (the rest
+  // stays for the RX ring); beyond that the segment is copied.
+  bool keep(void* frame) override;
+  void release(void* frame) override;
+  std::atomic<uint32_t> kept_frames{0};
   // Queues a frame for an endpoint of this port; false when the queue is
   // full (the frame is then the caller's, lost like a dropped one).
   bool loop_back(rte_mbuf* frame);

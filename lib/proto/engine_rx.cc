@@ -22,7 +22,7 @@ constexpr uint32_t kAckEvery = 8;
 HeldSegment*& slot_of(Connection& c, uint32_t seq) { return c.rx_slots[seq & (kMaxWindow - 1)]; }
 
 const uint8_t* payload_of(const HeldSegment* held) {
-  return reinterpret_cast<const uint8_t*>(held + 1);
+  return held->frame != nullptr ? held->payload : reinterpret_cast<const uint8_t*>(held + 1);
 }
 
 }  // namespace
@@ -47,7 +47,10 @@ HeldSegment* Engine::take_chunk() {
   return chunk;
 }
 
-void Engine::give_back(HeldSegment* chunk) { free_chunks_.push_back(chunk); }
+void Engine::give_back(HeldSegment* chunk) {
+  if (chunk->frame != nullptr) frame_keeper_->release(chunk->frame);
+  free_chunks_.push_back(chunk);
+}
 
 void Engine::release_held(Connection& c) {
   if (c.rx_slots) {
@@ -165,14 +168,20 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     }
     return;
   }
-  // Ahead of a gap, or the next one while we cannot take it: keep a copy.
+  // Ahead of a gap, or the next one while we cannot take it: keep it.
   if (!c.rx_slots) c.rx_slots = std::make_unique<HeldSegment*[]>(kMaxWindow);
   HeldSegment*& slot = slot_of(c, seq);
   if (slot != nullptr) {
     ++stats_.duplicates;
   } else if (HeldSegment* chunk = take_chunk()) {
     chunk->header = h;
-    std::memcpy(chunk + 1, s.payload, h.payload_len);
+    if (s.frame != nullptr && frame_keeper_ != nullptr && frame_keeper_->keep(s.frame)) {
+      chunk->frame = s.frame;
+      chunk->payload = s.payload;
+    } else {
+      chunk->frame = nullptr;
+      std::memcpy(chunk + 1, s.payload, h.payload_len);
+    }
     slot = chunk;
     ++c.rx_buffered;
   } else {

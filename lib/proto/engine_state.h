@@ -135,10 +135,13 @@ struct TxSlot {  // a segment in flight
   uint32_t frame = 0;
 };
 
-// A segment kept ahead of a gap: its header, then (right after this struct)
-// its payload, in one chunk of the engine's reorder pool (engine_rx.cc).
+// A segment kept ahead of a gap, in one chunk of the engine's reorder pool
+// (engine_rx.cc): its header, and its payload either in the received frame,
+// kept through the FrameKeeper, or copied right after this struct.
 struct HeldSegment {
   wire::FrameHeader header;
+  void* frame;             // the kept frame; nullptr: the payload was copied
+  const uint8_t* payload;  // in the kept frame
 };
 
 // The transmit half's state: data flows only once a HELLO handshake gave us

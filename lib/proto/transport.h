@@ -302,6 +302,23 @@ struct Segment {
   const uint8_t* src_mac;
   const wire::FrameHeader* header;
   const uint8_t* payload;
+  // The received buffer the payload lies in, which a FrameKeeper may keep;
+  // nullptr where there is none to keep.
+  void* frame = nullptr;
+};
+
+// Lends the engine received frames: a segment that must wait ahead of a gap
+// then stays in its frame instead of being copied into the reorder pool and
+// out again.  keep() says whether the owner can spare the frame (false: the
+// segment is copied); every frame kept is released exactly once, at the
+// latest when the engine is destroyed.
+class FrameKeeper {
+ public:
+  virtual bool keep(void* frame) = 0;
+  virtual void release(void* frame) = 0;
+
+ protected:
+  ~FrameKeeper() = default;
 };
 
 
@@ -360,6 +377,9 @@ class Engine {
   void set_request_handler(RequestHandler handler) { request_handler_ = std::move(handler); }
   // Optional: lets a request's payload skip the assembly buffer.
   void set_request_placer(RequestPlacer placer) { request_placer_ = std::move(placer); }
+  // Optional: lets segments held ahead of a gap stay in their frames.  It
+  // must outlive the engine.
+  void set_frame_keeper(FrameKeeper* keeper) { frame_keeper_ = keeper; }
   // A buffer for `length` bytes a request handler returns (Response::data),
   // from the endpoint's spare buffers when one fits.
   ResponseBytes response_bytes(size_t length);
@@ -617,6 +637,7 @@ class Engine {
   OrderedCompletion* filling_ = nullptr;  // finish_pull: where push_recv_completion puts it
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
+  FrameKeeper* frame_keeper_ = nullptr;
   std::vector<Completion> completions_;
   std::list<RecvRequest> posted_;
   // Nodes of posted_ kept for the next receive (kSpareRecords at most): a

@@ -3,6 +3,7 @@
 
 #include <endian.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace ofi_dpdk::proto::sim {
@@ -26,6 +27,7 @@ size_t LossyLink::add(const TransportConfig& config, const uint8_t mac[6], uint1
   port.queue = queue;
   port.session = session;
   port.engine = std::make_unique<Engine>(config, mac, queue, session);
+  port.engine->set_frame_keeper(&lender_);
   ports_.push_back(std::move(port));
   return ports_.size() - 1;
 }
@@ -42,6 +44,7 @@ Engine& LossyLink::restart(size_t i, uint32_t session) {
   Port& port = ports_[i];
   port.session = session;
   port.engine = std::make_unique<Engine>(port.config, port.mac, port.queue, session);
+  port.engine->set_frame_keeper(&lender_);
   return *port.engine;
 }
 
@@ -124,9 +127,29 @@ void LossyLink::send_outbox(size_t i) {
   engine.frames_sent();
 }
 
+bool LossyLink::Lender::keep(void* frame) {
+  if (++asked_ % 3 == 0) return false;
+  auto it = kept_.find(frame);
+  if (it != kept_.end()) {
+    ++it->second.second;  // another entry of the same BUNDLE frame
+    ++lent_;
+    return true;
+  }
+  if (offered == nullptr || offered.get() != frame) return false;
+  kept_.emplace(frame, std::make_pair(std::move(offered), 1));
+  ++lent_;
+  return true;
+}
+
+void LossyLink::Lender::release(void* frame) {
+  auto it = kept_.find(frame);
+  if (it == kept_.end()) std::abort();  // released twice, or never kept
+  if (--it->second.second == 0) kept_.erase(it);
+}
+
 // Decodes a frame as the provider's receive path does and gives it to the
 // engine that owns its destination.
-void LossyLink::hand_over(const std::vector<uint8_t>& bytes) {
+void LossyLink::hand_over(std::vector<uint8_t> bytes) {
   DecodedFrame frame;
   if (decode_frame(bytes.data(), bytes.size(), wire::kDefaultEtherType, &frame) !=
       DecodeResult::kOk) {
@@ -144,7 +167,10 @@ void LossyLink::hand_over(const std::vector<uint8_t>& bytes) {
   }
   ++counters_.delivered;
   if (tap) tap(route(frame.src_mac, frame.header.src_queue), to, frame.header);
-  ports_[to].engine->on_frame(Segment{frame.src_mac, &frame.header, frame.payload}, now_ns_);
+  lender_.offered = std::make_unique<std::vector<uint8_t>>(std::move(bytes));
+  void* lent = lender_.offered.get();
+  ports_[to].engine->on_frame(Segment{frame.src_mac, &frame.header, frame.payload, lent}, now_ns_);
+  lender_.offered.reset();
 }
 
 void LossyLink::step() {
@@ -164,13 +190,13 @@ void LossyLink::step() {
       }
       continue;
     }
-    hand_over(bytes);
+    hand_over(std::move(bytes));
   }
   for (Port& port : ports_) {
     for (size_t n = 0; n < port.per_step && !port.backlog.empty(); ++n) {
       std::vector<uint8_t> bytes = std::move(port.backlog.front());
       port.backlog.pop_front();
-      hand_over(bytes);
+      hand_over(std::move(bytes));
     }
   }
   for (Port& port : ports_) port.engine->poll(now_ns_);

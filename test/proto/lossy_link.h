@@ -4,7 +4,8 @@
 // faults from its own seeded generator (drop, duplicate, reorder by holding a
 // frame back, flip one bit), then decodes what survives with decode_frame, as
 // the provider's receive path does, and hands it to the engine that owns the
-// destination (MAC, queue).  Time is simulated: each step advances the clock
+// destination (MAC, queue), lending the frame (FrameKeeper) as the provider
+// lends its mbufs.  Time is simulated: each step advances the clock
 // by a fixed amount and polls every engine, so runs are exact replays of
 // their seed and take no wall-clock waiting.
 #pragma once
@@ -109,6 +110,10 @@ class LossyLink {
   uint64_t step_ns() const { return step_ns_; }
   // True when no frame is on the wire or in a bottleneck queue.
   bool wire_empty() const;
+  // Frames engines keep (FrameKeeper) right now.
+  size_t frames_kept() const { return lender_.kept(); }
+  // Keeps granted so far.
+  uint64_t frames_lent() const { return lender_.lent(); }
   const LinkCounters& counters() const { return counters_; }
   Random& random() { return random_; }
 
@@ -125,12 +130,32 @@ class LossyLink {
     std::deque<std::vector<uint8_t>> backlog;
   };
 
+  // Lends delivered frames to the engines, as the provider lends mbufs: a
+  // kept frame lives (counted per keep) until released.  Every third keep
+  // is refused, so held segments are also copied.
+  class Lender final : public FrameKeeper {
+   public:
+    bool keep(void* frame) override;
+    void release(void* frame) override;
+    // The frame being delivered, which keep() may take.
+    std::unique_ptr<std::vector<uint8_t>> offered;
+    size_t kept() const { return kept_.size(); }
+    uint64_t lent() const { return lent_; }
+
+   private:
+    std::map<void*, std::pair<std::unique_ptr<std::vector<uint8_t>>, int>> kept_;
+    uint64_t asked_ = 0;
+    uint64_t lent_ = 0;
+  };
+
   void send_outbox(size_t i);
   void launch(std::vector<uint8_t> bytes);
   size_t route(const uint8_t mac[6], uint16_t queue) const;
   size_t raw_destination(const std::vector<uint8_t>& bytes) const;
-  void hand_over(const std::vector<uint8_t>& bytes);
+  void hand_over(std::vector<uint8_t> bytes);
 
+  // Before ports_: engines give their kept frames back as they go.
+  Lender lender_;
   Random random_;
   LinkFaults faults_;
   LinkCounters counters_;

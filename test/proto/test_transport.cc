@@ -489,7 +489,8 @@ TEST_P(TransportUnderLoss, EveryMessageExactlyOnceInOrder) {
   // Expect: with drop p, 5 % reordering, 1 % duplication and 1 % corruption,
   // 2000 messages of 1 B..256 KiB each arrive exactly once, in order,
   // byte-exact; every send completes with error 0; retransmissions happened;
-  // all within 60 simulated seconds (hard bound) and 20 real seconds, and in
+  // segments ahead of gaps were held in their frames (FrameKeeper), and none
+  // is held once all arrived; all within 60 simulated seconds (hard bound) and 20 real seconds, and in
   // fact within the case's expected simulated time (losses are repaired by
   // fast retransmit and probes, not by waiting for 2 ms RTOs).
   const auto wall = std::chrono::steady_clock::now();
@@ -522,6 +523,8 @@ TEST_P(TransportUnderLoss, EveryMessageExactlyOnceInOrder) {
   EXPECT_EQ(rx.messages_received, 2000u);
   EXPECT_GT(tx.retransmitted, 0u);
   EXPECT_GT(net.link.counters().decode_failed, 0u);  // corrupted frames were refused
+  EXPECT_GT(net.link.frames_lent(), 0u);
+  EXPECT_EQ(net.link.frames_kept(), 0u);
   EXPECT_LT(seconds_since(wall), 20.0);
   EXPECT_LT(net.link.now() - start, GetParam().expected_sim_ns);
   ::testing::Test::RecordProperty("simulated_ms", std::to_string((net.link.now() - start) / kMs));
