@@ -421,7 +421,7 @@ void Engine::poll(uint64_t now_ns) {
         // This loss event has had its cut (cut_window): holes SACK reports
         // before una passes recovery_seq take nothing more.
         c.cwnd_before_loss = cwnd;
-        c.loss_holes = 2;
+        c.loss_cut = 2;
       }
       emit_segment(c, c.una, now_ns, true);
       c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);

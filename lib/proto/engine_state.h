@@ -192,13 +192,14 @@ struct Connection {
   uint32_t last_ack = 0;
   uint32_t dupacks = 0;
   uint32_t recovery_seq = 0;         // no new window cut until una passes this
-  // The loss event recovery_seq bounds: the window before it, and how many
-  // segments of it were found lost (engine_tx.cc, on_ack).
   // Segments in flight the peer reported holding (SACK): they left the
   // network, so they count against the window no more (on_ack, pump).
   uint32_t sacked_in_flight = 0;
+  // The loss event recovery_seq bounds: the window before it, and the cut
+  // it took: 0 none yet, 1 a lone loss's (90 %), 2 a run's or an RTO's
+  // (engine_tx.cc, cut_window).
   uint32_t cwnd_before_loss = 0;
-  uint32_t loss_holes = 0;
+  uint32_t loss_cut = 0;
   uint64_t rto_deadline_ns = 0;      // 0: timer off
   uint8_t probes = 0;                // tail loss probes since the ack last advanced
   uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer

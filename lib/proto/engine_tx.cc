@@ -59,7 +59,7 @@ void Engine::reset_transmit(Connection& c) {
   c.dupacks = 0;
   c.recovery_seq = c.next_seq;
   c.sacked_in_flight = 0;
-  c.loss_holes = 0;
+  c.loss_cut = 0;
   c.cwnd_before_loss = 0;
   c.rto_deadline_ns = 0;
   // The outbox's open frame names this connection's old numbers and token.
@@ -305,23 +305,30 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
       constexpr uint32_t kDupThresh = 3;
       const uint64_t spacing = std::max<uint64_t>(c.srtt_ns, config_.ack_delay_ns);
       // Losses found for the first time, a lost frame counting once
-      // however many bundled segments it carried.
+      // however many bundled segments it carried; and whether two of them
+      // were frames sent one after the other (a run).
       uint32_t new_holes = 0;
       uint32_t last_hole_frame = 0;
+      uint32_t last_hole_seq = 0;
+      bool run = false;
       for (uint32_t seq = c.una; seq_lt(seq, highest_sacked) || seq == c.una; ++seq) {
         TxSlot& slot = slot_of(c, seq);
         if (slot.message == nullptr || slot.sacked) continue;
         const bool by_count = c.dupacks >= 3 || highest_sacked - seq >= kDupThresh;
         const bool by_time = now_ns - slot.last_sent_ns >= spacing;
         if (slot.transmissions == 1 ? !(by_count || by_time) : !by_time) continue;
-        if (slot.transmissions == 1 && (new_holes == 0 || slot.frame != last_hole_frame)) {
-          ++new_holes;
-          last_hole_frame = slot.frame;
+        if (slot.transmissions == 1) {
+          if (new_holes == 0 || slot.frame != last_hole_frame) {
+            if (new_holes != 0 && seq == last_hole_seq + 1) run = true;
+            ++new_holes;
+            last_hole_frame = slot.frame;
+          }
+          last_hole_seq = seq;
         }
         emit_segment(c, seq, now_ns, true);
         ++stats_.fast_retransmits;
       }
-      if (new_holes != 0) cut_window(c, new_holes);
+      if (new_holes != 0) cut_window(c, run);
     }
   }
   if (previous_window == 0 && c.peer_window > 0 && c.una != c.next_seq) {
@@ -331,26 +338,27 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
   pump(c, now_ns);
 }
 
-void Engine::cut_window(Connection& c, uint32_t new_holes) {
+void Engine::cut_window(Connection& c, bool run) {
   // One decrease per window of loss (the event ends when una passes
-  // recovery_seq), by how much of the window was lost: a single segment
-  // takes the window to 90 %, two or more to 70 % (CUBIC's beta).  A queue
-  // that overflows takes a run of segments, or several senders' each
-  // window; a lone loss on a link that drops one frame in a hundred says
-  // much less, and a window that shrank by 30 % for each of those stays
-  // near 17 segments there, which pays the round trip more than the link.
-  // Senders that see the same losses still share a bottleneck alike.
+  // recovery_seq), by the shape of the loss: a lost frame takes the window
+  // to 90 %, and a run of frames lost one after the other to 70 % (CUBIC's
+  // beta).  A queue that overflows drops what arrives while it is full, a
+  // run of each sender's frames; frames lost here and there (a link that
+  // drops one in twenty) say much less, and a window cut by 30 % for each
+  // of those stays near ten segments there, which pays the round trip more
+  // than the link.  Senders that see the same losses share a bottleneck
+  // alike.
   if (seq_ge(c.una, c.recovery_seq)) {
     c.cwnd_before_loss = std::max<uint32_t>(c.cwnd_x256 / 256, 2);
-    c.loss_holes = 0;
+    c.loss_cut = 0;
     c.recovery_seq = c.next_seq;
   }
-  const uint32_t holes_before = c.loss_holes;
-  c.loss_holes += new_holes;
+  const uint32_t cut_before = c.loss_cut;
+  c.loss_cut = std::max(c.loss_cut, run ? 2u : 1u);
   uint32_t target;
-  if (holes_before == 0 && c.loss_holes == 1) {
+  if (cut_before == 0 && c.loss_cut == 1) {
     target = c.cwnd_before_loss * 9 / 10;
-  } else if (holes_before < 2 && c.loss_holes >= 2) {
+  } else if (cut_before < 2 && c.loss_cut == 2) {
     target = c.cwnd_before_loss * 7 / 10;
   } else {
     return;  // this event already took its cut

@@ -462,7 +462,7 @@ class Engine {
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   // The congestion response to `new_holes` segments just found lost.
-  void cut_window(Connection& c, uint32_t new_holes);
+  void cut_window(Connection& c, bool run);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
   // Message records from the free lists (or the heap), and back: a record
   // per send and per message received would otherwise be an allocation.

@@ -305,7 +305,7 @@ TEST(Bundle, ALostBundleIsOneLoss) {
   ASSERT_TRUE(dropped);
   const Connection* c = p.engine(p.a).find(p.link.key(p.b));
   ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->loss_holes, 1u);
+  EXPECT_EQ(c->loss_cut, 1u);
   EXPECT_EQ(c->ssthresh, c->cwnd_before_loss * 9 / 10);
   for (size_t i = 0; i < kCount; ++i) {
     ASSERT_EQ(p.done[p.b][i].context, ctx(i));

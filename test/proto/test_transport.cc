@@ -1656,20 +1656,31 @@ TEST(TransportCongestion, WindowShrinksOnLossAndGrowsBack) {
 
 TEST(TransportCongestion, ALoneLossCutsTheWindowLessThanARun) {
   // Expect: with the window open, losing one segment takes the window to
-  // 90 % of where it was; losing two of one window takes it to 70 %.  The
-  // stream goes on whole either way.
-  for (const int lost : {1, 2}) {
-    LossProbe p(16 + lost);
+  // 90 % of where it was, and so does losing two of one window that were
+  // not sent one after the other; losing two in a row (what a full queue
+  // does) takes it to 70 %.  The stream goes on whole each time.
+  struct Case {
+    std::vector<uint32_t> lost;  // past next_seq when the loss starts
+    uint32_t tenths;
+    const char* what;
+  };
+  const Case cases[] = {{{5}, 9, "one lost"}, {{5, 9}, 9, "two apart"}, {{5, 6}, 7, "two in a row"}};
+  uint64_t seed = 16;
+  for (const Case& k : cases) {
+    LossProbe p(++seed);
     p.net.run_for(5 * kMs);
     const Connection& c = p.sender();
     ASSERT_GE(c.cwnd_x256, 64u * 256) << "the window never opened";
     const uint32_t before = c.cwnd_x256 / 256;
-    for (int i = 0; i < lost; ++i) p.lose.push_back(c.next_seq + 5 + 3 * static_cast<uint32_t>(i));
-    ASSERT_TRUE(p.net.run_until([&] { return c.loss_holes >= static_cast<uint32_t>(lost); },
-                                50 * kMs));
+    const uint64_t resent = p.net.engine(p.a).stats().fast_retransmits;
+    for (const uint32_t offset : k.lost) p.lose.push_back(c.next_seq + offset);
+    ASSERT_TRUE(p.net.run_until(
+        [&] { return p.net.engine(p.a).stats().fast_retransmits >= resent + k.lost.size(); },
+        50 * kMs))
+        << k.what;
     // The cut is the first decrease; growth may since have added a little.
-    EXPECT_EQ(c.ssthresh, before * (lost == 1 ? 9 : 7) / 10) << lost << " lost of " << before;
-    EXPECT_EQ(c.cwnd_before_loss, before);
+    EXPECT_EQ(c.ssthresh, before * k.tenths / 10) << k.what << " of " << before;
+    EXPECT_EQ(c.cwnd_before_loss, before) << k.what;
     p.net.run_for(20 * kMs);
     EXPECT_EQ(p.flow->problems, 0u) << p.flow->first_problem;
     EXPECT_EQ(p.flow->send_failed, 0u);
