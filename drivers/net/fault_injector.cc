@@ -148,10 +148,18 @@ uint16_t FaultInjector::QueueState::process(rte_mbuf** pkts, uint16_t nb_pkts,
         ++counts.dropped;
         continue;
       case FaultAction::kDuplicate:
-        if (nb_pkts + nb_dups < max_pkts && m->pool != nullptr) {
+        if (m->pool != nullptr) {
           rte_mbuf* copy = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
-          if (copy != nullptr) {  // an empty pool just means no duplicate
+          // An empty pool just means no duplicate.  Without a spare slot
+          // (a burst as large as the caller asked for) the copy comes with
+          // the next burst.
+          if (copy != nullptr && nb_pkts + nb_dups < max_pkts) {
             pkts[nb_pkts + nb_dups++] = copy;
+          } else if (copy != nullptr && !hold(copy, HoldKind::kCarry, 0)) {
+            free_frame(copy);
+            copy = nullptr;
+          }
+          if (copy != nullptr) {
             pkts[out++] = m;
             ++counts.duplicated;
             continue;

@@ -578,6 +578,8 @@ rte_mbuf* Port::alloc_frame() { return net::alloc_frame(pool_); }
 
 uint32_t Port::pool_size() const { return pool_ != nullptr ? pool_->size : 0; }
 
+bool Port::owns(const rte_mbuf* frame) const { return pool_ != nullptr && frame->pool == pool_; }
+
 bool Port::link_up() const {
   rte_eth_link link{};
   return rte_eth_link_get_nowait(port_id_, &link) == 0 &&

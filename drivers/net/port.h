@@ -111,8 +111,10 @@ class Port {
   uint16_t tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count);
   // Returns nullptr when the pool is empty (the caller answers -FI_EAGAIN).
   rte_mbuf* alloc_frame();
-  // Mbufs in the port's pool.
+  // Mbufs in the port's pool, and whether a received mbuf is one of them
+  // (a shared port or net_ring hands over mbufs of the sender's pool).
   uint32_t pool_size() const;
+  bool owns(const rte_mbuf* frame) const;
   // net_memif in 22.11 can crash a poller whose peer went away: pollers
   // check this first.
   bool link_up() const;

@@ -106,6 +106,10 @@ int ep_close(fid* fid) {
     // Operations still in flight never complete: their CQ slots come back.
     if (ep->tx_cq) ep->tx_cq->reserved -= ep->tx_cq_slots;
     if (ep->rx_cq) ep->rx_cq->reserved -= ep->rx_cq_slots;
+    // The engine gives back the mbufs it keeps (PortContext::release) while
+    // the port is surely there: after release() the domain may close it.
+    ep->target.reset();
+    ep->engine.reset();
   }
   release(ep);
   delete ep;

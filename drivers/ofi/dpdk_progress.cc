@@ -75,9 +75,11 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
 }
 
 bool PortContext::keep(void* frame) {
-  if (kept_frames.load(std::memory_order_relaxed) >= port->pool_size() / 8) return false;
+  auto* mbuf = static_cast<rte_mbuf*>(frame);
+  if (!port->owns(mbuf) || kept_frames.load(std::memory_order_relaxed) >= port->pool_size() / 8)
+    return false;
   kept_frames.fetch_add(1, std::memory_order_relaxed);
-  rte_mbuf_refcnt_update(static_cast<rte_mbuf*>(frame), 1);
+  rte_mbuf_refcnt_update(mbuf, 1);
   return true;
 }
 

@@ -147,8 +147,9 @@ struct PortContext final : proto::FrameKeeper {
   // and sends its outbox.
   void answer(uint64_t now);
   // proto::FrameKeeper: an endpoint keeps a received frame whose segment
-  // waits ahead of a gap, up to an eighth of the port's pool (the rest
-  // stays for the RX ring); beyond that the segment is copied.
+  // waits ahead of a gap, if the mbuf is of the port's own pool, up to an
+  // eighth of it (the rest stays for the RX ring).  Otherwise the segment
+  // is copied: a sender's mbufs (shared port, net_ring) are its to reuse.
   bool keep(void* frame) override;
   void release(void* frame) override;
   std::atomic<uint32_t> kept_frames{0};

@@ -418,7 +418,7 @@ void Engine::poll(uint64_t now_ns) {
         c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
         c.cwnd_x256 = 256;
         c.recovery_seq = c.next_seq;
-        // This loss event has had its cut (cut_window): holes SACK reports
+        // This loss event has had its cut (on_loss): holes SACK reports
         // before una passes recovery_seq take nothing more.
         c.cwnd_before_loss = cwnd;
         c.loss_cut = 2;

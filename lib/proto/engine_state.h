@@ -131,7 +131,7 @@ struct TxSlot {  // a segment in flight
   uint8_t transmissions = 0;
   bool sacked = false;
   // The frame its first transmission went in (Engine::frames_cut_): the
-  // entries of one lost BUNDLE are one loss, not several (cut_window).
+  // entries of one lost BUNDLE are one loss, not several (on_loss).
   uint32_t frame = 0;
 };
 
@@ -195,11 +195,13 @@ struct Connection {
   // Segments in flight the peer reported holding (SACK): they left the
   // network, so they count against the window no more (on_ack, pump).
   uint32_t sacked_in_flight = 0;
-  // The loss event recovery_seq bounds: the window before it, and the cut
-  // it took: 0 none yet, 1 a lone loss's (90 %), 2 a run's or an RTO's
-  // (engine_tx.cc, cut_window).
+  // The loss event recovery_seq bounds: the window before it, the cut it
+  // took (0 none yet, 1 a lone loss's, 90 %; 2 a run's or an RTO's), and
+  // its last lost segment and frame (engine_tx.cc, on_loss).
   uint32_t cwnd_before_loss = 0;
   uint32_t loss_cut = 0;
+  uint32_t last_lost_seq = 0;
+  uint32_t last_lost_frame = 0;
   uint64_t rto_deadline_ns = 0;      // 0: timer off
   uint8_t probes = 0;                // tail loss probes since the ack last advanced
   uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer

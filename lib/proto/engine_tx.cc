@@ -296,39 +296,25 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     }
     // A receiver that closed its window holds what it refused (or will be
     // sent it again when it reopens, below): the hole its SACK shows is
-    // not a loss, and neither a resend nor a cut is due.
-    if ((c.dupacks >= 3 || any_sacked) && c.peer_window != 0) {
+    // not a loss, and neither a resend nor a cut is due, on the acks of
+    // the closed window or on the one that reopens it.
+    if ((c.dupacks >= 3 || any_sacked) && c.peer_window != 0 && previous_window != 0) {
       // Fast retransmit of the holes below the highest segment that
       // arrived: a hole is lost once kDupThresh later segments arrived (or
       // after three duplicate acks), or when it was sent a smoothed RTT ago.
       // A hole already resent goes again at most once per smoothed RTT.
       constexpr uint32_t kDupThresh = 3;
       const uint64_t spacing = std::max<uint64_t>(c.srtt_ns, config_.ack_delay_ns);
-      // Losses found for the first time, a lost frame counting once
-      // however many bundled segments it carried; and whether two of them
-      // were frames sent one after the other (a run).
-      uint32_t new_holes = 0;
-      uint32_t last_hole_frame = 0;
-      uint32_t last_hole_seq = 0;
-      bool run = false;
       for (uint32_t seq = c.una; seq_lt(seq, highest_sacked) || seq == c.una; ++seq) {
         TxSlot& slot = slot_of(c, seq);
         if (slot.message == nullptr || slot.sacked) continue;
         const bool by_count = c.dupacks >= 3 || highest_sacked - seq >= kDupThresh;
         const bool by_time = now_ns - slot.last_sent_ns >= spacing;
         if (slot.transmissions == 1 ? !(by_count || by_time) : !by_time) continue;
-        if (slot.transmissions == 1) {
-          if (new_holes == 0 || slot.frame != last_hole_frame) {
-            if (new_holes != 0 && seq == last_hole_seq + 1) run = true;
-            ++new_holes;
-            last_hole_frame = slot.frame;
-          }
-          last_hole_seq = seq;
-        }
+        if (slot.transmissions == 1) on_loss(c, seq, slot.frame);
         emit_segment(c, seq, now_ns, true);
         ++stats_.fast_retransmits;
       }
-      if (new_holes != 0) cut_window(c, run);
     }
   }
   if (previous_window == 0 && c.peer_window > 0 && c.una != c.next_seq) {
@@ -338,7 +324,7 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
   pump(c, now_ns);
 }
 
-void Engine::cut_window(Connection& c, bool run) {
+void Engine::on_loss(Connection& c, uint32_t seq, uint32_t frame) {
   // One decrease per window of loss (the event ends when una passes
   // recovery_seq), by the shape of the loss: a lost frame takes the window
   // to 90 %, and a run of frames lost one after the other to 70 % (CUBIC's
@@ -347,22 +333,31 @@ void Engine::cut_window(Connection& c, bool run) {
   // drops one in twenty) say much less, and a window cut by 30 % for each
   // of those stays near ten segments there, which pays the round trip more
   // than the link.  Senders that see the same losses share a bottleneck
-  // alike.
+  // alike.  The segments of one frame (a BUNDLE) are one loss; the frames
+  // of a run may be found by different acks.
+  bool run = false;
   if (seq_ge(c.una, c.recovery_seq)) {
     c.cwnd_before_loss = std::max<uint32_t>(c.cwnd_x256 / 256, 2);
     c.loss_cut = 0;
     c.recovery_seq = c.next_seq;
+  } else {
+    if (frame == c.last_lost_frame) {
+      c.last_lost_seq = seq;
+      return;
+    }
+    run = seq == c.last_lost_seq + 1;
   }
-  const uint32_t cut_before = c.loss_cut;
-  c.loss_cut = std::max(c.loss_cut, run ? 2u : 1u);
+  c.last_lost_seq = seq;
+  c.last_lost_frame = frame;
   uint32_t target;
-  if (cut_before == 0 && c.loss_cut == 1) {
-    target = c.cwnd_before_loss * 9 / 10;
-  } else if (cut_before < 2 && c.loss_cut == 2) {
+  if (c.loss_cut == 0) {
+    target = c.cwnd_before_loss * (run ? 7 : 9) / 10;
+  } else if (c.loss_cut == 1 && run) {
     target = c.cwnd_before_loss * 7 / 10;
   } else {
     return;  // this event already took its cut
   }
+  c.loss_cut = run ? 2 : 1;
   target = std::max<uint32_t>(target, 2);
   c.ssthresh = target;
   c.cwnd_x256 = std::min(c.cwnd_x256, target * 256);

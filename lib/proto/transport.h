@@ -462,7 +462,9 @@ class Engine {
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   // The congestion response to `new_holes` segments just found lost.
-  void cut_window(Connection& c, bool run);
+  // A segment found lost for the first time (fast retransmit): the loss
+  // event's window cut (engine_tx.cc).
+  void on_loss(Connection& c, uint32_t seq, uint32_t frame);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
   // Message records from the free lists (or the heap), and back: a record
   // per send and per message received would otherwise be an allocation.

@@ -482,9 +482,9 @@ TEST_F(FaultInjectorTest, HoldSlotsAreBoundedAndFreedOnDetach) {
 }
 
 TEST_F(FaultInjectorTest, AllFaultsWithSmallBurstsLoseNothingHeld) {
-  // Tiny caller arrays force released frames to wait for room (the carry
-  // path); every frame not dropped must still arrive, exactly once apart
-  // from duplicates.
+  // Tiny caller arrays force released frames and duplicates to wait for
+  // room (the carry path); every frame not dropped must still arrive,
+  // exactly once apart from duplicates.
   for (const int size : {1, 2, 3, 8}) {
     const auto burst = static_cast<uint16_t>(size);
     SCOPED_TRACE("rx burst " + std::to_string(burst));
@@ -512,9 +512,9 @@ TEST_F(FaultInjectorTest, AllFaultsWithSmallBurstsLoseNothingHeld) {
                   stats.corrupted + stats.delayed + stats.passed,
               5000u);
     EXPECT_EQ(count_changed(run), stats.corrupted);
-    if (burst == 1) {
-      EXPECT_EQ(stats.duplicated, 0u);  // never room for a copy
-    }
+    // Even a caller that reads one frame at a time, never leaving a spare
+    // slot, gets duplicates: the copy comes with the next burst.
+    EXPECT_GT(stats.duplicated, 0u);
   }
 }
 

@@ -1658,16 +1658,23 @@ TEST(TransportCongestion, ALoneLossCutsTheWindowLessThanARun) {
   // Expect: with the window open, losing one segment takes the window to
   // 90 % of where it was, and so does losing two of one window that were
   // not sent one after the other; losing two in a row (what a full queue
-  // does) takes it to 70 %.  The stream goes on whole each time.
+  // does) takes it to 70 %, also when B's frames arrive one per step, so
+  // that A learns of each loss from a different ack.  The stream goes on
+  // whole each time.
   struct Case {
     std::vector<uint32_t> lost;  // past next_seq when the loss starts
     uint32_t tenths;
     const char* what;
+    bool paced = false;
   };
-  const Case cases[] = {{{5}, 9, "one lost"}, {{5, 9}, 9, "two apart"}, {{5, 6}, 7, "two in a row"}};
+  const Case cases[] = {{{5}, 9, "one lost"},
+                        {{5, 9}, 9, "two apart"},
+                        {{5, 6}, 7, "two in a row"},
+                        {{5, 6}, 7, "two in a row, one ack each", true}};
   uint64_t seed = 16;
   for (const Case& k : cases) {
     LossProbe p(++seed);
+    if (k.paced) p.net.link.set_bottleneck(p.b, 1, size_t{1} << 20);
     p.net.run_for(5 * kMs);
     const Connection& c = p.sender();
     ASSERT_GE(c.cwnd_x256, 64u * 256) << "the window never opened";
