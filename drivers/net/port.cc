@@ -172,6 +172,9 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     *error = port->name_ + ": rte_eth_dev_info_get failed";
     return ret;
   }
+  // Each transmit burst into a kernel interface is a system call, and the
+  // kernel's work on the frames runs inside it.
+  port->burst_frames_ = kernel_backed(info) ? 32 : 8;
   if (SharedPortTable* table = find_shared_table(port->name_))
     return open_shared(std::move(port), table, info, config, out, error);
   if (rte_eal_process_type() == RTE_PROC_SECONDARY) {

@@ -85,6 +85,11 @@ class Port {
   uint32_t max_frame_payload() const { return max_frame_payload_; }
   // Bytes after the Ethernet header one frame may have.
   uint16_t mtu() const { return mtu_; }
+  // Frames per rx_burst and tx_burst call the provider aims at: few on
+  // memory and NIC links, so the peer works on the first frames while the
+  // rest are made (and acks leave between bursts); the most a pass takes
+  // (32) where every burst costs a system call (kernel-backed devices).
+  uint16_t burst_frames() const { return burst_frames_; }
   // Whether the device hands a frame for its own MAC back to its receive
   // queues: a net_ring vdev (--vdev=net_ring0), whose rings are its own.
   // Other devices, NICs and memif alike, do not.
@@ -153,6 +158,7 @@ class Port {
   uint16_t mtu_ = 0;
   uint16_t aimed_mtu_ = 0;
   bool loops_back_ = false;  // what configure() sets the device to (0: leave it)
+  uint16_t burst_frames_ = 8;
   bool started_by_us_ = false;
   std::string description_;
   rte_mempool* pool_ = nullptr;

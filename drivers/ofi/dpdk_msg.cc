@@ -6,6 +6,7 @@
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <atomic>
 #include <ctime>
 #include <cstring>
@@ -18,9 +19,10 @@
 namespace ofi_dpdk::ofi {
 namespace {
 
-// Frames handed to the device at a time: the peer starts on the first ones
-// while we build the rest (a memif peer polls the ring as we fill it).
-constexpr uint16_t kTxBatch = 8;
+// The most frames handed to the device at a time; a port asks for fewer
+// (net::Port::burst_frames) where the peer starts on the first ones while
+// we build the rest (a memif peer polls the ring as we fill it).
+constexpr uint16_t kTxBatch = 32;
 // Tries in a row that send nothing before the rest of a batch is dropped.
 constexpr int kTxRetries = 64;
 
@@ -186,6 +188,7 @@ void Endpoint::flush() {
   net::Port& nic = *port().port;
   auto& outbox = engine->outbox();
   rte_mbuf* batch[kTxBatch];
+  const uint16_t batch_frames = std::min(nic.burst_frames(), kTxBatch);
   uint16_t count = 0;
   auto transmit = [&] {
     // A full TX ring (the peer's PMD is behind: memif, af_packet) empties
@@ -230,7 +233,7 @@ void Endpoint::flush() {
       continue;
     }
     batch[count++] = mbuf;
-    if (count == kTxBatch) transmit();
+    if (count == batch_frames) transmit();
   }
   if (count != 0) transmit();
   engine->frames_sent();

@@ -8,6 +8,7 @@
 // timers run too.
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "drivers/net/mbuf_handoff.h"
@@ -18,11 +19,6 @@ namespace ofi_dpdk::ofi {
 namespace {
 
 constexpr uint16_t kRxBurst = 32;  // frames per queue per pass
-// A busy queue is read in bursts of this many, and what they owe (acks,
-// data their acks let out) leaves before the next: with one answer at the
-// end of 32 frames, the peer would wait while we take them all, and we while
-// it answers.  (Vector PMDs want a multiple of 4 or 8.)
-constexpr uint16_t kAnswerEvery = 8;
 
 }  // namespace
 
@@ -113,14 +109,20 @@ uint32_t PortContext::progress() {
   // net_memif in 22.11 can crash a poller whose peer went away: no RX on a
   // port whose link is down.
   if (nic.link_up()) {
-    rte_mbuf* frames[kAnswerEvery];
+    // A busy queue is read in bursts of burst_frames(), and what they owe
+    // (acks, data their acks let out) leaves before the next: with one
+    // answer at the end of 32 frames, the peer would wait while we take
+    // them all, and we while it answers.  (Vector PMDs want a multiple of
+    // 4 or 8.)
+    rte_mbuf* frames[kRxBurst];
+    const uint16_t burst = std::min(nic.burst_frames(), kRxBurst);
     for (uint16_t queue = 0; queue < nic.queue_pairs(); ++queue) {
-      for (uint16_t taken = 0; taken < kRxBurst;) {
-        const uint16_t count = nic.rx_burst(queue, frames, kAnswerEvery);
+      for (uint16_t taken = 0;;) {
+        const uint16_t count = nic.rx_burst(queue, frames, burst);
         received += count;
         taken += count;
         for (uint16_t i = 0; i < count; ++i) receive(frames[i], now);
-        if (count < kAnswerEvery) break;
+        if (count < burst || taken >= kRxBurst) break;
         answer(now);
       }
     }
