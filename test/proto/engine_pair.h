@@ -1,16 +1,33 @@
 // engine_pair.h: two engines, A and B, over the in-memory link
 // (lossy_link.h), with the calls the transport tests make most: messages and
 // receives either way, fetch-add requests from A to B, and stepping until
-// completions arrive.  Header-only, for the tests of test/proto.
+// completions arrive; and taking an outbox's frames by hand.  Header-only,
+// for the tests of test/proto.
 #pragma once
 
 #include <cstring>
 #include <vector>
 
+#include "lib/proto/frame_codec.h"
 #include "lib/proto/transport.h"
 #include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto::sim {
+
+// The frames in an engine's outbox as the provider would put them on the
+// wire, for a test that moves frames by hand; the outbox is then empty.
+inline std::vector<std::vector<uint8_t>> take_outbox(Engine& engine, const uint8_t* own_mac) {
+  std::vector<std::vector<uint8_t>> frames;
+  for (const OutFrame& out : engine.outbox()) {
+    std::vector<uint8_t> bytes(wire::kHeadersSize + out.header.payload_len);
+    encode_headers(bytes.data(), out.dst_mac, own_mac, wire::kDefaultEtherType, out.header);
+    out.copy_payload(bytes.data() + wire::kHeadersSize);
+    seal_frame(bytes.data(), bytes.size());
+    frames.push_back(std::move(bytes));
+  }
+  engine.frames_sent();
+  return frames;
+}
 
 inline constexpr uint8_t kPairMacA[6] = {0x02, 0, 0, 0, 0, 0x0A};
 inline constexpr uint8_t kPairMacB[6] = {0x02, 0, 0, 0, 0, 0x0B};

@@ -18,27 +18,13 @@ namespace ofi_dpdk::proto {
 namespace {
 
 using sim::Pair;
+using sim::take_outbox;
 
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kSec = 1'000'000'000;
 constexpr uint16_t kType = wire::kDefaultEtherType;
 
 void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
-
-// The frames in an engine's outbox, as the provider would put them on the
-// wire; the outbox is then empty.
-std::vector<std::vector<uint8_t>> take_outbox(Engine& engine, const uint8_t* own_mac) {
-  std::vector<std::vector<uint8_t>> frames;
-  for (const OutFrame& out : engine.outbox()) {
-    std::vector<uint8_t> bytes(wire::kHeadersSize + out.header.payload_len);
-    encode_headers(bytes.data(), out.dst_mac, own_mac, kType, out.header);
-    out.copy_payload(bytes.data() + wire::kHeadersSize);
-    seal_frame(bytes.data(), bytes.size());
-    frames.push_back(std::move(bytes));
-  }
-  engine.frames_sent();
-  return frames;
-}
 
 wire::FrameHeader header_of(const std::vector<uint8_t>& bytes) {
   DecodedFrame frame;

@@ -43,15 +43,7 @@ struct CountingKeeper final : FrameKeeper {
 struct Gap {
   explicit Gap(Pair& p, const std::vector<uint8_t>& message) : p(p) {
     EXPECT_EQ(p.send(p.a, p.b, message, ctx(1)), 0);
-    Engine& a = p.engine(p.a);
-    for (const OutFrame& out : a.outbox()) {
-      std::vector<uint8_t> bytes(wire::kHeadersSize + out.header.payload_len);
-      encode_headers(bytes.data(), out.dst_mac, sim::kPairMacA, kType, out.header);
-      out.copy_payload(bytes.data() + wire::kHeadersSize);
-      seal_frame(bytes.data(), bytes.size());
-      frames.push_back(std::move(bytes));
-    }
-    a.frames_sent();
+    frames = sim::take_outbox(p.engine(p.a), sim::kPairMacA);
     for (size_t i = 1; i < frames.size(); ++i) hand_over(i);
   }
   void hand_over(size_t i) {
