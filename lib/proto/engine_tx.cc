@@ -204,7 +204,6 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     if (seq_gt(ack, c.next_seq)) ++stats_.bad_frames;
     return;
   }
-  answer_later(c);
   const uint32_t previous_window = c.peer_window;
   c.peer_window = h.window;
   if (c.peer_window == 0 && previous_window != 0) c.stalled_since_ns = now_ns;

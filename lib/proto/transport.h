@@ -356,8 +356,8 @@ class Engine {
   // Timers: retransmission, delayed acks, dead peers; and more sending.
   void poll(uint64_t now_ns);
   // Between the bursts of one progress pass: the acks owed (ack_now, on
-  // data where some may leave) of the connections that took a frame since
-  // the last poll or answer.  The caller sends the outbox then, so the peer
+  // data where some may leave) of the connections that took a data segment
+  // since the last poll or answer.  The caller sends the outbox then, so the peer
   // works on them while this side takes the rest of the burst; a pass that
   // answers only at its end leaves both sides idle in turn.  (A taken ack
   // lets its sender's data into the outbox at once, in on_frame.)
@@ -461,7 +461,6 @@ class Engine {
   void emit_reset(const uint8_t mac[6], const wire::FrameHeader& h);
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
-  // The congestion response to `new_holes` segments just found lost.
   // A segment found lost for the first time (fast retransmit): the loss
   // event's window cut (engine_tx.cc).
   void on_loss(Connection& c, uint32_t seq, uint32_t frame);
