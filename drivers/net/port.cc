@@ -2,6 +2,7 @@
 
 #include <rte_dev.h>
 #include <rte_devargs.h>
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_flow.h>
@@ -153,6 +154,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     return -ENODEV;
   }
   std::unique_ptr<Port> port(new Port());
+  port->link_refresh_cycles_ = rte_get_timer_hz() / 1000000 * kLinkRefreshMicros;
   port->port_id_ = port_id;
   port->config_ = config;
   port->ether_type_ = config.ether_type;
@@ -422,9 +424,9 @@ int Port::start(std::string* error) {
     // The handshake takes milliseconds with a server that is ready.
     const auto handshake_end = std::min(
         deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
-    while (!link_up() && std::chrono::steady_clock::now() < handshake_end)
+    while (!read_link() && std::chrono::steady_clock::now() < handshake_end)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (link_up()) break;
+    if (read_link()) break;
     rte_eth_dev_stop(port_id_);
     if (waited_out()) {
       *error = name_ + ": the memif server did not take the connection within "
@@ -584,9 +586,18 @@ uint32_t Port::pool_size() const { return pool_ != nullptr ? pool_->size : 0; }
 bool Port::owns(const rte_mbuf* frame) const { return pool_ != nullptr && frame->pool == pool_; }
 
 bool Port::link_up() const {
+  if (rte_get_timer_cycles() >= link_read_due_.load(std::memory_order_relaxed)) return read_link();
+  return link_up_.load(std::memory_order_relaxed);
+}
+
+bool Port::read_link() const {
   rte_eth_link link{};
-  return rte_eth_link_get_nowait(port_id_, &link) == 0 &&
-         link.link_status == RTE_ETH_LINK_UP;
+  const bool up =
+      rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+  link_up_.store(up, std::memory_order_relaxed);
+  link_read_due_.store(rte_get_timer_cycles() + link_refresh_cycles_, std::memory_order_relaxed);
+  link_reads_.fetch_add(1, std::memory_order_relaxed);
+  return up;
 }
 
 FaultStats Port::fault_stats() const { return faults_ ? faults_->stats() : FaultStats{}; }

@@ -4,6 +4,7 @@
 // calls rte_ethdev.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -120,9 +121,16 @@ class Port {
   // (a shared port or net_ring hands over mbufs of the sender's pool).
   uint32_t pool_size() const;
   bool owns(const rte_mbuf* frame) const;
-  // net_memif in 22.11 can crash a poller whose peer went away: pollers
-  // check this first.
+  // Whether the link is up, as the device last said: pollers check it before
+  // each burst, so it is a cached answer, read from the device again at most
+  // once per kLinkRefresh (a driver call; a register read on a NIC).  A link
+  // that goes down or comes back is seen within that time.
+  static constexpr uint32_t kLinkRefreshMicros = 1000;
   bool link_up() const;
+  // Asks the device now, and caches the answer.
+  bool read_link() const;
+  // How many times the device was asked.
+  uint64_t link_reads() const { return link_reads_.load(std::memory_order_relaxed); }
 
   struct Counters {
     uint64_t rx_frames = 0;
@@ -173,6 +181,11 @@ class Port {
   rte_ring* shared_rx_[kMaxSharedProcesses] = {};  // every slot's RX ring: we send into them
   uint16_t send_shared(rte_mbuf** frames, uint16_t count);
   Counters counters_;
+  // link_up()'s cache; several pollers may read and refresh it at once.
+  mutable std::atomic<bool> link_up_{false};
+  mutable std::atomic<uint64_t> link_read_due_{0};  // rte_get_timer_cycles()
+  mutable std::atomic<uint64_t> link_reads_{0};
+  uint64_t link_refresh_cycles_ = 0;
 };
 
 }  // namespace ofi_dpdk::net

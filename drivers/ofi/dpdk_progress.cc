@@ -29,6 +29,7 @@ PortContext::~PortContext() {
 
 uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count) {
   // A port whose link is down (a memif peer that went away) takes nothing.
+  // (The answer is cached: Port::link_up.)
   if (!port->link_up()) return 0;
   return port->tx_burst(hw_queue, frames, count);
 }
@@ -106,8 +107,7 @@ uint32_t PortContext::progress() {
     received += static_cast<uint32_t>(batch.size());
     for (rte_mbuf* frame : batch) receive(frame, now);
   }
-  // net_memif in 22.11 can crash a poller whose peer went away: no RX on a
-  // port whose link is down.
+  // No RX on a port whose link is down: a memif peer that went away.
   if (nic.link_up()) {
     // A busy queue is read in bursts of burst_frames(), and what they owe
     // (acks, data their acks let out) leaves before the next: with one

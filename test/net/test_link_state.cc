@@ -1,0 +1,104 @@
+// test_link_state.cc: net::Port::link_up, which every poll and every
+// transmit checks, asks the device at most once per kLinkRefreshMicros and
+// still sees the link go down and come back.  On a net_ring vdev, whose
+// link rte_eth_dev_set_link_down/up really change.
+#include <gtest/gtest.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "drivers/net/port.h"
+
+namespace ofi_dpdk {
+namespace {
+
+constexpr const char* kPortName = "net_ring0";
+
+class PortLink : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    uint16_t port_id = 0;
+    ASSERT_EQ(rte_eth_dev_get_port_by_name(kPortName, &port_id), 0);
+    net::PortConfig config;
+    config.steering = net::SteeringRequest::kSoftware;
+    config.mbufs = 1023;
+    std::string error;
+    ASSERT_EQ(net::Port::open(port_id, config, &port_, &error), 0) << error;
+  }
+  void TearDown() override {
+    if (port_) rte_eth_dev_set_link_up(port_->id());
+  }
+
+  // Calls link_up() until it says `up` or `limit` passes; returns whether it did.
+  bool wait_for(bool up, std::chrono::milliseconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end)
+      if (port_->link_up() == up) return true;
+    return false;
+  }
+
+  std::unique_ptr<net::Port> port_;
+};
+
+// A poller asking a million times in a row costs a clock read each, not a
+// driver call: the device is read about once per refresh period of the time
+// the loop took (however slow a busy machine makes it), not once per call.
+TEST_F(PortLink, ReadFromTheDeviceOncePerRefreshNotPerCall) {
+  ASSERT_TRUE(port_->link_up());
+  constexpr int kCalls = 1000000;
+  const uint64_t reads_before = port_->link_reads();
+  const auto start = std::chrono::steady_clock::now();
+  int up = 0;
+  for (int i = 0; i < kCalls; ++i) up += port_->link_up() ? 1 : 0;
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const uint64_t reads = port_->link_reads() - reads_before;
+  const auto periods = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count() /
+      net::Port::kLinkRefreshMicros);
+  EXPECT_EQ(up, kCalls);
+  EXPECT_LE(reads, periods + 1) << "calls " << kCalls << " in "
+                                << std::chrono::duration<double, std::milli>(elapsed).count()
+                                << " ms";
+  EXPECT_LT(reads, static_cast<uint64_t>(kCalls) / 10);
+}
+
+// The cache follows the device: a link taken down is seen as down, and the
+// pollers see it up again when it comes back, each within a refresh period
+// or so (the limit here is generous: a busy machine may stall us).
+TEST_F(PortLink, FollowsTheLinkDownAndUp) {
+  ASSERT_TRUE(port_->link_up());
+  ASSERT_EQ(rte_eth_dev_set_link_down(port_->id()), 0);
+  EXPECT_TRUE(wait_for(false, std::chrono::seconds(5)));
+  EXPECT_FALSE(port_->read_link());
+  ASSERT_EQ(rte_eth_dev_set_link_up(port_->id()), 0);
+  EXPECT_TRUE(wait_for(true, std::chrono::seconds(5)));
+  EXPECT_TRUE(port_->read_link());
+}
+
+}  // namespace
+}  // namespace ofi_dpdk
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  // EAL reorders its argv: hand it a copy.
+  std::vector<std::string> args = {
+      "test_link_state", "--no-huge", "--no-shconf", "-m", "256",
+      "--no-pci", "--no-telemetry", "-l", "0", "--log-level=lib.eal:error",
+      "--vdev=net_ring0"};
+  std::vector<char*> eal_argv;
+  for (std::string& arg : args) eal_argv.push_back(arg.data());
+  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
+    std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
+    return 1;
+  }
+  const int result = RUN_ALL_TESTS();
+  rte_eal_cleanup();
+  return result;
+}
