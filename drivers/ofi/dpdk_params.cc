@@ -157,7 +157,7 @@ void define_params(const fi_provider* provider) {
                   "receive takes them, straight into that receive: an early one costs "
                   "the receiver a record, not its bytes.  Smaller ones are sent at once "
                   "and buffered when early.  0: every message is sent at once "
-                  "(default: 131072)");
+                  "(default: 65536)");
   fi_param_define(provider, "peer_timeout_ms", FI_PARAM_STRING,
                   "Milliseconds without an answer after which operations to a peer end "
                   "in FI_ETIMEDOUT error completions (default: 5000)");
