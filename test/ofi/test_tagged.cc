@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -666,6 +667,36 @@ TEST_F(Tagged, OneMebibyteMessagePostedAndUnexpected) {
   EXPECT_TRUE(std::equal(message.begin(), message.end(), buffer.begin()));
   EXPECT_TRUE(all_fill(buffer.data() + kSize, 64));
   expect_completion(a_.tx_cq, &context, FI_TAGGED | FI_SEND);
+}
+
+// fi_dpdk(7): FI_DPDK_RENDEZVOUS_BYTES defaults to 64 KiB.  A message one
+// byte shorter sent before its receive is sent at once and buffered, so its
+// send completes; a 64 KiB one waits for the receive that pulls it.
+TEST_F(Tagged, RendezvousStartsAt64KiBByDefault) {
+  if (std::getenv("FI_DPDK_RENDEZVOUS_BYTES") != nullptr) GTEST_SKIP() << "threshold set";
+  constexpr size_t kThreshold = 64 * 1024;
+  const std::vector<uint8_t> message = pattern(kThreshold, 5);
+  std::vector<uint8_t> buffer(kThreshold, kFill);
+  int eager_context = 0, rendezvous_context = 0;
+  ASSERT_EQ(tsend(a_, message.data(), kThreshold - 1, b_.addr, 0xC1, &eager_context), 0);
+  expect_completion(a_.tx_cq, &eager_context, FI_TAGGED | FI_SEND);
+  ASSERT_EQ(tsend(a_, message.data(), kThreshold, b_.addr, 0xC2, &rendezvous_context), 0);
+  EXPECT_TRUE(quiet(a_.tx_cq, 0.3)) << "a 64 KiB send completed before any receive took it";
+  ASSERT_EQ(fi_trecv(b_.ep, buffer.data(), kThreshold, nullptr, FI_ADDR_UNSPEC, 0xC2, 0,
+                     &rendezvous_context),
+            0);
+  fi_cq_tagged_entry got = expect_completion(b_.rx_cq, &rendezvous_context, FI_TAGGED | FI_RECV);
+  EXPECT_EQ(got.len, kThreshold);
+  EXPECT_TRUE(buffer == message);
+  expect_completion(a_.tx_cq, &rendezvous_context, FI_TAGGED | FI_SEND);
+  // The eager one was waiting in the unexpected buffer all along.
+  std::fill(buffer.begin(), buffer.end(), kFill);
+  ASSERT_EQ(fi_trecv(b_.ep, buffer.data(), kThreshold, nullptr, FI_ADDR_UNSPEC, 0xC1, 0,
+                     &eager_context),
+            0);
+  got = expect_completion(b_.rx_cq, &eager_context, FI_TAGGED | FI_RECV);
+  EXPECT_EQ(got.len, kThreshold - 1);
+  EXPECT_TRUE(std::equal(message.begin(), message.end() - 1, buffer.begin()));
 }
 
 TEST_F(Tagged, AMessageLargerThanTheUnexpectedBudgetDoesNotHoldBackLaterOnes) {
