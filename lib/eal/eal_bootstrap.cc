@@ -103,7 +103,8 @@ class OutputCapture {
 };
 
 // The lines of EAL's output that say what was wrong, joined: its complaint
-// about an option and its fatal verdict, not the usage text.
+// about an option, what it could not do, and its fatal verdict, not the
+// usage text.
 std::string complaints(const std::string& output) {
   std::istringstream lines(output);
   std::string line, found;
@@ -113,7 +114,12 @@ std::string complaints(const std::string& output) {
                          line.find("Invalid") != std::string::npos ||
                          line.find("FATAL") != std::string::npos ||
                          line.find("requires an argument") != std::string::npos ||
-                         line.find("Error") != std::string::npos;
+                         line.find("Error") != std::string::npos ||
+                         // why memory or a secondary's attach failed
+                         line.find("Cannot") != std::string::npos ||
+                         line.find("Could not") != std::string::npos ||
+                         line.find("couldn't") != std::string::npos ||
+                         line.find("ailed") != std::string::npos;
     if (!telling || found.find(line) != std::string::npos) continue;
     found += (found.empty() ? "" : "; ") + line;
   }
