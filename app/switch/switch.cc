@@ -35,15 +35,18 @@
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "drivers/net/shared_switch.h"
@@ -53,6 +56,8 @@ namespace {
 std::atomic<bool> g_stop{false};
 // With --linger-ms: how long a switch no process ever attached to waits.
 constexpr uint64_t kNeverUsedMs = 60'000;
+// How long EAL's cleanup may take before we leave without it (stop_eal).
+constexpr std::chrono::seconds kCleanupLimit{5};
 
 void on_signal(int) { g_stop.store(true); }
 
@@ -232,12 +237,39 @@ void stop_eal(const std::string& prefix) {
   const bool attached = primary && secondaries_attached();
   const std::string runtime_dir = rte_eal_get_runtime_dir();
   if (attached) remove_files_of_gone_secondaries();
+  auto remove_files = [&] {
+    if (!primary) return;
+    remove_hugepage_files(prefix);
+    if (attached) return;
+    std::error_code ec;
+    std::filesystem::remove_all(runtime_dir, ec);
+  };
+  // rte_eal_cleanup takes EAL's memory lock, which lives in shared memory:
+  // a secondary killed while it held it (a rank killed during its EAL
+  // start-up) leaves it held, and the cleanup would spin on it forever, a
+  // core at 100 % with no ready file left to find us by (seen once).  Give
+  // it a while, then leave without it.
+  std::mutex lock;
+  std::condition_variable done_changed;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock guard(lock);
+    if (done_changed.wait_for(guard, kCleanupLimit, [&] { return done; })) return;
+    std::fprintf(stderr, "dpdk-fi-switch: EAL's cleanup did not finish in %lld s (a process "
+                         "died holding its memory lock?): leaving without it\n",
+                 static_cast<long long>(kCleanupLimit.count()));
+    std::fflush(stderr);
+    remove_files();
+    std::_Exit(1);
+  });
   rte_eal_cleanup();
-  if (!primary) return;
-  remove_hugepage_files(prefix);
-  if (attached) return;
-  std::error_code ec;
-  std::filesystem::remove_all(runtime_dir, ec);
+  {
+    std::lock_guard guard(lock);
+    done = true;
+  }
+  done_changed.notify_one();
+  watchdog.join();
+  remove_files();
 }
 
 bool busy(const ofi_dpdk::net::SharedSwitch& sw) { return sw.in_use() || secondaries_attached(); }

@@ -50,4 +50,17 @@ bool wants_no_huge(const std::vector<std::string>& args) {
   return false;
 }
 
+std::string option_value(const std::vector<std::string>& args, std::string_view name,
+                         std::string_view fallback) {
+  std::string value(fallback);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (arg == name && i + 1 < args.size())
+      value = args[++i];
+    else if (arg.size() > name.size() && arg.starts_with(name) && arg[name.size()] == '=')
+      value = arg.substr(name.size() + 1);
+  }
+  return value;
+}
+
 }  // namespace ofi_dpdk::eal

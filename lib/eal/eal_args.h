@@ -23,4 +23,9 @@ int eal_argument_count(int argc, const char* const* argv);
 // True when the EAL arguments ask for no hugepages.
 bool wants_no_huge(const std::vector<std::string>& args);
 
+// The value of an EAL option given as "--name value" or "--name=value"
+// (the last one given), or `fallback`.
+std::string option_value(const std::vector<std::string>& args, std::string_view name,
+                         std::string_view fallback);
+
 }  // namespace ofi_dpdk::eal

@@ -45,5 +45,18 @@ TEST(EalArgs, NoHugeIsRecognised) {
   EXPECT_FALSE(wants_no_huge({"-l", "0", "--in-memory"}));
 }
 
+// How the start-up turn of a secondary finds its primary's directory.
+TEST(EalArgs, OptionValueTakesEitherSpellingAndTheLastOne) {
+  EXPECT_EQ(option_value({"-l", "0", "--file-prefix", "job1"}, "--file-prefix", "rte"), "job1");
+  EXPECT_EQ(option_value({"--file-prefix=job2", "-l", "0"}, "--file-prefix", "rte"), "job2");
+  EXPECT_EQ(option_value({"--file-prefix=a", "--file-prefix", "b"}, "--file-prefix", "rte"), "b");
+  EXPECT_EQ(option_value({"-l", "0"}, "--file-prefix", "rte"), "rte");
+  // A name that only starts like the option is another option.
+  EXPECT_EQ(option_value({"--proc-typex=secondary"}, "--proc-type", ""), "");
+  EXPECT_EQ(option_value({"--proc-type=secondary"}, "--proc-type", ""), "secondary");
+  // An option with no value after it keeps the fallback.
+  EXPECT_EQ(option_value({"--file-prefix"}, "--file-prefix", "rte"), "rte");
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::eal

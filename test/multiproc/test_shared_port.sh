@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: test_shared_port.sh SWITCH BENCH AV_SHARED_PEER
+# Usage: test_shared_port.sh SWITCH BENCH AV_SHARED_PEER LOCK_HOLDER
 #
 # Processes of one host sharing one port through DPDK's multi-process model
 # (drivers/net/shared_port.h): dpdk-fi-switch is the primary and owns a
@@ -16,9 +16,12 @@
 #      they talk through it (av_shared_peer --role fork).
 #   4. The switch stops on SIGTERM, reports what it forwarded, and leaves no
 #      hugepage files or runtime directory behind.
+#   5. A second switch whose secondary died holding EAL's memory lock (as a
+#      process killed during its EAL start-up does) still stops on SIGTERM,
+#      within its 5 s cleanup limit, saying why, and leaves nothing behind.
 # Needs hugepages (secondaries map the primary's memory); skipped without.
 set -euo pipefail
-SWITCH=$1 BENCH=$2 PEER=$3
+SWITCH=$1 BENCH=$2 PEER=$3 LOCK_HOLDER=$4
 source "$(dirname "$0")/pair.sh"
 
 if [ "${OFI_DPDK_HUGEPAGES:-no}" != yes ]; then
@@ -32,8 +35,9 @@ hugedir=$(awk '$3 == "hugetlbfs" {print $2; exit}' /proc/mounts)
 switch_pid=""
 av_name="multiproc-shared-$$"
 trap 'cleanup; [ -n "$switch_pid" ] && kill -9 "$switch_pid" 2>/dev/null;
-	rm -f "${hugedir:-/nonexistent}/${prefix}"map_* "/dev/shm/fi_dpdk_av.$av_name"
-	[ "$(id -u)" = 0 ] && rm -rf "/var/run/dpdk/$prefix"' EXIT
+	rm -f "${hugedir:-/nonexistent}/${prefix}"map_* "${hugedir:-/nonexistent}/${prefix}b"map_*
+	rm -f "/dev/shm/fi_dpdk_av.$av_name"
+	[ "$(id -u)" = 0 ] && rm -rf "/var/run/dpdk/$prefix" "/var/run/dpdk/${prefix}b"' EXIT
 
 start_limited 300 "$WORK/switch.out" "$WORK/switch.err" "$SWITCH" -l 0 --file-prefix "$prefix" \
 	--no-pci --no-telemetry --log-level=lib.eal:error -- --name "$name" --processes 2 \
@@ -107,4 +111,37 @@ fi
 # (EAL's runtime directory is memory: each run would keep megabytes.)
 [ "$(id -u)" != 0 ] || [ ! -e "/var/run/dpdk/$prefix" ] ||
 	fail "the switch left its runtime directory /var/run/dpdk/$prefix"
-echo "shared port: slots, takeover, streaming and the fork pattern passed"
+
+# 5. A secondary dies holding EAL's memory lock; the switch stops anyway.
+start_limited 120 "$WORK/switch2.out" "$WORK/switch2.err" "$SWITCH" -l 0 \
+	--file-prefix "${prefix}b" --no-pci --no-telemetry --log-level=lib.eal:error -- \
+	--name "${name:0:10}b" --processes 2 --ready-file "$WORK/switch2.ready"
+switch_pid=$STARTED_PID
+for _ in $(seq 100); do
+	[ -e "$WORK/switch2.ready" ] || ! kill -0 "$switch_pid" 2>/dev/null && break
+	sleep 0.1
+done
+[ -e "$WORK/switch2.ready" ] || fail "the second switch did not come up: $(cat "$WORK/switch2.err")"
+set +e
+"$LOCK_HOLDER" -l 1 --proc-type=secondary --file-prefix "${prefix}b" --no-pci --no-telemetry \
+	--log-level=lib.eal:error >"$WORK/holder.out" 2>&1
+holder_rc=$?
+set -e
+[ "$holder_rc" = 137 ] || fail "the lock holder did not die by SIGKILL ($holder_rc): $(cat "$WORK/holder.out")"
+kill -TERM "$switch_pid"
+for _ in $(seq 300); do kill -0 "$switch_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$switch_pid" 2>/dev/null && fail "the switch did not stop within 30 s of SIGTERM"
+set +e
+wait "$switch_pid"
+switch_rc=$?
+set -e
+switch_pid=""
+grep -q "cleanup did not finish" "$WORK/switch2.err" ||
+	echo "note: EAL's cleanup finished despite the held lock (exit $switch_rc)"
+if [ -n "$hugedir" ] && compgen -G "$hugedir/${prefix}bmap_*" >/dev/null; then
+	fail "the second switch left hugepage files in $hugedir"
+fi
+[ "$(id -u)" != 0 ] || [ ! -e "/var/run/dpdk/${prefix}b" ] ||
+	fail "the second switch left its runtime directory /var/run/dpdk/${prefix}b"
+echo "a switch whose secondary died holding EAL's memory lock stopped (exit $switch_rc)"
+echo "shared port: slots, takeover, streaming, the fork pattern and a held memory lock passed"
