@@ -57,7 +57,7 @@ std::atomic<bool> g_stop{false};
 // With --linger-ms: how long a switch no process ever attached to waits.
 constexpr uint64_t kNeverUsedMs = 60'000;
 // How long EAL's cleanup may take before we leave without it (stop_eal).
-constexpr std::chrono::seconds kCleanupLimit{5};
+constexpr std::chrono::seconds kCleanupLimit{10};
 
 void on_signal(int) { g_stop.store(true); }
 
@@ -258,8 +258,8 @@ void stop_eal(const std::string& prefix) {
     std::fprintf(stderr, "dpdk-fi-switch: EAL's cleanup did not finish in %lld s (a process "
                          "died holding its memory lock?): leaving without it\n",
                  static_cast<long long>(kCleanupLimit.count()));
-    std::fflush(stderr);
     remove_files();
+    std::fflush(nullptr);  // (_Exit flushes nothing: the report above included)
     std::_Exit(1);
   });
   rte_eal_cleanup();

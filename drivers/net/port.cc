@@ -586,7 +586,12 @@ uint32_t Port::pool_size() const { return pool_ != nullptr ? pool_->size : 0; }
 bool Port::owns(const rte_mbuf* frame) const { return pool_ != nullptr && frame->pool == pool_; }
 
 bool Port::link_up() const {
-  if (rte_get_timer_cycles() >= link_read_due_.load(std::memory_order_relaxed)) return read_link();
+  // One poller reads the device when it is due; the others take the cache.
+  const uint64_t now = rte_get_timer_cycles();
+  uint64_t due = link_read_due_.load(std::memory_order_relaxed);
+  if (now >= due && link_read_due_.compare_exchange_strong(due, now + link_refresh_cycles_,
+                                                           std::memory_order_relaxed))
+    return read_link();
   return link_up_.load(std::memory_order_relaxed);
 }
 

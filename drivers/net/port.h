@@ -122,9 +122,10 @@ class Port {
   uint32_t pool_size() const;
   bool owns(const rte_mbuf* frame) const;
   // Whether the link is up, as the device last said: pollers check it before
-  // each burst, so it is a cached answer, read from the device again at most
-  // once per kLinkRefresh (a driver call; a register read on a NIC).  A link
-  // that goes down or comes back is seen within that time.
+  // each burst, so it is a cached answer, read from the device again once
+  // per kLinkRefreshMicros by whichever poller finds it due (a driver call;
+  // a register read on a NIC).  A link that goes down or comes back is seen
+  // within about that time.
   static constexpr uint32_t kLinkRefreshMicros = 1000;
   bool link_up() const;
   // Asks the device now, and caches the answer.

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -131,7 +132,7 @@ std::string complaints(const std::string& output) {
 
 // DPDK secondaries of one primary start one at a time.  Several starting at
 // once (the ranks of an MPI job) now and then fail in DPDK 22.11, one in
-// about 150 in 8-rank jobs: "couldn't lock .../fbarray_memseg-..._PID",
+// about 80 8-rank MPI jobs: "couldn't lock .../fbarray_memseg-..._PID",
 // "Cannot init memory".  They take turns on a lock file in the primary's
 // runtime directory; one that waits 30 s goes ahead.  Returns the
 // descriptor holding the turn, or -1.
@@ -147,8 +148,9 @@ int take_start_up_turn(const std::vector<std::string>& args) {
   const std::string path = base + "/" + prefix + "/ofi-dpdk-start-up.lock";
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return -1;  // no primary's directory: EAL will say so
-  for (int waited_ms = 0; flock(fd, LOCK_EX | LOCK_NB) != 0; waited_ms += 5) {
-    if (errno != EWOULDBLOCK || waited_ms >= 30000) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK || std::chrono::steady_clock::now() >= give_up) {
       close(fd);
       return -1;
     }
@@ -197,11 +199,12 @@ int eal_bring_up(const std::vector<std::string>& args, bool quiet) {
   std::string output;
   int ret;
   {
-    std::unique_ptr<OutputCapture> capture(quiet ? new OutputCapture() : nullptr);
+    // (The turn first: the host's other threads may print while we wait.)
     const int turn = take_start_up_turn(kept_args);
+    std::unique_ptr<OutputCapture> capture(quiet ? new OutputCapture() : nullptr);
     ret = rte_eal_init(static_cast<int>(kept_args.size()), argv.data());
-    if (turn >= 0) close(turn);  // (unlocks)
     if (capture) output = capture->finish();
+    if (turn >= 0) close(turn);  // (unlocks)
   }
   const int saved_errno = rte_errno;
   // What EAL says on success stays on stderr, where it always went.

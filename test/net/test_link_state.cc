@@ -63,7 +63,9 @@ TEST_F(PortLink, ReadFromTheDeviceOncePerRefreshNotPerCall) {
       std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count() /
       net::Port::kLinkRefreshMicros);
   EXPECT_EQ(up, kCalls);
-  EXPECT_LE(reads, periods + 1) << "calls " << kCalls << " in "
+  // (+1 for the period under way, +1 % for the timer's calibration, which
+  // is not steady_clock's.)
+  EXPECT_LE(reads, periods + periods / 100 + 2) << "calls " << kCalls << " in "
                                 << std::chrono::duration<double, std::milli>(elapsed).count()
                                 << " ms";
   EXPECT_LT(reads, static_cast<uint64_t>(kCalls) / 10);
