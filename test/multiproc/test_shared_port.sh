@@ -39,15 +39,22 @@ trap 'cleanup; [ -n "$switch_pid" ] && kill -9 "$switch_pid" 2>/dev/null;
 	rm -f "/dev/shm/fi_dpdk_av.$av_name"
 	[ "$(id -u)" = 0 ] && rm -rf "/var/run/dpdk/$prefix" "/var/run/dpdk/${prefix}b"' EXIT
 
-start_limited 300 "$WORK/switch.out" "$WORK/switch.err" "$SWITCH" -l 0 --file-prefix "$prefix" \
-	--no-pci --no-telemetry --log-level=lib.eal:error -- --name "$name" --processes 2 \
-	--ready-file "$WORK/switch.ready"
-switch_pid=$STARTED_PID
-for _ in $(seq 100); do
-	[ -e "$WORK/switch.ready" ] || ! kill -0 "$switch_pid" 2>/dev/null && break
-	sleep 0.1
-done
-[ -e "$WORK/switch.ready" ] || fail "the switch did not come up: $(cat "$WORK/switch.err")"
+# start_switch LIMIT FILE_PREFIX NAME TAG: a switch of two slots, its output
+# in $WORK/TAG.{out,err}; sets switch_pid once it is ready.
+start_switch() {
+	local limit=$1 file_prefix=$2 switch_name=$3 tag=$4
+	start_limited "$limit" "$WORK/$tag.out" "$WORK/$tag.err" "$SWITCH" -l 0 \
+		--file-prefix "$file_prefix" --no-pci --no-telemetry --log-level=lib.eal:error -- \
+		--name "$switch_name" --processes 2 --ready-file "$WORK/$tag.ready"
+	switch_pid=$STARTED_PID
+	for _ in $(seq 100); do
+		[ -e "$WORK/$tag.ready" ] || ! kill -0 "$switch_pid" 2>/dev/null && break
+		sleep 0.1
+	done
+	[ -e "$WORK/$tag.ready" ] || fail "the switch ($tag) did not come up: $(cat "$WORK/$tag.err")"
+}
+
+start_switch 300 "$prefix" "$name" switch
 cat "$WORK/switch.out"
 secondary="--proc-type=secondary --file-prefix $prefix --no-pci --no-telemetry --log-level=lib.eal:error"
 
@@ -113,15 +120,7 @@ fi
 	fail "the switch left its runtime directory /var/run/dpdk/$prefix"
 
 # 5. A secondary dies holding EAL's memory lock; the switch stops anyway.
-start_limited 120 "$WORK/switch2.out" "$WORK/switch2.err" "$SWITCH" -l 0 \
-	--file-prefix "${prefix}b" --no-pci --no-telemetry --log-level=lib.eal:error -- \
-	--name "${name:0:10}b" --processes 2 --ready-file "$WORK/switch2.ready"
-switch_pid=$STARTED_PID
-for _ in $(seq 100); do
-	[ -e "$WORK/switch2.ready" ] || ! kill -0 "$switch_pid" 2>/dev/null && break
-	sleep 0.1
-done
-[ -e "$WORK/switch2.ready" ] || fail "the second switch did not come up: $(cat "$WORK/switch2.err")"
+start_switch 120 "${prefix}b" "${name:0:10}b" switch2
 set +e
 timeout 60 "$LOCK_HOLDER" -l 1 --proc-type=secondary --file-prefix "${prefix}b" --no-pci --no-telemetry \
 	--log-level=lib.eal:error >"$WORK/holder.out" 2>&1

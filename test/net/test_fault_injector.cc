@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "drivers/net/fault_injector.h"
+#include "test/support/test_eal.h"
 
 namespace ofi_dpdk::net {
 namespace {
@@ -552,17 +553,7 @@ bool set_up_port() {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
 
-  // EAL reorders its argv: hand it a copy.
-  std::vector<std::string> args = {
-      "test_fault_injector", "--no-huge", "--no-shconf", "-m", "256",
-      "--no-pci", "--no-telemetry", "-l", "0", "--log-level=lib.eal:error",
-      "--vdev=net_ring0"};
-  std::vector<char*> eal_argv;
-  for (std::string& arg : args) eal_argv.push_back(arg.data());
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
-    return 1;
-  }
+  if (!ofi_dpdk::test::bring_up_test_eal("test_fault_injector", {"--vdev=net_ring0"})) return 1;
   int result = 1;
   if (ofi_dpdk::net::set_up_port()) result = RUN_ALL_TESTS();
 

@@ -5,16 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <rte_eal.h>
-#include <rte_errno.h>
 #include <rte_ethdev.h>
 
 #include <chrono>
-#include <cstdio>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "drivers/net/port.h"
+#include "test/support/test_eal.h"
 
 namespace ofi_dpdk {
 namespace {
@@ -89,17 +87,7 @@ TEST_F(PortLink, FollowsTheLinkDownAndUp) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  // EAL reorders its argv: hand it a copy.
-  std::vector<std::string> args = {
-      "test_link_state", "--no-huge", "--no-shconf", "-m", "256",
-      "--no-pci", "--no-telemetry", "-l", "0", "--log-level=lib.eal:error",
-      "--vdev=net_ring0"};
-  std::vector<char*> eal_argv;
-  for (std::string& arg : args) eal_argv.push_back(arg.data());
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
-    return 1;
-  }
+  if (!ofi_dpdk::test::bring_up_test_eal("test_link_state", {"--vdev=net_ring0"})) return 1;
   const int result = RUN_ALL_TESTS();
   rte_eal_cleanup();
   return result;

@@ -24,6 +24,7 @@
 #include "drivers/net/shared_port.h"
 #include "drivers/net/shared_switch.h"
 #include "lib/proto/wire.h"
+#include "test/support/test_eal.h"
 
 namespace ofi_dpdk::net {
 namespace {
@@ -221,15 +222,7 @@ TEST_F(SharedPort, TheSwitchFreesTheSlotOfADeadProcessAndItsFrames) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  std::vector<std::string> args = {"test_shared_port", "--no-huge", "--no-shconf", "-m", "256",
-                                   "--no-pci", "--no-telemetry", "-l", "0",
-                                   "--log-level=lib.eal:error"};
-  std::vector<char*> eal_argv;
-  for (std::string& arg : args) eal_argv.push_back(arg.data());
-  if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-    std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
-    return 1;
-  }
+  if (!ofi_dpdk::test::bring_up_test_eal("test_shared_port")) return 1;
   const int result = RUN_ALL_TESTS();
   rte_eal_cleanup();
   return result;

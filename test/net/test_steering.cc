@@ -32,6 +32,7 @@
 
 #include "drivers/net/port.h"
 #include "test/support/messaging.h"
+#include "test/support/test_eal.h"
 
 namespace ofi_dpdk {
 namespace {
@@ -170,17 +171,7 @@ TEST_F(ProviderSteering, SoftwareSteeringOnOneQueuePair) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (!ofi_dpdk::provider_run()) {
-    // EAL reorders its argv: hand it a copy.
-    std::vector<std::string> args = {
-        "test_steering", "--no-huge", "--no-shconf", "-m", "256",
-        "--no-pci", "--no-telemetry", "-l", "0", "--log-level=lib.eal:error",
-        "--vdev=net_ring0"};
-    std::vector<char*> eal_argv;
-    for (std::string& arg : args) eal_argv.push_back(arg.data());
-    if (rte_eal_init(static_cast<int>(eal_argv.size()), eal_argv.data()) < 0) {
-      std::fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
-      return 1;
-    }
+    if (!ofi_dpdk::test::bring_up_test_eal("test_steering", {"--vdev=net_ring0"})) return 1;
     ofi_dpdk::g_own_eal = true;
   }
   int result = RUN_ALL_TESTS();
