@@ -18,6 +18,19 @@ int mr_close(fid* fid) {
     std::lock_guard port_guard(mr->domain->port->lock);
     std::lock_guard guard(mr->domain->mr_lock);
     mr->domain->mr_keys.erase(mr->fid.key);
+    // The application may free the memory once this returns.  Reads are
+    // answered from the region itself until the initiator has them
+    // (lib/remote/target.h): those still unacknowledged take a copy now.
+    // Writes being placed into it as they arrive place nothing more and
+    // fail at their initiator with FI_EKEYREJECTED, as any access to a
+    // closed region does (fi_mr(3)).  (Only enabled endpoints serve
+    // requests; `enabled` is set under the port lock, after the engine is
+    // made.)
+    for (Endpoint* ep : mr->domain->port->endpoints) {
+      if (ep == nullptr || !ep->enabled) continue;
+      ep->engine->recall_lent(mr->addr, mr->len);
+      ep->engine->forget_placements(mr->addr, mr->len);
+    }
     if (mr->remote_write_cntr != nullptr) mr->remote_write_cntr->refs--;
   }
   mr->domain->refs--;

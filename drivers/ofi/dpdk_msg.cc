@@ -220,11 +220,14 @@ void Endpoint::flush() {
       continue;
     }
     proto::encode_headers(bytes, frame.dst_mac, nic.mac(), nic.ether_type(), frame.header);
-    frame.copy_payload(bytes + wire::kHeadersSize);
-    if (port().checksums)
-      proto::seal_frame(bytes, length);
-    else
+    if (port().checksums) {
+      // The payload is checksummed as it is copied in: one pass over it.
+      proto::finish_seal(bytes,
+                         frame.copy_payload(bytes + wire::kHeadersSize, proto::begin_seal(bytes)));
+    } else {
+      frame.copy_payload(bytes + wire::kHeadersSize);
       proto::mark_unsealed(bytes);
+    }
     if (!port().device_loops_back && std::memcmp(frame.dst_mac, nic.mac(), 6) == 0) {
       if (!port().loop_back(mbuf)) {
         net::free_frame(mbuf);

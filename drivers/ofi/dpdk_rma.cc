@@ -74,6 +74,7 @@ class TargetHost final : public remote::Host {
     if (counter != nullptr) counter->add(1);
     if (modified && region != nullptr) static_cast<Cntr*>(region)->add(1);
   }
+  bool may_lend_reads() const override { return ep_->remote_read_cntr == nullptr; }
   void remote_cq_data(uint64_t peer_key, uint64_t data) override {
     if (ep_->rx_cq == nullptr) return;
     const fi_addr_t source = ep_->av != nullptr && ep_->has_cap(FI_SOURCE)

@@ -120,22 +120,41 @@ OFI_DPDK_FOLD_TARGET __m512i broadcast(const uint64_t by[2]) {
   return _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
 }
 
-OFI_DPDK_FOLD_TARGET uint32_t crc32c_fold512(uint32_t crc, const uint8_t* data, size_t length) {
-  if (length < kFoldMinimum) return crc32c_sse42(crc, data, length);
+// The 64 bytes at `data + at`, stored at `out + at` too when copying
+// (`out` is null otherwise).
+template <bool kCopy>
+OFI_DPDK_FOLD_TARGET inline __m512i load_64(uint8_t* out, const uint8_t* data, size_t at) {
+  const __m512i bytes = _mm512_loadu_si512(data + at);
+  if constexpr (kCopy) _mm512_storeu_si512(out + at, bytes);
+  return bytes;
+}
+
+// The folding CRC of `length` bytes; with kCopy it also stores each 64 bytes
+// it loads at `out`, the copy and the checksum in one pass over the source
+// (the bytes after the last whole round are copied first, then checksummed
+// where they landed).
+template <bool kCopy>
+OFI_DPDK_FOLD_TARGET uint32_t fold512_pass(uint32_t crc, uint8_t* out, const uint8_t* data,
+                                           size_t length) {
+  if (length < kFoldMinimum) {
+    if constexpr (!kCopy) return crc32c_sse42(crc, data, length);
+    std::memcpy(out, data, length);
+    return crc32c_sse42(crc, out, length);
+  }
   const FoldConstants& k = fold_constants();
   const size_t rounds = length / kFoldRound;
-  __m512i acc0 = _mm512_loadu_si512(data);
-  __m512i acc1 = _mm512_loadu_si512(data + 64);
-  __m512i acc2 = _mm512_loadu_si512(data + 128);
-  __m512i acc3 = _mm512_loadu_si512(data + 192);
+  __m512i acc0 = load_64<kCopy>(out, data, 0);
+  __m512i acc1 = load_64<kCopy>(out, data, 64);
+  __m512i acc2 = load_64<kCopy>(out, data, 128);
+  __m512i acc3 = load_64<kCopy>(out, data, 192);
   acc0 = _mm512_xor_si512(acc0, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, crc));
   const __m512i by_2048 = broadcast(k.by_2048);
   for (size_t round = 1; round < rounds; ++round) {
-    const uint8_t* next = data + round * kFoldRound;
-    acc0 = _mm512_xor_si512(fold512(acc0, by_2048), _mm512_loadu_si512(next));
-    acc1 = _mm512_xor_si512(fold512(acc1, by_2048), _mm512_loadu_si512(next + 64));
-    acc2 = _mm512_xor_si512(fold512(acc2, by_2048), _mm512_loadu_si512(next + 128));
-    acc3 = _mm512_xor_si512(fold512(acc3, by_2048), _mm512_loadu_si512(next + 192));
+    const size_t at = round * kFoldRound;
+    acc0 = _mm512_xor_si512(fold512(acc0, by_2048), load_64<kCopy>(out, data, at));
+    acc1 = _mm512_xor_si512(fold512(acc1, by_2048), load_64<kCopy>(out, data, at + 64));
+    acc2 = _mm512_xor_si512(fold512(acc2, by_2048), load_64<kCopy>(out, data, at + 128));
+    acc3 = _mm512_xor_si512(fold512(acc3, by_2048), load_64<kCopy>(out, data, at + 192));
   }
   // Four accumulators into the last: each by its distance from it.
   __m512i acc = _mm512_xor_si512(acc3, fold512(acc2, broadcast(k.by_512)));
@@ -155,7 +174,18 @@ OFI_DPDK_FOLD_TARGET uint32_t crc32c_fold512(uint32_t crc, const uint8_t* data, 
   uint64_t wide = __builtin_ia32_crc32di(0, halves[0]);
   wide = __builtin_ia32_crc32di(wide, halves[1]);
   const size_t done = rounds * kFoldRound;
-  return crc32c_sse42(static_cast<uint32_t>(wide), data + done, length - done);
+  if constexpr (!kCopy)
+    return crc32c_sse42(static_cast<uint32_t>(wide), data + done, length - done);
+  std::memcpy(out + done, data + done, length - done);
+  return crc32c_sse42(static_cast<uint32_t>(wide), out + done, length - done);
+}
+
+uint32_t crc32c_fold512(uint32_t crc, const uint8_t* data, size_t length) {
+  return fold512_pass<false>(crc, nullptr, data, length);
+}
+
+uint32_t crc32c_copy_fold512(uint32_t crc, uint8_t* out, const uint8_t* data, size_t length) {
+  return fold512_pass<true>(crc, out, data, length);
 }
 
 // The same with four 128-bit accumulators (PCLMULQDQ, no AVX-512): 64
@@ -248,6 +278,14 @@ uint32_t crc32c(uint32_t crc, const uint8_t* data, size_t length) {
   }
 #endif
   return crc32c_portable(crc, data, length);
+}
+
+uint32_t crc32c_copy(uint32_t crc, uint8_t* out, const uint8_t* data, size_t length) {
+#if defined(__x86_64__)
+  if (path() == Path::kFold512) return crc32c_copy_fold512(crc, out, data, length);
+#endif
+  if (length != 0) std::memcpy(out, data, length);
+  return crc32c(crc, out, length);
 }
 
 const char* crc32c_path() {

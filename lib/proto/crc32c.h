@@ -21,6 +21,10 @@ uint32_t crc32c_instruction(uint32_t crc, const uint8_t* data, size_t length);
 // The same with 128-bit folding where the CPU has PCLMULQDQ (else as above),
 // so tests reach that path on CPUs that would take the 512-bit one.
 uint32_t crc32c_fold128_path(uint32_t crc, const uint8_t* data, size_t length);
+// Copies `length` bytes from `data` to `out` (not overlapping) and returns
+// crc32c(crc, out, length): in one pass over the bytes where the CPU folds
+// 512 bits at a time, else a memcpy and then the CRC of the copy.
+uint32_t crc32c_copy(uint32_t crc, uint8_t* out, const uint8_t* data, size_t length);
 // Which path crc32c() takes on this CPU: "vpclmulqdq", "pclmulqdq",
 // "sse4.2" or "table".
 const char* crc32c_path();

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "lib/proto/seq.h"
+#include "lib/proto/crc32c.h"
 #include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 
@@ -37,17 +38,19 @@ const char* prov_errno_text(int prov_errno) {
 
 namespace {
 
-// `length` bytes of `message`'s wire payload from `offset` on.
-void copy_from(const TxMessage& message, uint32_t offset, size_t length, uint8_t* out) {
+// `length` bytes of `message`'s wire payload from `offset` on, each piece
+// through `copy` (memcpy's signature).
+template <typename Copy>
+void copy_from(const TxMessage& message, uint32_t offset, size_t length, uint8_t* out,
+               Copy&& copy) {
   if (message.inline_body) {
-    std::memcpy(out, message.body + offset,
-                std::min<size_t>(length, sizeof(message.body) - offset));
+    copy(out, message.body + offset, std::min<size_t>(length, sizeof(message.body) - offset));
     return;
   }
   size_t skip = offset;
   size_t left = length;
   if (message.iov_count == 0) {  // the whole payload is in message.copy
-    if (left != 0) std::memcpy(out, message.copy.get() + offset, left);
+    if (left != 0) copy(out, message.copy.get() + offset, left);
     return;
   }
   for (size_t i = 0; i < message.iov_count && left > 0; ++i) {
@@ -57,11 +60,16 @@ void copy_from(const TxMessage& message, uint32_t offset, size_t length, uint8_t
       continue;
     }
     const size_t n = std::min(part.iov_len - skip, left);
-    std::memcpy(out, static_cast<const uint8_t*>(part.iov_base) + skip, n);
+    copy(out, static_cast<const uint8_t*>(part.iov_base) + skip, n);
     out += n;
     left -= n;
     skip = 0;
   }
+}
+
+void copy_from(const TxMessage& message, uint32_t offset, size_t length, uint8_t* out) {
+  copy_from(message, offset, length, out,
+            [](uint8_t* to, const uint8_t* from, size_t n) { std::memcpy(to, from, n); });
 }
 
 }  // namespace
@@ -81,6 +89,16 @@ void OutFrame::copy_payload(uint8_t* out) const {
     return;
   }
   copy_from(*message, offset, header.payload_len, out);
+}
+
+uint32_t OutFrame::copy_payload(uint8_t* out, uint32_t crc) const {
+  if (bundled != 0 || message == nullptr) {  // small: copied, then checksummed
+    copy_payload(out);
+    return crc32c(crc, out, header.payload_len);
+  }
+  copy_from(*message, offset, header.payload_len, out,
+            [&](uint8_t* to, const uint8_t* from, size_t n) { crc = crc32c_copy(crc, to, from, n); });
+  return crc;
 }
 
 Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16_t local_queue,
@@ -293,8 +311,12 @@ void Engine::frames_sent() {
   outbox_.clear();
   open_bundle_ = {};
   bundle_used_ = 0;
-  for (auto& message : retired_) {
+  // (By index: a response that carried a pulled send retires that send too.)
+  for (size_t i = 0; i < retired_.size(); ++i) {
+    std::unique_ptr<TxMessage> message = std::move(retired_[i]);
     keep_spare(std::move(message->copy), message->copy_capacity);
+    if (message->pull) free_inbound(message->pull.release());
+    if (message->pulled_send) retired_.push_back(std::move(message->pulled_send));
     if (spare_messages_.size() < kSpareRecords) {
       *message = TxMessage{};
       spare_messages_.push_back(std::move(message));
@@ -317,6 +339,23 @@ InboundMessage* Engine::new_inbound() {
   return in;
 }
 
+RemoteInbound* Engine::new_remote() {
+  if (spare_remote_.empty()) return new RemoteInbound();
+  RemoteInbound* in = spare_remote_.back().release();
+  spare_remote_.pop_back();
+  return in;
+}
+
+void Engine::free_remote(RemoteInbound* in) {
+  if (spare_remote_.size() >= kSpareRecords) {
+    delete in;
+    return;
+  }
+  keep_spare(std::move(in->bytes), in->capacity);
+  *in = RemoteInbound{};
+  spare_remote_.emplace_back(in);
+}
+
 void Engine::free_inbound(InboundMessage* in) {
   if (spare_inbound_.size() >= kSpareRecords) {
     delete in;
@@ -326,20 +365,52 @@ void Engine::free_inbound(InboundMessage* in) {
   spare_inbound_.emplace_back(in);
 }
 
+namespace {
+
+// The class of a copy buffer of at most half kMinSpareCopy: the smallest
+// kSmallCopy << class that holds `length` bytes.
+size_t copy_class(size_t length) {
+  size_t c = 0;
+  while ((kSmallCopy << c) < length) ++c;
+  return c;
+}
+
+}  // namespace
+
 void Engine::keep_spare(std::unique_ptr<uint8_t[]> buffer, size_t capacity) {
-  if (!buffer || capacity < kMinSpareCopy || capacity > kMaxSpareCopy ||
-      spare_copy_bytes_ + capacity > kSpareCopyBytes)
+  if (!buffer) return;
+  if (capacity < kMinSpareCopy) {
+    // Only the sizes take_copy_buffer makes (a ResponseBytes may have grown
+    // to another).
+    if (capacity > kMinSpareCopy / 2) return;
+    const size_t c = copy_class(capacity);
+    auto& spares = spare_class_copies_[c];
+    if ((kSmallCopy << c) == capacity && (spares.size() + 1) * capacity <= kSpareClassBytes)
+      spares.push_back(std::move(buffer));
     return;
+  }
+  if (capacity > kMaxSpareCopy || spare_copy_bytes_ + capacity > kSpareCopyBytes) return;
   spare_copy_bytes_ += capacity;
   spare_copies_.emplace_back(capacity, std::move(buffer));
 }
 
 std::unique_ptr<uint8_t[]> Engine::take_copy_buffer(size_t length, size_t* capacity) {
-  // The smallest spare that fits, else a new buffer; neither is zeroed
-  // (the caller fills the length it asked for).  Small buffers come from
-  // the heap: a spare megabyte is not spent on a 40-byte request.
+  // A spare that fits, else a new buffer; neither is zeroed (the caller
+  // fills the length it asked for).  Up to half kMinSpareCopy, buffers come
+  // in powers of two (a spare megabyte is not spent on a 40-byte request);
+  // above, the smallest spare that fits, or a new one of kMinSpareCopy or
+  // more.
+  if (length <= kMinSpareCopy / 2) {
+    const size_t c = copy_class(length);
+    *capacity = kSmallCopy << c;
+    auto& spares = spare_class_copies_[c];
+    if (spares.empty()) return std::unique_ptr<uint8_t[]>(new uint8_t[*capacity]);
+    std::unique_ptr<uint8_t[]> buffer = std::move(spares.back());
+    spares.pop_back();
+    return buffer;
+  }
   auto best = spare_copies_.end();
-  for (auto it = spare_copies_.begin(); length >= kMinSpareCopy && it != spare_copies_.end(); ++it)
+  for (auto it = spare_copies_.begin(); it != spare_copies_.end(); ++it)
     if (it->first >= length && (best == spare_copies_.end() || it->first < best->first)) best = it;
   if (best != spare_copies_.end()) {
     *capacity = best->first;
@@ -349,7 +420,7 @@ std::unique_ptr<uint8_t[]> Engine::take_copy_buffer(size_t length, size_t* capac
     spare_copies_.pop_back();
     return buffer;
   }
-  *capacity = std::max<size_t>(length, 1);
+  *capacity = std::max(length, kMinSpareCopy);
   return std::unique_ptr<uint8_t[]>(new uint8_t[*capacity]);
 }
 

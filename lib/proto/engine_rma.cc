@@ -2,8 +2,9 @@
 // atomics.  A request is a message in the ordinary stream (REQUEST frames),
 // so it arrives once and in order with everything else from its sender; the
 // target assembles it, hands it to the RequestHandler exactly once, and
-// sends the handler's Response back as a RESPONSE message on its own stream:
-// copied when made, retransmitted until acknowledged.  At the initiator the
+// sends the handler's Response back as a RESPONSE message on its own stream,
+// retransmitted until acknowledged: its own bytes, or a read's lent from the
+// region until recall_lent copies them.  At the initiator the
 // request, once fully acknowledged, waits in Connection::awaiting_response
 // until the response with its msg_id (in the tag field) completes it.
 #include <algorithm>
@@ -14,31 +15,9 @@
 
 namespace ofi_dpdk::proto {
 
-namespace {
-
-size_t scatter(const iovec* iov, size_t count, size_t offset, const uint8_t* data,
-               size_t length) {
-  size_t placed = 0;
-  for (size_t i = 0; i < count && length > 0; ++i) {
-    if (offset >= iov[i].iov_len) {
-      offset -= iov[i].iov_len;
-      continue;
-    }
-    const size_t n = std::min(iov[i].iov_len - offset, length);
-    std::memcpy(static_cast<uint8_t*>(iov[i].iov_base) + offset, data, n);
-    data += n;
-    length -= n;
-    placed += n;
-    offset = 0;
-  }
-  return placed;
-}
-
-}  // namespace
-
 bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
   if (c.remote == nullptr) {
-    auto in = std::make_unique<RemoteInbound>();
+    RemoteHold in = hold_remote(new_remote());  // until c.remote takes it
     in->is_response = h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse);
     in->msg_id = h.msg_id;
     in->length = h.msg_len;
@@ -80,15 +59,17 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
     // Answers are coming: the target lives.  Only a real one counts: a
     // stream of answers to nothing must not keep our requests waiting.
     if (in.request != nullptr) c.awaiting_since_ns = c.last_heard_ns;
-    if (in.request != nullptr)
-      scatter(in.request->request.response_iov, in.request->request.response_iov_count,
-              h.offset, payload, h.payload_len);
+    if (in.request != nullptr) {
+      const SendRequest& request = in.request->request;
+      write_to_user(request.response_iov, request.response_iov_count, h.offset, payload,
+                    h.payload_len);
+    }
   } else if (!in.oversize) {
     // Segments come in order: the head first, then (placed) the rest.
     const size_t offset = h.offset;
     const size_t to_head = offset < in.head ? std::min<size_t>(in.head - offset, h.payload_len) : 0;
     if (to_head != 0) std::memcpy(in.bytes.get() + offset, payload, to_head);
-    if (to_head < h.payload_len)
+    if (to_head < h.payload_len && !in.region_gone)
       std::memcpy(in.placed + (offset + to_head - in.head), payload + to_head,
                   h.payload_len - to_head);
   }
@@ -98,7 +79,7 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
 }
 
 void Engine::finish_remote(Connection& c) {
-  std::unique_ptr<RemoteInbound> in(c.remote);
+  RemoteHold in = hold_remote(c.remote);
   c.remote = nullptr;
   if (!in->is_response) {
     ++stats_.requests_served;
@@ -110,6 +91,8 @@ void Engine::finish_remote(Connection& c) {
     Response response;
     if (in->oversize)
       response.status = kErrTooLarge;
+    else if (in->region_gone)
+      response.status = kErrKeyRejected;  // as if it had come after the close
     else if (request_handler_)
       response = request_handler_(c.source_key, in->bytes.get(), in->head,
                                   in->length - in->head);
@@ -123,8 +106,7 @@ void Engine::finish_remote(Connection& c) {
   auto it = c.awaiting_delivery.find(in->request->msg_id);
   if (it != c.awaiting_delivery.end()) {
     // A delivery notice: the message's length stays what was sent.
-    std::unique_ptr<TxMessage> message = std::move(it->second);
-    c.awaiting_delivery.erase(it);
+    std::unique_ptr<TxMessage> message = stop_waiting(c.awaiting_delivery, it);
     complete_send(c, *message, in->status == 0 ? 0 : kErrPeerReset, kProvNone);
     retired_.push_back(std::move(message));
     return;
@@ -132,8 +114,7 @@ void Engine::finish_remote(Connection& c) {
   const uint32_t answered = in->request->msg_id;
   it = c.awaiting_response.find(answered);
   if (it == c.awaiting_response.end()) return;
-  std::unique_ptr<TxMessage> request = std::move(it->second);
-  c.awaiting_response.erase(it);
+  std::unique_ptr<TxMessage> request = stop_waiting(c.awaiting_response, it);
   // The target answers requests in the order it ran them, which is the
   // order we sent them: one still waiting from before this one had its
   // answer in a stream of the peer's that is gone, and will not get it.
@@ -158,17 +139,26 @@ void Engine::finish_remote(Connection& c) {
 }
 
 void Engine::send_response(Connection& c, uint32_t request_id, Response response) {
-  if (response.data.size() > config_.max_msg_size) {
-    // A read larger than any message may be: refused, not sent.
-    response.status = kErrTooLarge;
-    response.data.clear();
-  }
+  const bool lent = response.lent_bytes != nullptr && response.lent_length != 0;
+  const size_t length = lent ? response.lent_length : response.data.size();
   ++c.responses_pending;
   std::unique_ptr<TxMessage> message = new_message();
-  // The handler's buffer is the bytes sent (and resent) from.
-  message->length = message->wire_length = response.data.size();
-  message->copy = response.data.release(&message->copy_capacity);
-  message->iov_count = 0;
+  if (length > config_.max_msg_size) {
+    // A read larger than any message may be: refused, not sent.
+    response.status = kErrTooLarge;
+    message->length = message->wire_length = 0;
+    message->iov_count = 0;
+  } else if (lent) {
+    message->length = message->wire_length = length;
+    message->iov[0] = {const_cast<uint8_t*>(response.lent_bytes), length};
+    message->iov_count = 1;
+    message->lent.set(&lent_out_);
+  } else {
+    // The handler's buffer is the bytes sent (and resent) from.
+    message->length = message->wire_length = length;
+    message->copy = response.data.release(&message->copy_capacity);
+    message->iov_count = 0;
+  }
   message->request.internal = true;
   message->request.completion = false;
   message->request.has_data = true;  // the status travels in cq_data
@@ -178,6 +168,61 @@ void Engine::send_response(Connection& c, uint32_t request_id, Response response
   message->request.tag = request_id;  // the initiator finds its request by it
   message->msg_id = c.next_msg_id++;
   queue_response(c, std::move(message));
+}
+
+size_t Engine::recall_lent(const void* begin, size_t length) {
+  if (lent_out_ == 0) return 0;  // the common case, checked before every write
+  const auto first = reinterpret_cast<uintptr_t>(begin);
+  size_t recalled = 0;
+  const auto recall = [&](TxMessage& m) {
+    if (!m.lent) return;
+    const auto at = reinterpret_cast<uintptr_t>(m.iov[0].iov_base);
+    if (at + m.iov[0].iov_len <= first || at >= first + length) return;
+    m.copy = take_copy_buffer(m.length, &m.copy_capacity);
+    std::memcpy(m.copy.get(), m.iov[0].iov_base, m.length);
+    m.iov_count = 0;  // copy_from reads `copy` from now on
+    m.lent.clear();
+    ++recalled;
+  };
+  for (auto& [key, c] : connections_) {
+    if (c->responses_pending == 0) continue;
+    for (auto& m : c->pending) recall(*m);
+  }
+  // Retired, but maybe still in an outbox frame that has not left.
+  for (auto& m : retired_) recall(*m);
+  return recalled;
+}
+
+size_t Engine::forget_placements(const void* begin, size_t length) {
+  const auto first = reinterpret_cast<uintptr_t>(begin);
+  size_t forgotten = 0;
+  for (auto& [key, c] : connections_) {
+    RemoteInbound* in = c->remote;
+    if (in == nullptr || in->is_response || in->placed == nullptr) continue;
+    const auto at = reinterpret_cast<uintptr_t>(in->placed);
+    if (at + (in->length - in->head) <= first || at >= first + length) continue;
+    in->placed = nullptr;
+    in->region_gone = true;
+    ++forgotten;
+  }
+  return forgotten;
+}
+
+void Engine::write_to_user(const iovec* iov, size_t count, size_t offset, const uint8_t* data,
+                           size_t length) {
+  for (size_t i = 0; i < count && length > 0; ++i) {
+    if (offset >= iov[i].iov_len) {
+      offset -= iov[i].iov_len;
+      continue;
+    }
+    uint8_t* to = static_cast<uint8_t*>(iov[i].iov_base) + offset;
+    const size_t n = std::min(iov[i].iov_len - offset, length);
+    if (lent_out_ != 0) recall_lent(to, n);  // a read served earlier may send from here
+    std::memcpy(to, data, n);
+    data += n;
+    length -= n;
+    offset = 0;
+  }
 }
 
 void Engine::queue_response(Connection& c, std::unique_ptr<TxMessage> response) {
@@ -193,10 +238,29 @@ void Engine::queue_response(Connection& c, std::unique_ptr<TxMessage> response) 
 }
 
 void Engine::await_response(Connection& c, std::unique_ptr<TxMessage> message) {
-  const uint32_t id = message->msg_id;
   // Called from on_ack, just after on_frame set last_heard_ns to now.
   if (c.awaiting_response.empty()) c.awaiting_since_ns = c.last_heard_ns;
-  c.awaiting_response.emplace(id, std::move(message));
+  start_waiting(c.awaiting_response, std::move(message));
+}
+
+void Engine::start_waiting(AwaitingMap& waits, std::unique_ptr<TxMessage> message) {
+  const uint32_t id = message->msg_id;
+  if (spare_await_nodes_.empty()) {
+    waits.emplace(id, std::move(message));
+    return;
+  }
+  AwaitingMap::node_type node = std::move(spare_await_nodes_.back());
+  spare_await_nodes_.pop_back();
+  node.key() = id;
+  node.mapped() = std::move(message);
+  waits.insert(std::move(node));
+}
+
+std::unique_ptr<TxMessage> Engine::stop_waiting(AwaitingMap& waits, AwaitingMap::iterator it) {
+  AwaitingMap::node_type node = waits.extract(it);
+  std::unique_ptr<TxMessage> message = std::move(node.mapped());
+  if (spare_await_nodes_.size() < kSpareRecords) spare_await_nodes_.push_back(std::move(node));
+  return message;
 }
 
 TxMessage* Engine::awaited(Connection& c, uint32_t msg_id) {
@@ -265,7 +329,7 @@ void Engine::release_request(RemoteInbound& in) {
 
 void Engine::drop_remote(Connection& c, int error, int prov_errno) {
   if (c.remote == nullptr) return;
-  std::unique_ptr<RemoteInbound> in(c.remote);
+  RemoteHold in = hold_remote(c.remote);
   c.remote = nullptr;
   release_request(*in);
   if (in->request == nullptr) return;

@@ -13,6 +13,7 @@
 #include <list>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "lib/proto/transport.h"
@@ -85,6 +86,36 @@ struct InboundMessage {
 InboundMessage view_of(const UnexpectedMessage& u);
 size_t capacity_of(const RecvRequest& r);
 
+// Set on a response that sends a region's bytes from the region itself
+// (Response::lent_bytes): counts itself in Engine::lent_out_ for as long as
+// the record holds them, however the record ends (acknowledged, recalled,
+// failed with its connection), so a writer can tell at a glance that
+// nothing is lent.
+class LentMark {
+ public:
+  LentMark() = default;
+  LentMark(const LentMark&) = delete;
+  LentMark& operator=(LentMark&& other) noexcept {
+    clear();
+    counter_ = std::exchange(other.counter_, nullptr);
+    return *this;
+  }
+  ~LentMark() { clear(); }
+  void set(size_t* counter) {
+    clear();
+    counter_ = counter;
+    ++*counter_;
+  }
+  void clear() {
+    if (counter_ != nullptr) --*counter_;
+    counter_ = nullptr;
+  }
+  explicit operator bool() const { return counter_ != nullptr; }
+
+ private:
+  size_t* counter_ = nullptr;
+};
+
 struct TxMessage {
   wire::Opcode opcode() const {
     if (request.request) return wire::Opcode::kRequest;
@@ -92,6 +123,7 @@ struct TxMessage {
     return request.tagged ? wire::Opcode::kTagged : wire::Opcode::kMsg;
   }
   bool response = false;        // answers request response_to, status in cq_data
+  LentMark lent;                // a response sent from a region (iov[0], Response::lent_bytes)
   uint32_t response_to = 0;
   iovec iov[kMaxIov];
   size_t iov_count;
@@ -258,6 +290,7 @@ struct RemoteInbound {
   uint8_t* placed = nullptr;         // request: where the bytes after the head go (Placement)
   size_t charged = 0;                // request: bytes of the unexpected budget it holds
   bool oversize = false;             // request: above the budget, consumed and refused
+  bool region_gone = false;          // request: its placement's region closed: consumed, refused
   bool pull = false;                 // request: a pull (kFlagPull), served by the engine
   TxMessage* request = nullptr;      // response: the request it answers (or none)
   int status = 0;                    // response: its status

@@ -261,8 +261,7 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
       } else if (c.pending.front()->rendezvous || c.pending.front()->request.delivery_complete) {
         // Both wait for the receiver: a pull of the data, or the notice
         // that a receive took it.
-        const uint32_t id = c.pending.front()->msg_id;
-        c.awaiting_delivery.emplace(id, std::move(c.pending.front()));
+        start_waiting(c.awaiting_delivery, std::move(c.pending.front()));
       } else {
         complete_send(c, *c.pending.front(), 0, kProvNone);
         retired_.push_back(std::move(c.pending.front()));

@@ -25,18 +25,23 @@ T get(const uint8_t* in, size_t offset) {
 constexpr size_t kChecksumOffset =
     sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, checksum);
 
-// CRC-32C over the whole frame, Ethernet header included, with the
-// checksum field counted as zero.  The addresses are covered because the
-// transport names peers by them: a flipped source MAC on a link that
-// checks nothing (memif, a ring) must not make a frame another peer's.
-uint32_t frame_checksum(const uint8_t* frame, size_t length) {
-  const uint8_t* start = frame;
-  const uint8_t* field = frame + kChecksumOffset;
+// The CRC-32C (not yet inverted) of the encoded headers, Ethernet header
+// included, with the checksum field counted as zero.  The addresses are
+// covered because the transport names peers by them: a flipped source MAC
+// on a link that checks nothing (memif, a ring) must not make a frame
+// another peer's.
+uint32_t headers_crc(const uint8_t* frame) {
   static constexpr uint8_t kZero[4] = {};
-  uint32_t crc = crc32c(0xFFFFFFFFu, start, static_cast<size_t>(field - start));
+  const uint8_t* field = frame + kChecksumOffset;
+  uint32_t crc = crc32c(0xFFFFFFFFu, frame, kChecksumOffset);
   crc = crc32c(crc, kZero, 4);
-  crc = crc32c(crc, field + 4, length - kChecksumOffset - 4);
-  return ~crc;
+  return crc32c(crc, field + 4, wire::kHeadersSize - kChecksumOffset - 4);
+}
+
+// The checksum of a whole frame of `length` bytes: the headers, then the
+// payload.
+uint32_t frame_checksum(const uint8_t* frame, size_t length) {
+  return ~crc32c(headers_crc(frame), frame + wire::kHeadersSize, length - wire::kHeadersSize);
 }
 
 }  // namespace
@@ -44,6 +49,10 @@ uint32_t frame_checksum(const uint8_t* frame, size_t length) {
 void seal_frame(uint8_t* frame, size_t length) {
   put(frame, kChecksumOffset, htobe32(frame_checksum(frame, length)));
 }
+
+uint32_t begin_seal(const uint8_t* frame) { return headers_crc(frame); }
+
+void finish_seal(uint8_t* frame, uint32_t crc) { put(frame, kChecksumOffset, htobe32(~crc)); }
 
 void mark_unsealed(uint8_t* frame) {
   constexpr size_t kFlags = sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, flags);

@@ -42,6 +42,12 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
 // encode_headers, payload in place) and stores it.  `length` is
 // kHeadersSize + payload_len.
 void seal_frame(uint8_t* frame, size_t length);
+// seal_frame in two steps, for a sender that checksums the payload as it
+// copies it in (OutFrame::copy_payload with a CRC): the CRC of the encoded
+// headers so far, to continue over the payload; then the finished CRC
+// stored.  finish_seal(f, crc32c(begin_seal(f), payload, n)) is seal_frame.
+uint32_t begin_seal(const uint8_t* frame);
+void finish_seal(uint8_t* frame, uint32_t crc);
 // Instead of seal_frame, on a link without checksums: flags the encoded
 // frame kFlagUnsealed (its checksum field stays 0).
 void mark_unsealed(uint8_t* frame);

@@ -17,22 +17,6 @@
 namespace ofi_dpdk::proto {
 namespace {
 
-// Copies data to byte `offset` of the iov, as much as fits.
-void scatter_at(const RecvRequest& r, size_t offset, const uint8_t* data, size_t length) {
-  for (size_t i = 0; i < r.iov_count && length > 0; ++i) {
-    const iovec& part = r.iov[i];
-    if (offset >= part.iov_len) {
-      offset -= part.iov_len;
-      continue;
-    }
-    const size_t n = std::min(part.iov_len - offset, length);
-    std::memcpy(static_cast<uint8_t*>(part.iov_base) + offset, data, n);
-    data += n;
-    length -= n;
-    offset = 0;
-  }
-}
-
 // A message a receive or a peek may still take.
 bool visible(const UnexpectedMessage& u) { return !u.claimed && !u.reserved && !u.discarded; }
 
@@ -139,7 +123,9 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
 
 void Engine::place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length) {
   if (in.to_user) {
-    if (offset < in.capacity) scatter_at(in.recv, offset, data, std::min(length, in.capacity - offset));
+    if (offset < in.capacity)
+      write_to_user(in.recv.iov, in.recv.iov_count, offset, data,
+                    std::min(length, in.capacity - offset));
   } else {
     std::memcpy(in.unexpected->bytes.get() + offset, data, length);
     in.unexpected->received += length;
@@ -150,7 +136,7 @@ void Engine::complete_recv(Connection* from, const RecvRequest& recv, const Inbo
                            const uint8_t* bytes_if_copy) {
   const size_t capacity = capacity_of(recv);
   const size_t placed = std::min(in.length, capacity);
-  if (bytes_if_copy != nullptr) scatter_at(recv, 0, bytes_if_copy, placed);
+  if (bytes_if_copy != nullptr) write_to_user(recv.iov, recv.iov_count, 0, bytes_if_copy, placed);
   ++stats_.messages_received;
   Completion done{};
   done.kind = Completion::Kind::kRecv;
@@ -502,7 +488,8 @@ void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it,
   // of the same incarnation.  Once it is gone, so is the message.
   const bool live = c != nullptr && c->rx_open && c->rx_conn == u.conn &&
                     c->peer_session == u.session;
-  auto in = std::make_unique<InboundMessage>(view_of(u));
+  std::unique_ptr<InboundMessage> in(new_inbound());  // back to the spares in frames_sent
+  *in = view_of(u);
   if (into != nullptr) {
     in->to_user = true;
     in->recv = *into;
@@ -510,8 +497,9 @@ void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it,
   }
   if (live) {
     send_pull(*c, u.msg_id, u.conn, std::move(in), into == nullptr);
-  } else if (into != nullptr) {
-    fail_recv(c, *into, kErrPeerReset, kProvSendGone, u.sender);
+  } else {
+    free_inbound(in.release());
+    if (into != nullptr) fail_recv(c, *into, kErrPeerReset, kProvSendGone, u.sender);
   }
   erase_unexpected(it);
   wake_stalled();

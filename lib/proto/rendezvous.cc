@@ -50,7 +50,15 @@ bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const ui
     ++stats_.bad_frames;
     return true;
   }
-  auto in = std::make_unique<InboundMessage>();
+  if (c.pulls_out >= config_.max_outstanding_sends) {
+    // More announcements pulled and unanswered than a sender may have sends
+    // outstanding: not an honest peer's.  Each pull holds memory here, so
+    // the rest are consumed without effect.
+    ++stats_.bad_frames;
+    return true;
+  }
+  // Back to the spares with its pull (frames_sent), or below.
+  std::unique_ptr<InboundMessage> in(new_inbound());
   in->length = length;
   in->msg_id = h.msg_id;
   in->tagged = h.opcode == static_cast<uint8_t>(wire::Opcode::kTagged);
@@ -60,26 +68,21 @@ bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const ui
   in->sender.source_key = c.source_key;
   in->sender.auth_key = c.auth_key;
   in->sender.group = h.group;
-  if (c.pulls_out >= config_.max_outstanding_sends) {
-    // More announcements pulled and unanswered than a sender may have sends
-    // outstanding: not an honest peer's.  Each pull holds memory here, so
-    // the rest are consumed without effect.
-    ++stats_.bad_frames;
-    return true;
-  }
   if (match_posted(*in)) {
     send_pull(c, h.msg_id, c.rx_conn, std::move(in), false);
     return true;
   }
+  const InboundMessage record = *in;
+  free_inbound(in.release());
   // Unexpected: its record is all it costs, however large the message.
   if (unexpected_bytes_ + unexpected_cost(0) > config_.unexpected_bytes) return false;
   UnexpectedMessage& u = *new_unexpected(0, false);  // its data stays at the sender
-  u.sender = in->sender;
+  u.sender = record.sender;
   u.connection_key = c.key;
-  u.tagged = in->tagged;
-  u.tag = in->tag;
-  u.has_data = in->has_data;
-  u.cq_data = in->cq_data;
+  u.tagged = record.tagged;
+  u.tag = record.tag;
+  u.has_data = record.has_data;
+  u.cq_data = record.cq_data;
   u.length = length;
   u.complete = true;
   u.rendezvous = true;
@@ -140,8 +143,7 @@ void Engine::serve_pull(Connection& c, uint32_t request_id, const uint8_t* bytes
     send_response(c, request_id, std::move(refused));
     return;
   }
-  std::unique_ptr<TxMessage> sent = std::move(found->second);
-  c.awaiting_delivery.erase(found);
+  std::unique_ptr<TxMessage> sent = stop_waiting(c.awaiting_delivery, found);
   // The response is sent from the application's buffer, which the send
   // holds until this response is acknowledged (complete_send).
   std::unique_ptr<TxMessage> data = new_message();

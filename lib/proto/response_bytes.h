@@ -1,8 +1,9 @@
-// response_bytes.h: the bytes a response returns (read data, fetched
-// values).  The target fills a buffer the engine lends it
+// response_bytes.h: the bytes a response returns when it is not sent from
+// the region (fetched values; a read's bytes only when they may not be lent,
+// Response::lent_bytes).  The target fills a buffer the engine lends it
 // (Engine::response_bytes) and the response adopts that buffer as its copy
-// to send from: one copy from the region into the buffer, none between the
-// request handler and the wire, and no zero-filling first.  Tests and small
+// to send from: none between the request handler and the wire, and no
+// zero-filling first.  Tests and small
 // answers use it like a byte vector.
 #pragma once
 

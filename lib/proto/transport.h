@@ -55,6 +55,7 @@ inline constexpr int kErrCanceled = 125;   // FI_ECANCELED
 inline constexpr int kErrNoHandler = 95;   // FI_EOPNOTSUPP: the peer serves no requests
 inline constexpr int kErrTooLarge = 90;    // FI_EMSGSIZE: a request above the peer's budget
 inline constexpr int kErrNoMessage = 42;   // FI_ENOMSG: a peek found no matching message
+inline constexpr int kErrKeyRejected = 129;  // FI_EKEYREJECTED: the region closed under the request
 // Provider-specific errno values (fi_cq_err_entry::prov_errno).
 enum ProvErrno : int {
   kProvNone = 0,
@@ -82,6 +83,14 @@ inline constexpr uint16_t kMaxAddressSpan = 64;
 inline constexpr size_t kMinSpareCopy = size_t{64} << 10;
 inline constexpr size_t kMaxSpareCopy = size_t{4} << 20;
 inline constexpr size_t kSpareCopyBytes = size_t{8} << 20;
+// Copy buffers under kMinSpareCopy (a request's header, an atomic's
+// operands or old values, an injected send) come in powers of two from
+// kSmallCopy bytes to half kMinSpareCopy, and are kept for reuse,
+// kSpareClassBytes of each size at most per endpoint (1 MiB in all): one
+// from the heap per operation would be an allocation each.  Anything larger
+// takes at least kMinSpareCopy.
+inline constexpr size_t kSmallCopy = 256;
+inline constexpr size_t kSpareClassBytes = size_t{128} << 10;
 
 inline uint64_t peer_key(const uint8_t mac[6], uint16_t queue) {
   uint64_t key = queue;
@@ -126,10 +135,18 @@ struct Sender {
 // RequestHandler turns its bytes into a Response, which travels back on the
 // reverse stream and completes the request.  The stream delivers each
 // request once, so the handler runs once per request; the response is
-// copied when made and kept until the initiator acknowledged it.
+// kept until the initiator acknowledged it.
 struct Response {
   int status = 0;      // 0, or a kErr*-style positive error for the initiator
-  ResponseBytes data;  // returned bytes (read data, fetched values)
+  ResponseBytes data;  // returned bytes (fetched values), copied when made
+  // Or the bytes of a registered region a read returns, sent (and resent)
+  // from the region itself: one copy fewer at the target.  They must not
+  // change or go away until the initiator acknowledged them, unless
+  // recalled first (Engine::recall_lent): the engine does so before it
+  // writes into memory itself, the handler before a write or atomic, the
+  // provider before a region closes.
+  const uint8_t* lent_bytes = nullptr;
+  size_t lent_length = 0;
 };
 // `placed`: how many bytes after `request` (its head, `length` bytes) went
 // straight where the RequestPlacer said; 0 when the request was assembled
@@ -295,6 +312,9 @@ struct OutFrame {
   const BundledSegment* bundle = nullptr;
   uint16_t bundled = 0;
   void copy_payload(uint8_t* out) const;
+  // The same, returning the payload's CRC-32C continued from `crc`
+  // (begin_seal's): a message's bytes are checksummed as they are copied.
+  uint32_t copy_payload(uint8_t* out, uint32_t crc) const;
 };
 
 // What the receiving side knows of a segment, host order.
@@ -383,6 +403,18 @@ class Engine {
   // A buffer for `length` bytes a request handler returns (Response::data),
   // from the endpoint's spare buffers when one fits.
   ResponseBytes response_bytes(size_t length);
+  // The memory [begin, begin + length) is about to change or go away (a
+  // write or atomic is about to modify it, its region is being closed): the
+  // responses still sending bytes lent from it (Response::lent_bytes) take
+  // a copy of them now, so what their initiators receive, resent or not,
+  // is what the memory held when the read was served.  Returns how many
+  // responses took a copy.  Costs one comparison while nothing is lent.
+  size_t recall_lent(const void* begin, size_t length);
+  // The memory [begin, begin + length) is going away (its region is being
+  // closed): requests being placed into it as they arrive (RequestPlacer)
+  // place nothing more; their remaining segments are consumed, and each is
+  // answered kErrKeyRejected without its handler running.  Returns how many.
+  size_t forget_placements(const void* begin, size_t length);
 
   std::vector<OutFrame>& outbox() { return outbox_; }
   // True when the outbox ends in a frame that later small sends to its
@@ -420,6 +452,8 @@ class Engine {
   const Connection* find(uint64_t key) const;
 
  private:
+  // Connection::awaiting_response and awaiting_delivery, by msg_id.
+  using AwaitingMap = std::unordered_map<uint32_t, std::unique_ptr<TxMessage>>;
   // The connection to (mac, queue), created for our own sends.
   Connection& connection(const uint8_t mac[6], uint16_t queue);
   // A connection for a peer that proved its handshake: found, created, or
@@ -533,6 +567,10 @@ class Engine {
   void queue_response(Connection& c, std::unique_ptr<TxMessage> response);
   // A request fully acknowledged waits for its response instead of completing.
   void await_response(Connection& c, std::unique_ptr<TxMessage> message);
+  // Puts a message in one of a connection's waits (awaiting_response,
+  // awaiting_delivery) and takes it out, reusing the map's nodes.
+  void start_waiting(AwaitingMap& waits, std::unique_ptr<TxMessage> message);
+  std::unique_ptr<TxMessage> stop_waiting(AwaitingMap& waits, AwaitingMap::iterator it);
   void fail_awaiting(Connection& c, int error, int prov_errno);
   void fail_delivery_waits(Connection& c, int error, int prov_errno);
   // Fails the rendezvous sends still waiting for their pull.
@@ -547,7 +585,23 @@ class Engine {
   // request waiting for that response fails with `error`.
   void drop_remote(Connection& c, int error, int prov_errno);
   // Gives a request's bytes back to the unexpected budget.
+  // Copies `length` bytes of data to byte `offset` of an application's iov,
+  // as much as fits: every place the engine writes a message or an answer
+  // into application memory.  A read served earlier that still sends from
+  // those bytes gets its own copy of them first (recall_lent).
+  void write_to_user(const iovec* iov, size_t count, size_t offset, const uint8_t* data,
+                     size_t length);
   void release_request(RemoteInbound& in);
+  // A cleared record for a request or response being assembled (a spare one
+  // when there is), and its way back; RemoteHold owns one until then.
+  RemoteInbound* new_remote();
+  void free_remote(RemoteInbound* in);
+  struct RemoteRecycler {
+    Engine* engine;
+    void operator()(RemoteInbound* in) const { engine->free_remote(in); }
+  };
+  using RemoteHold = std::unique_ptr<RemoteInbound, RemoteRecycler>;
+  RemoteHold hold_remote(RemoteInbound* in) { return RemoteHold(in, RemoteRecycler{this}); }
   // `from`: the connection the message came on, whose receive completions
   // keep their order (Connection::recv_order); null when it is gone.
   void complete_recv(Connection* from, const RecvRequest& recv, const InboundMessage& in,
@@ -602,6 +656,9 @@ class Engine {
   uint16_t address_queue_;
   uint32_t session_;
   std::vector<uint32_t> accepted_keys_{0};
+  // Responses lending a region's bytes (LentMark), counted before the
+  // records that hold them are declared, so it outlives them.
+  size_t lent_out_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   uint16_t last_tx_conn_ = 0;  // numbers transmit connections, to all peers
   uint64_t nonce_counter_ = 0;
@@ -630,8 +687,17 @@ class Engine {
   // Records kept for reuse, cleared, kSpareRecords of each at most.
   std::vector<std::unique_ptr<TxMessage>> spare_messages_;
   std::vector<std::unique_ptr<InboundMessage>> spare_inbound_;
-  // Copy buffers of retired large messages (a read's response copies the
-  // region it answers with), kept for the next: a fresh megabyte from the
+  std::vector<std::unique_ptr<RemoteInbound>> spare_remote_;
+  // Nodes of the connections' waits (start_waiting), kept for the next: one
+  // from the heap per request or rendezvous send would be an allocation each.
+  std::vector<AwaitingMap::node_type> spare_await_nodes_;
+  // Spare copy buffers under kMinSpareCopy, by size: kSmallCopy << class
+  // (256 bytes to 32 KiB).
+  static constexpr size_t kCopyClasses = 8;
+  static_assert(kSmallCopy << kCopyClasses == kMinSpareCopy);
+  std::vector<std::unique_ptr<uint8_t[]>> spare_class_copies_[kCopyClasses];
+  // Copy buffers of retired large messages (an injected send's copy, a
+  // recalled read's), kept for the next: a fresh megabyte from the
   // heap costs its page faults every time.  At most kSpareCopyBytes.
   std::vector<std::pair<size_t, std::unique_ptr<uint8_t[]>>> spare_copies_;
   size_t spare_copy_bytes_ = 0;

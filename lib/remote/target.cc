@@ -58,6 +58,7 @@ proto::Placement Target::place(const uint8_t* first, size_t first_length,
   void* region = nullptr;
   if (host_.resolve(op.key, op.addr, op.length, FI_REMOTE_WRITE, &target, &region) != 0)
     return {};
+  engine_.recall_lent(target, op.length);  // reads served before it keep their bytes
   return {kRemoteOpSize, target};
 }
 
@@ -85,14 +86,24 @@ proto::Response Target::serve_rma(uint64_t peer_key, const RemoteOp& op, const u
     return refused(status);
   proto::Response response;
   if (write) {
-    if (!placed && op.length != 0) std::memcpy(target, data, op.length);
+    if (!placed && op.length != 0) {
+      engine_.recall_lent(target, op.length);  // reads served before it keep their bytes
+      std::memcpy(target, data, op.length);
+    }
     // Counted once the data is in place (fi_atomic(3): results are visible
     // before the target's completion notification).
     host_.count_remote(true, region, true);
     if (op.flags & wire::kRemoteHasData) host_.remote_cq_data(peer_key, op.cq_data);
   } else {
-    response.data = engine_.response_bytes(op.length);
-    if (op.length != 0) std::memcpy(response.data.data(), target, op.length);
+    if (host_.may_lend_reads()) {
+      // Sent from the region itself (Response::lent_bytes, target.h says
+      // who recalls them).
+      response.lent_bytes = target;
+      response.lent_length = op.length;
+    } else {
+      response.data = engine_.response_bytes(op.length);
+      if (op.length != 0) std::memcpy(response.data.data(), target, op.length);
+    }
     host_.count_remote(false, region, false);
   }
   return response;
@@ -126,6 +137,7 @@ proto::Response Target::serve_atomic(const RemoteOp& request, const uint8_t* dat
   void* region = nullptr;
   if (const int status = host_.resolve(request.key, request.addr, bytes, needed, &target, &region))
     return refused(status);
+  if (needed & FI_REMOTE_WRITE) engine_.recall_lent(target, bytes);
   proto::Response response;
   if (c != Class::kBase) response.data = engine_.response_bytes(bytes);
   const int ret = atomic::apply(op, datatype, c, target, operands ? data : nullptr,

@@ -4,7 +4,11 @@
 // moves, then executed: a write's data copied (or placed as it arrives), a
 // read's data or an atomic's old values returned in the response, an atomic
 // applied through lib/atomic's table.  The transport delivers each request
-// once, so each runs once.
+// once, so each runs once.  A read's data is sent from the region itself
+// (proto::Response::lent_bytes) unless Host::may_lend_reads says no; a write or atomic that modifies those bytes
+// before they are acknowledged first has them copied (Engine::recall_lent),
+// so requests keep their order, and whoever closes a region calls
+// recall_lent on its memory first.
 //
 // What the target needs of the endpoint it serves (its capabilities, its
 // regions by key, its counters and CQ) comes through Host, which the
@@ -64,6 +68,11 @@ class Host {
   // fi_writedata's data, for the target's CQ (fi_rma(3)); `peer_key` names
   // the writer (proto::peer_key of its address).
   virtual void remote_cq_data(uint64_t peer_key, uint64_t data) = 0;
+  // Whether a read's bytes may still be sent from the region after the read
+  // is counted (proto::Response::lent_bytes).  Not when the application
+  // watches reads being counted (an FI_REMOTE_READ counter): it may take
+  // the count as leave to change the bytes, so they are copied at once.
+  virtual bool may_lend_reads() const { return true; }
 };
 
 class Target {

@@ -2,11 +2,15 @@
 // land byte-exact (small, multi-segment, iov), remote CQ data reaches the
 // target, inject frees the buffer, counters count both sides, and the
 // target's checks (key, range, access, capability) fail the operation with
-// its documented error before any byte moves.  Run for offset addressing
+// its documented error before any byte moves, and a read gets what the
+// region held when it was served, though the region is closed or rewritten
+// (after the read was counted) while the answer is on its way, and a write
+// whose region closes while it arrives fails and lands no more.  Run for offset addressing
 // (mr_mode without FI_MR_VIRT_ADDR) and for virtual addresses.
 #include <gtest/gtest.h>
 #include <rdma/fi_rma.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -272,6 +276,87 @@ TEST_P(Rma, CountersCountBothSides) {
   initiator.close();
   target.close();
   for (fid_cntr* c : {writes, reads, remote_writes}) EXPECT_EQ(fi_close(&c->fid), 0);
+}
+
+TEST_P(Rma, ARegionClosedWhileItsReadIsAnsweredStillGivesItsBytes) {
+  // A read's answer is sent from the target's region itself.  The target
+  // closes the region as soon as the first bytes of the 1 MiB read reached
+  // the initiator, long before the answer's frames are all out, then
+  // overwrites the memory as an application may once fi_close returned.
+  // Expect: the read completes with the bytes the region held.
+  constexpr size_t kLength = size_t{1} << 20;
+  const auto held = pattern(kLength, 5);
+  ASSERT_NE(held[0], 0);
+  std::memcpy(region_.data(), held.data(), kLength);
+  std::vector<uint8_t> back(kLength, 0);
+  ASSERT_EQ(fi_read(a_.ep, back.data(), kLength, nullptr, b_.addr, at(0), key_, &context_), 0);
+  fi_cq_data_entry entry{};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (back[0] == 0 && std::chrono::steady_clock::now() < give_up)
+    ASSERT_EQ(fi_cq_read(a_.tx_cq, &entry, 1), -FI_EAGAIN) << "the read finished at once";
+  ASSERT_EQ(back[0], held[0]);
+  ASSERT_EQ(fi_close(&mr_->fid), 0);
+  mr_ = nullptr;
+  std::memset(region_.data(), 0xEE, kLength);
+  ASSERT_EQ(completion(&entry), 1);
+  EXPECT_EQ(entry.flags, FI_RMA | FI_READ);
+  EXPECT_TRUE(back == held) << "the read returned bytes written after its region was closed";
+}
+
+TEST_P(Rma, AWriteArrivingWhenItsRegionClosesFailsAndLandsNoMore) {
+  // The target closes its region when the first bytes of a 1 MiB write have
+  // landed in it, long before the rest, then reuses the memory.
+  // Expect: the write fails at the initiator with FI_EKEYREJECTED (fi_mr(3):
+  // an access to a closed region is an error at the peer), and none of its
+  // bytes land after the close.
+  constexpr size_t kLength = size_t{1} << 20;
+  const auto out = pattern(kLength, 7);
+  ASSERT_NE(out[0], 0xEE);
+  ASSERT_EQ(fi_write(a_.ep, out.data(), kLength, nullptr, b_.addr, at(0), key_, &context_), 0);
+  fi_cq_data_entry entry{};
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (region_[0] != out[0] && std::chrono::steady_clock::now() < give_up)
+    ASSERT_EQ(fi_cq_read(a_.tx_cq, &entry, 1), -FI_EAGAIN) << "the write finished at once";
+  ASSERT_EQ(region_[0], out[0]);
+  ASSERT_EQ(fi_close(&mr_->fid), 0);
+  mr_ = nullptr;
+  std::memset(region_.data(), 0x11, kLength);
+  fi_cq_err_entry error{};
+  ASSERT_EQ(completion(&entry, &error), -FI_EAVAIL);
+  EXPECT_EQ(error.err, FI_EKEYREJECTED);
+  size_t landed_after = 0;
+  for (size_t i = 0; i < kLength; ++i) landed_after += region_[i] != 0x11;
+  EXPECT_EQ(landed_after, 0u) << "bytes of the write landed after its region closed";
+}
+
+TEST_P(Rma, AReadCountedAtTheTargetHasItsBytesAlready) {
+  // The target's FI_REMOTE_READ counter ticks when it served a 1 MiB read;
+  // the target then rewrites the region (without closing it), as an
+  // application that takes the count as "read done" may.
+  // Expect: the read completes with the bytes from before the rewrite.
+  fi_cntr_attr attr{};
+  attr.events = FI_CNTR_EVENTS_COMP;
+  fid_cntr* remote_reads = nullptr;
+  ASSERT_EQ(fi_cntr_open(domain_.domain, &attr, &remote_reads, nullptr), 0);
+  TestEndpoint target;
+  ASSERT_EQ(target.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0,
+                        remote_reads, FI_REMOTE_READ),
+            0);
+  constexpr size_t kLength = size_t{1} << 20;
+  const auto held = pattern(kLength, 6);
+  std::memcpy(region_.data(), held.data(), kLength);
+  std::vector<uint8_t> back(kLength, 0);
+  ASSERT_EQ(fi_read(a_.ep, back.data(), kLength, nullptr, target.addr, at(0), key_, &context_), 0);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (fi_cntr_read(remote_reads) == 0 && std::chrono::steady_clock::now() < give_up) {
+  }
+  ASSERT_EQ(fi_cntr_read(remote_reads), 1u);
+  std::memset(region_.data(), 0xEE, kLength);
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(completion(&entry), 1);
+  EXPECT_TRUE(back == held) << "the read returned bytes written after it was counted";
+  target.close();
+  EXPECT_EQ(fi_close(&remote_reads->fid), 0);
 }
 
 TEST_P(Rma, TargetWithoutRmaCapabilityRefuses) {

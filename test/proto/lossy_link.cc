@@ -120,8 +120,9 @@ void LossyLink::send_outbox(size_t i) {
     }
     std::vector<uint8_t> bytes(wire::kHeadersSize + out.header.payload_len);
     encode_headers(bytes.data(), out.dst_mac, port.mac, wire::kDefaultEtherType, out.header);
-    out.copy_payload(bytes.data() + wire::kHeadersSize);
-    seal_frame(bytes.data(), bytes.size());
+    // As the provider writes frames: the payload checksummed as it is copied.
+    finish_seal(bytes.data(),
+                out.copy_payload(bytes.data() + wire::kHeadersSize, begin_seal(bytes.data())));
     launch(std::move(bytes));
   }
   engine.frames_sent();

@@ -1,6 +1,7 @@
 // lossy_link.h: an in-memory Ethernet segment joining transport engines, for
 // unit tests.  Every step it takes each engine's outbox, turns each OutFrame
-// into real frame bytes (encode_headers, copy_payload, seal_frame), applies
+// into real frame bytes (encode_headers, then the payload copied and
+// checksummed at once between begin_seal and finish_seal), applies
 // faults from its own seeded generator (drop, duplicate, reorder by holding a
 // frame back, flip one bit), then decodes what survives with decode_frame, as
 // the provider's receive path does, and hands it to the engine that owns the

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "lib/proto/crc32c.h"
 #include "lib/proto/frame_codec.h"
 
 namespace ofi_dpdk::proto {
@@ -227,6 +228,55 @@ TEST(FrameCodec, Crc32cEveryPathAgreesAtEveryLengthAndStart) {
   }
   const uint32_t whole = crc32c(0xFFFFFFFFu, bytes.data(), 9000);
   EXPECT_EQ(crc32c(crc32c(0xFFFFFFFFu, bytes.data(), 3000), bytes.data() + 3000, 6000), whole);
+}
+
+TEST(FrameCodec, Crc32cCopyCopiesAndChecksumsAtEveryLengthAndStart) {
+  // Expect: crc32c_copy leaves at `out` exactly the source bytes (and not one
+  // byte past them) and returns the table path's CRC of them, for every
+  // length 0..1100, lengths around each fold round up to 9 KiB, source and
+  // destination alignments 0..7, and several starting values.
+  std::vector<uint8_t> bytes((9 << 10) + 300);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 2654435761u >> 11);
+  std::vector<size_t> lengths;
+  for (size_t length = 0; length <= 1100; ++length) lengths.push_back(length);
+  for (size_t round = 256; round <= (9u << 10); round += 256)
+    for (const size_t delta : {size_t{0}, size_t{1}, size_t{63}, size_t{255}})
+      lengths.push_back(round + delta);
+  std::vector<uint8_t> out(bytes.size() + 16);
+  for (const uint32_t start : {0xFFFFFFFFu, 0x12345678u}) {
+    for (size_t from = 0; from < 8; from += 3) {
+      for (size_t to = 0; to < 8; to += 5) {
+        for (const size_t length : lengths) {
+          std::fill(out.begin(), out.end(), 0xA5);
+          const uint8_t* at = bytes.data() + from;
+          ASSERT_EQ(crc32c_copy(start, out.data() + to, at, length),
+                    crc32c_portable(start, at, length))
+              << crc32c_path() << " from " << from << " to " << to << " length " << length;
+          ASSERT_EQ(std::memcmp(out.data() + to, at, length), 0) << length;
+          ASSERT_EQ(out[to + length], 0xA5) << "wrote past the copy, length " << length;
+          if (to != 0) {
+            ASSERT_EQ(out[to - 1], 0xA5) << "wrote before the copy";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(FrameCodec, SealingInTwoStepsIsSealing) {
+  // Expect: begin_seal, the payload's CRC continued from it, finish_seal
+  // give the same frame as seal_frame, and it decodes.
+  for (const uint16_t payload : {uint16_t{0}, uint16_t{1}, uint16_t{600}, uint16_t{1000}}) {
+    wire::FrameHeader h = sample_header(payload);
+    std::vector<uint8_t> whole = frame_with(h, payload);
+    std::vector<uint8_t> steps(wire::kHeadersSize + payload, 0x5A);
+    encode_headers(steps.data(), kDst, kSrc, kType, h);
+    finish_seal(steps.data(), crc32c(begin_seal(steps.data()),
+                                     steps.data() + wire::kHeadersSize, payload));
+    EXPECT_EQ(steps, whole) << payload;
+    DecodedFrame decoded;
+    EXPECT_EQ(decode_frame(steps.data(), steps.size(), kType, &decoded), DecodeResult::kOk);
+  }
 }
 
 TEST(FrameCodec, OpcodeNamesComeFromTheTable) {

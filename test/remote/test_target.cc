@@ -2,7 +2,9 @@
 // fabric: requests encoded as the provider's initiator encodes them,
 // served by a Target over a Host whose regions are plain memory; then the
 // same through two transport engines on the in-memory lossy link, so a
-// fetch-add whose answers are lost still runs once.  Each test says what it
+// fetch-add whose answers are lost still runs once, and a read answered from
+// its region keeps its bytes when the region is written or closed before
+// the answer is through.  Each test says what it
 // expects in `// Expect:` comments.
 #include <gtest/gtest.h>
 
@@ -32,6 +34,7 @@ class MemoryHost : public Host {
   };
 
   uint64_t caps = FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  bool lend = true;  // may_lend_reads
   std::map<uint64_t, Region> regions;
   uint64_t remote_writes = 0, remote_reads = 0;
   std::vector<std::pair<uint64_t, uint64_t>> cq_data;  // (peer, data)
@@ -67,6 +70,7 @@ class MemoryHost : public Host {
   void remote_cq_data(uint64_t peer_key, uint64_t data) override {
     cq_data.emplace_back(peer_key, data);
   }
+  bool may_lend_reads() const override { return lend; }
 };
 
 std::vector<uint8_t> request(const RemoteOp& op, const void* data = nullptr, size_t length = 0) {
@@ -159,17 +163,35 @@ TEST_F(TargetTest, AWriteLandsInItsRegionAndIsCountedOnce) {
   EXPECT_EQ(host.cq_data[0], std::make_pair(uint64_t{42}, uint64_t{0xDA7A}));
 }
 
-TEST_F(TargetTest, AReadReturnsTheRegionsBytes) {
-  // Expect: the response carries the bytes; a remote read counted, no region
-  // event (nothing was modified).
+TEST_F(TargetTest, AReadReturnsTheRegionsBytesFromTheRegionItself) {
+  // Expect: the response lends the region's own 10 bytes at the address (no
+  // copy of them); a remote read counted, no region event (nothing was
+  // modified).
   uint8_t* region = host.add(2, 32, FI_REMOTE_READ);
   for (int i = 0; i < 32; ++i) region[i] = static_cast<uint8_t>(i * 3);
   const proto::Response r = serve(request(rma(RemoteKind::kRead, 2, host.address(2, 4), 10)));
   EXPECT_EQ(r.status, 0);
-  ASSERT_EQ(r.data.size(), 10u);
-  EXPECT_EQ(std::memcmp(r.data.data(), region + 4, 10), 0);
+  EXPECT_TRUE(r.data.empty());
+  EXPECT_EQ(r.lent_bytes, region + 4);
+  EXPECT_EQ(r.lent_length, 10u);
   EXPECT_EQ(host.remote_reads, 1u);
   EXPECT_EQ(host.regions[2].events, 0u);
+}
+
+TEST_F(TargetTest, AReadIsCopiedAtOnceWhenTheHostMayNotLend) {
+  // Expect: with may_lend_reads false (the application watches reads being
+  // counted), the response holds its own copy of the bytes, so changing the
+  // region afterwards does not change it.
+  host.lend = false;
+  uint8_t* region = host.add(3, 32, FI_REMOTE_READ);
+  for (int i = 0; i < 32; ++i) region[i] = static_cast<uint8_t>(i + 1);
+  const proto::Response r = serve(request(rma(RemoteKind::kRead, 3, host.address(3, 2), 8)));
+  std::memset(region, 0, 32);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.lent_bytes, nullptr);
+  ASSERT_EQ(r.data.size(), 8u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(r.data.data()[i], i + 3);
+  EXPECT_EQ(host.remote_reads, 1u);
 }
 
 TEST_F(TargetTest, KeyAccessRangeAndCapabilitiesAreCheckedBeforeAnyByteMoves) {
@@ -358,6 +380,185 @@ TEST(TargetOverTheTransport, FetchAddsRunOnceWhenTheirAnswersAreLost) {
     seen[value] = true;
   }
   EXPECT_GT(link.counters().dropped, 0u);
+}
+
+// Engine A on the in-memory link sends requests to a Target at engine B
+// over plain memory; while `lose_responses` is on, every RESPONSE frame B
+// sends is lost (so B's answers are resent later).
+class LentReadLink {
+ public:
+  static constexpr size_t kLength = 64 << 10;
+
+  explicit LentReadLink(uint64_t seed) : link(seed) {
+    a = link.add(proto::TransportConfig{}, kMacA, 0, static_cast<uint32_t>(0xA0000000 + seed));
+    b = link.add(proto::TransportConfig{}, kMacB, 0, static_cast<uint32_t>(0xB0000000 + seed));
+    link.keep = [this](size_t from, const wire::FrameHeader& h) {
+      return !(lose_responses && from == b &&
+               h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse));
+    };
+    target = std::make_unique<Target>(host, link.engine(b));
+  }
+
+  // Region `key` of kLength bytes holding a pattern, also kept in `held`.
+  uint8_t* region(uint64_t key, uint64_t access) {
+    uint8_t* bytes = host.add(key, kLength, access);
+    held.resize(kLength);
+    for (size_t i = 0; i < kLength; ++i) held[i] = static_cast<uint8_t>(i * 7 + i / 251 + key);
+    std::memcpy(bytes, held.data(), kLength);
+    return bytes;
+  }
+  // Sends a request from A (its answer into `answer`, when given).
+  void send(const std::vector<uint8_t>& bytes, std::vector<uint8_t>* answer = nullptr) {
+    iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
+    proto::SendRequest s;
+    s.iov = &iov;
+    s.iov_count = 1;
+    s.copy = true;
+    s.request = true;
+    s.context = answer;
+    if (answer != nullptr) {
+      s.response_iov[0] = {answer->data(), answer->size()};
+      s.response_iov_count = 1;
+    }
+    ASSERT_EQ(link.engine(a).send(link.address(b), s, link.now()), 0);
+  }
+  // Steps until A has `count` completions, or 60 s of simulated time.
+  std::vector<proto::Completion> finish(size_t count) {
+    std::vector<proto::Completion> done;
+    while (done.size() < count && link.now() < 60'000'000'000ull) {
+      link.step();
+      for (const proto::Completion& c : link.engine(a).completions()) done.push_back(c);
+      link.engine(a).completions().clear();
+    }
+    return done;
+  }
+
+  proto::sim::LossyLink link;
+  size_t a = 0, b = 0;
+  bool lose_responses = true;
+  MemoryHost host;
+  std::unique_ptr<Target> target;
+  std::vector<uint8_t> held;
+};
+
+TEST(TargetOverTheTransport, AReadRecalledFromAClosingRegionStillReturnsWhatTheRegionHeld) {
+  // A 64 KiB read is answered from the region itself; its response frames
+  // are all lost, so they are resent later.  Before that the region is
+  // "closed": recall_lent takes a copy of what it lends, and the memory is
+  // then overwritten, as an application may reuse it once fi_close returns.
+  // Expect: recall_lent finds the one response; the read completes without
+  // error with the bytes the region held, not the ones written after.
+  LentReadLink t(33);
+  uint8_t* region = t.region(9, FI_REMOTE_READ);
+  std::vector<uint8_t> got(LentReadLink::kLength, 0);
+  t.send(request(rma(RemoteKind::kRead, 9, t.host.address(9), LentReadLink::kLength)), &got);
+  for (int step = 0; step < 2000 && t.host.remote_reads == 0; ++step) t.link.step();
+  ASSERT_EQ(t.host.remote_reads, 1u);
+  for (int step = 0; step < 20; ++step) t.link.step();  // its frames go, and are lost
+  ASSERT_GT(t.link.counters().dropped, 0u);
+  ASSERT_TRUE(t.link.engine(t.a).completions().empty());
+
+  EXPECT_EQ(t.link.engine(t.b).recall_lent(region, LentReadLink::kLength), 1u);
+  std::memset(region, 0xEE, LentReadLink::kLength);
+  t.lose_responses = false;
+  const std::vector<proto::Completion> done = t.finish(1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].error, 0);
+  EXPECT_TRUE(got == t.held) << "the read returned bytes written after its region was closed";
+  // Nothing else lent: a second recall finds nothing.
+  EXPECT_EQ(t.link.engine(t.b).recall_lent(region, LentReadLink::kLength), 0u);
+}
+
+TEST(TargetOverTheTransport, AWriteAfterAReadLeavesTheReadItsBytes) {
+  // A 64 KiB read, then a 64 KiB write of the same bytes, from one
+  // initiator.  The read's answer (sent from the region) is lost until the
+  // write has landed, so its segments are resent after the region changed.
+  // Expect: the requests keep their order: the read returns what the region
+  // held before the write, and the region ends up holding the write.
+  LentReadLink t(34);
+  uint8_t* region = t.region(10, FI_REMOTE_READ | FI_REMOTE_WRITE);
+  const std::vector<uint8_t> written(LentReadLink::kLength, 0xEE);
+  std::vector<uint8_t> got(LentReadLink::kLength, 0);
+  t.send(request(rma(RemoteKind::kRead, 10, t.host.address(10), LentReadLink::kLength)), &got);
+  t.send(request(rma(RemoteKind::kWrite, 10, t.host.address(10), LentReadLink::kLength),
+                 written.data(), LentReadLink::kLength));
+  for (int step = 0; step < 4000 && t.host.remote_writes == 0; ++step) t.link.step();
+  ASSERT_EQ(t.host.remote_writes, 1u);
+  ASSERT_TRUE(t.link.engine(t.a).completions().empty());
+  t.lose_responses = false;
+  const std::vector<proto::Completion> done = t.finish(2);
+  ASSERT_EQ(done.size(), 2u);
+  for (const proto::Completion& c : done) EXPECT_EQ(c.error, 0);
+  EXPECT_TRUE(got == t.held) << "the read returned bytes of the write posted after it";
+  EXPECT_EQ(std::memcmp(region, written.data(), LentReadLink::kLength), 0);
+}
+
+TEST(TargetOverTheTransport, AMessageReceivedIntoAReadsBytesLeavesTheReadItsBytes) {
+  // A 64 KiB read, then a 64 KiB message from the same initiator, which the
+  // target receives into the very bytes being read.  The read's answer (sent
+  // from the region) is lost until the message has landed.
+  // Expect: the read returns what the region held before the message; the
+  // receive holds the message.
+  LentReadLink t(35);
+  uint8_t* region = t.region(11, FI_REMOTE_READ);
+  proto::RecvRequest into;
+  into.iov[0] = {region, LentReadLink::kLength};
+  into.iov_count = 1;
+  ASSERT_EQ(t.link.engine(t.b).post_recv(into, t.link.now()), 0);
+  std::vector<uint8_t> got(LentReadLink::kLength, 0);
+  t.send(request(rma(RemoteKind::kRead, 11, t.host.address(11), LentReadLink::kLength)), &got);
+  std::vector<uint8_t> message(LentReadLink::kLength, 0x5A);
+  iovec message_iov{message.data(), message.size()};
+  proto::SendRequest m;
+  m.iov = &message_iov;
+  m.iov_count = 1;
+  ASSERT_EQ(t.link.engine(t.a).send(t.link.address(t.b), m, t.link.now()), 0);
+
+  bool received = false;
+  for (int step = 0; step < 4000 && !received; ++step) {
+    t.link.step();
+    for (const proto::Completion& c : t.link.engine(t.b).completions())
+      received = received || c.kind == proto::Completion::Kind::kRecv;
+    t.link.engine(t.b).completions().clear();
+  }
+  ASSERT_TRUE(received);
+  ASSERT_EQ(t.host.remote_reads, 1u);
+  t.lose_responses = false;
+  const std::vector<proto::Completion> done = t.finish(2);  // the message's send, the read
+  ASSERT_EQ(done.size(), 2u);
+  for (const proto::Completion& c : done) EXPECT_EQ(c.error, 0);
+  EXPECT_TRUE(got == t.held) << "the read returned bytes of the message sent after it";
+  EXPECT_EQ(std::memcmp(region, message.data(), LentReadLink::kLength), 0);
+}
+
+TEST(TargetOverTheTransport, AWriteWhoseRegionClosesMidwayPlacesNothingMoreAndFails) {
+  // A 64 KiB write placed into its region as it arrives, through a
+  // bottleneck, so it is half in when the region "closes": forget_placements,
+  // then the memory is reused (filled with 0x11), as an application may once
+  // fi_close returned.
+  // Expect: forget_placements finds the one write; no byte of it lands after
+  // that; the write fails at its initiator with FI_EKEYREJECTED, and the
+  // target's handler never ran for it (no remote write counted).
+  LentReadLink t(36);
+  t.lose_responses = false;
+  t.link.set_bottleneck(t.b, 1, 1024);
+  uint8_t* region = t.host.add(12, LentReadLink::kLength, FI_REMOTE_WRITE);
+  const std::vector<uint8_t> data(LentReadLink::kLength, 0x5A);
+  t.send(request(rma(RemoteKind::kWrite, 12, t.host.address(12), LentReadLink::kLength),
+                 data.data(), LentReadLink::kLength));
+  for (int step = 0; step < 4000 && region[0] != 0x5A; ++step) t.link.step();
+  ASSERT_EQ(region[0], 0x5A) << "the write's first bytes never arrived";
+  ASSERT_EQ(region[LentReadLink::kLength - 1], 0) << "the write arrived whole before the close";
+
+  EXPECT_EQ(t.link.engine(t.b).forget_placements(region, LentReadLink::kLength), 1u);
+  std::memset(region, 0x11, LentReadLink::kLength);
+  const std::vector<proto::Completion> done = t.finish(1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].error, FI_EKEYREJECTED);
+  EXPECT_EQ(t.host.remote_writes, 0u);
+  size_t written_after = 0;
+  for (size_t i = 0; i < LentReadLink::kLength; ++i) written_after += region[i] != 0x11;
+  EXPECT_EQ(written_after, 0u) << "bytes of the write landed after its region closed";
 }
 
 }  // namespace
