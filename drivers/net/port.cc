@@ -25,6 +25,7 @@
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/net/shared_port.h"
+#include "drivers/net/unmap_guard.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::net {
@@ -177,6 +178,11 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   // Each transmit burst into a kernel interface is a system call, and the
   // kernel's work on the frames runs inside it.
   port->burst_frames_ = kernel_backed(info) ? 32 : 8;
+  // net_memif unmaps its rings on EAL's interrupt thread when its peer goes,
+  // whatever a poller is doing (unmap_guard.h).
+  const bool memif = is_driver(info, "net_memif");
+  if (memif) port->guard_bursts_ = guard_unmaps_of("librte_net_memif.so");
+  const bool unguarded_memif = memif && !port->guard_bursts_;
   if (SharedPortTable* table = find_shared_table(port->name_))
     return open_shared(std::move(port), table, info, config, out, error);
   if (rte_eal_process_type() == RTE_PROC_SECONDARY) {
@@ -259,6 +265,9 @@ int Port::open(uint16_t port_id, const PortConfig& config,
                          " steering";
   }
 
+  if (unguarded_memif)
+    port->description_ += "; net_memif's munmap is not guarded (a static DPDK build?): a "
+                          "poller may fault when the memif peer goes away";
   // configure() settled the MTU on a port we set up; a host program's port
   // keeps its own.
   uint16_t mtu = port->mtu_;
@@ -544,6 +553,7 @@ void Port::unbind_endpoint_queue(uint16_t endpoint_queue) {
 }
 
 uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
+  const GuardedBurst counted(guard_bursts_);
   const uint16_t received = rte_eth_rx_burst(port_id_, queue_base_ + queue, frames, count);
   handoff_acquire(frames, received);
   counters_.rx_frames += received;
@@ -552,6 +562,7 @@ uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
 
 uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
   handoff_release(frames, count);
+  const GuardedBurst counted(guard_bursts_);
   const uint16_t sent = shared_table_ != nullptr
                             ? send_shared(frames, count)
                             : rte_eth_tx_burst(port_id_, queue_base_ + queue, frames, count);

@@ -169,6 +169,9 @@ class Port {
   bool loops_back_ = false;  // what configure() sets the device to (0: leave it)
   uint16_t burst_frames_ = 8;
   bool started_by_us_ = false;
+  // Bursts are counted for unmap_guard.h (net_memif, when its imports could
+  // be redirected).
+  bool guard_bursts_ = false;
   std::string description_;
   rte_mempool* pool_ = nullptr;
   std::unique_ptr<FaultInjector> faults_;

@@ -3,9 +3,10 @@
 #
 # A peer killed mid-stream: the survivor's outstanding sends must end in
 # error completions (FI_ETIMEDOUT) within the configured peer timeout, and
-# the survivor must exit by itself, without crashing (net_memif in DPDK
-# 22.11 can crash a poller whose peer vanished; the provider stops polling a
-# port whose link is down).
+# the survivor must exit by itself, without crashing (net_memif unmaps its
+# rings when the peer vanishes, under a poller that may be inside it; the
+# provider holds that unmap back until its bursts are out:
+# drivers/net/unmap_guard.h).
 set -euo pipefail
 BENCH=$1
 source "$(dirname "$0")/pair.sh"
