@@ -5,9 +5,12 @@
 
 #include <elf.h>
 #include <link.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <rte_log.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -17,12 +20,61 @@
 #include <mutex>
 
 namespace ofi_dpdk::net {
+
+// Each thread that opens guarded bursts has a slot of its own: the
+// sequence of its bursts, odd while one is open, written by that thread
+// alone with plain stores.  The unmapping thread makes them visible with
+// membarrier(2), which runs a full barrier on every thread of the process:
+// the poller's hot path takes no locked instruction and no fence.
+struct alignas(64) BurstSlot {
+  std::atomic<uint64_t> sequence{0};
+  std::atomic<bool> taken{false};
+  uint32_t depth = 0;  // the owner's nesting, read by it alone
+};
+
 namespace {
 
-std::atomic<uint32_t> g_bursts_in_flight{0};
-// This thread's part of the count: a driver that unmapped from inside one
-// of our bursts on this thread must not wait for that burst to end.
-thread_local uint32_t t_bursts_here = 0;
+constexpr size_t kSlots = 256;
+BurstSlot g_slots[kSlots];
+// Threads past kSlots share one counter, with locked adds (and a fence).
+std::atomic<uint32_t> g_overflow_bursts{0};
+[[gnu::tls_model("initial-exec")]] thread_local BurstSlot* t_slot = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local bool t_overflowed = false;
+// This thread's part of g_overflow_bursts: a driver that unmaps from inside
+// one of our bursts on this thread must not wait for that burst to end.
+[[gnu::tls_model("initial-exec")]] thread_local uint32_t t_overflow_depth = 0;
+// Whether membarrier(2) (private expedited) is registered: decided once,
+// before the first guarded port opens, and never changed.  Without it each
+// burst pays a full fence.
+std::atomic<bool> g_membarrier{false};
+
+void release_slot(void* slot) {
+  static_cast<BurstSlot*>(slot)->taken.store(false, std::memory_order_release);
+}
+
+BurstSlot* claim_slot() {
+  static pthread_key_t key;
+  static const bool key_made = pthread_key_create(&key, &release_slot) == 0;
+  for (BurstSlot& slot : g_slots) {
+    bool free = false;
+    if (slot.taken.load(std::memory_order_relaxed) ||
+        !slot.taken.compare_exchange_strong(free, true, std::memory_order_acquire))
+      continue;
+    if (key_made) pthread_setspecific(key, &slot);  // released when the thread ends
+    return t_slot = &slot;
+  }
+  t_overflowed = true;
+  return nullptr;
+}
+
+int membarrier(int command) { return static_cast<int>(syscall(__NR_membarrier, command, 0, 0)); }
+
+void use_membarrier_if_offered() {
+  const int offered = membarrier(MEMBARRIER_CMD_QUERY);
+  g_membarrier.store(offered > 0 && (offered & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+                         membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0,
+                     std::memory_order_relaxed);
+}
 
 // A thread stopped inside a burst (a debugger) must not hold EAL's
 // interrupt thread for ever; past this the unmap goes ahead.
@@ -137,45 +189,73 @@ int visit(dl_phdr_info* object, size_t, void* data) {
 bool guard_unmaps_of(const char* library) {
   static std::mutex lock;  // two ports opening at once patch one slot once
   const std::lock_guard<std::mutex> hold(lock);
+  static std::once_flag decided;
+  std::call_once(decided, &use_membarrier_if_offered);
   Search search{library};
   dl_iterate_phdr(&visit, &search);
   return search.found && search.slots_redirected > 0;
 }
 
+// Either the unmapping thread sees this burst open, or this burst sees the
+// driver's disconnected mark, stored before the unmap: the membarrier (or,
+// without it, the fence here and the one in guarded_munmap) orders the
+// mark's store before the slot's load there, and the slot's store before
+// the mark's load here.
 GuardedBurst::GuardedBurst(bool guarded) : guarded_(guarded) {
   if (!guarded_) return;
-  ++t_bursts_here;
-  // A full barrier, paired with the fence in guarded_munmap: either the
-  // unmapping thread sees this burst counted, or this burst sees the
-  // driver's disconnected mark stored before it.  On x86-64 the locked add
-  // is one; elsewhere the add (an exclusive-store loop on ARMv8.0) may let
-  // the driver's later plain load of its mark pass it, so a fence follows.
-  g_bursts_in_flight.fetch_add(1, std::memory_order_seq_cst);
-#if !defined(__x86_64__)
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-#endif
+  slot_ = t_slot != nullptr || t_overflowed ? t_slot : claim_slot();
+  if (slot_ == nullptr) {
+    ++t_overflow_depth;
+    g_overflow_bursts.fetch_add(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // the add is not one everywhere
+    return;
+  }
+  if (slot_->depth++ != 0) return;
+  slot_->sequence.store(slot_->sequence.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+  if (g_membarrier.load(std::memory_order_relaxed))
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 GuardedBurst::~GuardedBurst() {
   if (!guarded_) return;
-  g_bursts_in_flight.fetch_sub(1, std::memory_order_release);
-  --t_bursts_here;
+  if (slot_ == nullptr) {
+    g_overflow_bursts.fetch_sub(1, std::memory_order_release);
+    --t_overflow_depth;
+    return;
+  }
+  if (--slot_->depth != 0) return;
+  slot_->sequence.store(slot_->sequence.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_release);
 }
 
 int guarded_munmap(void* address, size_t length) {
+  if (g_membarrier.load(std::memory_order_relaxed)) membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const uint32_t mine = t_bursts_here;
   const auto deadline = std::chrono::steady_clock::now() + kLongestWait;
-  while (g_bursts_in_flight.load(std::memory_order_acquire) > mine) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      RTE_LOG(WARNING, USER1,
-              "ofi-dpdk: a driver unmaps %zu bytes after waiting %lld s for bursts that do "
-              "not end (a poller stopped in a burst?); a poller may fault\n",
-              length, static_cast<long long>(kLongestWait.count()));
-      break;
+  bool waited_out = false;
+  auto wait_while = [&](auto&& burst_open) {
+    while (!waited_out && burst_open()) {
+      waited_out = std::chrono::steady_clock::now() >= deadline;
+      sched_yield();
     }
-    sched_yield();
+  };
+  // A burst open now is waited for until it ends; one opened since sees the
+  // mark and touches nothing.  This thread's own are not waited for.
+  for (BurstSlot& slot : g_slots) {
+    if (&slot == t_slot) continue;
+    const uint64_t seen = slot.sequence.load(std::memory_order_acquire);
+    if (seen % 2 == 0) continue;
+    wait_while([&] { return slot.sequence.load(std::memory_order_acquire) == seen; });
   }
+  wait_while([&] { return g_overflow_bursts.load(std::memory_order_acquire) > t_overflow_depth; });
+  if (waited_out)
+    RTE_LOG(WARNING, USER1,
+            "ofi-dpdk: a driver unmaps %zu bytes after waiting %lld s for bursts that do "
+            "not end (a poller stopped in a burst?); a poller may fault\n",
+            length, static_cast<long long>(kLongestWait.count()));
   return ::munmap(address, length);
 }
 

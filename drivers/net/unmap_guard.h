@@ -10,7 +10,8 @@
 // munmap: the driver's call to munmap is redirected, through its own import
 // table, to a function that first waits until no guarded burst is in
 // flight.  A burst that starts after that sees the disconnected mark and
-// touches nothing.
+// touches nothing.  A burst costs two plain stores to a slot of the thread's
+// own; the unmapping thread pays a membarrier(2).
 #pragma once
 
 #include <cstddef>
@@ -23,7 +24,9 @@ namespace ofi_dpdk::net {
 // changed (a static DPDK build): bursts then go unguarded.
 bool guard_unmaps_of(const char* library);
 
-// Counts one burst on a guarded device while it lives.
+struct BurstSlot;
+
+// Marks this thread inside a burst on a guarded device while it lives.
 class GuardedBurst {
  public:
   explicit GuardedBurst(bool guarded);
@@ -33,6 +36,7 @@ class GuardedBurst {
 
  private:
   bool guarded_;
+  BurstSlot* slot_ = nullptr;  // this thread's; nullptr: the shared counter
 };
 
 // What the redirected munmap does; exposed for the unit test.

@@ -226,11 +226,20 @@ TEST_F(MemifPeerGone, APollerSurvivesItsPeerStoppingUnderIt) {
     const uint64_t after_down = bursts;
     while (bursts < after_down + 200) std::this_thread::yield();  // polling a dead link
     // Connect again for the next round (the client does not by itself).
+    // The handshake is lost now and then after so many in a row (22.11):
+    // like Port::start, try again, for up to 20 s.
     pause_poller();
     ASSERT_EQ(rte_eth_dev_stop(client_->id()), 0);
     ASSERT_EQ(rte_eth_dev_start(server_->id()), 0);
-    ASSERT_EQ(rte_eth_dev_start(client_->id()), 0);
-    ASSERT_TRUE(link_is(client_->id(), true, milliseconds(5000)));
+    bool connected = false;
+    for (int attempt = 0; attempt < 40 && !connected; ++attempt) {
+      if (attempt > 0) {
+        ASSERT_EQ(rte_eth_dev_stop(client_->id()), 0);
+      }
+      ASSERT_EQ(rte_eth_dev_start(client_->id()), 0);
+      connected = link_is(client_->id(), true, milliseconds(500));
+    }
+    ASSERT_TRUE(connected);
   }
 }
 
@@ -248,7 +257,9 @@ int main(int argc, char** argv) {
                            "--log-level=pmd.net.memif:error"});
   if (!up) return 1;
   const int status = RUN_ALL_TESTS();
-  rte_eal_cleanup();
+  // No rte_eal_cleanup: closing net_memif devices while EAL's interrupt
+  // thread still works on their sockets crashes 22.11 now and then (seen
+  // here, in the close, after all tests passed); the process's end frees all.
   unlink(socket.c_str());
   return status;
 }
