@@ -96,7 +96,6 @@ using Munmap = int (*)(void*, size_t);
 struct Search {
   const char* library;
   int slots_redirected = 0;
-  bool found = false;
 };
 
 // The loader rewrites most d_ptr values to addresses; some loaders leave
@@ -122,7 +121,6 @@ int visit(dl_phdr_info* object, size_t, void* data) {
   auto* search = static_cast<Search*>(data);
   if (object->dlpi_name == nullptr || std::strstr(object->dlpi_name, search->library) == nullptr)
     return 0;
-  search->found = true;
   const ElfW(Dyn)* dynamic = nullptr;
   uintptr_t relro_begin = 0, relro_end = 0;
   for (ElfW(Half) i = 0; i < object->dlpi_phnum; ++i) {
@@ -193,7 +191,7 @@ bool guard_unmaps_of(const char* library) {
   std::call_once(decided, &use_membarrier_if_offered);
   Search search{library};
   dl_iterate_phdr(&visit, &search);
-  return search.found && search.slots_redirected > 0;
+  return search.slots_redirected > 0;
 }
 
 // Either the unmapping thread sees this burst open, or this burst sees the
