@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "lib/proto/seq.h"
 #include "lib/proto/crc32c.h"
@@ -32,7 +33,21 @@ const char* prov_errno_text(int prov_errno) {
     case kProvPeerRestarted: return "peer restarted: its new incarnation does not know this connection";
     case kProvAnswerLost: return "the peer took the request, but its answer was lost when its connection to us was reset";
     case kProvSendGone: return "the sender no longer holds the announced message (its send failed or was given up)";
+    case kProvMaybeDelivered: return "the peer received the whole message, then its connection failed before it confirmed delivery: a receive there may have taken it (resending may deliver it twice)";
+    case kProvNotTaken: return "the peer is alive, but no receive took the message within FI_DPDK_DELIVERY_TIMEOUT_MS";
     default: return "no provider-specific error";
+  }
+}
+
+bool prov_errno_known(int prov_errno) {
+  switch (prov_errno) {
+    case kProvPeerTimeout:
+    case kProvPeerRestarted:
+    case kProvAnswerLost:
+    case kProvSendGone:
+    case kProvMaybeDelivered:
+    case kProvNotTaken: return true;
+    default: return false;
   }
 }
 
@@ -143,6 +158,14 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
     slot->queue = queue;
     slot->source_key = key;  // until a handshake names the peer's address
     reset_transmit(*slot);
+    // An evicted record's memory of its receive halves goes on in the new
+    // one, however it is made (a handshake, or a send of ours): the old
+    // connections stay closed.
+    const ReceiveMemory memory = receive_memory(key, nullptr);
+    slot->rx_gen = memory.gen;
+    slot->closed_session = memory.closed_session;
+    slot->closed_conn = memory.closed_conn;
+    evicted_gen_.erase(key);
   }
   return *slot;
 }
@@ -156,7 +179,19 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   for (size_t i = 0; i < request.iov_count; ++i) length += request.iov[i].iov_len;
   if (length > config_.max_msg_size) return -EMSGSIZE;
 
+  // Large messages are announced and pulled by the receive that takes them;
+  // a copy (inject) has no reason to wait, a request has its own answer.
+  const bool rendezvous = config_.rendezvous_bytes != 0 && length >= config_.rendezvous_bytes &&
+                          !request.copy && !request.request && !request.internal;
   Connection& c = connection(peer.mac, peer.queue);
+  // Sends that wait for the peer's receives hold their buffers and a place
+  // in the budget for as long as the peer answers: one peer may hold half.
+  const bool waits_for_receiver = rendezvous || request.delivery_complete;
+  if (waits_for_receiver &&
+      c.receiver_waits >= std::max<size_t>(config_.max_outstanding_sends / 2, 1)) {
+    ++stats_.sends_refused_peer_share;
+    return -EAGAIN;
+  }
   c.auth_key = peer.auth_key;
   if (peer.session != 0 && c.peer_session != peer.session) {
     // The address names another incarnation than the one we talk to: the
@@ -169,10 +204,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   message->wire_length = length;
   message->request = request;
   message->request.iov = nullptr;
-  // Large messages are announced and pulled by the receive that takes them;
-  // a copy (inject) has no reason to wait, a request has its own answer.
-  const bool rendezvous = config_.rendezvous_bytes != 0 && length >= config_.rendezvous_bytes &&
-                          !request.copy && !request.request && !request.internal;
+  message->waits_for_receiver = waits_for_receiver;
   if (rendezvous) {
     message->rendezvous = true;
     message->inline_body = true;
@@ -187,6 +219,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   }
   if (request.copy) {
     message->copy = take_copy_buffer(length, &message->copy_capacity);
+    if (!message->copy) return refuse_no_memory(std::move(message));
     size_t at = 0;
     for (size_t i = 0; i < request.iov_count; ++i) {
       // An empty iov may have no base (fi_send of 0 bytes with buf NULL).
@@ -201,6 +234,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
     if (request.copy_header && request.iov_count != 0) {
       const size_t header = request.iov[0].iov_len;
       message->copy = take_copy_buffer(header, &message->copy_capacity);
+      if (!message->copy) return refuse_no_memory(std::move(message));
       std::memcpy(message->copy.get(), request.iov[0].iov_base, header);
       message->iov[0].iov_base = message->copy.get();
     }
@@ -209,6 +243,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   if (c.next_seq == c.una && c.pending_cut == c.pending.size()) c.last_heard_ns = now_ns;
   c.pending.push_back(std::move(message));
   ++outstanding_sends_;
+  if (waits_for_receiver) ++c.receiver_waits;
   pump(c, now_ns);
   return 0;
 }
@@ -325,6 +360,13 @@ void Engine::frames_sent() {
   retired_.clear();
 }
 
+int Engine::refuse_no_memory(std::unique_ptr<TxMessage> message) {
+  ++stats_.no_memory;
+  *message = TxMessage{};
+  if (spare_messages_.size() < kSpareRecords) spare_messages_.push_back(std::move(message));
+  return -ENOMEM;
+}
+
 std::unique_ptr<TxMessage> Engine::new_message() {
   if (spare_messages_.empty()) return std::make_unique<TxMessage>();
   std::unique_ptr<TxMessage> message = std::move(spare_messages_.back());
@@ -404,7 +446,7 @@ std::unique_ptr<uint8_t[]> Engine::take_copy_buffer(size_t length, size_t* capac
     const size_t c = copy_class(length);
     *capacity = kSmallCopy << c;
     auto& spares = spare_class_copies_[c];
-    if (spares.empty()) return std::unique_ptr<uint8_t[]>(new uint8_t[*capacity]);
+    if (spares.empty()) return std::unique_ptr<uint8_t[]>(new (std::nothrow) uint8_t[*capacity]);
     std::unique_ptr<uint8_t[]> buffer = std::move(spares.back());
     spares.pop_back();
     return buffer;
@@ -421,12 +463,16 @@ std::unique_ptr<uint8_t[]> Engine::take_copy_buffer(size_t length, size_t* capac
     return buffer;
   }
   *capacity = std::max(length, kMinSpareCopy);
-  return std::unique_ptr<uint8_t[]>(new uint8_t[*capacity]);
+  return std::unique_ptr<uint8_t[]>(new (std::nothrow) uint8_t[*capacity]);
 }
 
 ResponseBytes Engine::response_bytes(size_t length) {
   size_t capacity = 0;
   std::unique_ptr<uint8_t[]> buffer = take_copy_buffer(length, &capacity);
+  if (!buffer) {
+    ++stats_.no_memory;
+    return {};
+  }
   return ResponseBytes(std::move(buffer), capacity, length);
 }
 
@@ -484,6 +530,10 @@ void Engine::poll(uint64_t now_ns) {
       // Timeout: the oldest segment again, a collapsed window, doubled RTO.
       // Under a closed window it is only a probe: the receiver holds back,
       // the network lost nothing, and the window stays for when it reopens.
+      // What the receiver reported holding beyond the hole it may have
+      // dropped since (hold_timeout_ns, a reclaim): its SACK is forgotten,
+      // so the next acks tell anew what is missing.
+      forget_sacks(c);
       if (c.peer_window != 0) {
         const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
         c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
@@ -531,7 +581,8 @@ void Engine::poll(uint64_t now_ns) {
     }
     if (!c.awaiting_delivery.empty()) {
       // The receiver's application may take its time to post a receive;
-      // meanwhile the receiver must keep answering our probes.
+      // meanwhile the receiver must keep answering our probes, and a
+      // receive must take the message within delivery_timeout_ns.
       const uint64_t probe_every = std::max<uint64_t>(config_.peer_timeout_ns / 8, 1);
       const uint64_t quiet = now_ns - c.last_heard_ns;
       if (quiet >= config_.peer_timeout_ns) {
@@ -541,6 +592,18 @@ void Engine::poll(uint64_t now_ns) {
         emit_probe(c);
         c.probe_sent_ns = now_ns;
       }
+      if (config_.delivery_timeout_ns != 0 && now_ns >= c.next_delivery_check_ns) {
+        c.next_delivery_check_ns = now_ns + std::max<uint64_t>(config_.delivery_timeout_ns / 64, 1);
+        fail_untaken(c, now_ns);
+      }
+    }
+    if (c.rx_buffered != 0 &&
+        now_ns - std::max(c.rx_progress_ns, c.held_since_ns) >= config_.hold_timeout_ns) {
+      // Segments parked ahead of a gap the stream has not closed: an honest
+      // sender repairs a gap within its RTO, so these are a dead or
+      // misbehaving sender's.  The sender resends what it still has.
+      stats_.held_expired += c.rx_buffered;
+      release_held(c);
     }
     if ((c.inbound != nullptr || c.remote != nullptr) && !c.rx_stalled &&
         now_ns - c.rx_progress_ns >= config_.peer_timeout_ns) {

@@ -35,56 +35,92 @@ uint32_t Engine::next_nonce() {
   return hello_nonce(config_.token_secret, session_, queue_, ++nonce_counter_);
 }
 
-uint32_t Engine::generation(uint64_t key, const Connection* c) const {
-  if (c != nullptr) return c->rx_gen;
+Engine::ReceiveMemory Engine::receive_memory(uint64_t key, const Connection* c) const {
+  if (c != nullptr) return {c->rx_gen, c->closed_session, c->closed_conn};
   auto memory = evicted_gen_.find(key);
-  return memory != evicted_gen_.end() ? memory->second : 0;
+  return memory != evicted_gen_.end() ? memory->second : ReceiveMemory{generation_floor_};
 }
 
 Connection* Engine::admit(const uint8_t mac[6], uint16_t queue, uint64_t now_ns) {
-  if (connections_.size() >= config_.max_connections && !evict_one(now_ns)) return nullptr;
+  if (connections_.size() >= config_.max_connections && !evict_one(now_ns, true)) return nullptr;
   return &connection(mac, queue);
 }
 
-bool Engine::evict_one(uint64_t now_ns) {
-  // Only a connection with nothing in progress either way, silent for twice
-  // the peer timeout: by then its peer retransmits nothing it sent before
-  // (it would have timed it out), so no old segment can find the record
-  // gone and start over.  The longest silent goes first.
+namespace {
+
+// Nothing in progress either way: no send, request, notice, pull or
+// message of ours or the peer's half done.
+bool nothing_in_progress(const Connection& c) {
+  return c.pending.empty() && c.una == c.next_seq && c.awaiting_response.empty() &&
+         c.awaiting_delivery.empty() && c.inbound == nullptr && c.remote == nullptr &&
+         c.recv_order.empty() && c.pulls_out == 0;
+}
+
+}  // namespace
+
+bool Engine::evict_one(uint64_t now_ns, bool for_proven_peer) {
+  // First choice: a connection with nothing in progress either way, silent
+  // for twice the peer timeout: by then its peer retransmits nothing it
+  // sent before (it would have timed it out).  The longest silent goes
+  // first.  For a peer that proved its handshake, else: a connection whose
+  // receive half never took a segment in order (a peer that completed a
+  // handshake and then parked a segment ahead of a gap, or nothing), the
+  // oldest first: a table full of those must not lock out a peer that
+  // talks.  Its peer's next segment hears RESET (the memory below).
   const uint64_t quiet = 2 * config_.peer_timeout_ns;
   auto victim = connections_.end();
+  auto unproven = connections_.end();
   for (auto it = connections_.begin(); it != connections_.end(); ++it) {
     const Connection& c = *it->second;
-    const bool idle = c.pending.empty() && c.una == c.next_seq &&
-                      c.awaiting_response.empty() && c.awaiting_delivery.empty() &&
-                      c.inbound == nullptr && c.remote == nullptr && c.rx_buffered == 0 &&
-                      !c.rx_stalled && c.ack_owed == 0 && c.recv_order.empty();
-    if (!idle || now_ns - c.last_heard_ns < quiet) continue;
-    if (victim == connections_.end() || c.last_heard_ns < victim->second->last_heard_ns)
-      victim = it;
+    if (!nothing_in_progress(c)) continue;
+    const bool idle = c.rx_buffered == 0 && !c.rx_stalled && c.ack_owed == 0;
+    if (idle && now_ns - c.last_heard_ns >= quiet) {
+      if (victim == connections_.end() || c.last_heard_ns < victim->second->last_heard_ns)
+        victim = it;
+    } else if (for_proven_peer && c.rx_open && c.next_expected == wire::kInitialSeq) {
+      if (unproven == connections_.end() ||
+          c.rx_progress_ns < unproven->second->rx_progress_ns)
+        unproven = it;
+    }
   }
+  if (victim == connections_.end()) victim = unproven;
   if (victim == connections_.end()) return false;
-  // Its generation is remembered, one past its last receive half, so no
-  // segment of the connection it held can open a new record (a late one
-  // would start over at sequence 1; the live peer's next one hears RESET
-  // at once instead of waiting out its timeout).  Bounded: the oldest
+  evict(victim);
+  return true;
+}
+
+void Engine::evict(std::unordered_map<uint64_t, std::unique_ptr<Connection>>::iterator victim) {
+  Connection& c = *victim->second;
+  // What it knew of its receive halves is remembered, its open half (if
+  // any) counted closed, so no segment of a connection it held can open a
+  // new record (a late or replayed one would start over at sequence 1, and
+  // a request in it run twice; the live peer's next one hears RESET at
+  // once instead of waiting out its timeout).  Bounded: the oldest
   // memories go first.
   const uint64_t key = victim->first;
-  const uint32_t next_gen = victim->second->rx_gen + 1;
-  evicted_gen_[key] = next_gen;
-  evicted_order_.emplace_back(key, next_gen);
+  ReceiveMemory memory{c.rx_gen + 1, c.closed_session, c.closed_conn};
+  if (c.rx_open) {
+    memory.closed_session = c.peer_session;
+    memory.closed_conn = c.rx_conn;
+  }
+  evicted_gen_[key] = memory;
+  evicted_order_.emplace_back(key, memory.gen);
   while (evicted_order_.size() > config_.max_connections) {
     const auto [old_key, old_gen] = evicted_order_.front();
     evicted_order_.pop_front();
-    auto memory = evicted_gen_.find(old_key);
-    if (memory != evicted_gen_.end() && memory->second == old_gen) evicted_gen_.erase(memory);
+    auto old = evicted_gen_.find(old_key);
+    if (old == evicted_gen_.end() || old->second.gen != old_gen) continue;
+    // Forgotten: a record made for that peer later starts above every
+    // token this memory would have refused (generation `gen - 1` and below).
+    generation_floor_ = std::max(generation_floor_, old_gen + 1);
+    evicted_gen_.erase(old);
   }
   // Unexpected messages it delivered whole stay: they belong to receives.
-  release_held(*victim->second);
-  if (open_bundle_.connection == victim->second.get()) open_bundle_ = {};
+  release_held(c);
+  set_stalled(c, false);
+  if (open_bundle_.connection == &c) open_bundle_ = {};
   connections_.erase(victim);
   ++stats_.connections_evicted;
-  return true;
 }
 
 void Engine::on_hello(const Segment& s) {
@@ -102,7 +138,8 @@ void Engine::on_hello(const Segment& s) {
   const bool open = c != nullptr && c->rx_open && c->peer_session == h.src_session &&
                     c->rx_conn == h.conn && c->auth_key == h.auth_key;
   emit_hello_ack(s, open ? c->rx_token
-                         : offer_token(key, h.src_session, h.conn, h.auth_key, generation(key, c)));
+                         : offer_token(key, h.src_session, h.conn, h.auth_key,
+                                       receive_memory(key, c).gen));
 }
 
 void Engine::on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns) {
@@ -169,13 +206,16 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
       h.src_session == c->peer_session)
     return c;
   const uint64_t key = peer_key(s.src_mac, h.src_queue);
-  const uint32_t gen = generation(key, c);
+  const ReceiveMemory memory = receive_memory(key, c);
+  const uint32_t gen = memory.gen;
   // A token offered before the last close is still good, but for the very
   // connection that close ended (a HELLO_ACK may cross a restart's reset).
+  // An evicted record's memory counts as the record: its closed connection
+  // stays closed.
   const bool offered =
       h.token != 0 &&
       (h.token == offer_token(key, h.src_session, h.conn, h.auth_key, gen) ||
-       (c != nullptr && gen > 0 && !(h.src_session == c->closed_session && h.conn == c->closed_conn) &&
+       (gen > 0 && !(h.src_session == memory.closed_session && h.conn == memory.closed_conn) &&
         h.token == offer_token(key, h.src_session, h.conn, h.auth_key, gen - 1)));
   if (!offered) {
     // A segment of a connection we hold no receive half for (closed, timed
@@ -198,8 +238,6 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
       ++stats_.connections_refused;
       return nullptr;
     }
-    c->rx_gen = gen;  // an evicted record's generation goes on
-    evicted_gen_.erase(key);
   } else if (c->peer_session != 0 && h.src_session != c->peer_session) {
     // The peer restarted: the old incarnation's operations fail first.
     fail_connection(*c, kErrPeerReset, kProvPeerRestarted);

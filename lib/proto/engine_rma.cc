@@ -46,11 +46,19 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
                          placement.header < h.msg_len;
       const size_t kept = place ? placement.header : h.msg_len;
       if (unexpected_bytes_ + kept > config_.unexpected_bytes) return false;
-      unexpected_bytes_ += kept;
-      in->charged = kept;
-      in->head = kept;
-      in->placed = place ? placement.target : nullptr;
       in->bytes = take_copy_buffer(kept, &in->capacity);
+      if (!in->bytes) {
+        // The heap has no room for it: consumed and refused like an
+        // oversize one (kErrNoMemory), never thrown across the receive path.
+        ++stats_.no_memory;
+        in->oversize = true;
+        in->no_memory = true;
+      } else {
+        unexpected_bytes_ += kept;
+        in->charged = kept;
+        in->head = kept;
+        in->placed = place ? placement.target : nullptr;
+      }
     }
     c.remote = in.release();
   }
@@ -69,9 +77,14 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
     const size_t offset = h.offset;
     const size_t to_head = offset < in.head ? std::min<size_t>(in.head - offset, h.payload_len) : 0;
     if (to_head != 0) std::memcpy(in.bytes.get() + offset, payload, to_head);
-    if (to_head < h.payload_len && !in.region_gone)
-      std::memcpy(in.placed + (offset + to_head - in.head), payload + to_head,
-                  h.payload_len - to_head);
+    if (to_head < h.payload_len && !in.region_gone) {
+      uint8_t* to = in.placed + (offset + to_head - in.head);
+      const size_t n = h.payload_len - to_head;
+      // A read served since the first segment may send from these bytes:
+      // it keeps what it read (as every write into memory does).
+      if (lent_out_ != 0) recall_lent(to, n);
+      std::memcpy(to, payload + to_head, n);
+    }
   }
   in.received += h.payload_len;
   if (in.received == in.length) finish_remote(c);
@@ -89,7 +102,9 @@ void Engine::finish_remote(Connection& c) {
       return;
     }
     Response response;
-    if (in->oversize)
+    if (in->no_memory)
+      response.status = kErrNoMemory;
+    else if (in->oversize)
       response.status = kErrTooLarge;
     else if (in->region_gone)
       response.status = kErrKeyRejected;  // as if it had come after the close
@@ -159,6 +174,11 @@ void Engine::send_response(Connection& c, uint32_t request_id, Response response
     message->copy = response.data.release(&message->copy_capacity);
     message->iov_count = 0;
   }
+  // Held against the budgets until acknowledged (complete_send): a lent
+  // read too, which a write into its region makes a copy of.
+  message->response_charge = message->length;
+  c.response_bytes += message->length;
+  response_bytes_ += message->length;
   message->request.internal = true;
   message->request.completion = false;
   message->request.has_data = true;  // the status travels in cq_data
@@ -174,23 +194,47 @@ size_t Engine::recall_lent(const void* begin, size_t length) {
   if (lent_out_ == 0) return 0;  // the common case, checked before every write
   const auto first = reinterpret_cast<uintptr_t>(begin);
   size_t recalled = 0;
+  // False when the bytes are lent from the range and no copy could be had.
   const auto recall = [&](TxMessage& m) {
-    if (!m.lent) return;
+    if (!m.lent) return true;
     const auto at = reinterpret_cast<uintptr_t>(m.iov[0].iov_base);
-    if (at + m.iov[0].iov_len <= first || at >= first + length) return;
+    if (at + m.iov[0].iov_len <= first || at >= first + length) return true;
     m.copy = take_copy_buffer(m.length, &m.copy_capacity);
+    if (!m.copy) {
+      ++stats_.no_memory;
+      return false;
+    }
     std::memcpy(m.copy.get(), m.iov[0].iov_base, m.length);
     m.iov_count = 0;  // copy_from reads `copy` from now on
     m.lent.clear();
     ++recalled;
+    return true;
   };
   for (auto& [key, c] : connections_) {
     if (c->responses_pending == 0) continue;
-    for (auto& m : c->pending) recall(*m);
+    bool lost = false;
+    for (auto& m : c->pending) lost |= !recall(*m);
+    // A response that can neither keep its bytes nor send the old ones
+    // must not send the new: its connection gives up (the initiator's
+    // request fails when our next connection opens), and its frames not
+    // yet gone are taken back below, with the retired.
+    if (lost) fail_transmit(*c, kErrNoMemory, kProvNone);
   }
   // Retired, but maybe still in an outbox frame that has not left.
-  for (auto& m : retired_) recall(*m);
+  for (auto& m : retired_)
+    if (!recall(*m)) drop_outbox_frames(*m);
   return recalled;
+}
+
+void Engine::drop_outbox_frames(const TxMessage& m) {
+  const auto carries = [&](const OutFrame& frame) {
+    if (frame.message == &m) return true;
+    for (uint16_t i = 0; i < frame.bundled; ++i)
+      if (frame.bundle[i].message == &m) return true;
+    return false;
+  };
+  outbox_.erase(std::remove_if(outbox_.begin(), outbox_.end(), carries), outbox_.end());
+  open_bundle_ = {};
 }
 
 size_t Engine::forget_placements(const void* begin, size_t length) {
@@ -245,6 +289,7 @@ void Engine::await_response(Connection& c, std::unique_ptr<TxMessage> message) {
 
 void Engine::start_waiting(AwaitingMap& waits, std::unique_ptr<TxMessage> message) {
   const uint32_t id = message->msg_id;
+  message->waiting_since_ns = clock_ns_;
   if (spare_await_nodes_.empty()) {
     waits.emplace(id, std::move(message));
     return;
@@ -310,13 +355,42 @@ void Engine::fail_rendezvous_waits(Connection& c, int error, int prov_errno) {
   }
 }
 
+namespace {
+
+// Why a send waiting in awaiting_delivery failed, as its completion says:
+// an eager FI_DELIVERY_COMPLETE message reached the peer whole (it was
+// acknowledged), so whatever ended the wait, a receive there may have
+// taken it or may still: an application that resends it may deliver it
+// twice.  A rendezvous send's data never left.
+int delivery_errno(const TxMessage& m, int prov_errno) {
+  return m.rendezvous || prov_errno == kProvNotTaken ? prov_errno : kProvMaybeDelivered;
+}
+
+}  // namespace
+
 void Engine::fail_delivery_waits(Connection& c, int error, int prov_errno) {
   forget_response_target(c, c.awaiting_delivery);
   for (auto& [id, message] : c.awaiting_delivery) {
-    complete_send(c, *message, error, prov_errno);
+    complete_send(c, *message, error, delivery_errno(*message, prov_errno));
     retired_.push_back(std::move(message));
   }
   c.awaiting_delivery.clear();
+}
+
+void Engine::fail_untaken(Connection& c, uint64_t now_ns) {
+  for (auto it = c.awaiting_delivery.begin(); it != c.awaiting_delivery.end();) {
+    TxMessage& m = *it->second;
+    if (now_ns - m.waiting_since_ns < config_.delivery_timeout_ns) {
+      ++it;
+      continue;
+    }
+    // A notice half received for it goes nowhere now.
+    if (c.remote != nullptr && c.remote->request == &m) c.remote->request = nullptr;
+    ++stats_.delivery_timeouts;
+    complete_send(c, m, kErrTimedOut, kProvNotTaken);
+    retired_.push_back(std::move(it->second));
+    it = c.awaiting_delivery.erase(it);
+  }
 }
 
 void Engine::release_request(RemoteInbound& in) {
@@ -338,7 +412,9 @@ void Engine::drop_remote(Connection& c, int error, int prov_errno) {
   for (auto* waits : {&c.awaiting_response, &c.awaiting_delivery}) {
     auto it = waits->find(id);
     if (it == waits->end()) continue;
-    complete_send(c, *it->second, error, prov_errno);
+    complete_send(c, *it->second, error,
+                  waits == &c.awaiting_delivery ? delivery_errno(*it->second, prov_errno)
+                                                : prov_errno);
     retired_.push_back(std::move(it->second));
     waits->erase(it);
   }

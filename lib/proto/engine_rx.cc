@@ -27,13 +27,13 @@ const uint8_t* payload_of(const HeldSegment* held) {
 
 }  // namespace
 
-HeldSegment* Engine::take_chunk() {
+HeldSegment* Engine::take_chunk(Connection& c) {
   if (!free_chunks_.empty()) {
     HeldSegment* chunk = free_chunks_.back();
     free_chunks_.pop_back();
     return chunk;
   }
-  if ((chunks_allocated_ + 1) * chunk_size() > config_.reorder_bytes) return nullptr;
+  if ((chunks_allocated_ + 1) * chunk_size() > config_.reorder_bytes) return reclaim_chunk(c);
   if (free_chunks_.capacity() <= chunks_allocated_) {
     // Room to give every chunk back without allocating then.
     try {
@@ -44,7 +44,33 @@ HeldSegment* Engine::take_chunk() {
   }
   auto* chunk = static_cast<HeldSegment*>(::operator new(chunk_size(), std::nothrow));
   if (chunk != nullptr) ++chunks_allocated_;
+  if (chunk == nullptr) ++stats_.no_memory;
   return chunk;
+}
+
+HeldSegment* Engine::reclaim_chunk(const Connection& c) {
+  // Shared max-min: a connection may hold more than another only while the
+  // pool has room, so stations that park segments ahead of gaps cannot
+  // keep a peer with a real gap from holding its share.  The segment given
+  // up is the richest connection's furthest ahead (the least urgent); its
+  // sender resends it (its SACK is forgotten at its RTO).  A scan of the
+  // connections, only while the pool is spent.
+  Connection* richest = nullptr;
+  for (auto& [key, other] : connections_)
+    if (other.get() != &c && (richest == nullptr || other->rx_buffered > richest->rx_buffered))
+      richest = other.get();
+  if (richest == nullptr || richest->rx_buffered <= c.rx_buffered + 1) return nullptr;
+  for (uint32_t ahead = kMaxWindow - 1; ahead > 0; --ahead) {
+    HeldSegment*& slot = slot_of(*richest, richest->next_expected + ahead);
+    if (slot == nullptr) continue;
+    HeldSegment* chunk = slot;
+    slot = nullptr;
+    --richest->rx_buffered;
+    if (chunk->frame != nullptr) frame_keeper_->release(chunk->frame);
+    ++stats_.held_reclaimed;
+    return chunk;
+  }
+  return nullptr;
 }
 
 void Engine::give_back(HeldSegment* chunk) {
@@ -71,6 +97,12 @@ void Engine::set_stalled(Connection& c, bool stalled) {
     ++stalled_count_;
   else
     --stalled_count_;
+}
+
+bool Engine::responses_full(const Connection& c) const {
+  return c.responses_pending >= config_.max_pending_responses ||
+         c.response_bytes >= config_.connection_response_bytes ||
+         response_bytes_ >= config_.response_bytes;
 }
 
 uint16_t Engine::receive_window(const Connection& c) const {
@@ -173,7 +205,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   HeldSegment*& slot = slot_of(c, seq);
   if (slot != nullptr) {
     ++stats_.duplicates;
-  } else if (HeldSegment* chunk = take_chunk()) {
+  } else if (HeldSegment* chunk = take_chunk(c)) {
     chunk->header = h;
     if (s.frame != nullptr && frame_keeper_ != nullptr && frame_keeper_->keep(s.frame)) {
       chunk->frame = s.frame;
@@ -183,7 +215,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
       std::memcpy(chunk + 1, s.payload, h.payload_len);
     }
     slot = chunk;
-    ++c.rx_buffered;
+    if (c.rx_buffered++ == 0) c.held_since_ns = now_ns;
   } else {
     // The pool is spent: the sender resends it once the gap closes.
     ++stats_.reorder_full;
@@ -232,12 +264,12 @@ bool Engine::continues(const Connection& c, const wire::FrameHeader& h) const {
 
 bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
   // Each request, and each message that wants a delivery notice, will make
-  // a response: none is taken while the initiator leaves too many of ours
-  // unacknowledged.
+  // a response: none is taken while the initiator leaves too many of ours,
+  // or too many bytes of them, unacknowledged.
   if (c.inbound == nullptr && c.remote == nullptr &&
       (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
        (h.flags & wire::kFlagDeliveryNotice)) &&
-      c.responses_pending >= config_.max_pending_responses)
+      responses_full(c))
     return false;
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
       h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse))

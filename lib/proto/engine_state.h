@@ -148,6 +148,14 @@ struct TxMessage {
   // A pull (a request of ours): the receive its response's data goes to,
   // and what the announcement said of the message; none when discarding.
   std::unique_ptr<InboundMessage> pull;
+  // A response of ours: the bytes it holds of the connection's and the
+  // endpoint's response budget (TransportConfig::response_bytes).
+  size_t response_charge = 0;
+  // A send that waits for the receiver (rendezvous, FI_DELIVERY_COMPLETE):
+  // counted in Connection::receiver_waits until it completes, and since
+  // when it waits in awaiting_delivery (delivery_timeout_ns).
+  bool waits_for_receiver = false;
+  uint64_t waiting_since_ns = 0;
   size_t next_offset = 0;       // bytes cut into segments so far
   uint32_t segments_unacked = 0;
   bool fully_segmented = false;
@@ -255,6 +263,7 @@ struct Connection {
   uint64_t rx_progress_ns = 0;       // a segment was last taken in order
   std::unique_ptr<HeldSegment*[]> rx_slots;  // kMaxWindow, by seq; null: absent
   uint32_t rx_buffered = 0;
+  uint64_t held_since_ns = 0;        // rx_buffered last went from 0 to 1
   InboundMessage* inbound = nullptr;  // message being assembled
   struct RemoteInbound* remote = nullptr;  // or request / response being assembled
   // Requests fully acknowledged that wait for their response, by msg_id.
@@ -267,6 +276,11 @@ struct Connection {
   uint64_t probe_sent_ns = 0;
   bool rx_stalled = false;            // advertised window 0 (set_stalled)
   uint32_t responses_pending = 0;     // our responses the initiator has not acked
+  size_t response_bytes = 0;          // what they hold (TxMessage::response_charge)
+  // Our sends to this peer that wait for its receives (rendezvous, delivery
+  // notices), queued or acknowledged: at most half the endpoint's budget.
+  uint32_t receiver_waits = 0;
+  uint64_t next_delivery_check_ns = 0;  // poll's next look for waits past delivery_timeout_ns
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;
   bool ack_now = false;
@@ -290,6 +304,7 @@ struct RemoteInbound {
   uint8_t* placed = nullptr;         // request: where the bytes after the head go (Placement)
   size_t charged = 0;                // request: bytes of the unexpected budget it holds
   bool oversize = false;             // request: above the budget, consumed and refused
+  bool no_memory = false;            // request: no buffer to be had, consumed and refused
   bool region_gone = false;          // request: its placement's region closed: consumed, refused
   bool pull = false;                 // request: a pull (kFlagPull), served by the engine
   TxMessage* request = nullptr;      // response: the request it answers (or none)

@@ -73,6 +73,12 @@ void Engine::reset_transmit(Connection& c) {
 
 void Engine::arm_rto(Connection& c, uint64_t now_ns) { c.rto_deadline_ns = now_ns + c.rto_ns; }
 
+void Engine::forget_sacks(Connection& c) {
+  if (c.sacked_in_flight == 0) return;
+  for (uint32_t seq = c.una; seq != c.next_seq; ++seq) slot_of(c, seq).sacked = false;
+  c.sacked_in_flight = 0;
+}
+
 void Engine::pump(Connection& c, uint64_t now_ns) {
   if (c.pending_cut >= c.pending.size()) return;
   if (c.tx_state != TxState::kOpen) {
@@ -211,7 +217,8 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
   if (!c.tx_slots) return;
 
   if (seq_gt(ack, c.una)) {
-    const bool responses_full = c.responses_pending >= config_.max_pending_responses;
+    const bool held_back = responses_full(c);
+    const bool endpoint_full = response_bytes_ >= config_.response_bytes;
     uint64_t rtt_sample = 0;
     const uint32_t cwnd_cap = kMaxWindow * 256;
     // Karn: only segments sent once give an RTT sample, and only those the
@@ -269,8 +276,12 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
       c.pending.pop_front();
       --c.pending_cut;
     }
-    // Requests wait while our responses are unacknowledged (engine_rma.cc).
-    if (responses_full && c.responses_pending < config_.max_pending_responses) wake(c);
+    // Requests wait while our responses are unacknowledged (engine_rma.cc):
+    // this connection's, or, for the endpoint's budget, any connection's.
+    if (endpoint_full && response_bytes_ < config_.response_bytes)
+      wake_stalled();
+    else if (held_back && !responses_full(c))
+      wake(c);
   } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kAck) && c.una != c.next_seq &&
              c.peer_window != 0) {
     ++c.dupacks;
@@ -368,12 +379,18 @@ void Engine::complete_send(Connection& c, TxMessage& m, int error, int prov_errn
   }
   if (m.request.internal) {
     // Our own response, acknowledged or given up: room for another request.
-    if (m.response) --c.responses_pending;
+    if (m.response) {
+      --c.responses_pending;
+      c.response_bytes -= m.response_charge;
+      response_bytes_ -= m.response_charge;
+      m.response_charge = 0;
+    }
     // It carried a pulled send's data: that send is done with it.
     if (m.pulled_send) complete_send(c, *m.pulled_send, error, prov_errno);
     return;
   }
   --outstanding_sends_;
+  if (m.waits_for_receiver) --c.receiver_waits;
   if (error == 0) ++stats_.messages_sent;
   if (!m.request.completion && error == 0) return;
   Completion done{};

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "lib/proto/engine_state.h"
 
@@ -102,7 +103,12 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
     free_inbound(in);
     return false;
   }
-  UnexpectedMessage& u = *new_unexpected(h.msg_len);
+  const auto slot = new_unexpected(h.msg_len);
+  if (slot == unexpected_.end()) {
+    free_inbound(in);
+    return false;
+  }
+  UnexpectedMessage& u = *slot;
   u.sender = in->sender;
   u.connection_key = c.key;
   u.tagged = tagged;
@@ -116,7 +122,7 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   u.conn = c.rx_conn;
   u.charged = unexpected_cost(h.msg_len);
   unexpected_bytes_ += u.charged;
-  in->unexpected = std::prev(unexpected_.end());
+  in->unexpected = slot;
   c.inbound = in;
   return true;
 }
@@ -344,8 +350,16 @@ std::list<UnexpectedMessage>::iterator Engine::new_unexpected(size_t length, boo
       // Large: from the spare copy buffers, and back to them (erase_unexpected).
       it->bytes = take_copy_buffer(wanted, &it->bytes_capacity);
     } else {
-      it->bytes.reset(new uint8_t[wanted]);
+      it->bytes.reset(new (std::nothrow) uint8_t[wanted]);
       it->bytes_capacity = wanted;
+    }
+    if (!it->bytes) {
+      // No memory for it: the record goes back, and the message waits as
+      // if the budget were spent (the caller's window closes).
+      ++stats_.no_memory;
+      it->bytes_capacity = 0;
+      spare_unexpected_.splice(spare_unexpected_.end(), unexpected_, it);
+      return unexpected_.end();
     }
   }
   return it;

@@ -176,10 +176,15 @@ void Engine::finish_pull(Connection& c, TxMessage& pull, int error, int prov_err
   --c.pulls_out;
   const InboundMessage& in = *pull.pull;
   if (!in.to_user) return;  // a discard: nothing to report
-  auto slot = std::find_if(c.recv_order.begin(), c.recv_order.end(), [&](const OrderedCompletion& o) {
-    return !o.ready && o.pull_id == pull.msg_id;
-  });
-  if (slot != c.recv_order.end()) filling_ = &*slot;
+  // By index: reporting a receive may add to recv_order (when the slot is
+  // gone, bound_order gave its turn up), which moves its elements.
+  const auto found = std::find_if(c.recv_order.begin(), c.recv_order.end(),
+                                  [&](const OrderedCompletion& o) {
+                                    return !o.ready && o.pull_id == pull.msg_id;
+                                  });
+  const bool has_slot = found != c.recv_order.end();
+  const size_t slot = static_cast<size_t>(found - c.recv_order.begin());
+  if (has_slot) filling_ = &c.recv_order[slot];
   if (error == 0) {
     complete_recv(&c, in.recv, in, nullptr);  // its bytes are in place already
   } else {
@@ -191,8 +196,8 @@ void Engine::finish_pull(Connection& c, TxMessage& pull, int error, int prov_err
     fail_recv(&c, in.recv, error, prov_errno, in.sender);
   }
   filling_ = nullptr;
-  if (slot == c.recv_order.end()) return;
-  slot->ready = true;
+  if (!has_slot) return;
+  c.recv_order[slot].ready = true;
   release_ordered(c);
 }
 

@@ -56,6 +56,7 @@ inline constexpr int kErrNoHandler = 95;   // FI_EOPNOTSUPP: the peer serves no 
 inline constexpr int kErrTooLarge = 90;    // FI_EMSGSIZE: a request above the peer's budget
 inline constexpr int kErrNoMessage = 42;   // FI_ENOMSG: a peek found no matching message
 inline constexpr int kErrKeyRejected = 129;  // FI_EKEYREJECTED: the region closed under the request
+inline constexpr int kErrNoMemory = 12;      // FI_ENOMEM: the target could not allocate for it
 // Provider-specific errno values (fi_cq_err_entry::prov_errno).
 enum ProvErrno : int {
   kProvNone = 0,
@@ -63,8 +64,18 @@ enum ProvErrno : int {
   kProvPeerRestarted = 2,  // the peer is a new incarnation
   kProvAnswerLost = 3,     // the request reached the peer; its answer was lost
   kProvSendGone = 4,       // a rendezvous sender no longer holds the announced message
+  // (5, FI_EIO, is what an error completion with no reason of its own
+  // carries as its prov_errno: the provider passes the error code there.)
+  // An FI_DELIVERY_COMPLETE send the peer acknowledged whole, whose wait
+  // for the notice failed: a receive may have taken it, or may still.
+  kProvMaybeDelivered = 6,
+  // The peer answers, but no receive took the message (its pull or its
+  // delivery notice) within TransportConfig::delivery_timeout_ns.
+  kProvNotTaken = 7,
 };
 const char* prov_errno_text(int prov_errno);
+// Whether `prov_errno` is one of the values above (else an FI_E* code).
+bool prov_errno_known(int prov_errno);
 
 struct PeerAddress {
   uint8_t mac[6] = {};
@@ -236,6 +247,11 @@ struct TransportConfig {
   // A receiver that holds its window at 0 while answering keeps our sends
   // waiting this long at most, then they fail with kErrTimedOut.
   uint64_t stall_timeout_ns = 60'000'000'000;
+  // A rendezvous or FI_DELIVERY_COMPLETE send the peer acknowledged waits
+  // this long at most for a receive to take it (its pull, its notice),
+  // however alive the peer is; then it fails with kErrTimedOut and
+  // kProvNotTaken.  0: as long as the peer answers.
+  uint64_t delivery_timeout_ns = 60'000'000'000;
   // Connections (peers) this endpoint holds.  A peer that completes a
   // handshake when all are taken evicts the longest-silent connection that
   // has nothing in progress and has been silent for twice the peer timeout;
@@ -243,11 +259,22 @@ struct TransportConfig {
   size_t max_connections = 4096;
   // Bytes of segments kept ahead of a gap (or while a stalled receive
   // waits), for all connections together; beyond it they are dropped and
-  // resent by their sender.
+  // resent by their sender.  A connection whose pool share is below the
+  // others' takes a chunk from the one holding most (engine_rx.cc).
   size_t reorder_bytes = 16u << 20;
+  // Segments held ahead of a gap while the stream has not moved for this
+  // long are dropped (the sender resends them; its RTO forgets their
+  // SACK): a peer that parks segments and goes quiet holds them no longer.
+  uint64_t hold_timeout_ns = 1'000'000'000;
   // Responses a connection keeps until the initiator acknowledges them;
   // further requests wait (window 0) until it does.
   size_t max_pending_responses = 64;
+  // Bytes of those responses (copied, or lent from a region, which a write
+  // may make a copy of) a connection and the endpoint hold before further
+  // requests wait: each is exceeded by one response at most (a read of up
+  // to max_msg_size taken while below it).
+  size_t connection_response_bytes = size_t{16} << 20;
+  size_t response_bytes = size_t{64} << 20;
   // Messages of at least this many bytes go by rendezvous: the sender
   // announces them, the receiver pulls the data once a receive takes the
   // announcement, straight into that receive.  An unexpected one costs its
@@ -279,7 +306,12 @@ struct TransportStats {
            bad_tokens = 0,           // frames whose token names no connection we hold
            rendezvous_sent = 0,      // sends announced instead of sent eagerly
            pulls_sent = 0,           // announced messages a receive pulled (or discarded)
-           pulls_served = 0;         // pulls answered with a send's data
+           pulls_served = 0,         // pulls answered with a send's data
+           held_expired = 0,         // segments held ahead of a gap dropped by hold_timeout_ns
+           held_reclaimed = 0,       // held segments dropped for a connection below its share
+           sends_refused_peer_share = 0,  // sends refused: their peer holds its share of the budget
+           delivery_timeouts = 0,    // sends no receive took within delivery_timeout_ns
+           no_memory = 0;            // allocations that failed (answered or waited, never thrown)
 };
 
 // The engine's own state (engine_state.h).
@@ -401,7 +433,8 @@ class Engine {
   // must outlive the engine.
   void set_frame_keeper(FrameKeeper* keeper) { frame_keeper_ = keeper; }
   // A buffer for `length` bytes a request handler returns (Response::data),
-  // from the endpoint's spare buffers when one fits.
+  // from the endpoint's spare buffers when one fits; empty (size 0) when
+  // none can be had: the handler refuses the request with kErrNoMemory.
   ResponseBytes response_bytes(size_t length);
   // The memory [begin, begin + length) is about to change or go away (a
   // write or atomic is about to modify it, its region is being closed): the
@@ -459,10 +492,11 @@ class Engine {
   // A connection for a peer that proved its handshake: found, created, or
   // made room for by evicting an idle one; nullptr when all are busy.
   Connection* admit(const uint8_t mac[6], uint16_t queue, uint64_t now_ns);
-  bool evict_one(uint64_t now_ns);
-  // The receive generation of peer `key`: its record's, an evicted record's
-  // remembered one, or 0.
-  uint32_t generation(uint64_t key, const Connection* c) const;
+  // Makes room for one connection: the longest-silent idle one, or for a
+  // peer that proved its handshake (`for_proven_peer`) one whose receive
+  // half never took a segment in order and that holds nothing of ours.
+  bool evict_one(uint64_t now_ns, bool for_proven_peer = false);
+  void evict(std::unordered_map<uint64_t, std::unique_ptr<Connection>>::iterator victim);
   // The token a HELLO from (key, session, conn, auth_key) is granted for
   // receive generation `gen`; never 0.  Stateless: a HELLO costs nothing.
   uint32_t offer_token(uint64_t key, uint32_t session, uint16_t conn, uint32_t auth_key,
@@ -502,9 +536,13 @@ class Engine {
   // Message records from the free lists (or the heap), and back: a record
   // per send and per message received would otherwise be an allocation.
   std::unique_ptr<TxMessage> new_message();
+  // send()'s answer when a copy buffer could not be had: -ENOMEM, the
+  // message back to the spares.
+  int refuse_no_memory(std::unique_ptr<TxMessage> message);
   InboundMessage* new_inbound();
   void free_inbound(InboundMessage* in);
   // A buffer of at least `length` bytes, not zeroed; its size in *capacity.
+  // Null when the heap has none (never throws: callers answer or wait).
   std::unique_ptr<uint8_t[]> take_copy_buffer(size_t length, size_t* capacity);
   // Keeps a buffer of `capacity` bytes for take_copy_buffer, if it is of a
   // size worth keeping and there is room; frees it otherwise.
@@ -514,6 +552,8 @@ class Engine {
   void fail_transmit(Connection& c, int error, int prov_errno);
   void reset_transmit(Connection& c);
   void arm_rto(Connection& c, uint64_t now_ns);
+  // Forgets which segments in flight the peer reported holding (SACK).
+  void forget_sacks(Connection& c);
   wire::FrameHeader base_header(const Connection& c, uint8_t opcode);
   // engine_rx.cc
   void on_data(Connection& c, const Segment& s, uint64_t now_ns);
@@ -527,10 +567,16 @@ class Engine {
   // Drops the receive state; a message half received fails with `error`.
   void reset_receive(Connection& c, int error = kErrPeerReset, int prov_errno = kProvPeerRestarted);
   uint16_t receive_window(const Connection& c) const;
+  // Whether c's requests wait for its (or the endpoint's) responses to be
+  // acknowledged: max_pending_responses, the response byte budgets.
+  bool responses_full(const Connection& c) const;
   uint64_t sack_bits(const Connection& c) const;
   // The reorder pool: chunks of one header and max_payload bytes, within
-  // reorder_bytes.  nullptr when spent.
-  HeldSegment* take_chunk();
+  // reorder_bytes, for a segment `c` holds.  When the pool is spent, one
+  // taken from the connection that holds the most, if that is more than
+  // `c` (reclaim_chunk); nullptr when none.
+  HeldSegment* take_chunk(Connection& c);
+  HeldSegment* reclaim_chunk(const Connection& c);
   void give_back(HeldSegment* chunk);
   size_t chunk_size() const;
   void release_held(Connection& c);
@@ -575,6 +621,8 @@ class Engine {
   void fail_delivery_waits(Connection& c, int error, int prov_errno);
   // Fails the rendezvous sends still waiting for their pull.
   void fail_rendezvous_waits(Connection& c, int error, int prov_errno);
+  // Fails the sends that waited for a receive longer than delivery_timeout_ns.
+  void fail_untaken(Connection& c, uint64_t now_ns);
   // Fails the requests waiting for their responses only.
   void fail_requests(Connection& c, int error, int prov_errno);
   void forget_response_target(
@@ -592,6 +640,8 @@ class Engine {
   void write_to_user(const iovec* iov, size_t count, size_t offset, const uint8_t* data,
                      size_t length);
   void release_request(RemoteInbound& in);
+  // Takes back the outbox frames that carry `m`'s bytes (none may leave).
+  void drop_outbox_frames(const TxMessage& m);
   // A cleared record for a request or response being assembled (a spare one
   // when there is), and its way back; RemoteHold owns one until then.
   RemoteInbound* new_remote();
@@ -635,7 +685,8 @@ class Engine {
   void keep_posted(const RecvRequest& request);
   void drop_posted(std::list<RecvRequest>::iterator it);
   // A cleared record at the end of unexpected_ (a spare one when there is),
-  // whose buffer holds at least `length` bytes when `with_bytes`.
+  // whose buffer holds at least `length` bytes when `with_bytes`;
+  // unexpected_.end() when no buffer could be had.
   std::list<UnexpectedMessage>::iterator new_unexpected(size_t length, bool with_bytes = true);
   // Takes `it` out of unexpected_ (into the spares), giving its share of the
   // unexpected budget back; returns the next.
@@ -665,8 +716,20 @@ class Engine {
   std::vector<HeldSegment*> free_chunks_;
   size_t chunks_allocated_ = 0;
   size_t stalled_count_ = 0;  // connections with rx_stalled
-  // Generations of evicted records (evict_one), at most max_connections.
-  std::unordered_map<uint64_t, uint32_t> evicted_gen_;
+  // What an evicted record knew of its receive halves (evict_one), so that a
+  // new record for the same peer accepts no token the old one would have
+  // refused; at most max_connections of them.
+  struct ReceiveMemory {
+    uint32_t gen = 0;            // Connection::rx_gen
+    uint32_t closed_session = 0;  // Connection::closed_session
+    uint16_t closed_conn = 0;     // Connection::closed_conn
+  };
+  ReceiveMemory receive_memory(uint64_t key, const Connection* c) const;
+  std::unordered_map<uint64_t, ReceiveMemory> evicted_gen_;
+  // The generation a record starts at when nothing is remembered of its
+  // peer: above every generation a forgotten memory held, so no token of
+  // a connection we no longer remember passes as one we offered.
+  uint32_t generation_floor_ = 0;
   std::deque<std::pair<uint64_t, uint32_t>> evicted_order_;
   std::vector<OutFrame> outbox_;
   // The outbox frame small segments may join: its index and connection
@@ -718,6 +781,7 @@ class Engine {
   std::list<UnexpectedMessage> spare_unexpected_;
   size_t unexpected_bytes_ = 0;
   size_t outstanding_sends_ = 0;
+  size_t response_bytes_ = 0;  // Connection::response_bytes, all connections
   uint64_t last_data_ns_ = 0;
   uint64_t clock_ns_ = 0;  // the latest time a caller handed in
   TransportStats stats_;
