@@ -179,11 +179,8 @@ ssize_t cq_sread(fid_cq* cq, void* buf, size_t count, const void* cond, int time
 
 // prov_errno is one of the transport's ProvErrno values, or an fi_errno.
 const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
-  const char* text = prov_errno == proto::kProvPeerTimeout ||
-                             prov_errno == proto::kProvPeerRestarted ||
-                             prov_errno == proto::kProvAnswerLost
-                         ? proto::prov_errno_text(prov_errno)
-                         : fi_strerror(prov_errno);
+  const char* text = proto::prov_errno_known(prov_errno) ? proto::prov_errno_text(prov_errno)
+                                                         : fi_strerror(prov_errno);
   if (buf != nullptr && len > 0) {
     std::strncpy(buf, text, len - 1);
     buf[len - 1] = '\0';

@@ -100,7 +100,7 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   request.delivery_complete =
       (flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE)) && request.completion;
   if (cq_entry && !take_cq_slot(tx_cq, &tx_cq_slots, &request.user_flags)) return -FI_EAGAIN;
-  const int ret = engine->send(address, request, now_ns());
+  const int ret = engine_call([&] { return engine->send(address, request, now_ns()); });
   if (ret != 0 && cq_entry) give_cq_slot(tx_cq, &tx_cq_slots);
   if (ret == -EAGAIN) port().progress_if_manual();
   flush_unless_held();
@@ -163,7 +163,7 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
     request.multi->min_free = min_multi_recv;
   }
   if (slot && !take_cq_slot(rx_cq, &rx_cq_slots, &request.user_flags)) return -FI_EAGAIN;
-  const int ret = engine->post_recv(request, now_ns());
+  const int ret = engine_call([&] { return engine->post_recv(request, now_ns()); });
   if (ret != 0 && slot) give_cq_slot(rx_cq, &rx_cq_slots);
   flush();
   return engine_errno(ret);

@@ -22,6 +22,20 @@ constexpr uint16_t kRxBurst = 32;  // frames per queue per pass
 
 }  // namespace
 
+template <typename Call>
+void PortContext::contain(Call&& call) {
+  // The engine answers a failed buffer allocation itself; a record's or a
+  // queue node's throws, and stops here, in the receive path, never in the
+  // progress loop or the application.
+  try {
+    call();
+  } catch (const std::bad_alloc&) {
+    if (no_memory++ == 0)
+      DPDK_WARN(FI_LOG_EP_DATA, "%s: out of memory in the transport; frames are being lost\n",
+                port->name().c_str());
+  }
+}
+
 PortContext::~PortContext() {
   progress_net_remove(this);
   for (rte_mbuf* frame : looped) net::free_frame(frame);
@@ -65,11 +79,12 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
              !endpoints[decoded.header.dst_queue]->enabled) {
     ++rx_no_endpoint;
   } else {
-    endpoints[decoded.header.dst_queue]->engine->on_frame(
-        {decoded.src_mac, &decoded.header, decoded.payload, frame}, now);
+    proto::Engine& engine = *endpoints[decoded.header.dst_queue]->engine;
+    contain([&] { engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now); });
   }
   net::free_frame(frame);
 }
+
 
 bool PortContext::keep(void* frame) {
   auto* mbuf = static_cast<rte_mbuf*>(frame);
@@ -88,7 +103,7 @@ void PortContext::release(void* frame) {
 void PortContext::answer(uint64_t now) {
   for (Endpoint* ep : endpoints) {
     if (ep == nullptr || !ep->enabled) continue;
-    ep->engine->answer(now);
+    contain([&] { ep->engine->answer(now); });
     ep->flush();
   }
 }
@@ -129,7 +144,7 @@ uint32_t PortContext::progress() {
   }
   for (Endpoint* ep : endpoints) {
     if (ep == nullptr || !ep->enabled) continue;
-    ep->engine->poll(now);
+    contain([&] { ep->engine->poll(now); });
     ep->flush();
   }
   return received;

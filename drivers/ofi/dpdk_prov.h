@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -120,6 +121,10 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t rx_unsealed = 0;  // frames without a checksum while we want one
   bool checksums = true;     // FI_DPDK_CHECKSUM
   uint64_t rx_no_endpoint = 0;
+  // Engine calls that ran out of memory for a record (std::bad_alloc,
+  // caught in progress: it never reaches the application or the progress
+  // loop); the frame is lost like a dropped one.
+  uint64_t no_memory = 0;
   // Domains on this port opened with FI_PROGRESS_AUTO: while non-zero the
   // progress loop drives the port and fi_* calls need not.
   std::atomic<uint32_t> auto_progress_users{0};
@@ -143,6 +148,10 @@ struct PortContext final : proto::FrameKeeper {
   uint32_t progress();
   // Checks one received frame and hands it to its endpoint; frees it.
   void receive(rte_mbuf* frame, uint64_t now);
+  // Runs an engine call of the progress pass, counting (never passing on)
+  // a std::bad_alloc.
+  template <typename Call>
+  void contain(Call&& call);
   // Mid-pass: each endpoint answers the frames it took (Engine::answer)
   // and sends its outbox.
   void answer(uint64_t now);
@@ -563,10 +572,24 @@ inline bool wants_completion(bool selective, uint64_t flags) {
 // What lib/proto's calls return (0 or a negative errno: -EAGAIN when the
 // send or receive queue is full, -EMSGSIZE above the message size, -ENOENT
 // for nothing to cancel or claim, -EINVAL for a bad iov) as an fi_errno.
+// Runs an engine call from an fi_* entry point.  The engine answers a
+// failed allocation of a buffer itself (-ENOMEM, an error response); one
+// of a record or a queue node throws std::bad_alloc, which stops here: no
+// exception crosses into the application's C code.
+template <typename Call>
+int engine_call(Call&& call) {
+  try {
+    return call();
+  } catch (const std::bad_alloc&) {
+    return -ENOMEM;
+  }
+}
+
 inline ssize_t engine_errno(int ret) {
   switch (ret) {
     case 0: return 0;
     case -EAGAIN: return -FI_EAGAIN;
+    case -ENOMEM: return -FI_ENOMEM;
     case -EMSGSIZE: return -FI_EMSGSIZE;
     case -ENOENT: return -FI_ENOENT;
     default: return -FI_EINVAL;

@@ -75,6 +75,7 @@ class TargetHost final : public remote::Host {
     if (modified && region != nullptr) static_cast<Cntr*>(region)->add(1);
   }
   bool may_lend_reads() const override { return ep_->remote_read_cntr == nullptr; }
+  bool remote_cq_room() const override { return ep_->rx_cq == nullptr || !ep_->rx_cq->full(); }
   void remote_cq_data(uint64_t peer_key, uint64_t data) override {
     if (ep_->rx_cq == nullptr) return;
     const fi_addr_t source = ep_->av != nullptr && ep_->has_cap(FI_SOURCE)
@@ -150,7 +151,7 @@ ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRe
   if (!cq_entry) request.user_flags |= kNoCqEntry;
   if (cq_entry && !ep.take_cq_slot(ep.tx_cq, &ep.tx_cq_slots, &request.user_flags))
     return -FI_EAGAIN;
-  const int ret = ep.engine->send(peer, request, now_ns());
+  const int ret = engine_call([&] { return ep.engine->send(peer, request, now_ns()); });
   if (ret != 0 && cq_entry) ep.give_cq_slot(ep.tx_cq, &ep.tx_cq_slots);
   if (ret == -EAGAIN) ep.port().progress_if_manual();
   ep.flush_unless_held();

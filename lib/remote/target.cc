@@ -54,6 +54,9 @@ proto::Placement Target::place(const uint8_t* first, size_t first_length,
       op.length != request_length - kRemoteOpSize || op.length == 0 ||
       !host_.has_cap(FI_RMA) || !host_.has_cap(FI_REMOTE_WRITE))
     return {};
+  // A write whose CQ entry has no room is refused (serve_rma): assembled,
+  // so its data does not land first.
+  if ((op.flags & wire::kRemoteHasData) && !host_.remote_cq_room()) return {};
   uint8_t* target = nullptr;
   void* region = nullptr;
   if (host_.resolve(op.key, op.addr, op.length, FI_REMOTE_WRITE, &target, &region) != 0)
@@ -80,10 +83,16 @@ proto::Response Target::serve_rma(uint64_t peer_key, const RemoteOp& op, const u
   const uint64_t access = write ? FI_REMOTE_WRITE : FI_REMOTE_READ;
   if (!host_.has_cap(FI_RMA) || !host_.has_cap(access)) return refused(FI_EOPNOTSUPP);
   if (write && op.length != length) return refused(FI_EINVAL);
+  // Before anything is allocated or written: a read no message can carry,
+  // and a write whose remote CQ data has no room in the target's CQ (which
+  // never grows past its size).
+  if (!write && op.length > engine_.config().max_msg_size) return refused(FI_EMSGSIZE);
   uint8_t* target = nullptr;
   void* region = nullptr;
   if (const int status = host_.resolve(op.key, op.addr, op.length, access, &target, &region))
     return refused(status);
+  if (write && (op.flags & wire::kRemoteHasData) && !host_.remote_cq_room())
+    return refused(FI_ENOSPC);
   proto::Response response;
   if (write) {
     if (!placed && op.length != 0) {
@@ -102,6 +111,7 @@ proto::Response Target::serve_rma(uint64_t peer_key, const RemoteOp& op, const u
       response.lent_length = op.length;
     } else {
       response.data = engine_.response_bytes(op.length);
+      if (response.data.size() != op.length) return refused(FI_ENOMEM);
       if (op.length != 0) std::memcpy(response.data.data(), target, op.length);
     }
     host_.count_remote(false, region, false);
@@ -139,7 +149,10 @@ proto::Response Target::serve_atomic(const RemoteOp& request, const uint8_t* dat
     return refused(status);
   if (needed & FI_REMOTE_WRITE) engine_.recall_lent(target, bytes);
   proto::Response response;
-  if (c != Class::kBase) response.data = engine_.response_bytes(bytes);
+  if (c != Class::kBase) {
+    response.data = engine_.response_bytes(bytes);
+    if (response.data.size() != bytes) return refused(FI_ENOMEM);
+  }
   const int ret = atomic::apply(op, datatype, c, target, operands ? data : nullptr,
                                 c == Class::kCompare ? data + operands : nullptr,
                                 c != Class::kBase ? response.data.data() : nullptr, count);

@@ -23,6 +23,10 @@
 //                    (datatype, op) is not offered
 //   FI_EMSGSIZE      more atomic elements than fi_atomicvalid allows
 //   FI_EINVAL        a malformed request
+//   FI_ENOSPC        a write with remote CQ data while the target's receive
+//                    CQ has no room for its entry (a placed write's data
+//                    may have landed; the entry never overflows the CQ)
+//   FI_ENOMEM        no buffer could be had for the answer
 #pragma once
 
 #include <rdma/fabric.h>
@@ -66,8 +70,12 @@ class Host {
   // access, so the region's own counter (FI_RMA_EVENT) counts it too.
   virtual void count_remote(bool as_write, void* region, bool modified) = 0;
   // fi_writedata's data, for the target's CQ (fi_rma(3)); `peer_key` names
-  // the writer (proto::peer_key of its address).
+  // the writer (proto::peer_key of its address).  Called only after
+  // remote_cq_room said yes, under the same lock.
   virtual void remote_cq_data(uint64_t peer_key, uint64_t data) = 0;
+  // Whether the CQ that remote CQ data goes to can take one more entry
+  // (or there is none: the data goes nowhere).
+  virtual bool remote_cq_room() const = 0;
   // Whether a read's bytes may still be sent from the region after the read
   // is counted (proto::Response::lent_bytes).  Not when the application
   // watches reads being counted (an FI_REMOTE_READ counter): it may take

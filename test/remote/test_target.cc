@@ -9,8 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <rdma/fi_errno.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <map>
 #include <memory>
 #include <vector>
@@ -38,6 +42,9 @@ class MemoryHost : public Host {
   std::map<uint64_t, Region> regions;
   uint64_t remote_writes = 0, remote_reads = 0;
   std::vector<std::pair<uint64_t, uint64_t>> cq_data;  // (peer, data)
+  size_t cq_room = 1024;  // entries its CQ takes (remote_cq_room)
+  // Regions over memory the test mapped itself (base, size), any access.
+  std::map<uint64_t, std::pair<uint64_t, size_t>> external;
 
   uint8_t* add(uint64_t key, size_t size, uint64_t access) {
     Region& r = regions[key];
@@ -52,6 +59,13 @@ class MemoryHost : public Host {
   bool has_cap(uint64_t cap) const override { return (caps & cap) == cap; }
   int resolve(uint64_t key, uint64_t addr, uint64_t length, uint64_t access, uint8_t** out,
               void** region) override {
+    if (auto e = external.find(key); e != external.end()) {
+      const auto [base, size] = e->second;
+      if (addr < base || addr - base > size || length > size - (addr - base)) return FI_EFAULT;
+      *out = reinterpret_cast<uint8_t*>(addr);
+      *region = nullptr;
+      return 0;
+    }
     auto it = regions.find(key);
     if (it == regions.end()) return FI_EKEYREJECTED;
     Region& r = it->second;
@@ -70,6 +84,7 @@ class MemoryHost : public Host {
   void remote_cq_data(uint64_t peer_key, uint64_t data) override {
     cq_data.emplace_back(peer_key, data);
   }
+  bool remote_cq_room() const override { return cq_data.size() < cq_room; }
   bool may_lend_reads() const override { return lend; }
 };
 
@@ -78,6 +93,19 @@ std::vector<uint8_t> request(const RemoteOp& op, const void* data = nullptr, siz
   encode(op, bytes.data());
   if (length != 0) std::memcpy(bytes.data() + kRemoteOpSize, data, length);
   return bytes;
+}
+
+// Limits this process's address space to what it maps now plus `extra`
+// bytes (RLIMIT_AS): allocations beyond fail.
+bool limit_address_space(size_t extra) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmSize:", 0) != 0) continue;
+    const rlim_t now = std::stoull(line.substr(7)) * 1024;
+    const rlimit limit{now + extra, now + extra};
+    return setrlimit(RLIMIT_AS, &limit) == 0;
+  }
+  return false;
 }
 
 RemoteOp rma(RemoteKind kind, uint64_t key, uint64_t addr, uint64_t length) {
@@ -242,6 +270,82 @@ TEST_F(TargetTest, AWriteIsPlacedWhereItsHeaderSaysAndOnlyThere) {
   EXPECT_EQ(target.place(bad.data(), bad.size(), bad.size() + 50).target, nullptr);
   const std::vector<uint8_t> read = request(rma(RemoteKind::kRead, 4, host.address(4), 50));
   EXPECT_EQ(target.place(read.data(), read.size(), read.size()).target, nullptr);
+}
+
+TEST_F(TargetTest, AWriteWithRemoteDataIsRefusedWhileTheCqHasNoRoom) {
+  // Expect: the host's CQ takes 2 entries.  Two writes with remote CQ data
+  // land and report their data; the third is refused with FI_ENOSPC before
+  // a byte of it lands, and its data is not reported (the CQ never grows
+  // past its size).  Such a write is not placed either (it would land
+  // before it is refused).  A write without remote data still lands.
+  host.cq_room = 2;
+  uint8_t* region = host.add(6, 64, FI_REMOTE_WRITE);
+  const uint8_t data[4] = {1, 2, 3, 4};
+  for (int i = 0; i < 3; ++i) {
+    RemoteOp op = rma(RemoteKind::kWrite, 6, host.address(6, 8 * i), sizeof(data));
+    op.flags = wire::kRemoteHasData;
+    op.cq_data = 100 + i;
+    EXPECT_EQ(serve(request(op, data, sizeof(data))).status, i < 2 ? 0 : FI_ENOSPC) << i;
+  }
+  ASSERT_EQ(host.cq_data.size(), 2u);
+  EXPECT_EQ(region[16], 0) << "the refused write landed";
+  EXPECT_EQ(host.remote_writes, 2u);
+  RemoteOp with_data = rma(RemoteKind::kWrite, 6, host.address(6, 32), 16);
+  with_data.flags = wire::kRemoteHasData;
+  const std::vector<uint8_t> head = request(with_data);
+  EXPECT_EQ(target.place(head.data(), head.size(), head.size() + 16).target, nullptr);
+  EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 6, host.address(6, 24), 4), data, 4)).status, 0);
+  EXPECT_EQ(region[24], 1);
+}
+
+TEST(Target, AReadNoMessageCanCarryIsRefusedBeforeItsBytesAreCopied) {
+  // Expect: with reads copied at once (the host may not lend) and messages
+  // of at most 1 MiB, a 4 MiB read is answered FI_EMSGSIZE by the target
+  // itself, with no buffer of its bytes made; a 1 MiB read is served.
+  proto::TransportConfig config;
+  config.max_msg_size = 1 << 20;
+  proto::Engine engine(config, kMacB, 0, 0xB0B0B0B1);
+  MemoryHost host;
+  Target target(host, engine);
+  host.lend = false;
+  host.add(8, 4 << 20, FI_REMOTE_READ);
+  const std::vector<uint8_t> big = request(rma(RemoteKind::kRead, 8, host.address(8), 4 << 20));
+  const proto::Response refused = target.serve(1, big.data(), big.size(), 0);
+  EXPECT_EQ(refused.status, FI_EMSGSIZE);
+  EXPECT_EQ(refused.data.capacity(), 0u);
+  EXPECT_EQ(host.remote_reads, 0u);
+  const std::vector<uint8_t> fits = request(rma(RemoteKind::kRead, 8, host.address(8), 1 << 20));
+  const proto::Response served = target.serve(1, fits.data(), fits.size(), 0);
+  EXPECT_EQ(served.status, 0);
+  EXPECT_EQ(served.data.size(), size_t{1} << 20);
+}
+
+TEST(Target, AReadWithNoMemoryForItsCopyIsAnsweredNotThrown) {
+  // Expect: in a process whose address space is nearly used up (RLIMIT_AS),
+  // a 512 MiB read that must be copied (the host may not lend) is answered
+  // FI_ENOMEM; nothing throws, and the process goes on.  (Run in a child
+  // process: the limit is for it alone.  Skipped under sanitizers, whose
+  // allocators abort instead of failing.)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizer allocators abort on a failed allocation";
+#endif
+  const auto child = [] {
+    constexpr size_t kRead = size_t{512} << 20;
+    MemoryHost host;
+    host.lend = false;
+    void* mapped = mmap(nullptr, kRead, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mapped == MAP_FAILED) std::_Exit(3);
+    const uint64_t base = reinterpret_cast<uint64_t>(mapped);
+    host.external[9] = {base, kRead};
+    proto::Engine engine(proto::TransportConfig{}, kMacB, 0, 0xB0B0B0B2);
+    Target target(host, engine);
+    const std::vector<uint8_t> read = request(rma(RemoteKind::kRead, 9, base, kRead));
+    if (!limit_address_space(64 << 20)) std::_Exit(4);
+    const proto::Response r = target.serve(1, read.data(), read.size(), 0);
+    std::_Exit(r.status == FI_ENOMEM ? 0 : 5);
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_F(TargetTest, AtomicsApplyAndReturnTheOldValues) {
@@ -559,6 +663,70 @@ TEST(TargetOverTheTransport, AWriteWhoseRegionClosesMidwayPlacesNothingMoreAndFa
   size_t written_after = 0;
   for (size_t i = 0; i < LentReadLink::kLength; ++i) written_after += region[i] != 0x11;
   EXPECT_EQ(written_after, 0u) << "bytes of the write landed after its region closed";
+}
+
+TEST(TargetOverTheTransport, AReadServedWhileAWriteIsPlacedKeepsWhatItRead) {
+  // A 64 KiB write from A is placed into its region as it arrives; its
+  // segments past the first 16 KiB are lost for a while.  Meanwhile C reads
+  // the whole region: served from the region itself (lent), its answer
+  // lost until the write is through, so resent after the write's later
+  // segments landed on the bytes it lends.
+  // Expect: C's read returns the region as it was when the read was
+  // served (the write's first part, then the old bytes), not the write's
+  // later segments: each placed segment recalls what is lent from its bytes.
+  LentReadLink t(37);
+  const uint8_t mac_c[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3C};
+  const size_t c = t.link.add(proto::TransportConfig{}, mac_c, 0, 0xC0000037);
+  bool hold_write = true;
+  t.link.keep = [&](size_t from, const wire::FrameHeader& h) {
+    if (from == t.a && hold_write && h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) &&
+        h.offset >= (16 << 10))
+      return false;
+    return !(t.lose_responses && from == t.b &&
+             h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse));
+  };
+  uint8_t* region = t.region(13, FI_REMOTE_READ | FI_REMOTE_WRITE);
+  const std::vector<uint8_t> data(LentReadLink::kLength, 0x5A);
+  t.send(request(rma(RemoteKind::kWrite, 13, t.host.address(13), LentReadLink::kLength),
+                 data.data(), LentReadLink::kLength));
+  for (int step = 0; step < 4000 && region[0] != 0x5A; ++step) t.link.step();
+  ASSERT_EQ(region[0], 0x5A) << "the write's first bytes never arrived";
+  ASSERT_NE(region[LentReadLink::kLength - 1], 0x5A) << "the write arrived whole before the read";
+
+  std::vector<uint8_t> got(LentReadLink::kLength, 0);
+  const std::vector<uint8_t> read =
+      request(rma(RemoteKind::kRead, 13, t.host.address(13), LentReadLink::kLength));
+  iovec iov{const_cast<uint8_t*>(read.data()), read.size()};
+  proto::SendRequest s;
+  s.iov = &iov;
+  s.iov_count = 1;
+  s.copy = true;
+  s.request = true;
+  s.response_iov[0] = {got.data(), got.size()};
+  s.response_iov_count = 1;
+  ASSERT_EQ(t.link.engine(c).send(t.link.address(t.b), s, t.link.now()), 0);
+  std::vector<uint8_t> when_read;
+  for (int step = 0; step < 4000 && t.host.remote_reads == 0; ++step) t.link.step();
+  ASSERT_EQ(t.host.remote_reads, 1u);
+  when_read.assign(region, region + LentReadLink::kLength);
+  ASSERT_NE(when_read.back(), 0x5A) << "the write was whole when the read was served";
+  hold_write = false;
+  for (const uint64_t end = t.link.now() + 10'000'000'000ull;
+       t.link.now() < end && t.host.remote_writes == 0;)
+    t.link.step();
+  ASSERT_EQ(t.host.remote_writes, 1u);
+  t.lose_responses = false;
+  bool read_done = false;
+  for (const uint64_t end = t.link.now() + 10'000'000'000ull; t.link.now() < end && !read_done;) {
+    t.link.step();
+    for (const proto::Completion& done : t.link.engine(c).completions()) {
+      EXPECT_EQ(done.error, 0);
+      read_done = true;
+    }
+    t.link.engine(c).completions().clear();
+  }
+  ASSERT_TRUE(read_done);
+  EXPECT_TRUE(got == when_read) << "the read returned bytes the write placed after it was served";
 }
 
 }  // namespace
