@@ -6,9 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 #include <thread>
 
@@ -110,6 +113,27 @@ int initialise(SharedHeader* header, uint32_t capacity, uint64_t map_addr, void*
   return 0;
 }
 
+// Empty when this process may use the object fd opened: it belongs to our
+// effective uid and no other user may write it.  Root opens any file, so
+// this is what keeps another user's object out, not the open's access check.
+std::string foreign(int fd, const std::string& object, int* error) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    *error = errno;
+    return "fstat: " + std::string(strerror(*error));
+  }
+  *error = EACCES;
+  char mode[8];
+  snprintf(mode, sizeof(mode), "0%03o", static_cast<unsigned>(st.st_mode & 07777));
+  const std::string what = "/dev/shm" + object + " belongs to uid " + std::to_string(st.st_uid) +
+                           ", mode " + mode + ": ";
+  if (st.st_uid != geteuid())
+    return what + "a shared AV is only used by its owner (this process is uid " +
+           std::to_string(geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return what + "others may write it";
+  return {};
+}
+
 std::string layout_mismatch(const SharedHeader& h, size_t size) {
   if (h.magic != kSharedMagic) return "it is not a dpdk provider AV";
   if (h.layout_version != kSharedLayoutVersion)
@@ -119,6 +143,17 @@ std::string layout_mismatch(const SharedHeader& h, size_t size) {
     return "its header or entry size differs from this provider's";
   if (h.capacity == 0 || h.capacity > kSharedMaxCapacity || object_size(h.capacity) != size)
     return "its size does not match its capacity";
+  // Values a writer of this layout never leaves, even half-way through a
+  // change: each would index beyond the entries.
+  const auto above = [&](const char* field, uint64_t value) {
+    return "its header is corrupt: " + std::string(field) + " " + std::to_string(value) +
+           " is above its capacity " + std::to_string(h.capacity);
+  };
+  if (h.high_water.load(std::memory_order_relaxed) > h.capacity)
+    return above("high water", h.high_water.load(std::memory_order_relaxed));
+  if (h.free_hint > h.capacity) return above("free hint", h.free_hint);
+  if (h.count > h.capacity) return above("count", h.count);
+  if (h.holes > h.capacity) return above("holes", h.holes);
   return {};
 }
 
@@ -164,12 +199,19 @@ int SharedTable::open(std::string_view name, const Options& options,
         return -ENOENT;
       }
       if (fd < 0) return system_error(why, "shm_open", errno);
+      // Before anything else touches it (flock could wait on its owner).
+      int error = 0;
+      if (std::string refusal = foreign(fd, table->object_, &error); !refusal.empty()) {
+        ::close(fd);
+        *why = std::move(refusal);
+        return -error;
+      }
     }
     table->fd_ = fd;  // closed by the destructor from here on
     if (const int ret = flock_retry(fd, LOCK_SH); ret != 0) return system_error(why, "flock", -ret);
     // Removed between shm_open and flock (by its last closer, or as stale).
     if (!still_linked(fd)) {
-      close(fd);
+      ::close(fd);
       table->fd_ = -1;
       continue;
     }
@@ -196,14 +238,16 @@ int SharedTable::open(std::string_view name, const Options& options,
         shm_unlink(object);
         return system_error(why, "pthread_mutex_init", -ret);
       }
+      table->capacity_ = capacity;
       table->created_ = true;
     } else {
       // A clean close removes the object, so one that no other process
       // holds was left by processes that died: start afresh.  (Or its
       // creator has not taken its lock yet; it notices and starts again.)
       if (nobody_else_holds(fd)) {
-        shm_unlink(object);
-        close(fd);
+        if (shm_unlink(object) != 0 && errno != ENOENT)
+          return system_error(why, "shm_unlink of an object left by processes that died", errno);
+        ::close(fd);
         table->fd_ = -1;
         if (options.read_only) {
           *why =
@@ -214,7 +258,7 @@ int SharedTable::open(std::string_view name, const Options& options,
         continue;
       }
       if (!still_linked(fd)) {
-        close(fd);
+        ::close(fd);
         table->fd_ = -1;
         continue;
       }
@@ -257,6 +301,7 @@ int SharedTable::open(std::string_view name, const Options& options,
       table->map_ = map;
       table->map_size_ = size;
       table->header_ = static_cast<SharedHeader*>(map);
+      table->capacity_ = capacity;
     }
     table->entries_ =
         reinterpret_cast<SharedEntry*>(static_cast<uint8_t*>(table->map_) + sizeof(SharedHeader));
@@ -267,9 +312,12 @@ int SharedTable::open(std::string_view name, const Options& options,
   return -EAGAIN;
 }
 
-SharedTable::~SharedTable() {
+int SharedTable::close(std::string* why) {
   if (map_ != nullptr) munmap(map_, map_size_);
-  if (fd_ < 0) return;
+  map_ = nullptr;
+  header_ = nullptr;
+  entries_ = nullptr;
+  if (fd_ < 0) return 0;
   // The last one out removes the name.  Each closer gives its shared lock
   // up for good, then tries for the lock alone: of closers racing here,
   // the last to try finds only locks of holders still open (who close
@@ -281,33 +329,91 @@ SharedTable::~SharedTable() {
   flock_retry(fd_, LOCK_UN);
   const bool alone = flock_retry(fd_, LOCK_EX | LOCK_NB) == 0;
   if (close_pause_for_test != nullptr) close_pause_for_test(alone);
-  if (alone && still_linked(fd_)) shm_unlink(object_.c_str());
-  close(fd_);
+  int ret = 0;
+  // ENOENT: someone removed it already, which is what we wanted.
+  if (alone && still_linked(fd_) && shm_unlink(object_.c_str()) != 0 && errno != ENOENT)
+    ret = system_error(why, ("shm_unlink /dev/shm" + object_).c_str(), errno);
+  ::close(fd_);
+  fd_ = -1;
+  return ret;
+}
+
+SharedTable::~SharedTable() {
+  std::string why;
+  close(&why);
+}
+
+uint32_t SharedTable::high_water() const {
+  return std::min(header_->high_water.load(std::memory_order_acquire), capacity_);
 }
 
 uint32_t SharedTable::count() const {
   uint32_t n = 0;
-  const uint32_t high = header_->high_water.load(std::memory_order_acquire);
+  const uint32_t high = high_water();
   for (uint32_t i = 0; i < high; ++i)
     if (read(i)) ++n;
   return n;
 }
 
 int SharedTable::lock() {
-  const int ret = pthread_mutex_lock(&header_->lock);
-  if (ret == 0) return 0;
+  timespec deadline{};
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  const auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(kSharedLockWait).count();
+  deadline.tv_sec += static_cast<time_t>(wait / 1'000'000'000);
+  deadline.tv_nsec += static_cast<long>(wait % 1'000'000'000);
+  if (deadline.tv_nsec >= 1'000'000'000) {
+    deadline.tv_sec += 1;
+    deadline.tv_nsec -= 1'000'000'000;
+  }
+  int ret;
+  while ((ret = pthread_mutex_clocklock(&header_->lock, CLOCK_MONOTONIC, &deadline)) == EINTR) {
+  }
+  if (ret == ETIMEDOUT) {
+    problem_ = "its writers' lock stayed held for " + std::to_string(kSharedLockWait.count()) +
+               " ms (a process of this uid holds it and does not let go)";
+    return -EAGAIN;
+  }
   if (ret == EOWNERDEAD) {
     repair();
-    if (pthread_mutex_consistent(&header_->lock) == 0) return 0;
-    pthread_mutex_unlock(&header_->lock);
+    if (pthread_mutex_consistent(&header_->lock) == 0) ret = 0;
+    else pthread_mutex_unlock(&header_->lock);
   }
-  return -EIO;
+  if (ret != 0) {
+    problem_ = "its writers' lock cannot be taken: " + std::string(strerror(ret));
+    return -EIO;
+  }
+  if (!header_sane()) {
+    unlock();
+    return -EIO;
+  }
+  return 0;
+}
+
+bool SharedTable::header_sane() {
+  const SharedHeader& h = *header_;
+  const uint32_t high = h.high_water.load(std::memory_order_relaxed);
+  const char* wrong = nullptr;
+  if (h.capacity != capacity_)
+    wrong = "capacity changed";
+  else if (high > capacity_)
+    wrong = "high water above capacity";
+  else if (h.free_hint > high)
+    wrong = "free hint above high water";
+  else if (h.holes > high || h.count != high - h.holes)
+    wrong = "count and holes do not add up to the high water";
+  if (wrong == nullptr) return true;
+  problem_ = std::string("its header is corrupt (") + wrong + "): capacity " +
+             std::to_string(h.capacity) + ", high water " + std::to_string(high) + ", count " +
+             std::to_string(h.count) + ", holes " + std::to_string(h.holes) + ", free hint " +
+             std::to_string(h.free_hint) + "; this process mapped " + std::to_string(capacity_);
+  return false;
 }
 
 void SharedTable::repair() {
   // The dead writer may have left one entry half written (busy): free it,
   // then recount what the counters say, which it may have left behind.
-  const uint32_t high = header_->high_water.load(std::memory_order_relaxed);
+  // (Whatever else it left is for header_sane() to judge.)
+  const uint32_t high = high_water();
   uint32_t count = 0, first_hole = high;
   for (uint32_t i = 0; i < high; ++i) {
     std::atomic<uint32_t>& state = entries_[i].state;
@@ -341,14 +447,22 @@ void SharedTable::publish(uint64_t index, uint32_t state) {
 
 int64_t SharedTable::insert(const Address& address) {
   if (read_only_) return -EACCES;
-  if (lock() != 0) return -EIO;
+  if (const int ret = lock(); ret != 0) return ret;
   SharedHeader& h = *header_;
-  const uint32_t high = h.high_water.load(std::memory_order_relaxed);
+  const uint32_t high = h.high_water.load(std::memory_order_relaxed);  // <= capacity_: sane
   uint32_t index;
   if (h.holes != 0) {
     index = h.free_hint;
-    while (entries_[index].state.load(std::memory_order_relaxed) & kValid) ++index;
-  } else if (high < h.capacity) {
+    while (index < high && (entries_[index].state.load(std::memory_order_relaxed) & kValid))
+      ++index;
+    if (index == high) {
+      problem_ = "its header is corrupt: it counts " + std::to_string(h.holes) +
+                 " unused indices below " + std::to_string(high) + " from " +
+                 std::to_string(h.free_hint) + ", and there are none";
+      unlock();
+      return -EIO;
+    }
+  } else if (high < capacity_) {
     index = high;
   } else {
     unlock();
@@ -378,12 +492,35 @@ int64_t SharedTable::insert(const Address& address) {
 
 int SharedTable::remove(uint64_t index) {
   if (read_only_) return -EACCES;
-  if (lock() != 0) return -EIO;
+  if (index >= capacity_) return -ENOENT;
+  if (const int ret = lock(); ret != 0) return ret;
+  const int ret = remove_locked(index);
+  unlock();
+  return ret;
+}
+
+int SharedTable::remove_all(const uint64_t* indices, size_t n) {
+  if (read_only_) return -EACCES;
+  if (const int ret = lock(); ret != 0) return ret;
+  for (size_t i = 0; i < n; ++i) {
+    if (remove_locked(indices[i]) == -EIO) {
+      unlock();  // entries marked in use behind the count's back: stops part-way
+      return -EIO;
+    }
+  }
+  unlock();
+  return 0;
+}
+
+int SharedTable::remove_locked(uint64_t index) {
   SharedHeader& h = *header_;
   if (index >= h.high_water.load(std::memory_order_relaxed) ||
-      !(entries_[index].state.load(std::memory_order_relaxed) & kValid)) {
-    unlock();
+      !(entries_[index].state.load(std::memory_order_relaxed) & kValid))
     return -ENOENT;
+  if (h.count == 0) {
+    problem_ = "its header is corrupt: index " + std::to_string(index) +
+               " is in use but the count is 0";
+    return -EIO;
   }
   std::atomic<uint32_t>& state = entries_[index].state;
   const uint32_t next = (state.load(std::memory_order_relaxed) & ~(kBusy | kValid)) + kSequenceStep;
@@ -392,12 +529,11 @@ int SharedTable::remove(uint64_t index) {
   ++h.holes;
   if (index < h.free_hint) h.free_hint = static_cast<uint32_t>(index);
   publish(index, next);
-  unlock();
   return 0;
 }
 
 bool SharedTable::read_entry(uint64_t index, Address* address, uint32_t* state) const {
-  if (index >= header_->capacity) return false;
+  if (index >= capacity_) return false;
   const SharedEntry& entry = entries_[index];
   // A writer holds an entry busy for a few stores; a writer that died
   // there leaves it busy until the next writer repairs it: unused till then.
@@ -425,7 +561,7 @@ std::optional<Address> SharedTable::read(uint64_t index) const {
 
 void SharedTable::sync(AddressTable& mirror) {
   const uint64_t generation = header_->generation.load(std::memory_order_acquire);
-  const uint32_t high = header_->high_water.load(std::memory_order_acquire);
+  const uint32_t high = high_water();
   try {
     if (seen_.size() < high) seen_.resize(high, 0);
   } catch (const std::bad_alloc&) {

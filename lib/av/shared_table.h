@@ -9,11 +9,21 @@
 // FI_SOURCE's reverse index stay local), brought up to date by sync()
 // whenever the header's generation moved.
 //
-// Concurrency: writers take the header's robust, process-shared mutex; a
-// writer that dies holding it leaves it to the next writer, which repairs
-// half-written entries.  Readers take no lock: every entry is a sequence
-// lock (its state word), so a reader never sees half an address.  Read-only
-// openers map the object read-only.
+// Concurrency: writers take the header's robust, process-shared mutex, for
+// at most kSharedLockWait (a holder that is stopped or hostile costs a
+// bounded wait, not the caller's port); a writer that dies holding it leaves
+// it to the next writer, which repairs half-written entries.  Readers take
+// no lock: every entry is a sequence lock (its state word), so a reader
+// never sees half an address.  Read-only openers map the object read-only.
+//
+// Trust: only an object that belongs to this process's effective uid and
+// that no other user may write is used (root too: it could open any).  Its
+// creator makes it 0600.  A process of the same uid is trusted with the
+// entries (it can change any address), but not with this process's memory:
+// the capacity is read once at open, and every header field is checked
+// against it before it indexes anything, at open and under the lock at
+// each use, so a corrupt header is an error (-EINVAL at open, -EIO on
+// change), never an access out of bounds.
 //
 // Lifetime: a process that has the object open holds a shared flock(2) on
 // it, which the kernel drops when the process dies.  The last process to
@@ -24,6 +34,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -45,6 +56,9 @@ inline constexpr uint32_t kSharedDefaultCapacity = 65536;
 inline constexpr uint32_t kSharedMaxCapacity = uint32_t{1} << 24;  // 256 MiB
 inline constexpr std::string_view kSharedObjectPrefix = "/fi_dpdk_av.";
 inline constexpr size_t kSharedMaxNameLength = 200;
+// How long a writer waits for the lock.  A live writer holds it for a few
+// hundred ns; the wait is taken under the caller's port lock.
+inline constexpr std::chrono::milliseconds kSharedLockWait{500};
 
 // The layout below is what every process of the node maps; any change to it
 // bumps kSharedLayoutVersion.  Host byte order: the object never leaves the
@@ -93,14 +107,19 @@ class SharedTable {
   // or a negative errno with the reason in *why:
   //   -EINVAL     a name that is empty, too long or holds '/' after the
   //               first byte; a capacity above kSharedMaxCapacity; an object
-  //               of another layout; one with fewer entries than asked for
+  //               of another layout; one with fewer entries than asked for;
+  //               one whose header holds a value out of range
+  //   -EACCES     an object of another uid, or one others may write
   //   -ENOENT     read_only and no process has the table open
   //   -ETIMEDOUT  its creator is alive but never finished initialising it
   //   others      from shm_open, ftruncate, mmap (-EACCES, -ENOSPC, -ENOMEM)
   static int open(std::string_view name, const Options& options, std::unique_ptr<SharedTable>* out,
                   std::string* why);
-  // Unmaps; the last process to close unlinks the object.
-  ~SharedTable();
+  // Unmaps; the last process to close unlinks the object.  Returns 0, or
+  // -errno of a failed shm_unlink (the object stays in /dev/shm) with the
+  // reason in *why.  The table is closed either way; a second call is a no-op.
+  int close(std::string* why);
+  ~SharedTable();  // close(), its error dropped
   // Tests only: called by the destructor between its try for the lock
   // alone (`alone`: it got it) and closing the descriptor, so a test can
   // make two closers interleave exactly there.
@@ -110,17 +129,26 @@ class SharedTable {
 
   bool read_only() const { return read_only_; }
   bool created() const { return created_; }
-  uint32_t capacity() const { return header_->capacity; }
+  uint32_t capacity() const { return capacity_; }
   uint64_t map_addr() const { return header_->map_addr; }
   const std::string& object_name() const { return object_; }
   // The table's own count of indices in use (all processes).
   uint32_t count() const;
 
   // Inserts at the lowest unused index and returns it; -ENOSPC when full,
-  // -EACCES when read-only, -EIO when the lock cannot be recovered.
+  // -EACCES when read-only, -EAGAIN when the lock stayed held for
+  // kSharedLockWait, -EIO when the lock cannot be recovered or the header
+  // is corrupt (problem() says how).
   int64_t insert(const Address& address);
-  // 0, or -ENOENT for an index not in use, -EACCES, -EIO.
+  // 0, or -ENOENT for an index not in use, -EACCES, -EAGAIN, -EIO.
   int remove(uint64_t index);
+  // Removes every index of `indices` that is in use, under one hold of the
+  // lock: all, or nothing on -EACCES or -EAGAIN (-EIO, a corrupt table,
+  // may stop part-way).  Indices not in use (another process removed them
+  // first, or named twice) are skipped.
+  int remove_all(const uint64_t* indices, size_t n);
+  // What the last -EIO or -EAGAIN of insert or remove was about.
+  const std::string& problem() const { return problem_; }
   // The address at index, or nullopt when unused.
   std::optional<Address> read(uint64_t index) const;
 
@@ -134,9 +162,17 @@ class SharedTable {
 
  private:
   SharedTable() = default;
-  int lock();  // 0 or -EIO
+  // 0 and the lock held with a sane header; -EAGAIN, -EIO (problem_ set).
+  int lock();
   void unlock() { pthread_mutex_unlock(&header_->lock); }
   void repair();  // after a writer died holding the lock
+  // Under the lock: whether the counters fit capacity_ and each other;
+  // otherwise problem_ says which does not.
+  bool header_sane();
+  // Under the lock: 0, or -ENOENT for an index not in use, -EIO.
+  int remove_locked(uint64_t index);
+  // The header's high water, never above capacity_ (for lock-free readers).
+  uint32_t high_water() const;
   // Under the lock, after this process changed `index`: bumps the
   // generation, and if nothing else changed since the last sync, keeps the
   // mirror counted as current.
@@ -151,6 +187,8 @@ class SharedTable {
   size_t map_size_ = 0;
   SharedHeader* header_ = nullptr;
   SharedEntry* entries_ = nullptr;
+  uint32_t capacity_ = 0;  // entries mapped: read once at open, never from the header again
+  std::string problem_;
   uint64_t synced_ = ~uint64_t{0};  // generation the mirror reflects
   std::vector<uint32_t> seen_;      // per index: the state the mirror reflects
 };

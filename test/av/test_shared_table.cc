@@ -2,13 +2,20 @@
 // two opens of one name see the same indices, FI_READ opens, layouts and
 // names that are refused, who removes the object, processes that die (an
 // orphaned object, a writer killed holding the lock), concurrent writers,
-// readers racing writers, and the mirror a process keeps.  Each open of a
-// name is its own open file description, so two opens in one process lock
-// against each other exactly as two processes do.
+// readers racing writers, the mirror a process keeps, and what it trusts:
+// an object of another owner or writable by others, a header whose fields
+// are out of range at open or become so later, a lock held for good.  Each
+// open of a name is its own open file description, so two opens in one
+// process lock against each other exactly as two processes do.  The other
+// user's side: test_shared_table_other_user.sh.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +83,72 @@ int open_error(const std::string& name, SharedTable::Options options, std::strin
   Table table;
   return SharedTable::open(name, options, &table, why);
 }
+
+// Maps the whole object `name` read-write, as another process of ours
+// would, to change what the table holds behind its back.
+class Backdoor {
+ public:
+  explicit Backdoor(const std::string& name) {
+    const int fd = shm_open(object_of(name).c_str(), O_RDWR, 0);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0) return;
+    size_ = static_cast<size_t>(st.st_size);
+    void* map = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map != MAP_FAILED) header_ = static_cast<SharedHeader*>(map);
+  }
+  ~Backdoor() {
+    if (header_ != nullptr) munmap(header_, size_);
+  }
+  SharedHeader* header() const { return header_; }
+  SharedEntry* entries() const { return reinterpret_cast<SharedEntry*>(header_ + 1); }
+
+ private:
+  SharedHeader* header_ = nullptr;
+  size_t size_ = 0;
+};
+
+// An object made by hand as an owner would (mode `mode`, whatever the
+// umask; a valid header of `capacity` entries, none used), held open with
+// its shared lock as a live owner holds it.  Removed by the destructor.
+class HandMadeObject {
+ public:
+  HandMadeObject(const std::string& name, mode_t mode, uint32_t capacity)
+      : object_(object_of(name)) {
+    fd_ = shm_open(object_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd_ < 0 || fchmod(fd_, mode) != 0 || flock(fd_, LOCK_SH) != 0) return;
+    size_ = sizeof(SharedHeader) + size_t{capacity} * sizeof(SharedEntry);
+    if (ftruncate(fd_, static_cast<off_t>(size_)) != 0) return;
+    void* map = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (map == MAP_FAILED) return;
+    header_ = static_cast<SharedHeader*>(map);
+    header_->magic = kSharedMagic;
+    header_->layout_version = kSharedLayoutVersion;
+    header_->header_size = sizeof(SharedHeader);
+    header_->entry_size = sizeof(SharedEntry);
+    header_->capacity = capacity;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&header_->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    header_->ready.store(kSharedReady);
+  }
+  ~HandMadeObject() {
+    if (header_ != nullptr) munmap(header_, size_);
+    if (fd_ >= 0) close(fd_);
+    shm_unlink(object_.c_str());
+  }
+  SharedHeader* header() const { return header_; }
+  int fd() const { return fd_; }
+
+ private:
+  std::string object_;
+  int fd_ = -1;
+  size_t size_ = 0;
+  SharedHeader* header_ = nullptr;
+};
 
 SharedTable::Options read_only() {
   SharedTable::Options options;
@@ -470,6 +543,236 @@ TEST(SharedTable, SyncKeepsOwnUserIdsAndDropsReplacedOnes) {
   EXPECT_EQ(mirror.find(2)->address, address_of(9));
   EXPECT_EQ(mirror.find_endpoint(endpoint_key(address_of(9))), 2u);
   EXPECT_EQ(mirror.find_endpoint(endpoint_key(address_of(1))), AddressTable::kNone);
+}
+
+// The mode bits an error message shows: "mode 0666".
+std::string mode_text(mode_t mode) {
+  char text[8];
+  snprintf(text, sizeof(text), "0%03o", static_cast<unsigned>(mode));
+  return std::string("mode ") + text;
+}
+
+// Another user (or another program of ours) could have made the object
+// writable by others: whatever its header says, it is not used, in either
+// mode, and it is left alone.  Only write access for others matters.
+TEST(SharedTable, AnObjectOthersMayWriteIsRefused) {
+  for (const mode_t mode : {0666, 0620, 0602}) {
+    const std::string name = unique_name();
+    HandMadeObject object(name, mode, 8);
+    ASSERT_NE(object.header(), nullptr);
+    std::string why;
+    EXPECT_EQ(open_error(name, {}, &why), -EACCES) << mode_text(mode);
+    EXPECT_NE(why.find(mode_text(mode)), std::string::npos) << why;
+    EXPECT_NE(why.find(object_of(name)), std::string::npos) << "names the object: " << why;
+    EXPECT_EQ(open_error(name, read_only(), &why), -EACCES) << mode_text(mode);
+    EXPECT_TRUE(object_exists(name)) << "a refused object is not removed";
+  }
+  const std::string name = unique_name();
+  HandMadeObject readable(name, 0644, 8);
+  ASSERT_NE(readable.header(), nullptr);
+  Table table = open_ok(name);
+  ASSERT_TRUE(table) << "others may read it: that does not change what we see";
+}
+
+// Root can open any object, so the check is on the owner, not on access:
+// an object of uid 65534 is refused even with mode 0600, held or not (one
+// nobody holds is not ours to discard either).
+TEST(SharedTable, AnObjectOfAnotherOwnerIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give an object away (fchown)";
+  const std::string name = unique_name();
+  HandMadeObject object(name, 0600, 8);
+  ASSERT_NE(object.header(), nullptr);
+  ASSERT_EQ(fchown(object.fd(), 65534, 65534), 0);
+  std::string why;
+  EXPECT_EQ(open_error(name, {}, &why), -EACCES);
+  EXPECT_NE(why.find("uid 65534"), std::string::npos) << why;
+  EXPECT_NE(why.find(object_of(name)), std::string::npos) << why;
+  EXPECT_EQ(open_error(name, read_only(), &why), -EACCES);
+  ASSERT_EQ(flock(object.fd(), LOCK_UN), 0);  // as if its owner had died
+  EXPECT_EQ(open_error(name, {}, &why), -EACCES);
+  EXPECT_TRUE(object_exists(name)) << "another user's object is not removed";
+}
+
+// Header fields that are out of range when the object is opened: refused
+// with the field named, never used.
+TEST(SharedTable, AHeaderOutOfRangeIsRefusedAtOpen) {
+  const std::string name = unique_name();
+  HandMadeObject object(name, 0600, 8);
+  SharedHeader* h = object.header();
+  ASSERT_NE(h, nullptr);
+  struct Case {
+    const char* field;
+    void (*spoil)(SharedHeader*);
+  };
+  const Case cases[] = {
+      {"high water", [](SharedHeader* x) { x->high_water.store(9); }},
+      {"free hint", [](SharedHeader* x) { x->free_hint = 1000; }},
+      {"count", [](SharedHeader* x) { x->count = 9; }},
+      {"holes", [](SharedHeader* x) { x->holes = ~0u; }},
+  };
+  for (const Case& c : cases) {
+    c.spoil(h);
+    std::string why;
+    EXPECT_EQ(open_error(name, {}, &why), -EINVAL) << c.field;
+    EXPECT_NE(why.find(c.field), std::string::npos) << why;
+    EXPECT_EQ(open_error(name, read_only(), &why), -EINVAL) << c.field;
+    h->high_water.store(0);
+    h->free_hint = h->count = h->holes = 0;
+  }
+  Table table = open_ok(name);  // once repaired, it opens
+  ASSERT_TRUE(table);
+  EXPECT_EQ(table->insert(address_of(1)), 0);
+}
+
+// Runs `check` in a child process (so that an out-of-bounds access kills
+// the child, not the test) and returns its exit code, or 128 + the signal
+// that killed it.
+template <typename Check>
+int in_child(Check check) {
+  const pid_t child = fork();
+  if (child == 0) _exit(check());
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Another process of ours may change the header after we opened the table
+// (a bug, or on purpose).  No field of it is ever used as an index beyond
+// the capacity this process mapped: the change is reported (-EIO) or
+// ignored, never a write or read out of bounds.
+TEST(SharedTable, HeaderFieldsChangedAfterOpenAreNeverIndices) {
+  SharedTable::Options eight;
+  eight.capacity = 8;
+  {
+    // Full, but holes says one is free: the search for it must stop at 8.
+    const std::string name = unique_name();
+    Table table = open_ok(name, eight);
+    ASSERT_TRUE(table);
+    for (uint32_t i = 0; i < 8; ++i) ASSERT_EQ(table->insert(address_of(i)), i);
+    Backdoor door(name);
+    ASSERT_NE(door.header(), nullptr);
+    door.header()->holes = 1;
+    door.header()->free_hint = 0;
+    door.header()->count = 7;
+    EXPECT_EQ(table->insert(address_of(99)), -EIO) << "no unused index below 8";
+    // Counters that do not add up (count + holes is the high water): a
+    // removal would take count below 0.
+    door.header()->holes = 0;
+    door.header()->count = 0;
+    EXPECT_EQ(table->remove(3), -EIO);
+    EXPECT_EQ(table->read(3), address_of(3)) << "nothing removed";
+  }
+  {
+    // The header's capacity and high water raised far beyond what was mapped.
+    // (Index 0 comes from another opener, for this one's sync to pick up.)
+    const std::string name = unique_name();
+    Table table = open_ok(name, eight), other = open_ok(name);
+    ASSERT_TRUE(table && other);
+    ASSERT_EQ(other->insert(address_of(0)), 0);
+    Backdoor door(name);
+    ASSERT_NE(door.header(), nullptr);
+    door.header()->capacity = uint32_t{1} << 20;
+    door.header()->high_water.store(uint32_t{1} << 19);
+    door.header()->generation.fetch_add(1);
+    EXPECT_EQ(in_child([&] {
+                if (table->insert(address_of(1)) != -EIO) return 2;
+                if (table->remove(uint64_t{1} << 18) != -ENOENT) return 3;
+                if (table->read(uint64_t{1} << 18) != std::nullopt) return 4;
+                if (table->count() != 1) return 5;
+                AddressTable mirror;
+                table->sync(mirror);
+                if (mirror.count() != 1 || mirror.find(0) == nullptr) return 6;
+                if (table->capacity() != 8) return 1;
+                return 0;
+              }),
+              0)
+        << "1 capacity, 2 insert, 3 remove, 4 read, 5 count, 6 sync; above 128 a signal";
+  }
+  {
+    // free_hint beyond the high water and the capacity.
+    const std::string name = unique_name();
+    Table table = open_ok(name, eight);
+    ASSERT_TRUE(table);
+    ASSERT_EQ(table->insert(address_of(0)), 0);
+    ASSERT_EQ(table->insert(address_of(1)), 1);
+    ASSERT_EQ(table->remove(0), 0);
+    Backdoor door(name);
+    ASSERT_NE(door.header(), nullptr);
+    door.header()->free_hint = uint32_t{1} << 20;
+    EXPECT_EQ(in_child([&] { return table->insert(address_of(2)) == -EIO ? 0 : 1; }), 0);
+  }
+}
+
+// A process of ours that holds the writers' lock and never lets go (stopped,
+// or hostile) costs a writer a bounded wait, not its port: insert and
+// remove give up with -EAGAIN.  The holder lets go after 10 s by itself, so
+// that the test ends without the bound too.
+TEST(SharedTable, ALockHeldForGoodIsWaitedForABoundedTime) {
+  const std::string name = unique_name();
+  Table table = open_ok(name);
+  ASSERT_TRUE(table);
+  ASSERT_EQ(table->insert(address_of(0)), 0);
+  int ready[2], release[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t holder = fork();
+  ASSERT_GE(holder, 0);
+  if (holder == 0) {
+    Backdoor door(name);
+    if (door.header() == nullptr || pthread_mutex_lock(&door.header()->lock) != 0) _exit(1);
+    char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) _exit(1);
+    pollfd wait_for{release[0], POLLIN, 0};
+    poll(&wait_for, 1, 10'000);
+    pthread_mutex_unlock(&door.header()->lock);
+    _exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(table->insert(address_of(1)), -EAGAIN);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(took, 0.2) << "it did wait";
+  EXPECT_LT(took, 5.0) << "but not for good";
+  EXPECT_EQ(table->remove(0), -EAGAIN);
+  EXPECT_EQ(table->read(0), address_of(0)) << "nothing removed";
+  ASSERT_EQ(write(release[1], &byte, 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(holder, &status, 0), holder);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(table->insert(address_of(1)), 1) << "let go: writers go on";
+  for (int fd : {ready[0], ready[1], release[0], release[1]}) close(fd);
+}
+
+// A last closer whose shm_unlink fails (here: /dev/shm made read-only under
+// it, in a mount namespace of its own) says so, rather than leaving the
+// object behind in silence; the table is closed either way.  Needs root
+// (unshare, mount); skipped otherwise.
+TEST(SharedTable, CloseReportsAnUnlinkThatFailed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace";
+  const std::string name = unique_name();
+  const int result = in_child([&] {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr))
+      return 10;
+    Table table;
+    std::string why;
+    if (SharedTable::open(name, {}, &table, &why) != 0) return 11;
+    // A bind mount of /dev/shm that nothing has open can be made read-only.
+    SharedTable::close_pause_for_test = [](bool) {
+      mount("/dev/shm", "/dev/shm", nullptr, MS_BIND, nullptr);
+      mount(nullptr, "/dev/shm", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr);
+    };
+    if (table->close(&why) != -EROFS) return 1;
+    if (why.find("shm_unlink") == std::string::npos) return 2;
+    if (why.find(object_of(name)) == std::string::npos) return 3;
+    if (table->close(&why) != 0) return 4;  // closed already
+    return 0;
+  });
+  if (result == 10) GTEST_SKIP() << "no mount namespace here";
+  EXPECT_EQ(result, 0) << "1 not -EROFS, 2 3 the reason, 4 a second close";
+  EXPECT_TRUE(object_exists(name)) << "left behind, as reported";
+  shm_unlink(object_of(name).c_str());
 }
 
 }  // namespace
