@@ -66,20 +66,31 @@ constexpr int kMaxRxCtxBits = 32;
 constexpr size_t kMaxInsert = std::numeric_limits<int>::max();
 
 int from_table_error(int64_t ret) {
-  return ret == -ENOSPC ? FI_ENOSPC : ret == -EIO ? FI_EIO : FI_ENOMEM;
+  switch (ret) {
+    case -ENOSPC: return FI_ENOSPC;
+    case -EAGAIN: return FI_EAGAIN;
+    case -EIO: return FI_EIO;
+    default: return FI_ENOMEM;
+  }
 }
 
 // One address into the AV: a named AV picks the index in the node's table
 // and mirrors it (the key and user id stay in this process's mirror).
-// Returns the index or -ENOSPC / -ENOMEM / -EIO.
+// Returns the index or -ENOSPC / -ENOMEM / -EAGAIN / -EIO (the shared
+// table's lock stayed held, or it is corrupt: logged here).
 int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> user_id,
                    uint32_t network_key) {
   if (av->shared == nullptr) return av->table.insert(address, user_id, network_key);
   const int64_t index = av->shared->insert(address);
+  if (index == -EAGAIN || index == -EIO)
+    DPDK_WARN(FI_LOG_AV, "named AV \"%s\": insert: %s\n", av->name.c_str(),
+              av->shared->problem().c_str());
   if (index < 0) return index;
   const int64_t mirrored =
       av->table.insert_at(static_cast<uint64_t>(index), address, user_id, network_key);
-  if (mirrored < 0) av->shared->remove(static_cast<uint64_t>(index));
+  if (mirrored < 0 && av->shared->remove(static_cast<uint64_t>(index)) != 0)
+    DPDK_WARN(FI_LOG_AV, "named AV \"%s\": index %ld stays taken, not mirrored: %s\n",
+              av->name.c_str(), static_cast<long>(index), av->shared->problem().c_str());
   return mirrored;
 }
 
@@ -89,7 +100,9 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
 // error entry per failed address (data: its index within the call), then
 // one FI_AV_COMPLETE (data: the number inserted).  Failed addresses get
 // FI_ADDR_NOTAVAIL in fi_addr, and with FI_SYNC_ERR their fabric errno
-// (positive, 0 for success) in the int array `context` points to.
+// (positive, 0 for success) in the int array `context` points to.  When a
+// named AV's lock stays held (FI_EAGAIN), the rest of the call is aborted
+// (FI_ECANCELED, fi_av(3)) rather than waiting again for each address.
 // With FI_AUTH_KEY, fi_addr[i] holds on input the key handle of address i
 // (one that names no key fails that address with FI_EINVAL).
 template <typename AddressAt>
@@ -134,10 +147,13 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
       return -FI_ENOEQ;
     }
     av->refresh();
+    bool aborted = false;
     for (size_t i = 0; i < count; ++i) {
       int error = 0;
       const std::optional<av::Address> address = address_at(i);
-      if (!address) {
+      if (aborted) {
+        error = FI_ECANCELED;
+      } else if (!address) {
         error = FI_EINVAL;
       } else if ((flags & kAuthKeyFlag) && !av->auth_key_table.valid(fi_addr[i])) {
         error = FI_EINVAL;  // not a key handle
@@ -152,6 +168,7 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
         const int64_t index = insert_one(av, *address, user_id, network_key);
         if (index < 0) {
           error = from_table_error(index);
+          aborted = error == FI_EAGAIN;
         } else {
           if (fi_addr != nullptr) fi_addr[i] = static_cast<fi_addr_t>(index);
           ++inserted;
@@ -312,12 +329,19 @@ int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) 
       return -FI_EINVAL;
     }
   }
+  // The node's table first, all at once: when its lock stays held nothing
+  // is removed anywhere.  Indices another process removed first are skipped.
+  if (av->shared != nullptr) {
+    if (const int ret = av->shared->remove_all(fi_addr, count); ret != 0) {
+      DPDK_WARN(FI_LOG_AV, "named AV \"%s\": remove: %s\n", av->name.c_str(),
+                av->shared->problem().c_str());
+      return ret == -EAGAIN ? -FI_EAGAIN : -FI_EIO;
+    }
+  }
   for (size_t i = 0; i < count; ++i) {
     const av::Entry* entry = av->table.find(fi_addr[i]);
     if (entry == nullptr) continue;  // named twice in this call
     const uint64_t key = av::endpoint_key(entry->address);
-    // Another process may have removed it first: gone either way.
-    if (av->shared != nullptr) av->shared->remove(fi_addr[i]);
     av->table.remove(fi_addr[i]);
     if (av->table.find_endpoint(key) != av::AddressTable::kNone) continue;
     for (Endpoint* ep : av->endpoints) {
@@ -496,10 +520,22 @@ int av_close(fid* fid) {
     DPDK_INFO(FI_LOG_AV, "AV close: %d endpoints still bound\n", av->refs.load());
     return -FI_EBUSY;
   }
+  // A named AV's last closer removes the object: when that fails it stays
+  // in /dev/shm (and the next opener of the name finds it), so say so.  The
+  // AV is closed either way.
+  int ret = 0;
+  if (av->shared != nullptr) {
+    std::string why;
+    if (const int unlinked = av->shared->close(&why); unlinked != 0) {
+      DPDK_WARN(FI_LOG_AV, "named AV \"%s\" closed, but its object was not removed: %s\n",
+                av->name.c_str(), why.c_str());
+      ret = unlinked == -EACCES || unlinked == -EPERM ? unlinked : -FI_EIO;
+    }
+  }
   if (av->eq != nullptr) av->eq->refs--;
   av->domain->refs--;
   delete av;
-  return 0;
+  return ret;
 }
 
 fi_ops g_av_fid_ops = {
@@ -545,6 +581,11 @@ int open_shared(Av* av, fi_av_attr* attr) {
     ret = av::SharedTable::open(av->name, options, &av->shared, &why);
   } catch (const std::bad_alloc&) {
     return -FI_ENOMEM;
+  }
+  if (ret == -EACCES) {
+    DPDK_WARN(FI_LOG_AV, "named AV \"%s\"%s refused: %s\n", attr->name,
+              options.read_only ? " (FI_READ)" : "", why.c_str());
+    return ret;
   }
   if (ret != 0) {
     DPDK_INFO(FI_LOG_AV, "named AV \"%s\"%s: %s\n", attr->name,

@@ -2,16 +2,23 @@
 // libfabric on one net_ring port: two opens of one name share the indices,
 // an endpoint bound to a read-only view sends to an index another handle
 // inserted and is reported by FI_SOURCE under the index the other handle
-// gave it, read-only views refuse changes, and fi_getinfo offers
-// FI_SHARED_AV and FI_AV_USER_ID.  Two processes: test/multiproc.
+// gave it, read-only views refuse changes, an object others may write is
+// refused, a writers' lock held for good costs an insert a bounded wait,
+// and fi_getinfo offers FI_SHARED_AV and FI_AV_USER_ID.  Two processes:
+// test/multiproc.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "lib/av/address.h"
+#include "lib/av/shared_table.h"
 #include "test/support/messaging.h"
 
 namespace ofi_dpdk::test {
@@ -220,6 +227,77 @@ TEST_F(AvSharedTest, TheLastCloseRemovesTheName) {
   EXPECT_FALSE(object_exists(name));
   fid_av* c = nullptr;
   EXPECT_EQ(open_named(name, FI_READ, &c), -FI_ENOENT);
+}
+
+// An object of ours that others may write (here: made so after it was
+// created) is refused to the next opener with -FI_EACCES.
+TEST_F(AvSharedTest, AnObjectOthersMayWriteIsRefused) {
+  const std::string name = unique_name();
+  fid_av *first = nullptr, *second = nullptr;
+  ASSERT_EQ(open_named(name, 0, &first), 0);
+  const int fd = shm_open(("/fi_dpdk_av." + name).c_str(), O_RDONLY, 0);
+  ASSERT_GE(fd, 0);
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "created for its owner only";
+  ASSERT_EQ(fchmod(fd, 0666), 0);
+  close(fd);
+  EXPECT_EQ(open_named(name, 0, &second), -FI_EACCES);
+  EXPECT_EQ(open_named(name, FI_READ, &second), -FI_EACCES);
+}
+
+// A thread that holds the table's writers' lock and does not let go (as a
+// stopped process would): the first address of an insert call waits a
+// bounded time and fails with FI_EAGAIN, the rest of the call is aborted
+// (FI_ECANCELED, fi_av(3)) without waiting again, and fi_av_remove fails
+// with -FI_EAGAIN, removing nothing.  The holder lets go after 10 s by
+// itself, so that the test ends without the bound too.
+TEST_F(AvSharedTest, ALockHeldForGoodFailsInsertsWithEAgain) {
+  const std::string name = unique_name();
+  fid_av* av = nullptr;
+  ASSERT_EQ(open_named(name, 0, &av), 0);
+  uint8_t natives[3][av::kNativeAddressSize];
+  for (int i = 0; i < 3; ++i)
+    av::to_native(*av::from_string("fi_dpdk://02:00:00:00:00:0" + std::to_string(i + 1) + "/1"),
+                  natives[i]);
+  fi_addr_t first = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(av, natives[0], 1, &first, 0, nullptr), 1);
+
+  const int fd = shm_open(("/fi_dpdk_av." + name).c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  void* map = mmap(nullptr, sizeof(av::SharedHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(map, MAP_FAILED);
+  auto* header = static_cast<av::SharedHeader*>(map);
+  std::atomic<bool> held{false}, release{false};
+  std::thread holder([&] {
+    if (pthread_mutex_lock(&header->lock) != 0) return;
+    held = true;
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!release && std::chrono::steady_clock::now() < limit)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    pthread_mutex_unlock(&header->lock);
+  });
+  while (!held) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  fi_addr_t fi_addrs[3] = {0, 0, 0};
+  int status[3] = {-1, -1, -1};
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(fi_av_insert(av, natives, 3, fi_addrs, FI_SYNC_ERR, status), 0);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(status[0], FI_EAGAIN);
+  EXPECT_EQ(status[1], FI_ECANCELED) << "aborted: no second wait";
+  EXPECT_EQ(status[2], FI_ECANCELED);
+  for (fi_addr_t a : fi_addrs) EXPECT_EQ(a, FI_ADDR_NOTAVAIL);
+  EXPECT_LT(took, 5.0) << "bounded";
+  EXPECT_EQ(fi_av_remove(av, &first, 1, 0), -FI_EAGAIN);
+  EXPECT_TRUE(lookup(av, first)) << "nothing removed";
+  release = true;
+  holder.join();
+  munmap(map, sizeof(av::SharedHeader));
+  EXPECT_EQ(fi_av_insert(av, natives[1], 1, fi_addrs, 0, nullptr), 1) << "let go: inserts work";
+  EXPECT_EQ(fi_av_remove(av, &first, 1, 0), 0);
 }
 
 // fi_getinfo(3): FI_SHARED_AV (secondary, domain cap) and FI_AV_USER_ID are
