@@ -466,6 +466,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;
   transport.max_connections = params().max_peers;
   transport.connect_timeout_ns = params().connect_timeout_ms * 1'000'000ull;
+  transport.delivery_timeout_ns = params().delivery_timeout_ms * 1'000'000ull;
   // Tokens are keyed per endpoint: a peer that learned one learns nothing
   // of another endpoint's.
   if (!kernel_random(transport.token_secret, sizeof(transport.token_secret))) {

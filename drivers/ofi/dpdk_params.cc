@@ -92,6 +92,7 @@ Params load() {
   get_number<uint32_t>("bundle_bytes", 0, 8192, &p.bundle_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
   get_number<uint32_t>("connect_timeout_ms", 1, 3'600'000, &p.connect_timeout_ms, &p.errors);
+  get_number<uint64_t>("delivery_timeout_ms", 0, 86'400'000, &p.delivery_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
   get_number<uint32_t>("progress_net_ms", 0, 1000, &p.progress_net_ms, &p.errors);
   for (const auto& fault : kFaultParams) {
@@ -166,6 +167,12 @@ void define_params(const fi_provider* provider) {
                   "client's server (fi_domain waits for it), and the answer to the first "
                   "frame of a connection (the operations waiting for it then end in "
                   "FI_ETIMEDOUT); ranks of a job start in any order (default: 30000)");
+  fi_param_define(provider, "delivery_timeout_ms", FI_PARAM_STRING,
+                  "Milliseconds a send that waits for the peer's receive (a message of "
+                  "FI_DPDK_RENDEZVOUS_BYTES or more, or one sent with FI_DELIVERY_COMPLETE) "
+                  "waits for one to take it, however alive the peer; then it ends in an "
+                  "FI_ETIMEDOUT error completion.  0: as long as the peer answers "
+                  "(default: 60000)");
   fi_param_define(provider, "progress_lcore", FI_PARAM_STRING,
                   "DPDK worker lcore that runs automatic progress for domains opened "
                   "with FI_PROGRESS_AUTO; when it is not an idle worker, or the domain "

@@ -26,6 +26,7 @@ struct Params {
   uint32_t bundle_bytes = 1024;  // FI_DPDK_BUNDLE_BYTES, 0: a frame per segment
   uint64_t peer_timeout_ms = 5000;      // FI_DPDK_PEER_TIMEOUT_MS
   uint32_t connect_timeout_ms = 30000;  // FI_DPDK_CONNECT_TIMEOUT_MS
+  uint64_t delivery_timeout_ms = 60000;  // FI_DPDK_DELIVERY_TIMEOUT_MS, 0: no limit
   int progress_lcore = -1;     // FI_DPDK_PROGRESS_LCORE, -1: first idle worker
   uint32_t progress_net_ms = 2;  // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
   net::FaultConfig faults;     // FI_DPDK_FAULT_*

@@ -160,6 +160,46 @@ TEST_P(Rma, WritedataReportsTheDataAtTheTarget) {
   EXPECT_EQ(std::memcmp(region_.data() + 100, text, sizeof(text)), 0);
 }
 
+TEST_P(Rma, WritedataToAFullCqFailsInsteadOfGrowingIt) {
+  // fi_rma(3): remote CQ data takes an entry of the target's receive CQ.
+  // Expect: the target C's CQ holds 4 entries and C reads none: of twelve
+  // zero-length fi_writedata, four land and eight end in FI_ENOSPC error
+  // completions at A; C's CQ then holds exactly the first four's data, and
+  // once read, room is there again.
+  TestEndpoint c;
+  ASSERT_EQ(c.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0, nullptr, 0,
+                   /*cq_size=*/4),
+            0);
+  for (uint64_t i = 0; i < 12; ++i)
+    ASSERT_EQ(fi_writedata(a_.ep, nullptr, 0, nullptr, 0xD000 + i, c.addr, at(0), key_, &context_),
+              0);
+  size_t landed = 0, refused = 0;
+  for (int i = 0; i < 12; ++i) {
+    fi_cq_data_entry entry{};
+    fi_cq_err_entry error{};
+    const ssize_t ret = completion(&entry, &error);
+    if (ret == 1) {
+      ++landed;
+    } else {
+      ASSERT_EQ(ret, -FI_EAVAIL);
+      EXPECT_EQ(error.err, FI_ENOSPC);
+      ++refused;
+    }
+  }
+  EXPECT_EQ(landed, 4u);
+  EXPECT_EQ(refused, 8u);
+  fi_cq_data_entry entries[16] = {};
+  ASSERT_EQ(fi_cq_read(c.rx_cq, entries, 16), 4);
+  for (uint64_t i = 0; i < 4; ++i) EXPECT_EQ(entries[i].data, 0xD000 + i);
+  EXPECT_EQ(fi_cq_read(c.rx_cq, entries, 16), -FI_EAGAIN);
+  ASSERT_EQ(fi_writedata(a_.ep, nullptr, 0, nullptr, 0xE000, c.addr, at(0), key_, &context_), 0);
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(completion(&entry), 1);
+  ASSERT_EQ(wait_for_completion(c.rx_cq, &entries[0]), 1);
+  EXPECT_EQ(entries[0].data, 0xE000u);
+  c.close();
+}
+
 TEST_P(Rma, InjectFreesTheBufferAndMakesNoCompletion) {
   std::string text = "injected";
   ASSERT_EQ(fi_inject_write(a_.ep, text.data(), text.size(), b_.addr, at(200), key_), 0);
