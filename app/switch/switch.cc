@@ -348,14 +348,15 @@ int main(int argc, char** argv) {
     const std::string part = options.ready_file + ".part";
     {
       std::ofstream ready(part);
-      ready << getpid() << " " << table.slots << "\n";
+      ready << getpid() << " " << sw->layout().slots << "\n";
     }
     std::filesystem::rename(part, options.ready_file);
   }
   if (!options.quiet)
     std::printf("dpdk-fi-switch: port %s (id %u), %u processes of %u endpoint queues each, "
                 "file prefix %s\n",
-                sw->port_name().c_str(), sw->port_id(), table.slots, table.queues_per_slot,
+                sw->port_name().c_str(), sw->port_id(), sw->layout().slots,
+                sw->layout().queues_per_slot,
                 prefix.c_str());
   std::fflush(stdout);
 

@@ -306,9 +306,16 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
                       const rte_eth_dev_info& info, const PortConfig& config,
                       std::unique_ptr<Port>* out, std::string* error) {
   const std::string& name = port->name_;
-  if (table->ether_type != config.ether_type) {
+  SharedPortLayout layout;
+  std::string why;
+  if (read_shared_layout(*table, &layout, &why) != 0) {
+    *error = name + ": the shared port's table is damaged (" + why +
+             "): a process of this file prefix wrote over it; restart dpdk-fi-switch";
+    return -EINVAL;
+  }
+  if (layout.ether_type != config.ether_type) {
     *error = name + ": the shared port's switch passes EtherType " +
-             std::to_string(table->ether_type) + ", not FI_DPDK_ETHER_TYPE " +
+             std::to_string(layout.ether_type) + ", not FI_DPDK_ETHER_TYPE " +
              std::to_string(config.ether_type);
     return -EINVAL;
   }
@@ -316,29 +323,30 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
     *error = name + ": the fault injector does not run on a shared port";
     return -ENOTSUP;
   }
-  const int slot = claim_shared_slot(*table, getpid());
+  const int slot = claim_shared_slot(*table, layout, getpid());
   if (slot < 0) {
-    *error = name + ": all " + std::to_string(table->slots) +
+    *error = name + ": all " + std::to_string(layout.slots) +
              " slots of the shared port are held by running processes "
              "(dpdk-fi-switch --processes sets how many)";
     return -EBUSY;
   }
-  for (uint16_t other = 0; other < table->slots; ++other) {
+  for (uint16_t other = 0; other < layout.slots; ++other) {
     port->shared_rx_[other] =
-        rte_ring_lookup(shared_ring_name(table->name, "rx", other).c_str());
+        rte_ring_lookup(shared_ring_name(layout.name, "rx", other).c_str());
     if (port->shared_rx_[other] == nullptr) {
-      release_shared_slot(*table, slot, getpid());
+      release_shared_slot(*table, layout, slot, getpid());
       *error = name + ": no RX ring for slot " + std::to_string(other) + " of the shared port";
       return -ENODEV;
     }
   }
   port->shared_table_ = table;
+  port->shared_layout_ = layout;
   port->shared_slot_ = slot;
   port->queue_base_ = static_cast<uint16_t>(slot);
   port->queue_pairs_ = 1;
   port->steering_ = Steering::kSoftware;
-  port->endpoint_queue_first_ = static_cast<uint16_t>(slot * table->queues_per_slot);
-  port->endpoint_queue_count_ = table->queues_per_slot;
+  port->endpoint_queue_first_ = static_cast<uint16_t>(slot * layout.queues_per_slot);
+  port->endpoint_queue_count_ = layout.queues_per_slot;
   // The switch hands frames for our own MAC back, to whichever process
   // owns their queue: ours included.
   port->loops_back_ = true;
@@ -379,9 +387,9 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   port->mtu_ = mtu;
   port->max_frame_payload_ = mtu - static_cast<uint32_t>(sizeof(wire::FrameHeader));
   port->description_ = name + ": shared port, slot " + std::to_string(slot) + " of " +
-                       std::to_string(table->slots) + " (endpoint queues " +
+                       std::to_string(layout.slots) + " (endpoint queues " +
                        std::to_string(port->endpoint_queue_first_) + "-" +
-                       std::to_string(port->endpoint_queue_first_ + table->queues_per_slot - 1) +
+                       std::to_string(port->endpoint_queue_first_ + layout.queues_per_slot - 1) +
                        "), MTU " + std::to_string(mtu);
   *out = std::move(port);
   return 0;
@@ -579,7 +587,8 @@ uint16_t Port::send_shared(rte_mbuf** frames, uint16_t count) {
   SharedPortTable& table = *shared_table_;
   for (uint16_t i = 0; i < count; ++i) {
     rte_mbuf* frame = frames[i];
-    const int slot = shared_destination(table, rte_pktmbuf_mtod(frame, const uint8_t*),
+    const int slot = shared_destination(shared_layout_, table,
+                                        rte_pktmbuf_mtod(frame, const uint8_t*),
                                         rte_pktmbuf_data_len(frame));
     if (slot >= 0 && rte_ring_mp_enqueue(shared_rx_[slot], frame) == 0) continue;
     (slot >= 0 ? table.dropped_full
@@ -622,7 +631,8 @@ Port::~Port() {
   if (shared_table_ != nullptr) {
     // The device and the pool belong to the switch and the slot; what was
     // queued for us is nobody's now.
-    release_shared_slot(*shared_table_, shared_slot_, getpid(), shared_rx_[shared_slot_]);
+    release_shared_slot(*shared_table_, shared_layout_, shared_slot_, getpid(),
+                        shared_rx_[shared_slot_]);
     return;
   }
   for (uint16_t q = 0; q < std::size(endpoint_rules_); ++q) unbind_endpoint_queue(q);

@@ -181,6 +181,7 @@ class Port {
   uint16_t endpoint_queue_first_ = 0;
   uint16_t endpoint_queue_count_ = 0xFFFF;
   SharedPortTable* shared_table_ = nullptr;
+  SharedPortLayout shared_layout_;  // the table's fixed fields as checked at open
   int shared_slot_ = -1;
   rte_ring* shared_rx_[kMaxSharedProcesses] = {};  // every slot's RX ring: we send into them
   uint16_t send_shared(rte_mbuf** frames, uint16_t count);

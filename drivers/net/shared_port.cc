@@ -16,6 +16,19 @@
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::net {
+namespace {
+
+bool valid_name(const char (&name)[16]) {
+  const size_t length = strnlen(name, sizeof(name));
+  if (length == 0 || length == sizeof(name)) return false;
+  for (size_t i = 0; i < length; ++i) {
+    const char c = name[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::string shared_table_name(std::string_view port_name) {
   return "fisw_table_" + std::string(port_name);
@@ -33,7 +46,41 @@ SharedPortTable* find_shared_table(std::string_view port_name) {
   return table;
 }
 
-int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint32_t length) {
+int read_shared_layout(const SharedPortTable& table, SharedPortLayout* layout, std::string* why) {
+  // One copy, then checks on the copy: the table may change meanwhile.
+  SharedPortLayout copy;
+  std::memcpy(copy.name, table.name, sizeof(copy.name));
+  copy.slots = table.slots;
+  copy.queues_per_slot = table.queues_per_slot;
+  copy.ether_type = table.ether_type;
+  std::memcpy(copy.mac, table.mac, sizeof(copy.mac));
+  copy.switch_pid = table.switch_pid;
+  if (copy.slots == 0 || copy.slots > kMaxSharedProcesses) {
+    *why = "slots " + std::to_string(copy.slots) + ", not 1 to " +
+           std::to_string(kMaxSharedProcesses);
+    return -EINVAL;
+  }
+  if (copy.queues_per_slot == 0 ||
+      uint32_t{copy.slots} * copy.queues_per_slot > kSharedEndpointQueues) {
+    *why = "queues_per_slot " + std::to_string(copy.queues_per_slot) + ", not 1 to " +
+           std::to_string(kSharedEndpointQueues / copy.slots) + " for " +
+           std::to_string(copy.slots) + " slots";
+    return -EINVAL;
+  }
+  if (!valid_name(copy.name)) {
+    *why = "name not 1 to 15 of a-z, 0-9 and _";
+    return -EINVAL;
+  }
+  if (copy.switch_pid <= 0) {
+    *why = "switch_pid " + std::to_string(copy.switch_pid);
+    return -EINVAL;
+  }
+  *layout = copy;
+  return 0;
+}
+
+int shared_destination(const SharedPortLayout& layout, const SharedPortTable& table,
+                       const uint8_t* frame, uint32_t length) {
   constexpr size_t kDstQueueAt =
       sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue);
   uint16_t ether_type_be;
@@ -41,9 +88,9 @@ int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint3
   if (length < kDstQueueAt + sizeof(dst_queue_be)) return kSharedNotOurs;
   std::memcpy(&ether_type_be, frame + offsetof(wire::EtherHeader, ether_type), 2);
   std::memcpy(&dst_queue_be, frame + kDstQueueAt, 2);
-  if (std::memcmp(frame, table.mac, 6) != 0 || be16toh(ether_type_be) != table.ether_type)
+  if (std::memcmp(frame, layout.mac, 6) != 0 || be16toh(ether_type_be) != layout.ether_type)
     return kSharedNotOurs;
-  const int slot = slot_of_queue(table, be16toh(dst_queue_be));
+  const int slot = slot_of_queue(layout, be16toh(dst_queue_be));
   // (A slot being emptied after its owner died, kSlotDraining, takes
   // nothing either.)
   if (slot < 0 || table.owner[slot].load(std::memory_order_relaxed) <= 0) return kSharedNoOwner;
@@ -56,15 +103,15 @@ std::string shared_pool_name(uint16_t port_id, uint16_t slot) {
   return "fisw_p" + std::to_string(port_id) + "_" + std::to_string(slot);
 }
 
-int claim_shared_slot(SharedPortTable& table, int32_t pid) {
+int claim_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int32_t pid) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     // Free slots first: a dead owner's slot may still hold its frames.
-    for (uint16_t slot = 0; slot < table.slots; ++slot) {
+    for (uint16_t slot = 0; slot < layout.slots; ++slot) {
       int32_t expected = 0;
       if (table.owner[slot].compare_exchange_strong(expected, pid)) return slot;
     }
     bool draining = false;
-    for (uint16_t slot = 0; slot < table.slots; ++slot) {
+    for (uint16_t slot = 0; slot < layout.slots; ++slot) {
       int32_t holder = table.owner[slot].load();
       draining |= holder == kSlotDraining;
       if (holder > 0 && holder != pid && !pid_alive(holder) &&
@@ -89,8 +136,9 @@ uint32_t drain_shared_ring(rte_ring* ring) {
   return drained;
 }
 
-void release_shared_slot(SharedPortTable& table, int slot, int32_t pid, rte_ring* ring) {
-  if (slot < 0 || slot >= table.slots) return;
+void release_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int slot,
+                         int32_t pid, rte_ring* ring) {
+  if (slot < 0 || slot >= layout.slots) return;
   // Only the holder gives a slot back and empties its ring, while no frame
   // may enter it: a process forked from the holder closing what it
   // inherited must not consume the holder's ring beside it.

@@ -21,6 +21,11 @@
 // by the next claimer, and the switch frees it within 50 ms, discarding the
 // frames queued for it, so senders do not fill it with frames nobody takes.
 //
+// Any process of the prefix can write the table.  Its fixed fields are
+// checked once and copied (SharedPortLayout): a process routes by its copy,
+// so a table damaged since makes newcomers refuse the port and never makes
+// anyone divide by zero or index past an array.
+//
 // Known limit: a process killed inside a multi-producer ring operation (an
 // RX ring here, a mempool's ring in any DPDK multi-process program) leaves
 // that ring's other producers waiting; DPDK's rings have no recovery.
@@ -65,6 +70,24 @@ struct SharedPortTable {
   std::atomic<uint64_t> dropped_foreign;    // another MAC, EtherType, or runt
 };
 
+// The table's fixed fields, checked once and copied: every process routes
+// with its copy, so a table overwritten since (any process of the prefix
+// can write it) changes nothing for those attached.  Only the owner words
+// and the counters are read live.
+struct SharedPortLayout {
+  char name[16] = {};            // 1 to 15 of a-z, 0-9 and _
+  uint16_t slots = 0;            // 1 to kMaxSharedProcesses
+  uint16_t queues_per_slot = 0;  // at least 1; slots * queues_per_slot <= kSharedEndpointQueues
+  uint16_t ether_type = 0;
+  uint8_t mac[6] = {};
+  int32_t switch_pid = 0;        // > 0
+};
+
+// Checks the fixed fields of a table (find_shared_table checked its magic
+// and version) and copies them into *layout.  Returns 0, or -EINVAL with
+// what is out of range in *why.
+int read_shared_layout(const SharedPortTable& table, SharedPortLayout* layout, std::string* why);
+
 // The mbuf pool of a slot: made by the switch, so that a process attaching
 // needs no memory from the primary (a secondary's allocation is a request
 // to the primary that times out on a busy host), and kept for the slot's
@@ -81,9 +104,9 @@ std::string shared_table_name(std::string_view port_name);
 SharedPortTable* find_shared_table(std::string_view port_name);
 
 // The slot that owns endpoint queue `dst_queue`, or -1 when none can.
-inline int slot_of_queue(const SharedPortTable& table, uint16_t dst_queue) {
-  const uint32_t slot = dst_queue / table.queues_per_slot;
-  return slot < table.slots ? static_cast<int>(slot) : -1;
+inline int slot_of_queue(const SharedPortLayout& layout, uint16_t dst_queue) {
+  const uint32_t slot = dst_queue / layout.queues_per_slot;
+  return slot < layout.slots ? static_cast<int>(slot) : -1;
 }
 
 // Where a frame on the shared port goes: the slot owning its dst_queue (held
@@ -91,15 +114,18 @@ inline int slot_of_queue(const SharedPortTable& table, uint16_t dst_queue) {
 // kSharedNoOwner for a queue no process holds.
 inline constexpr int kSharedNotOurs = -1;
 inline constexpr int kSharedNoOwner = -2;
-int shared_destination(const SharedPortTable& table, const uint8_t* frame, uint32_t length);
+// Reads the table's owner words, and nothing else of it.
+int shared_destination(const SharedPortLayout& layout, const SharedPortTable& table,
+                       const uint8_t* frame, uint32_t length);
 
 // Claims a free slot (or one whose owner died) for process `pid`; returns
 // it, or -1 when all are held by live processes.  Waits up to a second for
 // slots the switch is emptying.
-int claim_shared_slot(SharedPortTable& table, int32_t pid);
+int claim_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int32_t pid);
 // Gives slot `slot` back if `pid` holds it, first freeing what is queued in
 // its RX ring (`ring`, or nullptr when never consumed).
-void release_shared_slot(SharedPortTable& table, int slot, int32_t pid, rte_ring* ring = nullptr);
+void release_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int slot,
+                         int32_t pid, rte_ring* ring = nullptr);
 // Frees every frame in a slot's RX ring; only its consumer may call it (its
 // owner, or whoever set the slot to kSlotDraining).  Returns how many.
 uint32_t drain_shared_ring(rte_ring* ring);

@@ -113,11 +113,16 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
   std::memcpy(table->mac, mac.addr_bytes, 6);
   table->switch_pid = getpid();
   for (auto& owner : table->owner) owner.store(0);
+  table->version = kSharedTableVersion;
+  std::string why;
+  if (read_shared_layout(*table, &sw->layout_, &why) != 0) {
+    *error = "the table we wrote does not check: " + why;
+    return nullptr;
+  }
+  sw->table_ = table;
   // Last: a process that finds the magic finds the rest in place.
   std::atomic_thread_fence(std::memory_order_release);
-  table->version = kSharedTableVersion;
   table->magic = kSharedTableMagic;
-  sw->table_ = table;
   return sw.release();
 }
 
@@ -129,7 +134,7 @@ SharedSwitch::~SharedSwitch() {
 
 uint32_t SharedSwitch::reap_dead_owners() {
   uint32_t reaped = 0;
-  for (uint16_t slot = 0; slot < table_->slots; ++slot) {
+  for (uint16_t slot = 0; slot < layout_.slots; ++slot) {
     int32_t holder = table_->owner[slot].load();
     if (holder <= 0 || pid_alive(holder) ||
         !table_->owner[slot].compare_exchange_strong(holder, kSlotDraining))
@@ -143,14 +148,14 @@ uint32_t SharedSwitch::reap_dead_owners() {
 }
 
 bool SharedSwitch::in_use() const {
-  for (uint16_t slot = 0; slot < table_->slots; ++slot)
+  for (uint16_t slot = 0; slot < layout_.slots; ++slot)
     if (pid_alive(table_->owner[slot].load(std::memory_order_relaxed))) return true;
   return false;
 }
 
 // Where one frame goes: the RX ring of the slot owning its dst_queue.
 void SharedSwitch::route(rte_mbuf* frame, uint32_t* counts, rte_mbuf*** outs) {
-  const int slot = shared_destination(*table_, rte_pktmbuf_mtod(frame, const uint8_t*),
+  const int slot = shared_destination(layout_, *table_, rte_pktmbuf_mtod(frame, const uint8_t*),
                                       rte_pktmbuf_data_len(frame));
   if (slot >= 0) {
     outs[slot][counts[slot]++] = frame;
@@ -165,9 +170,9 @@ uint32_t SharedSwitch::forward() {
   rte_mbuf* taken[kBurst];
   rte_mbuf* by_slot[kMaxSharedProcesses][kBurst];
   rte_mbuf** outs[kMaxSharedProcesses];
-  for (uint16_t slot = 0; slot < table_->slots; ++slot) outs[slot] = by_slot[slot];
+  for (uint16_t slot = 0; slot < layout_.slots; ++slot) outs[slot] = by_slot[slot];
   uint32_t moved = 0;
-  for (uint16_t from = 0; from < table_->slots; ++from) {
+  for (uint16_t from = 0; from < layout_.slots; ++from) {
     const unsigned got = rte_ring_sc_dequeue_burst(tx_[from], reinterpret_cast<void**>(taken),
                                                    kBurst, nullptr);
     if (got == 0) continue;
@@ -175,7 +180,7 @@ uint32_t SharedSwitch::forward() {
     moved += got;
     uint32_t counts[kMaxSharedProcesses] = {};
     for (unsigned i = 0; i < got; ++i) route(taken[i], counts, outs);
-    for (uint16_t to = 0; to < table_->slots; ++to) {
+    for (uint16_t to = 0; to < layout_.slots; ++to) {
       if (counts[to] == 0) continue;
       handoff_release(by_slot[to], counts[to]);
       const unsigned put = rte_ring_mp_enqueue_burst(

@@ -45,6 +45,7 @@ class SharedSwitch {
   // queued for them.  Returns how many slots.
   uint32_t reap_dead_owners();
   const SharedPortTable& table() const { return *table_; }
+  const SharedPortLayout& layout() const { return layout_; }
   const std::string& port_name() const { return port_name_; }
   uint16_t port_id() const { return port_id_; }
 
@@ -53,6 +54,9 @@ class SharedSwitch {
   void route(rte_mbuf* frame, uint32_t* counts, rte_mbuf*** outs);
 
   Config config_;
+  // What we wrote into the table: we route by it, whatever the table says
+  // now (a process of the prefix may have written over it).
+  SharedPortLayout layout_;
   std::string port_name_;
   uint16_t port_id_ = 0;
   rte_mempool* pool_ = nullptr;

@@ -104,11 +104,14 @@ TEST_F(SharedPort, TheTableIsFoundByThePortName) {
   const SharedPortTable* table = find_shared_table(switch_->port_name());
   ASSERT_NE(table, nullptr);
   EXPECT_EQ(table, &switch_->table());
-  EXPECT_EQ(table->slots, 2);
-  EXPECT_EQ(table->queues_per_slot, 32);
-  EXPECT_EQ(slot_of_queue(*table, 31), 0);
-  EXPECT_EQ(slot_of_queue(*table, 32), 1);
-  EXPECT_EQ(slot_of_queue(*table, 64), -1);
+  SharedPortLayout layout;
+  std::string why;
+  ASSERT_EQ(read_shared_layout(*table, &layout, &why), 0) << why;
+  EXPECT_EQ(layout.slots, 2);
+  EXPECT_EQ(layout.queues_per_slot, 32);
+  EXPECT_EQ(slot_of_queue(layout, 31), 0);
+  EXPECT_EQ(slot_of_queue(layout, 32), 1);
+  EXPECT_EQ(slot_of_queue(layout, 64), -1);
   EXPECT_EQ(find_shared_table("net_ring_nosuch"), nullptr);
 }
 
@@ -215,6 +218,62 @@ TEST_F(SharedPort, TheSwitchFreesTheSlotOfADeadProcessAndItsFrames) {
   EXPECT_EQ(table.dropped_no_owner.load(), no_owner + 1);  // its frame, freed
   EXPECT_EQ(switch_->reap_dead_owners(), 0u);  // a live owner and a free slot stay
   EXPECT_EQ(table.owner[0].load(), getpid());
+}
+
+// A secondary that scribbles over the table's fixed fields (all of them
+// share its memory) makes newcomers refuse the port; those attached and the
+// switch go on with what they read when they came, and nobody divides by
+// zero or indexes past an array.
+TEST_F(SharedPort, ADamagedTableIsRefusedAndHarmsNoOneAttached) {
+  std::unique_ptr<Port> a, b;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;
+  b.reset();
+  auto& table = const_cast<SharedPortTable&>(switch_->table());
+  char saved_name[sizeof(table.name)];
+  std::memcpy(saved_name, table.name, sizeof(saved_name));
+  const uint16_t saved_slots = table.slots;
+  const uint16_t saved_queues_per_slot = table.queues_per_slot;
+  auto restore = [&] {
+    std::memcpy(table.name, saved_name, sizeof(table.name));
+    table.slots = saved_slots;
+    table.queues_per_slot = saved_queues_per_slot;
+  };
+  struct Damage {
+    uint16_t slots, queues_per_slot;
+    const char* name;
+  };
+  for (const Damage& damage : {Damage{2, 0, nullptr}, Damage{200, 32, nullptr},
+                               Damage{200, 0, nullptr}, Damage{4, 32, nullptr},
+                               Damage{2, 32, "../../tmp/x"}, Damage{0, 32, nullptr}}) {
+    SCOPED_TRACE("slots " + std::to_string(damage.slots) + ", queues_per_slot " +
+                 std::to_string(damage.queues_per_slot) +
+                 (damage.name ? std::string(", name ") + damage.name : std::string()));
+    table.slots = damage.slots;
+    table.queues_per_slot = damage.queues_per_slot;
+    if (damage.name != nullptr) std::snprintf(table.name, sizeof(table.name), "%s", damage.name);
+    std::unique_ptr<Port> c;
+    EXPECT_EQ(open(&c), -EINVAL);
+    EXPECT_NE(error_.find("table is damaged"), std::string::npos) << error_;
+    c.reset();
+    // a goes on with the table it read when it came.
+    EXPECT_EQ(deliver(*a, *a, 3), 1);
+    rte_mbuf* m = frame(*a, 40);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(a->tx_burst(0, &m, 1), 1);  // slot 1 is free: dropped
+    rte_mbuf* frames[1] = {frame(*a, 5)};
+    ASSERT_NE(frames[0], nullptr);
+    ASSERT_EQ(rte_eth_tx_burst(switch_->port_id(), 0, frames, 1), 1);
+    EXPECT_EQ(switch_->forward(), 1u);
+    rte_mbuf* got[8];
+    EXPECT_EQ(a->rx_burst(0, got, 8), 1);
+    rte_pktmbuf_free(got[0]);
+    switch_->reap_dead_owners();
+    EXPECT_TRUE(switch_->in_use());
+    restore();
+  }
+  std::unique_ptr<Port> c;
+  EXPECT_EQ(open(&c), 0) << error_;  // repaired, it is a port again
 }
 
 }  // namespace
