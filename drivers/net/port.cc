@@ -323,25 +323,31 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
     *error = name + ": the fault injector does not run on a shared port";
     return -ENOTSUP;
   }
-  const int slot = claim_shared_slot(*table, layout, getpid());
-  if (slot < 0) {
+  SlotLock lock;
+  const int slot = claim_shared_slot(*table, layout, getpid(), &lock, &why);
+  if (slot == -EBUSY) {
     *error = name + ": all " + std::to_string(layout.slots) +
              " slots of the shared port are held by running processes "
              "(dpdk-fi-switch --processes sets how many)";
     return -EBUSY;
   }
+  if (slot < 0) {
+    *error = name + ": " + why;
+    return slot;
+  }
+  // From here ~Port gives the slot back.
+  port->shared_table_ = table;
+  port->shared_layout_ = layout;
+  port->shared_slot_ = slot;
+  port->shared_lock_ = std::move(lock);
   for (uint16_t other = 0; other < layout.slots; ++other) {
     port->shared_rx_[other] =
         rte_ring_lookup(shared_ring_name(layout.name, "rx", other).c_str());
     if (port->shared_rx_[other] == nullptr) {
-      release_shared_slot(*table, layout, slot, getpid());
       *error = name + ": no RX ring for slot " + std::to_string(other) + " of the shared port";
       return -ENODEV;
     }
   }
-  port->shared_table_ = table;
-  port->shared_layout_ = layout;
-  port->shared_slot_ = slot;
   port->queue_base_ = static_cast<uint16_t>(slot);
   port->queue_pairs_ = 1;
   port->steering_ = Steering::kSoftware;
@@ -633,7 +639,7 @@ Port::~Port() {
     // queued for us is nobody's now.
     release_shared_slot(*shared_table_, shared_layout_, shared_slot_, getpid(),
                         shared_rx_[shared_slot_]);
-    return;
+    return;  // (then shared_lock_ lets the slot go)
   }
   for (uint16_t q = 0; q < std::size(endpoint_rules_); ++q) unbind_endpoint_queue(q);
   faults_.reset();  // callers hold the port lock: no rx_burst runs now

@@ -183,6 +183,7 @@ class Port {
   SharedPortTable* shared_table_ = nullptr;
   SharedPortLayout shared_layout_;  // the table's fixed fields as checked at open
   int shared_slot_ = -1;
+  SlotLock shared_lock_;
   rte_ring* shared_rx_[kMaxSharedProcesses] = {};  // every slot's RX ring: we send into them
   uint16_t send_shared(rte_mbuf** frames, uint16_t count);
   Counters counters_;

@@ -1,9 +1,13 @@
 #include "drivers/net/shared_port.h"
 
+#include <rte_eal.h>
 #include <rte_mbuf.h>
 #include <rte_memzone.h>
 #include <rte_ring.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <endian.h>
@@ -11,12 +15,49 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 
 #include "drivers/net/mbuf_handoff.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::net {
 namespace {
+
+// The slot locks this process holds, for the fork handler.  (A process
+// holds at most one slot per shared port, and tests a few more.)
+constexpr int kMaxHeldLocks = 64;
+std::atomic<int> g_held_locks[kMaxHeldLocks];
+std::once_flag g_fork_handler_once;
+
+// In a child of fork(2): our copies of the parent's slot locks share its
+// open file descriptions, which would keep its slots held after it exits.
+// Closing the copies leaves the parent's locks alone.
+void close_inherited_locks() {
+  for (auto& held : g_held_locks) {
+    const int fd = held.exchange(-1, std::memory_order_relaxed);
+    if (fd >= 0) close(fd);
+  }
+}
+
+void remember_lock(int fd) {
+  std::call_once(g_fork_handler_once, [] {
+    for (auto& held : g_held_locks) held.store(-1);
+    pthread_atfork(nullptr, nullptr, close_inherited_locks);
+  });
+  for (auto& held : g_held_locks) {
+    int free_entry = -1;
+    if (held.compare_exchange_strong(free_entry, fd)) return;
+  }
+  // (More than kMaxHeldLocks: a child forked from us keeps that slot while
+  // it lives.)
+}
+
+void forget_lock(int fd) {
+  for (auto& held : g_held_locks) {
+    int entry = fd;
+    if (held.compare_exchange_strong(entry, -1)) return;
+  }
+}
 
 bool valid_name(const char (&name)[16]) {
   const size_t length = strnlen(name, sizeof(name));
@@ -91,8 +132,7 @@ int shared_destination(const SharedPortLayout& layout, const SharedPortTable& ta
   if (std::memcmp(frame, layout.mac, 6) != 0 || be16toh(ether_type_be) != layout.ether_type)
     return kSharedNotOurs;
   const int slot = slot_of_queue(layout, be16toh(dst_queue_be));
-  // (A slot being emptied after its owner died, kSlotDraining, takes
-  // nothing either.)
+  // (A slot being emptied, kSlotDraining, takes nothing either.)
   if (slot < 0 || table.owner[slot].load(std::memory_order_relaxed) <= 0) return kSharedNoOwner;
   return slot;
 }
@@ -103,26 +143,88 @@ std::string shared_pool_name(uint16_t port_id, uint16_t slot) {
   return "fisw_p" + std::to_string(port_id) + "_" + std::to_string(slot);
 }
 
-int claim_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int32_t pid) {
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    // Free slots first: a dead owner's slot may still hold its frames.
-    for (uint16_t slot = 0; slot < layout.slots; ++slot) {
-      int32_t expected = 0;
-      if (table.owner[slot].compare_exchange_strong(expected, pid)) return slot;
-    }
-    bool draining = false;
-    for (uint16_t slot = 0; slot < layout.slots; ++slot) {
-      int32_t holder = table.owner[slot].load();
-      draining |= holder == kSlotDraining;
-      if (holder > 0 && holder != pid && !pid_alive(holder) &&
-          table.owner[slot].compare_exchange_strong(holder, pid))
-        return slot;
-    }
-    // A slot the switch is emptying is free in a moment.
-    if (!draining) break;
-    usleep(1000);
+std::string shared_slot_lock_path(const SharedPortLayout& layout, uint16_t slot) {
+  // (Not ending in digits after an underscore: the switch would take it
+  // for a gone secondary's file, runtime_file_pid.)
+  return std::string(rte_eal_get_runtime_dir()) + "/fisw_" + layout.name + "_" +
+         std::to_string(layout.switch_pid) + "_slot" + std::to_string(slot);
+}
+
+SlotLock::SlotLock(int fd) : fd_(fd), pid_(getpid()) { remember_lock(fd); }
+
+SlotLock::~SlotLock() { close_if_ours(); }
+
+SlotLock::SlotLock(SlotLock&& other) noexcept : fd_(other.fd_), pid_(other.pid_) {
+  other.fd_ = -1;
+}
+
+SlotLock& SlotLock::operator=(SlotLock&& other) noexcept {
+  if (this != &other) {
+    close_if_ours();
+    fd_ = other.fd_;
+    pid_ = other.pid_;
+    other.fd_ = -1;
   }
-  return -1;
+  return *this;
+}
+
+void SlotLock::close_if_ours() {
+  // In a forked child the descriptor was closed at the fork, and its number
+  // may be another file's now.
+  if (fd_ >= 0 && pid_ == getpid()) {
+    forget_lock(fd_);
+    close(fd_);  // (unlocks)
+  }
+  fd_ = -1;
+}
+
+int claim_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int32_t pid,
+                      SlotLock* lock, std::string* why) {
+  int fds[kMaxSharedProcesses];
+  for (uint16_t slot = 0; slot < layout.slots; ++slot) {
+    const std::string path = shared_slot_lock_path(layout, slot);
+    // Never created here: a claimer making a new file beside a deleted one
+    // would not see its holder's lock.
+    fds[slot] = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fds[slot] < 0) {
+      const int error = errno;
+      *why = "cannot open the slot lock " + path + ": " + std::strerror(error);
+      for (uint16_t opened = 0; opened < slot; ++opened) close(fds[opened]);
+      return -error;
+    }
+  }
+  int result = -EBUSY;
+  for (int attempt = 0; result < 0 && attempt < 1000; ++attempt) {
+    if (attempt > 0) usleep(1000);
+    // A slot locked while its word says free or draining is being claimed
+    // or emptied: free in a moment, or someone's.
+    bool settling = false;
+    // Free slots first: a gone holder's slot may still hold its frames.
+    for (const bool free_pass : {true, false}) {
+      for (uint16_t slot = 0; slot < layout.slots && result < 0; ++slot) {
+        int32_t holder = table.owner[slot].load();
+        if ((holder == 0) != free_pass) continue;
+        if (flock(fds[slot], LOCK_EX | LOCK_NB) != 0) {
+          settling |= holder == 0 || holder == kSlotDraining || table.owner[slot].load() != holder;
+          continue;
+        }
+        // Nobody live holds it: what the word says is stale.
+        if (table.owner[slot].compare_exchange_strong(holder, pid)) {
+          result = slot;
+        } else {
+          flock(fds[slot], LOCK_UN);
+          settling = true;
+        }
+      }
+    }
+    // (The switch holds a gone holder's lock for an instant before it marks
+    // the slot draining: two more looks before giving up.)
+    if (!settling && attempt >= 2) break;
+  }
+  for (uint16_t slot = 0; slot < layout.slots; ++slot)
+    if (slot != result) close(fds[slot]);
+  if (result >= 0) *lock = SlotLock(fds[result]);
+  return result;
 }
 
 uint32_t drain_shared_ring(rte_ring* ring) {

@@ -15,11 +15,15 @@
 // on the TX queues (a DPDK program calling rte_eth_tx_burst itself).
 //
 // The table lives in a memzone named after the port, so any process of the
-// file prefix finds it; slots are claimed with a compare-and-swap of the
-// claimer's pid and given back when the port is closed.  A slot whose pid is
-// gone (a process that exited without closing, or crashed) may be taken over
-// by the next claimer, and the switch frees it within 50 ms, discarding the
-// frames queued for it, so senders do not fill it with frames nobody takes.
+// file prefix finds it.  A slot is held by whoever holds its lock: an
+// flock(2) on a file of the slot in EAL's runtime directory, taken before
+// the claimer writes its pid into the slot and dropped by the kernel when
+// the holder exits, however it exits.  So a pid that was reused, or one
+// that means nothing in the reader's pid namespace, decides nothing: the
+// pid in the table only routes frames and names the holder.  A slot whose
+// lock is free while the table names a holder (a process that exited
+// without closing, or crashed) may be taken over by the next claimer, and
+// the switch frees it within 50 ms, discarding the frames queued for it.
 //
 // Any process of the prefix can write the table.  Its fixed fields are
 // checked once and copied (SharedPortLayout): a process routes by its copy,
@@ -31,18 +35,20 @@
 // that ring's other producers waiting; DPDK's rings have no recovery.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
 
 struct rte_ring;
 
 namespace ofi_dpdk::net {
 
 inline constexpr uint32_t kSharedTableMagic = 0x6f666973;  // "ofis"
-inline constexpr uint16_t kSharedTableVersion = 2;
+// 3: slots held by a lock file.
+inline constexpr uint16_t kSharedTableVersion = 3;
 // Processes one shared port serves (queue pairs of the net_ring device).
 inline constexpr uint16_t kMaxSharedProcesses = 16;
 // Endpoint queue ids of a port, split between the slots (the provider's
@@ -59,8 +65,10 @@ struct SharedPortTable {
   uint16_t ether_type;         // frames of other types are dropped
   uint8_t mac[6];
   int32_t switch_pid;
-  // The pid holding each slot; 0 when free; kSlotDraining while the switch
-  // empties the RX ring of an owner that died.
+  // The pid holding each slot, as the holder sees it; 0 when free;
+  // kSlotDraining while its ring is emptied (the holder giving it back, or
+  // the switch after the holder died).  Only a process holding the slot's
+  // lock writes it.
   std::atomic<int32_t> owner[kMaxSharedProcesses];
   // Frames the switch moved from TX queues, and frames dropped by anyone
   // (the switch or a sending process): the switch's exit report, tests.
@@ -80,7 +88,7 @@ struct SharedPortLayout {
   uint16_t queues_per_slot = 0;  // at least 1; slots * queues_per_slot <= kSharedEndpointQueues
   uint16_t ether_type = 0;
   uint8_t mac[6] = {};
-  int32_t switch_pid = 0;        // > 0
+  int32_t switch_pid = 0;        // > 0; names the slots' lock files
 };
 
 // Checks the fixed fields of a table (find_shared_table checked its magic
@@ -118,18 +126,47 @@ inline constexpr int kSharedNoOwner = -2;
 int shared_destination(const SharedPortLayout& layout, const SharedPortTable& table,
                        const uint8_t* frame, uint32_t length);
 
-// Claims a free slot (or one whose owner died) for process `pid`; returns
-// it, or -1 when all are held by live processes.  Waits up to a second for
-// slots the switch is emptying.
-int claim_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int32_t pid);
+// The file whose flock(2) says who holds slot `slot` (in EAL's runtime
+// directory; the switch makes them).
+std::string shared_slot_lock_path(const SharedPortLayout& layout, uint16_t slot);
+
+// The lock a slot's holder keeps while it holds the slot.  Closed by its
+// destructor in the process that took it; a child forked meanwhile closes
+// its copy at the fork, so a child that outlives the holder does not keep
+// the slot.
+class SlotLock {
+ public:
+  SlotLock() = default;
+  explicit SlotLock(int fd);
+  ~SlotLock();
+  SlotLock(SlotLock&& other) noexcept;
+  SlotLock& operator=(SlotLock&& other) noexcept;
+  SlotLock(const SlotLock&) = delete;
+  SlotLock& operator=(const SlotLock&) = delete;
+
+ private:
+  void close_if_ours();
+  int fd_ = -1;
+  pid_t pid_ = 0;
+};
+
+// Claims a free slot, or one whose holder is gone, for process `pid`:
+// takes the slot's lock, then writes `pid` into its owner word.  Returns
+// the slot with its lock in *lock, -EBUSY when live processes hold every
+// slot (waiting up to a second for slots being emptied or claimed), or
+// another negative errno with the reason in *why (a lock file missing).
+int claim_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int32_t pid,
+                      SlotLock* lock, std::string* why);
 // Gives slot `slot` back if `pid` holds it, first freeing what is queued in
-// its RX ring (`ring`, or nullptr when never consumed).
+// its RX ring (`ring`, or nullptr when never consumed).  The caller then
+// drops the slot's lock.
 void release_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, int slot,
                          int32_t pid, rte_ring* ring = nullptr);
 // Frees every frame in a slot's RX ring; only its consumer may call it (its
 // owner, or whoever set the slot to kSlotDraining).  Returns how many.
 uint32_t drain_shared_ring(rte_ring* ring);
-// Whether the process holding a slot still runs.
+// Whether process `pid` of our pid namespace runs: for EAL's runtime files
+// (app/switch); who holds a slot is its lock's business.
 bool pid_alive(int32_t pid);
 
 }  // namespace ofi_dpdk::net

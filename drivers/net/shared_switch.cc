@@ -7,10 +7,13 @@
 #include <rte_memzone.h>
 #include <rte_ring.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -116,10 +119,20 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
   table->version = kSharedTableVersion;
   std::string why;
   if (read_shared_layout(*table, &sw->layout_, &why) != 0) {
+    table->magic = 0;
     *error = "the table we wrote does not check: " + why;
     return nullptr;
   }
   sw->table_ = table;
+  for (uint16_t slot = 0; slot < config.slots; ++slot) {
+    const std::string path = shared_slot_lock_path(sw->layout_, slot);
+    sw->lock_fds_[slot] = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (sw->lock_fds_[slot] < 0) {
+      table->magic = 0;
+      *error = "cannot create the slot lock " + path + ": " + std::strerror(errno);
+      return nullptr;
+    }
+  }
   // Last: a process that finds the magic finds the rest in place.
   std::atomic_thread_fence(std::memory_order_release);
   table->magic = kSharedTableMagic;
@@ -130,26 +143,43 @@ SharedSwitch::~SharedSwitch() {
   // The table stays: processes still attached read it on every send and
   // write it when they close; with the magic gone no new one takes a slot.
   if (table_ != nullptr) table_->magic = 0;
+  // Their locks stay held through their descriptors; newcomers, refused
+  // anyway, find no file.
+  for (uint16_t slot = 0; slot < kMaxSharedProcesses; ++slot) {
+    if (lock_fds_[slot] < 0) continue;
+    unlink(shared_slot_lock_path(layout_, slot).c_str());
+    close(lock_fds_[slot]);
+  }
+}
+
+bool SharedSwitch::take_slot_lock(uint16_t slot, bool keep) const {
+  if (flock(lock_fds_[slot], LOCK_EX | LOCK_NB) != 0) return false;
+  if (!keep) flock(lock_fds_[slot], LOCK_UN);
+  return true;
 }
 
 uint32_t SharedSwitch::reap_dead_owners() {
   uint32_t reaped = 0;
   for (uint16_t slot = 0; slot < layout_.slots; ++slot) {
     int32_t holder = table_->owner[slot].load();
-    if (holder <= 0 || pid_alive(holder) ||
-        !table_->owner[slot].compare_exchange_strong(holder, kSlotDraining))
-      continue;
-    // While it drains, the slot takes no frames and no claimer.
-    table_->dropped_no_owner.fetch_add(drain_shared_ring(rx_[slot]), std::memory_order_relaxed);
-    table_->owner[slot].store(0);
-    ++reaped;
+    // (A holder that died giving the slot back leaves it draining.)
+    if (holder == 0 || !take_slot_lock(slot, true)) continue;
+    if (table_->owner[slot].compare_exchange_strong(holder, kSlotDraining)) {
+      // While it drains, the slot takes no frames, and claimers wait.
+      table_->dropped_no_owner.fetch_add(drain_shared_ring(rx_[slot]),
+                                         std::memory_order_relaxed);
+      table_->owner[slot].store(0);
+      ++reaped;
+    }
+    flock(lock_fds_[slot], LOCK_UN);
   }
   return reaped;
 }
 
 bool SharedSwitch::in_use() const {
   for (uint16_t slot = 0; slot < layout_.slots; ++slot)
-    if (pid_alive(table_->owner[slot].load(std::memory_order_relaxed))) return true;
+    if (table_->owner[slot].load(std::memory_order_relaxed) != 0 && !take_slot_lock(slot, false))
+      return true;
   return false;
 }
 

@@ -52,6 +52,8 @@ class SharedSwitch {
  private:
   SharedSwitch() = default;
   void route(rte_mbuf* frame, uint32_t* counts, rte_mbuf*** outs);
+  // Whether slot `slot`'s lock is free; if so, and `keep`, we now hold it.
+  bool take_slot_lock(uint16_t slot, bool keep) const;
 
   Config config_;
   // What we wrote into the table: we route by it, whatever the table says
@@ -63,6 +65,8 @@ class SharedSwitch {
   SharedPortTable* table_ = nullptr;
   rte_ring* rx_[kMaxSharedProcesses] = {};
   rte_ring* tx_[kMaxSharedProcesses] = {};
+  int lock_fds_[kMaxSharedProcesses] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                        -1, -1, -1, -1, -1, -1, -1, -1};
 };
 
 }  // namespace ofi_dpdk::net

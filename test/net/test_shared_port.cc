@@ -39,6 +39,8 @@ class SharedPort : public ::testing::Test {
     switch_ = SharedSwitch::create(config, &error);
     ASSERT_NE(switch_, nullptr) << error;
   }
+  // (Removes its slot lock files.)
+  static void TearDownTestSuite() { delete switch_; }
 
   int open(std::unique_ptr<Port>* port) {
     PortConfig config;
@@ -218,6 +220,45 @@ TEST_F(SharedPort, TheSwitchFreesTheSlotOfADeadProcessAndItsFrames) {
   EXPECT_EQ(table.dropped_no_owner.load(), no_owner + 1);  // its frame, freed
   EXPECT_EQ(switch_->reap_dead_owners(), 0u);  // a live owner and a free slot stay
   EXPECT_EQ(table.owner[0].load(), getpid());
+}
+
+// An owner word naming a live process that does not hold the slot (the
+// holder died and its pid went to another process) does not keep the slot.
+TEST_F(SharedPort, ASlotNamingALiveNonHolderIsTakenOverAndFreed) {
+  std::unique_ptr<Port> a;
+  ASSERT_EQ(open(&a), 0) << error_;
+  auto& table = const_cast<SharedPortTable&>(switch_->table());
+  table.owner[1].store(getppid());
+  std::unique_ptr<Port> b;
+  ASSERT_EQ(open(&b), 0) << error_;
+  EXPECT_EQ(b->shared_slot(), 1);
+  b.reset();
+  table.owner[1].store(getppid());
+  EXPECT_EQ(switch_->reap_dead_owners(), 1u);
+  EXPECT_EQ(table.owner[1].load(), 0);
+}
+
+// A live holder whose pid means nothing to the others (it runs in another
+// pid namespace; here its owner word names a gone process) keeps its slot:
+// no claimer takes it, the switch does not free it, and its frames still
+// reach it alone.
+TEST_F(SharedPort, ALiveHolderUnderAPidOthersCannotSeeKeepsItsSlot) {
+  std::unique_ptr<Port> a, b;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  auto& table = const_cast<SharedPortTable&>(switch_->table());
+  table.owner[1].store(gone);
+  std::unique_ptr<Port> c;
+  EXPECT_EQ(open(&c), -EBUSY) << "slot " << (c ? c->shared_slot() : -1) << " taken";
+  c.reset();
+  EXPECT_EQ(switch_->reap_dead_owners(), 0u);
+  EXPECT_EQ(table.owner[1].load(), gone);
+  EXPECT_EQ(deliver(*a, *b, 40), 1);
+  table.owner[1].store(getpid());  // (so that b gives it back)
 }
 
 // A secondary that scribbles over the table's fixed fields (all of them
