@@ -407,10 +407,11 @@ int main(int argc, char** argv) {
                          "they can no longer attach, open or take over slots\n");
   if (!options.quiet)
     std::printf("dpdk-fi-switch: forwarded %lu frames from TX queues; dropped %lu for no "
-                "process, %lu on a full queue, %lu not ours\n",
+                "process, %lu on a full queue, %lu over a slot's share, %lu not ours\n",
                 static_cast<unsigned long>(table.forwarded.load()),
                 static_cast<unsigned long>(table.dropped_no_owner.load()),
                 static_cast<unsigned long>(table.dropped_full.load()),
+                static_cast<unsigned long>(table.dropped_share.load()),
                 static_cast<unsigned long>(table.dropped_foreign.load()));
   if (!options.ready_file.empty() && stop_lock < 0) std::filesystem::remove(options.ready_file);
   sw.reset();

@@ -388,6 +388,7 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   const uint32_t fits = room - RTE_PKTMBUF_HEADROOM - sizeof(wire::EtherHeader);
   mtu = static_cast<uint16_t>(std::min<uint32_t>(mtu, fits));
   port->pool_ = pool;
+  port->share_frames_ = ring_share(pool->size);
   // Frames queued for the slot's last owner are not ours.
   drain_shared_ring(port->shared_rx_[slot]);
   port->mtu_ = mtu;
@@ -586,9 +587,10 @@ uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
 
 // A shared port's TX: each frame straight into the RX ring of the process
 // that owns its dst_queue (shared_port.h).  What no process may take, or a
-// full ring cannot, is dropped as a NIC's switch would drop it (and counted
-// in the table): the transport retransmits, and one slow process does not
-// hold up frames for the others.
+// ring over its share or full cannot, is dropped as a NIC's switch would
+// drop it (and counted in the table): the transport retransmits, and one
+// slow or stopped process holds up neither our frames for the others nor
+// our pool.
 uint16_t Port::send_shared(rte_mbuf** frames, uint16_t count) {
   SharedPortTable& table = *shared_table_;
   for (uint16_t i = 0; i < count; ++i) {
@@ -596,10 +598,17 @@ uint16_t Port::send_shared(rte_mbuf** frames, uint16_t count) {
     const int slot = shared_destination(shared_layout_, table,
                                         rte_pktmbuf_mtod(frame, const uint8_t*),
                                         rte_pktmbuf_data_len(frame));
-    if (slot >= 0 && rte_ring_mp_enqueue(shared_rx_[slot], frame) == 0) continue;
-    (slot >= 0 ? table.dropped_full
-               : slot == kSharedNotOurs ? table.dropped_foreign : table.dropped_no_owner)
-        .fetch_add(1, std::memory_order_relaxed);
+    std::atomic<uint64_t>* dropped;
+    if (slot < 0) {
+      dropped = slot == kSharedNotOurs ? &table.dropped_foreign : &table.dropped_no_owner;
+    } else if (rte_ring_count(shared_rx_[slot]) >= share_frames_) {
+      dropped = &table.dropped_share;
+    } else if (rte_ring_mp_enqueue(shared_rx_[slot], frame) == 0) {
+      continue;
+    } else {
+      dropped = &table.dropped_full;
+    }
+    dropped->fetch_add(1, std::memory_order_relaxed);
     free_frame(frame);
   }
   return count;

@@ -185,6 +185,7 @@ class Port {
   int shared_slot_ = -1;
   SlotLock shared_lock_;
   rte_ring* shared_rx_[kMaxSharedProcesses] = {};  // every slot's RX ring: we send into them
+  uint32_t share_frames_ = 0;  // what a slot's RX ring may hold before we drop (ring_share)
   uint16_t send_shared(rte_mbuf** frames, uint16_t count);
   Counters counters_;
   // link_up()'s cache; several pollers may read and refresh it at once.

@@ -25,10 +25,24 @@
 // without closing, or crashed) may be taken over by the next claimer, and
 // the switch frees it within 50 ms, discarding the frames queued for it.
 //
-// Any process of the prefix can write the table.  Its fixed fields are
-// checked once and copied (SharedPortLayout): a process routes by its copy,
-// so a table damaged since makes newcomers refuse the port and never makes
-// anyone divide by zero or index past an array.
+// Each sender, and the switch, puts a frame into a slot's RX ring only while
+// the ring holds fewer than a quarter of the sender's pool (kShareOfPool):
+// the mbufs in a ring belong to the senders' pools, so a slot whose process
+// stopped reading (SIGSTOP, a debugger, a hostile process) would otherwise
+// absorb a sender's whole pool and stop it sending to anyone.  What is over
+// the share is dropped and counted (dropped_share), as a full NIC queue
+// drops; the transport retransmits.
+//
+// Trust: the processes of one file prefix run as the same user and map the
+// same hugepage memory, so they trust each other with memory integrity.  A
+// hostile or broken secondary can read and forge any frame, corrupt any
+// ring or pool, and delete the lock files; nothing here defends against
+// that.  What is bounded anyway, since a stopped or buggy process is common:
+// what a slot can hold of others' buffers (the share), who holds a slot
+// (kernel locks, not pids), and every read of the table (its fixed fields
+// are checked once and copied, SharedPortLayout, so a damaged table makes
+// newcomers refuse the port and never makes anyone divide by zero or index
+// past an array).
 //
 // Known limit: a process killed inside a multi-producer ring operation (an
 // RX ring here, a mempool's ring in any DPDK multi-process program) leaves
@@ -37,6 +51,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -47,7 +62,7 @@ struct rte_ring;
 namespace ofi_dpdk::net {
 
 inline constexpr uint32_t kSharedTableMagic = 0x6f666973;  // "ofis"
-// 3: slots held by a lock file.
+// 3: slots held by a lock file, dropped_share.
 inline constexpr uint16_t kSharedTableVersion = 3;
 // Processes one shared port serves (queue pairs of the net_ring device).
 inline constexpr uint16_t kMaxSharedProcesses = 16;
@@ -55,6 +70,12 @@ inline constexpr uint16_t kMaxSharedProcesses = 16;
 // kMaxEndpointsPerPort).
 inline constexpr uint16_t kSharedEndpointQueues = 64;
 inline constexpr int32_t kSlotDraining = -1;
+// A slot's RX ring takes a sender's frame while it holds fewer than
+// 1/kShareOfPool of the sender's pool (SharedPortTable::dropped_share).
+inline constexpr uint32_t kShareOfPool = 4;
+inline uint32_t ring_share(uint32_t pool_mbufs) {
+  return std::max<uint32_t>(1, pool_mbufs / kShareOfPool);
+}
 
 struct SharedPortTable {
   uint32_t magic;
@@ -76,6 +97,7 @@ struct SharedPortTable {
   std::atomic<uint64_t> dropped_no_owner;   // dst_queue of a free slot, or beyond
   std::atomic<uint64_t> dropped_full;       // the owner's RX ring was full
   std::atomic<uint64_t> dropped_foreign;    // another MAC, EtherType, or runt
+  std::atomic<uint64_t> dropped_share;      // the owner's RX ring held its share (kShareOfPool)
 };
 
 // The table's fixed fields, checked once and copied: every process routes

@@ -124,6 +124,7 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
     return nullptr;
   }
   sw->table_ = table;
+  sw->share_ = ring_share(config.mbufs_per_slot);
   for (uint16_t slot = 0; slot < config.slots; ++slot) {
     const std::string path = shared_slot_lock_path(sw->layout_, slot);
     sw->lock_fds_[slot] = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -213,13 +214,19 @@ uint32_t SharedSwitch::forward() {
     for (uint16_t to = 0; to < layout_.slots; ++to) {
       if (counts[to] == 0) continue;
       handoff_release(by_slot[to], counts[to]);
-      const unsigned put = rte_ring_mp_enqueue_burst(
-          rx_[to], reinterpret_cast<void**>(by_slot[to]), counts[to], nullptr);
+      // A slot takes no more than its share of a pool (shared_port.h).
+      const uint32_t queued = rte_ring_count(rx_[to]);
+      const uint32_t offered = std::min(counts[to], queued < share_ ? share_ - queued : 0);
+      const unsigned put =
+          offered == 0 ? 0
+                       : rte_ring_mp_enqueue_burst(rx_[to], reinterpret_cast<void**>(by_slot[to]),
+                                                   offered, nullptr);
       table_->forwarded.fetch_add(put, std::memory_order_relaxed);
       // A full ring is a full NIC queue: the frame is lost, and the
       // transport's retransmission deals with it.
       for (unsigned i = put; i < counts[to]; ++i) {
-        table_->dropped_full.fetch_add(1, std::memory_order_relaxed);
+        (i < offered ? table_->dropped_full : table_->dropped_share)
+            .fetch_add(1, std::memory_order_relaxed);
         free_frame(by_slot[to][i]);
       }
     }

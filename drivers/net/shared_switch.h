@@ -59,6 +59,7 @@ class SharedSwitch {
   // What we wrote into the table: we route by it, whatever the table says
   // now (a process of the prefix may have written over it).
   SharedPortLayout layout_;
+  uint32_t share_ = 0;  // ring_share of a slot's pool
   std::string port_name_;
   uint16_t port_id_ = 0;
   rte_mempool* pool_ = nullptr;

@@ -222,6 +222,60 @@ TEST_F(SharedPort, TheSwitchFreesTheSlotOfADeadProcessAndItsFrames) {
   EXPECT_EQ(table.owner[0].load(), getpid());
 }
 
+// A process that holds a slot and never reads it (stopped, debugged,
+// hostile) takes from a sender no more than its share of the sender's pool:
+// beyond it the sender's frames to that slot are dropped, and the sender
+// keeps allocating and reaching everyone else.
+TEST_F(SharedPort, AStoppedSlotHoldsAtMostItsShareOfASendersPool) {
+  std::unique_ptr<Port> a, b;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;  // b never reads until the end
+  const uint32_t pool = a->pool_size();
+  ASSERT_GT(pool, 0u);
+  const uint64_t over_share = switch_->table().dropped_share.load();
+  for (uint32_t i = 0; i < 2 * pool; ++i) {
+    rte_mbuf* m = frame(*a, 40);
+    ASSERT_NE(m, nullptr) << "the sender's pool ran dry after " << i << " frames to a slot "
+                          << "that never reads (pool of " << pool << ")";
+    ASSERT_EQ(a->tx_burst(0, &m, 1), 1);
+  }
+  EXPECT_EQ(deliver(*a, *a, 3), 1);  // a still reaches its own endpoints
+  rte_mbuf* held[64];
+  uint32_t in_b = 0;
+  for (uint16_t got; (got = b->rx_burst(0, held, 64)) > 0; in_b += got)
+    for (uint16_t i = 0; i < got; ++i) rte_pktmbuf_free(held[i]);
+  EXPECT_EQ(in_b, ring_share(pool));
+  EXPECT_EQ(switch_->table().dropped_share.load(), over_share + 2 * pool - in_b);
+  EXPECT_EQ(deliver(*a, *b, 40), 1);  // read, the slot takes frames again
+}
+
+// The switch keeps the same share for what it moves from TX queues.
+TEST_F(SharedPort, TheSwitchDropsOverAStoppedSlotsShare) {
+  std::unique_ptr<Port> a, b;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;
+  const uint32_t pool = a->pool_size();
+  const uint64_t over_share = switch_->table().dropped_share.load();
+  uint32_t forwarded_to_b = 0;
+  for (uint32_t i = 0; i < pool; i += 16) {
+    rte_mbuf* frames[16];
+    for (auto& m : frames) {
+      m = frame(*a, 40);
+      ASSERT_NE(m, nullptr) << "the sender's pool ran dry after " << i << " frames";
+    }
+    const uint64_t before = switch_->table().forwarded.load();
+    ASSERT_EQ(rte_eth_tx_burst(switch_->port_id(), 0, frames, 16), 16);
+    while (switch_->forward() != 0) {
+    }
+    forwarded_to_b += static_cast<uint32_t>(switch_->table().forwarded.load() - before);
+  }
+  EXPECT_EQ(forwarded_to_b, ring_share(pool));
+  EXPECT_EQ(switch_->table().dropped_share.load(), over_share + pool - forwarded_to_b);
+  rte_mbuf* held[64];
+  for (uint16_t got; (got = b->rx_burst(0, held, 64)) > 0;)
+    for (uint16_t i = 0; i < got; ++i) rte_pktmbuf_free(held[i]);
+}
+
 // An owner word naming a live process that does not hold the slot (the
 // holder died and its pid went to another process) does not keep the slot.
 TEST_F(SharedPort, ASlotNamingALiveNonHolderIsTakenOverAndFreed) {
