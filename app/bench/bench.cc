@@ -14,7 +14,8 @@
 //              server registered, --window in flight; goodput
 //   read       the same with fi_read (every read's bytes are checked)
 //   atomic     --senders endpoints (one with two processes) each do --count
-//              fi_fetch_atomic FI_SUM of 1 on one uint64 at the server,
+//              fi_fetch_atomic FI_SUM of 1 on one uint64 at the server
+//              (at the start of a region of --size bytes, at least 8),
 //              --window at a time: op latency (window 1) and rate; checks
 //              that the fetched values are exactly 0 .. total-1, each once
 //
@@ -118,11 +119,11 @@ void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
 }
 
 // The server's region for write, read and atomic: --window slots of --size
-// (for reads each slot filled as `fill` does with its index), or one
-// uint64 counter at 0.
+// (for reads each slot filled as `fill` does with its index), or for
+// atomics a uint64 counter at 0 in --size bytes (at least 8).
 struct ServerRegion {
   explicit ServerRegion(Bench& b)
-      : bytes(b.o_.pattern == "atomic" ? sizeof(uint64_t)
+      : bytes(b.o_.pattern == "atomic" ? std::max<size_t>(b.o_.size, sizeof(uint64_t))
                                        : b.o_.window * std::max<size_t>(b.o_.size, 8)) {
     const size_t slot = std::max<size_t>(b.o_.size, 8);
     // Reads check what they bring back; writes must bring what the server

@@ -30,7 +30,9 @@ void Bench::open() {
   hints->caps = FI_MSG;
   if (o_.pattern == "tagged") hints->caps |= FI_TAGGED;
   if (o_.pattern == "write" || o_.pattern == "read") hints->caps |= FI_RMA;
-  if (o_.pattern == "atomic") hints->caps |= FI_ATOMIC;
+  // Atomics on a region that others may also read and write (the
+  // adversarial harness does, beside the pair).
+  if (o_.pattern == "atomic") hints->caps |= FI_ATOMIC | FI_RMA;
   // What any of the three providers compared can work with; FI_MR_LOCAL
   // only if the provider insists (then every buffer is registered).
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;

@@ -467,6 +467,8 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   transport.max_connections = params().max_peers;
   transport.connect_timeout_ns = params().connect_timeout_ms * 1'000'000ull;
   transport.delivery_timeout_ns = params().delivery_timeout_ms * 1'000'000ull;
+  transport.response_bytes = params().response_bytes;
+  transport.connection_response_bytes = params().response_bytes / 4;
   // Tokens are keyed per endpoint: a peer that learned one learns nothing
   // of another endpoint's.
   if (!kernel_random(transport.token_secret, sizeof(transport.token_secret))) {

@@ -89,6 +89,8 @@ Params load() {
   get_number<size_t>("max_peers", 16, size_t{1} << 20, &p.max_peers, &p.errors);
   get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
   get_number<size_t>("rendezvous_bytes", 0, size_t{1} << 34, &p.rendezvous_bytes, &p.errors);
+  get_number<size_t>("response_bytes", size_t{1} << 16, size_t{1} << 34, &p.response_bytes,
+                     &p.errors);
   get_number<uint32_t>("bundle_bytes", 0, 8192, &p.bundle_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
   get_number<uint32_t>("connect_timeout_ms", 1, 3'600'000, &p.connect_timeout_ms, &p.errors);
@@ -159,6 +161,10 @@ void define_params(const fi_provider* provider) {
                   "the receiver a record, not its bytes.  Smaller ones are sent at once "
                   "and buffered when early.  0: every message is sent at once "
                   "(default: 65536)");
+  fi_param_define(provider, "response_bytes", FI_PARAM_STRING,
+                  "Bytes of answers to remote reads and atomics an endpoint holds until "
+                  "their initiators acknowledge them, a quarter of it per peer; further "
+                  "requests wait.  Each is exceeded by one answer at most (default: 67108864)");
   fi_param_define(provider, "peer_timeout_ms", FI_PARAM_STRING,
                   "Milliseconds without an answer after which operations to a peer end "
                   "in FI_ETIMEDOUT error completions (default: 5000)");

@@ -23,6 +23,7 @@ struct Params {
   size_t max_peers = 4096;     // FI_DPDK_MAX_PEERS
   size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
   size_t rendezvous_bytes = 64u << 10;   // FI_DPDK_RENDEZVOUS_BYTES, 0: never
+  size_t response_bytes = 64u << 20;     // FI_DPDK_RESPONSE_BYTES
   uint32_t bundle_bytes = 1024;  // FI_DPDK_BUNDLE_BYTES, 0: a frame per segment
   uint64_t peer_timeout_ms = 5000;      // FI_DPDK_PEER_TIMEOUT_MS
   uint32_t connect_timeout_ms = 30000;  // FI_DPDK_CONNECT_TIMEOUT_MS

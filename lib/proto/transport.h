@@ -475,6 +475,11 @@ class Engine {
   size_t unexpected_messages() const;
   // Bytes the reorder pool holds (allocated chunks, free or in use).
   size_t reorder_pool_bytes() const;
+  // Segments the connections hold ahead of a gap (chunks in use).
+  size_t held_segments() const { return chunks_allocated_ - free_chunks_.size(); }
+  // Bytes of responses not yet acknowledged, all connections
+  // (TransportConfig::response_bytes).
+  size_t responses_held_bytes() const { return response_bytes_; }
   uint32_t session() const { return session_; }
   const TransportStats& stats() const { return stats_; }
   const TransportConfig& config() const { return config_; }

@@ -7,11 +7,18 @@
 //   adversary --iface IFACE --rendezvous DIR --target-pid PID
 //             [--cases a,b,...] [--seed N] [--max-peers N]
 //             [--unexpected-bytes N] [--peer-timeout-ms N]
+//             [--response-bytes N] [--region-bytes N]
 //             [--rss-limit-kb N] [--progress-floor F]
 //
 // The target's names are DIR/server, the peer's DIR/client (the bench's
-// rendezvous files).  --max-peers, --unexpected-bytes and
-// --peer-timeout-ms are what the target was started with (FI_DPDK_*).
+// rendezvous files; the server's also names its region, address and key).
+// --max-peers, --unexpected-bytes, --peer-timeout-ms and --response-bytes
+// are what the target was started with (FI_DPDK_*); --region-bytes is the
+// size of its region.  The cases after "wrong_keys" play a peer that
+// completed its handshake and then misbehaves (the hardening issue's second
+// round): segments parked ahead of a gap, reads whose answers it never
+// acknowledges, remote CQ data, and a replay of an evicted connection's
+// request.
 // Each case reports what the target did, its resident memory growth and
 // the live pair's progress (frames the peer sent per second, against the
 // rate before the first case); it fails when the target misbehaves, grows
@@ -19,6 +26,7 @@
 // --progress-floor of its rate, 0 unless given).  Exit 0 when every case passed, 1 otherwise, 2 on set-up
 // errors.
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -51,6 +59,8 @@ struct Options {
   size_t max_peers = 128;
   size_t unexpected_bytes = 8u << 20;
   uint64_t peer_timeout_ms = 3000;
+  size_t response_bytes = 64u << 20;
+  size_t region_bytes = 8;
   long rss_limit_kb = 8 * 1024;
   // The live pair must keep moving: at least kMinPairFrames during each
   // case, and this share of its pace before the cases.  A pair that stops
@@ -62,8 +72,9 @@ struct Options {
 };
 
 const std::vector<std::string> kAllCases = {
-    "stranger_flood", "forged_hello",      "forged_reset",
-    "pinned_budget",  "unacked_responses", "wrong_keys", "handshake_flood"};
+    "stranger_flood",  "forged_hello",      "forged_reset",   "pinned_budget",
+    "unacked_responses", "wrong_keys",      "handshake_flood", "parked_segments",
+    "response_memory", "remote_cq_data",    "evicted_replay"};
 
 [[noreturn]] void setup_error(const std::string& what) {
   std::fprintf(stderr, "adversary: %s\n", what.c_str());
@@ -86,6 +97,8 @@ Options parse(int argc, char** argv) {
     else if (arg == "--max-peers") o.max_peers = std::stoull(value());
     else if (arg == "--unexpected-bytes") o.unexpected_bytes = std::stoull(value());
     else if (arg == "--peer-timeout-ms") o.peer_timeout_ms = std::stoull(value());
+    else if (arg == "--response-bytes") o.response_bytes = std::stoull(value());
+    else if (arg == "--region-bytes") o.region_bytes = std::stoull(value());
     else if (arg == "--rss-limit-kb") o.rss_limit_kb = std::stol(value());
     else if (arg == "--progress-floor") o.progress_floor = std::stod(value());
     else if (arg == "--cases") {
@@ -114,6 +127,24 @@ Station read_station(const std::string& path) {
   setup_error("no endpoint name in " + path);
 }
 
+// The target's region: the bench's "region ADDRESS KEY" line.
+struct Region {
+  uint64_t address = 0;
+  uint64_t key = 0;
+};
+
+Region read_region(const std::string& path) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("region ", 0) != 0) continue;
+    std::istringstream fields(line.substr(7));
+    Region region;
+    fields >> region.address >> region.key;
+    return region;
+  }
+  setup_error("no region line in " + path);
+}
+
 long resident_kb(long pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(status, line);)
@@ -140,6 +171,9 @@ struct Session {
   uint32_t response_next = wire::kInitialSeq;  // the target's next RESPONSE seq we expect
   uint16_t response_conn = 0;
   bool ack_responses = true;
+  uint64_t resets = 0;  // RESETs the target sent this station
+  // Every RESPONSE frame's (connection, tag), in arrival order.
+  std::vector<std::pair<uint16_t, uint32_t>> response_frames;
 };
 
 // What one case found; `ok` is the target's behaviour only (memory and the
@@ -156,7 +190,8 @@ struct Finding {
 
 class Adversary {
  public:
-  Adversary(const Options& o, Injector& injector) : o_(o), in_(injector) {}
+  Adversary(const Options& o, Injector& injector, const Region& region)
+      : o_(o), in_(injector), region_(region) {}
 
   // Frames the peer sent: its interface counts them with ours.
   uint64_t pair_frames() const {
@@ -170,6 +205,10 @@ class Adversary {
     if (name == "forged_reset") return forged_reset();
     if (name == "pinned_budget") return pinned_budget();
     if (name == "unacked_responses") return unacked_responses();
+    if (name == "parked_segments") return parked_segments();
+    if (name == "response_memory") return response_memory();
+    if (name == "remote_cq_data") return remote_cq_data();
+    if (name == "evicted_replay") return evicted_replay();
     return wrong_keys();
   }
 
@@ -191,16 +230,32 @@ class Adversary {
   }
 
   void observe(const proto::DecodedFrame& f) {
+    if (f.header.opcode == static_cast<uint8_t>(wire::Opcode::kBundle)) {
+      // Small answers share frames: each entry as the frame it stands for.
+      const uint8_t* cursor = f.payload;
+      const uint8_t* end = f.payload + f.header.payload_len;
+      proto::DecodedFrame entry = f;
+      while (cursor < end && proto::next_bundle_entry(&cursor, end, f.header, &entry.header,
+                                                      &entry.payload) == proto::DecodeResult::kOk)
+        observe_one(entry);
+      return;
+    }
+    observe_one(f);
+  }
+
+  void observe_one(const proto::DecodedFrame& f) {
     const wire::FrameHeader& h = f.header;
     if (h.opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck)) ++hello_acks_;
     if (h.opcode == static_cast<uint8_t>(wire::Opcode::kReset)) ++resets_;
     for (auto& s : sessions_) {
       if (!to_station(f, s->c.self)) continue;
+      if (h.opcode == static_cast<uint8_t>(wire::Opcode::kReset)) ++s->resets;
       if ((h.flags & wire::kFlagAckValid) && h.ack_conn == s->c.conn &&
           h.ack_token == s->c.token && static_cast<int32_t>(h.ack - s->acked) > 0)
         s->acked = h.ack;
       if (h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse)) {
         s->responses.emplace(static_cast<uint32_t>(h.tag), h.cq_data);
+        s->response_frames.emplace_back(h.conn, static_cast<uint32_t>(h.tag));
         if (h.seq == s->response_next) ++s->response_next;
         s->response_conn = h.conn;
         if (s->ack_responses) ack_responses(*s, h);
@@ -233,6 +288,36 @@ class Adversary {
     h.auth_key = auth_key;
     h.src_ep_queue = src_ep_queue.value_or(s.c.self.queue);
     in_.send(s.c.self, in_.target(), h, request);
+  }
+
+  // A session whose first segment, an 8-byte read of the region, the target
+  // took; null when it did not within twice the peer timeout and a little
+  // (a table full of recent connections, as handshake_flood leaves it,
+  // has room again once they have been quiet that long).
+  Session* admitted_session(bool ack_responses) {
+    Session& s = open_session();
+    s.ack_responses = ack_responses;
+    const auto read = read_request(region_.key, region_.address, 8);
+    const auto limit = Clock::now() + milliseconds(2 * o_.peer_timeout_ms + 3000);
+    while (s.acked == wire::kInitialSeq && Clock::now() < limit) {
+      in_.send(s.c.self, in_.target(),
+               request_header(s, wire::kInitialSeq, wire::kInitialSeq, read.size()), read);
+      listen(milliseconds(300), [&] { return s.acked != wire::kInitialSeq; });
+    }
+    return s.acked == wire::kInitialSeq ? nullptr : &s;
+  }
+
+  // A one-segment request (its head `request`) at `seq` with `msg_id`.
+  wire::FrameHeader request_header(const Session& s, uint32_t seq, uint32_t msg_id,
+                                   size_t length) {
+    wire::FrameHeader h = header_between(wire::Opcode::kRequest, s.c.self, in_.target());
+    h.flags = wire::kFlagLastSegment | wire::kFlagAckNow;
+    h.seq = seq;
+    h.msg_id = msg_id;
+    h.msg_len = static_cast<uint32_t>(length);
+    h.conn = s.c.conn;
+    h.token = s.c.token;
+    return h;
   }
 
   // Segment 0 of a message of msg_len bytes: one frame of payload.  Tagged
@@ -450,10 +535,187 @@ class Adversary {
     return finding;
   }
 
+  // Stations that complete a handshake, park one segment ahead of a gap
+  // (seq 2; seq 1 never comes) and go quiet: twice --max-peers of them, so
+  // the target's table is full of connections that hold data and never
+  // moved.  A station that then talks (a whole message at seq 1) must still
+  // be taken: a parked connection is evicted for it.
+  Finding parked_segments() {
+    const size_t parked = o_.max_peers * 2;
+    const std::vector<uint8_t> byte(1, 0x5a);
+    for (size_t i = 0; i < parked; ++i) {
+      Session& s = open_session();
+      s.ack_responses = false;
+      in_.send_segment(s.c, wire::Opcode::kTagged, wire::kInitialSeq + 1, 2, 1, 0, byte,
+                       wire::kFlagLastSegment);
+      if (i % 16 == 15) listen(milliseconds(2));
+    }
+    listen(milliseconds(300));
+    Session& talker = open_session();
+    talker.ack_responses = false;
+    const auto limit = Clock::now() + milliseconds(5000);
+    while (talker.acked == wire::kInitialSeq && Clock::now() < limit) {
+      send_first_segment(talker, 64);  // and our retransmissions
+      listen(milliseconds(200), [&] { return talker.acked != wire::kInitialSeq; });
+    }
+    Finding finding;
+    finding.note(std::to_string(parked) + " stations parked a segment ahead of a gap");
+    if (talker.acked == wire::kInitialSeq)
+      finding.fail("a station that talks was locked out");
+    else
+      finding.note("a station that talks was taken");
+    return finding;
+  }
+
+  // Reads of the target's region (1 MiB each, at its start, where the live
+  // pair's fetch-adds change the counter) whose answers are never
+  // acknowledged: each fetch-add then makes the target copy the answers
+  // lent from those bytes.  The target takes no more than this peer's share
+  // of --response-bytes (a quarter), plus one.
+  Finding response_memory() {
+    constexpr uint32_t kReads = 64;
+    const uint64_t length = std::min<uint64_t>(o_.region_bytes, 1 << 20);
+    Session* admitted = admitted_session(false);
+    if (admitted == nullptr) return Finding{false, "no connection of ours was taken"};
+    Session& s = *admitted;
+    const uint32_t first = s.acked;  // after the admitting read
+    for (uint32_t i = 0; i < kReads; ++i) {
+      const auto request = read_request(region_.key, region_.address, length);
+      in_.send(s.c.self, in_.target(), request_header(s, first + i, first + i, request.size()),
+               request);
+    }
+    listen(milliseconds(3000));
+    const uint32_t taken = s.acked - first;
+    const uint64_t allowed = (o_.response_bytes / 4 + length - 1) / length + 1;
+    for (const auto& [id, status] : s.responses)
+      if (status != 0) return Finding{false, "a read was refused with status " + std::to_string(status)};
+    Finding finding;
+    finding.note(std::to_string(kReads) + " reads of " + std::to_string(length) +
+                 " bytes never acknowledged, " + std::to_string(taken) + " taken (at most " +
+                 std::to_string(allowed) + ")");
+    if (taken == 0) finding.fail("no read taken: the case did not reach the target");
+    if (taken > allowed) finding.fail("more response bytes held than the peer's share");
+    return finding;
+  }
+
+  // Zero-length writes with remote CQ data, as fast as the target takes
+  // them: each is answered (landed, or FI_ENOSPC while the target's CQ is
+  // full), and the target's memory stays bounded.
+  Finding remote_cq_data() {
+    constexpr uint32_t kWrites = 5000;
+    constexpr uint32_t kInFlight = 128;
+    Session* admitted = admitted_session(true);
+    if (admitted == nullptr) return Finding{false, "no connection of ours was taken"};
+    Session& s = *admitted;
+    const uint32_t first = s.acked;
+    uint32_t sent = 0;
+    const auto limit = Clock::now() + milliseconds(20000);
+    const auto outstanding = [&] { return sent - (s.acked - first); };
+    while (sent < kWrites && Clock::now() < limit) {
+      while (sent < kWrites && outstanding() < kInFlight) {
+        const auto request =
+            write_with_data_request(region_.key, region_.address, 0, 0xDA7A0000u + sent);
+        const uint32_t seq = first + sent;
+        in_.send(s.c.self, in_.target(), request_header(s, seq, seq, request.size()), request);
+        ++sent;
+      }
+      listen(milliseconds(5), [&] { return outstanding() < kInFlight / 2; });
+    }
+    listen(milliseconds(500), [&] { return s.responses.size() >= sent + 1; });
+    size_t landed = 0, full = 0, other = 0;
+    uint64_t other_status = 0;
+    for (const auto& [id, status] : s.responses) {
+      if (id < first) continue;  // the admitting read
+      if (status == 0) {
+        ++landed;
+      } else if (status == ENOSPC) {
+        ++full;
+      } else {
+        ++other;
+        other_status = status;
+      }
+    }
+    Finding finding;
+    finding.note(std::to_string(sent) + " writes with remote CQ data, " + std::to_string(landed) +
+                 " landed, " + std::to_string(full) + " refused for a full CQ");
+    if (s.responses.empty()) finding.fail("no write answered: the case did not reach the target");
+    if (other != 0)
+      finding.fail(std::to_string(other) + " answered with another error (" +
+                   std::to_string(other_status) + ")");
+    return finding;
+  }
+
+  // A read whose frame is kept; then the target evicts our connection (we
+  // stay quiet twice the peer timeout while --max-peers stations park
+  // segments and take the table), our station reconnects on a new
+  // connection and reads again, and the kept frame of the evicted
+  // connection is replayed.  It must be refused (RESET), never run again.
+  Finding evicted_replay() {
+    Finding finding;
+    Session& s = open_session();
+    constexpr uint32_t kFirstId = 1, kSecondId = 100;
+    const auto read = read_request(region_.key, region_.address, 8);
+    const std::vector<uint8_t> kept =
+        seal(s.c.self.mac, in_.target().mac,
+             request_header(s, wire::kInitialSeq, kFirstId, read.size()), read);
+    // Resent until taken (see admitted_session).
+    const auto admit_limit = Clock::now() + milliseconds(2 * o_.peer_timeout_ms + 3000);
+    while (!s.responses.count(kFirstId) && Clock::now() < admit_limit) {
+      in_.send_frame(kept);
+      listen(milliseconds(300), [&] { return s.responses.count(kFirstId) != 0; });
+    }
+    if (!s.responses.count(kFirstId)) {
+      finding.fail("the first read was not answered");
+      return finding;
+    }
+    listen(milliseconds(2 * o_.peer_timeout_ms + 500));
+    const std::vector<uint8_t> byte(1, 0x5a);
+    for (size_t i = 0; i < o_.max_peers; ++i) {
+      Session& parked = open_session();
+      parked.ack_responses = false;
+      in_.send_segment(parked.c, wire::Opcode::kTagged, wire::kInitialSeq + 1, 2, 1, 0, byte,
+                       wire::kFlagLastSegment);
+      if (i % 16 == 15) listen(milliseconds(2));
+    }
+    listen(milliseconds(300));
+    // The same station on a new connection: a new record at the target.
+    s.c.conn = 2;
+    if (!in_.open(s.c, [&](const proto::DecodedFrame& f) { observe(f); })) {
+      finding.fail("our station could not reconnect");
+      return finding;
+    }
+    s.acked = wire::kInitialSeq;
+    const auto limit = Clock::now() + milliseconds(5000);
+    while (!s.responses.count(kSecondId) && Clock::now() < limit) {
+      in_.send(s.c.self, in_.target(), request_header(s, wire::kInitialSeq, kSecondId, read.size()),
+               read);
+      listen(milliseconds(300), [&] { return s.responses.count(kSecondId) != 0; });
+    }
+    if (!s.responses.count(kSecondId)) {
+      finding.fail("the read on the new connection was not answered");
+      return finding;
+    }
+    listen(milliseconds(100));
+    const size_t frames_before = s.response_frames.size();
+    const uint64_t resets_before = s.resets;
+    in_.send_frame(kept);
+    listen(milliseconds(1000));
+    size_t ran_again = 0;
+    for (size_t i = frames_before; i < s.response_frames.size(); ++i)
+      ran_again += s.response_frames[i].second == kFirstId;
+    finding.note("the evicted connection's read replayed: " +
+                 std::to_string(s.resets - resets_before) + " RESET, " +
+                 std::to_string(ran_again) + " answers");
+    if (ran_again != 0) finding.fail("the replayed request ran again");
+    if (s.resets == resets_before) finding.fail("the replayed segment was not refused");
+    return finding;
+  }
+
   static constexpr uint16_t kMaxAdvertisedWindow = 256;
   static constexpr uint64_t kForeignTag = 0xad5e'adad'5eadull;
   const Options& o_;
   Injector& in_;
+  const Region region_;
   std::vector<std::unique_ptr<Session>> sessions_;
   uint64_t hello_acks_ = 0, resets_ = 0;
 };
@@ -471,7 +733,7 @@ int run(const Options& o) {
   const Station peer = read_station(o.rendezvous + "/client");
   RawLink link(o.iface, wire::kDefaultEtherType, target_filter(target.mac, peer.mac));
   Injector injector(link, target, peer, o.seed);
-  Adversary adversary(o, injector);
+  Adversary adversary(o, injector, read_region(o.rendezvous + "/server"));
   std::printf("target %s/%u, peer %s/%u, on %s\n", mac_text(target.mac).c_str(), target.queue,
               mac_text(peer.mac).c_str(), peer.queue, o.iface.c_str());
 

@@ -87,4 +87,16 @@ std::array<uint8_t, 40> read_request(uint64_t key, uint64_t address, uint64_t le
   return bytes;
 }
 
+std::array<uint8_t, 40> write_with_data_request(uint64_t key, uint64_t address, uint64_t length,
+                                                uint64_t cq_data) {
+  constexpr uint8_t kWrite = 1;
+  constexpr uint8_t kHasData = 1;
+  std::array<uint8_t, 40> bytes{};
+  bytes[0] = kWrite;
+  bytes[1] = kHasData;
+  const uint64_t fields[] = {htobe64(key), htobe64(address), htobe64(length), htobe64(cq_data)};
+  std::memcpy(bytes.data() + 8, fields, sizeof(fields));
+  return bytes;
+}
+
 }  // namespace ofi_dpdk::adversarial

@@ -49,5 +49,8 @@ std::optional<wire::HandshakeBody> read_handshake_body(const proto::DecodedFrame
 // dpdk_remote_op.h lays it out: here always a read, which the target
 // answers with an error for a key it never issued.
 std::array<uint8_t, 40> read_request(uint64_t key, uint64_t address, uint64_t length);
+// A write of `length` bytes (which follow it) with remote CQ data.
+std::array<uint8_t, 40> write_with_data_request(uint64_t key, uint64_t address, uint64_t length,
+                                                uint64_t cq_data);
 
 }  // namespace ofi_dpdk::adversarial

@@ -29,16 +29,20 @@ ip link set "$T" up
 ip link set "$P" up
 
 # Small limits, so the cases reach them quickly: the target holds 128
-# connections, 8 MiB of unexpected messages, and gives a silent sender 3 s.
+# connections, 8 MiB of unexpected messages, 4 MiB of answers (1 MiB a
+# peer), and gives a silent sender 3 s.
 export FI_DPDK_MAX_PEERS=128
 export FI_DPDK_UNEXPECTED_BYTES=$((8 << 20))
+export FI_DPDK_RESPONSE_BYTES=$((4 << 20))
 export FI_DPDK_PEER_TIMEOUT_MS=3000
+REGION_BYTES=$((1 << 20))
 mkdir -p "$WORK/rendezvous"
-# The pair: fetch-adds at the target (its request path), which posts one
-# untagged receive (the pair's closing message); the adversary's messages
-# are tagged and wait unmatched.  More than the run can finish: the pair
-# is stopped at the end.
-PAIR_ARGS=(--pattern atomic --window 16 --count 100000000 --timeout 200
+# The pair: fetch-adds at the target (its request path) on the counter at
+# the start of its 1 MiB region, which the adversary reads; the target
+# posts one untagged receive (the pair's closing message); the adversary's
+# messages are tagged and wait unmatched.  More than the run can finish:
+# the pair is stopped at the end.
+PAIR_ARGS=(--pattern atomic --window 16 --count 100000000 --timeout 200 --size "$REGION_BYTES"
 	--rendezvous "$WORK/rendezvous")
 # shellcheck disable=SC2086
 start_limited 240 "$WORK/server.json" "$WORK/server.err" "$BENCH" -l 0 $EAL_COMMON \
@@ -74,7 +78,8 @@ if [ -n "${ADVERSARY_PERF:-}" ]; then
 fi
 "$ADVERSARY" --iface "$P" --rendezvous "$WORK/rendezvous" --target-pid "$SERVER_PID" \
 	--max-peers "$FI_DPDK_MAX_PEERS" --unexpected-bytes "$FI_DPDK_UNEXPECTED_BYTES" \
-	--peer-timeout-ms "$FI_DPDK_PEER_TIMEOUT_MS" --seed "$$" --rss-limit-kb "$RSS_LIMIT_KB" \
+	--peer-timeout-ms "$FI_DPDK_PEER_TIMEOUT_MS" --response-bytes "$FI_DPDK_RESPONSE_BYTES" \
+	--region-bytes "$REGION_BYTES" --seed "$$" --rss-limit-kb "$RSS_LIMIT_KB" \
 	${ADVERSARY_CASES:+--cases "$ADVERSARY_CASES"}
 RC=$?
 [ -n "${ADVERSARY_PMAP:-}" ] && pmap -x "$SERVER_PID" >"$ADVERSARY_PMAP.after"

@@ -227,6 +227,10 @@ void World::run(const uint8_t* data, size_t size) {
   // Nothing half-assembled outlives the silence: what the budget still
   // holds belongs to whole unexpected messages waiting for a receive.
   if (engine_->unexpected_messages() == 0) FUZZ_CHECK(engine_->unexpected_bytes() == 0);
+  // Held segments age out, and every response ended (acknowledged, or
+  // failed with its connection): neither holds memory after the silence.
+  FUZZ_CHECK(engine_->held_segments() == 0);
+  FUZZ_CHECK(engine_->responses_held_bytes() == 0);
   if (tracing()) trace_stats(engine_->stats());
 }
 
@@ -504,7 +508,8 @@ void World::check_completion(const Completion& done) {
       FUZZ_CHECK(done.len == it->second.length);
     } else {
       FUZZ_CHECK(done.error == kErrTimedOut || done.error == kErrPeerReset);
-      FUZZ_CHECK(done.prov_errno == kProvPeerTimeout || done.prov_errno == kProvPeerRestarted);
+      FUZZ_CHECK(done.prov_errno == kProvPeerTimeout || done.prov_errno == kProvPeerRestarted ||
+                 done.prov_errno == kProvMaybeDelivered || done.prov_errno == kProvNotTaken);
     }
     sends_.erase(it);  // the buffer goes now
     return;
@@ -540,6 +545,8 @@ void World::check_stats() {
   FUZZ_CHECK(engine_->unexpected_bytes() <= config_.unexpected_bytes);
   FUZZ_CHECK(engine_->reorder_pool_bytes() <= config_.reorder_bytes);
   FUZZ_CHECK(engine_->posted_recvs() <= config_.max_posted_recvs);
+  // Responses within their budget: exceeded by one response at most.
+  FUZZ_CHECK(engine_->responses_held_bytes() <= config_.response_bytes + kHandlerEcho);
 }
 
 }  // namespace

@@ -100,6 +100,10 @@ inline TransportConfig fuzz_config(bool provider_limits = false) {
   // The 3000-byte send template goes by rendezvous: announced, then served
   // to the peer's pull from the send's own buffer.
   config.rendezvous_bytes = 3000;
+  // Small response budgets, so that requests meet them (a response is at
+  // most kHandlerEcho bytes).
+  config.connection_response_bytes = 600;
+  config.response_bytes = 1200;
   return config;
 }
 
