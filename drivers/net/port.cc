@@ -179,10 +179,21 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   // kernel's work on the frames runs inside it.
   port->burst_frames_ = kernel_backed(info) ? 32 : 8;
   // net_memif unmaps its rings on EAL's interrupt thread when its peer goes,
-  // whatever a poller is doing (unmap_guard.h).
-  const bool memif = is_driver(info, "net_memif");
-  if (memif) port->guard_bursts_ = guard_unmaps_of("librte_net_memif.so");
-  const bool unguarded_memif = memif && !port->guard_bursts_;
+  // whatever a poller is doing (unmap_guard.h), on the releases
+  // unmap_guard_policy.h names.
+  if (is_driver(info, "net_memif")) {
+    const UnmapGuardChoice choice = choose_memif_unmap_guard(config.memif_unmap_guard);
+    port->unmap_guard_note_ = choice.why;
+    port->unmap_guard_note_warns_ = choice.warn;
+    if (choice.guard) {
+      port->guard_bursts_ = guard_unmaps_of("librte_net_memif.so");
+      if (!port->guard_bursts_) {
+        port->unmap_guard_note_ += "; but net_memif's munmap cannot be redirected (a static "
+                                   "DPDK build?): a poller may fault when the memif peer goes";
+        port->unmap_guard_note_warns_ = true;
+      }
+    }
+  }
   if (SharedPortTable* table = find_shared_table(port->name_))
     return open_shared(std::move(port), table, info, config, out, error);
   if (rte_eal_process_type() == RTE_PROC_SECONDARY) {
@@ -265,9 +276,6 @@ int Port::open(uint16_t port_id, const PortConfig& config,
                          " steering";
   }
 
-  if (unguarded_memif)
-    port->description_ += "; net_memif's munmap is not guarded (a static DPDK build?): a "
-                          "poller may fault when the memif peer goes away";
   // configure() settled the MTU on a port we set up; a host program's port
   // keeps its own.
   uint16_t mtu = port->mtu_;

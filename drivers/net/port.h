@@ -15,6 +15,7 @@
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/fault_plan.h"
 #include "drivers/net/shared_port.h"
+#include "drivers/net/unmap_guard_policy.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -49,6 +50,9 @@ struct PortConfig {
   uint16_t ether_type = 0x88B5;
   SteeringRequest steering = SteeringRequest::kAuto;
   FaultConfig faults;
+  // Whether a net_memif port's bursts hold back the driver's unmaps
+  // (FI_DPDK_MEMIF_UNMAP_GUARD; unmap_guard_policy.h).
+  UnmapGuardRequest memif_unmap_guard = UnmapGuardRequest::kAuto;
 };
 
 // What can be learned of a port without configuring it.
@@ -97,6 +101,12 @@ class Port {
   bool loops_back() const { return loops_back_; }
   // What the set-up decided, for the log.
   const std::string& description() const { return description_; }
+  // For a net_memif port, whether its bursts hold back the driver's unmaps
+  // (unmap_guard.h), and why or why not, for the log; empty for others.
+  // A warning when the choice leaves the driver's race open.
+  bool unmap_guarded() const { return guard_bursts_; }
+  const std::string& unmap_guard_note() const { return unmap_guard_note_; }
+  bool unmap_guard_note_warns() const { return unmap_guard_note_warns_; }
   // The endpoint queue ids this process may use on the port: all of them,
   // or on a shared port (shared_port.h) its slot's block.
   uint16_t endpoint_queue_first() const { return endpoint_queue_first_; }
@@ -172,6 +182,8 @@ class Port {
   // Bursts are counted for unmap_guard.h (net_memif, when its imports could
   // be redirected).
   bool guard_bursts_ = false;
+  std::string unmap_guard_note_;
+  bool unmap_guard_note_warns_ = false;
   std::string description_;
   rte_mempool* pool_ = nullptr;
   std::unique_ptr<FaultInjector> faults_;

@@ -169,11 +169,18 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   config.connect_timeout_ms = p.connect_timeout_ms;
   config.steering = p.steering;
   config.faults = p.faults;
+  config.memif_unmap_guard = p.memif_unmap_guard;
   auto ctx = std::make_shared<PortContext>();
   ctx->checksums = p.checksum;
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
+  if (const std::string& note = ctx->port->unmap_guard_note(); !note.empty()) {
+    if (ctx->port->unmap_guard_note_warns())
+      DPDK_WARN(FI_LOG_DOMAIN, "%s: %s\n", ctx->port->name().c_str(), note.c_str());
+    else
+      DPDK_INFO(FI_LOG_DOMAIN, "%s: %s\n", ctx->port->name().c_str(), note.c_str());
+  }
   // A process on a shared port has its slot's block of queue ids; the rest
   // belong to the other processes, as if held by them.
   const net::Port& nic = *ctx->port;

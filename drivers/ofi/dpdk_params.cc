@@ -106,6 +106,13 @@ Params load() {
       p.errors += " " + env_name(fault.name) + "=" + text + " (want 0..1 or 0%..100%)";
     }
   }
+  const std::string unmap_guard = get_string("memif_unmap_guard");
+  if (!unmap_guard.empty()) {
+    if (auto request = net::parse_unmap_guard_request(unmap_guard))
+      p.memif_unmap_guard = *request;
+    else
+      p.errors += " FI_DPDK_MEMIF_UNMAP_GUARD=" + unmap_guard + " (want auto, on or off)";
+  }
   get_number<uint32_t>("fault_delay_us", 0, 10'000'000, &p.faults.delay_us, &p.errors);
   get_number<uint64_t>("fault_seed", 0, UINT64_MAX, &p.faults.seed, &p.errors);
   return p;
@@ -189,6 +196,13 @@ void define_params(const fi_provider* provider) {
                   "many milliseconds gets a progress pass from a helper thread, so lost "
                   "frames are retransmitted while the application waits elsewhere; 0 "
                   "turns this off (default: 2)");
+  fi_param_define(provider, "memif_unmap_guard", FI_PARAM_STRING,
+                  "Whether net_memif's unmap of a connection's rings (on EAL's interrupt "
+                  "thread, when the memif peer goes) first waits for the provider's bursts "
+                  "on them to end: auto (on for DPDK 22.11 and 24.11, whose driver lets "
+                  "a poller fault there; off for other releases), on, or off.  The guard "
+                  "redirects every munmap call net_memif makes, process-wide "
+                  "(default: auto)");
   for (const auto& fault : kFaultParams)
     fi_param_define(provider, fault.name, FI_PARAM_STRING, fault.help);
   fi_param_define(provider, "fault_delay_us", FI_PARAM_STRING,

@@ -31,6 +31,7 @@ struct Params {
   int progress_lcore = -1;     // FI_DPDK_PROGRESS_LCORE, -1: first idle worker
   uint32_t progress_net_ms = 2;  // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
   net::FaultConfig faults;     // FI_DPDK_FAULT_*
+  net::UnmapGuardRequest memif_unmap_guard = net::UnmapGuardRequest::kAuto;  // FI_DPDK_MEMIF_UNMAP_GUARD
   std::string errors;          // parameter values that were refused, for the log
 };
 
