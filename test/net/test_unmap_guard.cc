@@ -3,17 +3,22 @@
 // unmap back until no burst of ours is inside the driver.
 //
 // UnmapGuard.*: the guard's waiting, on plain anonymous mappings.
+// UnmapGuardPolicy.*: when the guard is on (FI_DPDK_MEMIF_UNMAP_GUARD and
+// the DPDK release, unmap_guard_policy.h).
 // MemifPeerGone.*: twelve net_memif server/client pairs in this process; for
 // each, the server fills the client's receive ring and is stopped while a
 // thread drains the client through net::Port.  Stopping the server makes
-// the client's interrupt thread unmap the client's rings; unguarded, the
-// poller faults (every run of 10 did).
+// the client's interrupt thread unmap the client's rings.  Guarded, the
+// poller survives; with the guard off (in a child process: a death test),
+// it faults inside a burst.
 #include <gtest/gtest.h>
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <pthread.h>
+#include <rte_version.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -28,6 +33,7 @@
 
 #include "drivers/net/port.h"
 #include "drivers/net/unmap_guard.h"
+#include "drivers/net/unmap_guard_policy.h"
 #include "test/support/test_eal.h"
 
 namespace ofi_dpdk {
@@ -114,6 +120,102 @@ TEST(UnmapGuard, OnlyALoadedLibraryIsRedirected) {
   EXPECT_TRUE(net::guard_unmaps_of("librte_net_memif.so"));
 }
 
+using net::UnmapGuardRequest;
+
+net::DpdkRelease release(unsigned year, unsigned month, unsigned minor) {
+  return net::DpdkRelease{year, month, minor};
+}
+
+TEST(UnmapGuardPolicy, ReadsTheVersionsRteVersionGives) {
+  const auto stable = net::parse_dpdk_version("DPDK 22.11.11");
+  ASSERT_TRUE(stable);
+  EXPECT_EQ(stable->year, 22u);
+  EXPECT_EQ(stable->month, 11u);
+  EXPECT_EQ(stable->minor, 11u);
+  const auto candidate = net::parse_dpdk_version("DPDK 25.03.0-rc1");
+  ASSERT_TRUE(candidate);
+  EXPECT_EQ(candidate->month, 3u);
+  EXPECT_EQ(net::to_string(*candidate), "25.03.0");
+  for (const char* odd : {"", "DPDK", "DPDK 22.11", "22.11.1", "DPDK 22.13.0", "DPDK x.11.1",
+                          "DPDK 22.11.1 extra"})
+    EXPECT_FALSE(net::parse_dpdk_version(odd)) << odd;
+  ASSERT_TRUE(net::parse_dpdk_version(rte_version())) << rte_version();
+}
+
+TEST(UnmapGuardPolicy, AutoGuardsEveryPointReleaseOf2211And2411) {
+  for (const auto& running : {release(22, 11, 0), release(22, 11, 11), release(24, 11, 0),
+                              release(24, 11, 3)}) {
+    const auto choice = net::choose_memif_unmap_guard(UnmapGuardRequest::kAuto, running, running);
+    EXPECT_TRUE(choice.guard) << choice.why;
+    EXPECT_FALSE(choice.warn) << choice.why;
+    EXPECT_NE(choice.why.find("guard on"), std::string::npos) << choice.why;
+  }
+}
+
+TEST(UnmapGuardPolicy, AutoLeavesOtherReleasesAlone) {
+  for (const auto& running : {release(21, 11, 9), release(23, 11, 2), release(25, 3, 0),
+                              release(25, 11, 0)}) {
+    const auto choice = net::choose_memif_unmap_guard(UnmapGuardRequest::kAuto, running, running);
+    EXPECT_FALSE(choice.guard) << choice.why;
+    EXPECT_FALSE(choice.warn) << choice.why;
+    EXPECT_NE(choice.why.find("FI_DPDK_MEMIF_UNMAP_GUARD=on"), std::string::npos) << choice.why;
+  }
+  const auto unknown =
+      net::choose_memif_unmap_guard(UnmapGuardRequest::kAuto, std::nullopt, release(22, 11, 11));
+  EXPECT_FALSE(unknown.guard) << unknown.why;
+}
+
+// The release running decides: a build against 24.11 may run with 25.03's
+// libraries (one ABI), and the reason says so.
+TEST(UnmapGuardPolicy, TheRunningReleaseDecidesAndADifferentBuildIsNamed) {
+  const auto newer = net::choose_memif_unmap_guard(UnmapGuardRequest::kAuto, release(25, 3, 0),
+                                                   release(24, 11, 2));
+  EXPECT_FALSE(newer.guard);
+  EXPECT_NE(newer.why.find("built against DPDK 24.11.2"), std::string::npos) << newer.why;
+  const auto same = net::choose_memif_unmap_guard(UnmapGuardRequest::kAuto, release(24, 11, 3),
+                                                  release(24, 11, 0));
+  EXPECT_TRUE(same.guard);
+  EXPECT_EQ(same.why.find("built against"), std::string::npos) << same.why;
+}
+
+TEST(UnmapGuardPolicy, OnAndOffOverrideTheRelease) {
+  const auto forced = net::choose_memif_unmap_guard(UnmapGuardRequest::kOn, release(23, 11, 2),
+                                                    release(23, 11, 2));
+  EXPECT_TRUE(forced.guard);
+  EXPECT_FALSE(forced.warn);
+  EXPECT_NE(forced.why.find("not seen on"), std::string::npos) << forced.why;
+  // Off where the race is: allowed, and a warning.
+  const auto off = net::choose_memif_unmap_guard(UnmapGuardRequest::kOff, release(22, 11, 11),
+                                                 release(22, 11, 11));
+  EXPECT_FALSE(off.guard);
+  EXPECT_TRUE(off.warn);
+  const auto off_elsewhere = net::choose_memif_unmap_guard(
+      UnmapGuardRequest::kOff, release(23, 11, 2), release(23, 11, 2));
+  EXPECT_FALSE(off_elsewhere.guard);
+  EXPECT_FALSE(off_elsewhere.warn);
+}
+
+TEST(UnmapGuardPolicy, ParsesTheParameter) {
+  EXPECT_EQ(net::parse_unmap_guard_request("auto"), UnmapGuardRequest::kAuto);
+  EXPECT_EQ(net::parse_unmap_guard_request("on"), UnmapGuardRequest::kOn);
+  EXPECT_EQ(net::parse_unmap_guard_request("1"), UnmapGuardRequest::kOn);
+  EXPECT_EQ(net::parse_unmap_guard_request("off"), UnmapGuardRequest::kOff);
+  EXPECT_EQ(net::parse_unmap_guard_request("no"), UnmapGuardRequest::kOff);
+  EXPECT_FALSE(net::parse_unmap_guard_request("On"));
+  EXPECT_FALSE(net::parse_unmap_guard_request(""));
+}
+
+// The default run guards: our machines run 22.11 (Debian 12) and 24.11
+// (Debian 13).
+TEST(UnmapGuardPolicy, TheDpdkOfThisRunIsGuardedByDefault) {
+  const auto running = net::parse_dpdk_version(rte_version());
+  ASSERT_TRUE(running) << rte_version();
+  const auto choice = net::choose_memif_unmap_guard(UnmapGuardRequest::kAuto);
+  if (!net::memif_unmap_race_seen_on(*running))
+    GTEST_SKIP() << rte_version() << " is neither 22.11 nor 24.11: " << choice.why;
+  EXPECT_TRUE(choice.guard) << choice.why;
+}
+
 // Pairs of net_memif vdevs main() creates: server net_memif<2i>, client
 // net_memif<2i+1>, each pair on a socket of its own.  Each pair is used for
 // one round and not connected again: after hundreds of stop/start cycles
@@ -121,47 +223,53 @@ TEST(UnmapGuard, OnlyALoadedLibraryIsRedirected) {
 // then a crash in rte_malloc), which is not what this test is about.
 constexpr int kPairs = 12;
 
-class MemifPeerGone : public ::testing::Test {
- protected:
-  void SetUp() override {
-    net::PortConfig config;
-    config.steering = net::SteeringRequest::kSoftware;
-    config.mbufs = 1023;  // 24 ports in EAL's 256 MiB
-    config.rx_descriptors = 128;
-    config.tx_descriptors = 128;
-    config.connect_timeout_ms = 10000;
-    for (int pair = 0; pair < kPairs; ++pair) {
-      std::string error;
-      uint16_t id = 0;
-      const std::string server = "net_memif" + std::to_string(2 * pair);
-      const std::string client = "net_memif" + std::to_string(2 * pair + 1);
-      ASSERT_EQ(rte_eth_dev_get_port_by_name(server.c_str(), &id), 0) << server;
-      ASSERT_EQ(net::Port::open(id, config, &servers_[pair], &error), 0) << error;
-      ASSERT_EQ(rte_eth_dev_get_port_by_name(client.c_str(), &id), 0) << client;
-      ASSERT_EQ(net::Port::open(id, config, &clients_[pair], &error), 0) << error;
-    }
-  }
-
-  static bool link_is(uint16_t port, bool up, milliseconds limit) {
-    const auto end = steady_clock::now() + limit;
-    do {
-      rte_eth_link link{};
-      if (rte_eth_link_get_nowait(port, &link) == 0 && (link.link_status == RTE_ETH_LINK_UP) == up)
-        return true;
-      std::this_thread::sleep_for(milliseconds(1));
-    } while (steady_clock::now() < end);
-    return false;
-  }
-
-  std::unique_ptr<net::Port> servers_[kPairs], clients_[kPairs];
+struct MemifPairs {
+  std::unique_ptr<net::Port> servers[kPairs], clients[kPairs];
 };
 
-TEST_F(MemifPeerGone, APollerSurvivesItsPeerStoppingUnderIt) {
-  if (!memif_is_a_library()) GTEST_SKIP() << "net_memif is linked into this program: unguarded";
-  // The poller drains the client's receive ring, which the server filled
-  // with frames as long as its buffers: each burst copies tens of
-  // kilobytes out of the client's shared memory, so the server's stop
-  // lands while the poller is inside a burst.
+// Opens every pair, its bursts guarded as `request` and the release say.
+void open_pairs(UnmapGuardRequest request, MemifPairs* pairs) {
+  net::PortConfig config;
+  config.steering = net::SteeringRequest::kSoftware;
+  config.mbufs = 1023;  // 24 ports in EAL's 256 MiB
+  config.rx_descriptors = 128;
+  config.tx_descriptors = 128;
+  config.connect_timeout_ms = 10000;
+  config.memif_unmap_guard = request;
+  for (int pair = 0; pair < kPairs; ++pair) {
+    std::string error;
+    uint16_t id = 0;
+    const std::string server = "net_memif" + std::to_string(2 * pair);
+    const std::string client = "net_memif" + std::to_string(2 * pair + 1);
+    ASSERT_EQ(rte_eth_dev_get_port_by_name(server.c_str(), &id), 0) << server;
+    ASSERT_EQ(net::Port::open(id, config, &pairs->servers[pair], &error), 0) << error;
+    ASSERT_EQ(rte_eth_dev_get_port_by_name(client.c_str(), &id), 0) << client;
+    ASSERT_EQ(net::Port::open(id, config, &pairs->clients[pair], &error), 0) << error;
+  }
+}
+
+bool link_is(uint16_t port, bool up, milliseconds limit) {
+  const auto end = steady_clock::now() + limit;
+  do {
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(port, &link) == 0 && (link.link_status == RTE_ETH_LINK_UP) == up)
+      return true;
+    std::this_thread::sleep_for(milliseconds(1));
+  } while (steady_clock::now() < end);
+  return false;
+}
+
+// Set by the poller while it is inside a burst on a client, so that a
+// fault there can be told from any other.
+thread_local volatile sig_atomic_t t_in_client_burst = 0;
+// The pair being stopped, for the fault's report.
+volatile sig_atomic_t g_round = 0;
+
+// Each pair in turn: the server fills the client's receive ring with frames
+// as long as its buffers, a thread drains the client (each burst copies
+// tens of kilobytes out of the client's shared memory, so the server's stop
+// lands while the poller is inside a burst), and the server stops under it.
+void stop_servers_under_a_poller(MemifPairs& pairs) {
   std::atomic<net::Port*> polled{nullptr};
   std::atomic<bool> paused{true}, done{false};
   std::atomic<uint64_t> bursts{0};
@@ -183,14 +291,18 @@ TEST_F(MemifPeerGone, APollerSurvivesItsPeerStoppingUnderIt) {
         continue;
       }
       paused = false;
+      t_in_client_burst = 1;
       const uint16_t received = client->rx_burst(0, frames, 32);
+      t_in_client_burst = 0;
       for (uint16_t i = 0; i < received; ++i) rte_pktmbuf_free(frames[i]);
       uint16_t made = 0;
       while (made < 8 && (frames[made] = client->alloc_frame()) != nullptr) {
         rte_pktmbuf_append(frames[made], 1024);
         ++made;
       }
+      t_in_client_burst = 1;
       const uint16_t sent = client->tx_burst(0, frames, made);
+      t_in_client_burst = 0;
       for (uint16_t i = sent; i < made; ++i) rte_pktmbuf_free(frames[i]);
       bursts += 2;
     }
@@ -205,11 +317,12 @@ TEST_F(MemifPeerGone, APollerSurvivesItsPeerStoppingUnderIt) {
     }
   } stop_poller{done, poller};
   const uint16_t frame_bytes =
-      static_cast<uint16_t>(std::min<uint32_t>(servers_[0]->mtu(), 2000));
+      static_cast<uint16_t>(std::min<uint32_t>(pairs.servers[0]->mtu(), 2000));
   for (int pair = 0; pair < kPairs; ++pair) {
     SCOPED_TRACE("pair " + std::to_string(pair));
-    net::Port& server = *servers_[pair];
-    net::Port& client = *clients_[pair];
+    g_round = pair;
+    net::Port& server = *pairs.servers[pair];
+    net::Port& client = *pairs.clients[pair];
     ASSERT_TRUE(link_is(client.id(), true, milliseconds(10000)));
     // Fill the client's receive ring.
     rte_mbuf* frames[32];
@@ -238,11 +351,80 @@ TEST_F(MemifPeerGone, APollerSurvivesItsPeerStoppingUnderIt) {
   }
 }
 
+class MemifPeerGone : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(open_pairs(UnmapGuardRequest::kAuto, &pairs_)); }
+  MemifPairs pairs_;
+};
+
+TEST_F(MemifPeerGone, APollerSurvivesItsPeerStoppingUnderIt) {
+  if (!memif_is_a_library()) GTEST_SKIP() << "net_memif is linked into this program: unguarded";
+  // The default guards the releases of our machines, and those alone.
+  const auto running = net::parse_dpdk_version(rte_version());
+  ASSERT_TRUE(running) << rte_version();
+  if (!net::memif_unmap_race_seen_on(*running))
+    GTEST_SKIP() << rte_version() << ": the guard is off by default";
+  for (int pair = 0; pair < kPairs; ++pair)
+    ASSERT_TRUE(pairs_.clients[pair]->unmap_guarded()) << pairs_.clients[pair]->unmap_guard_note();
+  stop_servers_under_a_poller(pairs_);
+}
+
+constexpr int kFaultedInABurst = 86;
+
+void exit_if_the_poller_faulted(int signal, siginfo_t*, void*) {
+  if (t_in_client_burst != 0) {
+    // Only what a signal handler may call: write(2) and _exit(2).
+    char said[] = "the poller faulted inside a net_memif burst, pair ..\n";
+    const int round = g_round;
+    said[sizeof said - 4] = static_cast<char>('0' + round / 10 % 10);
+    said[sizeof said - 3] = static_cast<char>('0' + round % 10);
+    [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, said, sizeof said - 1);
+    _exit(kFaultedInABurst);
+  }
+  // Any other fault: the default action, when the instruction runs again.
+  ::signal(signal, SIG_DFL);
+}
+
+// Runs in the death test's child: the rounds above with the guard off.
+// Exits with kFaultedInABurst when the poller faults in a burst; returns
+// when every round went by without.
+void stop_servers_under_an_unguarded_poller() {
+  struct sigaction action {};
+  action.sa_sigaction = &exit_if_the_poller_faulted;
+  action.sa_flags = SA_SIGINFO;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGSEGV, &action, nullptr);
+  sigaction(SIGBUS, &action, nullptr);
+  MemifPairs pairs;
+  open_pairs(UnmapGuardRequest::kOff, &pairs);
+  if (::testing::Test::HasFatalFailure()) _exit(2);
+  for (const auto& client : pairs.clients)
+    if (client->unmap_guarded()) _exit(3);
+  stop_servers_under_a_poller(pairs);
+  std::fprintf(stderr, "no fault in %d rounds without the guard\n", kPairs);
+}
+
+// The race the guard is for, shown: with FI_DPDK_MEMIF_UNMAP_GUARD=off, the
+// same rounds fault the poller inside a burst.  In a child process of its
+// own (gtest's threadsafe death test style runs this program again for it).
+TEST(MemifPeerGoneUnguarded, APollerFaultsInABurstWhenItsPeerStopsUnderIt) {
+  if (!memif_is_a_library()) GTEST_SKIP() << "net_memif is linked into this program";
+  const auto running = net::parse_dpdk_version(rte_version());
+  ASSERT_TRUE(running) << rte_version();
+  if (!net::memif_unmap_race_seen_on(*running))
+    GTEST_SKIP() << rte_version() << ": the race was seen on 22.11 and 24.11 only";
+  EXPECT_EXIT(stop_servers_under_an_unguarded_poller(),
+              ::testing::ExitedWithCode(kFaultedInABurst), "faulted inside a net_memif burst");
+}
+
 }  // namespace
 }  // namespace ofi_dpdk
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // A death test's child must have EAL and its threads: it runs this
+  // program again rather than forking this process.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   // Both ends of each pair's memif socket are in this process: the server
   // listens on it, the client connects.
   std::vector<std::string> vdevs{"--log-level=pmd.net.memif:error"};
