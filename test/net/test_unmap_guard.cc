@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -397,9 +398,15 @@ void stop_servers_under_an_unguarded_poller() {
   sigaction(SIGBUS, &action, nullptr);
   MemifPairs pairs;
   open_pairs(UnmapGuardRequest::kOff, &pairs);
-  if (::testing::Test::HasFatalFailure()) _exit(2);
+  if (::testing::Test::HasFatalFailure()) {
+    std::fprintf(stderr, "the memif pairs did not open\n");
+    _exit(2);
+  }
   for (const auto& client : pairs.clients)
-    if (client->unmap_guarded()) _exit(3);
+    if (client->unmap_guarded()) {
+      std::fprintf(stderr, "guarded although asked off: %s\n", client->unmap_guard_note().c_str());
+      _exit(3);
+    }
   stop_servers_under_a_poller(pairs);
   std::fprintf(stderr, "no fault in %d rounds without the guard\n", kPairs);
 }
