@@ -28,15 +28,6 @@ constexpr DpdkRelease kBuiltRelease{RTE_VER_YEAR, RTE_VER_MONTH, RTE_VER_MINOR};
 
 }  // namespace
 
-const char* unmap_guard_request_name(UnmapGuardRequest request) {
-  switch (request) {
-    case UnmapGuardRequest::kAuto: return "auto";
-    case UnmapGuardRequest::kOn: return "on";
-    case UnmapGuardRequest::kOff: return "off";
-  }
-  return "?";
-}
-
 std::optional<UnmapGuardRequest> parse_unmap_guard_request(std::string_view text) {
   if (text == "auto") return UnmapGuardRequest::kAuto;
   if (text == "on" || text == "1" || text == "yes") return UnmapGuardRequest::kOn;
@@ -48,7 +39,6 @@ std::optional<DpdkRelease> parse_dpdk_version(std::string_view text) {
   constexpr std::string_view kPrefix = "DPDK ";
   if (!text.starts_with(kPrefix)) return std::nullopt;
   text.remove_prefix(kPrefix.size());
-  DpdkRelease release;
   const auto year = take_number(&text);
   if (!year || !take(&text, '.')) return std::nullopt;
   const auto month = take_number(&text);

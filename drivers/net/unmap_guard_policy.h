@@ -23,7 +23,6 @@ enum class UnmapGuardRequest : uint8_t {
   kOn,    // on for any release
   kOff,   // off for any release
 };
-const char* unmap_guard_request_name(UnmapGuardRequest request);
 // "auto", "on" or "off" (also "1", "0", "yes", "no"); nullopt for anything else.
 std::optional<UnmapGuardRequest> parse_unmap_guard_request(std::string_view text);
 
