@@ -19,7 +19,7 @@ source "$(dirname "$0")/../multiproc/pair.sh"
 
 T=ofv$$t
 P=ofv$$p
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! ip link add "$T" type veth peer name "$P" 2>/dev/null; then
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! add_veth_pair "$T" "$P"; then
 	echo "SKIP: cannot create a veth pair here"
 	exit 77
 fi

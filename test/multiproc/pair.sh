@@ -90,6 +90,20 @@ pair_run() {
 	CLIENT_PID=""
 }
 
+# add_veth_pair A B: a veth pair for two af_packet processes.  DPDK 22.11's
+# af_packet joins each socket to fanout group (pid ^ ifindex) & 0xffff, and
+# a group already joined on the other end refuses it (EINVAL: the port does
+# not probe): a server and a client started one after the other have
+# neighbouring pids, and neighbouring ifindexes collide with them now and
+# then.  Ends 4096 apart with equal low 12 bits collide only if the pids
+# differ by a multiple of 4096 (as usertools/dpdk-fi-hosts.sh does); the
+# kernel's own numbers when those are taken.
+add_veth_pair() {
+	local base=$((0x200000 + ($$ & 0xff) * 0x2000))
+	ip link add "$1" index "$base" type veth peer name "$2" index $((base + 0x1000)) 2>/dev/null ||
+		ip link add "$1" type veth peer name "$2"
+}
+
 memif_args() {  # memif_args ROLE [BUFFER]: BUFFER is memif's bsize (default 9216)
 	echo "--vdev=net_memif0,role=$1,socket=$WORK/memif.sock,socket-abstract=no,bsize=${2:-9216}"
 }

@@ -11,7 +11,7 @@ source "$(dirname "$0")/pair.sh"
 
 A=ofd$$a
 B=ofd$$b
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! ip link add "$A" type veth peer name "$B" 2>/dev/null; then
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! add_veth_pair "$A" "$B"; then
 	echo "SKIP: cannot create a veth pair here"
 	exit 77
 fi
