@@ -103,9 +103,6 @@ int ep_close(fid* fid) {
     ep->release_auth_keys();
     if (ep->av != nullptr) std::erase(ep->av->endpoints, ep);
     if (ep->parent != nullptr) forget_context(ep);
-    // Operations still in flight never complete: their CQ slots come back.
-    if (ep->tx_cq) ep->tx_cq->reserved -= ep->tx_cq_slots;
-    if (ep->rx_cq) ep->rx_cq->reserved -= ep->rx_cq_slots;
     // The engine gives back the mbufs it keeps (PortContext::release) while
     // the port is surely there: after release() the domain may close it.
     ep->target.reset();

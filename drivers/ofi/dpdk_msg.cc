@@ -99,9 +99,7 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   // FI_MATCH_COMPLETE (fi_tsendmsg only) rides on the same notice.
   request.delivery_complete =
       (flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE)) && request.completion;
-  if (cq_entry && !take_cq_slot(tx_cq, &tx_cq_slots, &request.user_flags)) return -FI_EAGAIN;
   const int ret = engine_call([&] { return engine->send(address, request, now_ns()); });
-  if (ret != 0 && cq_entry) give_cq_slot(tx_cq, &tx_cq_slots);
   if (ret == -EAGAIN) port().progress_if_manual();
   flush_unless_held();
   return engine_errno(ret);
@@ -112,24 +110,6 @@ void Endpoint::flush_unless_held() {
   // pass (the application's, the progress loop's or the safety net's): the
   // sends made meanwhile join its frame (proto::Engine::holding_bundle).
   if (!(port().passes_come_anyway() && engine->holding_bundle())) flush();
-}
-
-bool Endpoint::take_cq_slot(Cq* cq, size_t* held, uint64_t* user_flags) {
-  if (cq->full()) {
-    // What progress completes may be read at once; the caller retries.
-    port().progress_if_manual();
-    flush();
-    return false;
-  }
-  ++cq->reserved;
-  ++*held;
-  *user_flags |= kCqSlot;
-  return true;
-}
-
-void Endpoint::give_cq_slot(Cq* cq, size_t* held) {
-  --cq->reserved;
-  --*held;
 }
 
 ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source,
@@ -149,7 +129,6 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
   request.completion = cq_entry || recv_cntr != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
   if (const int ret = receive_filter(source, flags, &request); ret != 0) return ret;
-  const bool slot = cq_entry && !(flags & FI_MULTI_RECV);
   // fi_msg(3) FI_MULTI_RECV: untagged receives of an endpoint with the cap;
   // fi_tagged(3) 2.x: tagged ones with FI_TAGGED_MULTI_RECV.
   if (flags & FI_MULTI_RECV) {
@@ -162,9 +141,7 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
     for (size_t i = 0; i < iov_count; ++i) request.multi->capacity += iov[i].iov_len;
     request.multi->min_free = min_multi_recv;
   }
-  if (slot && !take_cq_slot(rx_cq, &rx_cq_slots, &request.user_flags)) return -FI_EAGAIN;
   const int ret = engine_call([&] { return engine->post_recv(request, now_ns()); });
-  if (ret != 0 && slot) give_cq_slot(rx_cq, &rx_cq_slots);
   flush();
   return engine_errno(ret);
 }
@@ -257,7 +234,6 @@ void Endpoint::flush() {
     }
     Cq* cq = is_send ? tx_cq : rx_cq;
     if (cq == nullptr) continue;
-    if (done.user_flags & kCqSlot) give_cq_slot(cq, is_send ? &tx_cq_slots : &rx_cq_slots);
     // fi_cq(3): a multi-recv buffer's release is always reported; alone
     // (flags FI_MULTI_RECV only) when the message's entry is not wanted.
     const bool suppressed = done.error == 0 && (done.user_flags & kNoCqEntry);

@@ -246,15 +246,16 @@ struct Cq {
   std::deque<std::vector<uint8_t>> error_data;
   std::vector<uint8_t> err_data_out;
   std::atomic<int> refs{0};
-  // fi_cq(3) attr.size (kDefaultCqSize for 0): entries not yet read plus
-  // the operations posted that will write one never exceed it; a post
-  // that would is refused with -FI_EAGAIN until the application reads.
-  // (A multi-recv buffer's many entries, peeks and error entries of
-  // operations that wanted none are not counted: each is bounded by its
-  // own buffer or by the operations in flight.)  Port lock held.
+  // fi_cq(3) attr.size (kDefaultCqSize for 0), a minimum: completions of
+  // operations that were posted are never refused nor lost, past it too
+  // (they are bounded by the endpoints' queue depths, tx_attr and
+  // rx_attr->size); refusing posts while the CQ held its size of them
+  // deadlocked Open MPI's OFI MTL, whose CQ holds 100 while it posts
+  // receives for answers to requests it has not sent yet.  What no posted
+  // operation stands for, remote CQ data, is refused past it (full()).
+  // Port lock held.
   size_t capacity = kDefaultCqSize;
-  size_t reserved = 0;
-  bool full() const { return entries.size() + errors.size() + reserved >= capacity; }
+  bool full() const { return entries.size() + errors.size() >= capacity; }
   WaitFd wait_fd;                     // FI_WAIT_FD: readable while not empty
   std::atomic<bool> signaled{false};  // fi_cq_signal: the next sread returns
 
@@ -419,10 +420,6 @@ struct Endpoint {
   Av* av = nullptr;
   Cq* tx_cq = nullptr;
   Cq* rx_cq = nullptr;
-  // Slots this endpoint's operations hold in tx_cq and rx_cq, given back
-  // when it closes with operations still in flight.
-  size_t tx_cq_slots = 0;
-  size_t rx_cq_slots = 0;
   Eq* eq = nullptr;
   // Counters by the fi_ep_bind flag that chose them; the FI_REMOTE_* ones
   // count what peers do to this endpoint's memory (FI_RMA_EVENT).
@@ -474,10 +471,6 @@ struct Endpoint {
   // when tx_attr->size sends are in progress, -FI_EMSGSIZE, -FI_EINVAL.
   ssize_t send(const iovec* iov, size_t iov_count, fi_addr_t dest, void* context,
                uint64_t flags, uint64_t data, bool tagged, uint64_t tag);
-  // An operation that will write an entry to `cq` takes a slot first
-  // (false: the CQ is full, -FI_EAGAIN); `held` is this endpoint's count.
-  bool take_cq_slot(Cq* cq, size_t* held, uint64_t* user_flags);
-  void give_cq_slot(Cq* cq, size_t* held);
   // Posts a receive; a message that came first completes it at once.
   ssize_t post_recv(const iovec* iov, size_t iov_count, fi_addr_t source, void* context,
                     uint64_t flags, bool tagged, uint64_t tag, uint64_t ignore);
@@ -562,9 +555,7 @@ extern fi_ops_tagged g_tagged_ops;  // dpdk_tagged.cc
 // counter counts may still want no CQ entry.
 inline constexpr uint64_t kNoCompletion = 1ull << 63;
 inline constexpr uint64_t kNoCqEntry = 1ull << 62;
-// The operation holds a slot of its CQ (Cq::reserved) until it completes.
-inline constexpr uint64_t kCqSlot = 1ull << 61;
-inline constexpr uint64_t kPrivateOpFlags = kNoCompletion | kNoCqEntry | kCqSlot;
+inline constexpr uint64_t kPrivateOpFlags = kNoCompletion | kNoCqEntry;
 inline bool wants_completion(bool selective, uint64_t flags) {
   return !(flags & kNoCompletion) && (!selective || (flags & FI_COMPLETION));
 }

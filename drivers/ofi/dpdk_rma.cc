@@ -149,10 +149,7 @@ ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRe
   const bool cq_entry = ep.tx_cq != nullptr && wants_completion(ep.tx_selective, flags);
   request.completion = cq_entry || counter != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
-  if (cq_entry && !ep.take_cq_slot(ep.tx_cq, &ep.tx_cq_slots, &request.user_flags))
-    return -FI_EAGAIN;
   const int ret = engine_call([&] { return ep.engine->send(peer, request, now_ns()); });
-  if (ret != 0 && cq_entry) ep.give_cq_slot(ep.tx_cq, &ep.tx_cq_slots);
   if (ret == -EAGAIN) ep.port().progress_if_manual();
   ep.flush_unless_held();
   return engine_errno(ret);

@@ -194,9 +194,11 @@ TEST_F(CqTest, ReadingMoreThanAvailableReturnsWhatIsThere) {
 
 // ---- size (fi_cq(3) attr.size) ----
 
-// b's CQs hold kSmall entries: unread entries plus operations in flight
-// never exceed it; a post that would is -FI_EAGAIN until entries are read,
-// and no completion is lost on the way.
+// b's CQs ask for kSmall entries, a minimum (fi_cq(3)): operations posted
+// beyond it are taken, and every one of their completions is reported, in
+// order, none lost.  (Open MPI's OFI MTL asks for 100 while it may have
+// hundreds of receives posted: refusing them deadlocked its one-sided
+// operations.)
 class CqSize : public ::testing::Test {
  protected:
   static constexpr size_t kSmall = 4;
@@ -219,80 +221,54 @@ class CqSize : public ::testing::Test {
   TestEndpoint a_, b_;
 };
 
-TEST_F(CqSize, ReceivesBeyondTheSizeWaitUntilEntriesAreRead) {
+TEST_F(CqSize, ReceivesBeyondTheSizeAreTakenAndAllComplete) {
   // Static: a receive still posted when the test ends may be filled while
   // TearDown closes the endpoint, after this frame is gone.
-  static char buffers[kSmall + 1][16];
+  static char buffers[4 * kSmall][16];
   std::memset(buffers, 0, sizeof(buffers));
-  for (size_t i = 0; i < kSmall; ++i) ASSERT_EQ(post_recv(buffers[i]), 0) << "receive " << i;
-  EXPECT_EQ(post_recv(buffers[kSmall]), -FI_EAGAIN) << "a fifth receive on a CQ of 4";
-  // Two complete: their entries hold the slots they held while posted.
-  for (int i = 0; i < 2; ++i) ASSERT_EQ(send_to(a_, "full", 4, b_.addr, nullptr), 0);
-  fi_cq_data_entry rx{};
-  ASSERT_EQ(wait_for_completion(b_.rx_cq, &rx, kWait), 1);
-  EXPECT_EQ(rx.op_context, buffers[0]);
-  // One entry read, one unread, two receives posted: one slot is free.
-  ASSERT_EQ(post_recv(buffers[kSmall]), 0);
-  EXPECT_EQ(post_recv(buffers[0]), -FI_EAGAIN);
-  // Every posted receive still completes, in order, none lost.
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(send_to(a_, "full", 4, b_.addr, nullptr), 0);
-  void* expected[] = {buffers[1], buffers[2], buffers[3], buffers[kSmall]};
-  for (void* context : expected) {
-    ASSERT_EQ(wait_for_completion(b_.rx_cq, &rx, kWait), 1);
-    EXPECT_EQ(rx.op_context, context);
-  }
-  EXPECT_EQ(post_recv(buffers[0]), 0) << "all read: room again";
-}
-
-TEST_F(CqSize, SendsBeyondTheSizeWaitUntilEntriesAreRead) {
-  // Static: a receive still posted when the test ends may be filled while
-  // TearDown closes the endpoint, after this frame is gone.
-  static char buffers[2 * kSmall][16];
-  std::memset(buffers, 0, sizeof(buffers));
-  for (size_t i = 0; i < kSmall; ++i)
-    ASSERT_EQ(fi_recv(a_.ep, buffers[i], 16, nullptr, FI_ADDR_UNSPEC, nullptr), 0);
-  for (size_t i = 0; i < kSmall; ++i)
-    ASSERT_EQ(fi_send(b_.ep, "s", 1, nullptr, a_.addr, buffers[kSmall + i]), 0) << "send " << i;
-  EXPECT_EQ(fi_send(b_.ep, "s", 1, nullptr, a_.addr, nullptr), -FI_EAGAIN);
-  // Completed or not, the four hold the CQ until read.
-  fi_cq_data_entry rx{};
-  for (size_t i = 0; i < kSmall; ++i) ASSERT_EQ(wait_for_completion(a_.rx_cq, &rx, kWait), 1);
-  EXPECT_EQ(fi_send(b_.ep, "s", 1, nullptr, a_.addr, nullptr), -FI_EAGAIN);
-  fi_cq_data_entry tx[kSmall];
+  for (size_t i = 0; i < 4 * kSmall; ++i)
+    ASSERT_EQ(post_recv(buffers[i]), 0) << "receive " << i << " on a CQ of " << kSmall;
+  for (size_t i = 0; i < 4 * kSmall; ++i) ASSERT_EQ(send_to(a_, "full", 4, b_.addr, nullptr), 0);
+  // All of them land before any entry is read: the CQ holds 16 entries.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::memcmp(buffers[4 * kSmall - 1], "full", 4) != 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    fi_cq_read(a_.tx_cq, nullptr, 0);  // progress only
+  ASSERT_EQ(std::memcmp(buffers[4 * kSmall - 1], "full", 4), 0) << "the last receive never filled";
+  fi_cq_data_entry rx[4 * kSmall] = {};
   size_t got = 0;
-  while (got < kSmall) {
-    const ssize_t n = fi_cq_read(b_.tx_cq, tx + got, kSmall - got);
+  while (got < 4 * kSmall) {
+    const ssize_t n = fi_cq_read(b_.rx_cq, rx + got, 4 * kSmall - got);
     if (n == -FI_EAGAIN) continue;
     ASSERT_GT(n, 0);
     got += static_cast<size_t>(n);
   }
-  for (size_t i = 0; i < kSmall; ++i) EXPECT_EQ(tx[i].op_context, buffers[kSmall + i]);
-  // fi_inject writes no entry and needs no slot; a send does again.
-  EXPECT_EQ(fi_inject(b_.ep, "i", 1, a_.addr), 0);
-  EXPECT_EQ(fi_recv(a_.ep, buffers[0], 16, nullptr, FI_ADDR_UNSPEC, nullptr), 0);
-  EXPECT_EQ(fi_send(b_.ep, "s", 1, nullptr, a_.addr, nullptr), 0);
+  for (size_t i = 0; i < 4 * kSmall; ++i) EXPECT_EQ(rx[i].op_context, buffers[i]) << i;
+  fi_cq_data_entry more{};
+  EXPECT_EQ(fi_cq_read(b_.rx_cq, &more, 1), -FI_EAGAIN) << "no entry twice";
 }
 
-// An endpoint closed with receives posted gives their slots back: the
-// next endpoint on the same CQ can post as many.
-TEST_F(CqSize, ClosingAnEndpointGivesItsSlotsBack) {
+TEST_F(CqSize, SendsBeyondTheSizeAreTakenAndAllComplete) {
   // Static: a receive still posted when the test ends may be filled while
   // TearDown closes the endpoint, after this frame is gone.
-  static char buffers[kSmall][16];
+  static char buffers[4 * kSmall][16];
+  static char contexts[4 * kSmall];
   std::memset(buffers, 0, sizeof(buffers));
-  for (auto& buffer : buffers) ASSERT_EQ(post_recv(buffer), 0);
-  ASSERT_EQ(fi_close(&b_.ep->fid), 0);
-  b_.ep = nullptr;
-  fid_ep* ep = nullptr;
-  ASSERT_EQ(fi_endpoint(domain_.domain, domain_.info, &ep, nullptr), 0);
-  ASSERT_EQ(fi_ep_bind(ep, &domain_.av->fid, 0), 0);
-  ASSERT_EQ(fi_ep_bind(ep, &b_.tx_cq->fid, FI_TRANSMIT), 0);
-  ASSERT_EQ(fi_ep_bind(ep, &b_.rx_cq->fid, FI_RECV), 0);
-  ASSERT_EQ(fi_enable(ep), 0);
-  for (auto& buffer : buffers)
-    EXPECT_EQ(fi_recv(ep, buffer, 16, nullptr, FI_ADDR_UNSPEC, buffer), 0);
-  EXPECT_EQ(fi_recv(ep, buffers[0], 16, nullptr, FI_ADDR_UNSPEC, buffers[0]), -FI_EAGAIN);
-  EXPECT_EQ(fi_close(&ep->fid), 0);
+  for (size_t i = 0; i < 4 * kSmall; ++i)
+    ASSERT_EQ(fi_recv(a_.ep, buffers[i], 16, nullptr, FI_ADDR_UNSPEC, nullptr), 0);
+  for (size_t i = 0; i < 4 * kSmall; ++i)
+    ASSERT_EQ(fi_send(b_.ep, "s", 1, nullptr, a_.addr, &contexts[i]), 0) << "send " << i;
+  fi_cq_data_entry rx{};
+  for (size_t i = 0; i < 4 * kSmall; ++i) ASSERT_EQ(wait_for_completion(a_.rx_cq, &rx, kWait), 1);
+  fi_cq_data_entry tx[4 * kSmall];
+  size_t got = 0;
+  while (got < 4 * kSmall) {
+    const ssize_t n = fi_cq_read(b_.tx_cq, tx + got, 4 * kSmall - got);
+    if (n == -FI_EAGAIN) continue;
+    ASSERT_GT(n, 0);
+    got += static_cast<size_t>(n);
+  }
+  for (size_t i = 0; i < 4 * kSmall; ++i) EXPECT_EQ(tx[i].op_context, &contexts[i]) << i;
 }
 
 TEST_F(CqTest, SreadOnEmptyTimesOutWithEAGAIN) {
