@@ -1,0 +1,163 @@
+#!/bin/bash
+# Usage: usertools/dpdk-fi-fabtests.sh [--builddir DIR] [--tests SET] [--timeout S]
+#                                      [--tarballs DIR] [--build-only] [--keep]
+#
+# libfabric's own gate over the provider: fabtests' runfabtests.sh, as
+# released with libfabric, run over dpdk.
+#
+#  1. Builds fabtests from the release tarball that matches the libfabric
+#     the provider is built against (fabtests-1.17.0.tar.xz for libfabric
+#     1.x, fabtests-2.1.0.tar.xz for 2.x; from --tarballs, else
+#     $OFI_DPDK_FABTESTS_TARBALLS, else ../shared/fabtests beside the
+#     repository) into BUILDDIR/fabtests-VERSION, once (autogen, configure,
+#     make install; needs autoconf, automake, libtool, the leg's
+#     libfabric-dev).  The tarball is used as it is: nothing is patched.
+#  2. Runs runfabtests.sh -t SET (default quick) over provider dpdk with
+#     out-of-band address exchange (-b) and -B 0 (the provider's addresses
+#     are Ethernet ones: it has no port to bind the default service 9228
+#     to).  runfabtests.sh runs each program through -p DIR: a folder of
+#     wrappers, one per program, that start it through the EAL launcher
+#     (usertools/dpdk-fi-run.py): a server (its last argument -E) on a new
+#     net_memif pair, a client (-E ADDRESS) on the pair its server opened,
+#     anything else (the unit tests) alone on a net_ring port.
+#  3. runfabtests.sh ends a failed pair, and every set, by killing the
+#     processes named fi_* it sees: it runs in a PID namespace of its own
+#     (unshare --pid --mount-proc), where it sees only the gate's own
+#     processes; nothing here kills by name.
+#
+# Prints runfabtests' table, then "fabtests SET: P Pass, N Notrun, F Fail"
+# with its counts. Exit status: 0 when no test failed, 1 when one did, 2 on
+# set-up errors, 77 when the tarballs, the build tools or unshare are
+# missing (a test suite's "skipped").
+#
+# Options:
+#   --builddir DIR  the provider's build directory (default: build)
+#   --tests SET     runfabtests.sh's -t: quick (default), standard, unit,
+#                   functional, short, ...
+#   --timeout S     runfabtests.sh's -T: seconds each program may run
+#                   (default 60)
+#   --tarballs DIR  where fabtests-VERSION.tar.xz are
+#   --build-only    build fabtests and stop
+#   --keep          keep the run's folder (wrappers, sockets, logs)
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+
+builddir=build
+tests=quick
+timeout_s=60
+tarballs=${OFI_DPDK_FABTESTS_TARBALLS:-$DPDK_FI_ROOT/../shared/fabtests}
+build_only=0
+keep=0
+while (($#)); do
+	case "$1" in
+	--builddir) builddir=$2; shift ;;
+	--tests) tests=$2; shift ;;
+	--timeout) timeout_s=$2; shift ;;
+	--tarballs) tarballs=$2; shift ;;
+	--build-only) build_only=1 ;;
+	--keep) keep=1 ;;
+	-h | --help) usage; exit 0 ;;
+	*) die 2 "unknown argument '$1' (see --help)" ;;
+	esac
+	shift
+done
+builddir=$(abs_builddir "$builddir")
+provider_path=$builddir/drivers/ofi
+[[ -f "$provider_path/libdpdk-fi.so" ]] || die 2 "no provider in $provider_path: build first"
+
+libfabric_version=$(pkg-config --modversion libfabric 2>/dev/null) ||
+	die 2 "pkg-config finds no libfabric (libfabric-dev)"
+case "$libfabric_version" in
+1.*) fabtests_version=1.17.0 ;;
+2.*) fabtests_version=2.1.0 ;;
+*) die 2 "no fabtests release for libfabric $libfabric_version" ;;
+esac
+tarball=$tarballs/fabtests-$fabtests_version.tar.xz
+if [[ ! -f "$tarball" ]]; then
+	echo "SKIP: no $tarball (give --tarballs or OFI_DPDK_FABTESTS_TARBALLS)"
+	exit 77
+fi
+for tool in autoreconf automake libtoolize make unshare timeout; do
+	command -v "$tool" >/dev/null || { echo "SKIP: $tool is missing"; exit 77; }
+done
+
+# 1. Build, once per tarball (its checksum is kept beside the install).
+fabtests_dir=$builddir/fabtests-$fabtests_version
+installed=$fabtests_dir/install
+sum=$(sha256sum "$tarball" | cut -d' ' -f1)
+if [[ "$(cat "$installed/.tarball-sha256" 2>/dev/null)" != "$sum" ]]; then
+	echo "building fabtests $fabtests_version (libfabric $libfabric_version) in $fabtests_dir"
+	rm -rf "$fabtests_dir"
+	mkdir -p "$fabtests_dir"
+	tar -xf "$tarball" -C "$fabtests_dir"
+	source_dir=$fabtests_dir/fabtests-$fabtests_version
+	log=$fabtests_dir/build.log
+	if ! (cd "$source_dir" && ./autogen.sh && ./configure --prefix="$installed" &&
+		make -j"$(nproc)" install) >"$log" 2>&1; then
+		tail -30 "$log" >&2
+		die 2 "building fabtests failed; see $log"
+	fi
+	echo "$sum" >"$installed/.tarball-sha256"
+fi
+((build_only)) && exit 0
+
+# 2. The run's folder: one wrapper per program, the memif pairs' sockets.
+run_dir=$(mktemp -d /tmp/ofi-dpdk-fabtests.XXXXXX)
+cleanup() {
+	((keep)) && { echo "kept $run_dir"; return; }
+	rm -rf "$run_dir"
+}
+trap cleanup EXIT
+mkdir -p "$run_dir/bin" "$run_dir/pairs"
+echo 0 >"$run_dir/pairs/last"
+role_script=$run_dir/run-one.sh
+cat >"$role_script" <<-'EOF'
+	#!/bin/bash
+	# run-one.sh PROGRAM ARGS...: PROGRAM through the EAL launcher, on a port
+	# for its role in runfabtests.sh (see dpdk-fi-fabtests.sh).
+	set -euo pipefail
+	here=$(dirname "$0")
+	program=$1
+	shift
+	args=("$@")
+	count=${#args[@]}
+	if ((count >= 1)) && [[ "${args[count - 1]}" == -E ]]; then
+		# A server: a new memif pair.
+		pair=$(( $(cat "$here/pairs/last") + 1 ))
+		echo "$pair" >"$here/pairs/last"
+		port=(--topology memif-server --socket "$here/pairs/$pair.sock")
+	elif ((count >= 2)) && [[ "${args[count - 2]}" == -E ]]; then
+		# A client: the pair its server (started just before) opened.
+		port=(--topology memif-client --socket "$here/pairs/$(cat "$here/pairs/last").sock")
+	else
+		port=(--topology ring)
+	fi
+	exec python3 "$OFI_DPDK_LAUNCHER" "${port[@]}" -- "$program" "$@"
+EOF
+chmod +x "$role_script"
+for program in "$installed"/bin/fi_* "$installed"/bin/sighandler_test; do
+	[[ -x "$program" ]] || continue
+	printf '#!/bin/bash\nexec %q %q "$@"\n' "$role_script" "$program" \
+		>"$run_dir/bin/$(basename "$program")"
+	chmod +x "$run_dir/bin/$(basename "$program")"
+done
+
+# 3. The gate, in a PID namespace of its own.
+export FI_PROVIDER_PATH=$provider_path
+export OFI_DPDK_LAUNCHER=$DPDK_FI_ROOT/usertools/dpdk-fi-run.py
+unset FI_PROVIDER FI_DPDK_EAL_ARGS
+log=$run_dir/runfabtests.log
+set +e
+(cd "$run_dir" && unshare --pid --fork --mount-proc \
+	"$installed/bin/runfabtests.sh" -b -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
+	-C "-B 0" -L "-B 0" dpdk) 2>&1 | tee "$log"
+set -e
+count_of() { sed -n "s/^# Total $1 *\([0-9]*\)$/\1/p" "$log" | tail -1; }
+pass=$(count_of Pass)
+notrun=$(count_of 'Notrun\/Excluded')
+fail=$(count_of Fail)
+[[ -n "$pass" && -n "$fail" ]] || die 1 "runfabtests.sh printed no totals; see above"
+echo "fabtests $fabtests_version $tests: $pass Pass, ${notrun:-0} Notrun, $fail Fail"
+((fail == 0))
