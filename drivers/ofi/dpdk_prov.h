@@ -534,6 +534,7 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** domain, void* co
 int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** eq, void* context);
 int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** cq, void* context);
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** cntr, void* context);
+int poll_open(fid_domain* domain, fi_poll_attr* attr, fid_poll** pollset);
 int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** av, void* context);
 int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** ep, void* context);
 int scalable_ep_open(fid_domain* domain, fi_info* info, fid_ep** sep, void* context);
