@@ -97,10 +97,18 @@ void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
               r.ok ? "true" : "false", b.o_.size, b.o_.window, r.messages, r.bytes, r.seconds,
               r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
               r.seconds > 0 ? r.messages / r.seconds : 0.0);
-  if (!r.latencies_us.empty())
-    std::printf(",\"latency_us\":{\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,\"p999\":%.2f}",
-                percentile(r.latencies_us, 50), percentile(r.latencies_us, 90),
-                percentile(r.latencies_us, 99), percentile(r.latencies_us, 99.9));
+  if (!r.latencies_us.empty()) {
+    // The mean and the worst beside the percentiles: the stock benchmarks
+    // report means, which a few stalls in the tail move far from the median.
+    double sum = 0;
+    for (double v : r.latencies_us) sum += v;
+    std::printf(",\"latency_us\":{\"mean\":%.2f,\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,"
+                "\"p999\":%.2f,\"max\":%.2f}",
+                sum / static_cast<double>(r.latencies_us.size()), percentile(r.latencies_us, 50),
+                percentile(r.latencies_us, 90), percentile(r.latencies_us, 99),
+                percentile(r.latencies_us, 99.9),
+                *std::max_element(r.latencies_us.begin(), r.latencies_us.end()));
+  }
   if (r.sender_goodput.size() > 1) {
     double sum = 0, squares = 0;
     std::printf(",\"sender_goodput_MBps\":[");

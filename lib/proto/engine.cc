@@ -498,6 +498,7 @@ void Engine::answer(uint64_t now_ns) {
 
 void Engine::poll(uint64_t now_ns) {
   clock_ns_ = std::max(clock_ns_, now_ns);
+  ++polls_;
   // The pass below answers every connection.
   answer_due_.clear();
   for (auto& [key, connection] : connections_) {
@@ -616,7 +617,9 @@ void Engine::poll(uint64_t now_ns) {
     // Data first: a segment going back (a response, a message) carries the
     // ack, and only an ack still owed goes alone.
     pump(c, now_ns);
-    if (c.ack_now || (c.ack_owed != 0 && now_ns >= c.ack_due_ns)) emit_ack(c);
+    if (c.ack_now || (c.ack_at_poll != 0 && polls_ >= c.ack_at_poll) ||
+        (c.ack_owed != 0 && now_ns >= c.ack_due_ns))
+      emit_ack(c);
     if (now_ns - c.last_heard_ns >= kIdleSlotRelease) {
       if (c.tx_slots && c.una == c.next_seq && c.pending_cut == c.pending.size())
         c.tx_slots.reset();

@@ -99,6 +99,10 @@ void Engine::set_stalled(Connection& c, bool stalled) {
     --stalled_count_;
 }
 
+void Engine::ack_soon(Connection& c) {
+  if (c.ack_at_poll == 0) c.ack_at_poll = polls_ + 2;
+}
+
 bool Engine::responses_full(const Connection& c) const {
   return c.responses_pending >= config_.max_pending_responses ||
          c.response_bytes >= config_.connection_response_bytes ||
@@ -146,6 +150,7 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
   set_stalled(c, false);
   c.ack_owed = 0;
   c.ack_now = false;
+  c.ack_at_poll = 0;
   // A response half received is lost with the stream.  Other requests
   // waiting for their answers may still get them, on the peer's next
   // stream: one answered there shows which were lost (finish_remote), and
@@ -193,10 +198,11 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     ++c.next_expected;
     c.rx_progress_ns = now_ns;
     drain_reorder(c);
-    if (++c.ack_owed >= kAckEvery || (h.flags & wire::kFlagAckNow)) {
+    if (++c.ack_owed >= kAckEvery) {
       c.ack_now = true;
-    } else if (c.ack_owed == 1) {
-      c.ack_due_ns = now_ns + config_.ack_delay_ns;
+    } else {
+      if (h.flags & wire::kFlagAckNow) ack_soon(c);
+      if (c.ack_owed == 1) c.ack_due_ns = now_ns + config_.ack_delay_ns;
     }
     return;
   }
@@ -282,9 +288,10 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
   in.received += h.payload_len;
   if (in.received == in.length) {
     finish_message(c);
-    // Ack a whole message at once: with manual progress the application
-    // may not call in again soon, and its peer's send completes on this ack.
-    c.ack_now = true;
+    // Ack a whole message soon: with manual progress the application may
+    // not call in again for a while, and its peer's send completes on this
+    // ack; but if it answers at once, the answer carries it.
+    ack_soon(c);
   }
   return true;
 }

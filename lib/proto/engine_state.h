@@ -284,6 +284,13 @@ struct Connection {
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;
   bool ack_now = false;
+  // An ack owed for a whole message (or one its sender asked for at once,
+  // kFlagAckNow): sent by the poll numbered this (Engine::polls_), the one
+  // of the progress pass after the message's, unless a data frame to the
+  // peer carries it first.  A request or message answered by the
+  // application (a pingpong, an RPC) then costs one frame each way, not
+  // two.  0: none deferred.
+  uint64_t ack_at_poll = 0;
   bool answer_listed = false;         // in Engine::answer_due_
   // Receive completions of this peer's messages leave in the order the
   // messages were taken: while a pull is out, later ones queue behind it.

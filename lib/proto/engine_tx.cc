@@ -161,6 +161,7 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
   if (c.rx_open) {
     c.ack_owed = 0;
     c.ack_now = false;
+    c.ack_at_poll = 0;
   }
 }
 
@@ -168,6 +169,7 @@ void Engine::emit_ack(Connection& c) {
   if (!c.rx_open) {
     c.ack_owed = 0;
     c.ack_now = false;
+    c.ack_at_poll = 0;
     return;
   }
   wire::FrameHeader h = base_header(c, static_cast<uint8_t>(wire::Opcode::kAck));
@@ -182,6 +184,7 @@ void Engine::emit_ack(Connection& c) {
   ++stats_.acks_sent;
   c.ack_owed = 0;
   c.ack_now = false;
+  c.ack_at_poll = 0;
 }
 
 void Engine::emit_probe(Connection& c) {

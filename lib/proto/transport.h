@@ -705,6 +705,8 @@ class Engine {
   void wake_stalled();
   void wake(Connection& c);
   void set_stalled(Connection& c, bool stalled);
+  // The ack for a whole message: at the next progress pass (ack_at_poll).
+  void ack_soon(Connection& c);
 
   TransportConfig config_;
   uint8_t mac_[6];
@@ -788,6 +790,7 @@ class Engine {
   size_t outstanding_sends_ = 0;
   size_t response_bytes_ = 0;  // Connection::response_bytes, all connections
   uint64_t last_data_ns_ = 0;
+  uint64_t polls_ = 0;  // poll() calls so far (Connection::ack_at_poll)
   uint64_t clock_ns_ = 0;  // the latest time a caller handed in
   TransportStats stats_;
 };
