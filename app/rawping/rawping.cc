@@ -91,8 +91,7 @@ rte_mempool* open_port(const Options& o) {
                                            std::chrono::duration<double>(o.timeout));
   for (;;) {
     rte_eth_link link{};
-    rte_eth_link_get_nowait(0, &link);
-    if (link.link_status == RTE_ETH_LINK_UP) break;
+    if (rte_eth_link_get_nowait(0, &link) == 0 && link.link_status == RTE_ETH_LINK_UP) break;
     if (Clock::now() > deadline) fail("the link did not come up");
     rte_delay_ms(10);
   }
