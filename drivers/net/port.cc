@@ -24,6 +24,7 @@
 
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/mbuf_handoff.h"
+#include "drivers/net/memif_warm.h"
 #include "drivers/net/shared_port.h"
 #include "drivers/net/unmap_guard.h"
 #include "lib/proto/wire.h"
@@ -193,6 +194,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
         port->unmap_guard_note_warns_ = true;
       }
     }
+    port->warm_on_link_up_ = port->guard_bursts_;
   }
   if (SharedPortTable* table = find_shared_table(port->name_))
     return open_shared(std::move(port), table, info, config, out, error);
@@ -642,7 +644,14 @@ bool Port::read_link() const {
   rte_eth_link link{};
   const bool up =
       rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
-  link_up_.store(up, std::memory_order_relaxed);
+  const bool was_up = link_up_.exchange(up, std::memory_order_relaxed);
+  // A memif link comes up with a region mapped afresh: its first frames
+  // would each pay page faults (memif_warm.h).  The guard keeps the driver
+  // from unmapping it under us meanwhile.
+  if (up && !was_up && warm_on_link_up_) {
+    const GuardedBurst hold(true);
+    memif_pages_warmed_.fetch_add(warm_memif_regions(), std::memory_order_relaxed);
+  }
   link_read_due_.store(rte_get_timer_cycles() + link_refresh_cycles_, std::memory_order_relaxed);
   link_reads_.fetch_add(1, std::memory_order_relaxed);
   return up;

@@ -142,6 +142,11 @@ class Port {
   bool read_link() const;
   // How many times the device was asked.
   uint64_t link_reads() const { return link_reads_.load(std::memory_order_relaxed); }
+  // Pages of net_memif's shared memory this port wrote to when its link came
+  // up (memif_warm.h); 0 on other devices.
+  uint64_t memif_pages_warmed() const {
+    return memif_pages_warmed_.load(std::memory_order_relaxed);
+  }
 
   struct Counters {
     uint64_t rx_frames = 0;
@@ -182,6 +187,10 @@ class Port {
   // Bursts are counted for unmap_guard.h (net_memif, when its imports could
   // be redirected).
   bool guard_bursts_ = false;
+  // A net_memif port warms its peer's shared memory at each link-up; only
+  // when its bursts are guarded, since the driver may unmap it meanwhile.
+  bool warm_on_link_up_ = false;
+  mutable std::atomic<uint64_t> memif_pages_warmed_{0};
   std::string unmap_guard_note_;
   bool unmap_guard_note_warns_ = false;
   std::string description_;

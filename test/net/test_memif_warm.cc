@@ -1,0 +1,173 @@
+// test_memif_warm.cc: a net_memif port writes to every page of the driver's
+// shared memory when its link comes up (drivers/net/memif_warm.h), so that
+// the first frames do not each pay page faults.  One server/client pair in
+// this process; the kernel's account of each mapping (/proc/self/smaps) says
+// whether this process has every page of it mapped.
+#include <gtest/gtest.h>
+
+#include <rte_ethdev.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "drivers/net/memif_warm.h"
+#include "drivers/net/port.h"
+#include "test/support/test_eal.h"
+
+namespace ofi_dpdk {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+struct Mapping {
+  std::string name;
+  uint64_t size_kb = 0;
+  uint64_t resident_kb = 0;
+};
+
+// Every mapping of net_memif's region files in this process, with its size
+// and how much of it this process has mapped in.
+std::vector<Mapping> memif_mappings() {
+  std::vector<Mapping> found;
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  Mapping* current = nullptr;
+  while (std::getline(smaps, line)) {
+    std::istringstream fields(line);
+    std::string first;
+    fields >> first;
+    if (first.find('-') != std::string::npos && first.back() != ':') {
+      // A mapping's header: "start-end perms offset dev inode path".
+      current = nullptr;
+      if (line.find("/memfd:memif_region_") != std::string::npos) {
+        found.push_back(Mapping{line.substr(line.find("/memfd:")), 0, 0});
+        current = &found.back();
+      }
+      continue;
+    }
+    uint64_t kb = 0;
+    if (current == nullptr || !(fields >> kb)) continue;
+    if (first == "Size:") current->size_kb = kb;
+    if (first == "Rss:") current->resident_kb = kb;
+  }
+  return found;
+}
+
+std::unique_ptr<net::Port> open_port(const char* name, bool guarded) {
+  net::PortConfig config;
+  config.steering = net::SteeringRequest::kSoftware;
+  config.mbufs = 1023;
+  config.connect_timeout_ms = 10000;
+  config.memif_unmap_guard = guarded ? net::UnmapGuardRequest::kOn : net::UnmapGuardRequest::kOff;
+  uint16_t id = 0;
+  std::unique_ptr<net::Port> port;
+  std::string error;
+  EXPECT_EQ(rte_eth_dev_get_port_by_name(name, &id), 0) << name;
+  EXPECT_EQ(net::Port::open(id, config, &port, &error), 0) << error;
+  return port;
+}
+
+// Polls the port's link as a poller does (Port::link_up, cached) until up.
+bool comes_up(const net::Port& port) {
+  const auto end = steady_clock::now() + milliseconds(10000);
+  while (!port.link_up()) {
+    if (steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  return true;
+}
+
+TEST(MemifWarm, BothEndsMapEveryPageOfTheRegionOnceTheLinkIsUp) {
+  // The server listens first; the client's start connects (Port::start
+  // waits for the link) and the server sees it come up when it polls.
+  auto server = open_port("net_memif0", true);
+  auto client = open_port("net_memif1", true);
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(comes_up(*client));
+  ASSERT_TRUE(comes_up(*server));
+
+  const std::vector<Mapping> mappings = memif_mappings();
+  // The client's region and the server's mapping of it.
+  ASSERT_EQ(mappings.size(), 2u);
+  for (const Mapping& mapping : mappings) {
+    EXPECT_GT(mapping.size_kb, 4096u) << mapping.name;  // 2 x 512 buffers of 9216 bytes
+    EXPECT_EQ(mapping.resident_kb, mapping.size_kb) << mapping.name;
+  }
+  const uint64_t page_kb = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+  EXPECT_GE(client->memif_pages_warmed(), mappings[0].size_kb / page_kb);
+  EXPECT_GE(server->memif_pages_warmed(), mappings[0].size_kb / page_kb);
+}
+
+TEST(MemifWarm, WarmingChangesNoByteOfTheRegion) {
+  auto server = open_port("net_memif4", true);
+  auto client = open_port("net_memif5", true);
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(comes_up(*client));
+  // The region as the pair left it, with a mark in every page: copy it,
+  // warm it again, compare.
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  std::vector<std::pair<uintptr_t, uintptr_t>> regions;
+  while (std::getline(maps, line)) {
+    if (line.find("/memfd:memif_region_") == std::string::npos) continue;
+    unsigned long start = 0, end = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%lx-%lx", &start, &end), 2);
+    regions.emplace_back(start, end);
+  }
+  ASSERT_FALSE(regions.empty());
+  std::vector<std::vector<uint8_t>> copies;
+  for (const auto& [start, end] : regions) {
+    // Something other than zeros in every page, to see it kept.
+    for (uintptr_t at = start + 17; at < end; at += 4096) *reinterpret_cast<uint8_t*>(at) = 0xA5;
+    copies.emplace_back(reinterpret_cast<uint8_t*>(start), reinterpret_cast<uint8_t*>(end));
+  }
+  EXPECT_GT(net::warm_memif_regions(), 0u);
+  for (size_t i = 0; i < regions.size(); ++i)
+    EXPECT_EQ(std::memcmp(copies[i].data(), reinterpret_cast<void*>(regions[i].first),
+                          copies[i].size()),
+              0);
+}
+
+TEST(MemifWarm, AnUnguardedPortLeavesTheRegionAsTheDriverMappedIt) {
+  // Without the unmap guard the driver could unmap the region while we
+  // write to it: such a port does not warm.
+  auto server = open_port("net_memif2", false);
+  auto client = open_port("net_memif3", false);
+  ASSERT_TRUE(server && client);
+  ASSERT_TRUE(comes_up(*client));
+  ASSERT_TRUE(comes_up(*server));
+  EXPECT_EQ(client->memif_pages_warmed(), 0u);
+  EXPECT_EQ(server->memif_pages_warmed(), 0u);
+}
+
+}  // namespace
+}  // namespace ofi_dpdk
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::vector<std::string> vdevs{"--log-level=pmd.net.memif:error"};
+  std::vector<std::string> sockets;
+  for (int pair = 0; pair < 3; ++pair) {
+    sockets.push_back("/tmp/ofi-dpdk-memif-warm-" + std::to_string(getpid()) + "-" +
+                      std::to_string(pair) + ".sock");
+    vdevs.push_back("--vdev=net_memif" + std::to_string(2 * pair) +
+                    ",role=server,id=0,rsize=9,bsize=9216,socket=" + sockets.back());
+    vdevs.push_back("--vdev=net_memif" + std::to_string(2 * pair + 1) +
+                    ",role=client,id=0,rsize=9,bsize=9216,socket=" + sockets.back());
+  }
+  if (!ofi_dpdk::test::bring_up_test_eal("test_memif_warm", vdevs)) return 1;
+  const int status = RUN_ALL_TESTS();
+  // No rte_eal_cleanup (as test_unmap_guard: 22.11's memif close races its
+  // interrupt thread); the process's end frees all.
+  for (const std::string& socket : sockets) unlink(socket.c_str());
+  return status;
+}
