@@ -64,12 +64,25 @@ struct fi_dpdk_port_stats {
 	uint32_t queues;             /* hardware queue pairs in use */
 };
 
+/* Timer events of an endpoint's transport: each is a wait an operation sat
+ * behind.  A loss-free link with a peer that keeps answering needs none. */
+struct fi_dpdk_ep_waits {
+	uint64_t retransmit_timeouts; /* RTOs with the peer's window open */
+	uint64_t tail_loss_probes;    /* oldest segment resent after two quiet RTTs */
+	uint64_t window_probes;       /* a peer's closed window probed */
+	uint64_t delayed_acks;        /* acks sent when the ack delay ran out */
+	uint64_t delivery_probes;     /* liveness probes while sends await a receive */
+};
+
 struct fi_dpdk_ops_stats {
-	size_t size; /* sizeof(struct fi_dpdk_ops_stats) */
+	size_t size; /* sizeof(struct fi_dpdk_ops_stats) of the provider */
 	/* ep is a struct fid_ep *; returns 0 or -FI_EINVAL */
 	int (*ep_stats)(void *ep, struct fi_dpdk_ep_stats *out);
 	/* domain is a struct fid_domain *; returns 0 or -FI_EINVAL */
 	int (*port_stats)(void *domain, struct fi_dpdk_port_stats *out);
+	/* Present when size reaches past it (older providers end before);
+	 * ep as for ep_stats. */
+	int (*ep_waits)(void *ep, struct fi_dpdk_ep_waits *out);
 };
 
 #ifdef __cplusplus

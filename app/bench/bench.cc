@@ -119,6 +119,13 @@ void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
     }
     std::printf("],\"jain_fairness\":%.3f", sum * sum / (r.sender_goodput.size() * squares));
   }
+  fi_dpdk_ep_waits waits{};
+  b.waits(eps, &waits);
+  std::printf(",\"timer_waits\":{\"retransmit_timeouts\":%" PRIu64 ",\"tail_loss_probes\":%" PRIu64
+              ",\"window_probes\":%" PRIu64 ",\"delayed_acks\":%" PRIu64
+              ",\"delivery_probes\":%" PRIu64 "}",
+              waits.retransmit_timeouts, waits.tail_loss_probes, waits.window_probes,
+              waits.delayed_acks, waits.delivery_probes);
   std::printf(",\"retransmitted\":%" PRIu64 ",\"tx_frames\":%" PRIu64 ",\"rx_frames\":%" PRIu64
               ",\"fault_dropped\":%" PRIu64 ",\"fault_reordered\":%" PRIu64
               ",\"fault_duplicated\":%" PRIu64 "}\n",

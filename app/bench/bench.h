@@ -17,6 +17,7 @@
 
 struct fi_dpdk_ops_stats;
 struct fi_dpdk_port_stats;
+struct fi_dpdk_ep_waits;
 
 namespace ofi_dpdk::bench {
 
@@ -99,6 +100,8 @@ class Bench {
   // The dpdk provider's counters (zero for other providers).
   uint64_t retransmitted(const std::vector<Endpoint>& eps);
   void port_stats(fi_dpdk_port_stats* out);
+  // Timer waits summed over the endpoints (zero where the provider has none).
+  void waits(const std::vector<Endpoint>& eps, fi_dpdk_ep_waits* out);
 
   const Options& o_;
   fi_info* info_ = nullptr;

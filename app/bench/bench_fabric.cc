@@ -6,6 +6,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -220,6 +221,22 @@ uint64_t Bench::retransmitted(const std::vector<Endpoint>& eps) {
     total += s.retransmitted;
   }
   return total;
+}
+
+void Bench::waits(const std::vector<Endpoint>& eps, fi_dpdk_ep_waits* out) {
+  *out = fi_dpdk_ep_waits{};
+  if (stats_ == nullptr ||
+      stats_->size < offsetof(fi_dpdk_ops_stats, ep_waits) + sizeof(stats_->ep_waits))
+    return;
+  for (const auto& e : eps) {
+    fi_dpdk_ep_waits w{};
+    if (stats_->ep_waits(e.ep, &w) != 0) continue;
+    out->retransmit_timeouts += w.retransmit_timeouts;
+    out->tail_loss_probes += w.tail_loss_probes;
+    out->window_probes += w.window_probes;
+    out->delayed_acks += w.delayed_acks;
+    out->delivery_probes += w.delivery_probes;
+  }
 }
 
 void Bench::port_stats(fi_dpdk_port_stats* out) {

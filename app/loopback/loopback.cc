@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -310,15 +311,23 @@ class Tester {
                 info_->domain_attr->name, port.queues, port.steering ? "rte_flow" : "software",
                 port.rx_frames, port.tx_frames, port.fault_dropped, port.fault_duplicated,
                 port.fault_reordered, port.fault_corrupted, port.fault_delayed);
-    std::printf("%-9s %10s %10s %10s %13s %12s %10s\n", "endpoint", "sent", "received",
-                "mismatched", "retransmitted", "bad frames", "no buffer");
+    // The last four columns are the timer waits (fi_dpdk_ep_waits): RTOs,
+    // tail loss probes, window probes, delayed acks.
+    std::printf("%-9s %10s %10s %10s %13s %12s %10s %7s %7s %7s %7s\n", "endpoint", "sent",
+                "received", "mismatched", "retransmitted", "bad frames", "no buffer", "rto",
+                "tlp", "winprb", "delack");
+    const bool has_waits =
+        stats_->size >= offsetof(fi_dpdk_ops_stats, ep_waits) + sizeof(stats_->ep_waits);
     for (size_t i = 0; i < peers_.size(); ++i) {
       fi_dpdk_ep_stats s{};
       stats_->ep_stats(peers_[i].ep, &s);
+      fi_dpdk_ep_waits w{};
+      if (has_waits) stats_->ep_waits(peers_[i].ep, &w);
       std::printf("%-9zu %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %13" PRIu64 " %12" PRIu64
-                  " %10" PRIu64 "\n",
+                  " %10" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %7" PRIu64 "\n",
                   i, peers_[i].sent, peers_[i].received, peers_[i].mismatched, s.retransmitted,
-                  s.dropped_bad_frame, s.dropped_no_buffer);
+                  s.dropped_bad_frame, s.dropped_no_buffer, w.retransmit_timeouts,
+                  w.tail_loss_probes, w.window_probes, w.delayed_acks);
     }
   }
 

@@ -43,6 +43,19 @@ int ep_stats(void* ep_fid, fi_dpdk_ep_stats* out) {
   return 0;
 }
 
+int ep_waits(void* ep_fid, fi_dpdk_ep_waits* out) {
+  if (ep_fid == nullptr || out == nullptr) return -FI_EINVAL;
+  Endpoint* ep = from_fid<Endpoint>(static_cast<fid_ep*>(ep_fid));
+  const size_t fclass = ep->fid.fid.fclass;
+  if (fclass != FI_CLASS_EP && fclass != FI_CLASS_TX_CTX && fclass != FI_CLASS_RX_CTX)
+    return -FI_EINVAL;
+  std::lock_guard guard(ep->port().lock);
+  const proto::TransportStats& s = ep->engine->stats();
+  *out = {s.retransmit_timeouts, s.tail_loss_probes, s.window_probes, s.delayed_acks,
+          s.delivery_probes};
+  return 0;
+}
+
 int port_stats(void* domain_fid, fi_dpdk_port_stats* out) {
   if (domain_fid == nullptr || out == nullptr) return -FI_EINVAL;
   Domain* domain = from_fid<Domain>(static_cast<fid_domain*>(domain_fid));
@@ -68,6 +81,7 @@ fi_dpdk_ops_stats g_stats_ops = {
     .size = sizeof(fi_dpdk_ops_stats),
     .ep_stats = ep_stats,
     .port_stats = port_stats,
+    .ep_waits = ep_waits,
 };
 
 int domain_ops_open(fid*, const char* name, uint64_t, void** ops, void*) {

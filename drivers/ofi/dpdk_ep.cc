@@ -71,6 +71,11 @@ void log_stats(const Endpoint* ep) {
             s.fast_retransmits, s.acks_sent, s.resets_sent, s.duplicates, s.out_of_window,
             s.stale_session, s.bad_frames, s.stalled_no_buffer, s.timeouts, s.messages_sent,
             s.messages_received);
+  DPDK_INFO(FI_LOG_EP_DATA,
+            "endpoint queue %u: waits for a timer: retransmission timeouts %lu, tail loss "
+            "probes %lu, window probes %lu, delayed acks %lu, delivery probes %lu\n",
+            ep->queue, s.retransmit_timeouts, s.tail_loss_probes, s.window_probes,
+            s.delayed_acks, s.delivery_probes);
 }
 
 // A peer whose last message we received may not have our ack for it: keep

@@ -535,6 +535,7 @@ void Engine::poll(uint64_t now_ns) {
       // dropped since (hold_timeout_ns, a reclaim): its SACK is forgotten,
       // so the next acks tell anew what is missing.
       forget_sacks(c);
+      ++(c.peer_window != 0 ? stats_.retransmit_timeouts : stats_.window_probes);
       if (c.peer_window != 0) {
         const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
         c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
@@ -558,6 +559,7 @@ void Engine::poll(uint64_t now_ns) {
       // drives the repair instead of the much longer RTO.  A few probes,
       // each waiting twice as long, then only the RTO.
       ++c.probes;
+      ++stats_.tail_loss_probes;
       emit_segment(c, c.una, now_ns, true);
     } else if (!in_flight && c.peer_window == 0 && c.pending_cut < c.pending.size()) {
       // Persist: the receiver closed its window; probe with one segment so a
@@ -565,6 +567,7 @@ void Engine::poll(uint64_t now_ns) {
       if (c.rto_deadline_ns == 0) {
         c.rto_deadline_ns = now_ns + c.rto_ns;
       } else if (now_ns >= c.rto_deadline_ns) {
+        ++stats_.window_probes;
         c.peer_window = 1;
         c.rto_deadline_ns = 0;
       }
@@ -590,6 +593,7 @@ void Engine::poll(uint64_t now_ns) {
         ++stats_.timeouts;
         fail_delivery_waits(c, kErrTimedOut, kProvPeerTimeout);
       } else if (quiet >= probe_every && now_ns - c.probe_sent_ns >= probe_every) {
+        ++stats_.delivery_probes;
         emit_probe(c);
         c.probe_sent_ns = now_ns;
       }
@@ -617,9 +621,11 @@ void Engine::poll(uint64_t now_ns) {
     // Data first: a segment going back (a response, a message) carries the
     // ack, and only an ack still owed goes alone.
     pump(c, now_ns);
-    if (c.ack_now || (c.ack_at_poll != 0 && polls_ >= c.ack_at_poll) ||
-        (c.ack_owed != 0 && now_ns >= c.ack_due_ns))
+    const bool ack_without_timer = c.ack_now || (c.ack_at_poll != 0 && polls_ >= c.ack_at_poll);
+    if (ack_without_timer || (c.ack_owed != 0 && now_ns >= c.ack_due_ns)) {
+      if (!ack_without_timer) ++stats_.delayed_acks;
       emit_ack(c);
+    }
     if (now_ns - c.last_heard_ns >= kIdleSlotRelease) {
       if (c.tx_slots && c.una == c.next_seq && c.pending_cut == c.pending.size())
         c.tx_slots.reset();

@@ -312,6 +312,13 @@ struct TransportStats {
            sends_refused_peer_share = 0,  // sends refused: their peer holds its share of the budget
            delivery_timeouts = 0,    // sends no receive took within delivery_timeout_ns
            no_memory = 0;            // allocations that failed (answered or waited, never thrown)
+  // Timer events: each is a wait the sender's next step sat behind.  On a
+  // link that loses nothing, an exchange that keeps answering needs none.
+  uint64_t retransmit_timeouts = 0,  // RTOs with the window open (loss assumed)
+           tail_loss_probes = 0,     // oldest segment resent after two quiet RTTs
+           window_probes = 0,        // a closed window probed (RTO under it, or persist)
+           delayed_acks = 0,         // acks that left when ack_delay_ns ran out
+           delivery_probes = 0;      // liveness probes while sends await a receive
 };
 
 // The engine's own state (engine_state.h).
