@@ -85,6 +85,7 @@ int cntr_close(fid* fid) {
   Cntr* cntr = from_fid<Cntr>(fid);
   if (cntr->refs.load() != 0) return -FI_EBUSY;
   if (cntr->wait_fd.is_open()) auto_progress_remove(cntr->domain->port.get());
+  if (cntr->attr.wait_set != nullptr) leave_wait_set(cntr->attr.wait_set, &cntr->fid.fid);
   cntr->domain->refs--;
   delete cntr;
   return 0;
@@ -126,8 +127,10 @@ int cntr_open(fid_domain* domain_fid, fi_cntr_attr* attr, fid_cntr** out, void* 
   if (attr != nullptr) wanted = *attr;
   if (wanted.events != FI_CNTR_EVENTS_COMP) return -FI_EINVAL;
   if (wanted.flags != 0) return -FI_EINVAL;
-  if (!wait_object_supported(wanted.wait_obj)) {
-    DPDK_INFO(FI_LOG_CNTR, "counter wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD or FD\n",
+  if (!wait_object_supported(wanted.wait_obj, wanted.wait_set)) {
+    DPDK_INFO(FI_LOG_CNTR,
+              "counter wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD, FD, or SET "
+              "with a wait set of this provider\n",
               wanted.wait_obj);
     return -FI_ENOSYS;
   }
@@ -135,15 +138,18 @@ int cntr_open(fid_domain* domain_fid, fi_cntr_attr* attr, fid_cntr** out, void* 
   if (cntr == nullptr) return -FI_ENOMEM;
   cntr->attr = wanted;
   cntr->domain = from_fid<Domain>(domain_fid);
-  if (wanted.wait_obj == FI_WAIT_FD) {
-    if (int ret = cntr->wait_fd.open(); ret != 0) {
-      delete cntr;
-      return ret;
-    }
-    // Nothing else would progress the port while the application sleeps
-    // on the descriptor.
-    auto_progress_add(cntr->domain->port.get());
+  if (wanted.wait_obj != FI_WAIT_SET) cntr->attr.wait_set = nullptr;
+  const int opened =
+      wanted.wait_obj == FI_WAIT_FD    ? cntr->wait_fd.open()
+      : wanted.wait_obj == FI_WAIT_SET ? join_wait_set(wanted.wait_set, &cntr->fid.fid, &cntr->wait_fd)
+                                       : 0;
+  if (opened != 0) {
+    delete cntr;
+    return opened;
   }
+  // Nothing else would progress the port while the application sleeps on
+  // the descriptor.
+  if (cntr->wait_fd.is_open()) auto_progress_add(cntr->domain->port.get());
   cntr->domain->refs++;
   cntr->fid.fid.fclass = FI_CLASS_CNTR;
   cntr->fid.fid.context = context;

@@ -205,6 +205,7 @@ int cq_close(fid* fid) {
   Cq* cq = from_fid<Cq>(fid);
   if (cq->refs.load() != 0) return -FI_EBUSY;
   if (cq->wait_fd.is_open()) auto_progress_remove(cq->domain->port.get());
+  if (cq->attr.wait_set != nullptr) leave_wait_set(cq->attr.wait_set, &cq->fid.fid);
   cq->domain->refs--;
   delete cq;
   return 0;
@@ -240,8 +241,10 @@ int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* contex
   if (format == FI_CQ_FORMAT_UNSPEC) wanted.format = FI_CQ_FORMAT_CONTEXT;
   else if (format < FI_CQ_FORMAT_CONTEXT || format > FI_CQ_FORMAT_TAGGED) return -FI_ENOSYS;
   if (entry_size(wanted.format) == 0) return -FI_ENOSYS;
-  if (!wait_object_supported(wanted.wait_obj)) {
-    DPDK_INFO(FI_LOG_CQ, "CQ wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD or FD\n",
+  if (!wait_object_supported(wanted.wait_obj, wanted.wait_set)) {
+    DPDK_INFO(FI_LOG_CQ,
+              "CQ wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD, FD, or SET with "
+              "a wait set of this provider\n",
               wanted.wait_obj);
     return -FI_ENOSYS;
   }
@@ -253,15 +256,18 @@ int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* contex
   if (wanted.size != 0) cq->capacity = wanted.size;
   cq->entries.reserve(cq->capacity);
   cq->domain = from_fid<Domain>(domain_fid);
-  if (wanted.wait_obj == FI_WAIT_FD) {
-    if (int ret = cq->wait_fd.open(); ret != 0) {
-      delete cq;
-      return ret;
-    }
-    // An application asleep on the descriptor makes no calls: the progress
-    // loop must fill the CQ meanwhile.
-    auto_progress_add(cq->domain->port.get());
+  if (wanted.wait_obj != FI_WAIT_SET) wanted.wait_set = nullptr;
+  cq->attr.wait_set = wanted.wait_set;
+  const int opened = wanted.wait_obj == FI_WAIT_FD    ? cq->wait_fd.open()
+                     : wanted.wait_obj == FI_WAIT_SET ? join_wait_set(wanted.wait_set, &cq->fid.fid, &cq->wait_fd)
+                                                      : 0;
+  if (opened != 0) {
+    delete cq;
+    return opened;
   }
+  // An application asleep on the descriptor makes no calls: the progress
+  // loop must fill the CQ meanwhile.
+  if (cq->wait_fd.is_open()) auto_progress_add(cq->domain->port.get());
   cq->domain->refs++;
   cq->fid.fid.fclass = FI_CLASS_CQ;
   cq->fid.fid.context = context;

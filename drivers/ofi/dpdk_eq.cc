@@ -48,6 +48,7 @@ void drain_if_empty(Eq* eq) {
 int eq_close(fid* fid) {
   Eq* eq = from_fid<Eq>(fid);
   if (eq->refs.load() != 0) return -FI_EBUSY;
+  if (eq->attr.wait_set != nullptr) leave_wait_set(eq->attr.wait_set, &eq->fid.fid);
   eq->fabric->refs--;
   delete eq;
   return 0;
@@ -153,21 +154,25 @@ fi_ops_eq g_eq_ops = {
 
 int eq_open(fid_fabric* fabric_fid, fi_eq_attr* attr, fid_eq** out, void* context) {
   if (attr == nullptr) return -FI_EINVAL;
-  if (!wait_object_supported(attr->wait_obj)) {
-    DPDK_INFO(FI_LOG_EQ, "EQ wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD or FD\n",
+  if (!wait_object_supported(attr->wait_obj, attr->wait_set)) {
+    DPDK_INFO(FI_LOG_EQ,
+              "EQ wait object %d not supported: FI_WAIT_NONE, UNSPEC, YIELD, FD, or SET with "
+              "a wait set of this provider\n",
               attr->wait_obj);
     return -FI_ENOSYS;
   }
   if (attr->flags & ~static_cast<uint64_t>(FI_WRITE)) return -FI_EINVAL;
   auto* eq = new (std::nothrow) Eq();
   if (eq == nullptr) return -FI_ENOMEM;
-  if (attr->wait_obj == FI_WAIT_FD) {
-    if (int ret = eq->wait_fd.open(); ret != 0) {
-      delete eq;
-      return ret;
-    }
-  }
   eq->attr = *attr;
+  if (attr->wait_obj != FI_WAIT_SET) eq->attr.wait_set = nullptr;
+  const int opened = attr->wait_obj == FI_WAIT_FD    ? eq->wait_fd.open()
+                     : attr->wait_obj == FI_WAIT_SET ? join_wait_set(attr->wait_set, &eq->fid.fid, &eq->wait_fd)
+                                                     : 0;
+  if (opened != 0) {
+    delete eq;
+    return opened;
+  }
   eq->fabric = from_fid<Fabric>(fabric_fid);
   eq->fabric->refs++;
   eq->fid.fid.fclass = FI_CLASS_EQ;

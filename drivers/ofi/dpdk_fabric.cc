@@ -48,6 +48,11 @@ int fabric_trywait(fid_fabric*, fid** fids, int count) {
         if (!eq->events.empty() || !eq->errors.empty()) return -FI_EAGAIN;
         break;
       }
+      case FI_CLASS_WAIT:
+        if (!wait_object_supported(FI_WAIT_SET, reinterpret_cast<fid_wait*>(fids[i])))
+          return -FI_EINVAL;
+        if (wait_set_trywait(fids[i]) != 0) return -FI_EAGAIN;
+        break;
       default:
         return -FI_EINVAL;
     }
@@ -60,7 +65,7 @@ fi_ops_fabric g_fabric_ops = {
     .domain = domain_open,
     .passive_ep = DPDK_ENOSYS(fi_ops_fabric, passive_ep),
     .eq_open = eq_open,
-    .wait_open = DPDK_ENOSYS(fi_ops_fabric, wait_open),
+    .wait_open = wait_open,
     .trywait = fabric_trywait,
     .domain2 = DPDK_ENOSYS(fi_ops_fabric, domain2),
 };

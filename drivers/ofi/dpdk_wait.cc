@@ -5,6 +5,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 #include <sys/eventfd.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +18,12 @@ WaitFd::~WaitFd() {
 
 int WaitFd::open() {
   fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return fd_ >= 0 ? 0 : -errno;
+}
+
+int WaitFd::share(const WaitFd& other) {
+  if (other.fd_ < 0) return 0;  // a wait set without a descriptor (FI_WAIT_YIELD)
+  fd_ = ::fcntl(other.fd_, F_DUPFD_CLOEXEC, 0);
   return fd_ >= 0 ? 0 : -errno;
 }
 

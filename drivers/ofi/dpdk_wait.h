@@ -23,6 +23,10 @@ class WaitFd {
 
   // Creates the eventfd (non-blocking); 0 or -FI_errno.
   int open();
+  // Makes this a second descriptor of `other`'s eventfd (a wait set's, for
+  // a CQ, counter or EQ bound to it): a signal through either is a signal
+  // of both.  0 or -FI_errno.
+  int share(const WaitFd& other);
   bool is_open() const { return fd_ >= 0; }
   int fd() const { return fd_; }
   // Makes the descriptor readable (level-triggered until drain()).
@@ -37,13 +41,21 @@ class WaitFd {
   int fd_ = -1;
 };
 
-// Which wait objects a CQ or counter takes: FI_WAIT_NONE, FI_WAIT_UNSPEC,
-// FI_WAIT_YIELD and FI_WAIT_FD.  Wait sets and mutex/cond pairs are not
-// built.
-inline bool wait_object_supported(fi_wait_obj wait_obj) {
-  return wait_obj == FI_WAIT_NONE || wait_obj == FI_WAIT_UNSPEC || wait_obj == FI_WAIT_YIELD ||
-         wait_obj == FI_WAIT_FD;
-}
+// Which wait objects a CQ, counter or EQ takes: FI_WAIT_NONE,
+// FI_WAIT_UNSPEC, FI_WAIT_YIELD, FI_WAIT_FD, and FI_WAIT_SET with a wait
+// set of ours.  Mutex/cond pairs and FI_WAIT_POLLFD are not built.
+bool wait_object_supported(fi_wait_obj wait_obj, const fid_wait* wait_set = nullptr);
+
+// Wait sets (fi_poll(3), dpdk_wait_set.cc).  fi_wait_open:
+int wait_open(fid_fabric* fabric, fi_wait_attr* attr, fid_wait** waitset);
+// An object opened with FI_WAIT_SET joins its set: `fd` becomes a second
+// descriptor of the set's (when it has one), and the set counts the
+// object; fi_close of the set is -FI_EBUSY until every member left.
+// 0, or -FI_ENOMEM.
+int join_wait_set(fid_wait* set, fid* member, WaitFd* fd);
+void leave_wait_set(fid_wait* set, fid* member);
+// fi_trywait for a wait set: -FI_EAGAIN when a member has something.
+int wait_set_trywait(fid* set);
 
 // fi_control(FI_GETWAIT / FI_GETWAITOBJ) for an object with `wait_obj`
 // and `fd`: 0, -FI_ENODATA without a descriptor, -FI_ENOSYS for other

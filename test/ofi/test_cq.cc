@@ -324,7 +324,8 @@ TEST_F(CqTest, ErrorEntryBlocksReadsUntilReadAndStrerrorDescribesIt) {
 
 // ---- opening and closing ----
 
-TEST_F(CqTest, WaitSetAndMutexCondAreRefused) {
+// A wait set is taken only with a set to join (test_wait_set.cc).
+TEST_F(CqTest, WaitSetWithoutASetAndMutexCondAreRefused) {
   for (fi_wait_obj wait : {FI_WAIT_SET, FI_WAIT_MUTEX_COND}) {
     fi_cq_attr attr{};
     attr.format = FI_CQ_FORMAT_DATA;
