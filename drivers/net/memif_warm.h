@@ -14,10 +14,16 @@
 
 namespace ofi_dpdk::net {
 
-// Writes to every page of each net_memif shared memory region this process
-// maps ("/memfd:memif_region_<n>" in /proc/self/maps) without changing a
-// byte: an atomic add of zero, so a frame the peer is writing at that moment
-// keeps every byte it wrote.  Returns the number of pages written to.
-size_t warm_memif_regions();
+// Writes to every page of [start, start + length) without changing a byte:
+// an atomic add of zero, so a frame the peer is writing at that moment keeps
+// every byte it wrote.  Returns the number of pages written to.
+size_t write_each_page(void* start, size_t length);
+
+// write_each_page on each net_memif shared memory region this process maps
+// ("/memfd:memif_region_<n>" in /proc/self/maps) that it has not warmed
+// before: another port's region, warmed at its own link-up, may be on its
+// way out (the driver unmaps it on EAL's interrupt thread when its peer
+// goes), and is left alone.  Returns the number of pages written to.
+size_t warm_new_memif_regions();
 
 }  // namespace ofi_dpdk::net

@@ -650,7 +650,7 @@ bool Port::read_link() const {
   // from unmapping it under us meanwhile.
   if (up && !was_up && warm_on_link_up_) {
     const GuardedBurst hold(true);
-    memif_pages_warmed_.fetch_add(warm_memif_regions(), std::memory_order_relaxed);
+    memif_pages_warmed_.fetch_add(warm_new_memif_regions(), std::memory_order_relaxed);
   }
   link_read_due_.store(rte_get_timer_cycles() + link_refresh_cycles_, std::memory_order_relaxed);
   link_reads_.fetch_add(1, std::memory_order_relaxed);

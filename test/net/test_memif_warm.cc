@@ -29,6 +29,7 @@ using std::chrono::milliseconds;
 using std::chrono::steady_clock;
 
 struct Mapping {
+  uintptr_t start = 0;
   std::string name;
   uint64_t size_kb = 0;
   uint64_t resident_kb = 0;
@@ -49,7 +50,7 @@ std::vector<Mapping> memif_mappings() {
       // A mapping's header: "start-end perms offset dev inode path".
       current = nullptr;
       if (line.find("/memfd:memif_region_") != std::string::npos) {
-        found.push_back(Mapping{line.substr(line.find("/memfd:")), 0, 0});
+        found.push_back(Mapping{std::stoul(first, nullptr, 16), line.substr(line.find("/memfd:")), 0, 0});
         current = &found.back();
       }
       continue;
@@ -62,7 +63,12 @@ std::vector<Mapping> memif_mappings() {
   return found;
 }
 
-std::unique_ptr<net::Port> open_port(const char* name, bool guarded) {
+// Ports stay open to the end of the process: closing net_memif pairs while
+// EAL's interrupt thread works on their sockets crashes 22.11's control
+// path now and then (as test_unmap_guard found), which is not what this
+// test is about.
+net::Port* open_port(const char* name, bool guarded) {
+  static auto* kept = new std::vector<std::unique_ptr<net::Port>>;
   net::PortConfig config;
   config.steering = net::SteeringRequest::kSoftware;
   config.mbufs = 1023;
@@ -73,7 +79,8 @@ std::unique_ptr<net::Port> open_port(const char* name, bool guarded) {
   std::string error;
   EXPECT_EQ(rte_eth_dev_get_port_by_name(name, &id), 0) << name;
   EXPECT_EQ(net::Port::open(id, config, &port, &error), 0) << error;
-  return port;
+  kept->push_back(std::move(port));
+  return kept->back().get();
 }
 
 // Polls the port's link as a poller does (Port::link_up, cached) until up.
@@ -86,16 +93,39 @@ bool comes_up(const net::Port& port) {
   return true;
 }
 
+// The address ranges of the memif regions mapped now.
+std::vector<std::pair<uintptr_t, uintptr_t>> region_ranges() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  std::vector<std::pair<uintptr_t, uintptr_t>> regions;
+  while (std::getline(maps, line)) {
+    if (line.find("/memfd:memif_region_") == std::string::npos) continue;
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &start, &end) == 2) regions.emplace_back(start, end);
+  }
+  return regions;
+}
+
+// Whether `start` begins one of `ranges`.
+bool among(uintptr_t start, const std::vector<std::pair<uintptr_t, uintptr_t>>& ranges) {
+  for (const auto& range : ranges)
+    if (range.first == start) return true;
+  return false;
+}
+
 TEST(MemifWarm, BothEndsMapEveryPageOfTheRegionOnceTheLinkIsUp) {
+  const auto before = region_ranges();
   // The server listens first; the client's start connects (Port::start
   // waits for the link) and the server sees it come up when it polls.
-  auto server = open_port("net_memif0", true);
-  auto client = open_port("net_memif1", true);
+  net::Port* server = open_port("net_memif0", true);
+  net::Port* client = open_port("net_memif1", true);
   ASSERT_TRUE(server && client);
   ASSERT_TRUE(comes_up(*client));
   ASSERT_TRUE(comes_up(*server));
 
-  const std::vector<Mapping> mappings = memif_mappings();
+  std::vector<Mapping> mappings;
+  for (const Mapping& mapping : memif_mappings())
+    if (!among(mapping.start, before)) mappings.push_back(mapping);
   // The client's region and the server's mapping of it.
   ASSERT_EQ(mappings.size(), 2u);
   for (const Mapping& mapping : mappings) {
@@ -103,34 +133,37 @@ TEST(MemifWarm, BothEndsMapEveryPageOfTheRegionOnceTheLinkIsUp) {
     EXPECT_EQ(mapping.resident_kb, mapping.size_kb) << mapping.name;
   }
   const uint64_t page_kb = static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
-  EXPECT_GE(client->memif_pages_warmed(), mappings[0].size_kb / page_kb);
-  EXPECT_GE(server->memif_pages_warmed(), mappings[0].size_kb / page_kb);
+  // Both mappings are in this process: the port that saw its link first
+  // warmed what was mapped then, the other what was new by its turn.
+  EXPECT_EQ(client->memif_pages_warmed() + server->memif_pages_warmed(),
+            (mappings[0].size_kb + mappings[1].size_kb) / page_kb);
 }
 
 TEST(MemifWarm, WarmingChangesNoByteOfTheRegion) {
-  auto server = open_port("net_memif4", true);
-  auto client = open_port("net_memif5", true);
+  // Expect: with a mark in every page of the buffers of an idle pair's
+  // region (both mappings of it), writing to each page as the warming does
+  // changes no byte of it.
+  const auto before = region_ranges();
+  net::Port* server = open_port("net_memif4", true);
+  net::Port* client = open_port("net_memif5", true);
   ASSERT_TRUE(server && client);
   ASSERT_TRUE(comes_up(*client));
-  // The region as the pair left it, with a mark in every page: copy it,
-  // warm it again, compare.
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
+  ASSERT_TRUE(comes_up(*server));
   std::vector<std::pair<uintptr_t, uintptr_t>> regions;
-  while (std::getline(maps, line)) {
-    if (line.find("/memfd:memif_region_") == std::string::npos) continue;
-    unsigned long start = 0, end = 0;
-    ASSERT_EQ(std::sscanf(line.c_str(), "%lx-%lx", &start, &end), 2);
-    regions.emplace_back(start, end);
-  }
-  ASSERT_FALSE(regions.empty());
+  for (const auto& range : region_ranges())
+    if (!among(range.first, before)) regions.push_back(range);
+  ASSERT_EQ(regions.size(), 2u);
   std::vector<std::vector<uint8_t>> copies;
   for (const auto& [start, end] : regions) {
-    // Something other than zeros in every page, to see it kept.
-    for (uintptr_t at = start + 17; at < end; at += 4096) *reinterpret_cast<uint8_t*>(at) = 0xA5;
+    // The buffers fill the region's second half (the rings sit at its
+    // start); nothing flows, so nothing else writes there.
+    for (uintptr_t at = start + (end - start) / 2 + 17; at < end; at += 4096)
+      *reinterpret_cast<volatile uint8_t*>(at) = 0xA5;
     copies.emplace_back(reinterpret_cast<uint8_t*>(start), reinterpret_cast<uint8_t*>(end));
   }
-  EXPECT_GT(net::warm_memif_regions(), 0u);
+  for (const auto& [start, end] : regions)
+    EXPECT_EQ(net::write_each_page(reinterpret_cast<void*>(start), end - start),
+              (end - start + 4095) / 4096);
   for (size_t i = 0; i < regions.size(); ++i)
     EXPECT_EQ(std::memcmp(copies[i].data(), reinterpret_cast<void*>(regions[i].first),
                           copies[i].size()),
@@ -140,8 +173,8 @@ TEST(MemifWarm, WarmingChangesNoByteOfTheRegion) {
 TEST(MemifWarm, AnUnguardedPortLeavesTheRegionAsTheDriverMappedIt) {
   // Without the unmap guard the driver could unmap the region while we
   // write to it: such a port does not warm.
-  auto server = open_port("net_memif2", false);
-  auto client = open_port("net_memif3", false);
+  net::Port* server = open_port("net_memif2", false);
+  net::Port* client = open_port("net_memif3", false);
   ASSERT_TRUE(server && client);
   ASSERT_TRUE(comes_up(*client));
   ASSERT_TRUE(comes_up(*server));
