@@ -129,6 +129,7 @@ Engine::~Engine() {
   for (auto& [key, connection] : connections_) {
     delete connection->inbound;
     delete connection->remote;  // nothing to give back: the budget goes too
+    for (RemoteInbound* request : connection->deferred_requests) delete request;
     release_held(*connection);
   }
   for (HeldSegment* chunk : free_chunks_) ::operator delete(chunk);

@@ -53,6 +53,7 @@ namespace {
 bool nothing_in_progress(const Connection& c) {
   return c.pending.empty() && c.una == c.next_seq && c.awaiting_response.empty() &&
          c.awaiting_delivery.empty() && c.inbound == nullptr && c.remote == nullptr &&
+         c.deferred_requests.empty() &&
          c.recv_order.empty() && c.pulls_out == 0;
 }
 

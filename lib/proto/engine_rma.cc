@@ -95,26 +95,7 @@ void Engine::finish_remote(Connection& c) {
   RemoteHold in = hold_remote(c.remote);
   c.remote = nullptr;
   if (!in->is_response) {
-    ++stats_.requests_served;
-    if (in->pull) {
-      serve_pull(c, in->msg_id, in->bytes.get(), in->head);
-      release_request(*in);
-      return;
-    }
-    Response response;
-    if (in->no_memory)
-      response.status = kErrNoMemory;
-    else if (in->oversize)
-      response.status = kErrTooLarge;
-    else if (in->region_gone)
-      response.status = kErrKeyRejected;  // as if it had come after the close
-    else if (request_handler_)
-      response = request_handler_(c.source_key, in->bytes.get(), in->head,
-                                  in->length - in->head);
-    else
-      response.status = kErrNoHandler;
-    release_request(*in);
-    send_response(c, in->msg_id, std::move(response));
+    serve_request(c, std::move(in));
     return;
   }
   if (in->request == nullptr) return;
@@ -151,6 +132,65 @@ void Engine::finish_remote(Connection& c) {
   const int status = in->status >= 0 && in->status < 4096 ? in->status : kErrPeerReset;
   complete_send(c, *request, status, kProvNone);
   retired_.push_back(std::move(request));
+}
+
+void Engine::serve_request(Connection& c, RemoteHold in) {
+  // Answers go back in the order requests came (the initiator counts on
+  // it), so one that finds a deferred one ahead waits behind it.
+  if (!c.deferred_requests.empty() || responses_full(c)) {
+    c.deferred_requests.push_back(in.get());
+    in.release();
+    ++deferred_requests_;
+    ++stats_.requests_deferred;
+    return;
+  }
+  run_request(c, std::move(in));
+}
+
+void Engine::run_request(Connection& c, RemoteHold in) {
+  ++stats_.requests_served;
+  if (in->pull) {
+    serve_pull(c, in->msg_id, in->bytes.get(), in->head);
+    release_request(*in);
+    return;
+  }
+  Response response;
+  if (in->no_memory)
+    response.status = kErrNoMemory;
+  else if (in->oversize)
+    response.status = kErrTooLarge;
+  else if (in->region_gone)
+    response.status = kErrKeyRejected;  // as if it had come after the close
+  else if (request_handler_)
+    response = request_handler_(c.source_key, in->bytes.get(), in->head,
+                                in->length - in->head);
+  else
+    response.status = kErrNoHandler;
+  release_request(*in);
+  send_response(c, in->msg_id, std::move(response));
+}
+
+void Engine::serve_deferred(Connection& c) {
+  while (!c.deferred_requests.empty() && !responses_full(c)) {
+    RemoteHold in = hold_remote(c.deferred_requests.front());
+    c.deferred_requests.pop_front();
+    --deferred_requests_;
+    run_request(c, std::move(in));
+  }
+}
+
+void Engine::serve_all_deferred() {
+  if (deferred_requests_ == 0) return;
+  for (auto& [key, connection] : connections_) serve_deferred(*connection);
+}
+
+void Engine::drop_deferred(Connection& c) {
+  for (RemoteInbound* request : c.deferred_requests) {
+    RemoteHold in = hold_remote(request);
+    release_request(*in);
+    --deferred_requests_;
+  }
+  c.deferred_requests.clear();
 }
 
 void Engine::send_response(Connection& c, uint32_t request_id, Response response) {

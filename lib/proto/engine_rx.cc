@@ -154,8 +154,10 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
   // A response half received is lost with the stream.  Other requests
   // waiting for their answers may still get them, on the peer's next
   // stream: one answered there shows which were lost (finish_remote), and
-  // the awaiting timer ends the rest.
+  // the awaiting timer ends the rest.  The peer's requests we deferred go
+  // with its stream too (its timer ends them).
   drop_remote(c, error, prov_errno);
+  drop_deferred(c);
   // Pulls of our announced sends come on this half: one the peer sent and
   // we did not take is gone with it, and the peer fails its receive.  Our
   // sends fail too, rather than wait for a pull that will not come.
@@ -270,13 +272,20 @@ bool Engine::continues(const Connection& c, const wire::FrameHeader& h) const {
 
 bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
   // Each request, and each message that wants a delivery notice, will make
-  // a response: none is taken while the initiator leaves too many of ours,
-  // or too many bytes of them, unacknowledged.
-  if (c.inbound == nullptr && c.remote == nullptr &&
-      (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
-       (h.flags & wire::kFlagDeliveryNotice)) &&
-      responses_full(c))
-    return false;
+  // a response.  A request is taken while the initiator leaves too many of
+  // ours, or too many bytes of them, unacknowledged, and runs once it does
+  // not (serve_request): the stream must go on, since what frees the budget
+  // may be behind it.  Only past the deferred requests' bounds does it wait
+  // here, as does a message that wants a notice while the budget is full.
+  if (c.inbound == nullptr && c.remote == nullptr) {
+    if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest)) {
+      if (c.deferred_requests.size() >= kMaxDeferredPerConnection ||
+          (deferred_requests_ >= kMaxDeferredRequests && responses_full(c)))
+        return false;
+    } else if ((h.flags & wire::kFlagDeliveryNotice) && responses_full(c)) {
+      return false;
+    }
+  }
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
       h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse))
     return deliver_remote(c, h, payload);

@@ -266,6 +266,11 @@ struct Connection {
   uint64_t held_since_ns = 0;        // rx_buffered last went from 0 to 1
   InboundMessage* inbound = nullptr;  // message being assembled
   struct RemoteInbound* remote = nullptr;  // or request / response being assembled
+  // Requests taken whole while our answers to this peer filled a budget
+  // (responses_full), run in arrival order once they do not: the stream
+  // goes on meanwhile, since the acks and answers that free the budget may
+  // be behind the next request in it (engine_rma.cc).
+  std::deque<struct RemoteInbound*> deferred_requests;
   // Requests fully acknowledged that wait for their response, by msg_id.
   std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_response;
   uint64_t awaiting_since_ns = 0;  // last progress of the responses we wait for

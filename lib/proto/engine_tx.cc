@@ -281,10 +281,13 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     }
     // Requests wait while our responses are unacknowledged (engine_rma.cc):
     // this connection's, or, for the endpoint's budget, any connection's.
-    if (endpoint_full && response_bytes_ < config_.response_bytes)
+    if (endpoint_full && response_bytes_ < config_.response_bytes) {
+      serve_all_deferred();
       wake_stalled();
-    else if (held_back && !responses_full(c))
+    } else if (held_back && !responses_full(c)) {
+      serve_deferred(c);
       wake(c);
+    }
   } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kAck) && c.una != c.next_seq &&
              c.peer_window != 0) {
     ++c.dupacks;

@@ -319,6 +319,9 @@ struct TransportStats {
            window_probes = 0,        // a closed window probed (RTO under it, or persist)
            delayed_acks = 0,         // acks that left when ack_delay_ns ran out
            delivery_probes = 0;      // liveness probes while sends await a receive
+  // Requests taken while this endpoint held its full budget of answers
+  // unacknowledged, run once it did not (engine_rma.cc).
+  uint64_t requests_deferred = 0;
 };
 
 // The engine's own state (engine_state.h).
@@ -620,6 +623,12 @@ class Engine {
   // engine_rma.cc: requests and responses.
   bool deliver_remote(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
   void finish_remote(Connection& c);
+  // Runs deferred requests while the budgets allow; every connection's
+  // when `all` (the endpoint's budget freed).
+  void serve_deferred(Connection& c);
+  void serve_all_deferred();
+  // The deferred requests go with the peer's stream.
+  void drop_deferred(Connection& c);
   void send_response(Connection& c, uint32_t request_id, Response response);
   // Queues a response ahead of the messages not cut yet (engine_rma.cc).
   void queue_response(Connection& c, std::unique_ptr<TxMessage> response);
@@ -664,6 +673,10 @@ class Engine {
   };
   using RemoteHold = std::unique_ptr<RemoteInbound, RemoteRecycler>;
   RemoteHold hold_remote(RemoteInbound* in) { return RemoteHold(in, RemoteRecycler{this}); }
+  // A request taken whole: run now, or queued behind those deferred
+  // (Connection::deferred_requests) while the answers' budgets are full.
+  void serve_request(Connection& c, RemoteHold in);
+  void run_request(Connection& c, RemoteHold in);
   // `from`: the connection the message came on, whose receive completions
   // keep their order (Connection::recv_order); null when it is gone.
   void complete_recv(Connection* from, const RecvRequest& recv, const InboundMessage& in,
@@ -796,6 +809,12 @@ class Engine {
   size_t unexpected_bytes_ = 0;
   size_t outstanding_sends_ = 0;
   size_t response_bytes_ = 0;  // Connection::response_bytes, all connections
+  // Requests deferred on all connections (Connection::deferred_requests):
+  // at most kMaxDeferredRequests, and kMaxDeferredPerConnection on one;
+  // past them a request waits in the stream (window 0) as it did before.
+  size_t deferred_requests_ = 0;
+  static constexpr size_t kMaxDeferredRequests = 4096;
+  static constexpr size_t kMaxDeferredPerConnection = 256;
   uint64_t last_data_ns_ = 0;
   uint64_t polls_ = 0;  // poll() calls so far (Connection::ack_at_poll)
   uint64_t clock_ns_ = 0;  // the latest time a caller handed in
