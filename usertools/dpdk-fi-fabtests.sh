@@ -69,25 +69,26 @@ provider_path=$builddir/drivers/ofi
 
 libfabric_version=$(pkg-config --modversion libfabric 2>/dev/null) ||
 	die 2 "pkg-config finds no libfabric (libfabric-dev)"
-case "$libfabric_version" in
-1.*) fabtests_version=1.17.0 ;;
-2.*) fabtests_version=2.1.0 ;;
-*) die 2 "no fabtests release for libfabric $libfabric_version" ;;
-esac
+fabtests_version=$(fabtests_version) ||
+	die 2 "no fabtests release for libfabric $libfabric_version"
 tarball=$tarballs/fabtests-$fabtests_version.tar.xz
 if [[ ! -f "$tarball" ]]; then
 	echo "SKIP: no $tarball (give --tarballs or OFI_DPDK_FABTESTS_TARBALLS)"
 	exit 77
 fi
-for tool in autoreconf automake libtoolize make unshare timeout; do
-	command -v "$tool" >/dev/null || { echo "SKIP: $tool is missing"; exit 77; }
-done
+need_tools() {
+	local tool
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null || { echo "SKIP: $tool is missing"; exit 77; }
+	done
+}
 
 # 1. Build, once per tarball (its checksum is kept beside the install).
 fabtests_dir=$builddir/fabtests-$fabtests_version
 installed=$fabtests_dir/install
 sum=$(sha256sum "$tarball" | cut -d' ' -f1)
 if [[ "$(cat "$installed/.tarball-sha256" 2>/dev/null)" != "$sum" ]]; then
+	need_tools autoreconf automake libtoolize make
 	echo "building fabtests $fabtests_version (libfabric $libfabric_version) in $fabtests_dir"
 	rm -rf "$fabtests_dir"
 	mkdir -p "$fabtests_dir"
@@ -102,6 +103,8 @@ if [[ "$(cat "$installed/.tarball-sha256" 2>/dev/null)" != "$sum" ]]; then
 	echo "$sum" >"$installed/.tarball-sha256"
 fi
 ((build_only)) && exit 0
+# (Only the gate needs these: --build-only works without them.)
+need_tools unshare timeout
 
 # 2. The run's folder: one wrapper per program, the memif pairs' sockets.
 run_dir=$(mktemp -d /tmp/ofi-dpdk-fabtests.XXXXXX)

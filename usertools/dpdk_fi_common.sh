@@ -45,3 +45,17 @@ eal_memory_args() {
 		echo "--no-huge -m 512 --no-shconf"
 	fi
 }
+
+# fabtests_version: the fabtests release that goes with the libfabric
+# pkg-config finds (a program of one generation does not run against the
+# other's library); nothing and status 1 without libfabric-dev or for a
+# libfabric we have no release for.
+fabtests_version() {
+	local libfabric
+	libfabric=$(pkg-config --modversion libfabric 2>/dev/null) || return 1
+	case "$libfabric" in
+	1.*) echo 1.17.0 ;;
+	2.*) echo 2.1.0 ;;
+	*) return 1 ;;
+	esac
+}
