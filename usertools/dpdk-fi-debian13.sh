@@ -232,6 +232,12 @@ unshare --mount --propagation private --pid --fork --kill-child \
 		mount --rbind /dev "$root/dev"
 		mkdir -p "$root$repo"
 		mount --bind "$repo" "$root$repo"
+		# fabtests release tarballs beside the repository (--fabtests)
+		tarballs=$(dirname "$repo")/shared/fabtests
+		if [ -d "$tarballs" ]; then
+			mkdir -p "$root$tarballs"
+			mount --bind "$tarballs" "$root$tarballs"
+		fi
 		status=0  # not the last command: bash would exec it and stop being init
 		chroot "$root" /usr/bin/env -i "$@" || status=$?
 		exit "$status"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-test.sh [--suite S]... [--builddir DIR] [--no-hugepages]
 #                                  [--sanitize address|thread] [--soak]
-#                                  [MESON-TEST-ARGS...]
+#                                  [--fabtests SET] [MESON-TEST-ARGS...]
 #        usertools/dpdk-fi-test.sh --summarize TESTLOG.json
 #        usertools/dpdk-fi-test.sh --debian13 [--rebuild-root] [ARGS...]
 #
@@ -19,6 +19,11 @@
 #                      duplication (test/multiproc/test_soak.sh; about a
 #                      minute on a 2-core machine); with --sanitize, under
 #                      the sanitizers
+#   --fabtests SET     run libfabric's gate instead: fabtests' runfabtests.sh
+#                      -t SET (quick, standard, ...) over dpdk, built from
+#                      ../shared/fabtests (usertools/dpdk-fi-fabtests.sh,
+#                      doc/fabtests.md); its exit status is this one's.  Not
+#                      part of the default run: the gate is not green yet
 #   --builddir DIR     build directory (default: build)
 #   --no-hugepages     passed to dpdk-fi-setup.sh: DPDK runs with --no-huge
 #   --sanitize KIND    build and test with sanitizers, in a build directory of
@@ -99,8 +104,14 @@ builddir=build
 sanitize=""
 setup_args=()
 meson_args=()
+fabtests_set=""
 while (($#)); do
 	case "$1" in
+	--fabtests)
+		(($# >= 2)) || die 1 "--fabtests needs a set (quick, standard, ...)"
+		fabtests_set=$2
+		shift
+		;;
 	--suite)
 		(($# >= 2)) || die 1 "--suite needs a suite name"
 		meson_args+=(--suite "$2")
@@ -129,6 +140,7 @@ while (($#)); do
 		;;
 	--debian13)
 		shift
+		if [[ -n "$fabtests_set" ]]; then set -- --fabtests "$fabtests_set" "$@"; fi
 		exec bash "$DPDK_FI_ROOT/usertools/dpdk-fi-debian13.sh" \
 			"${setup_args[@]}" "${meson_args[@]}" "$@"
 		;;
@@ -157,6 +169,12 @@ bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}"
 OFI_DPDK_HUGEPAGES=$(cat "$builddir/.hugepages")
 OFI_DPDK_EAL_MEM_ARGS=$(eal_memory_args "$builddir")
 export OFI_DPDK_HUGEPAGES OFI_DPDK_EAL_MEM_ARGS
+
+if [[ -n "$fabtests_set" ]]; then
+	echo "testing: usertools/dpdk-fi-fabtests.sh --tests $fabtests_set (overall limit ${limit} s)"
+	exec timeout --kill-after=60 "$limit" bash "$DPDK_FI_ROOT/usertools/dpdk-fi-fabtests.sh" \
+		--builddir "$builddir" --tests "$fabtests_set"
+fi
 
 testlog="$builddir/meson-logs/testlog.json"
 rm -f "$testlog" # never summarize a previous run
