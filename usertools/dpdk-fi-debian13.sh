@@ -58,7 +58,7 @@ SUITE=trixie
 # dpdk-fi-setup.sh's PACKAGES, plus procps (sysctl, for the veth test).
 PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
 	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 procps
-	openmpi-bin libopenmpi-dev autoconf automake libtool make)
+	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils)
 BUILDDIR=build-trixie
 
 rebuild_root=0

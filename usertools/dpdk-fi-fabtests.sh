@@ -10,7 +10,7 @@
 #     1.x, fabtests-2.1.0.tar.xz for 2.x; from --tarballs, else
 #     $OFI_DPDK_FABTESTS_TARBALLS, else ../shared/fabtests beside the
 #     repository) into BUILDDIR/fabtests-VERSION, once (autogen, configure,
-#     make install; needs autoconf, automake, libtool, the leg's
+#     make install; needs autoconf, automake, libtool, xz, the leg's
 #     libfabric-dev).  The tarball is used as it is: nothing is patched.
 #  2. Runs runfabtests.sh -t SET (default quick) over provider dpdk with
 #     out-of-band address exchange (-b) and -B 0 (the provider's addresses
@@ -88,7 +88,7 @@ fabtests_dir=$builddir/fabtests-$fabtests_version
 installed=$fabtests_dir/install
 sum=$(sha256sum "$tarball" | cut -d' ' -f1)
 if [[ "$(cat "$installed/.tarball-sha256" 2>/dev/null)" != "$sum" ]]; then
-	need_tools autoreconf automake libtoolize make
+	need_tools autoreconf automake libtoolize make xz
 	echo "building fabtests $fabtests_version (libfabric $libfabric_version) in $fabtests_dir"
 	rm -rf "$fabtests_dir"
 	mkdir -p "$fabtests_dir"
