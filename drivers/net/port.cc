@@ -650,7 +650,11 @@ bool Port::read_link() const {
   // from unmapping it under us meanwhile.
   if (up && !was_up && warm_on_link_up_) {
     const GuardedBurst hold(true);
-    memif_pages_warmed_.fetch_add(warm_new_memif_regions(), std::memory_order_relaxed);
+    // Asked again inside the burst: net_memif marks the link down before it
+    // unmaps, and an unmap that starts after that waits for this burst.
+    rte_eth_link again{};
+    if (rte_eth_link_get_nowait(port_id_, &again) == 0 && again.link_status == RTE_ETH_LINK_UP)
+      memif_pages_warmed_.fetch_add(warm_new_memif_regions(), std::memory_order_relaxed);
   }
   link_read_due_.store(rte_get_timer_cycles() + link_refresh_cycles_, std::memory_order_relaxed);
   link_reads_.fetch_add(1, std::memory_order_relaxed);

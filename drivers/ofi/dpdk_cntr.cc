@@ -139,6 +139,11 @@ int cntr_open(fid_domain* domain_fid, fi_cntr_attr* attr, fid_cntr** out, void* 
   cntr->attr = wanted;
   cntr->domain = from_fid<Domain>(domain_fid);
   if (wanted.wait_obj != FI_WAIT_SET) cntr->attr.wait_set = nullptr;
+  // Whole before a wait set can see it (join_wait_set).
+  cntr->fid.fid.fclass = FI_CLASS_CNTR;
+  cntr->fid.fid.context = context;
+  cntr->fid.fid.ops = &g_cntr_fid_ops;
+  cntr->fid.ops = &g_cntr_ops;
   const int opened =
       wanted.wait_obj == FI_WAIT_FD    ? cntr->wait_fd.open()
       : wanted.wait_obj == FI_WAIT_SET ? join_wait_set(wanted.wait_set, &cntr->fid.fid, &cntr->wait_fd)
@@ -151,10 +156,6 @@ int cntr_open(fid_domain* domain_fid, fi_cntr_attr* attr, fid_cntr** out, void* 
   // the descriptor.
   if (cntr->wait_fd.is_open()) auto_progress_add(cntr->domain->port.get());
   cntr->domain->refs++;
-  cntr->fid.fid.fclass = FI_CLASS_CNTR;
-  cntr->fid.fid.context = context;
-  cntr->fid.fid.ops = &g_cntr_fid_ops;
-  cntr->fid.ops = &g_cntr_ops;
   *out = &cntr->fid;
   return 0;
 }

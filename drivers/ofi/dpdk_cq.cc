@@ -258,6 +258,11 @@ int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* contex
   cq->domain = from_fid<Domain>(domain_fid);
   if (wanted.wait_obj != FI_WAIT_SET) wanted.wait_set = nullptr;
   cq->attr.wait_set = wanted.wait_set;
+  // Whole before a wait set can see it (join_wait_set).
+  cq->fid.fid.fclass = FI_CLASS_CQ;
+  cq->fid.fid.context = context;
+  cq->fid.fid.ops = &g_cq_fid_ops;
+  cq->fid.ops = &g_cq_ops;
   const int opened = wanted.wait_obj == FI_WAIT_FD    ? cq->wait_fd.open()
                      : wanted.wait_obj == FI_WAIT_SET ? join_wait_set(wanted.wait_set, &cq->fid.fid, &cq->wait_fd)
                                                       : 0;
@@ -269,10 +274,6 @@ int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* contex
   // loop must fill the CQ meanwhile.
   if (cq->wait_fd.is_open()) auto_progress_add(cq->domain->port.get());
   cq->domain->refs++;
-  cq->fid.fid.fclass = FI_CLASS_CQ;
-  cq->fid.fid.context = context;
-  cq->fid.fid.ops = &g_cq_fid_ops;
-  cq->fid.ops = &g_cq_ops;
   *out = &cq->fid;
   return 0;
 }

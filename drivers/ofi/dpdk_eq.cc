@@ -166,6 +166,11 @@ int eq_open(fid_fabric* fabric_fid, fi_eq_attr* attr, fid_eq** out, void* contex
   if (eq == nullptr) return -FI_ENOMEM;
   eq->attr = *attr;
   if (attr->wait_obj != FI_WAIT_SET) eq->attr.wait_set = nullptr;
+  // Whole before a wait set can see it (join_wait_set).
+  eq->fid.fid.fclass = FI_CLASS_EQ;
+  eq->fid.fid.context = context;
+  eq->fid.fid.ops = &g_eq_fid_ops;
+  eq->fid.ops = &g_eq_ops;
   const int opened = attr->wait_obj == FI_WAIT_FD    ? eq->wait_fd.open()
                      : attr->wait_obj == FI_WAIT_SET ? join_wait_set(attr->wait_set, &eq->fid.fid, &eq->wait_fd)
                                                      : 0;
@@ -175,10 +180,6 @@ int eq_open(fid_fabric* fabric_fid, fi_eq_attr* attr, fid_eq** out, void* contex
   }
   eq->fabric = from_fid<Fabric>(fabric_fid);
   eq->fabric->refs++;
-  eq->fid.fid.fclass = FI_CLASS_EQ;
-  eq->fid.fid.context = context;
-  eq->fid.fid.ops = &g_eq_fid_ops;
-  eq->fid.ops = &g_eq_ops;
   *out = &eq->fid;
   return 0;
 }

@@ -24,7 +24,9 @@ int WaitFd::open() {
 int WaitFd::share(const WaitFd& other) {
   if (other.fd_ < 0) return 0;  // a wait set without a descriptor (FI_WAIT_YIELD)
   fd_ = ::fcntl(other.fd_, F_DUPFD_CLOEXEC, 0);
-  return fd_ >= 0 ? 0 : -errno;
+  if (fd_ < 0) return -errno;
+  shared_ = true;
+  return 0;
 }
 
 void WaitFd::signal() {
@@ -35,7 +37,7 @@ void WaitFd::signal() {
 }
 
 void WaitFd::drain() {
-  if (fd_ < 0) return;
+  if (fd_ < 0 || shared_) return;
   uint64_t count;
   [[maybe_unused]] const ssize_t got = ::read(fd_, &count, sizeof(count));
 }

@@ -32,6 +32,8 @@ class WaitFd {
   // Makes the descriptor readable (level-triggered until drain()).
   void signal();
   // Makes it unreadable again: the object it stands for has nothing left.
+  // A shared descriptor (share()) is not drained by its member: another
+  // member's signal may be in it; the wait set drains it.
   void drain();
   // Waits until readable or `timeout_ms` passes (<0: forever).  True when
   // readable.
@@ -39,6 +41,7 @@ class WaitFd {
 
  private:
   int fd_ = -1;
+  bool shared_ = false;
 };
 
 // Which wait objects a CQ, counter or EQ takes: FI_WAIT_NONE,

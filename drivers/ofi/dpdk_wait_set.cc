@@ -3,7 +3,8 @@
 // once one of them has something: a CQ an entry or an error, a counter a
 // value or error count other than when fi_wait last looked, an EQ an event.
 // With FI_WAIT_FD (and FI_WAIT_UNSPEC) the set owns one eventfd and every
-// member signals a duplicate of it (WaitFd::share), so an application can
+// member signals a duplicate of it (WaitFd::share; members never drain it,
+// the set does, in fi_wait and fi_trywait), so an application can
 // sleep on the one descriptor (after fi_trywait, as fi_poll(3) asks); the
 // members' ports are in the progress loop meanwhile, as for FI_WAIT_FD
 // objects (dpdk_wait.h).
@@ -191,7 +192,11 @@ void leave_wait_set(fid_wait* waitset, fid* member) {
 
 int wait_set_trywait(fid* object) {
   WaitSet* set = from_fid<WaitSet>(object);
-  return any_event(set, false) ? -FI_EAGAIN : 0;
+  // Drained first: a member's signal after this look makes the descriptor
+  // readable again, so a caller that then sleeps on it misses nothing.  A
+  // counter's move is reported once, as fi_wait does.
+  set->fd.drain();
+  return any_event(set, true) ? -FI_EAGAIN : 0;
 }
 
 }  // namespace ofi_dpdk::ofi

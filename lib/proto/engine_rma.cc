@@ -9,6 +9,7 @@
 // until the response with its msg_id (in the tag field) completes it.
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "lib/proto/seq.h"
 #include "lib/proto/engine_state.h"
@@ -39,8 +40,11 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
       // rest goes.  What is assembled shares the unexpected budget with
       // early messages, and waits (window 0) when it is spent.
       in->pull = h.flags & wire::kFlagPull;
+      // Not while earlier requests wait, deferred, or this one would: its
+      // bytes would land before they ran.
       Placement placement;
-      if (request_placer_ && !in->pull && h.offset == 0)
+      if (request_placer_ && !in->pull && h.offset == 0 && c.deferred_requests.empty() &&
+          !responses_full(c))
         placement = request_placer_(c.source_key, payload, h.payload_len, h.msg_len);
       const bool place = placement.target != nullptr && placement.header <= h.payload_len &&
                          placement.header < h.msg_len;
@@ -138,7 +142,15 @@ void Engine::serve_request(Connection& c, RemoteHold in) {
   // Answers go back in the order requests came (the initiator counts on
   // it), so one that finds a deferred one ahead waits behind it.
   if (!c.deferred_requests.empty() || responses_full(c)) {
-    c.deferred_requests.push_back(in.get());
+    try {
+      c.deferred_requests.push_back(in.get());
+    } catch (const std::bad_alloc&) {
+      // No room to queue it: it runs now, one answer past the budget,
+      // rather than be lost.
+      ++stats_.no_memory;
+      run_request(c, std::move(in));
+      return;
+    }
     in.release();
     ++deferred_requests_;
     ++stats_.requests_deferred;
@@ -166,17 +178,23 @@ void Engine::run_request(Connection& c, RemoteHold in) {
                                 in->length - in->head);
   else
     response.status = kErrNoHandler;
-  release_request(*in);
+  // The answer is queued before the bytes go back: giving them back wakes
+  // stalled connections, this one too, and a request taken then must find
+  // this answer ahead of its own.
   send_response(c, in->msg_id, std::move(response));
+  release_request(*in);
 }
 
 void Engine::serve_deferred(Connection& c) {
+  if (c.deferred_requests.empty()) return;
   while (!c.deferred_requests.empty() && !responses_full(c)) {
     RemoteHold in = hold_remote(c.deferred_requests.front());
     c.deferred_requests.pop_front();
     --deferred_requests_;
     run_request(c, std::move(in));
   }
+  // Messages wait behind deferred requests (deliver): the last one ran.
+  if (c.deferred_requests.empty()) wake(c);
 }
 
 void Engine::serve_all_deferred() {

@@ -278,12 +278,17 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
   // may be behind it.  Only past the deferred requests' bounds does it wait
   // here, as does a message that wants a notice while the budget is full.
   if (c.inbound == nullptr && c.remote == nullptr) {
-    if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest)) {
+    const auto opcode = static_cast<wire::Opcode>(h.opcode);
+    if (opcode == wire::Opcode::kRequest) {
       if (c.deferred_requests.size() >= kMaxDeferredPerConnection ||
-          (deferred_requests_ >= kMaxDeferredRequests && responses_full(c)))
+          deferred_requests_ >= kMaxDeferredRequests)
         return false;
-    } else if ((h.flags & wire::kFlagDeliveryNotice) && responses_full(c)) {
-      return false;
+    } else if (opcode != wire::Opcode::kResponse) {
+      // A message runs after the requests sent before it (doc/rma.md,
+      // FI_FENCE): it waits while they wait, deferred; serve_deferred wakes
+      // it.  Answers to our requests never wait.
+      if (!c.deferred_requests.empty()) return false;
+      if ((h.flags & wire::kFlagDeliveryNotice) && responses_full(c)) return false;
     }
   }
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||

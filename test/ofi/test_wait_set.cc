@@ -153,6 +153,23 @@ TEST_F(WaitSet, CountersAndEqsInTheSetWakeItToo) {
   EXPECT_EQ(fi_close(&cntr->fid), 0);
 }
 
+TEST_F(WaitSet, TrywaitReportsACountersMoveOnce) {
+  // Expect: fi_trywait on the set says -FI_EAGAIN once after a member
+  // counter moved, then 0 (a caller may sleep), not -FI_EAGAIN for ever.
+  fi_cntr_attr cntr_attr{};
+  cntr_attr.events = FI_CNTR_EVENTS_COMP;
+  cntr_attr.wait_obj = FI_WAIT_SET;
+  cntr_attr.wait_set = set_;
+  fid_cntr* cntr = nullptr;
+  ASSERT_EQ(fi_cntr_open(domain_.domain, &cntr_attr, &cntr, nullptr), 0);
+  fid* members[] = {&set_->fid};
+  EXPECT_EQ(fi_trywait(domain_.fabric, members, 1), 0);
+  ASSERT_EQ(fi_cntr_add(cntr, 1), 0);
+  EXPECT_EQ(fi_trywait(domain_.fabric, members, 1), -FI_EAGAIN);
+  EXPECT_EQ(fi_trywait(domain_.fabric, members, 1), 0);
+  EXPECT_EQ(fi_close(&cntr->fid), 0);
+}
+
 TEST_F(WaitSet, RefusesWhatItDoesNotTakeAndOutlivesNoMember) {
   // Expect: fi_wait_open refuses flags (FI_EINVAL) and a mutex/cond wait
   // object (FI_ENOSYS); a CQ asking for FI_WAIT_SET without a set, or with

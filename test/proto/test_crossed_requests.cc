@@ -97,5 +97,47 @@ TEST(CrossedRequests, RequestsPastTheCountOfPendingAnswersBothWaysAllComplete) {
   cross_reads(200, 64, config);
 }
 
+TEST(CrossedRequests, AMessageAfterDeferredRequestsRunsAfterThem) {
+  // Expect: with B's answers past its budget, a message A sends after its
+  // 64 requests reaches B's application only once B ran all 64 (requests
+  // and messages run in the order sent: doc/rma.md, FI_FENCE), though some
+  // of them were deferred.
+  TransportConfig config;
+  config.connection_response_bytes = 64 << 10;
+  Pair p(92, config, config);
+  p.engine(p.a).set_request_handler(answering(16 << 10, 3));
+  size_t ran_at_b = 0;
+  const RequestHandler b_answers = answering(16 << 10, 5);
+  p.engine(p.b).set_request_handler([&](uint64_t peer, const uint8_t* r, size_t n, size_t rest) {
+    ++ran_at_b;
+    return b_answers(peer, r, n, rest);
+  });
+  ASSERT_TRUE(p.warm_up());
+  constexpr size_t kRequests = 64;
+  std::vector<std::vector<uint8_t>> at_a(kRequests, std::vector<uint8_t>(16 << 10)),
+      at_b(kRequests, std::vector<uint8_t>(16 << 10));
+  std::vector<uint8_t> note(32, 0x4e), note_in(32);
+  ASSERT_EQ(p.post(p.b, &note_in, ctx(999)), 0);
+  for (uintptr_t i = 0; i < kRequests; ++i) {
+    ASSERT_EQ(read_request(p.engine(p.a), p.link.address(p.b), &at_a[i], ctx(i), p.link.now()), 0);
+    ASSERT_EQ(read_request(p.engine(p.b), p.link.address(p.a), &at_b[i], ctx(i), p.link.now()), 0);
+  }
+  ASSERT_EQ(p.send(p.a, p.b, note, ctx(1000)), 0);
+  size_t ran_when_delivered = 0;
+  bool delivered = false;
+  for (uint64_t end = p.link.now() + 10 * kSec; !delivered && p.link.now() < end;) {
+    p.link.step();
+    for (const Completion& done : p.engine(p.b).completions())
+      if (done.kind == Completion::Kind::kRecv && done.context == ctx(999)) {
+        delivered = true;
+        ran_when_delivered = ran_at_b;
+      }
+    p.collect();
+  }
+  ASSERT_TRUE(delivered);
+  EXPECT_EQ(ran_when_delivered, kRequests);
+  EXPECT_GT(p.engine(p.b).stats().requests_deferred, 0u) << "nothing was deferred: the test shows nothing";
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::proto
