@@ -153,7 +153,13 @@ export OFI_DPDK_LAUNCHER=$DPDK_FI_ROOT/usertools/dpdk-fi-run.py
 unset FI_PROVIDER FI_DPDK_EAL_ARGS
 log=$run_dir/runfabtests.log
 set +e
-(cd "$run_dir" && unshare --pid --fork --mount-proc \
+# In a chroot (the Debian 13 leg) / is no mount point, and unshare's
+# default (make / private) fails there: --propagation unchanged, since the
+# leg's own private mount namespace keeps the new /proc from the host's.
+# Elsewhere the default, so that the new /proc cannot reach the host's.
+propagation=()
+mountpoint -q / || propagation=(--propagation unchanged)
+(cd "$run_dir" && unshare --pid --fork --mount-proc "${propagation[@]}" \
 	"$installed/bin/runfabtests.sh" -b -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
 	-C "-B 0" -L "-B 0" dpdk) 2>&1 | tee "$log"
 set -e
