@@ -24,6 +24,7 @@
 
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/mbuf_handoff.h"
+#include "drivers/net/interrupt_thread.h"
 #include "drivers/net/memif_warm.h"
 #include "drivers/net/shared_port.h"
 #include "drivers/net/unmap_guard.h"
@@ -266,7 +267,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
                  "installs no rte_flow queue rule";
         return -ENOTSUP;
       }
-      rte_eth_dev_stop(port_id);
+      stop_device(port_id);
       port->started_by_us_ = false;
       ret = port->configure(1, error);
       if (ret == 0) ret = port->start(error);
@@ -461,7 +462,7 @@ int Port::start(std::string* error) {
     while (!read_link() && std::chrono::steady_clock::now() < handshake_end)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (read_link()) break;
-    rte_eth_dev_stop(port_id_);
+    stop_device(port_id_);  // the server may be turning us away meanwhile
     if (waited_out()) {
       *error = name_ + ": the memif server did not take the connection within "
                        "FI_DPDK_CONNECT_TIMEOUT_MS (" +
@@ -673,9 +674,7 @@ Port::~Port() {
   }
   for (uint16_t q = 0; q < std::size(endpoint_rules_); ++q) unbind_endpoint_queue(q);
   faults_.reset();  // callers hold the port lock: no rx_burst runs now
-  if (started_by_us_) {
-    rte_eth_dev_stop(port_id_);
-  }
+  if (started_by_us_) stop_device(port_id_);  // not beside the driver's own handlers
   // The pool stays: mbufs may still sit in a device ring we no longer own
   // after a host-started port; for ours, the stopped device released them.
   if (started_by_us_ && pool_ != nullptr) rte_mempool_free(pool_);
