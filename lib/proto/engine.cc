@@ -339,6 +339,11 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
 void Engine::drop_peer(uint64_t key) {
   auto it = connections_.find(key);
   if (it == connections_.end()) return;
+  // What the peer sent us arrived: an application that removes the peer's
+  // address as soon as its receive completed (fabtests' fi_av_xfer) must
+  // not leave the peer's send to fail on our RESET of its retransmission
+  // (a delayed ack was still owed).  Messages it holds unexpected stay.
+  if (it->second->rx_open) emit_ack(*it->second);
   fail_connection(*it->second, kErrPeerReset, kProvPeerRestarted);
   it->second->peer_session = 0;
 }

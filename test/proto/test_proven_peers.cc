@@ -562,5 +562,30 @@ TEST(DeliveryNotice, AFailedWaitForAMessageReceivedWholeSaysItMayHaveArrived) {
   EXPECT_EQ(in, std::vector<uint8_t>(kBytes, kBytes + 8));
 }
 
+TEST(AvRemoval, AMessageReceivedBeforeTheRemovalCompletesAtItsSender) {
+  // Expect: B takes A's message, then drops A (fi_av_remove right after the
+  // receive completed, as fabtests' fi_av_xfer does) while its ack is still
+  // owed: the drop acknowledges what arrived, so A's send completes without
+  // error rather than on B's RESET of a retransmission.
+  Pair p(68);
+  ASSERT_TRUE(p.warm_up());
+  bool b_acks_held = true;
+  p.link.keep = [&](size_t from, const wire::FrameHeader& h) {
+    return !(b_acks_held && from == p.b && h.opcode == static_cast<uint8_t>(wire::Opcode::kAck));
+  };
+  std::vector<uint8_t> in(8);
+  ASSERT_EQ(p.post(p.b, &in, ctx(2)), 0);
+  const std::vector<uint8_t> bytes = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(p.send(p.a, p.b, bytes, ctx(1)), 0);
+  ASSERT_TRUE(p.wait(p.b, 1, 10 * kMs));
+  EXPECT_EQ(p.done[p.b][0].error, 0);
+  EXPECT_TRUE(p.done[p.a].empty()) << "B's ack was held: A's send is still in flight";
+  p.engine(p.b).drop_peer(p.link.key(p.a));
+  b_acks_held = false;
+  ASSERT_TRUE(p.wait(p.a, 1, 6 * kSec));
+  EXPECT_EQ(p.done[p.a][0].error, 0) << p.done[p.a][0].prov_errno;
+  EXPECT_EQ(in, bytes);
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::proto
