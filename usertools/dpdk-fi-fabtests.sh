@@ -1,6 +1,7 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-fabtests.sh [--builddir DIR] [--tests SET] [--timeout S]
 #                                      [--tarballs DIR] [--build-only] [--keep]
+#                                      [-- RUNFABTESTS-ARGS...]
 #
 # libfabric's own gate over the provider: fabtests' runfabtests.sh, as
 # released with libfabric, run over dpdk.
@@ -19,7 +20,8 @@
 #     wrappers, one per program, that start it through the EAL launcher
 #     (usertools/dpdk-fi-run.py): a server (its last argument -E) on a new
 #     net_memif pair, a client (-E ADDRESS) on the pair its server opened,
-#     anything else (the unit tests) alone on a net_ring port.
+#     anything else (the unit tests) alone on a net_ring port.  Each pair
+#     exchanges addresses on an out-of-band port of its own (-E=PORT).
 #  3. runfabtests.sh ends a failed pair, and every set, by killing the
 #     processes named fi_* it sees: it runs in a PID namespace of its own
 #     (unshare --pid --mount-proc), where it sees only the gate's own
@@ -39,6 +41,9 @@
 #   --tarballs DIR  where fabtests-VERSION.tar.xz are
 #   --build-only    build fabtests and stop
 #   --keep          keep the run's folder (wrappers, sockets, logs)
+#   -- ARGS...      more runfabtests.sh options, e.g. -v (print the output
+#                   of failing tests) or -e REGEX,... (skip tests): for
+#                   looking into one test; the gate itself uses none
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
@@ -50,8 +55,10 @@ timeout_s=60
 tarballs=${OFI_DPDK_FABTESTS_TARBALLS:-$DPDK_FI_ROOT/../shared/fabtests}
 build_only=0
 keep=0
+extra=()
 while (($#)); do
 	case "$1" in
+	--) shift; extra=("$@"); break ;;
 	--builddir) builddir=$2; shift ;;
 	--tests) tests=$2; shift ;;
 	--timeout) timeout_s=$2; shift ;;
@@ -126,18 +133,27 @@ cat >"$role_script" <<-'EOF'
 	shift
 	args=("$@")
 	count=${#args[@]}
+	# Each pair also gets an out-of-band port of its own (-E=PORT, fabtests'
+	# own option): runfabtests.sh ends a failed pair by killing the shell
+	# that started its server, not the server, so a server that waits in
+	# accept() for a client that gave up (a test of an endpoint type we do
+	# not offer) lives on to its timeout, holding the default port: with
+	# one port for all, the next pairs would meet it instead of their own.
 	if ((count >= 1)) && [[ "${args[count - 1]}" == -E ]]; then
 		# A server: a new memif pair.
 		pair=$(( $(cat "$here/pairs/last") + 1 ))
 		echo "$pair" >"$here/pairs/last"
 		port=(--topology memif-server --socket "$here/pairs/$pair.sock")
+		args[count - 1]=-E=$((OOB_PORT_BASE + pair % 1000))
 	elif ((count >= 2)) && [[ "${args[count - 2]}" == -E ]]; then
 		# A client: the pair its server (started just before) opened.
-		port=(--topology memif-client --socket "$here/pairs/$(cat "$here/pairs/last").sock")
+		pair=$(cat "$here/pairs/last")
+		port=(--topology memif-client --socket "$here/pairs/$pair.sock")
+		args[count - 2]=-E=$((OOB_PORT_BASE + pair % 1000))
 	else
 		port=(--topology ring)
 	fi
-	exec python3 "$OFI_DPDK_LAUNCHER" "${port[@]}" -- "$program" "$@"
+	exec python3 "$OFI_DPDK_LAUNCHER" "${port[@]}" -- "$program" "${args[@]}"
 EOF
 chmod +x "$role_script"
 for program in "$installed"/bin/fi_* "$installed"/bin/sighandler_test; do
@@ -150,6 +166,9 @@ done
 # 3. The gate, in a PID namespace of its own.
 export FI_PROVIDER_PATH=$provider_path
 export OFI_DPDK_LAUNCHER=$DPDK_FI_ROOT/usertools/dpdk-fi-run.py
+# The pairs' out-of-band ports (run-one.sh): 1000 from 47600, beside
+# fabtests' default of 47592.
+export OOB_PORT_BASE=47600
 unset FI_PROVIDER FI_DPDK_EAL_ARGS
 log=$run_dir/runfabtests.log
 set +e
@@ -161,7 +180,7 @@ propagation=()
 mountpoint -q / || propagation=(--propagation unchanged)
 (cd "$run_dir" && unshare --pid --fork --mount-proc "${propagation[@]}" \
 	"$installed/bin/runfabtests.sh" -b -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
-	-C "-B 0" -L "-B 0" dpdk) 2>&1 | tee "$log"
+	-C "-B 0" -L "-B 0" "${extra[@]}" dpdk) 2>&1 | tee "$log"
 set -e
 count_of() { sed -n "s/^# Total $1 *\([0-9]*\)$/\1/p" "$log" | tail -1; }
 pass=$(count_of Pass)
