@@ -2,9 +2,10 @@
 # Usage: usertools/dpdk-fi-mpi-compare.sh [--builddir DIR] [--ranks N] [--help]
 #
 # Open MPI over the dpdk provider against Open MPI's own transports, in one
-# sitting, with the same program (dpdk-fi-mpibench: pingpong of 8 B and
-# 1 MiB between ranks 0 and 1, one-way time; MPI_Alltoall of 64 KiB per
-# pair over all ranks):
+# sitting, with the same program (dpdk-fi-mpibench: pingpong of 0 B, 8 B,
+# 4 KiB and 1 MiB between ranks 0 and 1, one-way time (median; for 8 B also
+# mean and 99th percentile); bandwidth of 64 KiB and 1 MiB in windows of 64,
+# one way and both ways; MPI_Alltoall of 64 KiB per pair over all ranks):
 #
 #   2 ranks on this host
 #     dpdk-mtl     pml cm, mtl ofi, provider dpdk, one memif pair
@@ -114,8 +115,15 @@ def load(what, np):
         return json.load(open(os.path.join(work, f"{what}-{np}.json")))
     except (OSError, ValueError):
         return None
-rows = [("8 B one way (us)", "2", lambda d: d["one_way_us"]["8"], True),
+rows = [("0 B one way (us)", "2", lambda d: d["one_way_us"]["0"], True),
+        ("8 B one way (us)", "2", lambda d: d["one_way_us"]["8"], True),
+        ("8 B one way, mean (us)", "2", lambda d: d["one_way_mean_us"]["8"], True),
+        ("8 B one way, p99 (us)", "2", lambda d: d["one_way_p99_us"]["8"], True),
+        ("4 KiB one way (us)", "2", lambda d: d["one_way_us"]["4096"], True),
         ("1 MiB one way (us)", "2", lambda d: d["one_way_us"]["1048576"], True),
+        ("bandwidth 64 KiB, window 64 (MB/s)", "2", lambda d: d["bandwidth_MBps"]["65536"], False),
+        ("bandwidth 1 MiB, window 64 (MB/s)", "2", lambda d: d["bandwidth_MBps"]["1048576"], False),
+        ("bidirectional 1 MiB (MB/s)", "2", lambda d: d["bidirectional_MBps"]["1048576"], False),
         ("alltoall 64 KiB, 2 ranks (us)", "2", lambda d: d["alltoall_us"], True),
         (f"alltoall 64 KiB, {ranks} ranks (us)", ranks, lambda d: d["alltoall_us"], True)]
 peers = ["dpdk-btl", "shared-mtl", "tcp-btl", "rxm-mtl", "vader"]
@@ -136,5 +144,5 @@ for label, np, get, lower in rows:
         return f"{(b / a if lower else a / b):.2f}x"
     cells = ["-" if values[w] is None else f"{values[w]:.2f}" for w in ["dpdk-mtl"] + peers]
     print(f"{label} | " + " | ".join(cells) + f" | {ratio('tcp-btl')} | {ratio('rxm-mtl')}")
-print("(x: times better than the peer: its time / ours)")
+print("(x: times better than the peer: its time / ours, or our MB/s / its)")
 EOF

@@ -1,14 +1,19 @@
 // dpdk-fi-mpibench: what an MPI job sees of a transport.  Ranks 0 and 1
-// pingpong messages of each --sizes size (one-way time: half the median
-// round trip); then every rank takes part in MPI_Alltoall of --alltoall
-// bytes per pair (median time per call, and the bytes each rank sent per
-// second).  Rank 0 prints one JSON object.  Any transport Open MPI offers
-// runs it: usertools/dpdk-fi-mpi-compare.sh runs it over dpdk and over
-// Open MPI's own paths in one sitting.
+// pingpong messages of each --sizes size (one-way time: half the round
+// trip; median, mean and 99th percentile); stream --bandwidth sizes from
+// rank 0 to rank 1 in windows of --window nonblocking sends, each window
+// answered by a 1-byte message (the pattern of the OSU bandwidth test), and
+// both ways at once (bidirectional); then every rank takes part in
+// MPI_Alltoall of --alltoall bytes per pair (median time per call, and the
+// bytes each rank sent per second).  Rank 0 prints one JSON object.  Any
+// transport Open MPI offers runs it: usertools/dpdk-fi-mpi-compare.sh runs
+// it over dpdk and over Open MPI's own paths in one sitting.
 //
-//   mpirun -np N dpdk-fi-mpibench [--sizes 8,1048576] [--alltoall 65536]
-//                                 [--iterations N] [--check]
+//   mpirun -np N dpdk-fi-mpibench [--sizes 0,8,4096,1048576]
+//                                 [--bandwidth 65536,1048576] [--window 64]
+//                                 [--alltoall 65536] [--iterations N] [--check]
 //
+// A list may be empty ("--bandwidth ''"): that part is not run.
 // --check fills each pingpong message with its size and iteration and
 // checks what comes back: a wrong byte ends the run with exit status 1.
 #define OMPI_SKIP_MPICXX 1
@@ -27,7 +32,9 @@
 namespace {
 
 struct Options {
-  std::vector<size_t> sizes = {8, 1u << 20};
+  std::vector<size_t> sizes = {0, 8, 4096, 1u << 20};
+  std::vector<size_t> bandwidth = {65536, 1u << 20};
+  int window = 64;
   size_t alltoall = 65536;
   int iterations = 0;  // 0: by size
   bool check = false;
@@ -38,10 +45,14 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (arg == "--sizes" && value) {
-      o.sizes.clear();
+    if ((arg == "--sizes" || arg == "--bandwidth") && value) {
+      std::vector<size_t>& sizes = arg == "--sizes" ? o.sizes : o.bandwidth;
+      sizes.clear();
       std::stringstream list(value);
-      for (std::string size; std::getline(list, size, ',');) o.sizes.push_back(std::stoull(size));
+      for (std::string size; std::getline(list, size, ',');) sizes.push_back(std::stoull(size));
+      ++i;
+    } else if (arg == "--window" && value) {
+      o.window = std::max(std::atoi(value), 1);
       ++i;
     } else if (arg == "--alltoall" && value) {
       o.alltoall = std::stoull(value);
@@ -69,8 +80,23 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+struct Spread {
+  double median = 0, mean = 0, p99 = 0;
+};
+
+Spread spread(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.median = v[v.size() / 2];
+  s.p99 = v[std::min(v.size() - 1, v.size() * 99 / 100)];
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  return s;
+}
+
 // Half round trips of `bytes` between ranks 0 and 1, in microseconds.
-double pingpong(const Options& o, int rank, size_t bytes, bool* ok) {
+Spread pingpong(const Options& o, int rank, size_t bytes, bool* ok) {
   std::vector<uint8_t> out(std::max<size_t>(bytes, 1)), in(std::max<size_t>(bytes, 1));
   const int count = iterations_for(o, bytes);
   const int warmup = std::max(count / 10, 2);
@@ -93,7 +119,46 @@ double pingpong(const Options& o, int rank, size_t bytes, bool* ok) {
         if (in[b] != static_cast<uint8_t>((bytes + i) & 0xff)) *ok = false;
     }
   }
-  return median(trips);
+  return spread(trips);
+}
+
+// MB/s (10^6 bytes) rank 0 streams to rank 1 (or, both_ways, each rank to
+// the other, summed) in windows of o.window sends of `bytes`; each window
+// ends with a 1-byte answer, so no window starts before the last one was
+// taken.
+double stream(const Options& o, int rank, size_t bytes, bool both_ways, MPI_Comm pair) {
+  const int window = o.window;
+  std::vector<uint8_t> out(std::max<size_t>(bytes, 1) * window, 0x6b);
+  std::vector<uint8_t> in(std::max<size_t>(bytes, 1) * window);
+  std::vector<MPI_Request> requests(2 * static_cast<size_t>(window));
+  const int count = std::max(iterations_for(o, bytes) / window, 10);
+  const int warmup = std::max(count / 10, 2);
+  const int peer = 1 - rank;
+  const bool sends = rank == 0 || both_ways, receives = rank == 1 || both_ways;
+  char answer = 0;
+  double start = 0;
+  for (int i = 0; i < warmup + count; ++i) {
+    if (i == warmup) {
+      MPI_Barrier(pair);
+      start = MPI_Wtime();
+    }
+    int posted = 0;
+    for (int w = 0; receives && w < window; ++w)
+      MPI_Irecv(in.data() + w * bytes, static_cast<int>(bytes), MPI_BYTE, peer, 100, pair,
+                &requests[posted++]);
+    for (int w = 0; sends && w < window; ++w)
+      MPI_Isend(out.data() + w * bytes, static_cast<int>(bytes), MPI_BYTE, peer, 100, pair,
+                &requests[posted++]);
+    MPI_Waitall(posted, requests.data(), MPI_STATUSES_IGNORE);
+    if (both_ways) continue;  // each side's receives pace its next window
+    if (rank == 1)
+      MPI_Send(&answer, 1, MPI_BYTE, 0, 101, pair);
+    else
+      MPI_Recv(&answer, 1, MPI_BYTE, 1, 101, pair, MPI_STATUS_IGNORE);
+  }
+  const double seconds = MPI_Wtime() - start;
+  const double moved = static_cast<double>(bytes) * window * count * (both_ways ? 2 : 1);
+  return seconds > 0 ? moved / seconds / 1e6 : 0;
 }
 
 // Median microseconds per MPI_Alltoall of `bytes` per pair.
@@ -127,13 +192,40 @@ int main(int argc, char** argv) {
   }
   bool ok = true;
   std::string json = "{\"ranks\":" + std::to_string(ranks) + ",\"one_way_us\":{";
+  std::string means = ",\"one_way_mean_us\":{", tails = ",\"one_way_p99_us\":{";
   for (size_t i = 0; i < o.sizes.size(); ++i) {
-    const double us = pingpong(o, rank, o.sizes[i], &ok);
+    const Spread us = pingpong(o, rank, o.sizes[i], &ok);
     char item[96];
-    std::snprintf(item, sizeof(item), "%s\"%zu\":%.2f", i ? "," : "", o.sizes[i], us);
+    const char* comma = i ? "," : "";
+    std::snprintf(item, sizeof(item), "%s\"%zu\":%.2f", comma, o.sizes[i], us.median);
     json += item;
+    std::snprintf(item, sizeof(item), "%s\"%zu\":%.2f", comma, o.sizes[i], us.mean);
+    means += item;
+    std::snprintf(item, sizeof(item), "%s\"%zu\":%.2f", comma, o.sizes[i], us.p99);
+    tails += item;
   }
-  json += "}";
+  json += "}" + means + "}" + tails + "}";
+  if (!o.bandwidth.empty()) {
+    // Ranks past 1 take no part; the barriers in stream() are theirs too.
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+    std::string one = ",\"bandwidth_MBps\":{", both = ",\"bidirectional_MBps\":{";
+    for (size_t i = 0; i < o.bandwidth.size(); ++i) {
+      double up = 0, two = 0;
+      if (pair != MPI_COMM_NULL) {
+        up = stream(o, rank, o.bandwidth[i], false, pair);
+        two = stream(o, rank, o.bandwidth[i], true, pair);
+      }
+      char item[96];
+      const char* comma = i ? "," : "";
+      std::snprintf(item, sizeof(item), "%s\"%zu\":%.1f", comma, o.bandwidth[i], up);
+      one += item;
+      std::snprintf(item, sizeof(item), "%s\"%zu\":%.1f", comma, o.bandwidth[i], two);
+      both += item;
+    }
+    if (pair != MPI_COMM_NULL) MPI_Comm_free(&pair);
+    json += one + "}" + both + "}" + ",\"window\":" + std::to_string(o.window);
+  }
   if (o.alltoall != 0) {
     const double us = alltoall(o, ranks, o.alltoall);
     char item[160];
