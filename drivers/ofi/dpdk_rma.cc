@@ -76,13 +76,13 @@ class TargetHost final : public remote::Host {
   }
   bool may_lend_reads() const override { return ep_->remote_read_cntr == nullptr; }
   bool remote_cq_room() const override { return ep_->rx_cq == nullptr || !ep_->rx_cq->full(); }
-  void remote_cq_data(uint64_t peer_key, uint64_t data) override {
+  void remote_cq_data(uint64_t peer_key, uint64_t data, uint64_t length) override {
     if (ep_->rx_cq == nullptr) return;
     const fi_addr_t source = ep_->av != nullptr && ep_->has_cap(FI_SOURCE)
                                  ? ep_->av->lookup_source(peer_key)
                                  : FI_ADDR_NOTAVAIL;
-    ep_->rx_cq->push({nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA, 0, nullptr, data,
-                      0, source});
+    ep_->rx_cq->push({nullptr, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+                      static_cast<size_t>(length), nullptr, data, 0, source});
   }
 
  private:

@@ -102,7 +102,7 @@ proto::Response Target::serve_rma(uint64_t peer_key, const RemoteOp& op, const u
     // Counted once the data is in place (fi_atomic(3): results are visible
     // before the target's completion notification).
     host_.count_remote(true, region, true);
-    if (op.flags & wire::kRemoteHasData) host_.remote_cq_data(peer_key, op.cq_data);
+    if (op.flags & wire::kRemoteHasData) host_.remote_cq_data(peer_key, op.cq_data, op.length);
   } else {
     if (host_.may_lend_reads()) {
       // Sent from the region itself (Response::lent_bytes, target.h says

@@ -70,9 +70,10 @@ class Host {
   // access, so the region's own counter (FI_RMA_EVENT) counts it too.
   virtual void count_remote(bool as_write, void* region, bool modified) = 0;
   // fi_writedata's data, for the target's CQ (fi_rma(3)); `peer_key` names
-  // the writer (proto::peer_key of its address).  Called only after
-  // remote_cq_room said yes, under the same lock.
-  virtual void remote_cq_data(uint64_t peer_key, uint64_t data) = 0;
+  // the writer (proto::peer_key of its address), `length` the bytes the
+  // write placed (the entry's len: fi_cq(3) of libfabric 2.x).  Called only
+  // after remote_cq_room said yes, under the same lock.
+  virtual void remote_cq_data(uint64_t peer_key, uint64_t data, uint64_t length) = 0;
   // Whether the CQ that remote CQ data goes to can take one more entry
   // (or there is none: the data goes nowhere).
   virtual bool remote_cq_room() const = 0;

@@ -157,6 +157,9 @@ TEST_P(Rma, WritedataReportsTheDataAtTheTarget) {
   ASSERT_EQ(wait_for_completion(b_.rx_cq, &remote), 1);
   EXPECT_EQ(remote.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
   EXPECT_EQ(remote.data, 0xC0FFEEu);
+  // fi_cq(3) of libfabric 2.x: len is what the write placed (1.17 leaves
+  // it to receives; fabtests 2.1.0's fi_cq_data -o writedata checks it).
+  EXPECT_EQ(remote.len, sizeof(text));
   EXPECT_EQ(std::memcmp(region_.data() + 100, text, sizeof(text)), 0);
 }
 

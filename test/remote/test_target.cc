@@ -42,6 +42,7 @@ class MemoryHost : public Host {
   std::map<uint64_t, Region> regions;
   uint64_t remote_writes = 0, remote_reads = 0;
   std::vector<std::pair<uint64_t, uint64_t>> cq_data;  // (peer, data)
+  std::vector<uint64_t> cq_data_lengths;
   size_t cq_room = 1024;  // entries its CQ takes (remote_cq_room)
   // Regions over memory the test mapped itself (base, size), any access.
   std::map<uint64_t, std::pair<uint64_t, size_t>> external;
@@ -81,8 +82,9 @@ class MemoryHost : public Host {
     ++(as_write ? remote_writes : remote_reads);
     if (modified) ++static_cast<Region*>(region)->events;
   }
-  void remote_cq_data(uint64_t peer_key, uint64_t data) override {
+  void remote_cq_data(uint64_t peer_key, uint64_t data, uint64_t length) override {
     cq_data.emplace_back(peer_key, data);
+    cq_data_lengths.push_back(length);
   }
   bool remote_cq_room() const override { return cq_data.size() < cq_room; }
   bool may_lend_reads() const override { return lend; }
@@ -173,7 +175,7 @@ TEST(RemoteOpHeader, EncodesBigEndianAtItsWireOffsets) {
 TEST_F(TargetTest, AWriteLandsInItsRegionAndIsCountedOnce) {
   // Expect: the data is in the region at the address, nothing around it
   // changes, status 0, no data back; one remote write, one region event, and
-  // the CQ data reported with the writer's key.
+  // the CQ data reported with the writer's key and the write's length.
   uint8_t* region = host.add(1, 64, FI_REMOTE_WRITE);
   const char data[] = "written";
   RemoteOp op = rma(RemoteKind::kWrite, 1, host.address(1, 8), sizeof(data));
@@ -189,6 +191,7 @@ TEST_F(TargetTest, AWriteLandsInItsRegionAndIsCountedOnce) {
   EXPECT_EQ(host.regions[1].events, 1u);
   ASSERT_EQ(host.cq_data.size(), 1u);
   EXPECT_EQ(host.cq_data[0], std::make_pair(uint64_t{42}, uint64_t{0xDA7A}));
+  EXPECT_EQ(host.cq_data_lengths[0], sizeof(data)) << "the bytes the write placed";
 }
 
 TEST_F(TargetTest, AReadReturnsTheRegionsBytesFromTheRegionItself) {
