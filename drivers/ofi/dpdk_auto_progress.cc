@@ -8,6 +8,10 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -138,6 +142,17 @@ class ProgressLoop {
 // frame.  This thread looks at every port once per kNetPeriod and runs one
 // progress pass on a port nobody has progressed for FI_DPDK_PROGRESS_NET_MS,
 // if its lock is free.  An application that keeps calling fi_cq_read never meets it.
+//
+// It looks at SCHED_IDLE priority while every port is being progressed by
+// the application: then each look finds nothing to do, and at normal
+// priority it would preempt a poller on a machine with no core to spare (a
+// context switch each millisecond, both ways: app/bench --pattern latency
+// over a memif pair on 2 cores, 100000 round trips, p99.9 55-80 us and
+// 500-900 tail loss probes, against 24-30 us and 150-250 with the looks
+// at idle priority).  Once it finds a port to progress it takes normal
+// priority back, until a look finds nothing again: an application that
+// computes for a while then has its retransmissions run without waiting
+// for an idle core.
 class ProgressNet {
  public:
   static ProgressNet& instance() {
@@ -177,19 +192,46 @@ class ProgressNet {
  private:
   static constexpr auto kNetPeriod = std::chrono::milliseconds(1);
 
+  // Whether this thread may go to SCHED_IDLE: only if it can come back
+  // (sched(7): leaving SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE
+  // that allows nice 0).
+  static bool may_idle() {
+    rlimit nice{};
+    return geteuid() == 0 || (getrlimit(RLIMIT_NICE, &nice) == 0 && nice.rlim_cur >= 20);
+  }
+
+  // Returns whether the thread now runs at `idle` priority.
+  static bool set_idle(bool idle) {
+    sched_param none{};
+    return sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER, &none) == 0 ? idle : !idle;
+  }
+
   void run() {
+    // Named for top(1) and for the test that reads its policy.
+    pthread_setname_np(pthread_self(), "fi_dpdk_net");
+    const bool may = may_idle();
+    bool idle = false;
     std::unique_lock guard(lock_);
     while (!stopping_) {
       wake_.wait_for(guard, kNetPeriod, [this] { return stopping_; });
       if (stopping_) break;
       const uint64_t now = now_ns();
       const uint64_t idle_ns = uint64_t{params().progress_net_ms} * 1'000'000;
+      bool needed = false;  // some port's application is away
       for (PortContext* port : ports_) {
         if (port->auto_progress_users.load(std::memory_order_relaxed) != 0) continue;
-        if (now - port->last_progress_ns.load(std::memory_order_relaxed) < idle_ns) continue;
+        const uint64_t last = port->last_progress_ns.load(std::memory_order_relaxed);
+        const bool ours = last == port->safety_net_pass_ns;
+        needed |= ours;
+        // The application may have stamped a pass after `now` was read.
+        if (last >= now || now - last < idle_ns) continue;
+        needed = true;
         std::unique_lock port_guard(port->lock, std::try_to_lock);
-        if (port_guard.owns_lock()) port->progress();
+        if (!port_guard.owns_lock()) continue;
+        port->progress();
+        port->safety_net_pass_ns = port->last_progress_ns.load(std::memory_order_relaxed);
       }
+      if (may && idle == needed) idle = set_idle(!needed);
     }
   }
 

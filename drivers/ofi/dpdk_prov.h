@@ -131,6 +131,10 @@ struct PortContext final : proto::FrameKeeper {
   // When progress() last ran (now_ns()): the manual-progress safety net
   // (dpdk_auto_progress.cc) steps in on ports left alone too long.
   std::atomic<uint64_t> last_progress_ns{0};
+  // The stamp the safety net's own last pass left: while it is still the
+  // last one, the application has not come back.  The net's thread alone
+  // reads and writes it.
+  uint64_t safety_net_pass_ns = 0;
 
   // Frames from one endpoint of this port to another, delivered by the next
   // progress pass instead of the device: a NIC does not hand a frame back

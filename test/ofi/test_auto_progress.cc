@@ -12,9 +12,14 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include <dirent.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -135,6 +140,46 @@ TEST_F(Progress, ManualHeldSendLeavesWithTheSafetyNet) {
   for (int i = 0; i < 2; ++i) ASSERT_EQ(wait_for_completion(receiver_.rx_cq, &entry), 1);
   EXPECT_EQ(std::string(second, second_text.size()), second_text);
   for (int i = 0; i < 2; ++i) ASSERT_EQ(wait_for_completion(sender_.tx_cq, &entry), 1);
+}
+
+// The scheduling policy of this process's safety-net thread ("fi_dpdk_net"),
+// or -1 when there is none.
+int safety_net_policy() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return -1;
+  int policy = -1;
+  while (const dirent* task = readdir(tasks)) {
+    std::ifstream comm(std::string("/proc/self/task/") + task->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "fi_dpdk_net") policy = sched_getscheduler(std::atoi(task->d_name));
+  }
+  closedir(tasks);
+  return policy;
+}
+
+// Polls the receiver's CQ (a progress pass each call) for `how_long`.
+void poll_for(fid_cq* cq, std::chrono::milliseconds how_long) {
+  const auto end = std::chrono::steady_clock::now() + how_long;
+  fi_cq_data_entry entry{};
+  while (std::chrono::steady_clock::now() < end) fi_cq_read(cq, &entry, 1);
+}
+
+// While the application progresses the port, the safety net only looks and
+// must not preempt it: it looks at SCHED_IDLE priority.  When the
+// application stops, the net has work and takes normal priority back.  A
+// look that raced the application's own pass once counted the port as idle
+// for ages (the unsigned age wrapped), and the net ran passes of its own
+// beside a polling application.
+TEST_F(Progress, TheSafetyNetLooksAtIdlePriorityWhileTheApplicationPolls) {
+  if (!safety_net_on()) GTEST_SKIP() << "FI_DPDK_PROGRESS_NET_MS=0: no safety net";
+  open(FI_PROGRESS_MANUAL);
+  if (geteuid() != 0) GTEST_SKIP() << "leaving SCHED_IDLE may need privilege: the net stays normal";
+  poll_for(receiver_.rx_cq, std::chrono::milliseconds(200));
+  EXPECT_EQ(safety_net_policy(), SCHED_IDLE) << "while the application polls";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(safety_net_policy(), SCHED_OTHER) << "after the application stopped";
+  poll_for(receiver_.rx_cq, std::chrono::milliseconds(200));
+  EXPECT_EQ(safety_net_policy(), SCHED_IDLE) << "polling again";
 }
 
 TEST_F(Progress, AutoRunsOnAWorkerLcoreWhenThereIsOneAndStopsAtClose) {
