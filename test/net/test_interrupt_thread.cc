@@ -22,6 +22,7 @@
 
 #include "drivers/net/interrupt_thread.h"
 #include "drivers/net/port.h"
+#include "test/support/memif_pairs.h"
 #include "test/support/test_eal.h"
 
 namespace ofi_dpdk {
@@ -168,18 +169,8 @@ int main(int argc, char** argv) {
   using ofi_dpdk::g_log;
   ofi_dpdk::g_log_stream = fmemopen(g_log, sizeof g_log - 1, "w");
   if (ofi_dpdk::g_log_stream != nullptr) rte_openlog_stream(ofi_dpdk::g_log_stream);
-  std::vector<std::string> vdevs{"--log-level=pmd.net.memif:error"};
-  std::vector<std::string> sockets;
-  for (int pair = 0; pair < ofi_dpdk::kPairs; ++pair) {
-    sockets.push_back("/tmp/ofi-dpdk-intr-thread-" + std::to_string(getpid()) + "-" +
-                      std::to_string(pair) + ".sock");
-    vdevs.push_back("--vdev=net_memif" + std::to_string(2 * pair) +
-                    ",role=server,id=0,rsize=8,socket=" + sockets.back());
-    vdevs.push_back("--vdev=net_memif" + std::to_string(2 * pair + 1) +
-                    ",role=client,id=0,rsize=8,socket=" + sockets.back());
-  }
-  if (!ofi_dpdk::test::bring_up_test_eal("test_interrupt_thread", vdevs)) return 1;
+  const ofi_dpdk::test::MemifPairVdevs pairs("intr-thread", ofi_dpdk::kPairs, "rsize=8");
+  if (!ofi_dpdk::test::bring_up_test_eal("test_interrupt_thread", pairs.eal_args())) return 1;
   const int status = RUN_ALL_TESTS();
-  for (const std::string& socket : sockets) unlink(socket.c_str());
   return status;
 }

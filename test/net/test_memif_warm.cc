@@ -20,6 +20,7 @@
 
 #include "drivers/net/memif_warm.h"
 #include "drivers/net/port.h"
+#include "test/support/memif_pairs.h"
 #include "test/support/test_eal.h"
 
 namespace ofi_dpdk {
@@ -187,20 +188,10 @@ TEST(MemifWarm, AnUnguardedPortLeavesTheRegionAsTheDriverMappedIt) {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  std::vector<std::string> vdevs{"--log-level=pmd.net.memif:error"};
-  std::vector<std::string> sockets;
-  for (int pair = 0; pair < 3; ++pair) {
-    sockets.push_back("/tmp/ofi-dpdk-memif-warm-" + std::to_string(getpid()) + "-" +
-                      std::to_string(pair) + ".sock");
-    vdevs.push_back("--vdev=net_memif" + std::to_string(2 * pair) +
-                    ",role=server,id=0,rsize=9,bsize=9216,socket=" + sockets.back());
-    vdevs.push_back("--vdev=net_memif" + std::to_string(2 * pair + 1) +
-                    ",role=client,id=0,rsize=9,bsize=9216,socket=" + sockets.back());
-  }
-  if (!ofi_dpdk::test::bring_up_test_eal("test_memif_warm", vdevs)) return 1;
+  const ofi_dpdk::test::MemifPairVdevs pairs("memif-warm", 3, "rsize=9,bsize=9216");
+  if (!ofi_dpdk::test::bring_up_test_eal("test_memif_warm", pairs.eal_args())) return 1;
   const int status = RUN_ALL_TESTS();
   // No rte_eal_cleanup (as test_unmap_guard: 22.11's memif close races its
   // interrupt thread); the process's end frees all.
-  for (const std::string& socket : sockets) unlink(socket.c_str());
   return status;
 }

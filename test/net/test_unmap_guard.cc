@@ -35,6 +35,7 @@
 #include "drivers/net/port.h"
 #include "drivers/net/unmap_guard.h"
 #include "drivers/net/unmap_guard_policy.h"
+#include "test/support/memif_pairs.h"
 #include "test/support/test_eal.h"
 
 namespace ofi_dpdk {
@@ -434,22 +435,12 @@ int main(int argc, char** argv) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   // Both ends of each pair's memif socket are in this process: the server
   // listens on it, the client connects.
-  std::vector<std::string> vdevs{"--log-level=pmd.net.memif:error"};
-  std::vector<std::string> sockets;
-  for (int pair = 0; pair < ofi_dpdk::kPairs; ++pair) {
-    sockets.push_back("/tmp/ofi-dpdk-unmap-guard-" + std::to_string(getpid()) + "-" +
-                      std::to_string(pair) + ".sock");
-    vdevs.push_back("--vdev=net_memif" + std::to_string(2 * pair) +
-                    ",role=server,id=0,rsize=12,socket=" + sockets.back());
-    vdevs.push_back("--vdev=net_memif" + std::to_string(2 * pair + 1) +
-                    ",role=client,id=0,rsize=12,socket=" + sockets.back());
-  }
-  const bool up = ofi_dpdk::test::bring_up_test_eal("test_unmap_guard", vdevs);
+  const ofi_dpdk::test::MemifPairVdevs pairs("unmap-guard", ofi_dpdk::kPairs, "rsize=12");
+  const bool up = ofi_dpdk::test::bring_up_test_eal("test_unmap_guard", pairs.eal_args());
   if (!up) return 1;
   const int status = RUN_ALL_TESTS();
   // No rte_eal_cleanup: closing net_memif devices while EAL's interrupt
   // thread still works on their sockets crashes 22.11 now and then (seen
   // here, in the close, after all tests passed); the process's end frees all.
-  for (const std::string& socket : sockets) unlink(socket.c_str());
   return status;
 }
