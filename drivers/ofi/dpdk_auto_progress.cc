@@ -147,9 +147,10 @@ class ProgressLoop {
 // the application: then each look finds nothing to do, and at normal
 // priority it would preempt a poller on a machine with no core to spare (a
 // context switch each millisecond, both ways: app/bench --pattern latency
-// over a memif pair on 2 cores, 100000 round trips, p99.9 55-80 us and
-// 500-900 tail loss probes, against 24-30 us and 150-250 with the looks
-// at idle priority).  Once it finds a port to progress it takes normal
+// over a memif pair on 2 cores, 100000 round trips, interleaved runs gave
+// p99 2.3-25 us, p99.9 36-61 us and 390-765 tail loss probes, against
+// 1.9-6.2, 25-52 and 111-436 with the looks at idle priority;
+// doc/performance.md).  Once it finds a port to progress it takes normal
 // priority back, until a look finds nothing again: an application that
 // computes for a while then has its retransmissions run without waiting
 // for an idle core.
