@@ -179,6 +179,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   size_t length = 0;
   for (size_t i = 0; i < request.iov_count; ++i) length += request.iov[i].iov_len;
   if (length > config_.max_msg_size) return -EMSGSIZE;
+  if (config_.datagrams) return send_datagram(peer, request, length);
 
   // Large messages are announced and pulled by the receive that takes them;
   // a copy (inject) has no reason to wait, a request has its own answer.
@@ -268,6 +269,11 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   if (h.src_session == 0 || h.src_ep_queue > h.src_queue ||
       h.src_queue - h.src_ep_queue >= kMaxAddressSpan) {
     ++stats_.bad_frames;
+    return;
+  }
+  if (config_.datagrams || opcode == static_cast<uint8_t>(wire::Opcode::kDatagram)) {
+    // Datagrams and connections never meet: each endpoint takes one kind.
+    on_datagram(segment);
     return;
   }
   if (h.dst_session != 0 && h.dst_session != session_) {

@@ -205,6 +205,10 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_ty
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kBundle)) {
     // Its entries say what they are (next_bundle_entry).
     if (h.msg_len != 0 || h.offset != 0) return DecodeResult::kBadLength;
+  } else if (h.opcode == static_cast<uint8_t>(wire::Opcode::kDatagram)) {
+    // A whole message in one frame, and only the flags a datagram has.
+    if (h.offset != 0 || h.msg_len != h.payload_len) return DecodeResult::kBadLength;
+    if (h.flags & ~wire::kDatagramFlags) return DecodeResult::kBadOpcode;
   } else if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len) {
     return DecodeResult::kBadLength;
   }

@@ -285,6 +285,10 @@ struct TransportConfig {
   // that leave for one peer together share a BUNDLE frame (wire.h, bundle.cc);
   // 0: every segment in a frame of its own.
   uint32_t bundle_bytes = 1024;
+  // FI_EP_DGRAM (datagram.cc): the engine sends each message as one
+  // DATAGRAM frame of at most max_payload bytes, with no connection, no
+  // acknowledgement and no retransmission, and takes DATAGRAM frames only.
+  bool datagrams = false;
   // Keys tokens and nonces (engine.cc); the provider draws it from the
   // kernel, tests leave it fixed.
   uint64_t token_secret[2] = {0x736f6d6570736575ull, 0x646f72616e646f6dull};
@@ -319,6 +323,11 @@ struct TransportStats {
            window_probes = 0,        // a closed window probed (RTO under it, or persist)
            delayed_acks = 0,         // acks that left when ack_delay_ns ran out
            delivery_probes = 0;      // liveness probes while sends await a receive
+  // FI_EP_DGRAM: datagrams sent, taken (by a receive or as unexpected),
+  // and dropped: no receive and no room in the unexpected budget, or
+  // frames of the other kind (a datagram at a reliable endpoint, or the
+  // reverse; counted in bad_frames too).
+  uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_dropped = 0;
   // Requests taken while this endpoint held its full budget of answers
   // unacknowledged, run once it did not (engine_rma.cc).
   uint64_t requests_deferred = 0;
@@ -392,6 +401,8 @@ class Engine {
 
   // Queues a message to `peer`.  Returns 0, -EAGAIN when max_outstanding_sends
   // are in progress, -EMSGSIZE above max_msg_size, -EINVAL for a bad iov.
+  // With TransportConfig::datagrams: its frame is in the outbox and its
+  // completion (it left) follows at once; -EMSGSIZE above max_payload.
   int send(const PeerAddress& peer, const SendRequest& request, uint64_t now_ns);
   // Posts a receive; it may complete at once from an unexpected message.
   // Returns 0 or -EAGAIN when max_posted_recvs are posted.
@@ -534,6 +545,11 @@ class Engine {
   bool bundles(const wire::FrameHeader& h) const;
   // Each entry of a BUNDLE frame, taken as the frame of its own it stands for.
   void on_bundle(Connection* c, const Segment& bundle, uint64_t now_ns);
+  // datagram.cc (TransportConfig::datagrams): a message of `length` bytes
+  // as one DATAGRAM frame; and a DATAGRAM frame to a receive, or kept as
+  // unexpected, or dropped.
+  int send_datagram(const PeerAddress& peer, const SendRequest& request, size_t length);
+  void on_datagram(const Segment& s);
   void emit_ack(Connection& c);
   void emit_hello(Connection& c, uint64_t now_ns);
   void emit_hello_ack(const Segment& s, uint32_t token);

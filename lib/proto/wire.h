@@ -15,12 +15,13 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 7;  // 2: conn and ack_conn; 3: delivery notices;
+inline constexpr uint8_t kWireVersion = 8;  // 2: conn and ack_conn; 3: delivery notices;
                                             // 4: auth_key, group, src_ep_queue;
                                             // 5: HELLO handshake, tokens, checksum
                                             //    over the Ethernet header;
                                             // 6: rendezvous (kFlagRendezvous, kFlagPull);
-                                            // 7: BUNDLE frames
+                                            // 7: BUNDLE frames;
+                                            // 8: DATAGRAM frames (FI_EP_DGRAM)
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -39,7 +40,8 @@ static_assert(sizeof(EtherHeader) == 14);
   X(kResponse, 6, "RESPONSE") /* its answer: tag = request msg_id, cq_data = status */ \
   X(kHello, 7, "HELLO")         /* "I open transmit connection conn to you" */ \
   X(kHelloAck, 8, "HELLO_ACK")  /* its answer: the token that connection's data carries */ \
-  X(kBundle, 9, "BUNDLE")       /* several whole small messages' segments: BundleEntry each */
+  X(kBundle, 9, "BUNDLE")       /* several whole small messages' segments: BundleEntry each */ \
+  X(kDatagram, 10, "DATAGRAM")  /* FI_EP_DGRAM: one whole message, no connection, never resent */
 
 enum class Opcode : uint8_t {
 #define OFI_DPDK_OPCODE_ENUM(name, value, text) name = value,
@@ -98,6 +100,10 @@ inline constexpr uint16_t kFlagRendezvous = 1u << 8;
 // itself (no request handler) with a RESPONSE carrying the announced
 // message's data, sent from the sender's own buffer.
 inline constexpr uint16_t kFlagPull = 1u << 9;
+
+// On a DATAGRAM: the message is tagged (tag valid).  (MSG and TAGGED
+// segments say so by their opcode; a datagram has one opcode for both.)
+inline constexpr uint16_t kFlagTagged = 1u << 10;
 
 // The flags a BundleEntry may carry: those that describe one segment.  The
 // frame's own (kFlagAckValid, kFlagAckRequest, kFlagUnsealed) are in the
@@ -209,6 +215,15 @@ struct BundleEntry {
 static_assert(sizeof(BundleEntry) == 48);
 static_assert(offsetof(BundleEntry, payload_len) == 24);
 static_assert(offsetof(BundleEntry, tag) == 32);
+
+// A DATAGRAM frame (version 8) is a whole message of an FI_EP_DGRAM
+// endpoint: msg_len = payload_len, offset 0; flags kFlagTagged,
+// kFlagRemoteData (and the frame's kFlagUnsealed) only; tag, cq_data,
+// group, auth_key and src_ep_queue as on a MSG segment.  No connection
+// carries it: seq, ack, msg_id, window, conn, ack_conn, token, ack_token
+// and dst_session are 0.  Nothing acknowledges it and nothing resends it.
+// Only an FI_EP_DGRAM endpoint takes it; it takes nothing else.
+inline constexpr uint16_t kDatagramFlags = kFlagTagged | kFlagRemoteData | kFlagUnsealed;
 
 // The payload of HELLO and HELLO_ACK frames (big-endian like the header).
 struct HandshakeBody {

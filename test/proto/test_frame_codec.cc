@@ -114,6 +114,7 @@ TEST(FrameCodec, UnknownOpcodesAreRefused) {
     wire::FrameHeader h = sample_header(0);
     h.opcode = static_cast<uint8_t>(opcode);
     if (opcode == static_cast<int>(wire::Opcode::kBundle)) h.msg_len = h.offset = 0;
+    if (opcode == static_cast<int>(wire::Opcode::kDatagram)) h.msg_len = h.offset = 0;
     auto frame = frame_with(h, 0);
     DecodedFrame out;
     const auto result = decode_frame(frame.data(), frame.size(), kType, &out);
