@@ -119,8 +119,9 @@ bool tx_matches(const fi_tx_attr* o, const fi_tx_attr* h, std::string* why) {
   return true;
 }
 
-bool rx_matches(const fi_rx_attr* o, const fi_rx_attr* h, std::string* why) {
-  DPDK_REQUIRE((h->caps & ~kRxCaps) == 0, "rx_attr->caps asks for capabilities it lacks");
+bool rx_matches(const fi_rx_attr* o, const fi_rx_attr* h, uint64_t type_caps, std::string* why) {
+  DPDK_REQUIRE((h->caps & ~(kRxCaps & type_caps)) == 0,
+               "rx_attr->caps asks for capabilities it lacks");
   DPDK_REQUIRE((h->op_flags & ~kSupportedRxOpFlags) == 0, "rx_attr->op_flags unsupported");
   DPDK_REQUIRE((h->msg_order & ~o->msg_order) == 0, "rx_attr->msg_order not provided");
   DPDK_REQUIRE((h->comp_order & ~o->comp_order) == 0, "rx_attr->comp_order not provided");
@@ -138,7 +139,8 @@ bool endpoint_auth_key_acceptable(const uint8_t* key, size_t size) {
 bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
                 std::string* why) {
   DPDK_REQUIRE(h->type == FI_EP_UNSPEC || h->type == o->type,
-               "ep_attr->type is not FI_EP_RDM");
+               o->type == FI_EP_RDM ? "ep_attr->type is not FI_EP_RDM"
+                                    : "ep_attr->type is not FI_EP_DGRAM");
   DPDK_REQUIRE(h->protocol == FI_PROTO_UNSPEC || h->protocol == o->protocol,
                "ep_attr->protocol is not ours");
   DPDK_REQUIRE(h->protocol_version <= o->protocol_version,
@@ -153,10 +155,12 @@ bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
                "ep_attr->max_order_waw_size too large");
   // Up to kMaxEpContexts each for a scalable endpoint; FI_SHARED_CONTEXT
   // (SIZE_MAX) is above that: no shared contexts.
-  DPDK_REQUIRE(h->tx_ctx_cnt <= kMaxEpContexts,
-               "ep_attr->tx_ctx_cnt: at most 32 contexts, no shared contexts");
-  DPDK_REQUIRE(h->rx_ctx_cnt <= kMaxEpContexts,
-               "ep_attr->rx_ctx_cnt: at most 32 contexts, no shared contexts");
+  // Datagram endpoints have one of each.
+  const size_t contexts = o->type == FI_EP_DGRAM ? 1 : kMaxEpContexts;
+  DPDK_REQUIRE(h->tx_ctx_cnt <= contexts,
+               "ep_attr->tx_ctx_cnt: at most 32 contexts (1 on FI_EP_DGRAM), no shared contexts");
+  DPDK_REQUIRE(h->rx_ctx_cnt <= contexts,
+               "ep_attr->rx_ctx_cnt: at most 32 contexts (1 on FI_EP_DGRAM), no shared contexts");
   // fi_endpoint(3): auth_key_size "is ignored unless the fabric is opened
   // with API version 1.5 or greater".
   if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
@@ -230,13 +234,27 @@ bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t v
 
 }  // namespace
 
-fi_info* make_port_info(const PortFacts& port, uint32_t version) {
+fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type) {
   fi_info* info = fi_allocinfo();
   if (info == nullptr) return nullptr;
   fill_defaults(info);
-  info->tx_attr->inject_size = std::min<size_t>(kInjectSize, port.max_msg_size);
+  size_t max_msg_size = port.max_msg_size;
+  if (type == FI_EP_DGRAM) {
+    info->ep_attr->type = FI_EP_DGRAM;
+    info->caps &= kDatagramCaps;
+    info->tx_attr->caps &= kDatagramCaps;
+    info->rx_attr->caps &= kDatagramCaps;
+    // Datagrams are not resent: one lost leaves the next ones where they
+    // land, so no order is promised.
+    info->tx_attr->msg_order = FI_ORDER_NONE;
+    info->rx_attr->msg_order = FI_ORDER_NONE;
+    info->tx_attr->rma_iov_limit = 0;
+    info->ep_attr->mem_tag_format = kMemTagFormat;
+    max_msg_size = std::min(max_msg_size, kDatagramMaxMsgSize);
+  }
+  info->tx_attr->inject_size = std::min<size_t>(kInjectSize, max_msg_size);
   info->rx_attr->total_buffered_recv = port.unexpected_bytes;
-  info->ep_attr->max_msg_size = port.max_msg_size;
+  info->ep_attr->max_msg_size = max_msg_size;
   info->domain_attr->name = strdup(port.name.c_str());
   if (FI_VERSION_LT(version, FI_VERSION(1, 5)))
     info->domain_attr->mr_mode = kLegacyMrMode;  // an int: 2.x has no enum fi_mr_mode
@@ -295,8 +313,11 @@ fi_info* make_prov_attr_only_info() {
 bool info_matches(const fi_info* o, const fi_info* h, uint32_t version, std::string* why) {
   if (h == nullptr) return true;
   const uint64_t requested_caps = h->caps;
-  DPDK_REQUIRE((requested_caps & ~kAllCaps) == 0,
-               "hints->caps asks for capabilities the provider lacks");
+  const uint64_t type_caps = caps_of(o->ep_attr->type);
+  DPDK_REQUIRE((requested_caps & ~type_caps) == 0,
+               o->ep_attr->type == FI_EP_RDM
+                   ? "hints->caps asks for capabilities the provider lacks"
+                   : "hints->caps asks for capabilities FI_EP_DGRAM endpoints lack");
   DPDK_REQUIRE(!(requested_caps & FI_SOURCE_ERR) || (requested_caps & FI_SOURCE),
                "hints->caps: FI_SOURCE_ERR must be paired with FI_SOURCE");
   // fi_getinfo(3): FI_RMA_EVENT "requires that FI_REMOTE_READ and/or
@@ -309,7 +330,7 @@ bool info_matches(const fi_info* o, const fi_info* h, uint32_t version, std::str
   DPDK_REQUIRE(h->addr_format == FI_FORMAT_UNSPEC || h->addr_format == FI_ADDR_STR,
                "hints->addr_format is neither FI_FORMAT_UNSPEC (native) nor FI_ADDR_STR");
   if (h->tx_attr != nullptr && !tx_matches(o->tx_attr, h->tx_attr, why)) return false;
-  if (h->rx_attr != nullptr && !rx_matches(o->rx_attr, h->rx_attr, why)) return false;
+  if (h->rx_attr != nullptr && !rx_matches(o->rx_attr, h->rx_attr, type_caps, why)) return false;
   if (h->ep_attr != nullptr && !ep_matches(o->ep_attr, h->ep_attr, version, why)) return false;
   if (h->domain_attr != nullptr &&
       !domain_matches(o->domain_attr, h->domain_attr, version, why))
@@ -329,7 +350,8 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     if (modifiers == 0) modifiers = kModifierCaps;
     // Only the primary caps asked for: "a provider must enable support for
     // only those primary capabilities which were selected" (fi_getinfo(3)).
-    o->caps = primary | modifiers | (h->caps & kSecondaryCaps) | kFreeSecondaryCaps;
+    o->caps = (primary | modifiers | (h->caps & kSecondaryCaps) | kFreeSecondaryCaps) &
+              caps_of(o->ep_attr->type);
     o->tx_attr->caps = o->caps & kTxCaps;
     o->rx_attr->caps = o->caps & kRxCaps;
     // The domain cap FI_AV_USER_ID goes with the primary cap, or comes when

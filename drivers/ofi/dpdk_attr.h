@@ -72,6 +72,19 @@ inline constexpr uint64_t kRxCaps =
     FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
     FI_SOURCE | FI_DIRECTED_RECV | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV |
     kTaggedDirectedRecvCap | kTaggedMultiRecvCap;
+// FI_EP_DGRAM (lib/proto/datagram.cc): messages, tagged or not, one frame
+// each; no RMA, no atomics, no scalable endpoints, no events at the target.
+inline constexpr uint64_t kDatagramCaps =
+    FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | kTaggedDirectedRecvCap |
+    kAvPrimaryCaps | FI_SOURCE | FI_SOURCE_ERR | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM |
+    kAvSecondaryCaps | kTaggedMultiRecvCap;
+// A datagram's largest payload: what one frame carries on every port and
+// path, a standard 1500-byte Ethernet payload less our header (88 bytes).
+inline constexpr size_t kDatagramMaxMsgSize = 1412;
+// The capabilities an endpoint type can have.
+constexpr uint64_t caps_of(fi_ep_type type) {
+  return type == FI_EP_DGRAM ? kDatagramCaps : kAllCaps;
+}
 // ep_attr->mem_tag_format: all 64 tag bits match, any ignore mask works;
 // offered as the generic format (alternating bits), or the application's own.
 inline constexpr uint64_t kMemTagFormat = 0xAAAAAAAAAAAAAAAAull;
@@ -80,9 +93,10 @@ inline constexpr uint64_t kSupportedTxOpFlags = FI_COMPLETION | FI_INJECT | FI_I
                                                 FI_MORE;
 inline constexpr uint64_t kSupportedRxOpFlags = FI_COMPLETION | FI_MORE | FI_MULTI_RECV;
 
-// The full fi_info for a port (caps kAllCaps less what costs), as fi_info
-// with NULL hints shows it.  The caller frees it with fi_freeinfo.
-fi_info* make_port_info(const PortFacts& port, uint32_t version);
+// The full fi_info for a port and an endpoint type (FI_EP_RDM or
+// FI_EP_DGRAM; caps_of(type) less what costs), as fi_info with NULL hints
+// shows it.  The caller frees it with fi_freeinfo.
+fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type = FI_EP_RDM);
 
 // The one fi_info of FI_PROV_ATTR_ONLY: defaults plus fabric_attr's
 // prov_name and prov_version.

@@ -460,6 +460,12 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   proto::TransportConfig transport;
   transport.max_payload = domain->port->port->max_frame_payload();
   transport.max_msg_size = kMaxMsgSize;
+  if (info->ep_attr->type == FI_EP_DGRAM) {
+    // One frame a message, the size fi_getinfo promised on every port.
+    transport.datagrams = true;
+    transport.max_payload = std::min<uint32_t>(transport.max_payload, kDatagramMaxMsgSize);
+    transport.max_msg_size = transport.max_payload;
+  }
   transport.unexpected_bytes = params().unexpected_bytes;
   transport.rendezvous_bytes = params().rendezvous_bytes;
   transport.bundle_bytes = params().bundle_bytes;
@@ -499,8 +505,11 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
 
 int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* context) {
   if (info == nullptr || info->ep_attr == nullptr) return -FI_EINVAL;
-  if (info->ep_attr->type != FI_EP_RDM) return -FI_EINVAL;
-  if (info->caps & ~kAllCaps) return -FI_EINVAL;
+  if (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_DGRAM) {
+    DPDK_INFO(FI_LOG_EP_CTRL, "fi_endpoint: only FI_EP_RDM and FI_EP_DGRAM endpoints\n");
+    return -FI_EINVAL;
+  }
+  if (info->caps & ~caps_of(info->ep_attr->type)) return -FI_EINVAL;
   Domain* domain = from_fid<Domain>(domain_fid);
   const int requested = requested_queue(info);
   if (requested < 0) return requested;

@@ -168,9 +168,10 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
     *info = make_prov_attr_only_info();
     return *info != nullptr ? 0 : -FI_ENOMEM;
   }
-  if (hints != nullptr && hints->ep_attr != nullptr && hints->ep_attr->type != FI_EP_UNSPEC &&
-      hints->ep_attr->type != FI_EP_RDM) {
-    DPDK_INFO(FI_LOG_CORE, "passed over: only FI_EP_RDM endpoints\n");
+  const fi_ep_type wanted_type =
+      hints != nullptr && hints->ep_attr != nullptr ? hints->ep_attr->type : FI_EP_UNSPEC;
+  if (wanted_type != FI_EP_UNSPEC && wanted_type != FI_EP_RDM && wanted_type != FI_EP_DGRAM) {
+    DPDK_INFO(FI_LOG_CORE, "passed over: only FI_EP_RDM and FI_EP_DGRAM endpoints\n");
     return -FI_ENODATA;
   }
   if (ensure_eal() != 0) return -FI_ENODATA;
@@ -194,32 +195,37 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
     }
     PortFacts facts{port.name, {}, kMaxMsgSize, params().unexpected_bytes};
     std::memcpy(facts.mac, port.mac, 6);
-    fi_info* offer = make_port_info(facts, version);
-    if (offer == nullptr) {
-      fi_freeinfo(head);
-      return -FI_ENOMEM;
+    // Reliable endpoints first: what an application that names no type gets.
+    for (const fi_ep_type type : {FI_EP_RDM, FI_EP_DGRAM}) {
+      if (wanted_type != FI_EP_UNSPEC && wanted_type != type) continue;
+      fi_info* offer = make_port_info(facts, version, type);
+      if (offer == nullptr) {
+        fi_freeinfo(head);
+        return -FI_ENOMEM;
+      }
+      std::string why;
+      if (!info_matches(offer, hints, version, &why)) {
+        DPDK_INFO(FI_LOG_CORE, "port %s passed over for %s: %s\n", port.name.c_str(),
+                  type == FI_EP_RDM ? "FI_EP_RDM" : "FI_EP_DGRAM", why.c_str());
+        fi_freeinfo(offer);
+        continue;
+      }
+      narrow_info(offer, hints, version);
+      int ret = 0;
+      if (request.source) {
+        av::Address source = *request.source;
+        std::memcpy(source.mac, port.mac, 6);
+        ret = set_info_address(offer, true, source);
+      }
+      if (ret == 0 && request.dest) ret = set_info_address(offer, false, *request.dest);
+      if (ret != 0) {
+        fi_freeinfo(offer);
+        fi_freeinfo(head);
+        return ret;
+      }
+      *tail = offer;
+      tail = &offer->next;
     }
-    std::string why;
-    if (!info_matches(offer, hints, version, &why)) {
-      DPDK_INFO(FI_LOG_CORE, "port %s passed over: %s\n", port.name.c_str(), why.c_str());
-      fi_freeinfo(offer);
-      continue;
-    }
-    narrow_info(offer, hints, version);
-    int ret = 0;
-    if (request.source) {
-      av::Address source = *request.source;
-      std::memcpy(source.mac, port.mac, 6);
-      ret = set_info_address(offer, true, source);
-    }
-    if (ret == 0 && request.dest) ret = set_info_address(offer, false, *request.dest);
-    if (ret != 0) {
-      fi_freeinfo(offer);
-      fi_freeinfo(head);
-      return ret;
-    }
-    *tail = offer;
-    tail = &offer->next;
   }
   if (head == nullptr) return -FI_ENODATA;
   *info = head;

@@ -65,12 +65,37 @@ int ensure_eal() {
   return 0;
 }
 
+// Utility providers layer over core providers' FI_EP_DGRAM (ofi_rxd) and
+// FI_EP_MSG (ofi_rxm) endpoints, and libfabric lists what they make before
+// the core's own: "dpdk;ofi_rxd" would be what `-p dpdk` and
+// FI_PROVIDER=dpdk pick for FI_EP_RDM, in place of our reliable transport.
+// libfabric has a switch for that, "layer over this provider only when the
+// application names the pair", kept in fi_provider::context and set by name
+// for shm, efa, psm3 and a few more (src/fabric.c, ofi_register_provider,
+// which leaves it alone for everyone else).  Its layout is libfabric's own
+// (include/ofi.h, struct ofi_prov_context, the same in 1.17 and 2.1: the
+// provider's type, then two bools, disable_logging and disable_layering),
+// not public; test ofi_getinfo_types checks that it still holds.
+void disable_layering(fi_provider* provider) {
+  struct LibfabricProviderContext {
+    int type;
+    bool disable_logging;
+    bool disable_layering;
+  };
+  static_assert(sizeof(LibfabricProviderContext) <= sizeof(provider->context));
+  LibfabricProviderContext context;
+  std::memcpy(&context, &provider->context, sizeof(context));
+  context.disable_layering = true;
+  std::memcpy(&provider->context, &context, sizeof(context));
+}
+
 }  // namespace ofi_dpdk::ofi
 
 extern "C" {
 
 FI_EXT_INI {
   ofi_dpdk::ofi::define_params(&ofi_dpdk::ofi::g_provider);
+  ofi_dpdk::ofi::disable_layering(&ofi_dpdk::ofi::g_provider);
   return &ofi_dpdk::ofi::g_provider;
 }
 

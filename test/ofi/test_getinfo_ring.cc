@@ -210,7 +210,11 @@ TEST_F(GetinfoRing, HintsThatMatchNothingAreExactlyEnodata) {
       {"caps FI_COLLECTIVE", [](fi_info* h) { h->caps = FI_MSG | FI_COLLECTIVE; }},
       {"caps FI_SOURCE_ERR without FI_SOURCE", [](fi_info* h) { h->caps = FI_MSG | FI_SOURCE_ERR; }},
       {"ep_type FI_EP_MSG", [](fi_info* h) { h->ep_attr->type = FI_EP_MSG; }},
-      {"ep_type FI_EP_DGRAM", [](fi_info* h) { h->ep_attr->type = FI_EP_DGRAM; }},
+      {"ep_type FI_EP_DGRAM with FI_RMA",
+       [](fi_info* h) {
+         h->ep_attr->type = FI_EP_DGRAM;
+         h->caps = FI_MSG | FI_RMA;
+       }},
       {"addr_format FI_SOCKADDR_IN", [](fi_info* h) { h->addr_format = FI_SOCKADDR_IN; }},
       {"domain no_such_port",
        [](fi_info* h) { h->domain_attr->name = strdup("no_such_port"); }},
