@@ -75,7 +75,7 @@ int ensure_eal() {
 // which leaves it alone for everyone else).  Its layout is libfabric's own
 // (include/ofi.h, struct ofi_prov_context, the same in 1.17 and 2.1: the
 // provider's type, then two bools, disable_logging and disable_layering),
-// not public; test ofi_getinfo_types checks that it still holds.
+// not public; test ofi_dgram (DgramGetinfo.*) checks that it still holds.
 void disable_layering(fi_provider* provider) {
   struct LibfabricProviderContext {
     int type;
