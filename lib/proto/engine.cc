@@ -184,7 +184,8 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   // Large messages are announced and pulled by the receive that takes them;
   // a copy (inject) has no reason to wait, a request has its own answer.
   const bool rendezvous = config_.rendezvous_bytes != 0 && length >= config_.rendezvous_bytes &&
-                          !request.copy && !request.request && !request.internal;
+                          !request.copy && !request.request && !request.internal &&
+                          !request.control;
   Connection& c = connection(peer.mac, peer.queue);
   // Sends that wait for the peer's receives hold their buffers and a place
   // in the budget for as long as the peer answers: one peer may hold half.
@@ -219,6 +220,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   } else if (request.delivery_complete) {
     message->extra_flags = wire::kFlagDeliveryNotice;
   }
+  if (request.control) message->extra_flags |= wire::kFlagControl;
   if (request.copy) {
     message->copy = take_copy_buffer(length, &message->copy_capacity);
     if (!message->copy) return refuse_no_memory(std::move(message));

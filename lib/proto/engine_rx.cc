@@ -294,6 +294,10 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||
       h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse))
     return deliver_remote(c, h, payload);
+  if (c.inbound == nullptr && (h.flags & wire::kFlagControl)) {
+    take_control(c, h, payload);
+    return true;
+  }
   if (c.inbound == nullptr && (h.flags & wire::kFlagRendezvous))
     return take_rendezvous(c, h, payload);
   if (c.inbound == nullptr && !begin_message(c, h)) return false;
@@ -308,6 +312,23 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
     ack_soon(c);
   }
   return true;
+}
+
+void Engine::take_control(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
+  // Consumed whatever it holds: the stream goes on.  Only a whole untagged
+  // message fits the protocol; a sender that splits one stalls its own
+  // stream (its next segment continues nothing).
+  const bool whole = h.opcode == static_cast<uint8_t>(wire::Opcode::kMsg) && h.offset == 0 &&
+                     h.payload_len == h.msg_len &&
+                     h.msg_len >= sizeof(wire::ControlBody) &&
+                     h.msg_len <= sizeof(wire::ControlBody) + wire::kMaxConnectionData;
+  if (!whole || !control_handler_) {
+    ++stats_.bad_frames;
+    return;
+  }
+  ++stats_.control_messages;
+  ack_soon(c);
+  control_handler_(c.source_key, c.peer_session, payload, h.payload_len);
 }
 
 }  // namespace ofi_dpdk::proto

@@ -133,6 +133,9 @@ struct SendRequest {
   // receiver's delivery notice (a receive took it) before it completes.
   bool delivery_complete = false;
   uint32_t group = 0;       // the peer group the message is sent to
+  // A control message (wire::kFlagControl): the iov is a ControlBody and
+  // its data, taken by the peer's control handler.
+  bool control = false;
 };
 
 // Who sent a message, as a receive matches it.
@@ -159,6 +162,11 @@ struct Response {
   const uint8_t* lent_bytes = nullptr;
   size_t lent_length = 0;
 };
+// A control message (wire::kFlagControl) from the peer whose address is
+// `source_key` (incarnation `session`): a whole ControlBody and its data.
+using ControlHandler = std::function<void(uint64_t source_key, uint32_t session,
+                                          const uint8_t* body, size_t length)>;
+
 // `placed`: how many bytes after `request` (its head, `length` bytes) went
 // straight where the RequestPlacer said; 0 when the request was assembled
 // whole.
@@ -328,6 +336,8 @@ struct TransportStats {
   // frames of the other kind (a datagram at a reliable endpoint, or the
   // reverse; counted in bad_frames too).
   uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_dropped = 0;
+  // FI_EP_MSG control messages taken (handed to the control handler).
+  uint64_t control_messages = 0;
   // Requests taken while this endpoint held its full budget of answers
   // unacknowledged, run once it did not (engine_rma.cc).
   uint64_t requests_deferred = 0;
@@ -448,6 +458,8 @@ class Engine {
   // Serves requests from peers (RMA, atomics); without one, every request
   // gets kErrNoHandler.
   void set_request_handler(RequestHandler handler) { request_handler_ = std::move(handler); }
+  // Takes control messages (FI_EP_MSG); without one they are dropped.
+  void set_control_handler(ControlHandler handler) { control_handler_ = std::move(handler); }
   // Optional: lets a request's payload skip the assembly buffer.
   void set_request_placer(RequestPlacer placer) { request_placer_ = std::move(placer); }
   // Optional: lets segments held ahead of a gap stay in their frames.  It
@@ -594,6 +606,8 @@ class Engine {
   // Places a segment that continues(); false when a new message finds no
   // receive and no room in the unexpected budget.
   bool deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
+  // A whole control message, in order: to the control handler (or dropped).
+  void take_control(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
   void drain_reorder(Connection& c);
   // Drops the receive state; a message half received fails with `error`.
   void reset_receive(Connection& c, int error = kErrPeerReset, int prov_errno = kProvPeerRestarted);
@@ -810,6 +824,7 @@ class Engine {
   OrderedCompletion* filling_ = nullptr;  // finish_pull: where push_recv_completion puts it
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
+  ControlHandler control_handler_;
   FrameKeeper* frame_keeper_ = nullptr;
   std::vector<Completion> completions_;
   std::list<RecvRequest> posted_;

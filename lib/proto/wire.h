@@ -21,7 +21,8 @@ inline constexpr uint8_t kWireVersion = 8;  // 2: conn and ack_conn; 3: delivery
                                             //    over the Ethernet header;
                                             // 6: rendezvous (kFlagRendezvous, kFlagPull);
                                             // 7: BUNDLE frames;
-                                            // 8: DATAGRAM frames (FI_EP_DGRAM)
+                                            // 8: DATAGRAM frames (FI_EP_DGRAM),
+                                            //    control messages (FI_EP_MSG)
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -104,13 +105,19 @@ inline constexpr uint16_t kFlagPull = 1u << 9;
 // On a DATAGRAM: the message is tagged (tag valid).  (MSG and TAGGED
 // segments say so by their opcode; a datagram has one opcode for both.)
 inline constexpr uint16_t kFlagTagged = 1u << 10;
+// On a MSG message: a connection-management message of FI_EP_MSG endpoints
+// (a ControlBody and its data), whole in one segment, taken by the engine's
+// control handler, never by a receive.  It travels in order with the
+// messages of its connection, so a SHUTDOWN comes after all data sent
+// before it.
+inline constexpr uint16_t kFlagControl = 1u << 11;
 
 // The flags a BundleEntry may carry: those that describe one segment.  The
 // frame's own (kFlagAckValid, kFlagAckRequest, kFlagUnsealed) are in the
 // BUNDLE frame's header and hold for every entry.
 inline constexpr uint16_t kSegmentFlags = kFlagRemoteData | kFlagLastSegment |
                                           kFlagDeliveryNotice | kFlagAckNow |
-                                          kFlagRendezvous | kFlagPull;
+                                          kFlagRendezvous | kFlagPull | kFlagControl;
 
 // Sequence numbers of a connection start here, in each direction.
 inline constexpr uint32_t kInitialSeq = 1;
@@ -224,6 +231,24 @@ static_assert(offsetof(BundleEntry, tag) == 32);
 // and dst_session are 0.  Nothing acknowledges it and nothing resends it.
 // Only an FI_EP_DGRAM endpoint takes it; it takes nothing else.
 inline constexpr uint16_t kDatagramFlags = kFlagTagged | kFlagRemoteData | kFlagUnsealed;
+
+// The payload of a control message (kFlagControl), big-endian; `data_len`
+// bytes of connection data (fi_connect's, fi_accept's, fi_reject's
+// param) follow it.
+enum class ControlKind : uint8_t {
+  kConnect = 1,   // fi_connect, to a passive endpoint's address
+  kAccept = 2,    // fi_accept, from the new endpoint to the connecting one
+  kReject = 3,    // fi_reject, from the passive endpoint
+  kShutdown = 4,  // fi_shutdown (or close), to the connected peer
+};
+inline constexpr size_t kMaxConnectionData = 256;  // FI_OPT_CM_DATA_SIZE
+struct ControlBody {
+  uint8_t kind;        // ControlKind
+  uint8_t reserved8;   // 0
+  uint16_t data_len;   // at most kMaxConnectionData
+  uint32_t reserved32; // 0
+};
+static_assert(sizeof(ControlBody) == 8);
 
 // The payload of HELLO and HELLO_ACK frames (big-endian like the header).
 struct HandshakeBody {
