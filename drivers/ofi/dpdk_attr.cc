@@ -139,8 +139,9 @@ bool endpoint_auth_key_acceptable(const uint8_t* key, size_t size) {
 bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
                 std::string* why) {
   DPDK_REQUIRE(h->type == FI_EP_UNSPEC || h->type == o->type,
-               o->type == FI_EP_RDM ? "ep_attr->type is not FI_EP_RDM"
-                                    : "ep_attr->type is not FI_EP_DGRAM");
+               o->type == FI_EP_RDM   ? "ep_attr->type is not FI_EP_RDM"
+               : o->type == FI_EP_MSG ? "ep_attr->type is not FI_EP_MSG"
+                                      : "ep_attr->type is not FI_EP_DGRAM");
   DPDK_REQUIRE(h->protocol == FI_PROTO_UNSPEC || h->protocol == o->protocol,
                "ep_attr->protocol is not ours");
   DPDK_REQUIRE(h->protocol_version <= o->protocol_version,
@@ -155,12 +156,12 @@ bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
                "ep_attr->max_order_waw_size too large");
   // Up to kMaxEpContexts each for a scalable endpoint; FI_SHARED_CONTEXT
   // (SIZE_MAX) is above that: no shared contexts.
-  // Datagram endpoints have one of each.
-  const size_t contexts = o->type == FI_EP_DGRAM ? 1 : kMaxEpContexts;
+  // Datagram and connected endpoints have one of each.
+  const size_t contexts = o->type == FI_EP_RDM ? kMaxEpContexts : 1;
   DPDK_REQUIRE(h->tx_ctx_cnt <= contexts,
-               "ep_attr->tx_ctx_cnt: at most 32 contexts (1 on FI_EP_DGRAM), no shared contexts");
+               "ep_attr->tx_ctx_cnt: at most 32 contexts (1 off FI_EP_RDM), no shared contexts");
   DPDK_REQUIRE(h->rx_ctx_cnt <= contexts,
-               "ep_attr->rx_ctx_cnt: at most 32 contexts (1 on FI_EP_DGRAM), no shared contexts");
+               "ep_attr->rx_ctx_cnt: at most 32 contexts (1 off FI_EP_RDM), no shared contexts");
   // fi_endpoint(3): auth_key_size "is ignored unless the fabric is opened
   // with API version 1.5 or greater".
   if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
@@ -251,6 +252,12 @@ fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type
     info->tx_attr->rma_iov_limit = 0;
     info->ep_attr->mem_tag_format = kMemTagFormat;
     max_msg_size = std::min(max_msg_size, kDatagramMaxMsgSize);
+  } else if (type == FI_EP_MSG) {
+    info->ep_attr->type = FI_EP_MSG;
+    info->caps &= kConnectedCaps;
+    info->tx_attr->caps &= kConnectedCaps;
+    info->rx_attr->caps &= kConnectedCaps;
+    info->domain_attr->caps &= ~kAvSecondaryCaps;
   }
   info->tx_attr->inject_size = std::min<size_t>(kInjectSize, max_msg_size);
   info->rx_attr->total_buffered_recv = port.unexpected_bytes;
@@ -317,7 +324,7 @@ bool info_matches(const fi_info* o, const fi_info* h, uint32_t version, std::str
   DPDK_REQUIRE((requested_caps & ~type_caps) == 0,
                o->ep_attr->type == FI_EP_RDM
                    ? "hints->caps asks for capabilities the provider lacks"
-                   : "hints->caps asks for capabilities FI_EP_DGRAM endpoints lack");
+                   : "hints->caps asks for capabilities this endpoint type lacks");
   DPDK_REQUIRE(!(requested_caps & FI_SOURCE_ERR) || (requested_caps & FI_SOURCE),
                "hints->caps: FI_SOURCE_ERR must be paired with FI_SOURCE");
   // fi_getinfo(3): FI_RMA_EVENT "requires that FI_REMOTE_READ and/or

@@ -81,9 +81,17 @@ inline constexpr uint64_t kDatagramCaps =
 // A datagram's largest payload: what one frame carries on every port and
 // path, a standard 1500-byte Ethernet payload less our header (88 bytes).
 inline constexpr size_t kDatagramMaxMsgSize = 1412;
+// FI_EP_MSG (drivers/ofi/dpdk_cm.cc): RDM's operations over a connection,
+// which names the one peer: nothing that chooses or reports an address.
+inline constexpr uint64_t kConnectedCaps =
+    kAllCaps & ~(FI_DIRECTED_RECV | kTaggedDirectedRecvCap | FI_NAMED_RX_CTX | FI_SOURCE |
+                 FI_SOURCE_ERR | kAvPrimaryCaps | kAvSecondaryCaps);
 // The capabilities an endpoint type can have.
 constexpr uint64_t caps_of(fi_ep_type type) {
-  return type == FI_EP_DGRAM ? kDatagramCaps : kAllCaps;
+  return type == FI_EP_DGRAM ? kDatagramCaps : type == FI_EP_MSG ? kConnectedCaps : kAllCaps;
+}
+constexpr const char* ep_type_name(fi_ep_type type) {
+  return type == FI_EP_DGRAM ? "FI_EP_DGRAM" : type == FI_EP_MSG ? "FI_EP_MSG" : "FI_EP_RDM";
 }
 // ep_attr->mem_tag_format: all 64 tag bits match, any ignore mask works;
 // offered as the generic format (alternating bits), or the application's own.
@@ -93,8 +101,8 @@ inline constexpr uint64_t kSupportedTxOpFlags = FI_COMPLETION | FI_INJECT | FI_I
                                                 FI_MORE;
 inline constexpr uint64_t kSupportedRxOpFlags = FI_COMPLETION | FI_MORE | FI_MULTI_RECV;
 
-// The full fi_info for a port and an endpoint type (FI_EP_RDM or
-// FI_EP_DGRAM; caps_of(type) less what costs), as fi_info with NULL hints
+// The full fi_info for a port and an endpoint type (FI_EP_RDM, FI_EP_MSG
+// or FI_EP_DGRAM; caps_of(type) less what costs), as fi_info with NULL hints
 // shows it.  The caller frees it with fi_freeinfo.
 fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type = FI_EP_RDM);
 

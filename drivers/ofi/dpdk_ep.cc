@@ -106,6 +106,16 @@ int ep_close(fid* fid) {
       port.endpoints[ep->queue] = nullptr;
     port.port->unbind_endpoint_queue(ep->queue);
     ep->release_auth_keys();
+    if (ep->is_msg()) {
+      // A peer still connected hears that we went (fi_cm(3)); a request
+      // never answered ends.
+      if (ep->enabled &&
+          (ep->cm_state == CmState::kConnected || ep->cm_state == CmState::kAccepting)) {
+        ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kShutdown), nullptr, 0);
+        linger(ep);
+      }
+      release_conn_request(std::move(ep->conn_request));
+    }
     if (ep->av != nullptr) std::erase(ep->av->endpoints, ep);
     if (ep->parent != nullptr) forget_context(ep);
     // The engine gives back the mbufs it keeps (PortContext::release) while
@@ -113,6 +123,7 @@ int ep_close(fid* fid) {
     ep->target.reset();
     ep->engine.reset();
   }
+  if (ep->eq != nullptr && ep->is_msg()) ep->eq->unwatch(&ep->port());
   release(ep);
   delete ep;
   return 0;
@@ -201,6 +212,8 @@ int ep_bind(fid* ep_fid, fid* bfid, uint64_t flags) {
       if (ep->eq != nullptr) return -FI_EALREADY;
       ep->eq = from_fid<Eq>(bfid);
       ep->eq->refs++;
+      // Connection events arrive through the port: reading the EQ drives it.
+      if (ep->is_msg()) ep->eq->watch(&ep->port());
       return 0;
     }
     case FI_CLASS_CNTR:
@@ -213,7 +226,8 @@ int ep_bind(fid* ep_fid, fid* bfid, uint64_t flags) {
 int ep_enable(Endpoint* ep) {
   std::lock_guard guard(ep->port().lock);
   if (ep->enabled) return 0;
-  if (ep->av == nullptr) return -FI_ENOAV;
+  // A connected endpoint's one peer comes from the connection, not an AV.
+  if (ep->av == nullptr && !ep->is_msg()) return -FI_ENOAV;
   // No CQ is needed (fi_endpoint(3): only what an endpoint uses must be
   // bound first): a receive context that only serves RMA has none, as
   // Open MPI's one-sided BTL opens it.
@@ -297,15 +311,19 @@ ssize_t ep_cancel(fid* fid, void* context) {
 // of the wrong size is -FI_EINVAL on set, and -FI_ETOOSMALL on get (with
 // *optlen set to the size needed).
 int ep_getopt(fid* fid, int level, int optname, void* optval, size_t* optlen) {
-  if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV) return -FI_ENOPROTOOPT;
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  // FI_OPT_CM_DATA_SIZE: the connection data a connected endpoint's
+  // fi_connect and fi_accept carry.
+  const bool cm_data = optname == FI_OPT_CM_DATA_SIZE && ep->is_msg();
+  if (level != FI_OPT_ENDPOINT || (optname != FI_OPT_MIN_MULTI_RECV && !cm_data))
+    return -FI_ENOPROTOOPT;
   if (optval == nullptr || optlen == nullptr) return -FI_EINVAL;
   if (*optlen < sizeof(size_t)) {
     *optlen = sizeof(size_t);
     return -FI_ETOOSMALL;
   }
-  Endpoint* ep = from_fid<Endpoint>(fid);
   std::lock_guard guard(ep->port().lock);
-  *static_cast<size_t*>(optval) = ep->min_multi_recv;
+  *static_cast<size_t*>(optval) = cm_data ? wire::kMaxConnectionData : ep->min_multi_recv;
   *optlen = sizeof(size_t);
   return 0;
 }
@@ -486,6 +504,11 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
   ep->engine->set_frame_keeper(domain->port.get());
+  if (ep->is_msg())
+    ep->engine->set_control_handler(
+        [ep](uint64_t source_key, uint32_t session, const uint8_t* body, size_t length) {
+          ep->on_control(source_key, session, body, length);
+        });
   ep->target_host = make_target_host(ep);
   ep->target = std::make_unique<remote::Target>(*ep->target_host, *ep->engine);
   domain->refs++;
@@ -493,7 +516,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   ep->fid.fid.context = context;
   ep->fid.fid.ops = &g_ep_fid_ops;
   ep->fid.ops = &g_ep_ops;
-  ep->fid.cm = &g_cm_ops;
+  ep->fid.cm = ep->is_msg() ? msg_cm_ops() : &g_cm_ops;
   ep->fid.msg = &g_msg_ops;
   ep->fid.rma = &g_rma_ops;
   ep->fid.tagged = &g_tagged_ops;
@@ -505,13 +528,18 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
 
 int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* context) {
   if (info == nullptr || info->ep_attr == nullptr) return -FI_EINVAL;
-  if (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_DGRAM) {
-    DPDK_INFO(FI_LOG_EP_CTRL, "fi_endpoint: only FI_EP_RDM and FI_EP_DGRAM endpoints\n");
+  const fi_ep_type type = info->ep_attr->type;
+  if (type != FI_EP_RDM && type != FI_EP_DGRAM && type != FI_EP_MSG) {
+    DPDK_INFO(FI_LOG_EP_CTRL, "fi_endpoint: only FI_EP_RDM, FI_EP_MSG and FI_EP_DGRAM\n");
     return -FI_EINVAL;
   }
-  if (info->caps & ~caps_of(info->ep_attr->type)) return -FI_EINVAL;
+  if (info->caps & ~caps_of(type)) return -FI_EINVAL;
   Domain* domain = from_fid<Domain>(domain_fid);
-  const int requested = requested_queue(info);
+  // fi_endpoint of an FI_CONNREQ's info: the endpoint that accepts it, on
+  // any free queue (src_addr names the passive endpoint's).
+  ConnRequest* request = type == FI_EP_MSG ? conn_request_of(info) : nullptr;
+  if (request != nullptr && request->claimed) return -FI_EINVAL;
+  const int requested = request != nullptr ? kAnyQueue : requested_queue(info);
   if (requested < 0) return requested;
   const auto wanted = static_cast<uint16_t>(requested);
   Endpoint* ep = nullptr;
@@ -520,6 +548,11 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
       [wanted](PortContext& port, Endpoint* opened) { return claim_queue(port, opened, wanted); },
       &ep);
   if (ret != 0) return ret;
+  if (request != nullptr) {
+    std::lock_guard guard(ep->port().lock);
+    request->claimed = true;
+    ep->conn_request.reset(request);
+  }
   *out = &ep->fid;
   return 0;
 }

@@ -42,6 +42,18 @@ bool Endpoint::accepts_key(uint32_t key) const {
 }
 
 int Endpoint::destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* group) {
+  if (is_msg()) {
+    // fi_msg(3): a connected endpoint ignores dest_addr; its peer is the
+    // one the connection names.
+    if (cm_state != CmState::kConnected && cm_state != CmState::kAccepting)
+      return -FI_ENOTCONN;
+    std::memcpy(out->mac, peer.mac, 6);
+    out->queue = peer.queue;
+    out->session = peer.session;
+    out->auth_key = transmit_key;
+    if (group != nullptr) *group = 0;
+    return 0;
+  }
   fi_addr_t index;
   uint32_t peer_group;
   if (!split_group(*this, dest, &peer_group, &index)) return -FI_EINVAL;
@@ -67,7 +79,7 @@ int Endpoint::destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* gro
 }
 
 int Endpoint::receive_filter(fi_addr_t source, uint64_t flags, proto::RecvRequest* request) {
-  if (source == FI_ADDR_UNSPEC) return 0;
+  if (source == FI_ADDR_UNSPEC || is_msg()) return 0;  // connected: one peer
   fi_addr_t index;
   if (!split_group(*this, source, &request->group, &index)) return -FI_EINVAL;
   if (peer_groups() && index == kAnySourceInGroup) return 0;

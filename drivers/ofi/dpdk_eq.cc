@@ -1,9 +1,12 @@
 // dpdk_eq.cc: fi_eq.  Events are written by the provider (asynchronous AV
 // inserts: per failed address an error entry whose data is the address's
-// index within the call, then one FI_AV_COMPLETE) or by the application with
-// fi_eq_write.  Errors are read first: fi_eq_read returns -FI_EAVAIL while
+// index within the call, then one FI_AV_COMPLETE; connection management of
+// FI_EP_MSG endpoints, dpdk_cm.cc) or by the application with
+// fi_eq_write.  Connection events arrive through a port: reading the EQ
+// progresses the ports of the endpoints bound to it.  Errors are read first: fi_eq_read returns -FI_EAVAIL while
 // any is queued.  fi_eq_sread sleeps on the FI_WAIT_FD descriptor when the
 // EQ has one, and naps between checks otherwise.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <new>
@@ -26,16 +29,44 @@ int Eq::push_event(uint32_t type, const void* data, size_t len) {
   return 0;
 }
 
-int Eq::push_error(const fi_eq_err_entry& error) {
+int Eq::push_error(const fi_eq_err_entry& error, std::vector<uint8_t> err_data) {
   try {
     std::lock_guard guard(lock);
     errors.push_back(error);
+    error_data.push_back(std::move(err_data));
     wait_fd.signal();
   } catch (const std::bad_alloc&) {
     DPDK_WARN(FI_LOG_EQ, "EQ error entry lost: out of memory\n");
     return -FI_ENOMEM;
   }
   return 0;
+}
+
+void Eq::watch(PortContext* port) {
+  std::lock_guard guard(lock);
+  watched.push_back(port);
+}
+
+void Eq::unwatch(PortContext* port) {
+  std::lock_guard guard(lock);
+  auto it = std::find(watched.begin(), watched.end(), port);
+  if (it != watched.end()) watched.erase(it);
+}
+
+void Eq::progress_watched() {
+  std::vector<PortContext*> ports;
+  {
+    std::lock_guard guard(lock);
+    if (watched.empty()) return;
+    ports = watched;
+  }
+  std::sort(ports.begin(), ports.end());
+  ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+  // (A port stays open while an endpoint bound to this EQ uses it.)
+  for (PortContext* port : ports) {
+    std::lock_guard guard(port->lock);
+    port->progress_if_manual();
+  }
 }
 
 namespace {
@@ -56,6 +87,7 @@ int eq_close(fid* fid) {
 
 ssize_t eq_read(fid_eq* eq_fid, uint32_t* event, void* buf, size_t len, uint64_t flags) {
   Eq* eq = from_fid<Eq>(eq_fid);
+  eq->progress_watched();
   std::lock_guard guard(eq->lock);
   if (!eq->errors.empty()) return -FI_EAVAIL;
   if (eq->events.empty()) return -FI_EAGAIN;
@@ -76,9 +108,28 @@ ssize_t eq_readerr(fid_eq* eq_fid, fi_eq_err_entry* buf, uint64_t flags) {
   std::lock_guard guard(eq->lock);
   if (eq->errors.empty()) return -FI_EAGAIN;
   if (buf == nullptr) return -FI_EINVAL;
+  // fi_eq(3): err_data stays valid until the next read of the EQ's errors.
+  const void* app_data = buf->err_data;
+  const size_t app_size = buf->err_data_size;
   *buf = eq->errors.front();
+  const std::vector<uint8_t>& data = eq->error_data.front();
+  buf->err_data = nullptr;
+  buf->err_data_size = 0;
+  if (!data.empty()) {
+    if (app_data != nullptr && app_size != 0) {
+      // An application's own buffer (1.5 and later) gets a copy.
+      std::memcpy(const_cast<void*>(app_data), data.data(), std::min(app_size, data.size()));
+      buf->err_data = const_cast<void*>(app_data);
+      buf->err_data_size = std::min(app_size, data.size());
+    } else {
+      eq->err_data_out = data;
+      buf->err_data = eq->err_data_out.data();
+      buf->err_data_size = eq->err_data_out.size();
+    }
+  }
   if (!(flags & FI_PEEK)) {
     eq->errors.pop_front();
+    eq->error_data.pop_front();
     drain_if_empty(eq);
   }
   return sizeof(fi_eq_err_entry);
@@ -107,9 +158,17 @@ ssize_t eq_sread(fid_eq* eq_fid, uint32_t* event, void* buf, size_t len, int tim
     if (ret != -FI_EAGAIN) return ret;
     const auto now = std::chrono::steady_clock::now();
     if (timeout >= 0 && now >= deadline) return -FI_EAGAIN;
+    bool watching;
+    {
+      std::lock_guard guard(eq->lock);
+      watching = !eq->watched.empty();
+    }
     if (eq->wait_fd.is_open()) {
+      // Watched ports need passes (eq_read makes them): wake each ms.
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-      eq->wait_fd.wait(timeout < 0 ? -1 : static_cast<int>(left.count() + 1));
+      int wait_ms = timeout < 0 ? -1 : static_cast<int>(left.count() + 1);
+      if (watching && (wait_ms < 0 || wait_ms > 1)) wait_ms = 1;
+      eq->wait_fd.wait(wait_ms);
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }

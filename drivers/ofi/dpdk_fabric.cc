@@ -63,7 +63,7 @@ int fabric_trywait(fid_fabric*, fid** fids, int count) {
 fi_ops_fabric g_fabric_ops = {
     .size = sizeof(fi_ops_fabric),
     .domain = domain_open,
-    .passive_ep = DPDK_ENOSYS(fi_ops_fabric, passive_ep),
+    .passive_ep = passive_ep_open,
     .eq_open = eq_open,
     .wait_open = wait_open,
     .trywait = fabric_trywait,

@@ -170,8 +170,9 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   }
   const fi_ep_type wanted_type =
       hints != nullptr && hints->ep_attr != nullptr ? hints->ep_attr->type : FI_EP_UNSPEC;
-  if (wanted_type != FI_EP_UNSPEC && wanted_type != FI_EP_RDM && wanted_type != FI_EP_DGRAM) {
-    DPDK_INFO(FI_LOG_CORE, "passed over: only FI_EP_RDM and FI_EP_DGRAM endpoints\n");
+  if (wanted_type != FI_EP_UNSPEC && wanted_type != FI_EP_RDM && wanted_type != FI_EP_MSG &&
+      wanted_type != FI_EP_DGRAM) {
+    DPDK_INFO(FI_LOG_CORE, "passed over: only FI_EP_RDM, FI_EP_MSG and FI_EP_DGRAM endpoints\n");
     return -FI_ENODATA;
   }
   if (ensure_eal() != 0) return -FI_ENODATA;
@@ -196,7 +197,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
     PortFacts facts{port.name, {}, kMaxMsgSize, params().unexpected_bytes};
     std::memcpy(facts.mac, port.mac, 6);
     // Reliable endpoints first: what an application that names no type gets.
-    for (const fi_ep_type type : {FI_EP_RDM, FI_EP_DGRAM}) {
+    for (const fi_ep_type type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
       if (wanted_type != FI_EP_UNSPEC && wanted_type != type) continue;
       fi_info* offer = make_port_info(facts, version, type);
       if (offer == nullptr) {
@@ -206,7 +207,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       std::string why;
       if (!info_matches(offer, hints, version, &why)) {
         DPDK_INFO(FI_LOG_CORE, "port %s passed over for %s: %s\n", port.name.c_str(),
-                  type == FI_EP_RDM ? "FI_EP_RDM" : "FI_EP_DGRAM", why.c_str());
+                  ep_type_name(type), why.c_str());
         fi_freeinfo(offer);
         continue;
       }

@@ -220,6 +220,20 @@ void Endpoint::flush() {
 
   for (const proto::Completion& done : engine->completions()) {
     const bool is_send = done.kind == proto::Completion::Kind::kSend;
+    if (is_send && (done.user_flags & kControlSend)) {
+      on_control_sent(done);  // connection management: no CQ entry
+      continue;
+    }
+    if (done.error != 0 && cm_state == CmState::kConnected &&
+        (done.error == proto::kErrTimedOut || done.error == proto::kErrPeerReset)) {
+      // fi_cm(3): a connected peer that went away ends the connection.
+      cm_state = CmState::kShutdown;
+      if (eq != nullptr) {
+        fi_eq_cm_entry entry{};
+        entry.fid = &fid.fid;
+        eq->push_event(FI_SHUTDOWN, &entry, sizeof(entry));
+      }
+    }
     // fi_cntr(3): counters count every completion, with or without a CQ
     // entry; errors go to the error value.
     Cntr* cntr = !is_send                     ? recv_cntr

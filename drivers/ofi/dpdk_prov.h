@@ -34,6 +34,7 @@
 #include <new>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "drivers/net/port.h"
@@ -382,6 +383,19 @@ struct Eq {
   };
   std::deque<Event> events;
   std::deque<fi_eq_err_entry> errors;
+  // Per error entry, its err_data (a refused connection's data);
+  // err_data_out holds the last one fi_eq_readerr lent the application.
+  std::deque<std::vector<uint8_t>> error_data;
+  std::vector<uint8_t> err_data_out;
+  // The ports of the FI_EP_MSG endpoints and passive endpoints bound to
+  // it: reading the EQ progresses them (connection events arrive there),
+  // one entry per binding.  Under `lock`.
+  std::vector<PortContext*> watched;
+  void watch(PortContext* port);
+  void unwatch(PortContext* port);
+  // Runs a progress pass on each watched port (manual progress); takes
+  // each port's lock, never the EQ's while holding one.
+  void progress_watched();
   std::atomic<int> refs{0};
   // FI_WAIT_FD: readable while an event or error is queued.  EQ entries are
   // made inside fi_* calls, never by the progress loop, so the writer
@@ -391,7 +405,7 @@ struct Eq {
   // Provider-made entries (dpdk_eq.cc); each takes the EQ lock.  Return
   // -FI_ENOMEM when the entry could not be queued.
   int push_event(uint32_t type, const void* data, size_t len);
-  int push_error(const fi_eq_err_entry& error);
+  int push_error(const fi_eq_err_entry& error, std::vector<uint8_t> err_data = {});
 };
 
 struct Mr {
@@ -408,6 +422,17 @@ struct Mr {
 };
 
 struct ScalableEp;
+struct PassiveEp;
+struct ConnRequest;
+
+// FI_EP_MSG (dpdk_cm.cc): where an endpoint's connection stands.
+enum class CmState : uint8_t {
+  kIdle,        // not connected (or not FI_EP_MSG)
+  kConnecting,  // fi_connect sent CONNECT; waiting for ACCEPT or REJECT
+  kAccepting,   // fi_accept sent ACCEPT; connected once the peer has it
+  kConnected,   // FI_CONNECTED reported
+  kShutdown,    // fi_shutdown, the peer's SHUTDOWN, or a refusal
+};
 
 struct Endpoint {
   // A plain endpoint, or a context of a scalable endpoint (dpdk_sep.cc):
@@ -456,6 +481,21 @@ struct Endpoint {
   uint32_t transmit_key = 0;
   std::vector<fi_addr_t> auth_key_handles;
   uint64_t frames_not_sent = 0;   // mbuf pool empty or TX ring full
+  // FI_EP_MSG (dpdk_cm.cc): the connection and the peer it is with (its
+  // address; a connecting endpoint's `peer` is the passive endpoint's
+  // until the ACCEPT names the new one); the request fi_accept answers;
+  // the passive endpoint a listener serves.  Lock held.
+  CmState cm_state = CmState::kIdle;
+  av::Address peer{};
+  std::unique_ptr<ConnRequest> conn_request;
+  PassiveEp* listener_of = nullptr;
+  bool is_msg() const { return info->ep_attr->type == FI_EP_MSG; }
+  // A control message from the peer `source_key` (proto::ControlHandler).
+  void on_control(uint64_t source_key, uint32_t session, const uint8_t* body, size_t length);
+  // A control message of ours completed (acknowledged, or failed).
+  void on_control_sent(const proto::Completion& done);
+  // Sends a control message of `kind` with `data` to `to`.  Lock held.
+  int send_control(const av::Address& to, uint8_t kind, const void* data, size_t length);
 
   PortContext& port() { return *domain->port; }
   // dpdk_ep_addr.cc.  Lock held.  Where a transfer to `dest` goes: its
@@ -512,6 +552,40 @@ struct ScalableEp {
   std::vector<Endpoint*> tx;
 };
 
+// FI_EP_MSG (dpdk_cm.cc).  A passive endpoint listens on a queue of its
+// port through an endpoint of its own (the listener, on a domain of its
+// own), whose control handler turns CONNECTs into FI_CONNREQ events.
+struct PassiveEp {
+  fid_pep fid;
+  Fabric* fabric;
+  fi_info* info;
+  Eq* eq = nullptr;
+  fid_domain* domain = nullptr;
+  Endpoint* listener = nullptr;
+  bool listening = false;
+  // Requests handed out, neither accepted nor rejected (port lock): at
+  // most kMaxPendingConnRequests; fi_close ends the unclaimed ones.
+  std::unordered_set<ConnRequest*> requests;
+};
+// The handle of an FI_CONNREQ event (info->handle): who asked.  fi_endpoint
+// of that info moves it into the new endpoint; fi_reject ends it.
+struct ConnRequest {
+  ::fid fid;
+  PassiveEp* pep;
+  av::Address client;
+  bool claimed = false;  // an endpoint holds it (one fi_endpoint per request)
+};
+// The most connection requests a passive endpoint holds unanswered; more
+// are refused (a stranger's flood costs no more).
+inline constexpr size_t kMaxPendingConnRequests = 1024;
+fi_ops_cm* msg_cm_ops();  // an FI_EP_MSG endpoint's fid_ep::cm
+int passive_ep_open(fid_fabric* fabric, fi_info* info, fid_pep** pep, void* context);
+// Forgets a request its passive endpoint counted (accepted, or its endpoint
+// closed).
+void release_conn_request(std::unique_ptr<ConnRequest> request);
+// fi_endpoint of an FI_CONNREQ info: the request the endpoint answers.
+ConnRequest* conn_request_of(const fi_info* info);
+
 // Opens an endpoint whose queue id `claim` picks and records under the port
 // lock (it returns the queue id or a negative fabric errno); shared by
 // fi_endpoint and the contexts of a scalable endpoint.  Takes a domain
@@ -560,7 +634,10 @@ extern fi_ops_tagged g_tagged_ops;  // dpdk_tagged.cc
 // counter counts may still want no CQ entry.
 inline constexpr uint64_t kNoCompletion = 1ull << 63;
 inline constexpr uint64_t kNoCqEntry = 1ull << 62;
-inline constexpr uint64_t kPrivateOpFlags = kNoCompletion | kNoCqEntry;
+// A connection-management message of an FI_EP_MSG endpoint (dpdk_cm.cc):
+// its completion goes to the endpoint's connection state, not to a CQ.
+inline constexpr uint64_t kControlSend = 1ull << 61;
+inline constexpr uint64_t kPrivateOpFlags = kNoCompletion | kNoCqEntry | kControlSend;
 inline bool wants_completion(bool selective, uint64_t flags) {
   return !(flags & kNoCompletion) && (!selective || (flags & FI_COMPLETION));
 }

@@ -209,7 +209,12 @@ TEST_F(GetinfoRing, HintsThatMatchNothingAreExactlyEnodata) {
   const Case cases[] = {
       {"caps FI_COLLECTIVE", [](fi_info* h) { h->caps = FI_MSG | FI_COLLECTIVE; }},
       {"caps FI_SOURCE_ERR without FI_SOURCE", [](fi_info* h) { h->caps = FI_MSG | FI_SOURCE_ERR; }},
-      {"ep_type FI_EP_MSG", [](fi_info* h) { h->ep_attr->type = FI_EP_MSG; }},
+      {"ep_type FI_EP_MSG with FI_SOURCE",
+       [](fi_info* h) {
+         h->ep_attr->type = FI_EP_MSG;
+         h->caps = FI_MSG | FI_SOURCE;
+       }},
+      {"ep_type FI_EP_SOCK_STREAM", [](fi_info* h) { h->ep_attr->type = FI_EP_SOCK_STREAM; }},
       {"ep_type FI_EP_DGRAM with FI_RMA",
        [](fi_info* h) {
          h->ep_attr->type = FI_EP_DGRAM;

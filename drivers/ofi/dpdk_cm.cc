@@ -1,0 +1,458 @@
+// dpdk_cm.cc: FI_EP_MSG connection management (fi_cm(3)) over the reliable
+// transport.  A connection is the transport's own connection made visible:
+// the CM messages are control messages (wire::kFlagControl,
+// doc/wire-protocol.md "Connected endpoints") on the same streams as the
+// data, so they are never lost, never doubled, and keep their order with
+// the data around them.
+//
+//   client endpoint                 passive endpoint (its listener)
+//   fi_connect  -- CONNECT(data) -->  FI_CONNREQ event, info->handle
+//                                     fi_endpoint(info) -> new endpoint
+//               <-- ACCEPT(data) --  fi_accept on the new endpoint
+//   FI_CONNECTED(data)               FI_CONNECTED once the ACCEPT is acked
+//               <-- REJECT(data) --  fi_reject: FI_ECONNREFUSED at the client
+//   fi_shutdown -- SHUTDOWN -->      FI_SHUTDOWN at the peer
+//
+// The connected peer is whoever sent the ACCEPT: the endpoint fi_accept was
+// called on, not the passive endpoint.  Every handler here runs under the
+// port lock; EQ entries take the EQ's lock inside it.
+#include <endian.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "drivers/ofi/dpdk_attr.h"
+#include "drivers/ofi/dpdk_prov.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+av::Address address_of(uint64_t source_key, uint32_t session) {
+  // proto::peer_key packs the queue above the MAC.
+  av::Address address;
+  for (int i = 5; i >= 0; --i, source_key >>= 8) address.mac[i] = static_cast<uint8_t>(source_key);
+  address.queue = static_cast<uint16_t>(source_key);
+  address.session = session;
+  return address;
+}
+
+bool same_peer(const av::Address& a, const av::Address& b) {
+  return std::memcmp(a.mac, b.mac, 6) == 0 && a.queue == b.queue;
+}
+
+// An FI_CONNREQ / FI_CONNECTED entry: fi_eq_cm_entry and the connection data.
+std::vector<uint8_t> cm_entry(fid* fid, fi_info* info, const uint8_t* data, size_t length) {
+  std::vector<uint8_t> entry(sizeof(fi_eq_cm_entry) + length);
+  fi_eq_cm_entry head{};
+  head.fid = fid;
+  head.info = info;
+  std::memcpy(entry.data(), &head, sizeof(head));
+  if (length != 0) std::memcpy(entry.data() + sizeof(head), data, length);
+  return entry;
+}
+
+void push_cm_event(Eq* eq, uint32_t type, fid* fid, fi_info* info, const uint8_t* data,
+                   size_t length) {
+  if (eq == nullptr) {
+    fi_freeinfo(info);
+    return;
+  }
+  const std::vector<uint8_t> entry = cm_entry(fid, info, data, length);
+  if (eq->push_event(type, entry.data(), entry.size()) != 0) fi_freeinfo(info);
+}
+
+void push_cm_error(Eq* eq, fid* fid, int error, const uint8_t* data, size_t length) {
+  if (eq == nullptr) return;
+  fi_eq_err_entry entry{};
+  entry.fid = fid;
+  entry.err = error;
+  entry.prov_errno = error;
+  eq->push_error(entry, std::vector<uint8_t>(data, data + length));
+}
+
+// Checks fi_connect / fi_accept / fi_reject's param and paramlen.
+bool connection_data_ok(const void* param, size_t length) {
+  return length <= wire::kMaxConnectionData && (length == 0 || param != nullptr);
+}
+
+// The passive endpoint's listener: a CONNECT becomes an FI_CONNREQ event.
+void on_connect_request(PassiveEp* pep, const av::Address& client, const uint8_t* data,
+                        size_t length) {
+  if (!pep->listening || pep->eq == nullptr) return;
+  if (pep->requests.size() >= kMaxPendingConnRequests) {
+    DPDK_WARN(FI_LOG_EP_CTRL, "passive endpoint: %zu connection requests unanswered; one more "
+                              "is dropped\n", pep->requests.size());
+    return;
+  }
+  fi_info* info = fi_dupinfo(pep->info);
+  auto* request = new (std::nothrow) ConnRequest();
+  if (info == nullptr || request == nullptr ||
+      set_info_address(info, /*source=*/false, client) != 0) {
+    fi_freeinfo(info);
+    delete request;
+    return;
+  }
+  request->fid.fclass = FI_CLASS_CONNREQ;
+  request->pep = pep;
+  request->client = client;
+  info->handle = &request->fid;
+  try {
+    pep->requests.insert(request);
+  } catch (const std::bad_alloc&) {
+    fi_freeinfo(info);
+    delete request;
+    return;
+  }
+  push_cm_event(pep->eq, FI_CONNREQ, &pep->fid.fid, info, data, length);
+}
+
+}  // namespace
+
+ConnRequest* conn_request_of(const fi_info* info) {
+  if (info == nullptr || info->handle == nullptr || info->handle->fclass != FI_CLASS_CONNREQ)
+    return nullptr;
+  return reinterpret_cast<ConnRequest*>(info->handle);
+}
+
+void release_conn_request(std::unique_ptr<ConnRequest> request) {
+  if (request && request->pep != nullptr) request->pep->requests.erase(request.get());
+}
+
+int Endpoint::send_control(const av::Address& to, uint8_t kind, const void* data,
+                           size_t length) {
+  uint8_t message[sizeof(wire::ControlBody) + wire::kMaxConnectionData];
+  wire::ControlBody body{};
+  body.kind = kind;
+  body.data_len = htobe16(static_cast<uint16_t>(length));
+  std::memcpy(message, &body, sizeof(body));
+  if (length != 0) std::memcpy(message + sizeof(body), data, length);
+  iovec iov{message, sizeof(body) + length};
+  proto::PeerAddress address;
+  std::memcpy(address.mac, to.mac, 6);
+  address.queue = to.queue;
+  address.session = to.session;
+  address.auth_key = transmit_key;
+  proto::SendRequest request;
+  request.iov = &iov;
+  request.iov_count = 1;
+  request.copy = true;
+  request.control = true;
+  request.completion = true;
+  request.user_flags = kControlSend | kind;
+  const int ret = engine_call([&] { return engine->send(address, request, now_ns()); });
+  flush();
+  return static_cast<int>(engine_errno(ret));
+}
+
+void Endpoint::on_control(uint64_t source_key, uint32_t session, const uint8_t* message,
+                          size_t length) {
+  wire::ControlBody body;
+  std::memcpy(&body, message, sizeof(body));
+  const size_t data_len = be16toh(body.data_len);
+  if (data_len != length - sizeof(body)) return;  // malformed: nothing to act on
+  const uint8_t* data = message + sizeof(body);
+  const av::Address from = address_of(source_key, session);
+  const auto kind = static_cast<wire::ControlKind>(body.kind);
+  if (listener_of != nullptr) {
+    if (kind == wire::ControlKind::kConnect) on_connect_request(listener_of, from, data, data_len);
+    return;
+  }
+  switch (kind) {
+    case wire::ControlKind::kAccept:
+      // The answer to our CONNECT, from the endpoint that accepted it.
+      if (cm_state != CmState::kConnecting) return;
+      peer = from;
+      cm_state = CmState::kConnected;
+      push_cm_event(eq, FI_CONNECTED, &fid.fid, nullptr, data, data_len);
+      return;
+    case wire::ControlKind::kReject:
+      if (cm_state != CmState::kConnecting || !same_peer(from, peer)) return;
+      cm_state = CmState::kShutdown;
+      push_cm_error(eq, &fid.fid, FI_ECONNREFUSED, data, data_len);
+      return;
+    case wire::ControlKind::kShutdown:
+      if ((cm_state != CmState::kConnected && cm_state != CmState::kAccepting) ||
+          !same_peer(from, peer))
+        return;
+      cm_state = CmState::kShutdown;
+      push_cm_event(eq, FI_SHUTDOWN, &fid.fid, nullptr, nullptr, 0);
+      return;
+    case wire::ControlKind::kConnect:
+      return;  // only a passive endpoint takes these
+  }
+}
+
+void Endpoint::on_control_sent(const proto::Completion& done) {
+  const auto kind = static_cast<wire::ControlKind>(done.user_flags & 0xFF);
+  if (done.error != 0) {
+    // The peer is gone or never answered: the connection did not happen,
+    // or ends here.
+    if (cm_state == CmState::kConnecting || cm_state == CmState::kAccepting) {
+      const int error = cm_state == CmState::kConnecting ? FI_ECONNREFUSED : FI_ECONNABORTED;
+      cm_state = CmState::kShutdown;
+      push_cm_error(eq, &fid.fid, error, nullptr, 0);
+    }
+    return;
+  }
+  if (kind == wire::ControlKind::kAccept && cm_state == CmState::kAccepting) {
+    cm_state = CmState::kConnected;
+    push_cm_event(eq, FI_CONNECTED, &fid.fid, nullptr, nullptr, 0);
+  }
+}
+
+namespace {
+
+Endpoint* msg_endpoint(fid_ep* ep_fid) {
+  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  return ep->is_msg() ? ep : nullptr;
+}
+
+int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t paramlen) {
+  Endpoint* ep = msg_endpoint(ep_fid);
+  if (ep == nullptr || !connection_data_ok(param, paramlen)) return -FI_EINVAL;
+  std::optional<av::Address> server;
+  if (addr != nullptr) {
+    server = ep->info->addr_format == FI_ADDR_STR
+                 ? av::from_string(static_cast<const char*>(addr))
+                 : av::from_native(addr, av::kNativeAddressSize);
+  } else {
+    server = info_address(ep->info, /*source=*/false);
+  }
+  if (!server) {
+    DPDK_INFO(FI_LOG_EP_CTRL, "fi_connect: no address, or not one of this provider\n");
+    return -FI_EINVAL;
+  }
+  std::lock_guard guard(ep->port().lock);
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  if (ep->eq == nullptr) return -FI_ENOEQ;
+  if (ep->cm_state != CmState::kIdle) return -FI_EISCONN;
+  ep->peer = *server;
+  ep->cm_state = CmState::kConnecting;
+  const int ret = ep->send_control(*server, static_cast<uint8_t>(wire::ControlKind::kConnect),
+                                   param, paramlen);
+  if (ret != 0) ep->cm_state = CmState::kIdle;
+  return ret;
+}
+
+int ep_accept(fid_ep* ep_fid, const void* param, size_t paramlen) {
+  Endpoint* ep = msg_endpoint(ep_fid);
+  if (ep == nullptr || !connection_data_ok(param, paramlen)) return -FI_EINVAL;
+  std::lock_guard guard(ep->port().lock);
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  if (ep->eq == nullptr) return -FI_ENOEQ;
+  if (!ep->conn_request || ep->cm_state != CmState::kIdle) return -FI_EINVAL;
+  ep->peer = ep->conn_request->client;
+  ep->cm_state = CmState::kAccepting;
+  release_conn_request(std::move(ep->conn_request));
+  const int ret = ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kAccept),
+                                   param, paramlen);
+  if (ret != 0) ep->cm_state = CmState::kIdle;
+  return ret;
+}
+
+int ep_shutdown(fid_ep* ep_fid, uint64_t flags) {
+  Endpoint* ep = msg_endpoint(ep_fid);
+  if (ep == nullptr || flags != 0) return -FI_EINVAL;
+  std::lock_guard guard(ep->port().lock);
+  if (ep->cm_state != CmState::kConnected && ep->cm_state != CmState::kAccepting)
+    return ep->cm_state == CmState::kShutdown ? 0 : -FI_ENOTCONN;
+  ep->cm_state = CmState::kShutdown;
+  // Behind everything sent before it on the stream: the peer reads its
+  // data first.  (Our own later sends are refused: -FI_ENOTCONN.)
+  ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kShutdown), nullptr, 0);
+  return 0;
+}
+
+int ep_getpeer(fid_ep* ep_fid, void* addr, size_t* addrlen) {
+  Endpoint* ep = msg_endpoint(ep_fid);
+  if (ep == nullptr || addrlen == nullptr) return -FI_EINVAL;
+  std::lock_guard guard(ep->port().lock);
+  if (ep->cm_state != CmState::kConnected && ep->cm_state != CmState::kAccepting)
+    return -FI_ENOTCONN;
+  return write_name(ep->info, ep->peer, addr, addrlen);
+}
+
+int ep_getname_cm(fid* fid, void* addr, size_t* addrlen) {
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  if (addrlen == nullptr) return -FI_EINVAL;
+  av::Address self;
+  std::memcpy(self.mac, ep->port().port->mac(), 6);
+  self.queue = ep->queue;
+  self.session = ep->session;
+  return write_name(ep->info, self, addr, addrlen);
+}
+
+fi_ops_cm g_msg_cm_ops = {
+    .size = sizeof(fi_ops_cm),
+    .setname = DPDK_ENOSYS(fi_ops_cm, setname),
+    .getname = ep_getname_cm,
+    .getpeer = ep_getpeer,
+    .connect = ep_connect,
+    .listen = DPDK_ENOSYS(fi_ops_cm, listen),
+    .accept = ep_accept,
+    .reject = DPDK_ENOSYS(fi_ops_cm, reject),
+    .shutdown = ep_shutdown,
+    .join = DPDK_ENOSYS(fi_ops_cm, join),
+};
+
+// ---- passive endpoints ----
+
+int pep_close(fid* fid) {
+  auto* pep = from_fid<PassiveEp>(fid);
+  if (pep->listener != nullptr) {
+    if (pep->eq != nullptr) pep->eq->unwatch(&pep->listener->port());
+    {
+      std::lock_guard guard(pep->listener->port().lock);
+      pep->listener->listener_of = nullptr;
+      // Claimed requests belong to their endpoints; the others end here.
+      for (ConnRequest* request : pep->requests) {
+        if (request->claimed)
+          request->pep = nullptr;
+        else
+          delete request;
+      }
+      pep->requests.clear();
+    }
+    fi_close(&pep->listener->fid.fid);
+  }
+  if (pep->domain != nullptr) fi_close(&pep->domain->fid);
+  if (pep->eq != nullptr) {
+    pep->eq->refs--;
+  }
+  pep->fabric->refs--;
+  fi_freeinfo(pep->info);
+  delete pep;
+  return 0;
+}
+
+int pep_bind(fid* pep_fid, fid* bfid, uint64_t flags) {
+  auto* pep = from_fid<PassiveEp>(pep_fid);
+  if (bfid == nullptr || bfid->fclass != FI_CLASS_EQ || flags != 0) return -FI_EINVAL;
+  if (pep->eq != nullptr) return -FI_EALREADY;
+  pep->eq = from_fid<Eq>(reinterpret_cast<fid_eq*>(bfid));
+  pep->eq->refs++;
+  pep->eq->watch(&pep->listener->port());
+  return 0;
+}
+
+int pep_listen(fid_pep* pep_fid) {
+  auto* pep = from_fid<PassiveEp>(pep_fid);
+  if (pep->eq == nullptr) return -FI_ENOEQ;
+  if (const int ret = fi_enable(&pep->listener->fid); ret != 0) return ret;
+  std::lock_guard guard(pep->listener->port().lock);
+  pep->listening = true;
+  return 0;
+}
+
+int pep_reject(fid_pep* pep_fid, fid_t handle, const void* param, size_t paramlen) {
+  auto* pep = from_fid<PassiveEp>(pep_fid);
+  if (handle == nullptr || handle->fclass != FI_CLASS_CONNREQ ||
+      !connection_data_ok(param, paramlen))
+    return -FI_EINVAL;
+  std::unique_ptr<ConnRequest> request(reinterpret_cast<ConnRequest*>(handle));
+  std::lock_guard guard(pep->listener->port().lock);
+  if (request->pep != pep || request->claimed) {
+    request.release();  // not ours to end: another's, or an endpoint's now
+    return -FI_EINVAL;
+  }
+  const av::Address client = request->client;
+  release_conn_request(std::move(request));
+  return pep->listener->send_control(client, static_cast<uint8_t>(wire::ControlKind::kReject),
+                                     param, paramlen);
+}
+
+int pep_getname(fid* fid, void* addr, size_t* addrlen) {
+  auto* pep = from_fid<PassiveEp>(fid);
+  return ep_getname_cm(&pep->listener->fid.fid, addr, addrlen);
+}
+
+// FI_OPT_CM_DATA_SIZE, the one option of a passive endpoint.
+int pep_getopt(fid*, int level, int optname, void* optval, size_t* optlen) {
+  if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE) return -FI_ENOPROTOOPT;
+  if (optval == nullptr || optlen == nullptr) return -FI_EINVAL;
+  if (*optlen < sizeof(size_t)) {
+    *optlen = sizeof(size_t);
+    return -FI_ETOOSMALL;
+  }
+  *static_cast<size_t*>(optval) = wire::kMaxConnectionData;
+  *optlen = sizeof(size_t);
+  return 0;
+}
+
+fi_ops g_pep_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = pep_close,
+    .bind = pep_bind,
+    .control = DPDK_ENOSYS(fi_ops, control),
+    .ops_open = DPDK_ENOSYS(fi_ops, ops_open),
+    .tostr = DPDK_ENOSYS(fi_ops, tostr),
+    .ops_set = DPDK_ENOSYS(fi_ops, ops_set),
+};
+
+fi_ops_ep g_pep_ep_ops = {
+    .size = sizeof(fi_ops_ep),
+    .cancel = DPDK_ENOSYS(fi_ops_ep, cancel),
+    .getopt = pep_getopt,
+    .setopt = DPDK_ENOSYS(fi_ops_ep, setopt),
+    .tx_ctx = DPDK_ENOSYS(fi_ops_ep, tx_ctx),
+    .rx_ctx = DPDK_ENOSYS(fi_ops_ep, rx_ctx),
+    .rx_size_left = DPDK_ENOSYS(fi_ops_ep, rx_size_left),
+    .tx_size_left = DPDK_ENOSYS(fi_ops_ep, tx_size_left),
+};
+
+fi_ops_cm g_pep_cm_ops = {
+    .size = sizeof(fi_ops_cm),
+    .setname = DPDK_ENOSYS(fi_ops_cm, setname),
+    .getname = pep_getname,
+    .getpeer = DPDK_ENOSYS(fi_ops_cm, getpeer),
+    .connect = DPDK_ENOSYS(fi_ops_cm, connect),
+    .listen = pep_listen,
+    .accept = DPDK_ENOSYS(fi_ops_cm, accept),
+    .reject = pep_reject,
+    .shutdown = DPDK_ENOSYS(fi_ops_cm, shutdown),
+    .join = DPDK_ENOSYS(fi_ops_cm, join),
+};
+
+}  // namespace
+
+fi_ops_cm* msg_cm_ops() { return &g_msg_cm_ops; }
+
+int passive_ep_open(fid_fabric* fabric_fid, fi_info* info, fid_pep** out, void* context) {
+  if (info == nullptr || info->ep_attr == nullptr || info->ep_attr->type != FI_EP_MSG)
+    return -FI_EINVAL;
+  auto* pep = new (std::nothrow) PassiveEp();
+  if (pep == nullptr) return -FI_ENOMEM;
+  pep->fabric = from_fid<Fabric>(fabric_fid);
+  pep->info = fi_dupinfo(info);
+  if (pep->info == nullptr) {
+    delete pep;
+    return -FI_ENOMEM;
+  }
+  // Its listener: an endpoint of a domain of its own on the info's port, at
+  // the queue info->src_addr names (fi_getname tells clients).
+  int ret = domain_open(fabric_fid, pep->info, &pep->domain, nullptr);
+  fid_ep* listener = nullptr;
+  if (ret == 0) ret = endpoint_open(pep->domain, pep->info, &listener, nullptr);
+  if (ret != 0) {
+    if (pep->domain != nullptr) fi_close(&pep->domain->fid);
+    fi_freeinfo(pep->info);
+    delete pep;
+    return ret;
+  }
+  pep->listener = from_fid<Endpoint>(listener);
+  {
+    std::lock_guard guard(pep->listener->port().lock);
+    pep->listener->listener_of = pep;
+  }
+  pep->fabric->refs++;
+  pep->fid.fid.fclass = FI_CLASS_PEP;
+  pep->fid.fid.context = context;
+  pep->fid.fid.ops = &g_pep_fid_ops;
+  pep->fid.ops = &g_pep_ep_ops;
+  pep->fid.cm = &g_pep_cm_ops;
+  *out = &pep->fid;
+  return 0;
+}
+
+}  // namespace ofi_dpdk::ofi

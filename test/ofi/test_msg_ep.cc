@@ -1,0 +1,258 @@
+// FI_EP_MSG through stock libfabric on one net_ring port (fi_cm(3),
+// fi_eq(3), fi_endpoint(3)): a passive endpoint listens, a client connects
+// with connection data, the server sees FI_CONNREQ with it, accepts on a
+// new endpoint with data of its own, both see FI_CONNECTED; messages and
+// RMA go both ways over the connection (dest_addr ignored); fi_getpeer names
+// the peer; fi_shutdown gives the peer FI_SHUTDOWN and ends sending; a
+// refused request is an FI_ECONNREFUSED error entry at the client with the
+// refusal's data; connection data above FI_OPT_CM_DATA_SIZE is -FI_EINVAL.
+#include <gtest/gtest.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_rma.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lib/av/address.h"
+#include "test/support/messaging.h"
+
+namespace ofi_dpdk::test {
+namespace {
+
+constexpr uint32_t kVersion = FI_VERSION(1, 17);
+constexpr int kWaitMs = 5000;
+
+fi_info* msg_hints() {
+  fi_info* hints = dpdk_hints();
+  hints->ep_attr->type = FI_EP_MSG;
+  hints->caps = FI_MSG | FI_RMA;
+  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+  return hints;
+}
+
+TEST(MsgGetinfo, OffersConnectedEndpointsWithoutAddressingCaps) {
+  fi_info* hints = msg_hints();
+  hints->caps = 0;
+  fi_info* info = nullptr;
+  ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), 0);
+  for (const fi_info* i = info; i != nullptr; i = i->next) {
+    EXPECT_EQ(i->ep_attr->type, FI_EP_MSG);
+    EXPECT_TRUE(i->caps & FI_RMA);
+    EXPECT_EQ(i->caps & (FI_SOURCE | FI_DIRECTED_RECV | FI_NAMED_RX_CTX), 0u);
+  }
+  fi_freeinfo(info);
+  hints->caps = FI_MSG | FI_SOURCE;
+  EXPECT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), -FI_ENODATA);
+  fi_freeinfo(hints);
+}
+
+// Reads one event of `type` (an error entry fails the test).
+std::vector<uint8_t> expect_event(fid_eq* eq, uint32_t type, fid* from) {
+  std::vector<uint8_t> buffer(sizeof(fi_eq_cm_entry) + 512);
+  uint32_t event = 0;
+  const ssize_t ret = fi_eq_sread(eq, &event, buffer.data(), buffer.size(), kWaitMs, 0);
+  EXPECT_GE(ret, static_cast<ssize_t>(sizeof(fi_eq_cm_entry))) << fi_strerror(static_cast<int>(-ret));
+  if (ret < static_cast<ssize_t>(sizeof(fi_eq_cm_entry))) return {};
+  EXPECT_EQ(event, type);
+  fi_eq_cm_entry entry;
+  std::memcpy(&entry, buffer.data(), sizeof(entry));
+  if (from != nullptr) {
+    EXPECT_EQ(entry.fid, from);
+  }
+  buffer.resize(static_cast<size_t>(ret));
+  return buffer;
+}
+
+std::string data_of(const std::vector<uint8_t>& event) {
+  if (event.size() < sizeof(fi_eq_cm_entry)) return {};
+  return std::string(reinterpret_cast<const char*>(event.data()) + sizeof(fi_eq_cm_entry),
+                     event.size() - sizeof(fi_eq_cm_entry));
+}
+
+fi_info* info_of(const std::vector<uint8_t>& event) {
+  fi_eq_cm_entry entry;
+  std::memcpy(&entry, event.data(), sizeof(entry));
+  return entry.info;
+}
+
+class MsgEp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fi_info* hints = msg_hints();
+    ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info_), 0);
+    fi_freeinfo(hints);
+    ASSERT_EQ(fi_fabric(info_->fabric_attr, &fabric_, nullptr), 0);
+    fi_eq_attr eq_attr{};
+    eq_attr.wait_obj = FI_WAIT_UNSPEC;
+    ASSERT_EQ(fi_eq_open(fabric_, &eq_attr, &server_eq_, nullptr), 0);
+    ASSERT_EQ(fi_eq_open(fabric_, &eq_attr, &client_eq_, nullptr), 0);
+    ASSERT_EQ(fi_passive_ep(fabric_, info_, &pep_, nullptr), 0);
+    ASSERT_EQ(fi_pep_bind(pep_, &server_eq_->fid, 0), 0);
+    ASSERT_EQ(fi_listen(pep_), 0);
+    pep_name_len_ = sizeof(pep_name_);
+    ASSERT_EQ(fi_getname(&pep_->fid, pep_name_, &pep_name_len_), 0);
+    ASSERT_EQ(fi_domain(fabric_, info_, &domain_, nullptr), 0);
+    client_ = open_endpoint(info_, client_eq_, &client_cq_);
+  }
+  void TearDown() override {
+    auto close = [](fid* object) {
+      if (object != nullptr) {
+        EXPECT_EQ(fi_close(object), 0);
+      }
+    };
+    for (fid_ep* ep : {client_, server_}) close(ep ? &ep->fid : nullptr);
+    for (fid_cq* cq : {client_cq_, server_cq_}) close(cq ? &cq->fid : nullptr);
+    close(pep_ ? &pep_->fid : nullptr);
+    close(domain_ ? &domain_->fid : nullptr);
+    for (fid_eq* eq : {client_eq_, server_eq_}) close(eq ? &eq->fid : nullptr);
+    close(fabric_ ? &fabric_->fid : nullptr);
+    fi_freeinfo(info_);
+  }
+  fid_ep* open_endpoint(fi_info* info, fid_eq* eq, fid_cq** cq) {
+    fi_cq_attr attr{};
+    attr.format = FI_CQ_FORMAT_DATA;
+    fid_ep* ep = nullptr;
+    EXPECT_EQ(fi_cq_open(domain_, &attr, cq, nullptr), 0);
+    EXPECT_EQ(fi_endpoint(domain_, info, &ep, nullptr), 0);
+    if (ep == nullptr) return nullptr;
+    EXPECT_EQ(fi_ep_bind(ep, &eq->fid, 0), 0);
+    EXPECT_EQ(fi_ep_bind(ep, &(*cq)->fid, FI_TRANSMIT | FI_RECV), 0);
+    EXPECT_EQ(fi_enable(ep), 0);
+    return ep;
+  }
+  // Client connects with "hello"; the server accepts with "welcome".
+  void connect() {
+    const std::string hello = "hello";
+    ASSERT_EQ(fi_connect(client_, pep_name_, hello.data(), hello.size()), 0);
+    const auto request = expect_event(server_eq_, FI_CONNREQ, &pep_->fid);
+    ASSERT_FALSE(request.empty());
+    EXPECT_EQ(data_of(request), hello);
+    fi_info* connreq = info_of(request);
+    ASSERT_NE(connreq, nullptr);
+    ASSERT_NE(connreq->handle, nullptr);
+    EXPECT_EQ(connreq->handle->fclass, FI_CLASS_CONNREQ);
+    server_ = open_endpoint(connreq, server_eq_, &server_cq_);
+    fi_freeinfo(connreq);
+    ASSERT_NE(server_, nullptr);
+    const std::string welcome = "welcome";
+    ASSERT_EQ(fi_accept(server_, welcome.data(), welcome.size()), 0);
+    const auto connected = expect_event(client_eq_, FI_CONNECTED, &client_->fid);
+    EXPECT_EQ(data_of(connected), welcome);
+    expect_event(server_eq_, FI_CONNECTED, &server_->fid);
+  }
+  // `text` from `from` arrives at `to`; both sides' completions checked.
+  void expect_message(fid_ep* from, fid_cq* from_cq, fid_ep* to, fid_cq* to_cq,
+                      const std::string& text) {
+    char buffer[128] = {};
+    ASSERT_EQ(fi_recv(to, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, buffer), 0);
+    const std::string& kept = kept_for_send(text);
+    // dest_addr means nothing on a connected endpoint.
+    ASSERT_EQ(fi_send(from, kept.data(), kept.size(), nullptr, 12345, nullptr), 0);
+    fi_cq_data_entry entry{};
+    ASSERT_EQ(wait_for_completion(to_cq, &entry), 1);
+    EXPECT_EQ(entry.op_context, buffer);
+    EXPECT_EQ(std::string(buffer, entry.len), text);
+    ASSERT_EQ(wait_for_completion(from_cq, &entry), 1);
+    EXPECT_TRUE(entry.flags & FI_SEND);
+  }
+
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_eq* server_eq_ = nullptr;
+  fid_eq* client_eq_ = nullptr;
+  fid_pep* pep_ = nullptr;
+  uint8_t pep_name_[64] = {};
+  size_t pep_name_len_ = 0;
+  fid_domain* domain_ = nullptr;
+  fid_ep* client_ = nullptr;
+  fid_ep* server_ = nullptr;
+  fid_cq* client_cq_ = nullptr;
+  fid_cq* server_cq_ = nullptr;
+};
+
+TEST_F(MsgEp, ConnectsWithDataAndCarriesMessagesBothWays) {
+  ASSERT_NO_FATAL_FAILURE(connect());
+  expect_message(client_, client_cq_, server_, server_cq_, "from the client");
+  expect_message(server_, server_cq_, client_, client_cq_, "from the server");
+  // fi_getpeer: the client's peer is the accepting endpoint, not the
+  // passive one.
+  uint8_t peer[64], server_name[64];
+  size_t peer_len = sizeof(peer), server_len = sizeof(server_name);
+  ASSERT_EQ(fi_getpeer(client_, peer, &peer_len), 0);
+  ASSERT_EQ(fi_getname(&server_->fid, server_name, &server_len), 0);
+  const auto peer_address = av::from_native(peer, peer_len);
+  const auto server_address = av::from_native(server_name, server_len);
+  const auto pep_address = av::from_native(pep_name_, pep_name_len_);
+  ASSERT_TRUE(peer_address && server_address && pep_address);
+  EXPECT_EQ(peer_address->queue, server_address->queue);
+  EXPECT_NE(peer_address->queue, pep_address->queue);
+}
+
+TEST_F(MsgEp, RmaWorksOverTheConnection) {
+  ASSERT_NO_FATAL_FAILURE(connect());
+  std::vector<char> target(64, 0);
+  fid_mr* mr = nullptr;
+  ASSERT_EQ(fi_mr_reg(domain_, target.data(), target.size(), FI_REMOTE_WRITE, 0, 0, 0, &mr,
+                      nullptr),
+            0);
+  const std::string& text = kept_for_send("written over the connection");
+  ASSERT_EQ(fi_write(client_, text.data(), text.size(), nullptr, 0,
+                     reinterpret_cast<uint64_t>(target.data()), fi_mr_key(mr), &target),
+            0);
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(wait_for_completion(client_cq_, &entry), 1);
+  EXPECT_TRUE(entry.flags & FI_WRITE);
+  EXPECT_EQ(std::string(target.data(), text.size()), text);
+  EXPECT_EQ(fi_close(&mr->fid), 0);
+}
+
+TEST_F(MsgEp, ShutdownReachesThePeerAndEndsSending) {
+  ASSERT_NO_FATAL_FAILURE(connect());
+  expect_message(client_, client_cq_, server_, server_cq_, "last words");
+  ASSERT_EQ(fi_shutdown(client_, 0), 0);
+  expect_event(server_eq_, FI_SHUTDOWN, &server_->fid);
+  const std::string& text = kept_for_send("too late");
+  EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
+}
+
+TEST_F(MsgEp, ARefusedRequestIsAnErrorWithTheRefusalsData) {
+  const std::string hello = "may I";
+  ASSERT_EQ(fi_connect(client_, pep_name_, hello.data(), hello.size()), 0);
+  const auto request = expect_event(server_eq_, FI_CONNREQ, &pep_->fid);
+  ASSERT_FALSE(request.empty());
+  fi_info* connreq = info_of(request);
+  const std::string no = "no";
+  ASSERT_EQ(fi_reject(pep_, connreq->handle, no.data(), no.size()), 0);
+  fi_freeinfo(connreq);
+  uint32_t event = 0;
+  fi_eq_cm_entry entry{};
+  ssize_t ret = -FI_EAGAIN;
+  for (int i = 0; i < 5000 && ret == -FI_EAGAIN; ++i)
+    ret = fi_eq_sread(client_eq_, &event, &entry, sizeof(entry), 1, 0);
+  ASSERT_EQ(ret, -FI_EAVAIL);
+  fi_eq_err_entry error{};
+  ASSERT_EQ(fi_eq_readerr(client_eq_, &error, 0), static_cast<ssize_t>(sizeof(error)));
+  EXPECT_EQ(error.fid, &client_->fid);
+  EXPECT_EQ(error.err, FI_ECONNREFUSED);
+  ASSERT_EQ(error.err_data_size, no.size());
+  EXPECT_EQ(std::string(static_cast<const char*>(error.err_data), error.err_data_size), no);
+  const std::string& text = kept_for_send("refused");
+  EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
+}
+
+TEST_F(MsgEp, ConnectionDataIsBoundedByItsOption) {
+  size_t size = 0, len = sizeof(size);
+  ASSERT_EQ(fi_getopt(&pep_->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len), 0);
+  EXPECT_EQ(size, 256u);
+  len = sizeof(size);
+  ASSERT_EQ(fi_getopt(&client_->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len), 0);
+  EXPECT_EQ(size, 256u);
+  const std::string too_much(size + 1, 'x');
+  EXPECT_EQ(fi_connect(client_, pep_name_, too_much.data(), too_much.size()), -FI_EINVAL);
+  const std::string& text = kept_for_send("not connected");
+  EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::test
