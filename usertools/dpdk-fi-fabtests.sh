@@ -19,9 +19,13 @@
 #     to).  runfabtests.sh runs each program through -p DIR: a folder of
 #     wrappers, one per program, that start it through the EAL launcher
 #     (usertools/dpdk-fi-run.py): a server (its last argument -E) on a new
-#     net_memif pair, a client (-E ADDRESS) on the pair its server opened,
-#     anything else (the unit tests) alone on a net_ring port.  Each pair
-#     exchanges addresses on an out-of-band port of its own (-E=PORT).
+#     net_memif pair whose ports have MACs of the pair's number, a client
+#     (-E ADDRESS) on the pair its server opened, anything else (the unit
+#     tests) alone on a net_ring port.  Each pair exchanges addresses on an
+#     out-of-band port of its own (-E=PORT), except the programs that
+#     out-of-band exchange cannot serve (connected ones, fi_poll,
+#     fi_dgram_waitset, fi_scalable_ep): their clients get the server's
+#     address in-band, -P 0 SERVER-MAC (see run-one.sh below).
 #  3. runfabtests.sh ends a failed pair, and every set, by killing the
 #     processes named fi_* it sees: it runs in a PID namespace of its own
 #     (unshare --pid --mount-proc), where it sees only the gate's own
@@ -133,23 +137,52 @@ cat >"$role_script" <<-'EOF'
 	shift
 	args=("$@")
 	count=${#args[@]}
-	# Each pair also gets an out-of-band port of its own (-E=PORT, fabtests'
-	# own option): runfabtests.sh ends a failed pair by killing the shell
-	# that started its server, not the server, so a server that waits in
-	# accept() for a client that gave up (a test of an endpoint type we do
-	# not offer) lives on to its timeout, holding the default port: with
-	# one port for all, the next pairs would meet it instead of their own.
+	# How a client learns its server's address:
+	#  - out of band (the default): fabtests' -E, each pair on a TCP port of
+	#    its own (-E=PORT, 47600 + the pair's number).  runfabtests.sh ends
+	#    a failed pair by killing the shell that started its server, not the
+	#    server, so a server waiting in accept() for a client that gave up
+	#    lives on to its timeout; on one shared port it would meet the next
+	#    pairs' clients.
+	#  - in-band, as a MAC address: the pair's ports have MACs of its number
+	#    (02:fd:HH:LL:00:01 for the server, :02 for the client) and the
+	#    client gets -P 0 SERVER-MAC (the server's -B 0 puts its endpoint on
+	#    queue 0), as a user of the provider names a peer.  For the programs
+	#    out-of-band exchange cannot serve: connected ones (-e msg, and
+	#    those whose default endpoint is FI_EP_MSG), whose clients take the
+	#    server's address only from fi_getinfo's node; and fi_poll,
+	#    fi_dgram_waitset and fi_scalable_ep, which never open the
+	#    out-of-band socket.
+	mac_of() { printf '02:fd:%02x:%02x:00:%02x' $(($1 / 256 % 256)) $(($1 % 256)) "$2"; }
+	inband=0
+	case "$(basename "$program")" in
+	fi_msg | fi_msg_epoll | fi_msg_sockets | fi_msg_pingpong | fi_msg_bw | fi_cm_data | \
+		fi_poll | fi_dgram_waitset | fi_scalable_ep) inband=1 ;;
+	esac
+	for ((i = 0; i + 1 < count; i++)); do
+		[[ "${args[i]}" == -e && "${args[i + 1]}" == msg ]] && inband=1
+	done
 	if ((count >= 1)) && [[ "${args[count - 1]}" == -E ]]; then
 		# A server: a new memif pair.
 		pair=$(( $(cat "$here/pairs/last") + 1 ))
 		echo "$pair" >"$here/pairs/last"
-		port=(--topology memif-server --socket "$here/pairs/$pair.sock")
-		args[count - 1]=-E=$((OOB_PORT_BASE + pair % 1000))
+		port=(--topology memif-server --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 1)")
+		if ((inband)); then
+			unset 'args[count - 1]'
+		else
+			args[count - 1]=-E=$((OOB_PORT_BASE + pair % 1000))
+		fi
 	elif ((count >= 2)) && [[ "${args[count - 2]}" == -E ]]; then
 		# A client: the pair its server (started just before) opened.
 		pair=$(cat "$here/pairs/last")
-		port=(--topology memif-client --socket "$here/pairs/$pair.sock")
-		args[count - 2]=-E=$((OOB_PORT_BASE + pair % 1000))
+		port=(--topology memif-client --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 2)")
+		if ((inband)); then
+			args[count - 2]=-P
+			args[count - 1]=0
+			args+=("$(mac_of "$pair" 1)")
+		else
+			args[count - 2]=-E=$((OOB_PORT_BASE + pair % 1000))
+		fi
 	else
 		port=(--topology ring)
 	fi

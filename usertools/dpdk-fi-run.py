@@ -239,8 +239,9 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
             prepare_memif_socket(path, role)
         # A socket file, not DPDK's default abstract name: it shows in the
         # file system and works across network namespaces.
+        mac = f",mac={args.mac}" if args.mac else ""
         return [f"--vdev=net_memif0,role={role},socket={path},socket-abstract=no,"
-                f"bsize={MEMIF_BUFFER}"]
+                f"bsize={MEMIF_BUFFER}{mac}"]
     if args.topology == "shared":
         return ensure_switch(args)
     if args.topology == "af_packet":
@@ -438,6 +439,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--socket", default=None, metavar="PATH",
                         help=f"memif socket path (default: {DEFAULT_SOCKET}); may name"
                              " {rank} and {local_rank}")
+    parser.add_argument("--mac", metavar="MAC",
+                        help="memif: the port's MAC address (default: the driver's), so a"
+                             " peer can name it in-band (fi_pingpong -p dpdk -P 0 MAC)")
     parser.add_argument("--iface", metavar="IF",
                         help="af_packet: the kernel interface; may name {rank} and"
                              " {local_rank}")
@@ -466,6 +470,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                              " run nothing")
     args = parser.parse_args(options)
     for option, topologies in (("socket", ("memif", "memif-server", "memif-client")),
+                               ("mac", ("memif", "memif-server", "memif-client")),
                                ("iface", ("af_packet",)), ("pci", ("pci",)),
                                ("name", ("shared",)), ("processes", ("shared",)),
                                ("switch", ("shared",))):
@@ -477,6 +482,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("--topology pci needs --pci BDF")
     if args.socket is None:
         args.socket = str(DEFAULT_SOCKET)
+    if args.mac is not None and not re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}", args.mac):
+        parser.error(f"--mac '{args.mac}': six hex bytes, e.g. 02:00:00:00:00:01")
     if args.name is None:
         args.name = "shared0"
     elif not re.fullmatch(r"[a-z0-9_]{1,11}", args.name):
