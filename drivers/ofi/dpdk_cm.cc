@@ -14,13 +14,21 @@
 //   fi_shutdown -- SHUTDOWN -->      FI_SHUTDOWN at the peer
 //
 // The connected peer is whoever sent the ACCEPT: the endpoint fi_accept was
-// called on, not the passive endpoint.  Every handler here runs under the
-// port lock; EQ entries take the EQ's lock inside it.
+// called on, not the passive endpoint.  A CONNECT carries a random nonce
+// that its ACCEPT or REJECT echoes, so no third party can answer for the
+// passive endpoint.  Every request is answered: a passive endpoint that
+// cannot take one (not listening, full, closing) and an endpoint closed
+// before accepting refuse it.  Every handler here runs under the port
+// lock; EQ entries take the EQ's lock inside it, requests their own lock
+// inside that.
 #include <endian.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <new>
+
+#include "drivers/ofi/dpdk_random.h"
 
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_prov.h"
@@ -71,19 +79,37 @@ void push_cm_error(Eq* eq, fid* fid, int error, const uint8_t* data, size_t leng
   eq->push_error(entry, std::vector<uint8_t>(data, data + length));
 }
 
-// Checks fi_connect / fi_accept / fi_reject's param and paramlen.
+// fi_connect / fi_accept / fi_reject's param: fi_cm(3) lets them cut what
+// does not fit (FI_OPT_CM_DATA_SIZE), silently.
 bool connection_data_ok(const void* param, size_t length) {
-  return length <= wire::kMaxConnectionData && (length == 0 || param != nullptr);
+  return length == 0 || param != nullptr;
 }
 
-// The passive endpoint's listener: a CONNECT becomes an FI_CONNREQ event.
-void on_connect_request(PassiveEp* pep, const av::Address& client, const uint8_t* data,
-                        size_t length) {
-  if (!pep->listening || pep->eq == nullptr) return;
+uint32_t new_nonce() {
+  uint32_t nonce = 0;
+  if (!kernel_random(&nonce, sizeof(nonce))) nonce = static_cast<uint32_t>(now_ns());
+  return nonce != 0 ? nonce : 1;
+}
+
+// The passive endpoint's listener: a CONNECT becomes an FI_CONNREQ event,
+// or a refusal when there is no room or no one to tell.
+void on_connect_request(Endpoint* listener, PassiveEp* pep, const av::Address& client,
+                        uint32_t nonce, const uint8_t* data, size_t length) {
+  auto refuse = [&] {
+    try {
+      if (listener->rejects_due.size() < kMaxPendingConnRequests)
+        listener->rejects_due.emplace_back(client, nonce);
+    } catch (const std::bad_alloc&) {
+    }
+  };
+  if (!pep->listening || pep->eq == nullptr) return refuse();
+  std::lock_guard guard(conn_request_lock());
   if (pep->requests.size() >= kMaxPendingConnRequests) {
-    DPDK_WARN(FI_LOG_EP_CTRL, "passive endpoint: %zu connection requests unanswered; one more "
-                              "is dropped\n", pep->requests.size());
-    return;
+    static bool warned = false;
+    if (!std::exchange(warned, true))
+      DPDK_WARN(FI_LOG_EP_CTRL, "passive endpoint: %zu connection requests unanswered; more are "
+                                "refused\n", pep->requests.size());
+    return refuse();
   }
   fi_info* info = fi_dupinfo(pep->info);
   auto* request = new (std::nothrow) ConnRequest();
@@ -91,23 +117,35 @@ void on_connect_request(PassiveEp* pep, const av::Address& client, const uint8_t
       set_info_address(info, /*source=*/false, client) != 0) {
     fi_freeinfo(info);
     delete request;
-    return;
+    return refuse();
   }
   request->fid.fclass = FI_CLASS_CONNREQ;
   request->pep = pep;
   request->client = client;
+  request->nonce = nonce;
   info->handle = &request->fid;
   try {
     pep->requests.insert(request);
   } catch (const std::bad_alloc&) {
     fi_freeinfo(info);
     delete request;
-    return;
+    return refuse();
   }
-  push_cm_event(pep->eq, FI_CONNREQ, &pep->fid.fid, info, data, length);
+  const std::vector<uint8_t> entry = cm_entry(&pep->fid.fid, info, data, length);
+  if (pep->eq->push_event(FI_CONNREQ, entry.data(), entry.size()) != 0) {
+    pep->requests.erase(request);
+    fi_freeinfo(info);
+    delete request;
+    refuse();
+  }
 }
 
 }  // namespace
+
+std::mutex& conn_request_lock() {
+  static std::mutex lock;
+  return lock;
+}
 
 ConnRequest* conn_request_of(const fi_info* info) {
   if (info == nullptr || info->handle == nullptr || info->handle->fclass != FI_CLASS_CONNREQ)
@@ -116,15 +154,19 @@ ConnRequest* conn_request_of(const fi_info* info) {
 }
 
 void release_conn_request(std::unique_ptr<ConnRequest> request) {
-  if (request && request->pep != nullptr) request->pep->requests.erase(request.get());
+  if (!request) return;
+  std::lock_guard guard(conn_request_lock());
+  if (request->pep != nullptr) request->pep->requests.erase(request.get());
 }
 
-int Endpoint::send_control(const av::Address& to, uint8_t kind, const void* data,
-                           size_t length) {
+int Endpoint::send_control(const av::Address& to, uint8_t kind, uint32_t nonce,
+                           const void* data, size_t length) {
+  length = std::min(length, wire::kMaxConnectionData);
   uint8_t message[sizeof(wire::ControlBody) + wire::kMaxConnectionData];
   wire::ControlBody body{};
   body.kind = kind;
   body.data_len = htobe16(static_cast<uint16_t>(length));
+  body.nonce = htobe32(nonce);
   std::memcpy(message, &body, sizeof(body));
   if (length != 0) std::memcpy(message + sizeof(body), data, length);
   iovec iov{message, sizeof(body) + length};
@@ -141,8 +183,16 @@ int Endpoint::send_control(const av::Address& to, uint8_t kind, const void* data
   request.completion = true;
   request.user_flags = kControlSend | kind;
   const int ret = engine_call([&] { return engine->send(address, request, now_ns()); });
+  if (ret == 0) ++control_in_flight;
   flush();
   return static_cast<int>(engine_errno(ret));
+}
+
+void Endpoint::send_due_rejects() {
+  std::vector<std::pair<av::Address, uint32_t>> due;
+  due.swap(rejects_due);
+  for (const auto& [client, nonce] : due)
+    send_control(client, static_cast<uint8_t>(wire::ControlKind::kReject), nonce, nullptr, 0);
 }
 
 void Endpoint::on_control(uint64_t source_key, uint32_t session, const uint8_t* message,
@@ -152,30 +202,41 @@ void Endpoint::on_control(uint64_t source_key, uint32_t session, const uint8_t* 
   const size_t data_len = be16toh(body.data_len);
   if (data_len != length - sizeof(body)) return;  // malformed: nothing to act on
   const uint8_t* data = message + sizeof(body);
+  const uint32_t nonce = be32toh(body.nonce);
   const av::Address from = address_of(source_key, session);
   const auto kind = static_cast<wire::ControlKind>(body.kind);
   if (listener_of != nullptr) {
-    if (kind == wire::ControlKind::kConnect) on_connect_request(listener_of, from, data, data_len);
+    if (kind == wire::ControlKind::kConnect)
+      on_connect_request(this, listener_of, from, nonce, data, data_len);
     return;
   }
   switch (kind) {
     case wire::ControlKind::kAccept:
       // The answer to our CONNECT, from the endpoint that accepted it.
-      if (cm_state != CmState::kConnecting) return;
+      if (cm_state != CmState::kConnecting || nonce != connect_nonce) return;
       peer = from;
       cm_state = CmState::kConnected;
+      connected_reported = true;
       push_cm_event(eq, FI_CONNECTED, &fid.fid, nullptr, data, data_len);
       return;
     case wire::ControlKind::kReject:
-      if (cm_state != CmState::kConnecting || !same_peer(from, peer)) return;
+      if (cm_state != CmState::kConnecting || nonce != connect_nonce) return;
       cm_state = CmState::kShutdown;
       push_cm_error(eq, &fid.fid, FI_ECONNREFUSED, data, data_len);
       return;
     case wire::ControlKind::kShutdown:
-      if ((cm_state != CmState::kConnected && cm_state != CmState::kAccepting) ||
-          !same_peer(from, peer))
+      // Also after our own fi_shutdown: each side hears of the other's.
+      if (cm_state == CmState::kIdle || cm_state == CmState::kConnecting ||
+          shutdown_reported || !same_peer(from, peer))
         return;
+      if (!connected_reported) {
+        // Our ACCEPT arrived (the peer shut the connection down), though
+        // its acknowledgement has not been taken yet.
+        connected_reported = true;
+        push_cm_event(eq, FI_CONNECTED, &fid.fid, nullptr, nullptr, 0);
+      }
       cm_state = CmState::kShutdown;
+      shutdown_reported = true;
       push_cm_event(eq, FI_SHUTDOWN, &fid.fid, nullptr, nullptr, 0);
       return;
     case wire::ControlKind::kConnect:
@@ -185,6 +246,7 @@ void Endpoint::on_control(uint64_t source_key, uint32_t session, const uint8_t* 
 
 void Endpoint::on_control_sent(const proto::Completion& done) {
   const auto kind = static_cast<wire::ControlKind>(done.user_flags & 0xFF);
+  if (control_in_flight > 0) --control_in_flight;
   if (done.error != 0) {
     // The peer is gone or never answered: the connection did not happen,
     // or ends here.
@@ -195,8 +257,10 @@ void Endpoint::on_control_sent(const proto::Completion& done) {
     }
     return;
   }
-  if (kind == wire::ControlKind::kAccept && cm_state == CmState::kAccepting) {
+  if (kind == wire::ControlKind::kAccept && !connected_reported &&
+      cm_state == CmState::kAccepting) {
     cm_state = CmState::kConnected;
+    connected_reported = true;
     push_cm_event(eq, FI_CONNECTED, &fid.fid, nullptr, nullptr, 0);
   }
 }
@@ -228,9 +292,10 @@ int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t param
   if (ep->eq == nullptr) return -FI_ENOEQ;
   if (ep->cm_state != CmState::kIdle) return -FI_EISCONN;
   ep->peer = *server;
+  ep->connect_nonce = new_nonce();
   ep->cm_state = CmState::kConnecting;
   const int ret = ep->send_control(*server, static_cast<uint8_t>(wire::ControlKind::kConnect),
-                                   param, paramlen);
+                                   ep->connect_nonce, param, paramlen);
   if (ret != 0) ep->cm_state = CmState::kIdle;
   return ret;
 }
@@ -242,12 +307,24 @@ int ep_accept(fid_ep* ep_fid, const void* param, size_t paramlen) {
   if (!ep->enabled) return -FI_EOPBADSTATE;
   if (ep->eq == nullptr) return -FI_ENOEQ;
   if (!ep->conn_request || ep->cm_state != CmState::kIdle) return -FI_EINVAL;
-  ep->peer = ep->conn_request->client;
+  uint32_t nonce;
+  {
+    std::lock_guard requests(conn_request_lock());
+    if (ep->conn_request->answered) return -FI_EINVAL;  // fi_reject came first
+    ep->conn_request->answered = true;
+    ep->peer = ep->conn_request->client;
+    nonce = ep->conn_request->nonce;
+  }
   ep->cm_state = CmState::kAccepting;
-  release_conn_request(std::move(ep->conn_request));
+  // The request stays the endpoint's until it closes: the application may
+  // still name it (fabtests' fi_reject after a failed connection).
   const int ret = ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kAccept),
-                                   param, paramlen);
-  if (ret != 0) ep->cm_state = CmState::kIdle;
+                                   nonce, param, paramlen);
+  if (ret != 0) {
+    ep->cm_state = CmState::kIdle;
+    std::lock_guard requests(conn_request_lock());
+    ep->conn_request->answered = false;
+  }
   return ret;
 }
 
@@ -257,11 +334,12 @@ int ep_shutdown(fid_ep* ep_fid, uint64_t flags) {
   std::lock_guard guard(ep->port().lock);
   if (ep->cm_state != CmState::kConnected && ep->cm_state != CmState::kAccepting)
     return ep->cm_state == CmState::kShutdown ? 0 : -FI_ENOTCONN;
-  ep->cm_state = CmState::kShutdown;
   // Behind everything sent before it on the stream: the peer reads its
   // data first.  (Our own later sends are refused: -FI_ENOTCONN.)
-  ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kShutdown), nullptr, 0);
-  return 0;
+  const int ret =
+      ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kShutdown), 0, nullptr, 0);
+  if (ret == 0) ep->cm_state = CmState::kShutdown;
+  return ret;
 }
 
 int ep_getpeer(fid_ep* ep_fid, void* addr, size_t* addrlen) {
@@ -305,14 +383,24 @@ int pep_close(fid* fid) {
     {
       std::lock_guard guard(pep->listener->port().lock);
       pep->listener->listener_of = nullptr;
-      // Claimed requests belong to their endpoints; the others end here.
-      for (ConnRequest* request : pep->requests) {
-        if (request->claimed)
-          request->pep = nullptr;
-        else
+      std::vector<std::pair<av::Address, uint32_t>> refused;
+      {
+        // Claimed requests belong to their endpoints; the others end here,
+        // refused: their clients hear of it.
+        std::lock_guard requests(conn_request_lock());
+        for (ConnRequest* request : pep->requests) {
+          if (request->claimed) {
+            request->pep = nullptr;
+            continue;
+          }
+          if (!request->answered) refused.emplace_back(request->client, request->nonce);
           delete request;
+        }
+        pep->requests.clear();
       }
-      pep->requests.clear();
+      for (const auto& [client, nonce] : refused)
+        pep->listener->send_control(client, static_cast<uint8_t>(wire::ControlKind::kReject),
+                                    nonce, nullptr, 0);
     }
     fi_close(&pep->listener->fid.fid);
   }
@@ -332,7 +420,7 @@ int pep_bind(fid* pep_fid, fid* bfid, uint64_t flags) {
   if (pep->eq != nullptr) return -FI_EALREADY;
   pep->eq = from_fid<Eq>(reinterpret_cast<fid_eq*>(bfid));
   pep->eq->refs++;
-  pep->eq->watch(&pep->listener->port());
+  pep->eq->watch(pep->listener->domain->port);
   return 0;
 }
 
@@ -350,16 +438,25 @@ int pep_reject(fid_pep* pep_fid, fid_t handle, const void* param, size_t paramle
   if (handle == nullptr || handle->fclass != FI_CLASS_CONNREQ ||
       !connection_data_ok(param, paramlen))
     return -FI_EINVAL;
-  std::unique_ptr<ConnRequest> request(reinterpret_cast<ConnRequest*>(handle));
+  auto* request = reinterpret_cast<ConnRequest*>(handle);
   std::lock_guard guard(pep->listener->port().lock);
-  if (request->pep != pep || request->claimed) {
-    request.release();  // not ours to end: another's, or an endpoint's now
-    return -FI_EINVAL;
+  av::Address client;
+  uint32_t nonce;
+  {
+    std::lock_guard requests(conn_request_lock());
+    // Only a live request of this passive endpoint, not answered yet
+    // (one fi_endpoint took and did not accept may still be refused).
+    if (pep->requests.count(request) == 0 || request->answered) return -FI_EINVAL;
+    request->answered = true;
+    client = request->client;
+    nonce = request->nonce;
+    if (!request->claimed) {
+      pep->requests.erase(request);
+      delete request;
+    }
   }
-  const av::Address client = request->client;
-  release_conn_request(std::move(request));
   return pep->listener->send_control(client, static_cast<uint8_t>(wire::ControlKind::kReject),
-                                     param, paramlen);
+                                     nonce, param, paramlen);
 }
 
 int pep_getname(fid* fid, void* addr, size_t* addrlen) {

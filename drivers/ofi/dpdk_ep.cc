@@ -92,11 +92,40 @@ void linger(Endpoint* ep) {
   }
 }
 
+// FI_EP_MSG at close: a peer still connected hears that we went (fi_cm(3))
+// and a request never answered is refused, while the endpoint still takes
+// the acknowledgements: the control messages are resent for a while (a
+// first one to a peer waits for the handshake).  Lock held.
+void say_goodbye(Endpoint* ep) {
+  constexpr uint64_t kGoodbyeNs = 500'000'000;
+  const bool connected =
+      ep->cm_state == CmState::kConnected || ep->cm_state == CmState::kAccepting;
+  if (ep->enabled && connected &&
+      ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kShutdown), 0, nullptr,
+                       0) == 0)
+    ep->cm_state = CmState::kShutdown;
+  if (ep->conn_request) {
+    bool refuse = false;
+    {
+      std::lock_guard requests(conn_request_lock());
+      refuse = !ep->conn_request->answered;
+      ep->conn_request->answered = true;
+    }
+    if (refuse && ep->enabled)
+      ep->send_control(ep->conn_request->client, static_cast<uint8_t>(wire::ControlKind::kReject),
+                       ep->conn_request->nonce, nullptr, 0);
+    release_conn_request(std::move(ep->conn_request));
+  }
+  for (const uint64_t start = now_ns(); ep->control_in_flight > 0 && now_ns() - start < kGoodbyeNs;)
+    ep->port().progress();
+}
+
 int ep_close(fid* fid) {
   Endpoint* ep = from_fid<Endpoint>(fid);
   {
     PortContext& port = ep->port();
     std::lock_guard guard(port.lock);
+    if (ep->is_msg()) say_goodbye(ep);
     // Sends held for company (proto::Engine::holding_bundle) go now: a
     // sender that closes right after a burst has no later pass to wait for.
     if (ep->enabled) ep->flush();
@@ -106,16 +135,7 @@ int ep_close(fid* fid) {
       port.endpoints[ep->queue] = nullptr;
     port.port->unbind_endpoint_queue(ep->queue);
     ep->release_auth_keys();
-    if (ep->is_msg()) {
-      // A peer still connected hears that we went (fi_cm(3)); a request
-      // never answered ends.
-      if (ep->enabled &&
-          (ep->cm_state == CmState::kConnected || ep->cm_state == CmState::kAccepting)) {
-        ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kShutdown), nullptr, 0);
-        linger(ep);
-      }
-      release_conn_request(std::move(ep->conn_request));
-    }
+    if (ep->is_msg()) say_goodbye(ep);
     if (ep->av != nullptr) std::erase(ep->av->endpoints, ep);
     if (ep->parent != nullptr) forget_context(ep);
     // The engine gives back the mbufs it keeps (PortContext::release) while
@@ -213,7 +233,7 @@ int ep_bind(fid* ep_fid, fid* bfid, uint64_t flags) {
       ep->eq = from_fid<Eq>(bfid);
       ep->eq->refs++;
       // Connection events arrive through the port: reading the EQ drives it.
-      if (ep->is_msg()) ep->eq->watch(&ep->port());
+      if (ep->is_msg()) ep->eq->watch(ep->domain->port);
       return 0;
     }
     case FI_CLASS_CNTR:
@@ -538,7 +558,11 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
   // fi_endpoint of an FI_CONNREQ's info: the endpoint that accepts it, on
   // any free queue (src_addr names the passive endpoint's).
   ConnRequest* request = type == FI_EP_MSG ? conn_request_of(info) : nullptr;
-  if (request != nullptr && request->claimed) return -FI_EINVAL;
+  if (request != nullptr) {
+    std::lock_guard requests(conn_request_lock());
+    if (request->claimed) return -FI_EINVAL;
+    request->claimed = true;  // this call's, until the endpoint closes
+  }
   const int requested = request != nullptr ? kAnyQueue : requested_queue(info);
   if (requested < 0) return requested;
   const auto wanted = static_cast<uint16_t>(requested);
@@ -547,10 +571,15 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
       domain, info, context,
       [wanted](PortContext& port, Endpoint* opened) { return claim_queue(port, opened, wanted); },
       &ep);
-  if (ret != 0) return ret;
+  if (ret != 0) {
+    if (request != nullptr) {
+      std::lock_guard requests(conn_request_lock());
+      request->claimed = false;
+    }
+    return ret;
+  }
   if (request != nullptr) {
     std::lock_guard guard(ep->port().lock);
-    request->claimed = true;
     ep->conn_request.reset(request);
   }
   *out = &ep->fid;

@@ -32,8 +32,14 @@ int Eq::push_event(uint32_t type, const void* data, size_t len) {
 int Eq::push_error(const fi_eq_err_entry& error, std::vector<uint8_t> err_data) {
   try {
     std::lock_guard guard(lock);
-    errors.push_back(error);
+    // Both or neither: readerr pairs them by position.
     error_data.push_back(std::move(err_data));
+    try {
+      errors.push_back(error);
+    } catch (const std::bad_alloc&) {
+      error_data.pop_back();
+      throw;
+    }
     wait_fd.signal();
   } catch (const std::bad_alloc&) {
     DPDK_WARN(FI_LOG_EQ, "EQ error entry lost: out of memory\n");
@@ -42,19 +48,22 @@ int Eq::push_error(const fi_eq_err_entry& error, std::vector<uint8_t> err_data) 
   return 0;
 }
 
-void Eq::watch(PortContext* port) {
+void Eq::watch(std::shared_ptr<PortContext> port) {
   std::lock_guard guard(lock);
-  watched.push_back(port);
+  watched.push_back(std::move(port));
 }
 
-void Eq::unwatch(PortContext* port) {
+void Eq::unwatch(const PortContext* port) {
   std::lock_guard guard(lock);
-  auto it = std::find(watched.begin(), watched.end(), port);
+  auto it = std::find_if(watched.begin(), watched.end(),
+                         [port](const auto& p) { return p.get() == port; });
   if (it != watched.end()) watched.erase(it);
 }
 
 void Eq::progress_watched() {
-  std::vector<PortContext*> ports;
+  // Copies of the references: a port stays open while this pass uses it,
+  // whatever another thread closes meanwhile.
+  std::vector<std::shared_ptr<PortContext>> ports;
   {
     std::lock_guard guard(lock);
     if (watched.empty()) return;
@@ -62,8 +71,7 @@ void Eq::progress_watched() {
   }
   std::sort(ports.begin(), ports.end());
   ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
-  // (A port stays open while an endpoint bound to this EQ uses it.)
-  for (PortContext* port : ports) {
+  for (const auto& port : ports) {
     std::lock_guard guard(port->lock);
     port->progress_if_manual();
   }

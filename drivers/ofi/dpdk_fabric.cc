@@ -44,6 +44,7 @@ int fabric_trywait(fid_fabric*, fid** fids, int count) {
       }
       case FI_CLASS_EQ: {
         Eq* eq = from_fid<Eq>(fids[i]);
+        eq->progress_watched();  // connection events arrive through ports
         std::lock_guard guard(eq->lock);
         if (!eq->events.empty() || !eq->errors.empty()) return -FI_EAGAIN;
         break;

@@ -308,6 +308,7 @@ void Endpoint::flush() {
               done.tag, source});
   }
   engine->completions().clear();
+  if (!rejects_due.empty()) send_due_rejects();  // a listener's, owed since its frames came
 }
 
 namespace {

@@ -390,16 +390,16 @@ struct Eq {
   // The ports of the FI_EP_MSG endpoints and passive endpoints bound to
   // it: reading the EQ progresses them (connection events arrive there),
   // one entry per binding.  Under `lock`.
-  std::vector<PortContext*> watched;
-  void watch(PortContext* port);
-  void unwatch(PortContext* port);
+  std::vector<std::shared_ptr<PortContext>> watched;
+  void watch(std::shared_ptr<PortContext> port);
+  void unwatch(const PortContext* port);
   // Runs a progress pass on each watched port (manual progress); takes
   // each port's lock, never the EQ's while holding one.
   void progress_watched();
   std::atomic<int> refs{0};
-  // FI_WAIT_FD: readable while an event or error is queued.  EQ entries are
-  // made inside fi_* calls, never by the progress loop, so the writer
-  // signals it directly.
+  // FI_WAIT_FD: readable while an event or error is queued; whoever writes
+  // an entry (an fi_* call, or a progress pass with a connection event)
+  // signals it.
   WaitFd wait_fd;
 
   // Provider-made entries (dpdk_eq.cc); each takes the EQ lock.  Return
@@ -487,15 +487,27 @@ struct Endpoint {
   // the passive endpoint a listener serves.  Lock held.
   CmState cm_state = CmState::kIdle;
   av::Address peer{};
+  uint32_t connect_nonce = 0;      // what the answer to our CONNECT echoes
+  bool connected_reported = false;  // FI_CONNECTED is on the EQ
+  bool shutdown_reported = false;   // FI_SHUTDOWN is on the EQ
+  size_t control_in_flight = 0;     // control messages not acknowledged yet
   std::unique_ptr<ConnRequest> conn_request;
   PassiveEp* listener_of = nullptr;
+  // A listener's refusals owed (address, nonce), sent at the end of its
+  // next flush: the control handler runs inside the engine, which a send
+  // from there would re-enter.
+  std::vector<std::pair<av::Address, uint32_t>> rejects_due;
   bool is_msg() const { return info->ep_attr->type == FI_EP_MSG; }
   // A control message from the peer `source_key` (proto::ControlHandler).
   void on_control(uint64_t source_key, uint32_t session, const uint8_t* body, size_t length);
   // A control message of ours completed (acknowledged, or failed).
   void on_control_sent(const proto::Completion& done);
-  // Sends a control message of `kind` with `data` to `to`.  Lock held.
-  int send_control(const av::Address& to, uint8_t kind, const void* data, size_t length);
+  // Sends a control message of `kind` with `nonce` and `data` (cut to
+  // wire::kMaxConnectionData) to `to`.  Lock held.
+  int send_control(const av::Address& to, uint8_t kind, uint32_t nonce, const void* data,
+                   size_t length);
+  // Sends the refusals owed (rejects_due).  Lock held.
+  void send_due_rejects();
 
   PortContext& port() { return *domain->port; }
   // dpdk_ep_addr.cc.  Lock held.  Where a transfer to `dest` goes: its
@@ -569,12 +581,18 @@ struct PassiveEp {
 };
 // The handle of an FI_CONNREQ event (info->handle): who asked.  fi_endpoint
 // of that info moves it into the new endpoint; fi_reject ends it.
+// Requests are shared by a passive endpoint and the endpoint that takes
+// one, which may be on another port: they have a lock of their own
+// (conn_request_lock()), taken after any port lock.
 struct ConnRequest {
   ::fid fid;
-  PassiveEp* pep;
+  PassiveEp* pep;        // null once the passive endpoint closed
   av::Address client;
+  uint32_t nonce = 0;    // the CONNECT's, which the answer echoes
   bool claimed = false;  // an endpoint holds it (one fi_endpoint per request)
+  bool answered = false; // accepted or rejected
 };
+std::mutex& conn_request_lock();
 // The most connection requests a passive endpoint holds unanswered; more
 // are refused (a stranger's flood costs no more).
 inline constexpr size_t kMaxPendingConnRequests = 1024;

@@ -246,7 +246,9 @@ struct ControlBody {
   uint8_t kind;        // ControlKind
   uint8_t reserved8;   // 0
   uint16_t data_len;   // at most kMaxConnectionData
-  uint32_t reserved32; // 0
+  // CONNECT: a random number its answer (ACCEPT or REJECT) echoes; the
+  // connecting endpoint takes no answer without it.  SHUTDOWN: 0.
+  uint32_t nonce;
 };
 static_assert(sizeof(ControlBody) == 8);
 

@@ -5,7 +5,9 @@
 // RMA go both ways over the connection (dest_addr ignored); fi_getpeer names
 // the peer; fi_shutdown gives the peer FI_SHUTDOWN and ends sending; a
 // refused request is an FI_ECONNREFUSED error entry at the client with the
-// refusal's data; connection data above FI_OPT_CM_DATA_SIZE is -FI_EINVAL.
+// refusal's data, and so is a request whose endpoint closed unanswered;
+// both sides calling fi_shutdown each see the other's FI_SHUTDOWN;
+// connection data above FI_OPT_CM_DATA_SIZE is cut to it (fi_cm(3)).
 #include <gtest/gtest.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_rma.h>
@@ -216,6 +218,21 @@ TEST_F(MsgEp, ShutdownReachesThePeerAndEndsSending) {
   EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
 }
 
+// The client's EQ: an FI_ECONNREFUSED error entry; returns its err_data.
+std::string expect_refusal(fid_eq* eq, fid* from) {
+  uint32_t event = 0;
+  fi_eq_cm_entry entry{};
+  ssize_t ret = -FI_EAGAIN;
+  for (int i = 0; i < 5000 && ret == -FI_EAGAIN; ++i)
+    ret = fi_eq_sread(eq, &event, &entry, sizeof(entry), 1, 0);
+  EXPECT_EQ(ret, -FI_EAVAIL);
+  fi_eq_err_entry error{};
+  EXPECT_EQ(fi_eq_readerr(eq, &error, 0), static_cast<ssize_t>(sizeof(error)));
+  EXPECT_EQ(error.fid, from);
+  EXPECT_EQ(error.err, FI_ECONNREFUSED);
+  return std::string(static_cast<const char*>(error.err_data), error.err_data_size);
+}
+
 TEST_F(MsgEp, ARefusedRequestIsAnErrorWithTheRefusalsData) {
   const std::string hello = "may I";
   ASSERT_EQ(fi_connect(client_, pep_name_, hello.data(), hello.size()), 0);
@@ -224,21 +241,47 @@ TEST_F(MsgEp, ARefusedRequestIsAnErrorWithTheRefusalsData) {
   fi_info* connreq = info_of(request);
   const std::string no = "no";
   ASSERT_EQ(fi_reject(pep_, connreq->handle, no.data(), no.size()), 0);
+  // Expect: a request is answered once.
+  EXPECT_EQ(fi_reject(pep_, connreq->handle, nullptr, 0), -FI_EINVAL);
   fi_freeinfo(connreq);
-  uint32_t event = 0;
-  fi_eq_cm_entry entry{};
-  ssize_t ret = -FI_EAGAIN;
-  for (int i = 0; i < 5000 && ret == -FI_EAGAIN; ++i)
-    ret = fi_eq_sread(client_eq_, &event, &entry, sizeof(entry), 1, 0);
-  ASSERT_EQ(ret, -FI_EAVAIL);
-  fi_eq_err_entry error{};
-  ASSERT_EQ(fi_eq_readerr(client_eq_, &error, 0), static_cast<ssize_t>(sizeof(error)));
-  EXPECT_EQ(error.fid, &client_->fid);
-  EXPECT_EQ(error.err, FI_ECONNREFUSED);
-  ASSERT_EQ(error.err_data_size, no.size());
-  EXPECT_EQ(std::string(static_cast<const char*>(error.err_data), error.err_data_size), no);
+  EXPECT_EQ(expect_refusal(client_eq_, &client_->fid), no);
   const std::string& text = kept_for_send("refused");
   EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
+}
+
+TEST_F(MsgEp, ARequestTakenAndNotAcceptedIsRefused) {
+  ASSERT_EQ(fi_connect(client_, pep_name_, nullptr, 0), 0);
+  const auto request = expect_event(server_eq_, FI_CONNREQ, &pep_->fid);
+  ASSERT_FALSE(request.empty());
+  fi_info* connreq = info_of(request);
+  // fabtests' error path: fi_endpoint took the request, then fi_reject.
+  server_ = open_endpoint(connreq, server_eq_, &server_cq_);
+  ASSERT_NE(server_, nullptr);
+  ASSERT_EQ(fi_reject(pep_, connreq->handle, "x", 1), 0);
+  EXPECT_EQ(fi_accept(server_, nullptr, 0), -FI_EINVAL);
+  fi_freeinfo(connreq);
+  EXPECT_EQ(expect_refusal(client_eq_, &client_->fid), "x");
+}
+
+TEST_F(MsgEp, AnEndpointClosedBeforeAcceptingRefusesItsRequest) {
+  ASSERT_EQ(fi_connect(client_, pep_name_, nullptr, 0), 0);
+  const auto request = expect_event(server_eq_, FI_CONNREQ, &pep_->fid);
+  ASSERT_FALSE(request.empty());
+  fi_info* connreq = info_of(request);
+  server_ = open_endpoint(connreq, server_eq_, &server_cq_);
+  fi_freeinfo(connreq);
+  ASSERT_NE(server_, nullptr);
+  ASSERT_EQ(fi_close(&server_->fid), 0);
+  server_ = nullptr;
+  EXPECT_EQ(expect_refusal(client_eq_, &client_->fid), "");
+}
+
+TEST_F(MsgEp, BothSidesShuttingDownEachHearTheOther) {
+  ASSERT_NO_FATAL_FAILURE(connect());
+  ASSERT_EQ(fi_shutdown(client_, 0), 0);
+  ASSERT_EQ(fi_shutdown(server_, 0), 0);
+  expect_event(server_eq_, FI_SHUTDOWN, &server_->fid);
+  expect_event(client_eq_, FI_SHUTDOWN, &client_->fid);
 }
 
 TEST_F(MsgEp, ConnectionDataIsBoundedByItsOption) {
@@ -248,10 +291,19 @@ TEST_F(MsgEp, ConnectionDataIsBoundedByItsOption) {
   len = sizeof(size);
   ASSERT_EQ(fi_getopt(&client_->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len), 0);
   EXPECT_EQ(size, 256u);
-  const std::string too_much(size + 1, 'x');
-  EXPECT_EQ(fi_connect(client_, pep_name_, too_much.data(), too_much.size()), -FI_EINVAL);
   const std::string& text = kept_for_send("not connected");
   EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
+  // fi_cm(3): data that does not fit is cut, silently.
+  std::string too_much(size + 44, 'x');
+  too_much.replace(size, 44, std::string(44, 'y'));
+  ASSERT_EQ(fi_connect(client_, pep_name_, too_much.data(), too_much.size()), 0);
+  const auto request = expect_event(server_eq_, FI_CONNREQ, &pep_->fid);
+  EXPECT_EQ(data_of(request), std::string(size, 'x'));
+  if (!request.empty()) {
+    fi_info* connreq = info_of(request);
+    EXPECT_EQ(fi_reject(pep_, connreq->handle, nullptr, 0), 0);
+    fi_freeinfo(connreq);
+  }
 }
 
 }  // namespace
