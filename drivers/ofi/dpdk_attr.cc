@@ -246,9 +246,9 @@ fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type
     info->tx_attr->caps &= kDatagramCaps;
     info->rx_attr->caps &= kDatagramCaps;
     // Datagrams are not resent: one lost leaves the next ones where they
-    // land, so no order is promised.
-    info->tx_attr->msg_order = FI_ORDER_NONE;
-    info->rx_attr->msg_order = FI_ORDER_NONE;
+    // land, so no order is promised (FI_ORDER_NONE, a name 2.x deprecates).
+    info->tx_attr->msg_order = 0;
+    info->rx_attr->msg_order = 0;
     info->tx_attr->rma_iov_limit = 0;
     info->ep_attr->mem_tag_format = kMemTagFormat;
     max_msg_size = std::min(max_msg_size, kDatagramMaxMsgSize);
