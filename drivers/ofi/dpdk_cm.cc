@@ -188,6 +188,14 @@ int Endpoint::send_control(const av::Address& to, uint8_t kind, uint32_t nonce,
   return static_cast<int>(engine_errno(ret));
 }
 
+bool Endpoint::accepts_sender(uint64_t source_key) const {
+  // A listener takes only CONNECTs (control messages pass the filter);
+  // before it is connected an endpoint expects nothing from anyone.
+  if (listener_of != nullptr || cm_state == CmState::kIdle || cm_state == CmState::kConnecting)
+    return false;
+  return source_key == proto::peer_key(peer.mac, peer.queue);
+}
+
 void Endpoint::send_due_rejects() {
   std::vector<std::pair<av::Address, uint32_t>> due;
   due.swap(rejects_due);

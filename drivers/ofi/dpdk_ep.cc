@@ -524,11 +524,16 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
   ep->engine->set_frame_keeper(domain->port.get());
-  if (ep->is_msg())
+  if (ep->is_msg()) {
     ep->engine->set_control_handler(
         [ep](uint64_t source_key, uint32_t session, const uint8_t* body, size_t length) {
           ep->on_control(source_key, session, body, length);
         });
+    // A stranger's messages never reach a connected endpoint's receives,
+    // nor its requests its memory.
+    ep->engine->set_sender_filter(
+        [ep](uint64_t source_key) { return ep->accepts_sender(source_key); });
+  }
   ep->target_host = make_target_host(ep);
   ep->target = std::make_unique<remote::Target>(*ep->target_host, *ep->engine);
   domain->refs++;

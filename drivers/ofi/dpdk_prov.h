@@ -508,6 +508,9 @@ struct Endpoint {
                    size_t length);
   // Sends the refusals owed (rejects_due).  Lock held.
   void send_due_rejects();
+  // Whether messages and requests from `source_key` are taken: on a
+  // connected endpoint only its peer's (proto::SenderFilter).
+  bool accepts_sender(uint64_t source_key) const;
 
   PortContext& port() { return *domain->port; }
   // dpdk_ep_addr.cc.  Lock held.  Where a transfer to `dest` goes: its

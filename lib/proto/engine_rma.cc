@@ -173,6 +173,8 @@ void Engine::run_request(Connection& c, RemoteHold in) {
     response.status = kErrTooLarge;
   else if (in->region_gone)
     response.status = kErrKeyRejected;  // as if it had come after the close
+  else if (sender_filter_ && !sender_filter_(c.source_key))
+    response.status = kErrNoHandler;  // not a peer this endpoint serves
   else if (request_handler_)
     response = request_handler_(c.source_key, in->bytes.get(), in->head,
                                 in->length - in->head);

@@ -128,7 +128,9 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
   if (c.inbound != nullptr) {
     InboundMessage* in = c.inbound;
     c.inbound = nullptr;
-    if (in->to_user) {
+    if (in->discard) {
+      // A refused sender's: no receive to fail.
+    } else if (in->to_user) {
       fail_recv(&c, in->recv, error, prov_errno, in->sender);
     } else {
       UnexpectedMessage& u = *in->unexpected;
@@ -297,6 +299,15 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
   if (c.inbound == nullptr && (h.flags & wire::kFlagControl)) {
     take_control(c, h, payload);
     return true;
+  }
+  if (c.inbound == nullptr && sender_filter_ && !sender_filter_(c.source_key)) {
+    // Consumed segment by segment and dropped: the stream goes on.
+    InboundMessage* in = new_inbound();
+    in->length = h.msg_len;
+    in->msg_id = h.msg_id;
+    in->to_user = true;  // into a receive of no bytes
+    in->discard = true;
+    c.inbound = in;
   }
   if (c.inbound == nullptr && (h.flags & wire::kFlagRendezvous))
     return take_rendezvous(c, h, payload);

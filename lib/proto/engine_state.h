@@ -80,6 +80,7 @@ struct InboundMessage {
   bool has_data = false;
   uint64_t cq_data = 0;
   bool notify = false;  // kFlagDeliveryNotice
+  bool discard = false;  // from a sender the filter refuses: placed nowhere
 };
 
 // What a receive reports of an unexpected message (receiver.cc).

@@ -232,7 +232,9 @@ void Engine::notify_delivered(const UnexpectedMessage& u) {
 void Engine::finish_message(Connection& c) {
   InboundMessage* in = c.inbound;
   c.inbound = nullptr;
-  if (in->to_user) {
+  if (in->discard) {
+    ++stats_.refused_messages;
+  } else if (in->to_user) {
     complete_recv(&c, in->recv, *in, nullptr);
     if (in->notify) send_response(c, in->msg_id, Response{});
   } else {

@@ -167,6 +167,10 @@ struct Response {
 using ControlHandler = std::function<void(uint64_t source_key, uint32_t session,
                                           const uint8_t* body, size_t length)>;
 
+// Whether messages and requests from the peer whose address is
+// `source_key` are taken (FI_EP_MSG: only the connected peer's).
+using SenderFilter = std::function<bool(uint64_t source_key)>;
+
 // `placed`: how many bytes after `request` (its head, `length` bytes) went
 // straight where the RequestPlacer said; 0 when the request was assembled
 // whole.
@@ -336,8 +340,9 @@ struct TransportStats {
   // frames of the other kind (a datagram at a reliable endpoint, or the
   // reverse; counted in bad_frames too).
   uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_dropped = 0;
-  // FI_EP_MSG control messages taken (handed to the control handler).
-  uint64_t control_messages = 0;
+  // FI_EP_MSG control messages taken (handed to the control handler), and
+  // messages dropped because the sender filter refused their sender.
+  uint64_t control_messages = 0, refused_messages = 0;
   // Requests taken while this endpoint held its full budget of answers
   // unacknowledged, run once it did not (engine_rma.cc).
   uint64_t requests_deferred = 0;
@@ -460,6 +465,11 @@ class Engine {
   void set_request_handler(RequestHandler handler) { request_handler_ = std::move(handler); }
   // Takes control messages (FI_EP_MSG); without one they are dropped.
   void set_control_handler(ControlHandler handler) { control_handler_ = std::move(handler); }
+  // With a filter, a message from a sender it refuses is taken off the
+  // stream and dropped (no receive sees it; refused_messages), and a
+  // request is answered kErrNoHandler without running.  Control messages
+  // pass.  Without one, every sender's are taken.
+  void set_sender_filter(SenderFilter filter) { sender_filter_ = std::move(filter); }
   // Optional: lets a request's payload skip the assembly buffer.
   void set_request_placer(RequestPlacer placer) { request_placer_ = std::move(placer); }
   // Optional: lets segments held ahead of a gap stay in their frames.  It
@@ -825,6 +835,7 @@ class Engine {
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
   ControlHandler control_handler_;
+  SenderFilter sender_filter_;
   FrameKeeper* frame_keeper_ = nullptr;
   std::vector<Completion> completions_;
   std::list<RecvRequest> posted_;

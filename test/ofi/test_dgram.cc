@@ -125,7 +125,7 @@ class Dgram : public ::testing::Test {
 TEST_F(Dgram, AMessageArrivesWithItsSourceAndData) {
   std::vector<char> buffer(2048);
   ASSERT_EQ(fi_recv(b_.ep, buffer.data(), buffer.size(), nullptr, FI_ADDR_UNSPEC, &buffer), 0);
-  const std::string& text = kept_for_send(std::string(1412, 'd'));
+  static const std::string text(1412, 'd');
   int context = 0;
   ASSERT_EQ(fi_senddata(a_.ep, text.data(), text.size(), nullptr, 0xC0FFEE, b_.addr, &context),
             0);
@@ -160,7 +160,7 @@ TEST_F(Dgram, TaggedAndInjectedDatagramsArrive) {
 }
 
 TEST_F(Dgram, TooLargeAndRmaAreRefused) {
-  const std::string& big = kept_for_send(std::string(1413, 'x'));
+  static const std::string big(1413, 'x');
   EXPECT_EQ(fi_send(a_.ep, big.data(), big.size(), nullptr, b_.addr, nullptr), -FI_EMSGSIZE);
   char local[8] = {};
   EXPECT_EQ(fi_write(a_.ep, local, sizeof(local), nullptr, b_.addr, 0, 0, nullptr),
@@ -179,8 +179,8 @@ TEST_F(Dgram, DatagramsFillAMultiRecvBuffer) {
   msg.addr = FI_ADDR_UNSPEC;
   msg.context = &buffer;
   ASSERT_EQ(fi_recvmsg(b_.ep, &msg, FI_MULTI_RECV), 0);
-  const std::string& first = kept_for_send(std::string(500, '1'));
-  const std::string& second = kept_for_send(std::string(400, '2'));
+  static const std::string first(500, '1');
+  static const std::string second(400, '2');
   ASSERT_EQ(fi_send(a_.ep, first.data(), first.size(), nullptr, b_.addr, nullptr), 0);
   ASSERT_EQ(fi_send(a_.ep, second.data(), second.size(), nullptr, b_.addr, nullptr), 0);
   fi_cq_tagged_entry one{}, two{};

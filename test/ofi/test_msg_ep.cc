@@ -6,7 +6,8 @@
 // the peer; fi_shutdown gives the peer FI_SHUTDOWN and ends sending; a
 // refused request is an FI_ECONNREFUSED error entry at the client with the
 // refusal's data, and so is a request whose endpoint closed unanswered;
-// both sides calling fi_shutdown each see the other's FI_SHUTDOWN;
+// both sides calling fi_shutdown each see the other's FI_SHUTDOWN; a
+// stranger's messages never reach a connected endpoint's receives;
 // connection data above FI_OPT_CM_DATA_SIZE is cut to it (fi_cm(3)).
 #include <gtest/gtest.h>
 #include <rdma/fi_cm.h>
@@ -198,7 +199,7 @@ TEST_F(MsgEp, RmaWorksOverTheConnection) {
   ASSERT_EQ(fi_mr_reg(domain_, target.data(), target.size(), FI_REMOTE_WRITE, 0, 0, 0, &mr,
                       nullptr),
             0);
-  const std::string& text = kept_for_send("written over the connection");
+  static const std::string text = "written over the connection";  // outlives every resend
   ASSERT_EQ(fi_write(client_, text.data(), text.size(), nullptr, 0,
                      reinterpret_cast<uint64_t>(target.data()), fi_mr_key(mr), &target),
             0);
@@ -214,7 +215,7 @@ TEST_F(MsgEp, ShutdownReachesThePeerAndEndsSending) {
   expect_message(client_, client_cq_, server_, server_cq_, "last words");
   ASSERT_EQ(fi_shutdown(client_, 0), 0);
   expect_event(server_eq_, FI_SHUTDOWN, &server_->fid);
-  const std::string& text = kept_for_send("too late");
+  static const std::string text = "too late";  // outlives every resend
   EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
 }
 
@@ -245,7 +246,7 @@ TEST_F(MsgEp, ARefusedRequestIsAnErrorWithTheRefusalsData) {
   EXPECT_EQ(fi_reject(pep_, connreq->handle, nullptr, 0), -FI_EINVAL);
   fi_freeinfo(connreq);
   EXPECT_EQ(expect_refusal(client_eq_, &client_->fid), no);
-  const std::string& text = kept_for_send("refused");
+  static const std::string text = "refused";  // outlives every resend
   EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
 }
 
@@ -284,6 +285,42 @@ TEST_F(MsgEp, BothSidesShuttingDownEachHearTheOther) {
   expect_event(client_eq_, FI_SHUTDOWN, &client_->fid);
 }
 
+TEST_F(MsgEp, AStrangersMessagesNeverReachAConnectedEndpoint) {
+  ASSERT_NO_FATAL_FAILURE(connect());
+  char buffer[64] = {};
+  ASSERT_EQ(fi_recv(server_, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, buffer), 0);
+  // An RDM endpoint of the same port that knows the server's address.
+  fi_info* rdm = get_dpdk_info();
+  ASSERT_NE(rdm, nullptr);
+  fi_av_attr attr{};
+  attr.type = FI_AV_TABLE;
+  fid_av* av = nullptr;
+  ASSERT_EQ(fi_av_open(domain_, &attr, &av, nullptr), 0);
+  TestEndpoint stranger;
+  ASSERT_EQ(stranger.open(domain_, av, rdm), 0);
+  uint8_t name[64];
+  size_t name_len = sizeof(name);
+  ASSERT_EQ(fi_getname(&server_->fid, name, &name_len), 0);
+  fi_addr_t server_addr = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(av, name, 1, &server_addr, 0, nullptr), 1);
+  static const std::string intrusion = "intrusion";  // outlives every resend
+  ASSERT_EQ(fi_send(stranger.ep, intrusion.data(), intrusion.size(), nullptr, server_addr,
+                    nullptr),
+            0);
+  fi_cq_data_entry entry{};
+  // Its transport took it (acknowledged): only the receive is refused.
+  EXPECT_EQ(wait_for_completion(stranger.tx_cq, &entry), 1);
+  EXPECT_TRUE(stays_empty(server_cq_, 0.3));
+  // The peer's message takes the receive.
+  static const std::string text = "from the peer";  // outlives every resend
+  ASSERT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), 0);
+  ASSERT_EQ(wait_for_completion(server_cq_, &entry), 1);
+  EXPECT_EQ(std::string(buffer, entry.len), text);
+  stranger.close();
+  EXPECT_EQ(fi_close(&av->fid), 0);
+  fi_freeinfo(rdm);
+}
+
 TEST_F(MsgEp, ConnectionDataIsBoundedByItsOption) {
   size_t size = 0, len = sizeof(size);
   ASSERT_EQ(fi_getopt(&pep_->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len), 0);
@@ -291,7 +328,7 @@ TEST_F(MsgEp, ConnectionDataIsBoundedByItsOption) {
   len = sizeof(size);
   ASSERT_EQ(fi_getopt(&client_->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &size, &len), 0);
   EXPECT_EQ(size, 256u);
-  const std::string& text = kept_for_send("not connected");
+  static const std::string text = "not connected";  // outlives every resend
   EXPECT_EQ(fi_send(client_, text.data(), text.size(), nullptr, 0, nullptr), -FI_ENOTCONN);
   // fi_cm(3): data that does not fit is cut, silently.
   std::string too_much(size + 44, 'x');

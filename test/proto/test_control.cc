@@ -4,7 +4,10 @@
 //     with the sender's address and session, and never a posted receive;
 //   - it keeps its place among the messages of its connection, over loss
 //     and reordering (a SHUTDOWN after data comes after that data);
-//   - one that is not a whole untagged message is dropped and counted.
+//   - one that is not a whole untagged message is dropped and counted;
+//   - with a sender filter, a refused sender's messages are consumed and
+//     dropped (the stream goes on) and its requests answered
+//     kErrNoHandler, while control messages still pass.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -141,6 +144,46 @@ TEST(Control, OneThatIsNotAWholeUntaggedMessageIsDropped) {
   EXPECT_EQ(net.seen[0].what, "recv:after");
   EXPECT_EQ(net.link.engine(net.b).stats().bad_frames, 3u);
   EXPECT_EQ(net.link.engine(net.b).stats().control_messages, 0u);
+}
+
+TEST(Control, ARefusedSendersMessagesAndRequestsAreNotTaken) {
+  ControlNet net(9);
+  bool accept = false;
+  net.link.engine(net.b).set_sender_filter([&](uint64_t) { return accept; });
+  net.link.engine(net.b).set_request_handler(
+      [](uint64_t, const uint8_t*, size_t, size_t) { return Response{}; });
+  net.post(1);
+  ASSERT_EQ(net.send(text("refused, one segment"), false), 0);
+  ASSERT_EQ(net.send(std::vector<uint8_t>(5000, 'r'), false), 0);  // several segments
+  ASSERT_EQ(net.send(control_message(wire::ControlKind::kAccept, "ok"), true), 0);
+  std::vector<uint8_t> request_bytes(16, 1);
+  iovec iov{request_bytes.data(), request_bytes.size()};
+  SendRequest request;
+  request.iov = &iov;
+  request.iov_count = 1;
+  request.request = true;
+  request.context = &request_bytes;
+  ASSERT_EQ(net.link.engine(net.a).send(net.link.address(net.b), request, net.link.now()), 0);
+  int status = -1;
+  for (int i = 0; i < 2000 && status < 0; ++i) {
+    net.link.step();
+    net.drain();
+    for (const Completion& d : net.link.engine(net.a).completions())
+      if (d.context == &request_bytes) status = d.error;
+    net.link.engine(net.a).completions().clear();
+  }
+  EXPECT_EQ(status, kErrNoHandler);
+  // Expect: the control message passed, nothing reached the receive.
+  ASSERT_EQ(net.seen.size(), 1u);
+  EXPECT_EQ(net.seen[0].what, "control:ok");
+  EXPECT_EQ(net.link.engine(net.b).stats().refused_messages, 2u);
+  EXPECT_EQ(net.link.engine(net.b).posted_recvs(), 1u);
+  // Once accepted, the same stream delivers again.
+  accept = true;
+  ASSERT_EQ(net.send(text("welcome"), false), 0);
+  net.run(2000);
+  ASSERT_EQ(net.seen.size(), 2u);
+  EXPECT_EQ(net.seen[1].what, "recv:welcome");
 }
 
 }  // namespace
