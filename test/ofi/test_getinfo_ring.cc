@@ -214,7 +214,6 @@ TEST_F(GetinfoRing, HintsThatMatchNothingAreExactlyEnodata) {
          h->ep_attr->type = FI_EP_MSG;
          h->caps = FI_MSG | FI_SOURCE;
        }},
-      {"ep_type FI_EP_SOCK_STREAM", [](fi_info* h) { h->ep_attr->type = FI_EP_SOCK_STREAM; }},
       {"ep_type FI_EP_DGRAM with FI_RMA",
        [](fi_info* h) {
          h->ep_attr->type = FI_EP_DGRAM;
