@@ -22,21 +22,9 @@ int Engine::send_datagram(const PeerAddress& peer, const SendRequest& request, s
   message->wire_length = length;
   message->request = request;
   message->request.iov = nullptr;
-  if (request.copy) {
-    // The caller may reuse its buffer before the outbox leaves.
-    message->copy = take_copy_buffer(length, &message->copy_capacity);
-    if (!message->copy) return refuse_no_memory(std::move(message));
-    size_t at = 0;
-    for (size_t i = 0; i < request.iov_count; ++i) {
-      if (request.iov[i].iov_len != 0)
-        std::memcpy(message->copy.get() + at, request.iov[i].iov_base, request.iov[i].iov_len);
-      at += request.iov[i].iov_len;
-    }
-    message->iov_count = 0;
-  } else {
-    std::copy(request.iov, request.iov + request.iov_count, message->iov);
-    message->iov_count = request.iov_count;
-  }
+  // An inject's bytes are copied: the caller may reuse its buffer before
+  // the outbox leaves.
+  if (!take_payload(*message, request, length)) return refuse_no_memory(std::move(message));
 
   OutFrame frame{};
   std::copy(peer.mac, peer.mac + 6, frame.dst_mac);

@@ -221,27 +221,14 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
     message->extra_flags = wire::kFlagDeliveryNotice;
   }
   if (request.control) message->extra_flags |= wire::kFlagControl;
-  if (request.copy) {
-    message->copy = take_copy_buffer(length, &message->copy_capacity);
+  if (!take_payload(*message, request, length)) return refuse_no_memory(std::move(message));
+  if (!request.copy && request.copy_header && request.iov_count != 0) {
+    // A request's header, made on the caller's stack.
+    const size_t header = request.iov[0].iov_len;
+    message->copy = take_copy_buffer(header, &message->copy_capacity);
     if (!message->copy) return refuse_no_memory(std::move(message));
-    size_t at = 0;
-    for (size_t i = 0; i < request.iov_count; ++i) {
-      // An empty iov may have no base (fi_send of 0 bytes with buf NULL).
-      if (request.iov[i].iov_len != 0)
-        std::memcpy(message->copy.get() + at, request.iov[i].iov_base, request.iov[i].iov_len);
-      at += request.iov[i].iov_len;
-    }
-    message->iov_count = 0;
-  } else {
-    std::copy(request.iov, request.iov + request.iov_count, message->iov);
-    message->iov_count = request.iov_count;
-    if (request.copy_header && request.iov_count != 0) {
-      const size_t header = request.iov[0].iov_len;
-      message->copy = take_copy_buffer(header, &message->copy_capacity);
-      if (!message->copy) return refuse_no_memory(std::move(message));
-      std::memcpy(message->copy.get(), request.iov[0].iov_base, header);
-      message->iov[0].iov_base = message->copy.get();
-    }
+    std::memcpy(message->copy.get(), request.iov[0].iov_base, header);
+    message->iov[0].iov_base = message->copy.get();
   }
   message->msg_id = c.next_msg_id++;
   if (c.next_seq == c.una && c.pending_cut == c.pending.size()) c.last_heard_ns = now_ns;
@@ -250,6 +237,25 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   if (waits_for_receiver) ++c.receiver_waits;
   pump(c, now_ns);
   return 0;
+}
+
+bool Engine::take_payload(TxMessage& message, const SendRequest& request, size_t length) {
+  if (!request.copy) {
+    std::copy(request.iov, request.iov + request.iov_count, message.iov);
+    message.iov_count = request.iov_count;
+    return true;
+  }
+  message.copy = take_copy_buffer(length, &message.copy_capacity);
+  if (!message.copy) return false;
+  size_t at = 0;
+  for (size_t i = 0; i < request.iov_count; ++i) {
+    // An empty iov may have no base (fi_send of 0 bytes with buf NULL).
+    if (request.iov[i].iov_len != 0)
+      std::memcpy(message.copy.get() + at, request.iov[i].iov_base, request.iov[i].iov_len);
+    at += request.iov[i].iov_len;
+  }
+  message.iov_count = 0;
+  return true;
 }
 
 bool Engine::accepts_key(uint32_t key) const {

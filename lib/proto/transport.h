@@ -589,6 +589,9 @@ class Engine {
   // Message records from the free lists (or the heap), and back: a record
   // per send and per message received would otherwise be an allocation.
   std::unique_ptr<TxMessage> new_message();
+  // Where a send's bytes are read from: its iov, or with request.copy a
+  // copy taken now.  False when no copy buffer could be had.
+  bool take_payload(TxMessage& message, const SendRequest& request, size_t length);
   // send()'s answer when a copy buffer could not be had: -ENOMEM, the
   // message back to the spares.
   int refuse_no_memory(std::unique_ptr<TxMessage> message);
