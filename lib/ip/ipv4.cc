@@ -1,0 +1,69 @@
+#include "lib/ip/ipv4.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace ofi_dpdk::ip {
+namespace {
+
+// A decimal number of at most `digits` digits and at most `max`, the whole
+// of `text`.
+std::optional<uint32_t> parse_decimal(std::string_view text, size_t digits, uint32_t max) {
+  if (text.empty() || text.size() > digits) return std::nullopt;
+  uint32_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value > max)
+    return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::optional<Ipv4> parse_ipv4(std::string_view text) {
+  Ipv4 address = 0;
+  for (int octet = 0; octet < 4; ++octet) {
+    const size_t dot = octet < 3 ? text.find('.') : text.size();
+    if (dot == std::string_view::npos) return std::nullopt;
+    const auto value = parse_decimal(text.substr(0, dot), 3, 255);
+    if (!value) return std::nullopt;
+    address = address << 8 | *value;
+    text = octet < 3 ? text.substr(dot + 1) : std::string_view();
+  }
+  return address;
+}
+
+std::string format_ipv4(Ipv4 address) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "%u.%u.%u.%u", address >> 24, (address >> 16) & 0xFF,
+                (address >> 8) & 0xFF, address & 0xFF);
+  return text;
+}
+
+bool Interface::on_link(Ipv4 other) const {
+  if (prefix_length == 0) return true;
+  const Ipv4 mask = prefix_length >= 32 ? ~Ipv4{0} : ~(~Ipv4{0} >> prefix_length);
+  return (other & mask) == (address & mask);
+}
+
+std::optional<Interface> parse_interface(std::string_view text) {
+  Interface interface;
+  interface.prefix_length = 32;
+  const size_t slash = text.find('/');
+  if (slash != std::string_view::npos) {
+    const auto length = parse_decimal(text.substr(slash + 1), 2, 32);
+    if (!length) return std::nullopt;
+    interface.prefix_length = static_cast<uint8_t>(*length);
+    text = text.substr(0, slash);
+  }
+  const auto address = parse_ipv4(text);
+  if (!address || *address == 0 || *address == 0xFFFFFFFF || (*address >> 28) == 0xE)
+    return std::nullopt;
+  interface.address = *address;
+  return interface;
+}
+
+std::string format_interface(const Interface& interface) {
+  return format_ipv4(interface.address) + "/" + std::to_string(interface.prefix_length);
+}
+
+}  // namespace ofi_dpdk::ip

@@ -1,0 +1,81 @@
+#include "lib/ip/neighbour_table.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ofi_dpdk::ip {
+
+NeighbourTable::NeighbourTable(size_t capacity, uint64_t lifetime_ns)
+    : capacity_(std::max<size_t>(capacity, 1)), lifetime_ns_(lifetime_ns) {}
+
+bool NeighbourTable::fresh(const Entry& entry, uint64_t now_ns) const {
+  return now_ns - entry.confirmed_ns <= lifetime_ns_;
+}
+
+void NeighbourTable::record(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
+  auto it = entries_.find(ip);
+  if (it == entries_.end() && entries_.size() >= capacity_) {
+    // Full: the least recently confirmed goes (a scan; ARP is rare, and
+    // what a flood can make us scan is capacity_ entries per frame).
+    auto oldest = entries_.begin();
+    for (auto e = entries_.begin(); e != entries_.end(); ++e)
+      if (e->second.confirmed_ns < oldest->second.confirmed_ns) oldest = e;
+    entries_.erase(oldest);
+    ++evictions_;
+  }
+  Entry& entry = entries_[ip];
+  std::memcpy(entry.mac, mac, 6);
+  entry.confirmed_ns = now_ns;
+}
+
+void NeighbourTable::learn(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
+  record(ip, mac, now_ns);
+}
+
+bool NeighbourTable::expect(Ipv4 ip, uint64_t now_ns) {
+  std::erase_if(expected_, [&](const auto& e) { return now_ns - e.second > kExpectNs; });
+  for (auto& e : expected_) {
+    if (e.first == ip) {
+      e.second = now_ns;
+      return true;
+    }
+  }
+  if (expected_.size() >= kMaxExpected) return false;
+  expected_.emplace_back(ip, now_ns);
+  return true;
+}
+
+bool NeighbourTable::take_reply(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
+  const auto it = std::find_if(expected_.begin(), expected_.end(), [&](const auto& e) {
+    return e.first == ip && now_ns - e.second <= kExpectNs;
+  });
+  if (it == expected_.end()) {
+    ++ignored_replies_;
+    return false;
+  }
+  expected_.erase(it);
+  record(ip, mac, now_ns);
+  return true;
+}
+
+bool NeighbourTable::find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6]) const {
+  const auto it = entries_.find(ip);
+  if (it == entries_.end() || !fresh(it->second, now_ns)) return false;
+  std::memcpy(mac, it->second.mac, 6);
+  return true;
+}
+
+std::optional<Ipv4> NeighbourTable::address_of(const uint8_t mac[6], uint64_t now_ns) const {
+  std::optional<Ipv4> found;
+  uint64_t newest = 0;
+  for (const auto& [ip, entry] : entries_) {
+    if (std::memcmp(entry.mac, mac, 6) != 0 || !fresh(entry, now_ns)) continue;
+    if (!found || entry.confirmed_ns >= newest) {
+      found = ip;
+      newest = entry.confirmed_ns;
+    }
+  }
+  return found;
+}
+
+}  // namespace ofi_dpdk::ip
