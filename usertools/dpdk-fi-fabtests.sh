@@ -137,54 +137,71 @@ cat >"$role_script" <<-'EOF'
 	shift
 	args=("$@")
 	count=${#args[@]}
-	# How a client learns its server's address:
+	# How a client learns its server's address.  Each pair's ports have
+	# MACs and IPv4 addresses of its number (02:fd:HH:LL:00:01 and
+	# 127.HH.LL.1/24 for the server, :02 and .2 for the client): addresses
+	# in 127/8 are the kernel's own too, so one string serves both a
+	# program's TCP socket and fi_getinfo, as 127.0.0.1 does for shm and tcp.
 	#  - out of band (the default): fabtests' -E, each pair on a TCP port of
-	#    its own (-E=PORT, 47600 + the pair's number).  runfabtests.sh ends
-	#    a failed pair by killing the shell that started its server, not the
-	#    server, so a server waiting in accept() for a client that gave up
-	#    lives on to its timeout; on one shared port it would meet the next
-	#    pairs' clients.
-	#  - in-band, as a MAC address: the pair's ports have MACs of its number
-	#    (02:fd:HH:LL:00:01 for the server, :02 for the client) and the
-	#    client gets -P 0 SERVER-MAC (the server's -B 0 puts its endpoint on
-	#    queue 0), as a user of the provider names a peer.  For the programs
-	#    out-of-band exchange cannot serve: connected ones (-e msg, and
-	#    those whose default endpoint is FI_EP_MSG), whose clients take the
-	#    server's address only from fi_getinfo's node; and fi_poll,
-	#    fi_dgram_waitset and fi_scalable_ep, which never open the
-	#    out-of-band socket.
+	#    its own (-E=PORT, 47600 + the pair's number), endpoint addresses in
+	#    the native form.  runfabtests.sh ends a failed pair by killing the
+	#    shell that started its server, not the server, so a server waiting
+	#    in accept() for a client that gave up lives on to its timeout; on
+	#    one shared port it would meet the next pairs' clients.
+	#  - by IPv4 address, as runfabtests.sh does without -b (server -s ADDR,
+	#    client -s ITS-ADDR SERVER-ADDR): for the programs out-of-band
+	#    exchange cannot serve: connected ones (-e msg, and those whose
+	#    default endpoint is FI_EP_MSG), whose clients take the server's
+	#    address only from fi_getinfo's node; and fi_poll, fi_dgram_waitset
+	#    and fi_scalable_ep, which never open the out-of-band socket.  Those
+	#    of them that also use the socket to synchronise keep -E=PORT.
+	ip_of() { printf '127.%d.%d.%d' $(($1 / 256 % 256)) $(($1 % 256)) "$2"; }
 	mac_of() { printf '02:fd:%02x:%02x:00:%02x' $(($1 / 256 % 256)) $(($1 % 256)) "$2"; }
-	inband=0
+	by_ip=0
 	case "$(basename "$program")" in
 	fi_msg | fi_msg_epoll | fi_msg_sockets | fi_msg_pingpong | fi_msg_bw | fi_cm_data | \
-		fi_poll | fi_dgram_waitset | fi_scalable_ep) inband=1 ;;
+		fi_poll | fi_dgram_waitset | fi_scalable_ep) by_ip=1 ;;
 	esac
 	for ((i = 0; i + 1 < count; i++)); do
-		[[ "${args[i]}" == -e && "${args[i + 1]}" == msg ]] && inband=1
+		[[ "${args[i]}" == -e && "${args[i + 1]}" == msg ]] && by_ip=1
 	done
+	keep_oob=0
+	case "$(basename "$program")" in
+	fi_av_xfer | fi_unexpected_msg | fi_multi_recv | fi_multi_ep | fi_rdm_multi_client | \
+		fi_dgram_pingpong) keep_oob=1 ;;
+	esac
 	if ((count >= 1)) && [[ "${args[count - 1]}" == -E ]]; then
 		# A server: a new memif pair.
 		pair=$(( $(cat "$here/pairs/last") + 1 ))
 		echo "$pair" >"$here/pairs/last"
-		port=(--topology memif-server --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 1)")
-		if ((inband)); then
-			unset 'args[count - 1]'
+		oob=-E=$((OOB_PORT_BASE + pair % 1000))
+		port=(--topology memif-server --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 1)"
+			--ip "$(ip_of "$pair" 1)/24")
+		unset 'args[count - 1]'
+		if ((by_ip)); then
+			((keep_oob)) && args+=("$oob")
+			args+=(-s "$(ip_of "$pair" 1)")
 		else
-			args[count - 1]=-E=$((OOB_PORT_BASE + pair % 1000))
+			args+=("$oob")
 		fi
 	elif ((count >= 2)) && [[ "${args[count - 2]}" == -E ]]; then
 		# A client: the pair its server (started just before) opened.
 		pair=$(cat "$here/pairs/last")
-		port=(--topology memif-client --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 2)")
-		if ((inband)); then
-			args[count - 2]=-P
-			args[count - 1]=0
-			args+=("$(mac_of "$pair" 1)")
+		oob=-E=$((OOB_PORT_BASE + pair % 1000))
+		port=(--topology memif-client --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 2)"
+			--ip "$(ip_of "$pair" 2)/24")
+		unset 'args[count - 1]' 'args[count - 2]'
+		if ((by_ip)); then
+			((keep_oob)) && args+=("$oob")
+			args+=(-s "$(ip_of "$pair" 2)")
 		else
-			args[count - 2]=-E=$((OOB_PORT_BASE + pair % 1000))
+			args+=("$oob")
 		fi
+		args+=("$(ip_of "$pair" 1)")
 	else
-		port=(--topology ring)
+		# One process (unit tests, fi_getinfo_test -s 127.0.0.1): a port
+		# that owns runfabtests.sh's address.
+		port=(--topology ring --ip 127.0.0.1/8)
 	fi
 	exec python3 "$OFI_DPDK_LAUNCHER" "${port[@]}" -- "$program" "${args[@]}"
 EOF

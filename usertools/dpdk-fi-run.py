@@ -414,6 +414,8 @@ def provider_env(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[s
     """The variables the launcher sets, in the order it prints them."""
     env = {"FI_PROVIDER": "dpdk",
            "FI_DPDK_EAL_ARGS": shlex.join(eal_args(args, job_rank(environ)))}
+    if args.ip is not None:
+        env["FI_DPDK_PORT_ADDR"] = args.ip
     if args.provider_path is not None:
         directory = Path(args.provider_path)
         if not directory.is_dir():
@@ -442,6 +444,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--mac", metavar="MAC",
                         help="memif: the port's MAC address (default: the driver's), so a"
                              " peer can name it in-band (fi_pingpong -p dpdk -P 0 MAC)")
+    parser.add_argument("--ip", metavar="A.B.C.D/N",
+                        help="the port's IPv4 address and prefix length"
+                             " (FI_DPDK_PORT_ADDR): peers may then name its endpoints by"
+                             " it (fi_pingpong -p dpdk A.B.C.D), on its subnet")
     parser.add_argument("--iface", metavar="IF",
                         help="af_packet: the kernel interface; may name {rank} and"
                              " {local_rank}")
@@ -484,6 +490,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         args.socket = str(DEFAULT_SOCKET)
     if args.mac is not None and not re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}", args.mac):
         parser.error(f"--mac '{args.mac}': six hex bytes, e.g. 02:00:00:00:00:01")
+    if args.ip is not None and not re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}(/\d{1,2})?", args.ip):
+        parser.error(f"--ip '{args.ip}': an IPv4 address and prefix length, e.g. 10.0.0.1/24")
     if args.name is None:
         args.name = "shared0"
     elif not re.fullmatch(r"[a-z0-9_]{1,11}", args.name):

@@ -269,6 +269,7 @@ fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type
   av::Address any_queue;
   std::memcpy(any_queue.mac, port.mac, 6);
   any_queue.queue = kAnyQueue;
+  any_queue.ipv4 = port.ipv4;
   if (set_info_address(info, /*source=*/true, any_queue) != 0 ||
       info->fabric_attr->name == nullptr || info->domain_attr->name == nullptr) {
     fi_freeinfo(info);
@@ -283,19 +284,12 @@ int set_info_address(fi_info* info, bool source, const av::Address& address) {
   std::free(slot);
   slot = nullptr;
   length = 0;
-  if (info->addr_format == FI_ADDR_STR) {
-    const std::string text = av::to_string(address);
-    slot = strdup(text.c_str());
-    length = text.size() + 1;
-  } else {
-    slot = std::malloc(av::kNativeAddressSize);
-    if (slot != nullptr) av::to_native(address, static_cast<uint8_t*>(slot));
-    length = av::kNativeAddressSize;
-  }
-  if (slot == nullptr) {
-    length = 0;
-    return -FI_ENOMEM;
-  }
+  const std::vector<uint8_t> bytes = encode_address(info->addr_format, address);
+  if (bytes.empty()) return -FI_EADDRNOTAVAIL;
+  slot = std::malloc(bytes.size());
+  if (slot == nullptr) return -FI_ENOMEM;
+  std::memcpy(slot, bytes.data(), bytes.size());
+  length = bytes.size();
   return 0;
 }
 
@@ -303,10 +297,7 @@ std::optional<av::Address> info_address(const fi_info* info, bool source) {
   const void* slot = source ? info->src_addr : info->dest_addr;
   const size_t length = source ? info->src_addrlen : info->dest_addrlen;
   if (slot == nullptr) return std::nullopt;
-  if (info->addr_format == FI_ADDR_STR)
-    return av::from_string(std::string_view(static_cast<const char*>(slot), strnlen(static_cast<const char*>(slot), length)));
-  if (info->addr_format != FI_FORMAT_UNSPEC) return std::nullopt;
-  return av::from_native(slot, length);
+  return decode_address(info->addr_format, slot, length);
 }
 
 fi_info* make_prov_attr_only_info() {
@@ -334,8 +325,9 @@ bool info_matches(const fi_info* o, const fi_info* h, uint32_t version, std::str
                    (modifiers & (FI_REMOTE_READ | FI_REMOTE_WRITE)),
                "hints->caps asks for FI_RMA_EVENT without FI_REMOTE_READ or FI_REMOTE_WRITE");
   // Modes: the provider requires none, so any hints->mode is fine.
-  DPDK_REQUIRE(h->addr_format == FI_FORMAT_UNSPEC || h->addr_format == FI_ADDR_STR,
-               "hints->addr_format is neither FI_FORMAT_UNSPEC (native) nor FI_ADDR_STR");
+  DPDK_REQUIRE(address_format_supported(h->addr_format),
+               "hints->addr_format is none of FI_FORMAT_UNSPEC (native), FI_ADDR_STR, "
+               "FI_SOCKADDR_IN and FI_SOCKADDR");
   if (h->tx_attr != nullptr && !tx_matches(o->tx_attr, h->tx_attr, why)) return false;
   if (h->rx_attr != nullptr && !rx_matches(o->rx_attr, h->rx_attr, type_caps, why)) return false;
   if (h->ep_attr != nullptr && !ep_matches(o->ep_attr, h->ep_attr, version, why)) return false;
@@ -372,9 +364,12 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     o->ep_attr->mem_tag_format = 0;
   else if (h->ep_attr != nullptr && h->ep_attr->mem_tag_format != 0)
     o->ep_attr->mem_tag_format = h->ep_attr->mem_tag_format;
-  if (h->addr_format == FI_ADDR_STR && o->addr_format != FI_ADDR_STR) {
+  // The format asked for (FI_SOCKADDR: ours is FI_SOCKADDR_IN).  getinfo
+  // passed over ports that cannot give it (no IPv4 address).
+  if (h->addr_format != FI_FORMAT_UNSPEC && o->addr_format != h->addr_format) {
     const auto source = info_address(o, true);
-    o->addr_format = FI_ADDR_STR;
+    o->addr_format = h->addr_format == FI_SOCKADDR ? static_cast<uint32_t>(FI_SOCKADDR_IN)
+                                                   : h->addr_format;
     if (source) set_info_address(o, true, *source);
   }
   if (h->ep_attr != nullptr) {

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lib/av/address.h"
+#include "lib/ip/ipv4.h"
 
 namespace ofi_dpdk::ofi {
 
@@ -19,6 +21,7 @@ struct PortFacts {
   uint8_t mac[6];
   size_t max_msg_size;      // ep_attr->max_msg_size
   size_t unexpected_bytes;  // rx_attr->total_buffered_recv
+  uint32_t ipv4 = 0;        // its IPv4 address (FI_DPDK_PORT_ADDR); 0: none
 };
 
 // fi_av (doc/address-vector.md).  FI_AV_USER_ID is in no class in the 1.17
@@ -124,6 +127,37 @@ void narrow_info(fi_info* offer, const fi_info* hints, uint32_t version);
 int set_info_address(fi_info* info, bool source, const av::Address& address);
 // Reads it back; nullopt when absent or malformed.
 std::optional<av::Address> info_address(const fi_info* info, bool source);
+// dpdk_addr_format.cc: the address formats.  An endpoint's service port
+// (FI_SOCKADDR_IN) is FI_DPDK_PORT_BASE + its queue; 0 is any queue.
+uint16_t service_port(uint16_t queue);
+// The queue of a service port; kAnyQueue for 0; nullopt outside the range.
+std::optional<uint16_t> queue_of_service_port(uint16_t port);
+// A service string: a queue number below kMaxEndpointsPerPort, or a
+// service port; nullopt for anything else.
+std::optional<uint16_t> parse_service_queue(const char* service);
+// A node's IPv4 address (host order): a dotted quad, or a host name the
+// system resolves to one (/etc/hosts, DNS); nullopt when neither.
+std::optional<uint32_t> host_ipv4(const char* node);
+// Native (FI_FORMAT_UNSPEC), FI_ADDR_STR, FI_SOCKADDR_IN, and FI_SOCKADDR
+// holding a sockaddr_in.
+bool address_format_supported(uint32_t format);
+bool is_sockaddr_format(uint32_t format);
+// An address's bytes in `format` (FI_ADDR_STR: the string and its NUL);
+// empty when the format cannot carry it (a sockaddr for an address with no
+// IPv4 address).
+std::vector<uint8_t> encode_address(uint32_t format, const av::Address& address);
+// Reads one; nullopt when malformed or of another format.  A sockaddr's
+// address has its ipv4 and queue set and a zero MAC (not yet resolved).
+std::optional<av::Address> decode_address(uint32_t format, const void* in, size_t length);
+// The size of one address in an array of them (fi_av_insert), for the
+// formats that are not strings.
+size_t address_size(uint32_t format);
+// fi_av_straddr's text: fi_dpdk://... or fi_sockaddr_in://A.B.C.D:PORT.
+std::string address_string(uint32_t format, const av::Address& address);
+// encode_address into a caller's buffer of *length bytes, truncated to it;
+// *length becomes the full size.  0, -FI_ETOOSMALL, or -FI_EADDRNOTAVAIL
+// when the format cannot carry the address.
+int write_address(uint32_t format, const av::Address& address, void* out, size_t* length);
 // ep_attr->auth_key: the network key of a 4-byte key, else av::kNoAuthKey.
 uint32_t endpoint_network_key(const uint8_t* key, size_t size);
 

@@ -15,6 +15,7 @@
 #include <new>
 #include <string>
 
+#include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_prov.h"
 #include "drivers/ofi/dpdk_raw_enum.h"
 
@@ -105,9 +106,11 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
 // (FI_ECANCELED, fi_av(3)) rather than waiting again for each address.
 // With FI_AUTH_KEY, fi_addr[i] holds on input the key handle of address i
 // (one that names no key fails that address with FI_EINVAL).
+// `errors`, when given, holds the fabric errno (negative) of each address
+// that address_at cannot give (resolution failed); FI_EINVAL otherwise.
 template <typename AddressAt>
 int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_addr,
-                     uint64_t flags, void* context) {
+                     uint64_t flags, void* context, const std::vector<int>* errors = nullptr) {
   if (flags & ~kInsertFlags) {
     DPDK_INFO(FI_LOG_AV, "insert flags %#lx not supported\n", flags & ~kInsertFlags);
     return -FI_EBADFLAGS;
@@ -154,7 +157,7 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
       if (aborted) {
         error = FI_ECANCELED;
       } else if (!address) {
-        error = FI_EINVAL;
+        error = errors != nullptr && (*errors)[i] != 0 ? -(*errors)[i] : FI_EINVAL;
       } else if ((flags & kAuthKeyFlag) && !av->auth_key_table.valid(fi_addr[i])) {
         error = FI_EINVAL;  // not a key handle
       } else {
@@ -213,10 +216,39 @@ std::optional<av::Address> parse_address(const Av* av, const void* addr, size_t 
   if (av->addr_format == FI_ADDR_STR) {
     const char* const* strings = static_cast<const char* const*>(addr);
     if (strings[index] == nullptr) return std::nullopt;
-    return av::from_string(strings[index]);
+    return decode_address(FI_ADDR_STR, strings[index], std::strlen(strings[index]) + 1);
   }
-  return av::from_native(static_cast<const uint8_t*>(addr) + index * av::kNativeAddressSize,
-                         av::kNativeAddressSize);
+  const size_t size = address_size(av->addr_format);
+  return decode_address(av->addr_format, static_cast<const uint8_t*>(addr) + index * size, size);
+}
+
+// Inserts `addresses`, those named by IPv4 alone resolved first (ARP; see
+// PortContext::resolve): one that does not resolve fails with its reason.
+int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
+                    fi_addr_t* fi_addr, uint64_t flags, void* context) {
+  std::vector<av::Address*> named;
+  std::vector<size_t> where;
+  std::vector<int> errors(addresses.size(), 0);
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (!addresses[i]) continue;
+    // A sockaddr of 0.0.0.0 names no peer.
+    if (is_sockaddr_format(av->addr_format) && addresses[i]->ipv4 == 0) {
+      errors[i] = -FI_EINVAL;
+      addresses[i].reset();
+      continue;
+    }
+    named.push_back(&*addresses[i]);
+    where.push_back(i);
+  }
+  const std::vector<int> results = av->domain->port->resolve(named);
+  for (size_t k = 0; k < results.size(); ++k) {
+    if (results[k] == 0) continue;
+    errors[where[k]] = results[k];
+    addresses[where[k]].reset();
+  }
+  return insert_addresses(
+      av, addresses.size(), [&](size_t i) { return addresses[i]; }, fi_addr, flags, context,
+      &errors);
 }
 
 int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr,
@@ -224,52 +256,89 @@ int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr
   Av* av = from_fid<Av>(av_fid);
   if (addr == nullptr && count != 0) return -FI_EINVAL;
   if (count > kMaxInsert) return -FI_EINVAL;
-  return insert_addresses(
-      av, count, [&](size_t i) { return parse_address(av, addr, i); }, fi_addr, flags, context);
+  if (!is_sockaddr_format(av->addr_format))
+    return insert_addresses(
+        av, count, [&](size_t i) { return parse_address(av, addr, i); }, fi_addr, flags,
+        context);
+  std::vector<std::optional<av::Address>> addresses(count);
+  for (size_t i = 0; i < count; ++i) addresses[i] = parse_address(av, addr, i);
+  return insert_resolved(av, addresses, fi_addr, flags, context);
 }
 
-// node: a MAC ("02:00:00:00:00:01") with service a decimal queue id, or an
-// fi_dpdk:// string with service NULL.  A node that is neither is one failed
-// address, reported like any other.
+// fi_av_insertsvc's and fi_av_insertsym's node and service: a MAC and a
+// queue, an fi_dpdk:// string with service NULL, or an IPv4 address (or
+// host name) and a queue or service port.
+std::optional<av::Address> node_service_address(const char* node, const char* service) {
+  if (auto address = av::from_node_service(node, service)) return address;
+  if (service == nullptr) return std::nullopt;
+  const auto ipv4 = host_ipv4(node);
+  const auto queue = parse_service_queue(service);
+  if (!ipv4 || !queue) return std::nullopt;
+  av::Address address;
+  address.ipv4 = *ipv4;
+  address.queue = *queue;
+  return address;
+}
+
+// node: a MAC ("02:00:00:00:00:01") with service a decimal queue id, an
+// fi_dpdk:// string with service NULL, or an IPv4 address or host name with
+// a queue id or service port (resolved by ARP).  A node that is none of
+// these is one failed address, reported like any other.
 int av_insertsvc(fid_av* av_fid, const char* node, const char* service, fi_addr_t* fi_addr,
                  uint64_t flags, void* context) {
   if (node == nullptr) return -FI_EINVAL;
-  const std::optional<av::Address> address = av::from_node_service(node, service);
-  if (!address)
-    DPDK_INFO(FI_LOG_AV, "insertsvc: \"%s\" \"%s\" is neither MAC and queue nor fi_dpdk://\n",
+  std::vector<std::optional<av::Address>> address{node_service_address(node, service)};
+  if (!address[0])
+    DPDK_INFO(FI_LOG_AV,
+              "insertsvc: \"%s\" \"%s\" is no MAC, IPv4 address or host name and queue, "
+              "nor fi_dpdk://\n",
               node, service != nullptr ? service : "(null)");
-  return insert_addresses(
-      from_fid<Av>(av_fid), 1, [&](size_t) { return address; }, fi_addr, flags, context);
+  return insert_resolved(from_fid<Av>(av_fid), address, fi_addr, flags, context);
 }
 
-// nodecnt MACs from node (counted as a 48-bit number) times svccnt queues
-// from service, every queue of a node before the next node.  node may also
-// be an fi_dpdk:// string with service NULL: its queue is the first one.
+// nodecnt MACs from node (counted as a 48-bit number), or nodecnt IPv4
+// addresses from node's, times svccnt queues from service, every queue of
+// a node before the next node.  node may also be an fi_dpdk:// string with
+// service NULL: its queue is the first one.
 int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* service,
                  size_t svccnt, fi_addr_t* fi_addr, uint64_t flags, void* context) {
   Av* av = from_fid<Av>(av_fid);
   if (node == nullptr) return -FI_EINVAL;
-  std::optional<av::Address> first = av::from_node_service(node, service);
+  std::optional<av::Address> first = node_service_address(node, service);
   if (!first) {
-    DPDK_INFO(FI_LOG_AV, "insertsym: \"%s\" \"%s\" is neither MAC and queue nor fi_dpdk://\n",
+    DPDK_INFO(FI_LOG_AV,
+              "insertsym: \"%s\" \"%s\" is no MAC, IPv4 address or host name and queue, "
+              "nor fi_dpdk://\n",
               node, service != nullptr ? service : "(null)");
     return -FI_EINVAL;
   }
   size_t count = 0;
   if (nodecnt != 0 && svccnt != 0) {
-    if (__builtin_mul_overflow(nodecnt, svccnt, &count) || count > kMaxInsert ||
-        !av::symmetric_range_fits(*first, nodecnt, svccnt)) {
+    const bool fits = first->ipv4 != 0
+                          ? nodecnt - 1 <= 0xFFFFFFFFu - first->ipv4 &&
+                                svccnt - 1 <= size_t{av::kMaxQueue} - first->queue
+                          : av::symmetric_range_fits(*first, nodecnt, svccnt);
+    if (__builtin_mul_overflow(nodecnt, svccnt, &count) || count > kMaxInsert || !fits) {
       DPDK_INFO(FI_LOG_AV, "insertsym: %zu nodes x %zu queues from %s runs out of range\n",
                 nodecnt, svccnt, node);
       return -FI_EINVAL;
     }
   }
-  return insert_addresses(
-      av, count,
-      [&](size_t i) -> std::optional<av::Address> {
-        return av::symmetric_address(*first, svccnt, i);
-      },
-      fi_addr, flags, context);
+  if (first->ipv4 == 0)
+    return insert_addresses(
+        av, count,
+        [&](size_t i) -> std::optional<av::Address> {
+          return av::symmetric_address(*first, svccnt, i);
+        },
+        fi_addr, flags, context);
+  std::vector<std::optional<av::Address>> addresses(count);
+  for (size_t i = 0; i < count; ++i) {
+    av::Address a = *first;
+    a.ipv4 = first->ipv4 + static_cast<uint32_t>(i / svccnt);
+    a.queue = static_cast<uint16_t>(first->queue + i % svccnt);
+    addresses[i] = a;
+  }
+  return insert_resolved(av, addresses, fi_addr, flags, context);
 }
 
 #if OFI_DPDK_HAVE_AV_AUTH_KEY
@@ -362,21 +431,6 @@ void copy_string(const std::string& text, void* out, size_t room) {
   static_cast<char*>(out)[n] = '\0';
 }
 
-// Writes an address in the AV's format, truncated to *addrlen; sets
-// *addrlen to the full size.
-void write_address(const Av* av, const av::Address& address, void* out, size_t* addrlen) {
-  if (av->addr_format == FI_ADDR_STR) {
-    const std::string text = av::to_string(address);
-    copy_string(text, out, *addrlen);
-    *addrlen = text.size() + 1;
-    return;
-  }
-  uint8_t native[av::kNativeAddressSize];
-  av::to_native(address, native);
-  if (out != nullptr) std::memcpy(out, native, std::min(*addrlen, sizeof(native)));
-  *addrlen = sizeof(native);
-}
-
 // The receive-context bits of fi_rx_addr are ignored: the address is the
 // endpoint's.  -FI_ENOENT for an unused index, -FI_ETOOSMALL (after
 // writing what fits) when the buffer is short.
@@ -387,20 +441,21 @@ int av_lookup(fid_av* av_fid, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
   av->refresh();
   const av::Entry* entry = av->table.find(fi_addr & av->index_mask);
   if (entry == nullptr) return -FI_ENOENT;
-  const size_t room = *addrlen;
-  write_address(av, entry->address, addr, addrlen);
-  return room < *addrlen ? -FI_ETOOSMALL : 0;
+  av::Address address = entry->address;
+  av->domain->port->name_by_ipv4(&address);
+  return write_address(av->addr_format, address, addr, addrlen);
 }
 
 // NULL when buf or len is NULL or addr is not a dpdk address.
 const char* av_straddr(fid_av* av_fid, const void* addr, char* buf, size_t* len) {
   Av* av = from_fid<Av>(av_fid);
   if (addr == nullptr || buf == nullptr || len == nullptr) return nullptr;
-  std::optional<av::Address> address =
-      av->addr_format == FI_ADDR_STR ? av::from_string(static_cast<const char*>(addr))
-                                     : av::from_native(addr, av::kNativeAddressSize);
+  const std::optional<av::Address> address =
+      av->addr_format == FI_ADDR_STR
+          ? decode_address(FI_ADDR_STR, addr, std::strlen(static_cast<const char*>(addr)) + 1)
+          : decode_address(av->addr_format, addr, address_size(av->addr_format));
   if (!address) return nullptr;
-  const std::string text = av::to_string(*address);
+  const std::string text = address_string(av->addr_format, *address);
   copy_string(text, buf, *len);
   *len = text.size() + 1;
   return buf;
@@ -644,7 +699,8 @@ int av_open(fid_domain* domain_fid, fi_av_attr* attr, fid_av** out, void* contex
   av->attr.name = nullptr;
   av->domain = domain;
   av->user_ids = (attr->flags & kOpenFlags & FI_AV_USER_ID) != 0;
-  av->addr_format = av->domain->info->addr_format == FI_ADDR_STR ? FI_ADDR_STR : FI_FORMAT_UNSPEC;
+  av->addr_format = av->domain->info->addr_format;
+  if (!address_format_supported(av->addr_format)) av->addr_format = FI_FORMAT_UNSPEC;
   if (attr->rx_ctx_bits > 0) {
     av->index_mask = ~uint64_t{0} >> attr->rx_ctx_bits;
     av->table.set_limit(av->index_mask);

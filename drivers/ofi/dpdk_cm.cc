@@ -113,8 +113,11 @@ void on_connect_request(Endpoint* listener, PassiveEp* pep, const av::Address& c
   }
   fi_info* info = fi_dupinfo(pep->info);
   auto* request = new (std::nothrow) ConnRequest();
+  // (A client that named us by IPv4 address asked ARP first: we know its.)
+  av::Address named = client;
+  listener->port().name_by_ipv4(&named);
   if (info == nullptr || request == nullptr ||
-      set_info_address(info, /*source=*/false, client) != 0) {
+      set_info_address(info, /*source=*/false, named) != 0) {
     fi_freeinfo(info);
     delete request;
     return refuse();
@@ -285,16 +288,20 @@ int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t param
   if (ep == nullptr || !connection_data_ok(param, paramlen)) return -FI_EINVAL;
   std::optional<av::Address> server;
   if (addr != nullptr) {
-    server = ep->info->addr_format == FI_ADDR_STR
-                 ? av::from_string(static_cast<const char*>(addr))
-                 : av::from_native(addr, av::kNativeAddressSize);
+    const uint32_t format = ep->info->addr_format;
+    server = decode_address(format, addr,
+                            format == FI_ADDR_STR ? std::strlen(static_cast<const char*>(addr)) + 1
+                                                  : address_size(format));
   } else {
     server = info_address(ep->info, /*source=*/false);
   }
-  if (!server) {
+  if (!server || server->queue == kAnyQueue ||
+      (is_sockaddr_format(ep->info->addr_format) && server->ipv4 == 0)) {
     DPDK_INFO(FI_LOG_EP_CTRL, "fi_connect: no address, or not one of this provider\n");
     return -FI_EINVAL;
   }
+  // Named by IPv4 address: its MAC first (ARP).
+  if (const int ret = ep->port().resolve(&*server); ret != 0) return ret;
   std::lock_guard guard(ep->port().lock);
   if (!ep->enabled) return -FI_EOPBADSTATE;
   if (ep->eq == nullptr) return -FI_ENOEQ;
@@ -356,7 +363,7 @@ int ep_getpeer(fid_ep* ep_fid, void* addr, size_t* addrlen) {
   std::lock_guard guard(ep->port().lock);
   if (ep->cm_state != CmState::kConnected && ep->cm_state != CmState::kAccepting)
     return -FI_ENOTCONN;
-  return write_name(ep->info, ep->peer, addr, addrlen);
+  return write_name(ep->info, ep->port(), ep->peer, addr, addrlen);
 }
 
 int ep_getname_cm(fid* fid, void* addr, size_t* addrlen) {
@@ -366,7 +373,7 @@ int ep_getname_cm(fid* fid, void* addr, size_t* addrlen) {
   std::memcpy(self.mac, ep->port().port->mac(), 6);
   self.queue = ep->queue;
   self.session = ep->session;
-  return write_name(ep->info, self, addr, addrlen);
+  return write_name(ep->info, ep->port(), self, addr, addrlen);
 }
 
 fi_ops_cm g_msg_cm_ops = {
@@ -467,6 +474,33 @@ int pep_reject(fid_pep* pep_fid, fid_t handle, const void* param, size_t paramle
                                      nonce, param, paramlen);
 }
 
+// fi_setname before fi_listen: the address must be the port's own (any
+// queue, or the one the passive endpoint has; it cannot move).
+int pep_setname(fid* fid, void* addr, size_t addrlen) {
+  auto* pep = from_fid<PassiveEp>(fid);
+  const auto wanted = decode_address(pep->info->addr_format, addr, addrlen);
+  if (!wanted) return -FI_EINVAL;
+  const PortContext& port = pep->listener->port();
+  static constexpr uint8_t kNoMac[6] = {};
+  const bool other_mac = std::memcmp(wanted->mac, kNoMac, 6) != 0 &&
+                         std::memcmp(wanted->mac, port.port->mac(), 6) != 0;
+  const bool other_ip =
+      wanted->ipv4 != 0 && (!port.interface || wanted->ipv4 != port.interface->address);
+  if (other_mac || other_ip) {
+    DPDK_INFO(FI_LOG_EP_CTRL, "fi_setname: not an address of port %s\n",
+              port.port->name().c_str());
+    return -FI_EADDRNOTAVAIL;
+  }
+  if (wanted->queue != kAnyQueue && wanted->queue != pep->listener->queue) {
+    DPDK_INFO(FI_LOG_EP_CTRL,
+              "fi_setname: the passive endpoint is on queue %u; name the queue in "
+              "fi_getinfo's service or src_addr instead\n",
+              pep->listener->queue);
+    return -FI_EOPNOTSUPP;
+  }
+  return 0;
+}
+
 int pep_getname(fid* fid, void* addr, size_t* addrlen) {
   auto* pep = from_fid<PassiveEp>(fid);
   return ep_getname_cm(&pep->listener->fid.fid, addr, addrlen);
@@ -508,7 +542,7 @@ fi_ops_ep g_pep_ep_ops = {
 
 fi_ops_cm g_pep_cm_ops = {
     .size = sizeof(fi_ops_cm),
-    .setname = DPDK_ENOSYS(fi_ops_cm, setname),
+    .setname = pep_setname,
     .getname = pep_getname,
     .getpeer = DPDK_ENOSYS(fi_ops_cm, getpeer),
     .connect = DPDK_ENOSYS(fi_ops_cm, connect),

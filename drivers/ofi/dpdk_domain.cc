@@ -189,6 +189,10 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
+  ctx->interface = port_interface(ctx->port->name());
+  if (ctx->interface)
+    DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv4 address %s\n", ctx->port->name().c_str(),
+              ip::format_interface(*ctx->interface).c_str());
   if (const std::string& note = ctx->port->unmap_guard_note(); !note.empty()) {
     if (ctx->port->unmap_guard_note_warns())
       DPDK_WARN(FI_LOG_DOMAIN, "%s: %s\n", ctx->port->name().c_str(), note.c_str());

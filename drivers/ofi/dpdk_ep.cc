@@ -314,7 +314,7 @@ int ep_getname(fid* fid, void* addr, size_t* addrlen) {
     self.queue = ep->parent->base;
     self.session = 0;
   }
-  return write_name(ep->info, self, addr, addrlen);
+  return write_name(ep->info, ep->port(), self, addr, addrlen);
 }
 
 ssize_t ep_cancel(fid* fid, void* context) {
@@ -425,20 +425,10 @@ fi_ops_collective g_collective_ops = {
 
 }  // namespace
 
-int write_name(const fi_info* info, const av::Address& self, void* addr, size_t* addrlen) {
-  const size_t room = *addrlen;
-  if (info->addr_format == FI_ADDR_STR) {
-    const std::string text = av::to_string(self);
-    *addrlen = text.size() + 1;
-    // fi_cm(3): a name larger than the buffer is truncated to it.
-    if (addr != nullptr) std::memcpy(addr, text.c_str(), std::min(room, *addrlen));
-    return room < *addrlen ? -FI_ETOOSMALL : 0;
-  }
-  *addrlen = av::kNativeAddressSize;
-  uint8_t native[av::kNativeAddressSize];
-  av::to_native(self, native);
-  if (addr != nullptr) std::memcpy(addr, native, std::min(room, *addrlen));
-  return room < *addrlen ? -FI_ETOOSMALL : 0;
+int write_name(const fi_info* info, const PortContext& port, av::Address address, void* addr,
+               size_t* addrlen) {
+  port.name_by_ipv4(&address);
+  return write_address(info->addr_format, address, addr, addrlen);
 }
 
 int requested_queue(const fi_info* info) {

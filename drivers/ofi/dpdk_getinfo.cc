@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "drivers/ofi/dpdk_attr.h"
+#include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_prov.h"
 
 namespace ofi_dpdk::ofi {
@@ -33,9 +34,18 @@ std::vector<uint16_t> selected_ports() {
   return ports;
 }
 
-// A node as the user may type it: fi_dpdk://MAC/queue[/session], or a MAC
-// with the queue from service.
-std::optional<av::Address> parse_node(const char* node, const char* service) {
+bool names_a_port(const char* node) {
+  for (uint16_t port_id : net::available_ports()) {
+    net::PortDescription port;
+    if (net::describe_port(port_id, &port) && port.name == node) return true;
+  }
+  return false;
+}
+
+// A node as the user may type it: fi_dpdk://MAC/queue[/session], a MAC
+// with the queue from service, or an IPv4 address or host name with the
+// queue from service (a port's own, with FI_SOURCE, or a peer's).
+std::optional<av::Address> parse_node(const char* node, const char* service, uint64_t flags) {
   if (node == nullptr) return std::nullopt;
   std::string_view text(node);
   if (text.starts_with(av::kStringPrefix)) {
@@ -43,21 +53,14 @@ std::optional<av::Address> parse_node(const char* node, const char* service) {
     return av::from_string(text);
   }
   av::Address address;
-  if (!av::parse_mac(text, address.mac)) return std::nullopt;
-  address.queue = 0;
-  return address;
-}
-
-std::optional<uint16_t> parse_service(const char* service) {
-  if (service == nullptr) return std::nullopt;
-  uint32_t value = 0;
-  const char* end = service + std::strlen(service);
-  for (const char* c = service; c != end; ++c) {
-    if (*c < '0' || *c > '9' || value > 0xFFFF) return std::nullopt;
-    value = value * 10 + static_cast<uint32_t>(*c - '0');
+  if (av::parse_mac(text, address.mac)) return address;
+  // (A device name is a local node, not a host name to look up.)
+  if ((flags & FI_SOURCE) && names_a_port(node)) return std::nullopt;
+  if (auto ipv4 = host_ipv4(node)) {
+    address.ipv4 = *ipv4;
+    return address;
   }
-  if (service == end || value >= kAnyQueue) return std::nullopt;
-  return static_cast<uint16_t>(value);
+  return std::nullopt;
 }
 
 struct Request {
@@ -65,6 +68,11 @@ struct Request {
   bool source_is_port_name = false;
   std::string source_port_name;
   std::optional<av::Address> dest;
+  bool sockaddr_format = false;  // hints->addr_format asks for sockaddrs
+
+  bool by_ipv4() const {
+    return (source && source->ipv4 != 0) || (dest && dest->ipv4 != 0);
+  }
 };
 
 // Turns node, service, FI_SOURCE and the hints' addresses into a request.
@@ -74,26 +82,27 @@ bool parse_request(const char* node, const char* service, uint64_t flags,
   const bool have_node_or_service = node != nullptr || service != nullptr;
   std::optional<uint16_t> queue;
   if (service != nullptr) {
-    queue = parse_service(service);
+    // An endpoint's queue is one of a port's first kMaxEndpointsPerPort,
+    // named by its number or its service port: a service beyond them (a
+    // program's default port number, say) names no endpoint this provider
+    // can open or reach.
+    queue = parse_service_queue(service);
     if (!queue) {
-      DPDK_INFO(FI_LOG_CORE, "service \"%s\" is not a queue number below 65535\n", service);
-      return false;
-    }
-    // An endpoint's queue is one of a port's first kMaxEndpointsPerPort: a
-    // service beyond them (a program's default port number, say) names
-    // no endpoint this provider can open or reach.
-    if (*queue >= kMaxEndpointsPerPort) {
       DPDK_INFO(FI_LOG_CORE,
-                "service \"%s\" names no endpoint queue: a port has queues 0 to %u\n", service,
-                kMaxEndpointsPerPort - 1);
+                "service \"%s\" names no endpoint: a queue number 0 to %u, or a port %u to %u "
+                "(FI_DPDK_PORT_BASE)\n",
+                service, kMaxEndpointsPerPort - 1, params().port_base,
+                params().port_base + kMaxEndpointsPerPort - 1);
       return false;
     }
   }
   std::optional<av::Address> node_address;
   if (node != nullptr) {
-    node_address = parse_node(node, service);
+    node_address = parse_node(node, service, flags);
     if (!node_address && !(flags & FI_SOURCE)) {
-      DPDK_INFO(FI_LOG_CORE, "node \"%s\" is neither a MAC address nor fi_dpdk://MAC/queue\n",
+      DPDK_INFO(FI_LOG_CORE,
+                "node \"%s\" is no MAC address, fi_dpdk://MAC/queue, IPv4 address or host "
+                "name of one\n",
                 node);
       return false;
     }
@@ -150,12 +159,25 @@ bool mac_is_zero(const uint8_t mac[6]) {
 }
 
 // Why this port cannot serve the requested source address, or "" if it can.
-std::string source_mismatch(const Request& request, const net::PortDescription& port) {
+// Why this port cannot serve the request's source and destination
+// addresses, or "" if it can.  Addresses by IPv4 need the port to have an
+// address (FI_DPDK_PORT_ADDR): the source's own, a destination on its subnet.
+std::string port_mismatch(const Request& request, const net::PortDescription& port,
+                          const std::optional<ip::Interface>& interface) {
   if (request.source_is_port_name && request.source_port_name != port.name)
     return "node names port " + request.source_port_name;
   if (request.source && !mac_is_zero(request.source->mac) &&
       std::memcmp(request.source->mac, port.mac, 6) != 0)
     return "source address " + av::format_mac(request.source->mac) + " is not its MAC";
+  const bool by_ip = (request.source && request.source->ipv4 != 0) ||
+                     (request.dest && request.dest->ipv4 != 0) || request.sockaddr_format;
+  if (by_ip && !interface) return "it has no IPv4 address (FI_DPDK_PORT_ADDR)";
+  if (request.source && request.source->ipv4 != 0 && request.source->ipv4 != interface->address)
+    return "source address " + ip::format_ipv4(request.source->ipv4) + " is not its address " +
+           ip::format_interface(*interface);
+  if (request.dest && request.dest->ipv4 != 0 && !interface->on_link(request.dest->ipv4))
+    return ip::format_ipv4(request.dest->ipv4) + " is not on its subnet " +
+           ip::format_interface(*interface) + " (there is no routing yet)";
   return {};
 }
 
@@ -179,6 +201,11 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
 
   Request request;
   if (!parse_request(node, service, flags, hints, &request)) return -FI_ENODATA;
+  request.sockaddr_format = hints != nullptr && is_sockaddr_format(hints->addr_format);
+  if (request.by_ipv4() && hints != nullptr && hints->addr_format == FI_ADDR_STR) {
+    DPDK_INFO(FI_LOG_CORE, "an IPv4 node has no FI_ADDR_STR form: ask for FI_SOCKADDR_IN\n");
+    return -FI_ENODATA;
+  }
 
   const std::vector<uint16_t> ports = selected_ports();
   if (ports.empty()) DPDK_INFO(FI_LOG_CORE, "no DPDK ports: nothing to offer\n");
@@ -190,12 +217,14 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       DPDK_INFO(FI_LOG_CORE, "port %u passed over: no name or MAC address\n", port_id);
       continue;
     }
-    if (std::string mismatch = source_mismatch(request, port); !mismatch.empty()) {
+    const std::optional<ip::Interface> interface = port_interface(port.name);
+    if (std::string mismatch = port_mismatch(request, port, interface); !mismatch.empty()) {
       DPDK_INFO(FI_LOG_CORE, "port %s passed over: %s\n", port.name.c_str(), mismatch.c_str());
       continue;
     }
     PortFacts facts{port.name, {}, kMaxMsgSize, params().unexpected_bytes};
     std::memcpy(facts.mac, port.mac, 6);
+    if (interface) facts.ipv4 = interface->address;
     // Reliable endpoints first: what an application that names no type gets.
     for (const fi_ep_type type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
       if (wanted_type != FI_EP_UNSPEC && wanted_type != type) continue;
@@ -212,10 +241,22 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
         continue;
       }
       narrow_info(offer, hints, version);
+      // Named by IPv4 address: the answer speaks FI_SOCKADDR_IN.
+      // (The native form has no room for the port's address: put it back.)
+      if ((request.by_ipv4() && offer->addr_format == FI_FORMAT_UNSPEC) ||
+          is_sockaddr_format(offer->addr_format)) {
+        auto any = info_address(offer, true);
+        offer->addr_format = FI_SOCKADDR_IN;
+        if (any) {
+          any->ipv4 = facts.ipv4;
+          set_info_address(offer, true, *any);
+        }
+      }
       int ret = 0;
       if (request.source) {
         av::Address source = *request.source;
         std::memcpy(source.mac, port.mac, 6);
+        source.ipv4 = facts.ipv4;
         ret = set_info_address(offer, true, source);
       }
       if (ret == 0 && request.dest) ret = set_info_address(offer, false, *request.dest);

@@ -152,13 +152,8 @@ std::vector<uint8_t> Endpoint::sender_address(uint64_t source_key) const {
   for (int i = 5; i >= 0; --i, source_key >>= 8) sender.mac[i] = static_cast<uint8_t>(source_key);
   sender.queue = static_cast<uint16_t>(source_key);
   sender.session = engine->peer_session(proto::peer_key(sender.mac, sender.queue));
-  if (info->addr_format == FI_ADDR_STR) {
-    const std::string text = av::to_string(sender);
-    return std::vector<uint8_t>(text.c_str(), text.c_str() + text.size() + 1);
-  }
-  std::vector<uint8_t> native(av::kNativeAddressSize);
-  av::to_native(sender, native.data());
-  return native;
+  port().name_by_ipv4(&sender);
+  return encode_address(info->addr_format, sender);
 }
 
 void Endpoint::flush() {

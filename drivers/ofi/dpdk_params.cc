@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <mutex>
+#include <string_view>
 
 #include "drivers/ofi/dpdk_prov.h"
 
@@ -113,6 +114,23 @@ Params load() {
     else
       p.errors += " FI_DPDK_MEMIF_UNMAP_GUARD=" + unmap_guard + " (want auto, on or off)";
   }
+  const std::string port_addr = get_string("port_addr");
+  for (std::string_view rest = port_addr; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t equals = item.find('=');
+    const std::string_view name = equals == std::string_view::npos ? "" : item.substr(0, equals);
+    const auto interface =
+        ip::parse_interface(equals == std::string_view::npos ? item : item.substr(equals + 1));
+    if (interface)
+      p.port_addrs.emplace_back(std::string(name), *interface);
+    else
+      p.errors += " FI_DPDK_PORT_ADDR=..." + std::string(item) + " (want [PORT=]A.B.C.D/N)";
+  }
+  get_number<uint16_t>("port_base", 1, 65535 - kMaxEndpointsPerPort, &p.port_base, &p.errors);
+  get_number<uint32_t>("resolve_timeout_ms", 1, 600'000, &p.resolve_timeout_ms, &p.errors);
   get_number<uint32_t>("fault_delay_us", 0, 10'000'000, &p.faults.delay_us, &p.errors);
   get_number<uint64_t>("fault_seed", 0, UINT64_MAX, &p.faults.seed, &p.errors);
   return p;
@@ -205,11 +223,31 @@ void define_params(const fi_provider* provider) {
                   "(default: auto)");
   for (const auto& fault : kFaultParams)
     fi_param_define(provider, fault.name, FI_PARAM_STRING, fault.help);
+  fi_param_define(provider, "port_addr", FI_PARAM_STRING,
+                  "IPv4 addresses of the ports, comma-separated, as PORT=A.B.C.D/N (PORT "
+                  "an ethdev name) or A.B.C.D/N for every port not named: a port with an "
+                  "address answers ARP for it, and its endpoints may be named by it "
+                  "(FI_SOCKADDR_IN, fi_getinfo's node) on its subnet (default: none)");
+  fi_param_define(provider, "port_base", FI_PARAM_STRING,
+                  "The service port of an endpoint on queue 0; queue N has port_base + N, "
+                  "in FI_SOCKADDR_IN addresses and as fi_getinfo's service (default: 9228)");
+  fi_param_define(provider, "resolve_timeout_ms", FI_PARAM_STRING,
+                  "Milliseconds to wait for the ARP answer of a peer named by IPv4 address "
+                  "before fi_av_insert or fi_connect gives up on it (default: 3000)");
   fi_param_define(provider, "fault_delay_us", FI_PARAM_STRING,
                   "How long the fault injector holds a delayed frame, in microseconds "
                   "(default: 100)");
   fi_param_define(provider, "fault_seed", FI_PARAM_STRING,
                   "Seed of the fault injector's random choices (default: 1)");
+}
+
+std::optional<ip::Interface> port_interface(const std::string& port_name) {
+  std::optional<ip::Interface> any;
+  for (const auto& [name, interface] : params().port_addrs) {
+    if (name == port_name) return interface;
+    if (name.empty()) any = interface;
+  }
+  return any;
 }
 
 const Params& params() {

@@ -3,9 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "drivers/net/port.h"
+#include "lib/ip/ipv4.h"
 
 struct fi_provider;
 
@@ -32,8 +36,16 @@ struct Params {
   uint32_t progress_net_ms = 2;  // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
   net::FaultConfig faults;     // FI_DPDK_FAULT_*
   net::UnmapGuardRequest memif_unmap_guard = net::UnmapGuardRequest::kAuto;  // FI_DPDK_MEMIF_UNMAP_GUARD
+  // FI_DPDK_PORT_ADDR: ports' IPv4 addresses, by port name ("" for the
+  // entry that names none: every other port's).
+  std::vector<std::pair<std::string, ip::Interface>> port_addrs;
+  uint16_t port_base = 9228;   // FI_DPDK_PORT_BASE: the service port of queue 0
+  uint32_t resolve_timeout_ms = 3000;  // FI_DPDK_RESOLVE_TIMEOUT_MS
   std::string errors;          // parameter values that were refused, for the log
 };
+
+// The IPv4 interface FI_DPDK_PORT_ADDR gives the port of that ethdev name.
+std::optional<ip::Interface> port_interface(const std::string& port_name);
 
 // Registers the parameters with libfabric; called from fi_prov_ini.
 void define_params(const fi_provider* provider);

@@ -13,6 +13,7 @@
 
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_prov.h"
+#include "lib/ip/arp.h"
 #include "lib/proto/frame_codec.h"
 
 namespace ofi_dpdk::ofi {
@@ -63,7 +64,14 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
                                 rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded, checksums)
           : proto::DecodeResult::kTruncated;  // we never send chained frames
   if (result == proto::DecodeResult::kNotOurs) {
-    ++rx_not_ours;
+    // ARP for a port with an IPv4 address (dpdk_neighbours.cc); other
+    // protocols are not ours.
+    const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
+    if (interface && frame->nb_segs == 1 && rte_pktmbuf_data_len(frame) >= 14 &&
+        bytes[12] == (ip::kEtherTypeArp >> 8) && bytes[13] == (ip::kEtherTypeArp & 0xFF))
+      take_arp(bytes, rte_pktmbuf_data_len(frame), now);
+    else
+      ++rx_not_ours;
   } else if (result == proto::DecodeResult::kUnsealed) {
     if (rx_unsealed++ == 0)
       DPDK_WARN(FI_LOG_EP_DATA,

@@ -32,12 +32,14 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "drivers/net/port.h"
+#include "lib/ip/neighbour_table.h"
 #include "drivers/ofi/dpdk_cq_ring.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_wait.h"
@@ -184,6 +186,30 @@ struct PortContext final : proto::FrameKeeper {
   }
   // Sends frames, as many as the port takes; returns how many it took.
   uint16_t transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count);
+
+  // Addresses by IPv4 (dpdk_neighbours.cc).  The port's own address
+  // (FI_DPDK_PORT_ADDR), if it has one, and its neighbours' MACs.
+  std::optional<ip::Interface> interface;
+  ip::NeighbourTable neighbours;
+  uint64_t arp_requests_answered = 0;
+  uint64_t arp_ignored = 0;  // not for our address, or replies nobody asked for
+  // An ARP frame received (receive() hands it over): a request for our
+  // address is answered, and its sender learned; a reply we asked for is
+  // learned.  Lock held.
+  void take_arp(const uint8_t* frame, size_t length, uint64_t now);
+  // Gives the addresses named by IPv4 alone their MACs: from the
+  // neighbour table, or by asking (ARP, every kArpRetryMs) until each is
+  // answered or FI_DPDK_RESOLVE_TIMEOUT_MS passes.  Progresses the port
+  // meanwhile; call without the lock.  Per address: 0, -FI_EADDRNOTAVAIL
+  // (the port has no address), -FI_EHOSTUNREACH (off its subnet, or no
+  // answer).  Addresses without an IPv4 address, or with a MAC, are left
+  // as they are (a wildcard sockaddr is the caller's to refuse).
+  static constexpr uint64_t kArpRetryMs = 200;
+  std::vector<int> resolve(const std::vector<av::Address*>& addresses);
+  int resolve(av::Address* address) { return resolve(std::vector<av::Address*>{address})[0]; }
+  // Fills address->ipv4 where the port knows it: its own MAC's is its
+  // address; a neighbour's, the table's.  Lock held.
+  void name_by_ipv4(av::Address* address) const;
 };
 
 // FI_PROGRESS_AUTO (dpdk_auto_progress.cc): a domain's port joins or leaves
@@ -303,7 +329,7 @@ struct Av {
   fid_av fid;
   Domain* domain;
   fi_av_attr attr;
-  int addr_format;  // FI_FORMAT_UNSPEC (native) or FI_ADDR_STR
+  int addr_format;  // the domain's: native, FI_ADDR_STR or FI_SOCKADDR(_IN)
   av::AddressTable table;  // fi_addr -> 16-byte entry; (MAC, queue) -> fi_addr
   // A named AV: the node's table, which `table` mirrors (refresh()).
   std::unique_ptr<av::SharedTable> shared;
@@ -513,6 +539,7 @@ struct Endpoint {
   bool accepts_sender(uint64_t source_key) const;
 
   PortContext& port() { return *domain->port; }
+  const PortContext& port() const { return *domain->port; }
   // dpdk_ep_addr.cc.  Lock held.  Where a transfer to `dest` goes: its
   // peer, the network key and (fi_group_addr) the peer group.  Returns 0 or
   // -FI_EINVAL (unknown address, bad group, a key not enabled here).
@@ -620,9 +647,12 @@ int bind_av(Endpoint* ep, Av* av);
 // The queue id info->src_addr asks for: kAnyQueue without one, -FI_EINVAL
 // for a malformed one.
 int requested_queue(const fi_info* info);
-// fi_getname: `self` in the info's address format, truncated to *addrlen
-// (-FI_ETOOSMALL then); *addrlen gets the full size.
-int write_name(const fi_info* info, const av::Address& self, void* addr, size_t* addrlen);
+// fi_getname, fi_getpeer: `address` (of port's endpoint, or with the port
+// lock held of a peer) in the info's address format, truncated to
+// *addrlen (-FI_ETOOSMALL then); *addrlen gets the full size.
+// -FI_EADDRNOTAVAIL when the format cannot carry it.
+int write_name(const fi_info* info, const PortContext& port, av::Address address, void* addr,
+               size_t* addrlen);
 
 // Nanoseconds of a monotonic clock: the transport's timers run on it.
 uint64_t now_ns();

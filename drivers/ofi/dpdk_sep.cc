@@ -244,7 +244,7 @@ int sep_getname(fid* fid, void* addr, size_t* addrlen) {
   std::memcpy(self.mac, sep->domain->port->port->mac(), 6);
   self.queue = sep->base;
   self.session = 0;  // see the top of the file
-  return write_name(sep->info, self, addr, addrlen);
+  return write_name(sep->info, *sep->domain->port, self, addr, addrlen);
 }
 
 // The lowest `count` free, unheld queue ids in a row from `wanted` (any

@@ -32,6 +32,11 @@ struct Address {
   uint8_t mac[6] = {};
   uint16_t queue = 0;
   uint32_t session = 0;
+  // The IPv4 address (host order) the endpoint was named by or is known
+  // by, when it has one (FI_SOCKADDR_IN); 0: none.  Not in the native or
+  // string forms.  An address named only by IPv4 has a zero MAC until its
+  // port resolves it (ARP).
+  uint32_t ipv4 = 0;
 
   bool same_endpoint(const Address& other) const;  // MAC and queue
   bool operator==(const Address&) const = default;

@@ -1,13 +1,13 @@
 // av_table.h: the address vector's table, without libfabric or DPDK.
 //
-// An index is an fi_addr (FI_AV_TABLE): entry i is one 16-byte Entry in a
+// An index is an fi_addr (FI_AV_TABLE): entry i is one 20-byte Entry in a
 // vector, so the send path resolves an fi_addr with one indexed load.  An
 // address goes in at the lowest unused index (fi_av(3)); removed indices
 // are reused, lowest first.  A reverse index maps (MAC, queue) to the
 // lowest valid index naming that endpoint, for FI_SOURCE, in O(1): open
 // addressing with linear probing, 8-byte slots, load at most 1/2.
 //
-// Memory per entry: 16 bytes of Entry, 16 to 32 bytes of reverse-index
+// Memory per entry: 20 bytes of Entry, 16 to 32 bytes of reverse-index
 // slots (capacity is a power of two), 8 more bytes once any entry has a user
 // id (FI_AV_USER_ID), 4 more once any entry has a network key (FI_AUTH_KEY),
 // 4 bytes per removed index waiting for reuse.
@@ -27,12 +27,12 @@
 namespace ofi_dpdk::av {
 
 struct Entry {
-  Address address;          // 12 bytes: MAC, queue, session
+  Address address;          // 16 bytes: MAC, queue, session, IPv4 address
   uint8_t valid = 0;        // 1 while the index is in use
   uint8_t has_user_id = 0;  // FI_AV_USER_ID: user_id() answers FI_SOURCE
   uint8_t reserved[2] = {};
 };
-static_assert(sizeof(Entry) == 16, "an AV entry is 16 bytes");
+static_assert(sizeof(Entry) == 20, "an AV entry is 20 bytes");
 
 // (MAC, queue) as one 64-bit key: queue in the top 16 bits, then the MAC,
 // first byte highest.  The same value as proto::peer_key.

@@ -110,18 +110,31 @@ TEST_F(GetinfoRing, UriNodeGivesThatDestination) {
   fi_freeinfo(info);
 }
 
-// A service no endpoint queue has (stock programs default to port numbers
-// such as 9228): nothing to offer at fi_getinfo, rather than an endpoint
-// that fails later with -FI_EADDRINUSE.
+// A service no endpoint queue has (a number that is neither a queue nor a
+// service port, FI_DPDK_PORT_BASE 9228 + queue): nothing to offer at
+// fi_getinfo, rather than an endpoint that fails later with -FI_EADDRINUSE.
 TEST_F(GetinfoRing, ServiceBeyondTheQueuesIsEnodata) {
   fi_info* info = nullptr;
-  EXPECT_EQ(getinfo(nullptr, "9228", FI_SOURCE, &info), -FI_ENODATA);
+  EXPECT_EQ(getinfo(nullptr, "9292", FI_SOURCE, &info), -FI_ENODATA);
   EXPECT_EQ(info, nullptr);
   EXPECT_EQ(getinfo(nullptr, "64", 0, &info), -FI_ENODATA);
   EXPECT_EQ(info, nullptr);
-  EXPECT_EQ(getinfo(mac_text_.c_str(), "9228", 0, &info), -FI_ENODATA);
+  EXPECT_EQ(getinfo(mac_text_.c_str(), "47592", 0, &info), -FI_ENODATA);
+  EXPECT_EQ(info, nullptr);
+  EXPECT_EQ(getinfo(mac_text_.c_str(), "9227", 0, &info), -FI_ENODATA);
   EXPECT_EQ(info, nullptr);
   ASSERT_EQ(getinfo(nullptr, "63", FI_SOURCE, &info), 0);
+  fi_freeinfo(info);
+}
+
+// A service port names the queue it stands for (fabtests' default 9228 is
+// queue 0's).
+TEST_F(GetinfoRing, ServicePortNamesItsQueue) {
+  fi_info* info = nullptr;
+  ASSERT_EQ(getinfo(mac_text_.c_str(), "9231", 0, &info), 0);
+  const auto dest = native_address(info->dest_addr, info->dest_addrlen);
+  ASSERT_TRUE(dest.has_value());
+  EXPECT_EQ(dest->queue, 3);
   fi_freeinfo(info);
 }
 

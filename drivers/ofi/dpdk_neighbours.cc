@@ -1,0 +1,128 @@
+// dpdk_neighbours.cc: a port's IPv4 neighbours.  A port with an address
+// (FI_DPDK_PORT_ADDR) answers ARP requests for it, so that peers can name
+// its endpoints by IPv4 address, and asks for the MACs of the peers named
+// to it that way (fi_av_insert, fi_connect of an FI_SOCKADDR_IN address).
+// Frames still travel with our EtherType to the resolved MAC: addresses by
+// IPv4 reach the port's own subnet, no further.
+#include <rte_mbuf.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "drivers/net/mbuf_handoff.h"
+#include "drivers/ofi/dpdk_params.h"
+#include "drivers/ofi/dpdk_attr.h"
+#include "drivers/ofi/dpdk_prov.h"
+#include "lib/ip/arp.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+bool mac_is_zero(const uint8_t mac[6]) {
+  static constexpr uint8_t kZero[6] = {};
+  return std::memcmp(mac, kZero, 6) == 0;
+}
+
+// Sends one ARP frame on queue pair 0 (the lock serialises its users).
+// False when no mbuf could be had or the device took none: the caller asks
+// again later, as for a lost frame.
+bool send_arp(PortContext& ctx, const ip::ArpMessage& message) {
+  rte_mbuf* frame = ctx.port->alloc_frame();
+  if (frame == nullptr) return false;
+  auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(frame, ip::kArpFrameSize));
+  if (bytes == nullptr) {
+    net::free_frame(frame);
+    return false;
+  }
+  ip::build_arp(message, bytes);
+  if (ctx.transmit(0, &frame, 1) == 1) return true;
+  net::free_frame(frame);
+  return false;
+}
+
+}  // namespace
+
+void PortContext::take_arp(const uint8_t* frame, size_t length, uint64_t now) {
+  const auto message = ip::parse_arp(frame, length);
+  if (!message || !interface || message->target_ip != interface->address ||
+      message->sender_ip == 0 || mac_is_zero(message->sender_mac)) {
+    ++arp_ignored;
+    return;
+  }
+  if (message->op == ip::ArpOp::kRequest) {
+    // It will send to us: we shall need its MAC to answer (RFC 826 learns
+    // the sender of a request for our address).
+    neighbours.learn(message->sender_ip, message->sender_mac, now);
+    if (send_arp(*this, ip::arp_reply(*message, port->mac()))) ++arp_requests_answered;
+    return;
+  }
+  if (std::memcmp(message->target_mac, port->mac(), 6) != 0 ||
+      !neighbours.take_reply(message->sender_ip, message->sender_mac, now))
+    ++arp_ignored;
+}
+
+std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses) {
+  std::vector<int> results(addresses.size(), 0);
+  std::vector<size_t> waiting;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    av::Address& a = *addresses[i];
+    // Named by MAC, or resolved already.  (A MAC may be zero: net_ring's.)
+    if (a.ipv4 == 0 || !mac_is_zero(a.mac)) continue;
+    if (!interface) {
+      DPDK_INFO(FI_LOG_AV, "%s has no IPv4 address (FI_DPDK_PORT_ADDR): cannot reach %s\n",
+                port->name().c_str(), ip::format_ipv4(a.ipv4).c_str());
+      results[i] = -FI_EADDRNOTAVAIL;
+    } else if (a.ipv4 == interface->address) {
+      std::memcpy(a.mac, port->mac(), 6);
+    } else if (!interface->on_link(a.ipv4)) {
+      DPDK_INFO(FI_LOG_AV, "%s is not on %s's subnet %s, and there is no routing yet\n",
+                ip::format_ipv4(a.ipv4).c_str(), port->name().c_str(),
+                ip::format_interface(*interface).c_str());
+      results[i] = -FI_EHOSTUNREACH;
+    } else {
+      waiting.push_back(i);
+    }
+  }
+  const uint64_t start = now_ns();
+  const uint64_t deadline = start + uint64_t{params().resolve_timeout_ms} * 1'000'000;
+  uint64_t next_ask = start;
+  while (!waiting.empty()) {
+    const uint64_t now = now_ns();
+    {
+      std::lock_guard guard(lock);
+      std::erase_if(waiting, [&](size_t i) {
+        return neighbours.find(addresses[i]->ipv4, now, addresses[i]->mac);
+      });
+      if (waiting.empty()) break;
+      if (now >= deadline) break;
+      if (now >= next_ask) {
+        for (size_t i : waiting) {
+          const uint32_t target = addresses[i]->ipv4;
+          if (neighbours.expect(target, now))
+            send_arp(*this, ip::arp_request(port->mac(), interface->address, target));
+        }
+        next_ask = now + kArpRetryMs * 1'000'000;
+      }
+      progress();
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  for (size_t i : waiting) {
+    DPDK_INFO(FI_LOG_AV, "%s: no ARP answer from %s within %u ms\n", port->name().c_str(),
+              ip::format_ipv4(addresses[i]->ipv4).c_str(), params().resolve_timeout_ms);
+    results[i] = -FI_EHOSTUNREACH;
+  }
+  return results;
+}
+
+void PortContext::name_by_ipv4(av::Address* address) const {
+  if (address->ipv4 != 0 || !interface) return;
+  if (std::memcmp(address->mac, port->mac(), 6) == 0) {
+    address->ipv4 = interface->address;
+  } else if (auto known = neighbours.address_of(address->mac, now_ns())) {
+    address->ipv4 = *known;
+  }
+}
+
+}  // namespace ofi_dpdk::ofi

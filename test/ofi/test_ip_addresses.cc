@@ -1,0 +1,193 @@
+// Endpoints named by IPv4 address (FI_SOCKADDR_IN), through stock
+// libfabric on a net_memif pair in one process whose ports have addresses
+// of one subnet (FI_DPDK_PORT_ADDR, see meson.build): fi_getinfo takes an
+// address as node (FI_SOURCE picks the port that owns it) and answers in
+// FI_SOCKADDR_IN with service port FI_DPDK_PORT_BASE + queue; fi_getname
+// gives the sockaddr; fi_av_insert of a peer's sockaddr asks ARP for its MAC
+// over the wire and a message then arrives; fi_av_lookup and fi_av_straddr
+// give the address back; a neighbour that never answers fails the insert
+// with FI_EHOSTUNREACH after FI_DPDK_RESOLVE_TIMEOUT_MS, an address off the
+// subnet at once, and a port without an address offers no sockaddrs.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "test/support/messaging.h"
+
+namespace ofi_dpdk::test {
+namespace {
+
+constexpr uint32_t kVersion = FI_VERSION(1, 17);
+// meson.build: net_memif0 is 10.9.0.1/24, net_memif1 10.9.0.2/24; port 9228
+// is queue 0.
+constexpr const char* kServerPort = "net_memif0";
+constexpr const char* kClientPort = "net_memif1";
+
+fi_info* sockaddr_hints(const char* domain) {
+  fi_info* hints = dpdk_hints(domain);
+  hints->addr_format = FI_SOCKADDR_IN;
+  return hints;
+}
+
+sockaddr_in sockaddr_of(const void* bytes, size_t length) {
+  sockaddr_in in{};
+  EXPECT_EQ(length, sizeof(in));
+  std::memcpy(&in, bytes, std::min(length, sizeof(in)));
+  return in;
+}
+
+std::string text_of(const sockaddr_in& in) {
+  char ip[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &in.sin_addr, ip, sizeof(ip));
+  return std::string(ip) + ":" + std::to_string(ntohs(in.sin_port));
+}
+
+TEST(IpGetinfo, SourceAddressPicksItsPort) {
+  fi_info* hints = dpdk_hints();
+  fi_info* info = nullptr;
+  ASSERT_EQ(fi_getinfo(kVersion, "10.9.0.1", "3", FI_SOURCE, hints, &info), 0);
+  for (const fi_info* i = info; i != nullptr; i = i->next) {
+    EXPECT_STREQ(i->domain_attr->name, kServerPort);
+    EXPECT_EQ(i->addr_format, static_cast<uint32_t>(FI_SOCKADDR_IN));
+    EXPECT_EQ(text_of(sockaddr_of(i->src_addr, i->src_addrlen)), "10.9.0.1:9231");
+  }
+  fi_freeinfo(info);
+  EXPECT_EQ(fi_getinfo(kVersion, "10.9.0.3", "3", FI_SOURCE, hints, &info), -FI_ENODATA);
+  fi_freeinfo(hints);
+}
+
+TEST(IpGetinfo, DestinationIsASockaddrOnTheSubnet) {
+  fi_info* hints = dpdk_hints(kClientPort);
+  fi_info* info = nullptr;
+  ASSERT_EQ(fi_getinfo(kVersion, "10.9.0.1", "9228", 0, hints, &info), 0);
+  EXPECT_EQ(info->addr_format, static_cast<uint32_t>(FI_SOCKADDR_IN));
+  EXPECT_EQ(text_of(sockaddr_of(info->dest_addr, info->dest_addrlen)), "10.9.0.1:9228");
+  EXPECT_EQ(text_of(sockaddr_of(info->src_addr, info->src_addrlen)), "10.9.0.2:0");
+  fi_freeinfo(info);
+  // The queue by number names the same endpoint.
+  ASSERT_EQ(fi_getinfo(kVersion, "10.9.0.1", "0", 0, hints, &info), 0);
+  EXPECT_EQ(text_of(sockaddr_of(info->dest_addr, info->dest_addrlen)), "10.9.0.1:9228");
+  fi_freeinfo(info);
+  // Off the subnet (no routing), or a service that names no queue.
+  EXPECT_EQ(fi_getinfo(kVersion, "10.8.0.1", "0", 0, hints, &info), -FI_ENODATA);
+  EXPECT_EQ(fi_getinfo(kVersion, "10.9.0.1", "80", 0, hints, &info), -FI_ENODATA);
+  fi_freeinfo(hints);
+}
+
+TEST(IpGetinfo, SockaddrHintsWithoutAnAddressAreRefusedPerPort) {
+  // Every port here has an address; one with FI_ADDR_STR cannot carry one.
+  fi_info* hints = dpdk_hints();
+  hints->addr_format = FI_ADDR_STR;
+  fi_info* info = nullptr;
+  EXPECT_EQ(fi_getinfo(kVersion, "10.9.0.1", "0", 0, hints, &info), -FI_ENODATA);
+  fi_freeinfo(hints);
+  hints = sockaddr_hints(nullptr);
+  ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), 0);
+  for (const fi_info* i = info; i != nullptr; i = i->next) {
+    EXPECT_EQ(i->addr_format, static_cast<uint32_t>(FI_SOCKADDR_IN));
+    const std::string expected =
+        std::strcmp(i->domain_attr->name, kServerPort) == 0 ? "10.9.0.1:0" : "10.9.0.2:0";
+    EXPECT_EQ(text_of(sockaddr_of(i->src_addr, i->src_addrlen)), expected);
+  }
+  fi_freeinfo(info);
+  fi_freeinfo(hints);
+}
+
+// A domain and FI_SOCKADDR_IN AV on one port, from fi_getinfo with hints.
+struct SockaddrDomain {
+  fi_info* info = nullptr;
+  fid_fabric* fabric = nullptr;
+  fid_domain* domain = nullptr;
+  fid_av* av = nullptr;
+
+  void open(const char* port, const char* node, const char* service, uint64_t flags) {
+    fi_info* hints = sockaddr_hints(port);
+    ASSERT_EQ(fi_getinfo(kVersion, node, service, flags, hints, &info), 0);
+    fi_freeinfo(hints);
+    ASSERT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), 0);
+    ASSERT_EQ(fi_domain(fabric, info, &domain, nullptr), 0);
+    fi_av_attr attr{};
+    attr.type = FI_AV_TABLE;
+    ASSERT_EQ(fi_av_open(domain, &attr, &av, nullptr), 0);
+  }
+  void close() {
+    if (av) {
+      EXPECT_EQ(fi_close(&av->fid), 0);
+    }
+    if (domain) {
+      EXPECT_EQ(fi_close(&domain->fid), 0);
+    }
+    if (fabric) {
+      EXPECT_EQ(fi_close(&fabric->fid), 0);
+    }
+    fi_freeinfo(info);
+  }
+};
+
+TEST(IpEndpoints, PeerNamedByAddressIsResolvedAndReached) {
+  SockaddrDomain server, client;
+  server.open(kServerPort, "10.9.0.1", "0", FI_SOURCE);
+  client.open(kClientPort, "10.9.0.1", "0", 0);
+  TestEndpoint at, from;
+  ASSERT_EQ(at.open(server.domain, server.av, server.info), 0);
+  ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
+  // fi_getname: the port's address and the queue's service port.
+  EXPECT_EQ(text_of(sockaddr_of(at.name, at.name_len)), "10.9.0.1:9228");
+  EXPECT_EQ(text_of(sockaddr_of(from.name, from.name_len)).substr(0, 9), "10.9.0.2:");
+
+  // The client knows the server by fi_getinfo's dest_addr alone: the
+  // insert asks ARP for its MAC on the wire.
+  fi_addr_t server_addr = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(client.av, client.info->dest_addr, 1, &server_addr, 0, nullptr), 1);
+  expect_message_delivered(from, server_addr, at, kept_for_send("by address"));
+
+  uint8_t looked_up[64];
+  size_t length = sizeof(looked_up);
+  ASSERT_EQ(fi_av_lookup(client.av, server_addr, looked_up, &length), 0);
+  EXPECT_EQ(text_of(sockaddr_of(looked_up, length)), "10.9.0.1:9228");
+  char text[64];
+  size_t text_length = sizeof(text);
+  ASSERT_NE(fi_av_straddr(client.av, looked_up, text, &text_length), nullptr);
+  EXPECT_STREQ(text, "fi_sockaddr_in://10.9.0.1:9228");
+  // And by fi_av_insertsvc, with the queue's number.
+  fi_addr_t again = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insertsvc(client.av, "10.9.0.1", "0", &again, 0, nullptr), 1);
+  expect_message_delivered(from, again, at, kept_for_send("by insertsvc"));
+
+  from.close();
+  at.close();
+  client.close();
+  server.close();
+}
+
+TEST(IpEndpoints, UnansweredAndOffSubnetAddressesFailTheInsert) {
+  SockaddrDomain client;
+  client.open(kClientPort, nullptr, nullptr, 0);
+  sockaddr_in addresses[2]{};
+  for (auto& a : addresses) {
+    a.sin_family = AF_INET;
+    a.sin_port = htons(9228);
+  }
+  inet_pton(AF_INET, "10.9.0.77", &addresses[0].sin_addr);  // on the subnet, nobody
+  inet_pton(AF_INET, "10.8.0.1", &addresses[1].sin_addr);   // off it
+  fi_addr_t out[2];
+  int errors[2] = {-1, -1};
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(fi_av_insert(client.av, addresses, 2, out, FI_SYNC_ERR, errors), 0);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(errors[0], FI_EHOSTUNREACH);
+  EXPECT_EQ(errors[1], FI_EHOSTUNREACH);
+  EXPECT_EQ(out[0], FI_ADDR_NOTAVAIL);
+  EXPECT_EQ(out[1], FI_ADDR_NOTAVAIL);
+  // FI_DPDK_RESOLVE_TIMEOUT_MS is 300 here: it waited that long, not forever.
+  EXPECT_GE(waited, std::chrono::milliseconds(300));
+  EXPECT_LT(waited, std::chrono::seconds(30));
+  client.close();
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::test
