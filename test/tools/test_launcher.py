@@ -81,6 +81,16 @@ class PrintOnlyTest(LauncherCase):
         self.assertIn("--no-pci", eal)
         self.assertIn("--vdev=net_ring0", eal)
 
+    def test_ip_becomes_the_ports_address(self) -> None:
+        result = launch("--topology", "ring", "--ip", "10.0.0.1/24", "--print-only")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(exports(result.stdout)["FI_DPDK_PORT_ADDR"], "10.0.0.1/24")
+        result = launch("--topology", "ring", "--print-only")
+        self.assertNotIn("FI_DPDK_PORT_ADDR", exports(result.stdout))
+        result = launch("--topology", "ring", "--ip", "10.0.0/24", "--print-only")
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("--ip", result.stderr)
+
     def test_memif_server_creates_socket_directory(self) -> None:
         sock = self.tmp / "a" / "b" / "memif.sock"
         eal = self.eal("--topology", "memif-server", "--socket", str(sock))
