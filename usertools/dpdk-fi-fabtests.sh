@@ -199,10 +199,9 @@ cat >"$role_script" <<-'EOF'
 		fi
 		args+=("$(ip_of "$pair" 1)")
 	else
-		# One process (unit tests).  Its port has no IPv4 address: with
-		# 127.0.0.1, fi_av_test would insert addresses of port 9 ("discard"),
-		# which names no endpoint queue here, and fail instead of not run.
-		port=(--topology ring)
+		# One process (unit tests: fi_getinfo_test -s 127.0.0.1, fi_av_test
+		# -g 127.0.0.1): a port that owns runfabtests.sh's address.
+		port=(--topology ring --ip 127.0.0.1/8)
 	fi
 	exec python3 "$OFI_DPDK_LAUNCHER" "${port[@]}" -- "$program" "${args[@]}"
 EOF

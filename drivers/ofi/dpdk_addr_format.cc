@@ -16,15 +16,20 @@
 
 namespace ofi_dpdk::ofi {
 
+// Ports and queues map one to one, modulo 65536: port = base + queue.  Only
+// queues below kMaxEndpointsPerPort are endpoints; the ports of the others
+// are still addresses (of no endpoint here), as any UDP port is one.  Port 0
+// is any queue; the queue whose port would be 0, and the port that would
+// be kAnyQueue's (base - 1), have no counterpart.
 uint16_t service_port(uint16_t queue) {
   return queue == kAnyQueue ? 0 : static_cast<uint16_t>(params().port_base + queue);
 }
 
 std::optional<uint16_t> queue_of_service_port(uint16_t port) {
   if (port == 0) return kAnyQueue;
-  const uint16_t base = params().port_base;
-  if (port < base || port - base >= kMaxEndpointsPerPort) return std::nullopt;
-  return static_cast<uint16_t>(port - base);
+  const auto queue = static_cast<uint16_t>(port - params().port_base);
+  if (queue == kAnyQueue) return std::nullopt;
+  return queue;
 }
 
 std::optional<uint16_t> parse_service_queue(const char* service) {
@@ -37,7 +42,7 @@ std::optional<uint16_t> parse_service_queue(const char* service) {
   if (value > 0xFFFF) return std::nullopt;
   if (value < kMaxEndpointsPerPort) return static_cast<uint16_t>(value);
   const auto queue = queue_of_service_port(static_cast<uint16_t>(value));
-  if (!queue || *queue == kAnyQueue) return std::nullopt;
+  if (!queue || *queue >= kMaxEndpointsPerPort) return std::nullopt;
   return queue;
 }
 
@@ -74,6 +79,7 @@ std::vector<uint8_t> encode_address(uint32_t format, const av::Address& address)
   }
   if (is_sockaddr_format(format)) {
     if (address.ipv4 == 0 && address.queue != kAnyQueue) return {};
+    if (address.queue != kAnyQueue && service_port(address.queue) == 0) return {};
     sockaddr_in in{};
     in.sin_family = AF_INET;
     in.sin_port = htons(service_port(address.queue));

@@ -130,7 +130,8 @@ std::optional<av::Address> info_address(const fi_info* info, bool source);
 // dpdk_addr_format.cc: the address formats.  An endpoint's service port
 // (FI_SOCKADDR_IN) is FI_DPDK_PORT_BASE + its queue; 0 is any queue.
 uint16_t service_port(uint16_t queue);
-// The queue of a service port; kAnyQueue for 0; nullopt outside the range.
+// The queue of a service port (port - base, modulo 65536: a port outside
+// base to base + 63 names a queue no endpoint has); kAnyQueue for 0.
 std::optional<uint16_t> queue_of_service_port(uint16_t port);
 // A service string: a queue number below kMaxEndpointsPerPort, or a
 // service port; nullopt for anything else.

@@ -431,6 +431,7 @@ int pep_close(fid* fid) {
 
 int pep_bind(fid* pep_fid, fid* bfid, uint64_t flags) {
   auto* pep = from_fid<PassiveEp>(pep_fid);
+  if (pep->listener == nullptr) return -FI_EOPBADSTATE;  // its address went
   if (bfid == nullptr || bfid->fclass != FI_CLASS_EQ || flags != 0) return -FI_EINVAL;
   if (pep->eq != nullptr) return -FI_EALREADY;
   pep->eq = from_fid<Eq>(reinterpret_cast<fid_eq*>(bfid));
@@ -441,6 +442,7 @@ int pep_bind(fid* pep_fid, fid* bfid, uint64_t flags) {
 
 int pep_listen(fid_pep* pep_fid) {
   auto* pep = from_fid<PassiveEp>(pep_fid);
+  if (pep->listener == nullptr) return -FI_EOPBADSTATE;
   if (pep->eq == nullptr) return -FI_ENOEQ;
   if (const int ret = fi_enable(&pep->listener->fid); ret != 0) return ret;
   std::lock_guard guard(pep->listener->port().lock);
@@ -454,6 +456,7 @@ int pep_reject(fid_pep* pep_fid, fid_t handle, const void* param, size_t paramle
       !connection_data_ok(param, paramlen))
     return -FI_EINVAL;
   auto* request = reinterpret_cast<ConnRequest*>(handle);
+  if (pep->listener == nullptr) return -FI_EOPBADSTATE;
   std::lock_guard guard(pep->listener->port().lock);
   av::Address client;
   uint32_t nonce;
@@ -478,6 +481,7 @@ int pep_reject(fid_pep* pep_fid, fid_t handle, const void* param, size_t paramle
 // queue, or the one the passive endpoint has; it cannot move).
 int pep_setname(fid* fid, void* addr, size_t addrlen) {
   auto* pep = from_fid<PassiveEp>(fid);
+  if (pep->listener == nullptr) return -FI_EOPBADSTATE;
   const auto wanted = decode_address(pep->info->addr_format, addr, addrlen);
   if (!wanted) return -FI_EINVAL;
   const PortContext& port = pep->listener->port();
@@ -503,6 +507,7 @@ int pep_setname(fid* fid, void* addr, size_t addrlen) {
 
 int pep_getname(fid* fid, void* addr, size_t* addrlen) {
   auto* pep = from_fid<PassiveEp>(fid);
+  if (pep->listener == nullptr) return -FI_EOPBADSTATE;
   return ep_getname_cm(&pep->listener->fid.fid, addr, addrlen);
 }
 
@@ -556,6 +561,34 @@ fi_ops_cm g_pep_cm_ops = {
 }  // namespace
 
 fi_ops_cm* msg_cm_ops() { return &g_msg_cm_ops; }
+
+int take_passive_address(Domain* domain, const fi_info* info, uint32_t* session) {
+  if (info == nullptr || info->handle == nullptr || info->handle->fclass != FI_CLASS_PEP)
+    return kAnyQueue + 1;
+  auto* pep = reinterpret_cast<PassiveEp*>(info->handle);
+  Endpoint* listener = pep->listener;
+  if (listener == nullptr || &listener->port() != domain->port.get()) {
+    DPDK_INFO(FI_LOG_EP_CTRL, "fi_endpoint: info->handle is a passive endpoint whose address "
+                              "went to another endpoint, or of another port\n");
+    return -FI_EINVAL;
+  }
+  uint16_t queue;
+  {
+    std::lock_guard guard(listener->port().lock);
+    if (pep->listening) {
+      DPDK_INFO(FI_LOG_EP_CTRL, "fi_endpoint: info->handle is a listening passive endpoint\n");
+      return -FI_EINVAL;
+    }
+    queue = listener->queue;
+    *session = listener->session;
+    listener->listener_of = nullptr;
+  }
+  // (Not listening: it holds no requests.)
+  if (pep->eq != nullptr) pep->eq->unwatch(&listener->port());
+  pep->listener = nullptr;
+  fi_close(&listener->fid.fid);
+  return queue;
+}
 
 int passive_ep_open(fid_fabric* fabric_fid, fi_info* info, fid_pep** out, void* context) {
   if (info == nullptr || info->ep_attr == nullptr || info->ep_attr->type != FI_EP_MSG)

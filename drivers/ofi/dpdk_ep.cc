@@ -558,13 +558,23 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
     if (request->claimed) return -FI_EINVAL;
     request->claimed = true;  // this call's, until the endpoint closes
   }
-  const int requested = request != nullptr ? kAnyQueue : requested_queue(info);
+  int requested = request != nullptr ? kAnyQueue : requested_queue(info);
+  // A passive endpoint's address, queue and session, when info->handle is one.
+  uint32_t inherited_session = 0;
+  if (request == nullptr) {
+    const int inherited = take_passive_address(domain, info, &inherited_session);
+    if (inherited < 0) return inherited;
+    if (inherited <= kAnyQueue) requested = inherited;
+  }
   if (requested < 0) return requested;
   const auto wanted = static_cast<uint16_t>(requested);
   Endpoint* ep = nullptr;
   const int ret = open_endpoint(
       domain, info, context,
-      [wanted](PortContext& port, Endpoint* opened) { return claim_queue(port, opened, wanted); },
+      [wanted, inherited_session](PortContext& port, Endpoint* opened) {
+        if (inherited_session != 0) opened->session = inherited_session;
+        return claim_queue(port, opened, wanted);
+      },
       &ep);
   if (ret != 0) {
     if (request != nullptr) {

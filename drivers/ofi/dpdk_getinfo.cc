@@ -260,6 +260,10 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
         ret = set_info_address(offer, true, source);
       }
       if (ret == 0 && request.dest) ret = set_info_address(offer, false, *request.dest);
+      // fi_getinfo(3): a passive endpoint in hints->handle comes back in
+      // info->handle (fi_endpoint then acquires its address).
+      if (hints != nullptr && hints->handle != nullptr && hints->handle->fclass == FI_CLASS_PEP)
+        offer->handle = hints->handle;
       if (ret != 0) {
         fi_freeinfo(offer);
         fi_freeinfo(head);

@@ -633,6 +633,14 @@ int passive_ep_open(fid_fabric* fabric, fi_info* info, fid_pep** pep, void* cont
 void release_conn_request(std::unique_ptr<ConnRequest> request);
 // fi_endpoint of an FI_CONNREQ info: the request the endpoint answers.
 ConnRequest* conn_request_of(const fi_info* info);
+// fi_endpoint(3): an active endpoint opened with info->handle a passive
+// endpoint acquires its address.  When info->handle is one: frees the
+// passive endpoint's queue on `domain`'s port (it is bound to nothing
+// after) and returns it, for the new endpoint to claim; -FI_EINVAL when it
+// listens, gave its address away already, or is on another port; its
+// session (the address's incarnation) in *session.  Returns kAnyQueue + 1
+// when info->handle is no passive endpoint.  No locks held.
+int take_passive_address(Domain* domain, const fi_info* info, uint32_t* session);
 
 // Opens an endpoint whose queue id `claim` picks and records under the port
 // lock (it returns the queue id or a negative fabric errno); shared by

@@ -5,7 +5,8 @@
 // FI_SOCKADDR_IN with service port FI_DPDK_PORT_BASE + queue; fi_getname
 // gives the sockaddr; fi_av_insert of a peer's sockaddr asks ARP for its MAC
 // over the wire and a message then arrives; fi_av_lookup and fi_av_straddr
-// give the address back; a neighbour that never answers fails the insert
+// give the address back (any port is an address); a neighbour that never
+// answers fails the insert
 // with FI_EHOSTUNREACH after FI_DPDK_RESOLVE_TIMEOUT_MS, an address off the
 // subnet at once, and a port without an address offers no sockaddrs.
 #include <arpa/inet.h>
@@ -160,6 +161,33 @@ TEST(IpEndpoints, PeerNamedByAddressIsResolvedAndReached) {
 
   from.close();
   at.close();
+  client.close();
+  server.close();
+}
+
+// Any port of a neighbour is an address, as with UDP: one outside the
+// service ports names a queue no endpoint has (sends to it go unanswered),
+// and reads back as it went in.
+TEST(IpEndpoints, AnyPortIsAnAddress) {
+  SockaddrDomain server, client;
+  server.open(kServerPort, "10.9.0.1", "0", FI_SOURCE);
+  client.open(kClientPort, nullptr, nullptr, 0);
+  sockaddr_in discard{};
+  discard.sin_family = AF_INET;
+  discard.sin_port = htons(9);
+  inet_pton(AF_INET, "10.9.0.1", &discard.sin_addr);
+  fi_addr_t addr = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(client.av, &discard, 1, &addr, 0, nullptr), 1);
+  sockaddr_in back{};
+  size_t length = sizeof(back);
+  ASSERT_EQ(fi_av_lookup(client.av, addr, &back, &length), 0);
+  EXPECT_EQ(text_of(back), "10.9.0.1:9");
+  // fi_getinfo's service stays strict: port 80 names no endpoint to offer
+  // ("9" would be queue 9).
+  fi_info* hints = dpdk_hints(kClientPort);
+  fi_info* info = nullptr;
+  EXPECT_EQ(fi_getinfo(kVersion, "10.9.0.1", "80", 0, hints, &info), -FI_ENODATA);
+  fi_freeinfo(hints);
   client.close();
   server.close();
 }

@@ -343,5 +343,41 @@ TEST_F(MsgEp, ConnectionDataIsBoundedByItsOption) {
   }
 }
 
+// fi_endpoint(3): an active endpoint opened with info->handle a passive
+// endpoint acquires its address (fi_getinfo(3) hands hints->handle back);
+// the passive endpoint is then bound to nothing and refuses to listen; it
+// listens no more, and its address is the new endpoint's.
+TEST_F(MsgEp, AnActiveEndpointAcquiresAPassiveEndpointsAddress) {
+  fid_pep* reserved = nullptr;
+  ASSERT_EQ(fi_passive_ep(fabric_, info_, &reserved, nullptr), 0);
+  uint8_t reserved_name[64];
+  size_t reserved_len = sizeof(reserved_name);
+  ASSERT_EQ(fi_getname(&reserved->fid, reserved_name, &reserved_len), 0);
+  fi_info* hints = msg_hints();
+  hints->handle = &reserved->fid;
+  fi_info* info = nullptr;
+  ASSERT_EQ(fi_getinfo(kVersion, nullptr, nullptr, 0, hints, &info), 0);
+  hints->handle = nullptr;
+  fi_freeinfo(hints);
+  EXPECT_EQ(info->handle, &reserved->fid);
+  fid_cq* cq = nullptr;
+  fid_ep* ep = open_endpoint(info, client_eq_, &cq);
+  ASSERT_NE(ep, nullptr);
+  uint8_t name[64];
+  size_t len = sizeof(name);
+  ASSERT_EQ(fi_getname(&ep->fid, name, &len), 0);
+  ASSERT_EQ(len, reserved_len);
+  EXPECT_EQ(std::memcmp(name, reserved_name, len), 0);
+  EXPECT_EQ(fi_listen(reserved), -FI_EOPBADSTATE);
+  // A second endpoint from the same info: the address is gone.
+  fid_ep* again = nullptr;
+  EXPECT_EQ(fi_endpoint(domain_, info, &again, nullptr), -FI_EINVAL);
+  EXPECT_EQ(fi_close(&reserved->fid), 0);
+  info->handle = nullptr;
+  fi_freeinfo(info);
+  EXPECT_EQ(fi_close(&ep->fid), 0);
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::test
