@@ -14,9 +14,9 @@
 #     make install; needs autoconf, automake, libtool, xz, the leg's
 #     libfabric-dev).  The tarball is used as it is: nothing is patched.
 #  2. Runs runfabtests.sh -t SET (default quick) over provider dpdk with
-#     out-of-band address exchange (-b) and -B 0 (the provider's addresses
-#     are Ethernet ones: it has no port to bind the default service 9228
-#     to).  runfabtests.sh runs each program through -p DIR: a folder of
+#     out-of-band address exchange (-b; fabtests' default service, 9228,
+#     is the provider's queue 0).  runfabtests.sh runs each program through
+#     -p DIR: a folder of
 #     wrappers, one per program, that start it through the EAL launcher
 #     (usertools/dpdk-fi-run.py): a server (its last argument -E) on a new
 #     net_memif pair whose ports have MACs of the pair's number, a client
@@ -230,7 +230,7 @@ propagation=()
 mountpoint -q / || propagation=(--propagation unchanged)
 (cd "$run_dir" && unshare --pid --fork --mount-proc "${propagation[@]}" \
 	"$installed/bin/runfabtests.sh" -b -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
-	-C "-B 0" -L "-B 0" "${extra[@]}" dpdk) 2>&1 | tee "$log"
+	"${extra[@]}" dpdk) 2>&1 | tee "$log"
 set -e
 count_of() { sed -n "s/^# Total $1 *\([0-9]*\)$/\1/p" "$log" | tail -1; }
 pass=$(count_of Pass)

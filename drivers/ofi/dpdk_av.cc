@@ -21,6 +21,17 @@
 
 namespace ofi_dpdk::ofi {
 
+bool Av::complete(uint64_t index, PortContext& port) {
+  const av::Entry* entry = table.find(index);
+  if (entry == nullptr) return false;
+  if (!entry->unresolved) return true;
+  const uint64_t now = now_ns();
+  uint8_t mac[6];
+  if (port.neighbours.find(entry->address.ipv4, now, mac)) return table.set_resolved(index, mac);
+  port.ask_neighbour(entry->address.ipv4, now);
+  return false;
+}
+
 fi_addr_t Av::lookup_source(uint64_t key) {
   refresh();
   const uint64_t index = table.find_endpoint(key);
@@ -108,9 +119,12 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
 // (one that names no key fails that address with FI_EINVAL).
 // `errors`, when given, holds the fabric errno (negative) of each address
 // that address_at cannot give (resolution failed); FI_EINVAL otherwise.
+// `unresolved`, when given, marks the addresses to insert before their
+// neighbour answered ARP (av::Entry::unresolved).
 template <typename AddressAt>
 int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_addr,
-                     uint64_t flags, void* context, const std::vector<int>* errors = nullptr) {
+                     uint64_t flags, void* context, const std::vector<int>* errors = nullptr,
+                     const std::vector<bool>* unresolved = nullptr) {
   if (flags & ~kInsertFlags) {
     DPDK_INFO(FI_LOG_AV, "insert flags %#lx not supported\n", flags & ~kInsertFlags);
     return -FI_EBADFLAGS;
@@ -173,6 +187,7 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
           error = from_table_error(index);
           aborted = error == FI_EAGAIN;
         } else {
+          if (unresolved != nullptr && (*unresolved)[i]) av->table.mark_unresolved(index);
           if (fi_addr != nullptr) fi_addr[i] = static_cast<fi_addr_t>(index);
           ++inserted;
         }
@@ -241,14 +256,23 @@ int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
     where.push_back(i);
   }
   const std::vector<int> results = av->domain->port->resolve(named);
+  // A neighbour that has not answered yet is still an address (fi_av(3)
+  // asks no more): it goes in unresolved, and a send to it fails with
+  // FI_EHOSTUNREACH until it answers.  (Not in a named AV, whose entries
+  // other processes read.)
+  std::vector<bool> unresolved(addresses.size(), false);
   for (size_t k = 0; k < results.size(); ++k) {
     if (results[k] == 0) continue;
-    errors[where[k]] = results[k];
+    if (results[k] == -FI_ETIMEDOUT && av->shared == nullptr) {
+      unresolved[where[k]] = true;
+      continue;
+    }
+    errors[where[k]] = results[k] == -FI_ETIMEDOUT ? -FI_EHOSTUNREACH : results[k];
     addresses[where[k]].reset();
   }
   return insert_addresses(
       av, addresses.size(), [&](size_t i) { return addresses[i]; }, fi_addr, flags, context,
-      &errors);
+      &errors, &unresolved);
 }
 
 int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr,

@@ -301,7 +301,8 @@ int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t param
     return -FI_EINVAL;
   }
   // Named by IPv4 address: its MAC first (ARP).
-  if (const int ret = ep->port().resolve(&*server); ret != 0) return ret;
+  if (const int ret = ep->port().resolve(&*server); ret != 0)
+    return ret == -FI_ETIMEDOUT ? -FI_EHOSTUNREACH : ret;
   std::lock_guard guard(ep->port().lock);
   if (!ep->enabled) return -FI_EOPBADSTATE;
   if (ep->eq == nullptr) return -FI_ENOEQ;

@@ -59,6 +59,11 @@ int Endpoint::destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* gro
   if (!split_group(*this, dest, &peer_group, &index)) return -FI_EINVAL;
   const av::Address* peer = av != nullptr ? av->resolve(index) : nullptr;
   if (peer == nullptr) return -FI_EINVAL;
+  // Inserted before its neighbour answered ARP: reachable once it has.
+  if (av->table.find(index & av->index_mask)->unresolved) {
+    if (!av->complete(index & av->index_mask, port())) return -FI_EHOSTUNREACH;
+    peer = av->resolve(index);
+  }
   std::memcpy(out->mac, peer->mac, 6);
   out->queue = peer->queue;
   out->session = peer->session;

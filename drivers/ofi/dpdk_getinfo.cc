@@ -58,6 +58,9 @@ std::optional<av::Address> parse_node(const char* node, const char* service, uin
   if ((flags & FI_SOURCE) && names_a_port(node)) return std::nullopt;
   if (auto ipv4 = host_ipv4(node)) {
     address.ipv4 = *ipv4;
+    // A local address without a service, as a socket's without a port: any
+    // queue (a peer's is queue 0 until service names another).
+    if ((flags & FI_SOURCE) && service == nullptr) address.queue = kAnyQueue;
     return address;
   }
   return std::nullopt;

@@ -111,9 +111,16 @@ std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses
   for (size_t i : waiting) {
     DPDK_INFO(FI_LOG_AV, "%s: no ARP answer from %s within %u ms\n", port->name().c_str(),
               ip::format_ipv4(addresses[i]->ipv4).c_str(), params().resolve_timeout_ms);
-    results[i] = -FI_EHOSTUNREACH;
+    results[i] = -FI_ETIMEDOUT;
   }
   return results;
+}
+
+void PortContext::ask_neighbour(uint32_t ip, uint64_t now) {
+  if (!interface || now - last_neighbour_ask_ns < kArpRetryMs * 1'000'000) return;
+  last_neighbour_ask_ns = now;
+  if (neighbours.expect(ip, now))
+    send_arp(*this, ip::arp_request(port->mac(), interface->address, ip));
 }
 
 void PortContext::name_by_ipv4(av::Address* address) const {

@@ -201,15 +201,20 @@ struct PortContext final : proto::FrameKeeper {
   // neighbour table, or by asking (ARP, every kArpRetryMs) until each is
   // answered or FI_DPDK_RESOLVE_TIMEOUT_MS passes.  Progresses the port
   // meanwhile; call without the lock.  Per address: 0, -FI_EADDRNOTAVAIL
-  // (the port has no address), -FI_EHOSTUNREACH (off its subnet, or no
-  // answer).  Addresses without an IPv4 address, or with a MAC, are left
-  // as they are (a wildcard sockaddr is the caller's to refuse).
+  // (the port has no address), -FI_EHOSTUNREACH (off its subnet),
+  // -FI_ETIMEDOUT (no answer).  Addresses without an IPv4 address, or with
+  // a MAC, are left as they are (a wildcard sockaddr is the caller's to
+  // refuse).
   static constexpr uint64_t kArpRetryMs = 200;
   std::vector<int> resolve(const std::vector<av::Address*>& addresses);
   int resolve(av::Address* address) { return resolve(std::vector<av::Address*>{address})[0]; }
   // Fills address->ipv4 where the port knows it: its own MAC's is its
   // address; a neighbour's, the table's.  Lock held.
   void name_by_ipv4(av::Address* address) const;
+  // Asks ARP for `ip` again on behalf of a peer inserted before it
+  // answered, at most once per kArpRetryMs for the whole port.  Lock held.
+  void ask_neighbour(uint32_t ip, uint64_t now);
+  uint64_t last_neighbour_ask_ns = 0;
 };
 
 // FI_PROGRESS_AUTO (dpdk_auto_progress.cc): a domain's port joins or leaves
@@ -366,6 +371,10 @@ struct Av {
     return &context_address;
   }
   av::Address context_address;  // resolve()'s answer for receive context > 0
+  // An entry inserted before its neighbour answered ARP (av::Entry::
+  // unresolved): completed with its MAC when the port has learned it since,
+  // else asked for again; false while unknown.  Port lock held.
+  bool complete(uint64_t index, PortContext& port);
   // FI_SOURCE: the sender's fi_addr (its FI_AV_USER_ID if it has one), or
   // FI_ADDR_NOTAVAIL for an unknown sender (key: proto::peer_key).
   fi_addr_t lookup_source(uint64_t key);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <new>
 
 namespace ofi_dpdk::av {
@@ -106,6 +107,7 @@ int64_t AddressTable::occupy(uint64_t index, const Address& address,
   entry.address = address;
   entry.valid = 1;
   entry.has_user_id = user_id ? 1 : 0;
+  entry.unresolved = 0;
   if (user_id) user_ids_[index] = *user_id;
   if (!network_keys_.empty()) network_keys_[index] = network_key;
   place({static_cast<uint32_t>(index), hash_key(endpoint_key(address))});
@@ -142,6 +144,22 @@ bool AddressTable::set_user_id(uint64_t index, uint64_t user_id) {
   return true;
 }
 
+bool AddressTable::mark_unresolved(uint64_t index) {
+  if (find(index) == nullptr) return false;
+  entries_[index].unresolved = 1;
+  return true;
+}
+
+bool AddressTable::set_resolved(uint64_t index, const uint8_t mac[6]) {
+  if (find(index) == nullptr) return false;
+  Entry& entry = entries_[index];
+  unlink(index, hash_key(endpoint_key(entry.address)));
+  std::memcpy(entry.address.mac, mac, 6);
+  entry.unresolved = 0;
+  place({static_cast<uint32_t>(index), hash_key(endpoint_key(entry.address))});
+  return true;
+}
+
 bool AddressTable::remove(uint64_t index) {
   const Entry* found = find(index);
   if (found == nullptr) return false;
@@ -149,6 +167,7 @@ bool AddressTable::remove(uint64_t index) {
   unlink(index, hash_key(endpoint_key(entry.address)));
   entry.valid = 0;
   entry.has_user_id = 0;
+  entry.unresolved = 0;
   --count_;
   try {
     free_.push(static_cast<uint32_t>(index));

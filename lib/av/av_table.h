@@ -30,7 +30,9 @@ struct Entry {
   Address address;          // 16 bytes: MAC, queue, session, IPv4 address
   uint8_t valid = 0;        // 1 while the index is in use
   uint8_t has_user_id = 0;  // FI_AV_USER_ID: user_id() answers FI_SOURCE
-  uint8_t reserved[2] = {};
+  // Named by IPv4 address, its MAC not known yet (set_resolved gives it).
+  uint8_t unresolved = 0;
+  uint8_t reserved = 0;
 };
 static_assert(sizeof(Entry) == 20, "an AV entry is 20 bytes");
 
@@ -68,6 +70,11 @@ class AddressTable {
                     std::optional<uint64_t> user_id = std::nullopt, uint32_t network_key = 0);
   // Frees an index; false if it was not in use.
   bool remove(uint64_t index);
+  // An entry named by IPv4 address whose neighbour has not answered yet:
+  // marked unresolved, then given its MAC when it does (re-indexed, so
+  // find_endpoint knows it).  Both false when the index is unused.
+  bool mark_unresolved(uint64_t index);
+  bool set_resolved(uint64_t index, const uint8_t mac[6]);
 
   // The entry at index, or nullptr if unused: one bounds check and one load.
   const Entry* find(uint64_t index) const {

@@ -79,6 +79,34 @@ TEST(AvTable, DuplicatesGetTheirOwnIndexAndTheLowestAnswers) {
   EXPECT_EQ(t.find_endpoint(key), AddressTable::kNone);
 }
 
+// An entry named by IPv4 address before its MAC was known: the reverse
+// index finds it by its MAC once set_resolved gives it, and no longer by
+// the zero MAC it went in with.
+TEST(AvTable, AnUnresolvedEntryIsFoundByItsMacOnceResolved) {
+  AddressTable table;
+  Address named;
+  named.queue = 3;
+  named.ipv4 = 0x0A000002;
+  const int64_t index = table.insert(named);
+  ASSERT_GE(index, 0);
+  EXPECT_FALSE(table.find(index)->unresolved);
+  ASSERT_TRUE(table.mark_unresolved(index));
+  EXPECT_TRUE(table.find(index)->unresolved);
+  const Address resolved = make(7, 3);
+  ASSERT_TRUE(table.set_resolved(index, resolved.mac));
+  EXPECT_FALSE(table.find(index)->unresolved);
+  EXPECT_EQ(table.find(index)->address.ipv4, 0x0A000002u);
+  EXPECT_EQ(table.find_endpoint(endpoint_key(resolved)), static_cast<uint64_t>(index));
+  EXPECT_EQ(table.find_endpoint(endpoint_key(named)), AddressTable::kNone);
+  EXPECT_FALSE(table.mark_unresolved(99));
+  EXPECT_FALSE(table.set_resolved(99, resolved.mac));
+  // A reused index starts resolved.
+  ASSERT_TRUE(table.mark_unresolved(index));
+  ASSERT_TRUE(table.remove(index));
+  ASSERT_EQ(table.insert(make(8)), index);
+  EXPECT_FALSE(table.find(index)->unresolved);
+}
+
 TEST(AvTable, UserIdsAnswerForTheirEntriesOnly) {
   AddressTable t;
   t.insert(make(1));
