@@ -152,15 +152,17 @@ cat >"$role_script" <<-'EOF'
 	#    client -s ITS-ADDR SERVER-ADDR): for the programs out-of-band
 	#    exchange cannot serve: connected ones (-e msg, and those whose
 	#    default endpoint is FI_EP_MSG), whose clients take the server's
-	#    address only from fi_getinfo's node; and fi_poll, fi_dgram_waitset
-	#    and fi_scalable_ep, which never open the out-of-band socket.  Those
-	#    of them that also use the socket to synchronise keep -E=PORT.
+	#    address only from fi_getinfo's node; and fi_poll, fi_dgram_waitset,
+	#    fi_scalable_ep and fi_shared_ctx, which never open the out-of-band
+	#    socket.  Those of them that also use the socket to synchronise
+	#    keep -E=PORT; fabtests 2.x then ignores the node unless the
+	#    socket's address comes apart (-O SERVER-ADDR, which 1.x lacks).
 	ip_of() { printf '127.%d.%d.%d' $(($1 / 256 % 256)) $(($1 % 256)) "$2"; }
 	mac_of() { printf '02:fd:%02x:%02x:00:%02x' $(($1 / 256 % 256)) $(($1 % 256)) "$2"; }
 	by_ip=0
 	case "$(basename "$program")" in
 	fi_msg | fi_msg_epoll | fi_msg_sockets | fi_msg_pingpong | fi_msg_bw | fi_cm_data | \
-		fi_poll | fi_dgram_waitset | fi_scalable_ep) by_ip=1 ;;
+		fi_poll | fi_dgram_waitset | fi_scalable_ep | fi_shared_ctx) by_ip=1 ;;
 	esac
 	for ((i = 0; i + 1 < count; i++)); do
 		[[ "${args[i]}" == -e && "${args[i + 1]}" == msg ]] && by_ip=1
@@ -170,16 +172,18 @@ cat >"$role_script" <<-'EOF'
 	fi_av_xfer | fi_unexpected_msg | fi_multi_recv | fi_multi_ep | fi_rdm_multi_client | \
 		fi_dgram_pingpong) keep_oob=1 ;;
 	esac
+	oob_addr=()
 	if ((count >= 1)) && [[ "${args[count - 1]}" == -E ]]; then
 		# A server: a new memif pair.
 		pair=$(( $(cat "$here/pairs/last") + 1 ))
 		echo "$pair" >"$here/pairs/last"
+		[[ "$FABTESTS_VERSION" == 1.* ]] || oob_addr=(-O "$(ip_of "$pair" 1)")
 		oob=-E=$((OOB_PORT_BASE + pair % 1000))
 		port=(--topology memif-server --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 1)"
 			--ip "$(ip_of "$pair" 1)/24")
 		unset 'args[count - 1]'
 		if ((by_ip)); then
-			((keep_oob)) && args+=("$oob")
+			((keep_oob)) && args+=("$oob" "${oob_addr[@]}")
 			args+=(-s "$(ip_of "$pair" 1)")
 		else
 			args+=("$oob")
@@ -187,12 +191,13 @@ cat >"$role_script" <<-'EOF'
 	elif ((count >= 2)) && [[ "${args[count - 2]}" == -E ]]; then
 		# A client: the pair its server (started just before) opened.
 		pair=$(cat "$here/pairs/last")
+		[[ "$FABTESTS_VERSION" == 1.* ]] || oob_addr=(-O "$(ip_of "$pair" 1)")
 		oob=-E=$((OOB_PORT_BASE + pair % 1000))
 		port=(--topology memif-client --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 2)"
 			--ip "$(ip_of "$pair" 2)/24")
 		unset 'args[count - 1]' 'args[count - 2]'
 		if ((by_ip)); then
-			((keep_oob)) && args+=("$oob")
+			((keep_oob)) && args+=("$oob" "${oob_addr[@]}")
 			args+=(-s "$(ip_of "$pair" 2)")
 		else
 			args+=("$oob")
@@ -219,6 +224,7 @@ export OFI_DPDK_LAUNCHER=$DPDK_FI_ROOT/usertools/dpdk-fi-run.py
 # The pairs' out-of-band ports (run-one.sh): 1000 from 47600, beside
 # fabtests' default of 47592.
 export OOB_PORT_BASE=47600
+export FABTESTS_VERSION=$fabtests_version
 unset FI_PROVIDER FI_DPDK_EAL_ARGS
 log=$run_dir/runfabtests.log
 set +e

@@ -72,8 +72,8 @@ void fill_defaults(fi_info* info) {
   d->rx_ctx_cnt = kMaxEndpointsPerPort;
   d->max_ep_tx_ctx = kMaxEpContexts;  // scalable endpoints (dpdk_sep.cc)
   d->max_ep_rx_ctx = kMaxEpContexts;
-  d->max_ep_stx_ctx = 0;
-  d->max_ep_srx_ctx = 0;
+  d->max_ep_stx_ctx = 1;  // shared contexts an endpoint may be bound to
+  d->max_ep_srx_ctx = 1;
   d->cntr_cnt = 1024;
   d->mr_iov_limit = 1;
   d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM | kAvSecondaryCaps;
@@ -154,14 +154,15 @@ bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
                "ep_attr->max_order_war_size too large");
   DPDK_REQUIRE(!exceeds(h->max_order_waw_size, o->max_order_waw_size),
                "ep_attr->max_order_waw_size too large");
-  // Up to kMaxEpContexts each for a scalable endpoint; FI_SHARED_CONTEXT
-  // (SIZE_MAX) is above that: no shared contexts.
-  // Datagram and connected endpoints have one of each.
+  // Up to kMaxEpContexts each for a scalable endpoint, or FI_SHARED_CONTEXT
+  // (dpdk_shared_ctx.cc).  Datagram and connected endpoints have one of each.
   const size_t contexts = o->type == FI_EP_RDM ? kMaxEpContexts : 1;
-  DPDK_REQUIRE(h->tx_ctx_cnt <= contexts,
-               "ep_attr->tx_ctx_cnt: at most 32 contexts (1 off FI_EP_RDM), no shared contexts");
-  DPDK_REQUIRE(h->rx_ctx_cnt <= contexts,
-               "ep_attr->rx_ctx_cnt: at most 32 contexts (1 off FI_EP_RDM), no shared contexts");
+  DPDK_REQUIRE(h->tx_ctx_cnt <= contexts || h->tx_ctx_cnt == FI_SHARED_CONTEXT,
+               "ep_attr->tx_ctx_cnt: at most 32 contexts (1 off FI_EP_RDM), or "
+               "FI_SHARED_CONTEXT");
+  DPDK_REQUIRE(h->rx_ctx_cnt <= contexts || h->rx_ctx_cnt == FI_SHARED_CONTEXT,
+               "ep_attr->rx_ctx_cnt: at most 32 contexts (1 off FI_EP_RDM), or "
+               "FI_SHARED_CONTEXT");
   // fi_endpoint(3): auth_key_size "is ignored unless the fabric is opened
   // with API version 1.5 or greater".
   if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
@@ -212,8 +213,10 @@ bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t v
   DPDK_REQUIRE(!exceeds(h->rx_ctx_cnt, o->rx_ctx_cnt), "domain_attr->rx_ctx_cnt too large");
   DPDK_REQUIRE(!exceeds(h->max_ep_tx_ctx, o->max_ep_tx_ctx), "domain_attr->max_ep_tx_ctx too large");
   DPDK_REQUIRE(!exceeds(h->max_ep_rx_ctx, o->max_ep_rx_ctx), "domain_attr->max_ep_rx_ctx too large");
-  DPDK_REQUIRE(!exceeds(h->max_ep_stx_ctx, o->max_ep_stx_ctx), "domain_attr->max_ep_stx_ctx: no shared tx contexts");
-  DPDK_REQUIRE(!exceeds(h->max_ep_srx_ctx, o->max_ep_srx_ctx), "domain_attr->max_ep_srx_ctx: no shared rx contexts");
+  DPDK_REQUIRE(!exceeds(h->max_ep_stx_ctx, o->max_ep_stx_ctx),
+               "domain_attr->max_ep_stx_ctx: one shared transmit context per endpoint");
+  DPDK_REQUIRE(!exceeds(h->max_ep_srx_ctx, o->max_ep_srx_ctx),
+               "domain_attr->max_ep_srx_ctx: one shared receive context per endpoint");
   DPDK_REQUIRE(!exceeds(h->cntr_cnt, o->cntr_cnt), "domain_attr->cntr_cnt too large");
   DPDK_REQUIRE(!exceeds(h->mr_iov_limit, o->mr_iov_limit), "domain_attr->mr_iov_limit too large");
   DPDK_REQUIRE((h->caps & ~o->caps) == 0, "domain_attr->caps asks for capabilities it lacks");

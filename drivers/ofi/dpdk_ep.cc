@@ -137,6 +137,8 @@ int ep_close(fid* fid) {
     ep->release_auth_keys();
     if (ep->is_msg()) say_goodbye(ep);
     if (ep->av != nullptr) std::erase(ep->av->endpoints, ep);
+    if (ep->srx != nullptr) std::erase(ep->srx->endpoints, ep);
+    if (ep->stx != nullptr) ep->stx->refs--;
     if (ep->parent != nullptr) forget_context(ep);
     // The engine gives back the mbufs it keeps (PortContext::release) while
     // the port is surely there: after release() the domain may close it.
@@ -238,6 +240,29 @@ int ep_bind(fid* ep_fid, fid* bfid, uint64_t flags) {
     }
     case FI_CLASS_CNTR:
       return bind_counter(ep, from_fid<Cntr>(bfid), flags);
+    case FI_CLASS_SRX_CTX: {
+      // fi_endpoint(3): one shared receive context per endpoint, of its
+      // domain.  (Scalable endpoints' contexts have their own receives.)
+      auto* srx = from_fid<SharedRx>(bfid);
+      if (flags != 0 || srx->domain != ep->domain || ep->parent != nullptr) return -FI_EINVAL;
+      if (ep->srx != nullptr) return -FI_EALREADY;
+      try {
+        srx->endpoints.push_back(ep);
+      } catch (const std::bad_alloc&) {
+        return -FI_ENOMEM;
+      }
+      ep->srx = srx;
+      ep->engine->share_receives(&srx->posted);
+      return 0;
+    }
+    case FI_CLASS_STX_CTX: {
+      auto* stx = from_fid<SharedTx>(bfid);
+      if (flags != 0 || stx->domain != ep->domain || ep->parent != nullptr) return -FI_EINVAL;
+      if (ep->stx != nullptr) return -FI_EALREADY;
+      ep->stx = stx;
+      stx->refs++;
+      return 0;
+    }
     default:
       return -FI_EINVAL;
   }

@@ -141,6 +141,12 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
     for (size_t i = 0; i < iov_count; ++i) request.multi->capacity += iov[i].iov_len;
     request.multi->min_free = min_multi_recv;
   }
+  // Bound to a shared receive context: the receive is the context's.
+  if (srx != nullptr) {
+    if (request.multi) return -FI_EBADFLAGS;  // not shared (Engine::share_receives)
+    const int ret = srx->post(request);
+    return ret == -FI_EOPBADSTATE ? ret : engine_errno(ret);
+  }
   const int ret = engine_call([&] { return engine->post_recv(request, now_ns()); });
   flush();
   return engine_errno(ret);

@@ -101,6 +101,17 @@ struct NotSupported<R (*)(Args...)> {
 #define DPDK_ENOSYS(table, member) \
   ::ofi_dpdk::ofi::NotSupported<decltype(table::member)>::call
 
+// Fills a data-path slot that this kind of object does not offer (a
+// receive context's sends): the call returns -FI_EOPNOTSUPP.
+template <typename F>
+struct NotThisDirection;
+template <typename R, typename... Args>
+struct NotThisDirection<R (*)(Args...)> {
+  static R call(Args...) { return static_cast<R>(-FI_EOPNOTSUPP); }
+};
+#define DPDK_EOPNOTSUPP(table, member) \
+  ::ofi_dpdk::ofi::NotThisDirection<decltype(table::member)>::call
+
 struct Endpoint;
 struct Cq;
 }  // namespace ofi_dpdk::ofi
@@ -457,6 +468,8 @@ struct Mr {
 };
 
 struct ScalableEp;
+struct SharedRx;
+struct SharedTx;
 struct PassiveEp;
 struct ConnRequest;
 
@@ -482,6 +495,8 @@ struct Endpoint {
   ScalableEp* parent = nullptr;  // contexts only
   int index = 0;                 // contexts: fi_tx_context / fi_rx_context index
   Av* av = nullptr;
+  SharedRx* srx = nullptr;  // fi_srx_context bound: receives are its
+  SharedTx* stx = nullptr;  // fi_stx_context bound
   Cq* tx_cq = nullptr;
   Cq* rx_cq = nullptr;
   Eq* eq = nullptr;
@@ -635,6 +650,35 @@ std::mutex& conn_request_lock();
 // The most connection requests a passive endpoint holds unanswered; more
 // are refused (a stranger's flood costs no more).
 inline constexpr size_t kMaxPendingConnRequests = 1024;
+// Shared contexts (dpdk_shared_ctx.cc).  A shared receive context holds
+// the receives posted to it; the engines of the endpoints bound to it match
+// their messages against those (proto::Engine::share_receives), so a
+// message to any of them takes the first receive that fits, and completes
+// on that endpoint's CQ.  A shared transmit context is a binding only: each
+// endpoint still sends from its own queue, which keeps its address, order
+// and completions what they would be, the sharing being of resources.
+struct SharedRx {
+  fid_ep fid;
+  Domain* domain;
+  uint64_t op_flags = 0;           // rx_attr->op_flags
+  proto::PostedReceives posted;    // port lock
+  std::vector<Endpoint*> endpoints;  // bound (port lock)
+  // A receive for all the bound endpoints (Endpoint::post_recv routes
+  // there): an early message of one of them takes it, else it waits for
+  // the first.  Port lock held.  0, -EAGAIN, -FI_EOPBADSTATE when no bound
+  // endpoint is enabled.
+  int post(const proto::RecvRequest& request);
+};
+struct SharedTx {
+  fid_stx fid;
+  Domain* domain;
+  std::atomic<int> refs{0};  // endpoints bound
+};
+int stx_open(fid_domain* domain, fi_tx_attr* attr, fid_stx** stx, void* context);
+int srx_open(fid_domain* domain, fi_rx_attr* attr, fid_ep** rx_ep, void* context);
+// The transfer tables of an object that does no RMA or atomics (every call
+// -FI_EOPNOTSUPP): scalable endpoints, shared receive contexts.
+void set_no_rma_atomic_ops(fid_ep* fid);
 fi_ops_cm* msg_cm_ops();  // an FI_EP_MSG endpoint's fid_ep::cm
 int passive_ep_open(fid_fabric* fabric, fi_info* info, fid_pep** pep, void* context);
 // Forgets a request its passive endpoint counted (accepted, or its endpoint

@@ -39,15 +39,6 @@
 namespace ofi_dpdk::ofi {
 namespace {
 
-// Fills a data-path slot that this kind of endpoint does not offer.
-template <typename F>
-struct NotThisDirection;
-template <typename R, typename... Args>
-struct NotThisDirection<R (*)(Args...)> {
-  static R call(Args...) { return static_cast<R>(-FI_EOPNOTSUPP); }
-};
-#define DPDK_EOPNOTSUPP(table, member) NotThisDirection<decltype(table::member)>::call
-
 constexpr uint64_t kTxModifiers = FI_SEND | FI_READ | FI_WRITE;
 constexpr uint64_t kRxModifiers = FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
@@ -377,6 +368,12 @@ fi_ops_collective g_sep_collective_ops = {
 };
 
 }  // namespace
+
+void set_no_rma_atomic_ops(fid_ep* fid) {
+  fid->rma = &g_sep_rma_ops;
+  fid->atomic = &g_sep_atomic_ops;
+  fid->collective = &g_sep_collective_ops;
+}
 
 void forget_context(Endpoint* context) {
   ScalableEp* sep = context->parent;

@@ -68,14 +68,14 @@ bool Engine::matches(const RecvRequest& recv, const Sender& sender, bool tagged,
 }
 
 bool Engine::match_posted(InboundMessage& in) {
-  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+  for (auto it = posted_->list.begin(); it != posted_->list.end(); ++it) {
     if (!matches(*it, in.sender, in.tagged, in.tag)) continue;
     in.to_user = true;
     in.recv = it->multi ? take_part(*it, in.length) : *it;
     in.capacity = capacity_of(in.recv);
     if (!it->multi || it->multi->released) {
       drop_posted(it);
-      --posted_count_;
+      --posted_->count;
     }
     return true;
   }
@@ -275,15 +275,26 @@ void Engine::take_unexpected(const RecvRequest& request,
 
 int Engine::post_recv(const RecvRequest& request, uint64_t now_ns) {
   clock_ns_ = std::max(clock_ns_, now_ns);
-  if (posted_count_ >= config_.max_posted_recvs) return -EAGAIN;
+  if (posted_->count >= config_.max_posted_recvs) return -EAGAIN;
   if (request.multi) return post_multi_recv(request);
+  if (take_early(request, now_ns)) return 0;
+  return keep_receive(request);
+}
+
+bool Engine::take_early(const RecvRequest& request, uint64_t now_ns) {
+  clock_ns_ = std::max(clock_ns_, now_ns);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!visible(*it) || !matches(request, it->sender, it->tagged, it->tag)) continue;
     take_unexpected(request, it);
-    return 0;
+    return true;
   }
+  return false;
+}
+
+int Engine::keep_receive(const RecvRequest& request) {
+  if (posted_->count >= config_.max_posted_recvs) return -EAGAIN;
   keep_posted(request);
-  ++posted_count_;
+  ++posted_->count;
   wake_stalled();
   return 0;
 }
@@ -314,28 +325,30 @@ int Engine::post_multi_recv(const RecvRequest& request) {
   }
   if (!request.multi->released) {
     keep_posted(request);
-    ++posted_count_;
+    ++posted_->count;
   }
   wake_stalled();
   return 0;
 }
 
 void Engine::keep_posted(const RecvRequest& request) {
-  if (spare_posted_.empty()) {
-    posted_.push_back(request);
+  PostedReceives& p = *posted_;
+  if (p.spare.empty()) {
+    p.list.push_back(request);
     return;
   }
-  posted_.splice(posted_.end(), spare_posted_, spare_posted_.begin());
-  posted_.back() = request;
+  p.list.splice(p.list.end(), p.spare, p.spare.begin());
+  p.list.back() = request;
 }
 
 void Engine::drop_posted(std::list<RecvRequest>::iterator it) {
-  if (spare_posted_.size() >= kSpareRecords) {
-    posted_.erase(it);
+  PostedReceives& p = *posted_;
+  if (p.spare.size() >= kSpareRecords) {
+    p.list.erase(it);
     return;
   }
   it->multi.reset();  // a multi-recv buffer lives as long as its receives
-  spare_posted_.splice(spare_posted_.end(), posted_, it);
+  p.spare.splice(p.spare.end(), p.list, it);
 }
 
 std::list<UnexpectedMessage>::iterator Engine::new_unexpected(size_t length, bool with_bytes) {
@@ -479,11 +492,11 @@ int Engine::cancel_recv(void* context) {
     }
     completions_.push_back(done);
   };
-  for (auto it = posted_.begin(); it != posted_.end(); ++it) {
+  for (auto it = posted_->list.begin(); it != posted_->list.end(); ++it) {
     if (it->context != context) continue;
     cancel(*it);
     drop_posted(it);
-    --posted_count_;
+    --posted_->count;
     return 0;
   }
   for (auto& u : unexpected_) {

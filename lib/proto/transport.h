@@ -217,6 +217,17 @@ struct RecvRequest {
   std::shared_ptr<MultiRecv> multi;  // FI_MULTI_RECV (untagged only)
 };
 
+// Receives posted and not yet taken, in posting order: an engine's own, or
+// those of a shared receive context (fi_srx_context), which several
+// engines match from.  Engines sharing one are serialised by their caller.
+struct PostedReceives {
+  std::list<RecvRequest> list;
+  // Nodes kept for the next receive (kSpareRecords at most): a receive
+  // posted per message would otherwise be an allocation each.
+  std::list<RecvRequest> spare;
+  size_t count = 0;
+};
+
 struct Completion {
   enum class Kind : uint8_t { kSend, kRecv } kind;
   void* context;
@@ -422,6 +433,21 @@ class Engine {
   // Posts a receive; it may complete at once from an unexpected message.
   // Returns 0 or -EAGAIN when max_posted_recvs are posted.
   int post_recv(const RecvRequest& request, uint64_t now_ns);
+  // Shared receive contexts: the engine matches arriving messages against
+  // `shared` receives instead of its own, as do the other engines given
+  // the same (nullptr: its own again).  Before any receive is posted.  A
+  // receive for all of them is posted by trying each one's early messages
+  // (take_early), then keeping it (keep_receive) and telling each one
+  // (receives_changed).  Multi-recv buffers are not shared.
+  void share_receives(PostedReceives* shared) { posted_ = shared ? shared : &own_posted_; }
+  // Whether a message that arrived here before any receive takes `request`
+  // (now, or when whole); nothing is posted.
+  bool take_early(const RecvRequest& request, uint64_t now_ns);
+  // Adds `request` to the posted receives; -EAGAIN when max_posted_recvs are.
+  int keep_receive(const RecvRequest& request);
+  // Receives were posted elsewhere (another engine of a shared context):
+  // what waited for one may find it now.
+  void receives_changed() { wake_stalled(); }
   // Cancels the posted receive with that context: 0 (a kErrCanceled
   // completion follows) or -ENOENT.
   int cancel_recv(void* context);
@@ -511,7 +537,7 @@ class Engine {
   // When the last data segment arrived (0: never): closing endpoints linger
   // while peers may still retransmit what they have not seen acked.
   uint64_t last_data_ns() const { return last_data_ns_; }
-  size_t posted_recvs() const { return posted_count_; }
+  size_t posted_recvs() const { return posted_->count; }
   size_t connection_count() const { return connections_.size(); }
   // Bytes of the unexpected budget in use (early messages and requests).
   size_t unexpected_bytes() const { return unexpected_bytes_; }
@@ -841,11 +867,8 @@ class Engine {
   SenderFilter sender_filter_;
   FrameKeeper* frame_keeper_ = nullptr;
   std::vector<Completion> completions_;
-  std::list<RecvRequest> posted_;
-  // Nodes of posted_ kept for the next receive (kSpareRecords at most): a
-  // receive posted per message would otherwise be an allocation each.
-  std::list<RecvRequest> spare_posted_;
-  size_t posted_count_ = 0;
+  PostedReceives own_posted_;
+  PostedReceives* posted_ = &own_posted_;  // own_posted_, or a shared context's
   std::list<UnexpectedMessage> unexpected_;
   // Records of taken unexpected messages, with their buffer when it is
   // small, for the next ones: a stream of small early messages would

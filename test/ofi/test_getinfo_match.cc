@@ -387,12 +387,17 @@ TEST_F(GetinfoMatch, ContextCountsUpToTheDomainMaximum) {
   fi_freeinfo(narrowed);
   hints_->ep_attr->tx_ctx_cnt = 33;
   EXPECT_FALSE(matches());
-  hints_->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
-  EXPECT_FALSE(matches());
   hints_->ep_attr->tx_ctx_cnt = 0;
   hints_->ep_attr->rx_ctx_cnt = 33;
   EXPECT_FALSE(matches());
+  // Shared contexts (fi_stx_context, fi_srx_context): one of each per
+  // endpoint.
+  hints_->ep_attr->tx_ctx_cnt = FI_SHARED_CONTEXT;
   hints_->ep_attr->rx_ctx_cnt = FI_SHARED_CONTEXT;
+  EXPECT_TRUE(matches()) << why_;
+  EXPECT_EQ(offer_->domain_attr->max_ep_stx_ctx, 1u);
+  EXPECT_EQ(offer_->domain_attr->max_ep_srx_ctx, 1u);
+  hints_->domain_attr->max_ep_srx_ctx = 2;
   EXPECT_FALSE(matches());
 }
 
