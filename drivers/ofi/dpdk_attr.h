@@ -67,8 +67,10 @@ inline constexpr uint64_t kSecondaryCaps =
     kAvSecondaryCaps | kTaggedMultiRecvCap;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kModifierCaps | kSecondaryCaps;
 // Reported without being asked for: costless secondary capabilities.
+// (FI_TAGGED_MULTI_RECV, libfabric 2.x, only when asked for: fabtests 2.1
+// still takes it for an unknown bit when offered unasked.)
 inline constexpr uint64_t kFreeSecondaryCaps =
-    FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV | kAvSecondaryCaps | kTaggedMultiRecvCap;
+    FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV | kAvSecondaryCaps;
 inline constexpr uint64_t kTxCaps =
     FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE | FI_NAMED_RX_CTX;
 inline constexpr uint64_t kRxCaps =
