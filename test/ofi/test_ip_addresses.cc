@@ -209,9 +209,10 @@ TEST(IpEndpoints, AnUnansweredNeighbourIsInsertedButUnreachable) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(fi_av_insert(client.av, addresses, 2, out, FI_SYNC_ERR, errors), 1);
   const auto waited = std::chrono::steady_clock::now() - start;
-  // The insert waited FI_DPDK_RESOLVE_TIMEOUT_MS (3000 here: long enough
-  // that a busy machine's answering port always makes it) for an answer.
-  EXPECT_GE(waited, std::chrono::milliseconds(3000));
+  // The insert waited about FI_DPDK_RESOLVE_TIMEOUT_MS (3000 here: long
+  // enough that a busy machine's answering port always makes it) for an
+  // answer.  (The provider times it with the TSC, we with steady_clock.)
+  EXPECT_GE(waited, std::chrono::milliseconds(2900));
   EXPECT_LT(waited, std::chrono::seconds(30));
   EXPECT_EQ(errors[0], 0);
   EXPECT_NE(out[0], FI_ADDR_NOTAVAIL);
