@@ -414,10 +414,14 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     if (legacy == 1 /*FI_MR_BASIC*/ || legacy == kLegacyMrMode)
       d->mr_mode = legacy;
     else if (FI_VERSION_GE(version, FI_VERSION(1, 5)))
-      // We need no bit of mr_mode.  An application that accepts provider
-      // keys gets them (random: a peer cannot guess one); one that can give
-      // virtual addresses for RMA does, else RMA addresses are offsets.
-      d->mr_mode = legacy & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
+      // We need no bit of mr_mode.  By default an application that accepts
+      // provider keys gets them (random: a peer cannot guess one), and one
+      // that can give virtual addresses for RMA does, as the field's
+      // providers do (programs that offer FI_MR_PROV_KEY and register every
+      // region with requested key 0 are common).  FI_DPDK_MR_MODE=minimal
+      // clears both, as fi_mr(3) has a provider do with bits it does not
+      // need: requested keys, offsets.
+      d->mr_mode = params().mr_mode_minimal ? 0 : legacy & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
   }
 }
 

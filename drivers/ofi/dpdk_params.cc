@@ -87,6 +87,12 @@ Params load() {
     get_number<int>("checksum", 0, 1, &checksum, &p.errors);
     p.checksum = checksum != 0;
   }
+  const std::string mr_mode = get_string("mr_mode");
+  if (mr_mode == "minimal") {
+    p.mr_mode_minimal = true;
+  } else if (!mr_mode.empty() && mr_mode != "offered") {
+    p.errors += " FI_DPDK_MR_MODE=" + mr_mode + " (want offered or minimal)";
+  }
   get_number<size_t>("max_peers", 16, size_t{1} << 20, &p.max_peers, &p.errors);
   get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
   get_number<size_t>("rendezvous_bytes", 0, size_t{1} << 34, &p.rendezvous_bytes, &p.errors);
@@ -167,6 +173,13 @@ void define_params(const fi_provider* provider) {
                   "sent without and taken unchecked, for links that are only memory "
                   "(net_memif, net_ring) where nothing corrupts a frame.  Both sides must "
                   "agree (default: 1)");
+  fi_param_define(provider, "mr_mode", FI_PARAM_STRING,
+                  "offered: an application that offers FI_MR_PROV_KEY or FI_MR_VIRT_ADDR "
+                  "keeps them (each memory region gets a random 64-bit key, which a peer "
+                  "not told cannot guess, and RMA addresses are virtual); minimal: "
+                  "fi_getinfo clears every mr_mode bit the provider does not need, as "
+                  "fi_mr(3) describes, so regions take the application's requested keys "
+                  "and RMA addresses are offsets into them (default: offered)");
   fi_param_define(provider, "max_peers", FI_PARAM_STRING,
                   "Peers an endpoint holds connections with; a new one beyond it takes "
                   "the place of one silent for twice the peer timeout, or waits "

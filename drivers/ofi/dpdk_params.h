@@ -24,6 +24,7 @@ struct Params {
   size_t mbufs = 0;            // FI_DPDK_MBUFS, 0: sized from the attributes
   uint16_t mtu = 9000;         // FI_DPDK_MTU, 0: the device's
   bool checksum = true;        // FI_DPDK_CHECKSUM
+  bool mr_mode_minimal = false;  // FI_DPDK_MR_MODE=minimal (default: offered)
   size_t max_peers = 4096;     // FI_DPDK_MAX_PEERS
   size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
   size_t rendezvous_bytes = 64u << 10;   // FI_DPDK_RENDEZVOUS_BYTES, 0: never

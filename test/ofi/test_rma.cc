@@ -11,6 +11,7 @@
 #include <rdma/fi_rma.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -423,6 +424,64 @@ INSTANTIATE_TEST_SUITE_P(Addressing, Rma, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "VirtualAddress" : "Offset";
                          });
+
+// FI_DPDK_MR_MODE: by default ("offered") an application that offers
+// FI_MR_PROV_KEY and FI_MR_VIRT_ADDR keeps both; with "minimal" fi_getinfo
+// clears them (fi_mr(3): a provider clears the bits it does not need), and
+// fabtests' fi_multi_mr sequence works: regions registered with requested
+// keys 1 and 2, written by a peer that was never told the keys, at address 0
+// (an offset), the write awaited with fi_cntr_wait on the region's
+// FI_WAIT_NONE counter.  Run by ofi_rma and by ofi_mr_mode_minimal.
+TEST(RmaMrMode, OfferedBitsKeptByDefaultClearedWhenMinimal) {
+  const char* setting = std::getenv("FI_DPDK_MR_MODE");
+  const bool minimal = setting != nullptr && std::string(setting) == "minimal";
+  fi_info* hints = dpdk_hints();
+  hints->caps = FI_MSG | FI_RMA | FI_RMA_EVENT;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
+  TestDomain domain;
+  ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &domain.info), 0);
+  fi_freeinfo(hints);
+  if (!minimal) {
+    EXPECT_EQ(domain.info->domain_attr->mr_mode, FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
+    return;
+  }
+  ASSERT_EQ(domain.info->domain_attr->mr_mode, 0);
+  ASSERT_EQ(fi_fabric(domain.info->fabric_attr, &domain.fabric, nullptr), 0);
+  ASSERT_EQ(fi_domain(domain.fabric, domain.info, &domain.domain, nullptr), 0);
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_TABLE;
+  ASSERT_EQ(fi_av_open(domain.domain, &av_attr, &domain.av, nullptr), 0);
+  TestEndpoint a, b;
+  ASSERT_EQ(a.open(domain.domain, domain.av, domain.info), 0);
+  ASSERT_EQ(b.open(domain.domain, domain.av, domain.info), 0);
+  std::vector<uint8_t> regions[2] = {std::vector<uint8_t>(4096, 0), std::vector<uint8_t>(4096, 0)};
+  fid_mr* mrs[2] = {};
+  for (uint64_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(fi_mr_reg(domain.domain, regions[i].data(), regions[i].size(), FI_REMOTE_WRITE, 0,
+                        i + 1, 0, &mrs[i], nullptr),
+              0);
+    EXPECT_EQ(fi_mr_key(mrs[i]), i + 1);
+  }
+  fi_cntr_attr counter_attr{};
+  counter_attr.events = FI_CNTR_EVENTS_COMP;
+  counter_attr.wait_obj = FI_WAIT_NONE;
+  fid_cntr* written = nullptr;
+  ASSERT_EQ(fi_cntr_open(domain.domain, &counter_attr, &written, nullptr), 0);
+  ASSERT_EQ(fi_mr_bind(mrs[1], &written->fid, FI_REMOTE_WRITE), 0);
+  const auto out = pattern(4096, 9);
+  int context = 0;
+  ASSERT_EQ(fi_write(a.ep, out.data(), out.size(), nullptr, b.addr, 0, 2, &context), 0);
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(wait_for_completion(a.tx_cq, &entry), 1);
+  EXPECT_EQ(fi_cntr_wait(written, 1, 5000), 0);
+  EXPECT_EQ(regions[1], out) << "the write to key 2 at offset 0";
+  EXPECT_EQ(regions[0], std::vector<uint8_t>(4096, 0)) << "key 1's region untouched";
+  for (fid_mr* mr : mrs) EXPECT_EQ(fi_close(&mr->fid), 0);
+  EXPECT_EQ(fi_close(&written->fid), 0);
+  a.close();
+  b.close();
+  domain.close();
+}
 
 }  // namespace
 }  // namespace ofi_dpdk::test
