@@ -125,6 +125,7 @@ void on_connect_request(Endpoint* listener, PassiveEp* pep, const av::Address& c
   request->fid.fclass = FI_CLASS_CONNREQ;
   request->pep = pep;
   request->client = client;
+  request->listener = listener->own_address();
   request->nonce = nonce;
   info->handle = &request->fid;
   try {
@@ -308,6 +309,7 @@ int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t param
   if (ep->eq == nullptr) return -FI_ENOEQ;
   if (ep->cm_state != CmState::kIdle) return -FI_EISCONN;
   ep->peer = *server;
+  ep->connected_to = *server;
   ep->connect_nonce = new_nonce();
   ep->cm_state = CmState::kConnecting;
   const int ret = ep->send_control(*server, static_cast<uint8_t>(wire::ControlKind::kConnect),
@@ -329,6 +331,7 @@ int ep_accept(fid_ep* ep_fid, const void* param, size_t paramlen) {
     if (ep->conn_request->answered) return -FI_EINVAL;  // fi_reject came first
     ep->conn_request->answered = true;
     ep->peer = ep->conn_request->client;
+    ep->connection_name = ep->conn_request->listener;
     nonce = ep->conn_request->nonce;
   }
   ep->cm_state = CmState::kAccepting;
@@ -364,17 +367,15 @@ int ep_getpeer(fid_ep* ep_fid, void* addr, size_t* addrlen) {
   std::lock_guard guard(ep->port().lock);
   if (ep->cm_state != CmState::kConnected && ep->cm_state != CmState::kAccepting)
     return -FI_ENOTCONN;
-  return write_name(ep->info, ep->port(), ep->peer, addr, addrlen);
+  return write_name(ep->info, ep->port(), ep->connected_to.value_or(ep->peer), addr, addrlen);
 }
 
 int ep_getname_cm(fid* fid, void* addr, size_t* addrlen) {
   Endpoint* ep = from_fid<Endpoint>(fid);
   if (addrlen == nullptr) return -FI_EINVAL;
-  av::Address self;
-  std::memcpy(self.mac, ep->port().port->mac(), 6);
-  self.queue = ep->queue;
-  self.session = ep->session;
-  return write_name(ep->info, ep->port(), self, addr, addrlen);
+  std::lock_guard guard(ep->port().lock);
+  return write_name(ep->info, ep->port(), ep->connection_name.value_or(ep->own_address()), addr,
+                    addrlen);
 }
 
 fi_ops_cm g_msg_cm_ops = {
@@ -478,8 +479,9 @@ int pep_reject(fid_pep* pep_fid, fid_t handle, const void* param, size_t paramle
                                      nonce, param, paramlen);
 }
 
-// fi_setname before fi_listen: the address must be the port's own (any
-// queue, or the one the passive endpoint has; it cannot move).
+// fi_setname before fi_listen: the address must be the port's own; a queue
+// other than the passive endpoint's moves it there (-FI_EADDRINUSE when
+// another endpoint has it; -FI_EOPBADSTATE once listening).
 int pep_setname(fid* fid, void* addr, size_t addrlen) {
   auto* pep = from_fid<PassiveEp>(fid);
   if (pep->listener == nullptr) return -FI_EOPBADSTATE;
@@ -496,13 +498,32 @@ int pep_setname(fid* fid, void* addr, size_t addrlen) {
               port.port->name().c_str());
     return -FI_EADDRNOTAVAIL;
   }
-  if (wanted->queue != kAnyQueue && wanted->queue != pep->listener->queue) {
-    DPDK_INFO(FI_LOG_EP_CTRL,
-              "fi_setname: the passive endpoint is on queue %u; name the queue in "
-              "fi_getinfo's service or src_addr instead\n",
-              pep->listener->queue);
-    return -FI_EOPNOTSUPP;
+  if (wanted->queue == kAnyQueue || wanted->queue == pep->listener->queue) return 0;
+  if (pep->listening) return -FI_EOPBADSTATE;
+  // Another queue: a listener there (its engine is built for its queue),
+  // in place of the one that has not listened yet.
+  av::Address moved_to = pep->listener->own_address();
+  moved_to.queue = wanted->queue;
+  port.name_by_ipv4(&moved_to);
+  fi_info* moved = fi_dupinfo(pep->info);
+  if (moved == nullptr) return -FI_ENOMEM;
+  fid_ep* listener = nullptr;
+  int ret = set_info_address(moved, /*source=*/true, moved_to);
+  if (ret == 0) ret = endpoint_open(pep->domain, moved, &listener, nullptr);
+  if (ret != 0) {
+    fi_freeinfo(moved);
+    return ret;  // -FI_EADDRINUSE: the queue is another endpoint's
   }
+  Endpoint* old = pep->listener;
+  {
+    std::lock_guard guard(old->port().lock);
+    old->listener_of = nullptr;
+    pep->listener = from_fid<Endpoint>(listener);
+    pep->listener->listener_of = pep;
+  }
+  fi_close(&old->fid.fid);
+  fi_freeinfo(pep->info);
+  pep->info = moved;
   return 0;
 }
 

@@ -329,10 +329,7 @@ int ep_control(fid* fid, int command, void* arg) {
 int ep_getname(fid* fid, void* addr, size_t* addrlen) {
   Endpoint* ep = from_fid<Endpoint>(fid);
   if (addrlen == nullptr) return -FI_EINVAL;
-  av::Address self;
-  std::memcpy(self.mac, ep->port().port->mac(), 6);
-  self.queue = ep->queue;
-  self.session = ep->session;
+  av::Address self = ep->own_address();
   if (ep->parent != nullptr) {
     // Contexts share their scalable endpoint's address (fi_endpoint(3)),
     // which names no session: each context is an incarnation of its own.

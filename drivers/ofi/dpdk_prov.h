@@ -537,6 +537,12 @@ struct Endpoint {
   // the passive endpoint a listener serves.  Lock held.
   CmState cm_state = CmState::kIdle;
   av::Address peer{};
+  // The connection's names, as sockets have them: an accepted endpoint is
+  // named by its passive endpoint's address, and a connecting one names
+  // its peer by the address it connected to (fi_getname, fi_getpeer).
+  // Frames still go between the two endpoints' own queues (`peer`).
+  std::optional<av::Address> connection_name;
+  std::optional<av::Address> connected_to;
   uint32_t connect_nonce = 0;      // what the answer to our CONNECT echoes
   bool connected_reported = false;  // FI_CONNECTED is on the EQ
   bool shutdown_reported = false;   // FI_SHUTDOWN is on the EQ
@@ -564,6 +570,15 @@ struct Endpoint {
 
   PortContext& port() { return *domain->port; }
   const PortContext& port() const { return *domain->port; }
+  // Where this endpoint's frames come from: its port's MAC, its queue and
+  // session (no IPv4 address: write_name adds the port's).
+  av::Address own_address() const {
+    av::Address self;
+    std::memcpy(self.mac, port().port->mac(), 6);
+    self.queue = queue;
+    self.session = session;
+    return self;
+  }
   // dpdk_ep_addr.cc.  Lock held.  Where a transfer to `dest` goes: its
   // peer, the network key and (fi_group_addr) the peer group.  Returns 0 or
   // -FI_EINVAL (unknown address, bad group, a key not enabled here).
@@ -642,6 +657,7 @@ struct ConnRequest {
   ::fid fid;
   PassiveEp* pep;        // null once the passive endpoint closed
   av::Address client;
+  av::Address listener;  // the passive endpoint's address, which it asked
   uint32_t nonce = 0;    // the CONNECT's, which the answer echoes
   bool claimed = false;  // an endpoint holds it (one fi_endpoint per request)
   bool answered = false; // accepted or rejected

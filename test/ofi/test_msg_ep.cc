@@ -2,8 +2,9 @@
 // fi_eq(3), fi_endpoint(3)): a passive endpoint listens, a client connects
 // with connection data, the server sees FI_CONNREQ with it, accepts on a
 // new endpoint with data of its own, both see FI_CONNECTED; messages and
-// RMA go both ways over the connection (dest_addr ignored); fi_getpeer names
-// the peer; fi_shutdown gives the peer FI_SHUTDOWN and ends sending; a
+// RMA go both ways over the connection (dest_addr ignored); fi_getname and
+// fi_getpeer name the connection as sockets do (the accepted end by its
+// passive endpoint's address); fi_shutdown gives the peer FI_SHUTDOWN and ends sending; a
 // refused request is an FI_ECONNREFUSED error entry at the client with the
 // refusal's data, and so is a request whose endpoint closed unanswered;
 // both sides calling fi_shutdown each see the other's FI_SHUTDOWN; a
@@ -138,6 +139,9 @@ class MsgEp : public ::testing::Test {
     server_ = open_endpoint(connreq, server_eq_, &server_cq_);
     fi_freeinfo(connreq);
     ASSERT_NE(server_, nullptr);
+    // Before fi_accept its name is its own queue's.
+    server_own_name_len_ = sizeof(server_own_name_);
+    ASSERT_EQ(fi_getname(&server_->fid, server_own_name_, &server_own_name_len_), 0);
     const std::string welcome = "welcome";
     ASSERT_EQ(fi_accept(server_, welcome.data(), welcome.size()), 0);
     const auto connected = expect_event(client_eq_, FI_CONNECTED, &client_->fid);
@@ -167,6 +171,8 @@ class MsgEp : public ::testing::Test {
   fid_pep* pep_ = nullptr;
   uint8_t pep_name_[64] = {};
   size_t pep_name_len_ = 0;
+  uint8_t server_own_name_[64] = {};
+  size_t server_own_name_len_ = 0;
   fid_domain* domain_ = nullptr;
   fid_ep* client_ = nullptr;
   fid_ep* server_ = nullptr;
@@ -178,18 +184,32 @@ TEST_F(MsgEp, ConnectsWithDataAndCarriesMessagesBothWays) {
   ASSERT_NO_FATAL_FAILURE(connect());
   expect_message(client_, client_cq_, server_, server_cq_, "from the client");
   expect_message(server_, server_cq_, client_, client_cq_, "from the server");
-  // fi_getpeer: the client's peer is the accepting endpoint, not the
-  // passive one.
-  uint8_t peer[64], server_name[64];
-  size_t peer_len = sizeof(peer), server_len = sizeof(server_name);
-  ASSERT_EQ(fi_getpeer(client_, peer, &peer_len), 0);
+  // The connection's names are a socket's: the accepted endpoint is named
+  // by the passive endpoint's address, which is the client's peer; the
+  // server's peer is the client's name.  Frames still use the accepted
+  // endpoint's own queue.
+  uint8_t client_peer[64], server_name[64], server_peer[64], client_name[64];
+  size_t client_peer_len = sizeof(client_peer), server_len = sizeof(server_name);
+  size_t server_peer_len = sizeof(server_peer), client_len = sizeof(client_name);
+  ASSERT_EQ(fi_getpeer(client_, client_peer, &client_peer_len), 0);
   ASSERT_EQ(fi_getname(&server_->fid, server_name, &server_len), 0);
-  const auto peer_address = av::from_native(peer, peer_len);
-  const auto server_address = av::from_native(server_name, server_len);
+  ASSERT_EQ(fi_getpeer(server_, server_peer, &server_peer_len), 0);
+  ASSERT_EQ(fi_getname(&client_->fid, client_name, &client_len), 0);
   const auto pep_address = av::from_native(pep_name_, pep_name_len_);
-  ASSERT_TRUE(peer_address && server_address && pep_address);
-  EXPECT_EQ(peer_address->queue, server_address->queue);
-  EXPECT_NE(peer_address->queue, pep_address->queue);
+  const auto client_peer_address = av::from_native(client_peer, client_peer_len);
+  const auto server_address = av::from_native(server_name, server_len);
+  const auto server_peer_address = av::from_native(server_peer, server_peer_len);
+  const auto client_address = av::from_native(client_name, client_len);
+  const auto server_own = av::from_native(server_own_name_, server_own_name_len_);
+  ASSERT_TRUE(pep_address && client_peer_address && server_address && server_peer_address &&
+              client_address && server_own);
+  EXPECT_EQ(client_peer_address->queue, pep_address->queue);
+  EXPECT_EQ(client_peer_address->session, pep_address->session);
+  EXPECT_EQ(server_address->queue, pep_address->queue);
+  EXPECT_EQ(server_address->session, pep_address->session);
+  EXPECT_EQ(server_peer_address->queue, client_address->queue);
+  EXPECT_EQ(server_peer_address->session, client_address->session);
+  EXPECT_NE(server_own->queue, pep_address->queue);
 }
 
 TEST_F(MsgEp, RmaWorksOverTheConnection) {
@@ -298,11 +318,9 @@ TEST_F(MsgEp, AStrangersMessagesNeverReachAConnectedEndpoint) {
   ASSERT_EQ(fi_av_open(domain_, &attr, &av, nullptr), 0);
   TestEndpoint stranger;
   ASSERT_EQ(stranger.open(domain_, av, rdm), 0);
-  uint8_t name[64];
-  size_t name_len = sizeof(name);
-  ASSERT_EQ(fi_getname(&server_->fid, name, &name_len), 0);
+  // The queue the server's frames use (its name before fi_accept).
   fi_addr_t server_addr = FI_ADDR_NOTAVAIL;
-  ASSERT_EQ(fi_av_insert(av, name, 1, &server_addr, 0, nullptr), 1);
+  ASSERT_EQ(fi_av_insert(av, server_own_name_, 1, &server_addr, 0, nullptr), 1);
   static const std::string intrusion = "intrusion";  // outlives every resend
   ASSERT_EQ(fi_send(stranger.ep, intrusion.data(), intrusion.size(), nullptr, server_addr,
                     nullptr),
@@ -377,6 +395,64 @@ TEST_F(MsgEp, AnActiveEndpointAcquiresAPassiveEndpointsAddress) {
   fi_freeinfo(info);
   EXPECT_EQ(fi_close(&ep->fid), 0);
   EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
+// fi_cm(3) fi_setname: a passive endpoint named another queue of its port
+// before fi_listen moves there (a client connecting to the new name is
+// heard); a queue another endpoint holds is refused with -FI_EADDRINUSE, an
+// address of another port with -FI_EADDRNOTAVAIL, and once listening the
+// name stays (-FI_EOPBADSTATE).
+TEST_F(MsgEp, SetnameMovesAPassiveEndpointBeforeItListens) {
+  fid_pep* moving = nullptr;
+  ASSERT_EQ(fi_passive_ep(fabric_, info_, &moving, nullptr), 0);
+  fid_eq* eq = nullptr;
+  fi_eq_attr eq_attr{};
+  eq_attr.wait_obj = FI_WAIT_UNSPEC;
+  ASSERT_EQ(fi_eq_open(fabric_, &eq_attr, &eq, nullptr), 0);
+  ASSERT_EQ(fi_pep_bind(moving, &eq->fid, 0), 0);
+  uint8_t name[64];
+  size_t len = sizeof(name);
+  ASSERT_EQ(fi_getname(&moving->fid, name, &len), 0);
+  auto address = av::from_native(name, len);
+  ASSERT_TRUE(address);
+  const auto pep_address = av::from_native(pep_name_, pep_name_len_);
+  ASSERT_TRUE(pep_address);
+  // The fixture's listener's queue is taken.
+  av::Address taken = *address;
+  taken.queue = pep_address->queue;
+  auto native = [](const av::Address& address) {
+    std::vector<uint8_t> bytes(av::kNativeAddressSize);
+    av::to_native(address, bytes.data());
+    return bytes;
+  };
+  std::vector<uint8_t> wanted = native(taken);
+  EXPECT_EQ(fi_setname(&moving->fid, wanted.data(), wanted.size()), -FI_EADDRINUSE);
+  av::Address elsewhere = *address;
+  elsewhere.mac[5] ^= 0x40;
+  wanted = native(elsewhere);
+  EXPECT_EQ(fi_setname(&moving->fid, wanted.data(), wanted.size()), -FI_EADDRNOTAVAIL);
+  av::Address free_queue = *address;
+  free_queue.queue = 9;
+  wanted = native(free_queue);
+  ASSERT_EQ(fi_setname(&moving->fid, wanted.data(), wanted.size()), 0);
+  len = sizeof(name);
+  ASSERT_EQ(fi_getname(&moving->fid, name, &len), 0);
+  const auto moved = av::from_native(name, len);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->queue, 9);
+  ASSERT_EQ(fi_listen(moving), 0);
+  free_queue.queue = 10;
+  wanted = native(free_queue);
+  EXPECT_EQ(fi_setname(&moving->fid, wanted.data(), wanted.size()), -FI_EOPBADSTATE);
+  ASSERT_EQ(fi_connect(client_, name, nullptr, 0), 0);
+  const auto request = expect_event(eq, FI_CONNREQ, &moving->fid);
+  ASSERT_FALSE(request.empty());
+  fi_info* connreq = info_of(request);
+  ASSERT_NE(connreq, nullptr);
+  EXPECT_EQ(fi_reject(moving, connreq->handle, nullptr, 0), 0);
+  fi_freeinfo(connreq);
+  EXPECT_EQ(fi_close(&moving->fid), 0);
+  EXPECT_EQ(fi_close(&eq->fid), 0);
 }
 
 }  // namespace
