@@ -167,6 +167,17 @@ cat >"$role_script" <<-'EOF'
 	for ((i = 0; i + 1 < count; i++)); do
 		[[ "${args[i]}" == -e && "${args[i + 1]}" == msg ]] && by_ip=1
 	done
+	# fi_rdm_shared_av's client forks into two processes that share a named
+	# AV: three processes, one more than a memif pair joins.  Its pair gets
+	# one shared port (--topology shared: a switch, hugepages) with one
+	# address, as three processes of one host on one NIC would have; the
+	# server takes the default service (queue 0, the first slot's) and the
+	# client's two processes any queues of their own slots (-s ADDR ADDR).
+	one_port=0
+	if [[ "$(basename "$program")" == fi_rdm_shared_av ]]; then
+		one_port=1
+		by_ip=1
+	fi
 	keep_oob=0
 	case "$(basename "$program")" in
 	fi_av_xfer | fi_unexpected_msg | fi_multi_recv | fi_multi_ep | fi_rdm_multi_client | \
@@ -180,6 +191,8 @@ cat >"$role_script" <<-'EOF'
 		[[ "$FABTESTS_VERSION" == 1.* ]] || oob_addr=(-O "$(ip_of "$pair" 1)")
 		oob=-E=$((OOB_PORT_BASE + pair % 1000))
 		port=(--topology memif-server --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 1)"
+			--ip "$(ip_of "$pair" 1)/24")
+		((one_port)) && port=(--topology shared --name "fisav$pair" --processes 3
 			--ip "$(ip_of "$pair" 1)/24")
 		unset 'args[count - 1]'
 		if ((by_ip)); then
@@ -195,10 +208,15 @@ cat >"$role_script" <<-'EOF'
 		oob=-E=$((OOB_PORT_BASE + pair % 1000))
 		port=(--topology memif-client --socket "$here/pairs/$pair.sock" --mac "$(mac_of "$pair" 2)"
 			--ip "$(ip_of "$pair" 2)/24")
+		own=2
+		if ((one_port)); then
+			port=(--topology shared --name "fisav$pair" --processes 3 --ip "$(ip_of "$pair" 1)/24")
+			own=1
+		fi
 		unset 'args[count - 1]' 'args[count - 2]'
 		if ((by_ip)); then
 			((keep_oob)) && args+=("$oob" "${oob_addr[@]}")
-			args+=(-s "$(ip_of "$pair" 2)")
+			args+=(-s "$(ip_of "$pair" "$own")")
 		else
 			args+=("$oob")
 		fi

@@ -671,10 +671,12 @@ int open_shared(Av* av, fi_av_attr* attr) {
               options.read_only ? " (FI_READ)" : "", why.c_str());
     return ret;
   }
-  // fi_av(3): with a name and map_addr 0, the map_addr used is returned.
-  // fi_addr values are indices, the same whatever map_addr each process gives.
-  if (attr->map_addr == nullptr)
-    attr->map_addr = reinterpret_cast<void*>(static_cast<uintptr_t>(av->shared->map_addr()));
+  // fi_av(3): with a name and map_addr 0, the map_addr used is returned:
+  // where this process maps the table's fi_addr array, which programs read
+  // as one (element i is the fi_addr of index i while it is in use; fabtests'
+  // fi_rdm_shared_av sends to element 0).  fi_addr values are indices, the
+  // same whatever map_addr each process gives.
+  if (attr->map_addr == nullptr) attr->map_addr = const_cast<void*>(av->shared->fi_addr_array());
   DPDK_INFO(FI_LOG_AV, "named AV \"%s\": %s %s, %u entries\n", attr->name,
             av->shared->created() ? "created" : "opened",
             av->shared->object_name().c_str(), av->shared->capacity());

@@ -16,6 +16,11 @@
 #include <thread>
 
 namespace ofi_dpdk::av {
+
+size_t shared_object_size(uint32_t capacity) {
+  return sizeof(SharedHeader) + size_t{capacity} * (sizeof(SharedEntry) + sizeof(uint64_t));
+}
+
 namespace {
 
 constexpr uint32_t kValid = 1;
@@ -28,8 +33,12 @@ constexpr auto kReadyWait = std::chrono::seconds(1);
 // clean-up that ran at the same moment; a few rounds always suffice.
 constexpr int kOpenRounds = 8;
 
-size_t object_size(uint32_t capacity) {
-  return sizeof(SharedHeader) + size_t{capacity} * sizeof(SharedEntry);
+
+// The fi_addr array follows the entries.
+std::atomic<uint64_t>* fi_addrs_of(void* base, uint32_t capacity) {
+  return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<uint8_t*>(base) +
+                                                  sizeof(SharedHeader) +
+                                                  size_t{capacity} * sizeof(SharedEntry));
 }
 
 void pack(const Address& a, uint32_t words[3]) {
@@ -97,6 +106,8 @@ int initialise(SharedHeader* header, uint32_t capacity, uint64_t map_addr, void*
   // returned".  fi_addr values do not depend on it; the creator's mapping
   // address is as good a token as any, and the same for every opener.
   header->map_addr = map_addr != 0 ? map_addr : reinterpret_cast<uintptr_t>(base);
+  std::atomic<uint64_t>* fi_addrs = fi_addrs_of(base, capacity);
+  for (uint32_t i = 0; i < capacity; ++i) fi_addrs[i].store(kSharedNoFiAddr, std::memory_order_relaxed);
   header->high_water.store(0, std::memory_order_relaxed);
   header->generation.store(0, std::memory_order_relaxed);
   header->count = 0;
@@ -141,7 +152,7 @@ std::string layout_mismatch(const SharedHeader& h, size_t size) {
            std::to_string(kSharedLayoutVersion);
   if (h.header_size != sizeof(SharedHeader) || h.entry_size != sizeof(SharedEntry))
     return "its header or entry size differs from this provider's";
-  if (h.capacity == 0 || h.capacity > kSharedMaxCapacity || object_size(h.capacity) != size)
+  if (h.capacity == 0 || h.capacity > kSharedMaxCapacity || shared_object_size(h.capacity) != size)
     return "its size does not match its capacity";
   // Values a writer of this layout never leaves, even half-way through a
   // change: each would index beyond the entries.
@@ -219,7 +230,7 @@ int SharedTable::open(std::string_view name, const Options& options,
     if (created) {
       const uint32_t capacity =
           options.capacity != 0 ? static_cast<uint32_t>(options.capacity) : kSharedDefaultCapacity;
-      const size_t size = object_size(capacity);
+      const size_t size = shared_object_size(capacity);
       if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
         const int error = errno;
         shm_unlink(object);
@@ -295,7 +306,7 @@ int SharedTable::open(std::string_view name, const Options& options,
                std::to_string(options.capacity);
         return -EINVAL;
       }
-      const size_t size = object_size(capacity);
+      const size_t size = shared_object_size(capacity);
       void* map = mmap(nullptr, size, protection, MAP_SHARED, fd, 0);
       if (map == MAP_FAILED) return system_error(why, "mmap", errno);
       table->map_ = map;
@@ -305,6 +316,7 @@ int SharedTable::open(std::string_view name, const Options& options,
     }
     table->entries_ =
         reinterpret_cast<SharedEntry*>(static_cast<uint8_t*>(table->map_) + sizeof(SharedHeader));
+    table->fi_addrs_ = fi_addrs_of(table->map_, table->capacity_);
     *out = std::move(table);
     return 0;
   }
@@ -426,6 +438,7 @@ void SharedTable::repair() {
       ++count;
     else if (first_hole == high)
       first_hole = i;
+    fi_addrs_[i].store((s & kValid) ? i : kSharedNoFiAddr, std::memory_order_release);
   }
   header_->count = count;
   header_->holes = high - count;
@@ -434,6 +447,7 @@ void SharedTable::repair() {
 }
 
 void SharedTable::publish(uint64_t index, uint32_t state) {
+  fi_addrs_[index].store((state & kValid) ? index : kSharedNoFiAddr, std::memory_order_release);
   const uint64_t before = header_->generation.load(std::memory_order_relaxed);
   header_->generation.store(before + 1, std::memory_order_release);
   try {

@@ -2,7 +2,8 @@
 // (fi_av(3) `name`, FI_SHARED_AV), without libfabric or DPDK.
 //
 // The table is a POSIX shared-memory object, "/fi_dpdk_av.<name>": a
-// 128-byte SharedHeader, then `capacity` 16-byte SharedEntry slots.  Index i
+// 128-byte SharedHeader, then `capacity` 16-byte SharedEntry slots, then as
+// many 8-byte fi_addr elements (fi_av_open's map_addr points there).  Index i
 // names the same endpoint in every process that has the name open.  Only the
 // table is shared: each process keeps its own connections, and its own
 // AddressTable as a mirror of this one (the send path's one indexed load and
@@ -48,7 +49,7 @@
 namespace ofi_dpdk::av {
 
 inline constexpr uint64_t kSharedMagic = 0x5641'4b44'5044'4946ull;  // "FIDPDKAV"
-inline constexpr uint32_t kSharedLayoutVersion = 1;
+inline constexpr uint32_t kSharedLayoutVersion = 2;
 inline constexpr uint32_t kSharedReady = 0x52454459;  // set last by the creator
 // Entries when fi_av_attr::count is 0.  The object is sparse (tmpfs): pages
 // are only allocated as entries are written.
@@ -59,6 +60,10 @@ inline constexpr size_t kSharedMaxNameLength = 200;
 // How long a writer waits for the lock.  A live writer holds it for a few
 // hundred ns; the wait is taken under the caller's port lock.
 inline constexpr std::chrono::milliseconds kSharedLockWait{500};
+
+// An element of the fi_addr array (after the `capacity` entries, one
+// uint64_t each) whose index is not in use: FI_ADDR_NOTAVAIL.
+inline constexpr uint64_t kSharedNoFiAddr = ~uint64_t{0};
 
 // The layout below is what every process of the node maps; any change to it
 // bumps kSharedLayoutVersion.  Host byte order: the object never leaves the
@@ -82,6 +87,10 @@ struct SharedHeader {
 };
 static_assert(sizeof(pthread_mutex_t) <= 64, "the header keeps 64 bytes for the mutex");
 static_assert(sizeof(SharedHeader) == 128, "the shared AV header is 128 bytes");
+
+// The object's size: the header, `capacity` entries, then as many fi_addr
+// elements.
+size_t shared_object_size(uint32_t capacity);
 
 // One index.  words: MAC bytes 0-3; MAC bytes 4-5 and the queue (bits
 // 16-31); the session.  state: bit 0 valid, bit 1 being written, bits 2-31 a
@@ -131,6 +140,10 @@ class SharedTable {
   bool created() const { return created_; }
   uint32_t capacity() const { return capacity_; }
   uint64_t map_addr() const { return header_->map_addr; }
+  // Where this process maps the table's fi_addr array: element i is i while
+  // index i is in use, kSharedNoFiAddr otherwise (what fabtests and other
+  // programs read through the map_addr fi_av_open returns).
+  const void* fi_addr_array() const { return fi_addrs_; }
   const std::string& object_name() const { return object_; }
   // The table's own count of indices in use (all processes).
   uint32_t count() const;
@@ -187,6 +200,7 @@ class SharedTable {
   size_t map_size_ = 0;
   SharedHeader* header_ = nullptr;
   SharedEntry* entries_ = nullptr;
+  std::atomic<uint64_t>* fi_addrs_ = nullptr;  // capacity_ of them, after the entries
   uint32_t capacity_ = 0;  // entries mapped: read once at open, never from the header again
   std::string problem_;
   uint64_t synced_ = ~uint64_t{0};  // generation the mirror reflects

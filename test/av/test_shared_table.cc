@@ -117,7 +117,7 @@ class HandMadeObject {
       : object_(object_of(name)) {
     fd_ = shm_open(object_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd_ < 0 || fchmod(fd_, mode) != 0 || flock(fd_, LOCK_SH) != 0) return;
-    size_ = sizeof(SharedHeader) + size_t{capacity} * sizeof(SharedEntry);
+    size_ = shared_object_size(capacity);
     if (ftruncate(fd_, static_cast<off_t>(size_)) != 0) return;
     void* map = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
     if (map == MAP_FAILED) return;
@@ -168,6 +168,11 @@ TEST(SharedTable, TwoOpensSeeTheSameIndices) {
   ASSERT_TRUE(b);
   EXPECT_FALSE(b->created());
   EXPECT_EQ(b->map_addr(), a->map_addr()) << "every opener gets the same map_addr";
+  // The fi_addr array, in each opener's own mapping: i for an index in use.
+  const auto* array = static_cast<const uint64_t*>(b->fi_addr_array());
+  ASSERT_NE(array, static_cast<const uint64_t*>(a->fi_addr_array()));
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(array[i], i);
+  EXPECT_EQ(array[3], kSharedNoFiAddr);
   EXPECT_TRUE(b->stale()) << "a new opener has not synced yet";
   AddressTable mirror;
   b->sync(mirror);
@@ -191,7 +196,12 @@ TEST(SharedTable, LowestUnusedIndexAcrossOpeners) {
   EXPECT_EQ(a->remove(1), 0);
   EXPECT_EQ(a->remove(1), -ENOENT) << "removed already";
   EXPECT_EQ(b->remove(99), -ENOENT) << "never used";
+  const auto* array = static_cast<const uint64_t*>(b->fi_addr_array());
+  EXPECT_EQ(array[1], kSharedNoFiAddr) << "removed by the other opener";
+  EXPECT_EQ(array[2], kSharedNoFiAddr);
+  EXPECT_EQ(array[3], 3u);
   EXPECT_EQ(b->insert(address_of(21)), 1) << "fi_av(3): the lowest unused index";
+  EXPECT_EQ(array[1], 1u);
   EXPECT_EQ(a->insert(address_of(22)), 2);
   EXPECT_EQ(a->insert(address_of(24)), 4);
   // A third opener's mirror (an opener's own changes go into its mirror by
@@ -277,7 +287,7 @@ TEST(SharedTable, AnotherLayoutIsRefused) {
   const int fd = shm_open(object.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(flock(fd, LOCK_SH), 0);
-  const size_t size = sizeof(SharedHeader) + 8 * sizeof(SharedEntry);
+  const size_t size = shared_object_size(8);
   ASSERT_EQ(ftruncate(fd, size), 0);
   void* map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ASSERT_NE(map, MAP_FAILED);
@@ -290,7 +300,9 @@ TEST(SharedTable, AnotherLayoutIsRefused) {
   header->ready.store(kSharedReady);
   std::string why;
   EXPECT_EQ(open_error(name, {}, &why), -EINVAL);
-  EXPECT_NE(why.find("layout version is 2"), std::string::npos) << why;
+  EXPECT_NE(why.find("layout version is " + std::to_string(kSharedLayoutVersion + 1)),
+            std::string::npos)
+      << why;
   EXPECT_EQ(open_error(name, read_only(), &why), -EINVAL);
   header->layout_version = kSharedLayoutVersion;
   header->capacity = 9;  // the size says 8
@@ -414,7 +426,7 @@ TEST(SharedTable, AWriterKilledHoldingTheLockIsRecoveredFrom) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     const int fd = shm_open(object_of(name).c_str(), O_RDWR, 0);
-    const size_t size = sizeof(SharedHeader) + kSharedDefaultCapacity * sizeof(SharedEntry);
+    const size_t size = shared_object_size(kSharedDefaultCapacity);
     void* map =
         fd < 0 ? MAP_FAILED : mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) _exit(1);
