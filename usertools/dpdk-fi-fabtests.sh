@@ -226,11 +226,17 @@ cat >"$role_script" <<-'EOF'
 		# -g 127.0.0.1): a port that owns runfabtests.sh's address.
 		port=(--topology ring --ip 127.0.0.1/8)
 	fi
-	# fi_multi_mr writes to the peer's regions at keys 1, 2, ... and address
-	# 0 without exchanging keys, though its hints offer FI_MR_PROV_KEY and
-	# FI_MR_VIRT_ADDR: it assumes a provider that clears mr_mode bits it
-	# does not need (fi_mr(3)), which ours does when told to.
-	[[ "$(basename "$program")" == fi_multi_mr ]] && export FI_DPDK_MR_MODE=minimal
+	# Two programs assume a provider that clears the mr_mode bits it does
+	# not need (fi_mr(3)), which ours does when told to: fi_multi_mr writes
+	# to the peer's regions at keys 1, 2, ... and address 0 without
+	# exchanging keys, though its hints offer FI_MR_PROV_KEY and
+	# FI_MR_VIRT_ADDR; fi_rdm_rma_trigger reads its target buffer as a
+	# string that its 19-byte writes leave unterminated, over the 24-byte
+	# key exchange it received there, so a key's high bytes must be 0, as
+	# those of its requested key (0xC0DE) are and a random key's are not.
+	case "$(basename "$program")" in
+	fi_multi_mr | fi_rdm_rma_trigger) export FI_DPDK_MR_MODE=minimal ;;
+	esac
 	exec python3 "$OFI_DPDK_LAUNCHER" "${port[@]}" -- "$program" "${args[@]}"
 EOF
 chmod +x "$role_script"

@@ -59,6 +59,34 @@ ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
   if (c != Class::kBase && (result == nullptr || total(result, result_count) != count))
     return -FI_EINVAL;
   if ((flags & FI_INJECT) && count * size > info->tx_attr->inject_size) return -FI_EMSGSIZE;
+  if (flags & FI_TRIGGER) {
+    // Operands are copied when the operation is posted (below); until then
+    // the arrays that name them are kept.
+    std::vector<fi_ioc> operands(msg.msg_iov, msg.msg_iov + (msg.msg_iov ? msg.iov_count : 0));
+    std::vector<fi_ioc> compares(compare, compare + (compare ? compare_count : 0));
+    std::vector<fi_ioc> results(result, result + (result ? result_count : 0));
+    std::shared_ptr<std::vector<uint8_t>> bytes;
+    if ((flags & FI_INJECT) && !operands.empty()) {
+      bytes = std::make_shared<std::vector<uint8_t>>();
+      for (const fi_ioc& part : operands) {
+        const auto* from = static_cast<const uint8_t*>(part.addr);
+        bytes->insert(bytes->end(), from, from + part.count * size);
+      }
+      operands = {fi_ioc{bytes->data(), count}};
+    }
+    const fi_rma_ioc target = msg.rma_iov[0];
+    return trigger(msg.context, [operands, compares, results, bytes, target, msg, flags,
+                                 op_class](Endpoint& ep) mutable {
+      fi_msg_atomic later = msg;
+      later.msg_iov = operands.empty() ? nullptr : operands.data();
+      later.iov_count = operands.size();
+      later.desc = nullptr;
+      later.rma_iov = &target;
+      return ep.atomic_op(later, compares.empty() ? nullptr : compares.data(), compares.size(),
+                          results.empty() ? nullptr : results.data(), results.size(),
+                          flags & ~FI_TRIGGER, op_class);
+    });
+  }
   // RMA and atomics match no receive: a peer group in msg.addr is ignored.
   proto::PeerAddress peer;
   if (const int ret = destination(msg.addr, &peer, nullptr); ret != 0) return ret;
@@ -100,7 +128,8 @@ ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
 namespace {
 
 constexpr uint64_t kAtomicMsgFlags = FI_COMPLETION | FI_MORE | FI_INJECT | FI_INJECT_COMPLETE |
-                                     FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE;
+                                     FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE |
+                                     FI_TRIGGER;
 
 // The *msg calls' flags: 0, -FI_EOPNOTSUPP for FI_TAGGED (atomics on tagged
 // receive buffers are not built; fi_query_atomic says the same), or
@@ -110,7 +139,6 @@ int check_msg_flags(uint64_t flags) {
   return (flags & ~kAtomicMsgFlags) ? -FI_EBADFLAGS : 0;
 }
 
-Endpoint* endpoint_of(fid_ep* ep) { return from_fid<Endpoint>(ep); }
 
 ssize_t call(fid_ep* ep_fid, const fi_ioc* iov, size_t count, const fi_ioc* compare,
              size_t compare_count, fi_ioc* result, size_t result_count, fi_addr_t dest,
@@ -143,14 +171,14 @@ ssize_t atomic_write(fid_ep* ep, const void* buf, size_t count, void*, fi_addr_t
                      uint64_t addr, uint64_t key, fi_datatype datatype, fi_op op, void* context) {
   fi_ioc iov = operand(buf, count);
   return call(ep, &iov, 1, nullptr, 0, nullptr, 0, dest, addr, key, datatype, op, context,
-              endpoint_of(ep)->tx_op_flags, Class::kBase);
+              caller_of(ep).tx_op_flags, Class::kBase);
 }
 
 ssize_t atomic_writev(fid_ep* ep, const fi_ioc* iov, void**, size_t count, fi_addr_t dest,
                       uint64_t addr, uint64_t key, fi_datatype datatype, fi_op op,
                       void* context) {
   return call(ep, iov, count, nullptr, 0, nullptr, 0, dest, addr, key, datatype, op, context,
-              endpoint_of(ep)->tx_op_flags, Class::kBase);
+              caller_of(ep).tx_op_flags, Class::kBase);
 }
 
 ssize_t atomic_writemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, uint64_t flags) {
@@ -174,14 +202,14 @@ ssize_t atomic_readwrite(fid_ep* ep, const void* buf, size_t count, void*, void*
   fi_ioc iov = operand(buf, count);
   fi_ioc out{result, count};
   return call(ep, &iov, 1, nullptr, 0, &out, 1, dest, addr, key, datatype, op, context,
-              endpoint_of(ep)->tx_op_flags, Class::kFetch);
+              caller_of(ep).tx_op_flags, Class::kFetch);
 }
 
 ssize_t atomic_readwritev(fid_ep* ep, const fi_ioc* iov, void**, size_t count, fi_ioc* resultv,
                           void**, size_t result_count, fi_addr_t dest, uint64_t addr,
                           uint64_t key, fi_datatype datatype, fi_op op, void* context) {
   return call(ep, iov, count, nullptr, 0, resultv, result_count, dest, addr, key, datatype, op,
-              context, endpoint_of(ep)->tx_op_flags, Class::kFetch);
+              context, caller_of(ep).tx_op_flags, Class::kFetch);
 }
 
 ssize_t atomic_readwritemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, fi_ioc* resultv, void**,
@@ -201,7 +229,7 @@ ssize_t atomic_compwrite(fid_ep* ep, const void* buf, size_t count, void*, const
   fi_ioc cmp{const_cast<void*>(compare), count};
   fi_ioc out{result, count};
   return call(ep, &iov, 1, &cmp, 1, &out, 1, dest, addr, key, datatype, op, context,
-              endpoint_of(ep)->tx_op_flags, Class::kCompare);
+              caller_of(ep).tx_op_flags, Class::kCompare);
 }
 
 ssize_t atomic_compwritev(fid_ep* ep, const fi_ioc* iov, void**, size_t count,
@@ -209,7 +237,7 @@ ssize_t atomic_compwritev(fid_ep* ep, const fi_ioc* iov, void**, size_t count,
                           void**, size_t result_count, fi_addr_t dest, uint64_t addr,
                           uint64_t key, fi_datatype datatype, fi_op op, void* context) {
   return call(ep, iov, count, comparev, compare_count, resultv, result_count, dest, addr, key,
-              datatype, op, context, endpoint_of(ep)->tx_op_flags, Class::kCompare);
+              datatype, op, context, caller_of(ep).tx_op_flags, Class::kCompare);
 }
 
 ssize_t atomic_compwritemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, const fi_ioc* comparev,

@@ -62,21 +62,23 @@ inline constexpr uint64_t kModifierCaps =
 // FI_LOCAL_COMM: endpoints of one host reach each other, on one port
 // (frames to the port's own MAC are handed over in software, dpdk_msg.cc)
 // or on two (memif, veths, a bridge); FI_REMOTE_COMM: other hosts.
+// FI_TRIGGER: threshold-triggered operations (dpdk_trigger.cc), granted when
+// asked for.
 inline constexpr uint64_t kSecondaryCaps =
     FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV |
-    kAvSecondaryCaps | kTaggedMultiRecvCap;
+    kAvSecondaryCaps | kTaggedMultiRecvCap | FI_TRIGGER;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kModifierCaps | kSecondaryCaps;
 // Reported without being asked for: costless secondary capabilities.
 // (FI_TAGGED_MULTI_RECV, libfabric 2.x, only when asked for: fabtests 2.1
 // still takes it for an unknown bit when offered unasked.)
 inline constexpr uint64_t kFreeSecondaryCaps =
     FI_LOCAL_COMM | FI_REMOTE_COMM | FI_MULTI_RECV | kAvSecondaryCaps;
-inline constexpr uint64_t kTxCaps =
-    FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ | FI_WRITE | FI_NAMED_RX_CTX;
+inline constexpr uint64_t kTxCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_READ |
+                                    FI_WRITE | FI_NAMED_RX_CTX | FI_TRIGGER;
 inline constexpr uint64_t kRxCaps =
     FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE |
     FI_SOURCE | FI_DIRECTED_RECV | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV |
-    kTaggedDirectedRecvCap | kTaggedMultiRecvCap;
+    kTaggedDirectedRecvCap | kTaggedMultiRecvCap | FI_TRIGGER;
 // FI_EP_DGRAM (lib/proto/datagram.cc): messages, tagged or not, one frame
 // each; no RMA, no atomics, no scalable endpoints, no events at the target.
 inline constexpr uint64_t kDatagramCaps =

@@ -32,8 +32,18 @@ uint64_t cntr_readerr(fid_cntr* fid) {
   return cntr->errors.load();
 }
 
+// A value the application gave may reach a triggered operation's
+// threshold: the counter's port posts the ones that are due.
+void run_due_triggers(Cntr* cntr) {
+  PortContext& port = *cntr->domain->port;
+  std::lock_guard guard(port.lock);
+  if (!port.triggered.empty()) port.run_due_triggers();
+}
+
 int cntr_add(fid_cntr* fid, uint64_t value) {
-  from_fid<Cntr>(fid)->add(value);
+  Cntr* cntr = from_fid<Cntr>(fid);
+  cntr->add(value);
+  run_due_triggers(cntr);
   return 0;
 }
 
@@ -46,6 +56,7 @@ int cntr_set(fid_cntr* fid, uint64_t value) {
   Cntr* cntr = from_fid<Cntr>(fid);
   cntr->value.store(value);
   cntr->wait_fd.signal();
+  run_due_triggers(cntr);
   return 0;
 }
 

@@ -125,6 +125,8 @@ int ep_close(fid* fid) {
   {
     PortContext& port = ep->port();
     std::lock_guard guard(port.lock);
+    if (ep->aliases != 0) return -FI_EBUSY;  // fi_endpoint(3): aliases close first
+    port.drop_triggers(ep);                  // triggered operations that never ran
     if (ep->is_msg()) say_goodbye(ep);
     // Sends held for company (proto::Engine::holding_bundle) go now: a
     // sender that closes right after a burst has no later pass to wait for.
@@ -295,32 +297,11 @@ int ep_control(fid* fid, int command, void* arg) {
   switch (command) {
     case FI_ENABLE:
       return ep_enable(ep);
-    case FI_GETOPSFLAG: {
-      if (arg == nullptr) return -FI_EINVAL;
-      auto* flags = static_cast<uint64_t*>(arg);
-      if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV)) return -FI_EINVAL;
-      if (*flags & FI_TRANSMIT) {
-        *flags = ep->tx_op_flags;
-      } else if (*flags & FI_RECV) {
-        *flags = ep->rx_op_flags;
-      } else {
-        return -FI_EINVAL;
-      }
-      return 0;
-    }
-    case FI_SETOPSFLAG: {
-      if (arg == nullptr) return -FI_EINVAL;
-      uint64_t flags = *static_cast<uint64_t*>(arg);
-      if ((flags & FI_TRANSMIT) && (flags & FI_RECV)) return -FI_EINVAL;
-      if (flags & FI_TRANSMIT) {
-        ep->tx_op_flags = flags & ~FI_TRANSMIT;
-      } else if (flags & FI_RECV) {
-        ep->rx_op_flags = flags & ~FI_RECV;
-      } else {
-        return -FI_EINVAL;
-      }
-      return 0;
-    }
+    case FI_GETOPSFLAG:
+    case FI_SETOPSFLAG:
+      return op_flags_control(&ep->tx_op_flags, &ep->rx_op_flags, command, arg);
+    case FI_ALIAS:
+      return open_alias(ep, static_cast<struct fi_alias*>(arg));
     default:
       return -FI_ENOSYS;
   }
@@ -446,6 +427,20 @@ fi_ops_collective g_collective_ops = {
 };
 
 }  // namespace
+
+int op_flags_control(uint64_t* tx_op_flags, uint64_t* rx_op_flags, int command, void* arg) {
+  if (arg == nullptr) return -FI_EINVAL;
+  auto* flags = static_cast<uint64_t*>(arg);
+  if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV)) return -FI_EINVAL;
+  if (!(*flags & (FI_TRANSMIT | FI_RECV))) return -FI_EINVAL;
+  uint64_t* own = (*flags & FI_TRANSMIT) ? tx_op_flags : rx_op_flags;
+  if (command == FI_GETOPSFLAG) {
+    *flags = *own;
+  } else {
+    *own = *flags & ~(FI_TRANSMIT | FI_RECV);
+  }
+  return 0;
+}
 
 int write_name(const fi_info* info, const PortContext& port, av::Address address, void* addr,
                size_t* addrlen) {

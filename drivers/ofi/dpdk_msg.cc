@@ -80,6 +80,13 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
                        uint64_t flags, uint64_t data, bool tagged, uint64_t tag) {
   if (!enabled) return -FI_EOPBADSTATE;
   if (iov_count > kIovLimit) return -FI_EINVAL;
+  if (flags & FI_TRIGGER) {
+    return trigger(context, [kept = keep_iov(iov, iov_count, flags), dest, context, flags, data,
+                             tagged, tag](Endpoint& ep) {
+      return ep.send(kept.parts.data(), kept.parts.size(), dest, context, flags & ~FI_TRIGGER,
+                     data, tagged, tag);
+    });
+  }
   proto::PeerAddress address;
   proto::SendRequest request;
   if (const int ret = destination(dest, &address, &request.group); ret != 0) return ret;
@@ -117,6 +124,13 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
                             uint64_t ignore) {
   if (!enabled) return -FI_EOPBADSTATE;
   if (iov_count > kIovLimit || (iov == nullptr && iov_count != 0)) return -FI_EINVAL;
+  if (flags & FI_TRIGGER) {
+    return trigger(context, [kept = keep_iov(iov, iov_count, 0), source, context, flags, tagged,
+                             tag, ignore](Endpoint& ep) {
+      return ep.post_recv(kept.parts.data(), kept.parts.size(), source, context,
+                          flags & ~FI_TRIGGER, tagged, tag, ignore);
+    });
+  }
   proto::RecvRequest request;
   std::copy(iov, iov + iov_count, request.iov);
   request.iov_count = iov_count;
@@ -317,9 +331,10 @@ namespace {
 // The fi_msg(3) calls: each takes the port lock and calls the endpoint.
 ssize_t msg_recvv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t count,
                   fi_addr_t src_addr, void* context) {
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  const Caller caller = caller_of(ep_fid);
+  Endpoint* ep = caller.ep;
   std::lock_guard guard(ep->port().lock);
-  return ep->post_recv(iov, count, src_addr, context, ep->rx_op_flags, false, 0, 0);
+  return ep->post_recv(iov, count, src_addr, context, caller.rx_op_flags, false, 0, 0);
 }
 
 ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src_addr,
@@ -330,12 +345,12 @@ ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src_ad
 
 ssize_t msg_recvmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  Endpoint* ep = endpoint_of(ep_fid);
   // fi_msg(3) lists the completion levels for both calls; on a receive
   // they ask nothing more than its completion, which we give.
   constexpr uint64_t kAllowed = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA |
                                 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MULTI_RECV |
-                                kAuthKeyFlag;
+                                kAuthKeyFlag | FI_TRIGGER;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
   std::lock_guard guard(ep->port().lock);
   return ep->post_recv(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, false, 0,
@@ -344,9 +359,10 @@ ssize_t msg_recvmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
 
 ssize_t msg_sendv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t count,
                   fi_addr_t dest_addr, void* context) {
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  const Caller caller = caller_of(ep_fid);
+  Endpoint* ep = caller.ep;
   std::lock_guard guard(ep->port().lock);
-  return ep->send(iov, count, dest_addr, context, ep->tx_op_flags, 0, false, 0);
+  return ep->send(iov, count, dest_addr, context, caller.tx_op_flags, 0, false, 0);
 }
 
 ssize_t msg_send(fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t dest_addr,
@@ -357,10 +373,10 @@ ssize_t msg_send(fid_ep* ep, const void* buf, size_t len, void* desc, fi_addr_t 
 
 ssize_t msg_sendmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  Endpoint* ep = endpoint_of(ep_fid);
   constexpr uint64_t kAllowed = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
                                 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
-                                FI_REMOTE_CQ_DATA | FI_MORE;
+                                FI_REMOTE_CQ_DATA | FI_MORE | FI_TRIGGER;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
   if ((flags & FI_INJECT) && msg->iov_count <= kIovLimit) {
     size_t length = 0;
@@ -374,15 +390,16 @@ ssize_t msg_sendmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
 
 ssize_t msg_senddata(fid_ep* ep_fid, const void* buf, size_t len, void*, uint64_t data,
                      fi_addr_t dest_addr, void* context) {
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  const Caller caller = caller_of(ep_fid);
+  Endpoint* ep = caller.ep;
   iovec iov{const_cast<void*>(buf), len};
   std::lock_guard guard(ep->port().lock);
-  return ep->send(&iov, 1, dest_addr, context, ep->tx_op_flags | FI_REMOTE_CQ_DATA, data,
+  return ep->send(&iov, 1, dest_addr, context, caller.tx_op_flags | FI_REMOTE_CQ_DATA, data,
                   false, 0);
 }
 
 ssize_t msg_inject(fid_ep* ep_fid, const void* buf, size_t len, fi_addr_t dest_addr) {
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  Endpoint* ep = endpoint_of(ep_fid);
   if (len > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
   iovec iov{const_cast<void*>(buf), len};
   std::lock_guard guard(ep->port().lock);
@@ -391,7 +408,7 @@ ssize_t msg_inject(fid_ep* ep_fid, const void* buf, size_t len, fi_addr_t dest_a
 
 ssize_t msg_injectdata(fid_ep* ep_fid, const void* buf, size_t len, uint64_t data,
                        fi_addr_t dest_addr) {
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  Endpoint* ep = endpoint_of(ep_fid);
   if (len > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
   iovec iov{const_cast<void*>(buf), len};
   std::lock_guard guard(ep->port().lock);

@@ -155,6 +155,8 @@ uint32_t PortContext::progress() {
     contain([&] { ep->engine->poll(now); });
     ep->flush();
   }
+  // Completions this pass counted may have reached a trigger's threshold.
+  if (!triggered.empty()) run_due_triggers();
   return received;
 }
 

@@ -119,6 +119,24 @@ struct rte_mbuf;
 namespace ofi_dpdk::ofi {
 struct Av;
 struct Eq;
+struct Cntr;
+
+// An operation posted with FI_TRIGGER that waits for its counter
+// (fi_trigger(3)); `post` posts it, lock held.
+struct TriggeredOp {
+  Endpoint* ep;
+  void* context;  // the fi_triggered_context
+  Cntr* counter;
+  uint64_t threshold;
+  std::function<ssize_t(Endpoint&)> post;
+};
+// What a triggered operation keeps of its iov: the entries, and with
+// FI_INJECT (the buffer is the caller's again at once) the bytes too.
+struct KeptIov {
+  std::vector<iovec> parts;
+  std::shared_ptr<std::vector<uint8_t>> bytes;
+};
+KeptIov keep_iov(const iovec* iov, size_t count, uint64_t flags);
 
 // One open ethdev port and what shares it: the port lock serialises the
 // data path of every endpoint on the port, and the endpoint table is the
@@ -164,6 +182,13 @@ struct PortContext final : proto::FrameKeeper {
   // transport timers and sends what they produced.  Lock held.  Returns the
   // frames received.
   uint32_t progress();
+  // Triggered operations of this port's endpoints, in the order they go:
+  // by threshold, then as posted (dpdk_trigger.cc).  Lock held.
+  std::vector<TriggeredOp> triggered;
+  // Posts those whose counter reached their threshold.  Lock held.
+  void run_due_triggers();
+  // Forgets `ep`'s (it closes: they never ran).  Lock held.
+  void drop_triggers(const Endpoint* ep);
   // Checks one received frame and hands it to its endpoint; frees it.
   void receive(rte_mbuf* frame, uint64_t now);
   // Runs an engine call of the progress pass, counting (never passing on)
@@ -614,7 +639,46 @@ struct Endpoint {
   // FI_SOURCE_ERR's err_data: the sender's address in the info's format.
   std::vector<uint8_t> sender_address(uint64_t source_key) const;
   bool has_cap(uint64_t cap) const { return (info->caps & cap) != 0; }
+  // An operation posted with FI_TRIGGER (dpdk_trigger.cc): `post` posts it
+  // (lock held, without FI_TRIGGER) once the counter of the
+  // fi_triggered_context `context` reaches its threshold, now if it has.
+  // 0, -FI_EAGAIN with tx_attr->size of them waiting, -FI_EINVAL,
+  // -FI_EOPNOTSUPP (no FI_TRIGGER, or not a threshold trigger).  Lock held.
+  ssize_t trigger(void* context, std::function<ssize_t(Endpoint&)> post);
+  size_t triggered_waiting = 0;  // this endpoint's in PortContext::triggered
+  int aliases = 0;               // fi_ep_alias fids open on it (port lock)
 };
+
+// fi_ep_alias (dpdk_ep_alias.cc): another fid_ep for an endpoint, which
+// differs from it only by its default op flags (fi_endpoint(3)).  The data
+// path takes either through caller_of.
+struct EndpointAlias {
+  fid_ep fid;
+  Endpoint* ep;
+  uint64_t tx_op_flags;
+  uint64_t rx_op_flags;
+};
+extern fi_ops g_alias_fid_ops;
+int open_alias(Endpoint* ep, struct fi_alias* alias);
+// FI_GETOPSFLAG / FI_SETOPSFLAG on an endpoint's or an alias's flags.
+int op_flags_control(uint64_t* tx_op_flags, uint64_t* rx_op_flags, int command, void* arg);
+
+// The endpoint a data-path call names and the op flags that apply when the
+// call gives none: the endpoint's own, or its alias's.
+struct Caller {
+  Endpoint* ep;
+  uint64_t tx_op_flags;
+  uint64_t rx_op_flags;
+};
+inline Caller caller_of(fid_ep* fid) {
+  if (fid->fid.ops == &g_alias_fid_ops) {
+    const auto* alias = reinterpret_cast<EndpointAlias*>(fid);
+    return {alias->ep, alias->tx_op_flags, alias->rx_op_flags};
+  }
+  Endpoint* ep = from_fid<Endpoint>(fid);
+  return {ep, ep->tx_op_flags, ep->rx_op_flags};
+}
+inline Endpoint* endpoint_of(fid_ep* fid) { return caller_of(fid).ep; }
 
 // fi_scalable_ep (dpdk_sep.cc).  It holds rx_count + tx_count queue ids
 // from base at its port: receive context i is queue base + i, transmit

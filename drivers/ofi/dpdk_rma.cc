@@ -107,6 +107,17 @@ ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
   if (remote_iov.len != local) return -FI_EINVAL;
   if (local > kMaxMsgSize - kRemoteOpSize) return -FI_EMSGSIZE;
   if ((flags & FI_INJECT) && local > info->tx_attr->inject_size) return -FI_EMSGSIZE;
+  if (flags & FI_TRIGGER) {
+    return trigger(msg.context, [kept = keep_iov(msg.msg_iov, msg.iov_count, flags),
+                                 remote_iov, msg, flags, write](Endpoint& ep) {
+      fi_msg_rma later = msg;
+      later.msg_iov = kept.parts.data();
+      later.iov_count = kept.parts.size();
+      later.desc = nullptr;
+      later.rma_iov = &remote_iov;
+      return ep.remote(later, flags & ~FI_TRIGGER, write);
+    });
+  }
   // RMA and atomics match no receive: a peer group in msg.addr is ignored.
   proto::PeerAddress peer;
   if (const int ret = destination(msg.addr, &peer, nullptr); ret != 0) return ret;
@@ -157,8 +168,6 @@ ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRe
 
 namespace {
 
-Endpoint* endpoint_of(fid_ep* ep) { return from_fid<Endpoint>(ep); }
-
 ssize_t rma_call(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t peer, uint64_t addr,
                  uint64_t key, void* context, uint64_t flags, uint64_t data, bool write) {
   Endpoint* ep = endpoint_of(ep_fid);
@@ -179,18 +188,18 @@ ssize_t rma_call(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t peer,
 ssize_t rma_read(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, uint64_t addr,
                  uint64_t key, void* context) {
   iovec iov{buf, len};
-  return rma_call(ep, &iov, 1, src, addr, key, context, endpoint_of(ep)->tx_op_flags, 0, false);
+  return rma_call(ep, &iov, 1, src, addr, key, context, caller_of(ep).tx_op_flags, 0, false);
 }
 
 ssize_t rma_readv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
                   uint64_t addr, uint64_t key, void* context) {
-  return rma_call(ep, iov, count, src, addr, key, context, endpoint_of(ep)->tx_op_flags, 0,
+  return rma_call(ep, iov, count, src, addr, key, context, caller_of(ep).tx_op_flags, 0,
                   false);
 }
 
 constexpr uint64_t kRmaMsgFlags = FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA |
                                   FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
-                                  FI_DELIVERY_COMPLETE | FI_FENCE;
+                                  FI_DELIVERY_COMPLETE | FI_FENCE | FI_TRIGGER;
 
 ssize_t rma_readmsg(fid_ep* ep_fid, const fi_msg_rma* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
@@ -204,12 +213,12 @@ ssize_t rma_readmsg(fid_ep* ep_fid, const fi_msg_rma* msg, uint64_t flags) {
 ssize_t rma_write(fid_ep* ep, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t addr,
                   uint64_t key, void* context) {
   iovec iov{const_cast<void*>(buf), len};
-  return rma_call(ep, &iov, 1, dest, addr, key, context, endpoint_of(ep)->tx_op_flags, 0, true);
+  return rma_call(ep, &iov, 1, dest, addr, key, context, caller_of(ep).tx_op_flags, 0, true);
 }
 
 ssize_t rma_writev(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t dest,
                    uint64_t addr, uint64_t key, void* context) {
-  return rma_call(ep, iov, count, dest, addr, key, context, endpoint_of(ep)->tx_op_flags, 0,
+  return rma_call(ep, iov, count, dest, addr, key, context, caller_of(ep).tx_op_flags, 0,
                   true);
 }
 
@@ -231,7 +240,7 @@ ssize_t rma_writedata(fid_ep* ep, const void* buf, size_t len, void*, uint64_t d
                       fi_addr_t dest, uint64_t addr, uint64_t key, void* context) {
   iovec iov{const_cast<void*>(buf), len};
   return rma_call(ep, &iov, 1, dest, addr, key, context,
-                  endpoint_of(ep)->tx_op_flags | FI_REMOTE_CQ_DATA, data, true);
+                  caller_of(ep).tx_op_flags | FI_REMOTE_CQ_DATA, data, true);
 }
 
 ssize_t rma_injectdata(fid_ep* ep, const void* buf, size_t len, uint64_t data, fi_addr_t dest,

@@ -33,11 +33,11 @@ namespace {
 
 constexpr uint64_t kTsendmsgFlags = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
                                     FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
-                                    FI_MATCH_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE;
+                                    FI_MATCH_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE | FI_TRIGGER;
 // fi_msg(3)'s receive flags (as msg_recvmsg takes them) plus the tagged ones.
 constexpr uint64_t kTrecvmsgFlags = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA |
                                     FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_PEEK |
-                                    FI_CLAIM | FI_DISCARD | kAuthKeyFlag | FI_MULTI_RECV;
+                                    FI_CLAIM | FI_DISCARD | kAuthKeyFlag | FI_MULTI_RECV | FI_TRIGGER;
 constexpr uint64_t kMatchFlags = FI_PEEK | FI_CLAIM | FI_DISCARD;
 
 // The endpoint was opened with FI_TAGGED and, when it names modifiers at
@@ -66,7 +66,7 @@ size_t iov_length(const iovec* iov, size_t count) {
 // -FI_EMSGSIZE for an inject above inject_size.
 ssize_t tagged_send(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t dest,
                     void* context, uint64_t flags, uint64_t data, uint64_t tag) {
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  Endpoint* ep = endpoint_of(ep_fid);
   if (!allowed(ep, FI_SEND)) return -FI_EOPNOTSUPP;
   if (!valid_iov(iov, count)) return -FI_EINVAL;
   if ((flags & FI_INJECT) && iov_length(iov, count) > ep->info->tx_attr->inject_size)
@@ -77,7 +77,7 @@ ssize_t tagged_send(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t de
 
 ssize_t tagged_sendv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t count,
                      fi_addr_t dest_addr, uint64_t tag, void* context) {
-  const uint64_t flags = from_fid<Endpoint>(ep_fid)->tx_op_flags;
+  const uint64_t flags = caller_of(ep_fid).tx_op_flags;
   return tagged_send(ep_fid, iov, count, dest_addr, context, flags, 0, tag);
 }
 
@@ -97,7 +97,7 @@ ssize_t tagged_sendmsg(fid_ep* ep_fid, const fi_msg_tagged* msg, uint64_t flags)
 ssize_t tagged_senddata(fid_ep* ep_fid, const void* buf, size_t len, void* /*desc*/,
                         uint64_t data, fi_addr_t dest_addr, uint64_t tag, void* context) {
   iovec iov{const_cast<void*>(buf), len};
-  const uint64_t flags = from_fid<Endpoint>(ep_fid)->tx_op_flags | FI_REMOTE_CQ_DATA;
+  const uint64_t flags = caller_of(ep_fid).tx_op_flags | FI_REMOTE_CQ_DATA;
   return tagged_send(ep_fid, &iov, 1, dest_addr, context, flags, data, tag);
 }
 
@@ -116,11 +116,12 @@ ssize_t tagged_injectdata(fid_ep* ep_fid, const void* buf, size_t len, uint64_t 
 
 ssize_t tagged_recvv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t count,
                      fi_addr_t src_addr, uint64_t tag, uint64_t ignore, void* context) {
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  const Caller caller = caller_of(ep_fid);
+  Endpoint* ep = caller.ep;
   if (!allowed(ep, FI_RECV)) return -FI_EOPNOTSUPP;
   if (!valid_iov(iov, count)) return -FI_EINVAL;
   std::lock_guard guard(ep->port().lock);
-  return ep->post_recv(iov, count, src_addr, context, ep->rx_op_flags & ~kMatchFlags, true, tag,
+  return ep->post_recv(iov, count, src_addr, context, caller.rx_op_flags & ~kMatchFlags, true, tag,
                        ignore);
 }
 
@@ -176,7 +177,7 @@ ssize_t tagged_match_op(Endpoint* ep, const fi_msg_tagged& msg, uint64_t flags) 
 
 ssize_t tagged_recvmsg(fid_ep* ep_fid, const fi_msg_tagged* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
-  Endpoint* ep = from_fid<Endpoint>(ep_fid);
+  Endpoint* ep = endpoint_of(ep_fid);
   if (flags & ~kTrecvmsgFlags) return -FI_EBADFLAGS;
   // fi_tagged(3): FI_DISCARD goes with FI_PEEK or FI_CLAIM.
   if ((flags & FI_DISCARD) && !(flags & (FI_PEEK | FI_CLAIM))) return -FI_EBADFLAGS;

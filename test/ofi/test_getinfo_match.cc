@@ -162,10 +162,23 @@ TEST_F(GetinfoMatch, PrimaryCapsWeLackAreRefused) {
 // If requested, a provider must support the capability or fail the
 // fi_getinfo request (FI_ENODATA)."
 TEST_F(GetinfoMatch, SecondaryCapsWeLackAreRefused) {
-  for (uint64_t cap : {FI_TRIGGER, FI_FENCE, FI_RMA_PMEM}) {
+  for (uint64_t cap : {FI_FENCE, FI_RMA_PMEM}) {
     hints_->caps = FI_MSG | cap;
     EXPECT_FALSE(matches()) << fi_tostr(&cap, FI_TYPE_CAPS) << " was granted";
   }
+}
+
+// FI_TRIGGER (threshold-triggered operations) is served: granted when asked
+// for, and not offered unasked.
+TEST_F(GetinfoMatch, TriggerIsGrantedWhenAskedFor) {
+  hints_->caps = FI_MSG | FI_TRIGGER;
+  expect_match_and_narrow();
+  EXPECT_TRUE(offer_->caps & FI_TRIGGER);
+  fi_freeinfo(offer_);
+  offer_ = make_offer();
+  hints_->caps = FI_MSG;
+  expect_match_and_narrow();
+  EXPECT_FALSE(offer_->caps & FI_TRIGGER);
 }
 
 // fi_getinfo(3): FI_SOURCE_ERR "Must be paired with FI_SOURCE".
