@@ -79,15 +79,24 @@ void log_stats(const Endpoint* ep) {
 }
 
 // A peer whose last message we received may not have our ack for it: keep
-// answering its retransmissions until it has been quiet for kLingerQuietNs
-// (at most kLingerMaxNs), as TCP's TIME_WAIT does.  Lock held.
+// answering its retransmissions until it has been quiet long enough, as
+// TCP's TIME_WAIT does.  On a clean path a short quiet will do; once the
+// path has lost or delayed frames (a peer retransmitted to us, or we to it:
+// a memif ring that overflowed, a drop), the peer may have backed its
+// retransmission timer off to the transport's longest, so we wait that long
+// and a margin before its last retransmission could have come and gone
+// unanswered (fabtests' fi_bw -T 1 lost its last ack so).  Lock held.
 void linger(Endpoint* ep) {
-  constexpr uint64_t kLingerQuietNs = 20'000'000;
-  constexpr uint64_t kLingerMaxNs = 200'000'000;
+  constexpr uint64_t kCleanQuietNs = 20'000'000;
+  const uint64_t lossy_quiet_ns = proto::TransportConfig{}.max_rto_ns + 50'000'000;
   if (!ep->enabled || ep->engine->last_data_ns() == 0) return;
+  const proto::TransportStats& seen = ep->engine->stats();
+  const bool lossy = seen.duplicates != 0 || seen.retransmitted != 0 || ep->frames_not_sent != 0;
+  const uint64_t quiet_ns = lossy ? lossy_quiet_ns : kCleanQuietNs;
+  const uint64_t longest_ns = 4 * quiet_ns;
   const uint64_t start = now_ns();
-  for (uint64_t now = start; now - start < kLingerMaxNs; now = now_ns()) {
-    if (now - ep->engine->last_data_ns() >= kLingerQuietNs) break;
+  for (uint64_t now = start; now - start < longest_ns; now = now_ns()) {
+    if (now - ep->engine->last_data_ns() >= quiet_ns) break;
     ep->port().progress();
   }
 }
