@@ -12,20 +12,22 @@
 #
 # Options:
 #   --suite S          run only suite S (repeatable): unit, dpdk, provider,
-#                      multiproc, stock, mpi, tools
+#                      multiproc, stock, mpi, tools, fabtests (libfabric's
+#                      gate, runfabtests.sh -t quick: doc/fabtests.md)
 #   --soak             run the soak instead (suite soak, OFI_DPDK_SOAK=1):
 #                      10^6 messages and 10^5 fetch-adds between two
 #                      processes at 20 % loss with reordering and
 #                      duplication (test/multiproc/test_soak.sh; about a
 #                      minute on a 2-core machine); with --sanitize, under
 #                      the sanitizers
-#   --fabtests SET     run libfabric's gate instead: fabtests' runfabtests.sh
-#                      -t SET (quick, standard, ...) over dpdk, built from
+#   --fabtests SET     run only libfabric's gate with runfabtests.sh -t SET
+#                      (quick, standard, ...) over dpdk, built from
 #                      ../shared/fabtests (usertools/dpdk-fi-fabtests.sh,
-#                      doc/fabtests.md); its exit status is this one's.  Not
-#                      part of the default run: the gate is not green yet
+#                      doc/fabtests.md); its exit status is this one's.  The
+#                      default run has -t quick (suite fabtests)
 #   --builddir DIR     build directory (default: build)
-#   --no-hugepages     passed to dpdk-fi-setup.sh: DPDK runs with --no-huge
+#   --no-hugepages     passed to dpdk-fi-setup.sh: DPDK runs with --no-huge,
+#                      and the gate (suite fabtests, which needs them) not
 #   --sanitize KIND    build and test with sanitizers, in a build directory of
 #                      their own (default build-asan or build-tsan), always
 #                      with --no-huge: `address` is AddressSanitizer with
@@ -123,7 +125,11 @@ while (($#)); do
 		setup_args+=(--builddir "$2")
 		shift
 		;;
-	--no-hugepages) setup_args+=(--no-hugepages) ;;
+	--no-hugepages)
+		setup_args+=(--no-hugepages)
+		# The gate's fi_rdm_shared_av runs on a shared port: hugepages.
+		meson_args+=(--no-suite fabtests)
+		;;
 	--soak)
 		export OFI_DPDK_SOAK=1
 		meson_args+=(--suite soak)
@@ -159,6 +165,9 @@ if [[ -n "$sanitize" ]]; then
 	if [[ "$sanitize" == thread ]] && ! (( ${#meson_args[@]} )); then
 		meson_args+=("${DPDK_FI_TSAN_TESTS[@]}")
 	fi
+	# Stock fabtests programs do not load a sanitized provider (its runtime
+	# would have to come first), and the gate wants hugepages.
+	meson_args+=(--no-suite fabtests)
 fi
 builddir=$(abs_builddir "$builddir")
 limit=${DPDK_FI_TEST_LIMIT:-3600}

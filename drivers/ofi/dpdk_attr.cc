@@ -27,7 +27,7 @@ void fill_defaults(fi_info* info) {
   info->addr_format = FI_FORMAT_UNSPEC;
 
   fi_tx_attr* tx = info->tx_attr;
-  tx->caps = kTxCaps;
+  tx->caps = kTxCaps & ~FI_TRIGGER;  // secondary: only when asked for
   tx->mode = 0;
   tx->op_flags = 0;
   tx->msg_order = FI_ORDER_SAS;
@@ -40,7 +40,7 @@ void fill_defaults(fi_info* info) {
   fi_rx_attr* rx = info->rx_attr;
   // Secondary ones, and FI_TAGGED_DIRECTED_RECV (above), only when asked for.
   rx->caps = kRxCaps & ~(FI_SOURCE | FI_SOURCE_ERR | FI_RMA_EVENT | kTaggedDirectedRecvCap |
-                         kTaggedMultiRecvCap);
+                         kTaggedMultiRecvCap | FI_TRIGGER);
   rx->mode = 0;
   rx->op_flags = 0;
   rx->msg_order = FI_ORDER_SAS;

@@ -169,16 +169,22 @@ TEST_F(GetinfoMatch, SecondaryCapsWeLackAreRefused) {
 }
 
 // FI_TRIGGER (threshold-triggered operations) is served: granted when asked
-// for, and not offered unasked.
+// for, and not offered unasked, in info->caps nor in tx_attr or rx_attr
+// (fabtests' fi_getinfo_test: those are subsets of info->caps).
 TEST_F(GetinfoMatch, TriggerIsGrantedWhenAskedFor) {
+  EXPECT_FALSE(offer_->caps & FI_TRIGGER);
+  EXPECT_FALSE(offer_->tx_attr->caps & FI_TRIGGER);
+  EXPECT_FALSE(offer_->rx_attr->caps & FI_TRIGGER);
   hints_->caps = FI_MSG | FI_TRIGGER;
   expect_match_and_narrow();
   EXPECT_TRUE(offer_->caps & FI_TRIGGER);
+  EXPECT_TRUE(offer_->tx_attr->caps & FI_TRIGGER);
   fi_freeinfo(offer_);
   offer_ = make_offer();
   hints_->caps = FI_MSG;
   expect_match_and_narrow();
   EXPECT_FALSE(offer_->caps & FI_TRIGGER);
+  EXPECT_FALSE(offer_->tx_attr->caps & FI_TRIGGER);
 }
 
 // fi_getinfo(3): FI_SOURCE_ERR "Must be paired with FI_SOURCE".
