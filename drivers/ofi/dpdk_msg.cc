@@ -90,6 +90,7 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   proto::PeerAddress address;
   proto::SendRequest request;
   if (const int ret = destination(dest, &address, &request.group); ret != 0) return ret;
+  if (is_datagram()) last_datagram_ns = now_ns();
   request.iov = iov;
   request.iov_count = iov_count;
   request.context = context;

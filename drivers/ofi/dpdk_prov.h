@@ -579,6 +579,10 @@ struct Endpoint {
   // from there would re-enter.
   std::vector<std::pair<av::Address, uint32_t>> rejects_due;
   bool is_msg() const { return info->ep_attr->type == FI_EP_MSG; }
+  bool is_datagram() const { return info->ep_attr->type == FI_EP_DGRAM; }
+  // FI_EP_DGRAM: when the last datagram went out (fi_close gives the peer
+  // time to read it before the port may go).
+  uint64_t last_datagram_ns = 0;
   // A control message from the peer `source_key` (proto::ControlHandler).
   void on_control(uint64_t source_key, uint32_t session, const uint8_t* body, size_t length);
   // A control message of ours completed (acknowledged, or failed).
