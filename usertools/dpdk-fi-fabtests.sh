@@ -31,8 +31,9 @@
 #     (unshare --pid --mount-proc), where it sees only the gate's own
 #     processes; nothing here kills by name.
 #
-# Prints runfabtests' table, then "fabtests SET: P Pass, N Notrun, F Fail"
-# with its counts. Exit status: 0 when no test failed, 1 when one did, 2 on
+# Prints runfabtests' records (-v: each test's result and time, and the
+# output of failed ones), the failed tests' records again, then
+# "fabtests SET: P Pass, N Notrun, F Fail" with its counts. Exit status: 0 when no test failed, 1 when one did, 2 on
 # set-up errors, 77 when the tarballs, the build tools or unshare are
 # missing (a test suite's "skipped").
 #
@@ -45,9 +46,12 @@
 #   --tarballs DIR  where fabtests-VERSION.tar.xz are
 #   --build-only    build fabtests and stop
 #   --keep          keep the run's folder (wrappers, sockets, logs)
-#   -- ARGS...      more runfabtests.sh options, e.g. -v (print the output
-#                   of failing tests) or -e REGEX,... (skip tests): for
-#                   looking into one test; the gate itself uses none
+#   -- ARGS...      more runfabtests.sh options, e.g. -vvv (print the
+#                   output of every test) or -e REGEX,... (skip tests): for
+#                   looking into one test; the gate itself uses only -v
+#
+# Environment: OFI_DPDK_FABTESTS_HUGETLB=0 keeps the stock programs'
+# buffers in ordinary pages (see STOCK_MALLOC_TUNABLES below).
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
@@ -119,7 +123,11 @@ need_tools unshare timeout
 
 # 2. The run's folder: one wrapper per program, the memif pairs' sockets.
 run_dir=$(mktemp -d /tmp/ofi-dpdk-fabtests.XXXXXX)
+hugepages_before=
 cleanup() {
+	if [[ -n "$hugepages_before" ]]; then
+		echo "$hugepages_before" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
+	fi
 	((keep)) && { echo "kept $run_dir"; return; }
 	rm -rf "$run_dir"
 }
@@ -240,7 +248,10 @@ cat >"$role_script" <<-'EOF'
 	case "$(basename "$program")" in
 	fi_multi_mr | fi_rdm_rma_trigger) export FI_DPDK_MR_MODE=minimal ;;
 	esac
-	exec python3 "$OFI_DPDK_LAUNCHER" "${port[@]}" -- "$program" "${args[@]}"
+	# The program's own allocations in hugepages when the gate reserved
+	# them (see STOCK_MALLOC_TUNABLES in dpdk-fi-fabtests.sh).
+	exec "$OFI_DPDK_PYTHON" "$OFI_DPDK_LAUNCHER" "${port[@]}" -- \
+		env ${STOCK_MALLOC_TUNABLES:+GLIBC_TUNABLES="$STOCK_MALLOC_TUNABLES"} "$program" "${args[@]}"
 EOF
 chmod +x "$role_script"
 for program in "$installed"/bin/fi_* "$installed"/bin/sighandler_test; do
@@ -253,6 +264,29 @@ done
 # 3. The gate, in a PID namespace of its own.
 export FI_PROVIDER_PATH=$provider_path
 export OFI_DPDK_LAUNCHER=$DPDK_FI_ROOT/usertools/dpdk-fi-run.py
+# The interpreter itself, not a version manager's shim in front of it
+# (pyenv's costs 0.4 s a start, two starts a test).
+OFI_DPDK_PYTHON=$(python3 -c 'import sys; print(sys.executable)')
+export OFI_DPDK_PYTHON
+# Most stock programs allocate (largest size + prefix) x window x 2, 1 GiB,
+# and write all of it before their first transfer.  On these virtual
+# machines a process's first write to a 4 KiB page costs ~20 us (5 s a
+# GiB, half the run time of such a test, for every provider alike); to a
+# 2 MiB hugepage 6x less.  So, as root with hugepages in use, the gate
+# reserves 4 GiB more (up to three processes at once, each 1 GiB beside
+# its DPDK memory) and runs the programs with glibc's malloc taking its
+# large blocks from them (glibc.malloc.hugetlb=2: falls back to ordinary
+# pages when none are left); the reserve goes back at the end.  It changes
+# where the bytes live, not what the programs do.  OFI_DPDK_FABTESTS_HUGETLB=0
+# turns it off.
+export STOCK_MALLOC_TUNABLES=
+if [[ "${OFI_DPDK_FABTESTS_HUGETLB:-1}" == 1 && "$(eal_memory_args "$builddir")" == --in-memory ]] &&
+	hugepages_before=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null) &&
+	{ echo $((hugepages_before + 2048)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null; then
+	STOCK_MALLOC_TUNABLES=glibc.malloc.hugetlb=2
+else
+	hugepages_before=
+fi
 # The pairs' out-of-band ports (run-one.sh): 1000 from 47600, beside
 # fabtests' default of 47592.
 export OOB_PORT_BASE=47600
@@ -267,7 +301,7 @@ set +e
 propagation=()
 mountpoint -q / || propagation=(--propagation unchanged)
 (cd "$run_dir" && unshare --pid --fork --mount-proc "${propagation[@]}" \
-	"$installed/bin/runfabtests.sh" -b -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
+	"$installed/bin/runfabtests.sh" -v -b -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
 	"${extra[@]}" dpdk) 2>&1 | tee "$log"
 set -e
 count_of() { sed -n "s/^# Total $1 *\([0-9]*\)$/\1/p" "$log" | tail -1; }
@@ -275,5 +309,16 @@ pass=$(count_of Pass)
 notrun=$(count_of 'Notrun\/Excluded')
 fail=$(count_of Fail)
 [[ -n "$pass" && -n "$fail" ]] || die 1 "runfabtests.sh printed no totals; see above"
+# The failed tests again, last, where a CI log's tail shows them: each
+# one's record from runfabtests.sh -v (its commands and both sides' output),
+# cut to 60 lines.
+if ((fail)); then
+	echo "failed tests:"
+	awk '/^- name:/ { if (failed) printf "%s", record; record = ""; failed = 0; lines = 0 }
+		/^- name:/, 0 { if (++lines <= 60) record = record $0 "\n" }
+		/^  result: Fail/ { failed = 1 }
+		/^# -+$/ { if (failed) printf "%s", record; failed = 0; record = "" }
+		END { if (failed) printf "%s", record }' "$log"
+fi
 echo "fabtests $fabtests_version $tests: $pass Pass, ${notrun:-0} Notrun, $fail Fail"
 ((fail == 0))
