@@ -1,7 +1,7 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-fabtests.sh [--builddir DIR] [--tests SET] [--timeout S]
 #                                      [--tarballs DIR] [--build-only] [--keep]
-#                                      [-- RUNFABTESTS-ARGS...]
+#                                      [--provider NAME] [-- RUNFABTESTS-ARGS...]
 #
 # libfabric's own gate over the provider: fabtests' runfabtests.sh, as
 # released with libfabric, run over dpdk.
@@ -46,6 +46,11 @@
 #   --tarballs DIR  where fabtests-VERSION.tar.xz are
 #   --build-only    build fabtests and stop
 #   --keep          keep the run's folder (wrappers, sockets, logs)
+#   --provider NAME the same gate over another provider, for comparison
+#                   (shm, "tcp;ofi_rxm", udp;ofi_rxd, ...): the programs
+#                   run as they are, in-band on 127.0.0.1, as
+#                   runfabtests.sh runs them by default; the counts line
+#                   then names the provider
 #   -- ARGS...      more runfabtests.sh options, e.g. -vvv (print the
 #                   output of every test) or -e REGEX,... (skip tests): for
 #                   looking into one test; the gate itself uses only -v
@@ -63,6 +68,7 @@ timeout_s=60
 tarballs=${OFI_DPDK_FABTESTS_TARBALLS:-$DPDK_FI_ROOT/../shared/fabtests}
 build_only=0
 keep=0
+provider=dpdk
 extra=()
 while (($#)); do
 	case "$1" in
@@ -73,6 +79,7 @@ while (($#)); do
 	--tarballs) tarballs=$2; shift ;;
 	--build-only) build_only=1 ;;
 	--keep) keep=1 ;;
+	--provider) provider=$2; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) die 2 "unknown argument '$1' (see --help)" ;;
 	esac
@@ -80,7 +87,9 @@ while (($#)); do
 done
 builddir=$(abs_builddir "$builddir")
 provider_path=$builddir/drivers/ofi
-[[ -f "$provider_path/libdpdk-fi.so" ]] || die 2 "no provider in $provider_path: build first"
+if [[ "$provider" == dpdk && ! -f "$provider_path/libdpdk-fi.so" ]]; then
+	die 2 "no provider in $provider_path: build first"
+fi
 
 libfabric_version=$(pkg-config --modversion libfabric 2>/dev/null) ||
 	die 2 "pkg-config finds no libfabric (libfabric-dev)"
@@ -254,6 +263,14 @@ cat >"$role_script" <<-'EOF'
 		env ${STOCK_MALLOC_TUNABLES:+GLIBC_TUNABLES="$STOCK_MALLOC_TUNABLES"} "$program" "${args[@]}"
 EOF
 chmod +x "$role_script"
+# Another provider's programs run as they are (with the gate's malloc
+# tunables).
+if [[ "$provider" != dpdk ]]; then
+	cat >"$role_script" <<-'EOF'
+		#!/bin/bash
+		exec env ${STOCK_MALLOC_TUNABLES:+GLIBC_TUNABLES="$STOCK_MALLOC_TUNABLES"} "$@"
+	EOF
+fi
 for program in "$installed"/bin/fi_* "$installed"/bin/sighandler_test; do
 	[[ -x "$program" ]] || continue
 	printf '#!/bin/bash\nexec %q %q "$@"\n' "$role_script" "$program" \
@@ -262,7 +279,14 @@ for program in "$installed"/bin/fi_* "$installed"/bin/sighandler_test; do
 done
 
 # 3. The gate, in a PID namespace of its own.
-export FI_PROVIDER_PATH=$provider_path
+if [[ "$provider" == dpdk ]]; then
+	export FI_PROVIDER_PATH=$provider_path
+	# Out-of-band address exchange; the wrappers give each pair its ports.
+	where=(-b dpdk)
+else
+	unset FI_PROVIDER_PATH
+	where=("$provider")
+fi
 export OFI_DPDK_LAUNCHER=$DPDK_FI_ROOT/usertools/dpdk-fi-run.py
 # The interpreter itself, not a version manager's shim in front of it
 # (pyenv's costs 0.4 s a start, two starts a test).
@@ -301,8 +325,8 @@ set +e
 propagation=()
 mountpoint -q / || propagation=(--propagation unchanged)
 (cd "$run_dir" && unshare --pid --fork --mount-proc "${propagation[@]}" \
-	"$installed/bin/runfabtests.sh" -v -b -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
-	"${extra[@]}" dpdk) 2>&1 | tee "$log"
+	"$installed/bin/runfabtests.sh" -v -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
+	"${extra[@]}" "${where[@]}") 2>&1 | tee "$log"
 set -e
 count_of() { sed -n "s/^# Total $1 *\([0-9]*\)$/\1/p" "$log" | tail -1; }
 pass=$(count_of Pass)
@@ -320,5 +344,7 @@ if ((fail)); then
 		/^# -+$/ { if (failed) printf "%s", record; failed = 0; record = "" }
 		END { if (failed) printf "%s", record }' "$log"
 fi
-echo "fabtests $fabtests_version $tests: $pass Pass, ${notrun:-0} Notrun, $fail Fail"
+over=
+[[ "$provider" == dpdk ]] || over=" over $provider"
+echo "fabtests $fabtests_version $tests$over: $pass Pass, ${notrun:-0} Notrun, $fail Fail"
 ((fail == 0))
