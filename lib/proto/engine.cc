@@ -195,6 +195,14 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
     ++stats_.sends_refused_peer_share;
     return -EAGAIN;
   }
+  // A request waits here rather than at the peer: one it could neither run
+  // nor defer would stop its stream, and with it the acks of its answers
+  // and ours (test_crossed_requests.cc).
+  const bool counted_request = request.request && !request.internal;
+  if (counted_request && c.requests_unanswered >= kMaxDeferredPerConnection) {
+    ++stats_.sends_refused_peer_share;
+    return -EAGAIN;
+  }
   c.auth_key = peer.auth_key;
   if (peer.session != 0 && c.peer_session != peer.session) {
     // The address names another incarnation than the one we talk to: the
@@ -235,6 +243,10 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   c.pending.push_back(std::move(message));
   ++outstanding_sends_;
   if (waits_for_receiver) ++c.receiver_waits;
+  if (counted_request) {
+    c.pending.back()->unanswered_request = true;
+    ++c.requests_unanswered;
+  }
   pump(c, now_ns);
   return 0;
 }

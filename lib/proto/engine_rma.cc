@@ -152,6 +152,7 @@ void Engine::serve_request(Connection& c, RemoteHold in) {
       return;
     }
     in.release();
+    ++c.requests_deferred;
     ++deferred_requests_;
     ++stats_.requests_deferred;
     return;
@@ -194,9 +195,40 @@ void Engine::serve_deferred(Connection& c) {
     c.deferred_requests.pop_front();
     --deferred_requests_;
     run_request(c, std::move(in));
+    // The completions of messages that came after it, up to the next
+    // request deferred before them, leave now, before that one runs.
+    ++c.deferred_done;
+    release_barriers(c);
   }
-  // Messages wait behind deferred requests (deliver): the last one ran.
+  // Messages that could not be held wait behind deferred requests
+  // (deliver): the last one ran.
   if (c.deferred_requests.empty()) wake(c);
+}
+
+bool Engine::hold_behind_deferred(Connection& c) {
+  // One barrier per set of deferred requests: a message that comes again
+  // (deliver refused it later, e.g. no room for it unexpected) adds none.
+  if (!c.recv_order.empty() && c.recv_order.back().barrier && !c.recv_order.back().ready &&
+      c.recv_order.back().requests_before == c.requests_deferred)
+    return true;
+  if (c.recv_order.size() >= kMaxOrderedCompletions) return false;
+  OrderedCompletion barrier;
+  barrier.barrier = true;
+  barrier.wanted = false;
+  barrier.requests_before = c.requests_deferred;
+  c.recv_order.push_back(barrier);
+  return true;
+}
+
+void Engine::release_barriers(Connection& c) {
+  bool any = false;
+  for (OrderedCompletion& o : c.recv_order) {
+    if (!o.barrier || o.ready) continue;
+    if (c.deferred_done < o.requests_before) break;  // later barriers wait longer
+    o.ready = true;
+    any = true;
+  }
+  if (any) release_ordered(c);
 }
 
 void Engine::serve_all_deferred() {
@@ -211,6 +243,9 @@ void Engine::drop_deferred(Connection& c) {
     --deferred_requests_;
   }
   c.deferred_requests.clear();
+  // Dropped with their connection: what waited behind them goes on.
+  c.deferred_done = c.requests_deferred;
+  release_barriers(c);
 }
 
 void Engine::send_response(Connection& c, uint32_t request_id, Response response) {

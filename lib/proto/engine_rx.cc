@@ -287,9 +287,16 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
         return false;
     } else if (opcode != wire::Opcode::kResponse) {
       // A message runs after the requests sent before it (doc/rma.md,
-      // FI_FENCE): it waits while they wait, deferred; serve_deferred wakes
-      // it.  Answers to our requests never wait.
-      if (!c.deferred_requests.empty()) return false;
+      // FI_FENCE).  Behind deferred requests it is taken all the same, and
+      // its completion held until they have run (a barrier in recv_order):
+      // stopping the stream here would also stop the answers behind it,
+      // and the peer, stopped the same way, the acks that free our budget
+      // (fi_rma_bw -o write both ways).  Only a message that wants a
+      // delivery notice, or one past the barriers' bound, still waits;
+      // serve_deferred wakes it.  Answers to our requests never wait.
+      if (!c.deferred_requests.empty() &&
+          ((h.flags & wire::kFlagDeliveryNotice) || !hold_behind_deferred(c)))
+        return false;
       if ((h.flags & wire::kFlagDeliveryNotice) && responses_full(c)) return false;
     }
   }

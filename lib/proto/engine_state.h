@@ -156,6 +156,7 @@ struct TxMessage {
   // counted in Connection::receiver_waits until it completes, and since
   // when it waits in awaiting_delivery (delivery_timeout_ns).
   bool waits_for_receiver = false;
+  bool unanswered_request = false;  // counted in Connection::requests_unanswered
   uint64_t waiting_since_ns = 0;
   size_t next_offset = 0;       // bytes cut into segments so far
   uint32_t segments_unacked = 0;
@@ -195,11 +196,19 @@ enum class TxState : uint8_t {
 
 struct InboundMessage;
 
+// Receive completions (and barriers) a connection holds in recv_order, at
+// most.
+inline constexpr size_t kMaxOrderedCompletions = 4096;
+
 // A receive completion waiting for its turn (Connection::recv_order): a
-// pull's, until its data is in, or one that came after it.
+// pull's, until its data is in, or one that came after it; or a barrier,
+// which completes nothing and holds what follows it until the requests
+// deferred before it have run (Engine::hold_behind_deferred).
 struct OrderedCompletion {
   uint32_t pull_id = 0;  // the pull's msg_id; 0 for a completion made ready
   bool ready = false;
+  bool barrier = false;
+  uint64_t requests_before = 0;  // a barrier's: Connection::requests_deferred then
   bool wanted = true;    // the receive asked for its completion (else only a release shows)
   std::shared_ptr<MultiRecv> multi;  // settled when it leaves (Engine::settle_recv)
   Completion done{};
@@ -272,6 +281,8 @@ struct Connection {
   // goes on meanwhile, since the acks and answers that free the budget may
   // be behind the next request in it (engine_rma.cc).
   std::deque<struct RemoteInbound*> deferred_requests;
+  uint64_t requests_deferred = 0;  // ever pushed on deferred_requests
+  uint64_t deferred_done = 0;      // of those, run or dropped
   // Requests fully acknowledged that wait for their response, by msg_id.
   std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_response;
   uint64_t awaiting_since_ns = 0;  // last progress of the responses we wait for
@@ -286,6 +297,11 @@ struct Connection {
   // Our sends to this peer that wait for its receives (rendezvous, delivery
   // notices), queued or acknowledged: at most half the endpoint's budget.
   uint32_t receiver_waits = 0;
+  // Our requests to this peer not answered (or failed) yet: at most what
+  // the peer can defer (Engine::kMaxDeferredPerConnection), so that a
+  // peer whose answer budget is full never has to stop its stream for the
+  // next request (Engine::send).
+  uint32_t requests_unanswered = 0;
   uint64_t next_delivery_check_ns = 0;  // poll's next look for waits past delivery_timeout_ns
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;

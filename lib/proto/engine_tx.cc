@@ -397,6 +397,7 @@ void Engine::complete_send(Connection& c, TxMessage& m, int error, int prov_errn
   }
   --outstanding_sends_;
   if (m.waits_for_receiver) --c.receiver_waits;
+  if (m.unanswered_request) --c.requests_unanswered;
   if (error == 0) ++stats_.messages_sent;
   if (!m.request.completion && error == 0) return;
   Completion done{};

@@ -28,12 +28,6 @@
 #include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
-namespace {
-
-// Receive completions a connection holds behind its pulls, at most.
-constexpr size_t kMaxOrderedCompletions = 4096;
-
-}  // namespace
 
 bool Engine::take_rendezvous(Connection& c, const wire::FrameHeader& h, const uint8_t* payload) {
   if (h.offset != 0 || h.msg_len != sizeof(wire::RendezvousBody) ||
@@ -216,8 +210,9 @@ void Engine::bound_order(Connection& c) {
   // A pull held out while its peer sends on: its receive gives up its turn
   // (it completes when its data is in, after what is queued now) rather
   // than the queue growing without bound.
+  // (A barrier keeps its place: deliver() adds none past the bound.)
   auto pending = std::find_if(c.recv_order.begin(), c.recv_order.end(),
-                              [](const OrderedCompletion& o) { return !o.ready; });
+                              [](const OrderedCompletion& o) { return !o.ready && !o.barrier; });
   if (pending != c.recv_order.end()) c.recv_order.erase(pending);
   release_ordered(c);
 }

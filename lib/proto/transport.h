@@ -698,6 +698,11 @@ class Engine {
   void serve_all_deferred();
   // The deferred requests go with the peer's stream.
   void drop_deferred(Connection& c);
+  // A barrier in c.recv_order behind the requests deferred so far: false
+  // past kMaxOrderedCompletions.  release_barriers readies those whose
+  // requests have run, and lets out what follows them.
+  bool hold_behind_deferred(Connection& c);
+  void release_barriers(Connection& c);
   void send_response(Connection& c, uint32_t request_id, Response response);
   // Queues a response ahead of the messages not cut yet (engine_rma.cc).
   void queue_response(Connection& c, std::unique_ptr<TxMessage> response);

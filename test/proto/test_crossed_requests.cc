@@ -139,5 +139,62 @@ TEST(CrossedRequests, AMessageAfterDeferredRequestsRunsAfterThem) {
   EXPECT_GT(p.engine(p.b).stats().requests_deferred, 0u) << "nothing was deferred: the test shows nothing";
 }
 
+TEST(CrossedRequests, MessagesAfterDeferredRequestsBothWaysAllComplete) {
+  // Expect: each side sends 200 small requests, then a message, to the
+  // other, against 16 pending answers per connection: every request is
+  // answered, both sends complete, and each side's message reaches its
+  // application only after that side ran all 200 of the peer's requests,
+  // though it was taken while some waited, deferred.  (Found as fabtests'
+  // fi_rma_bw -o write at 64 bytes hanging in -t standard: a message that
+  // waited behind deferred requests stopped its stream, and with it the
+  // answers behind it that would free the peer's budget; the peer's stream
+  // was stopped the same way.)
+  TransportConfig config;
+  config.max_pending_responses = 16;
+  Pair p(93, config, config);
+  size_t ran[2] = {0, 0};
+  for (const size_t side : {p.a, p.b}) {
+    const RequestHandler answer = answering(0, static_cast<uint8_t>(side));
+    p.engine(side).set_request_handler([&ran, side, answer](uint64_t peer, const uint8_t* r, size_t n,
+                                                             size_t rest) {
+      ++ran[side];
+      return answer(peer, r, n, rest);
+    });
+  }
+  ASSERT_TRUE(p.warm_up());
+  constexpr size_t kRequests = 200;
+  std::vector<std::vector<uint8_t>> at_a(kRequests, std::vector<uint8_t>(8)),
+      at_b(kRequests, std::vector<uint8_t>(8));
+  std::vector<uint8_t> note(4, 0x4e), in_a(4), in_b(4);
+  ASSERT_EQ(p.post(p.a, &in_a, ctx(999)), 0);
+  ASSERT_EQ(p.post(p.b, &in_b, ctx(999)), 0);
+  for (uintptr_t i = 0; i < kRequests; ++i) {
+    ASSERT_EQ(read_request(p.engine(p.a), p.link.address(p.b), &at_a[i], ctx(i), p.link.now()), 0);
+    ASSERT_EQ(read_request(p.engine(p.b), p.link.address(p.a), &at_b[i], ctx(i), p.link.now()), 0);
+  }
+  ASSERT_EQ(p.send(p.a, p.b, note, ctx(1000)), 0);
+  ASSERT_EQ(p.send(p.b, p.a, note, ctx(1000)), 0);
+  // Each side: its requests' answers, its send, the peer's message.
+  size_t ran_when_delivered[2] = {0, 0};
+  size_t seen[2] = {0, 0};
+  for (uint64_t end = p.link.now() + 10 * kSec;
+       (seen[p.a] < kRequests + 2 || seen[p.b] < kRequests + 2) && p.link.now() < end;) {
+    p.link.step();
+    for (const size_t side : {p.a, p.b}) {
+      for (const Completion& done : p.engine(side).completions()) {
+        EXPECT_EQ(done.error, 0);
+        ++seen[side];
+        if (done.kind == Completion::Kind::kRecv) ran_when_delivered[side] = ran[side];
+      }
+    }
+    p.collect();
+  }
+  EXPECT_EQ(seen[p.a], kRequests + 2);
+  EXPECT_EQ(seen[p.b], kRequests + 2);
+  EXPECT_EQ(ran_when_delivered[p.a], kRequests);
+  EXPECT_EQ(ran_when_delivered[p.b], kRequests);
+  EXPECT_GT(p.engine(p.a).stats().requests_deferred + p.engine(p.b).stats().requests_deferred, 0u)
+      << "nothing was deferred: the test shows nothing";
+}
 }  // namespace
 }  // namespace ofi_dpdk::proto
