@@ -37,12 +37,12 @@ int claim_queue(PortContext& port, Endpoint* ep, uint16_t wanted) {
                   nic.endpoint_queue_first() + nic.endpoint_queue_count() - 1);
       return -FI_EADDRINUSE;
     }
-    port.endpoints[wanted] = ep;
+    port.place_endpoint(wanted, ep);
     return wanted;
   }
   for (uint16_t q = 0; q < port.endpoints.size(); ++q) {
     if (port.endpoints[q] == nullptr && !port.held[q]) {
-      port.endpoints[q] = ep;
+      port.place_endpoint(q, ep);
       return q;
     }
   }
@@ -158,7 +158,7 @@ int ep_close(fid* fid) {
     drain_datagrams(ep);
     log_stats(ep);
     if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep)
-      port.endpoints[ep->queue] = nullptr;
+      port.remove_endpoint(ep->queue);
     port.port->unbind_endpoint_queue(ep->queue);
     ep->release_auth_keys();
     if (ep->is_msg()) say_goodbye(ep);

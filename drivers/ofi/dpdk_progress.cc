@@ -109,7 +109,7 @@ void PortContext::release(void* frame) {
 }
 
 void PortContext::answer(uint64_t now) {
-  for (Endpoint* ep : endpoints) {
+  for (Endpoint* ep : open_endpoints()) {
     if (ep == nullptr || !ep->enabled) continue;
     contain([&] { ep->engine->answer(now); });
     ep->flush();
@@ -150,7 +150,7 @@ uint32_t PortContext::progress() {
       }
     }
   }
-  for (Endpoint* ep : endpoints) {
+  for (Endpoint* ep : open_endpoints()) {
     if (ep == nullptr || !ep->enabled) continue;
     contain([&] { ep->engine->poll(now); });
     ep->flush();

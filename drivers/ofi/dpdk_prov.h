@@ -22,9 +22,10 @@
 
 #include "ofi_dpdk_config.h"  // which libfabric features the headers have
 
+#include <algorithm>
 #include <array>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <bitset>
 #include <cstdint>
 #include <deque>
@@ -33,6 +34,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -144,7 +146,19 @@ KeptIov keep_iov(const iovec* iov, size_t count, uint64_t flags);
 struct PortContext final : proto::FrameKeeper {
   std::unique_ptr<net::Port> port;
   std::mutex lock;
+  // Written through place_endpoint / remove_endpoint only, which keep
+  // endpoint_end: each progress pass visits the slots below it, not all 64.
   std::array<Endpoint*, kMaxEndpointsPerPort> endpoints{};
+  uint16_t endpoint_end = 0;  // one past the highest occupied slot
+  void place_endpoint(uint16_t queue, Endpoint* ep) {
+    endpoints[queue] = ep;
+    endpoint_end = std::max<uint16_t>(endpoint_end, static_cast<uint16_t>(queue + 1));
+  }
+  void remove_endpoint(uint16_t queue) {
+    endpoints[queue] = nullptr;
+    while (endpoint_end > 0 && endpoints[endpoint_end - 1] == nullptr) --endpoint_end;
+  }
+  std::span<Endpoint* const> open_endpoints() const { return {endpoints.data(), endpoint_end}; }
   // Queue ids a scalable endpoint holds for its contexts, open or not
   // (dpdk_sep.cc): no other endpoint may claim them.
   std::bitset<kMaxEndpointsPerPort> held;

@@ -153,7 +153,7 @@ int open_context(fid_ep* sep_fid, int index, Attr* attr, fid_ep** out, void* con
         opened->parent = sep;
         opened->index = index;
         slots[index] = opened;
-        port.endpoints[queue] = opened;
+        port.place_endpoint(queue, opened);
         return queue;
       },
       &ctx);
