@@ -652,7 +652,8 @@ void Engine::poll(uint64_t now_ns) {
     }
     // Deferred requests whose budget came back by another way than an ack
     // (a RESET, a failed transmit half, another connection's answers).
-    if (!c.deferred_requests.empty() && !responses_full(c)) serve_deferred(c);
+    if ((!c.deferred_requests.empty() || !c.owed_notices.empty()) && !responses_full(c))
+      serve_deferred(c);
     // Data first: a segment going back (a response, a message) carries the
     // ack, and only an ack still owed goes alone.
     pump(c, now_ns);

@@ -53,7 +53,7 @@ namespace {
 bool nothing_in_progress(const Connection& c) {
   return c.pending.empty() && c.una == c.next_seq && c.awaiting_response.empty() &&
          c.awaiting_delivery.empty() && c.inbound == nullptr && c.remote == nullptr &&
-         c.deferred_requests.empty() &&
+         c.deferred_requests.empty() && c.owed_notices.empty() &&
          c.recv_order.empty() && c.pulls_out == 0;
 }
 
@@ -119,6 +119,7 @@ void Engine::evict(std::unordered_map<uint64_t, std::unique_ptr<Connection>>::it
   // Unexpected messages it delivered whole stay: they belong to receives.
   release_held(c);
   set_stalled(c, false);
+  owed_notices_ -= c.owed_notices.size();  // (none: only idle ones, or unproven)
   if (open_bundle_.connection == &c) open_bundle_ = {};
   connections_.erase(victim);
   ++stats_.connections_evicted;

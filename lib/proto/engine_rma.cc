@@ -189,6 +189,9 @@ void Engine::run_request(Connection& c, RemoteHold in) {
 }
 
 void Engine::serve_deferred(Connection& c) {
+  // Notices owed for messages that came before the next deferred request
+  // go before it runs, as they came.
+  send_owed_notices(c);
   if (c.deferred_requests.empty()) return;
   while (!c.deferred_requests.empty() && !responses_full(c)) {
     RemoteHold in = hold_remote(c.deferred_requests.front());
@@ -199,6 +202,7 @@ void Engine::serve_deferred(Connection& c) {
     // request deferred before them, leave now, before that one runs.
     ++c.deferred_done;
     release_barriers(c);
+    send_owed_notices(c);
   }
   // Messages that could not be held wait behind deferred requests
   // (deliver): the last one ran.
@@ -232,7 +236,7 @@ void Engine::release_barriers(Connection& c) {
 }
 
 void Engine::serve_all_deferred() {
-  if (deferred_requests_ == 0) return;
+  if (deferred_requests_ == 0 && owed_notices_ == 0) return;
   for (auto& [key, connection] : connections_) serve_deferred(*connection);
 }
 
@@ -243,6 +247,9 @@ void Engine::drop_deferred(Connection& c) {
     --deferred_requests_;
   }
   c.deferred_requests.clear();
+  // The notices go with the stream: its sender's waits end by their probes.
+  owed_notices_ -= c.owed_notices.size();
+  c.owed_notices.clear();
   // Dropped with their connection: what waited behind them goes on.
   c.deferred_done = c.requests_deferred;
   release_barriers(c);

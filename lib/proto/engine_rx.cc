@@ -278,7 +278,7 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
   // ours, or too many bytes of them, unacknowledged, and runs once it does
   // not (serve_request): the stream must go on, since what frees the budget
   // may be behind it.  Only past the deferred requests' bounds does it wait
-  // here, as does a message that wants a notice while the budget is full.
+  // here; a message that wants a notice is taken and its notice owed.
   if (c.inbound == nullptr && c.remote == nullptr) {
     const auto opcode = static_cast<wire::Opcode>(h.opcode);
     if (opcode == wire::Opcode::kRequest) {
@@ -291,13 +291,17 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
       // its completion held until they have run (a barrier in recv_order):
       // stopping the stream here would also stop the answers behind it,
       // and the peer, stopped the same way, the acks that free our budget
-      // (fi_rma_bw -o write both ways).  Only a message that wants a
-      // delivery notice, or one past the barriers' bound, still waits;
-      // serve_deferred wakes it.  Answers to our requests never wait.
-      if (!c.deferred_requests.empty() &&
-          ((h.flags & wire::kFlagDeliveryNotice) || !hold_behind_deferred(c)))
+      // (fi_rma_bw -o write both ways).  Only one past the barriers' bound
+      // still waits; serve_deferred wakes it.  Answers to our requests
+      // never wait.
+      if (!c.deferred_requests.empty() && !hold_behind_deferred(c)) return false;
+      // One that wants a delivery notice is taken too, its notice owed
+      // while the budget is full (notice_delivery); past the owed
+      // notices' bound it waits.
+      if ((h.flags & wire::kFlagDeliveryNotice) &&
+          (c.owed_notices.size() >= kMaxDeferredPerConnection ||
+           owed_notices_ >= kMaxDeferredRequests))
         return false;
-      if ((h.flags & wire::kFlagDeliveryNotice) && responses_full(c)) return false;
     }
   }
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest) ||

@@ -52,6 +52,7 @@ struct UnexpectedMessage {
   // kFlagDeliveryNotice: the sender waits to hear when a receive takes it,
   // on the connection (peer session, rx_conn) it came on.
   bool notify = false;
+  uint64_t requests_before = 0;  // Connection::requests_deferred when it came
   uint32_t msg_id = 0;
   uint32_t session = 0;
   uint16_t conn = 0;
@@ -80,6 +81,7 @@ struct InboundMessage {
   bool has_data = false;
   uint64_t cq_data = 0;
   bool notify = false;  // kFlagDeliveryNotice
+  uint64_t requests_before = 0;  // Connection::requests_deferred when it came
   bool discard = false;  // from a sender the filter refuses: placed nowhere
 };
 
@@ -283,6 +285,15 @@ struct Connection {
   std::deque<struct RemoteInbound*> deferred_requests;
   uint64_t requests_deferred = 0;  // ever pushed on deferred_requests
   uint64_t deferred_done = 0;      // of those, run or dropped
+  // Delivery notices of messages a receive took while our budget was full
+  // or requests deferred before the message had not run: sent, in order,
+  // once neither holds (Engine::notice_delivery).  The message was taken,
+  // not left to stop the stream the budget's acks come on.
+  struct OwedNotice {
+    uint32_t msg_id;
+    uint64_t requests_before;  // requests_deferred when the message came
+  };
+  std::deque<OwedNotice> owed_notices;
   // Requests fully acknowledged that wait for their response, by msg_id.
   std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_response;
   uint64_t awaiting_since_ns = 0;  // last progress of the responses we wait for

@@ -92,6 +92,7 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   in->has_data = h.flags & wire::kFlagRemoteData;
   in->cq_data = h.cq_data;
   in->notify = h.flags & wire::kFlagDeliveryNotice;
+  in->requests_before = c.requests_deferred;
   in->sender.source_key = c.source_key;
   in->sender.auth_key = c.auth_key;
   in->sender.group = h.group;
@@ -117,6 +118,7 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   u.cq_data = h.cq_data;
   u.length = h.msg_len;
   u.notify = in->notify;
+  u.requests_before = in->requests_before;
   u.msg_id = h.msg_id;
   u.session = c.peer_session;
   u.conn = c.rx_conn;
@@ -226,7 +228,28 @@ void Engine::notify_delivered(const UnexpectedMessage& u) {
   // The sender has given up on the connection the message came on (and
   // failed the send): its msg_id means nothing on the new one.
   if (!c.rx_open || c.rx_conn != u.conn || c.peer_session != u.session) return;
-  send_response(c, u.msg_id, Response{});
+  notice_delivery(c, u.msg_id, u.requests_before);
+}
+
+void Engine::notice_delivery(Connection& c, uint32_t msg_id, uint64_t requests_before) {
+  // A notice is an answer: it waits, like a request, while our answers
+  // fill the budget, and after the answers to requests sent before its
+  // message (the sender's completion says those ran too).
+  if (c.owed_notices.empty() && c.deferred_done >= requests_before && !responses_full(c)) {
+    send_response(c, msg_id, Response{});
+    return;
+  }
+  c.owed_notices.push_back({msg_id, requests_before});
+  ++owed_notices_;
+}
+
+void Engine::send_owed_notices(Connection& c) {
+  while (!c.owed_notices.empty() && c.deferred_done >= c.owed_notices.front().requests_before &&
+         !responses_full(c)) {
+    send_response(c, c.owed_notices.front().msg_id, Response{});
+    c.owed_notices.pop_front();
+    --owed_notices_;
+  }
 }
 
 void Engine::finish_message(Connection& c) {
@@ -236,7 +259,7 @@ void Engine::finish_message(Connection& c) {
     ++stats_.refused_messages;
   } else if (in->to_user) {
     complete_recv(&c, in->recv, *in, nullptr);
-    if (in->notify) send_response(c, in->msg_id, Response{});
+    if (in->notify) notice_delivery(c, in->msg_id, in->requests_before);
   } else {
     UnexpectedMessage& u = *in->unexpected;
     u.complete = true;

@@ -777,6 +777,9 @@ class Engine {
   int post_multi_recv(const RecvRequest& request);
   // Tells the sender a receive took (or discarded) its message, when it asked.
   void notify_delivered(const UnexpectedMessage& u);
+  // Sends a delivery notice now, or owes it (Connection::owed_notices).
+  void notice_delivery(Connection& c, uint32_t msg_id, uint64_t requests_before);
+  void send_owed_notices(Connection& c);
   bool matches(const RecvRequest& recv, const Sender& sender, bool tagged, uint64_t tag) const;
   Completion peek_completion(const RecvRequest& request, const UnexpectedMessage& u,
                              bool with_length);
@@ -886,6 +889,7 @@ class Engine {
   // at most kMaxDeferredRequests, and kMaxDeferredPerConnection on one;
   // past them a request waits in the stream (window 0) as it did before.
   size_t deferred_requests_ = 0;
+  size_t owed_notices_ = 0;  // of every connection's owed_notices
   static constexpr size_t kMaxDeferredRequests = 4096;
   static constexpr size_t kMaxDeferredPerConnection = 256;
   uint64_t last_data_ns_ = 0;

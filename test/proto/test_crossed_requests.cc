@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "lib/proto/engine_state.h"
@@ -139,16 +140,10 @@ TEST(CrossedRequests, AMessageAfterDeferredRequestsRunsAfterThem) {
   EXPECT_GT(p.engine(p.b).stats().requests_deferred, 0u) << "nothing was deferred: the test shows nothing";
 }
 
-TEST(CrossedRequests, MessagesAfterDeferredRequestsBothWaysAllComplete) {
-  // Expect: each side sends 200 small requests, then a message, to the
-  // other, against 16 pending answers per connection: every request is
-  // answered, both sends complete, and each side's message reaches its
-  // application only after that side ran all 200 of the peer's requests,
-  // though it was taken while some waited, deferred.  (Found as fabtests'
-  // fi_rma_bw -o write at 64 bytes hanging in -t standard: a message that
-  // waited behind deferred requests stopped its stream, and with it the
-  // answers behind it that would free the peer's budget; the peer's stream
-  // was stopped the same way.)
+// Each side sends `kRequests` small requests, then a message, to the other,
+// against 16 pending answers per connection; the message wants the
+// receiver's delivery notice when `delivery_complete`.
+void messages_after_deferred_requests_both_ways(bool delivery_complete) {
   TransportConfig config;
   config.max_pending_responses = 16;
   Pair p(93, config, config);
@@ -172,8 +167,16 @@ TEST(CrossedRequests, MessagesAfterDeferredRequestsBothWaysAllComplete) {
     ASSERT_EQ(read_request(p.engine(p.a), p.link.address(p.b), &at_a[i], ctx(i), p.link.now()), 0);
     ASSERT_EQ(read_request(p.engine(p.b), p.link.address(p.a), &at_b[i], ctx(i), p.link.now()), 0);
   }
-  ASSERT_EQ(p.send(p.a, p.b, note, ctx(1000)), 0);
-  ASSERT_EQ(p.send(p.b, p.a, note, ctx(1000)), 0);
+  for (const auto& [from, to] : {std::pair{p.a, p.b}, std::pair{p.b, p.a}}) {
+    iovec iov{note.data(), note.size()};
+    SendRequest s;
+    s.iov = &iov;
+    s.iov_count = 1;
+    s.context = ctx(1000);
+    s.copy = true;
+    s.delivery_complete = delivery_complete;
+    ASSERT_EQ(p.engine(from).send(p.link.address(to), s, p.link.now()), 0);
+  }
   // Each side: its requests' answers, its send, the peer's message.
   size_t ran_when_delivered[2] = {0, 0};
   size_t seen[2] = {0, 0};
@@ -195,6 +198,23 @@ TEST(CrossedRequests, MessagesAfterDeferredRequestsBothWaysAllComplete) {
   EXPECT_EQ(ran_when_delivered[p.b], kRequests);
   EXPECT_GT(p.engine(p.a).stats().requests_deferred + p.engine(p.b).stats().requests_deferred, 0u)
       << "nothing was deferred: the test shows nothing";
+}
+
+TEST(CrossedRequests, MessagesAfterDeferredRequestsBothWaysAllComplete) {
+  // Expect: every request is answered, both sends complete, and each side's
+  // message reaches its application only after that side ran all the peer's
+  // requests, though it was taken while some waited, deferred.  (Found as
+  // fabtests' fi_rma_bw -o write at 64 bytes hanging in -t standard: a
+  // message that waited behind deferred requests stopped its stream, and
+  // with it the answers behind it that would free the peer's budget; the
+  // peer's stream was stopped the same way.)
+  messages_after_deferred_requests_both_ways(false);
+}
+
+TEST(CrossedRequests, DeliveryCompleteMessagesAfterDeferredRequestsBothWaysAllComplete) {
+  // Expect: the same with FI_DELIVERY_COMPLETE sends, whose receivers owe a
+  // delivery notice (an answer of their own): all complete, in order.
+  messages_after_deferred_requests_both_ways(true);
 }
 }  // namespace
 }  // namespace ofi_dpdk::proto
