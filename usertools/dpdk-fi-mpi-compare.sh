@@ -72,11 +72,14 @@ declare -A mca=(
 	[shared-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk"
 )
 
-# run NAME NP LAUNCH...: one job; its JSON line in $work/NAME-NP.json
+# run NAME NP LAUNCH...: one job; its JSON line in $work/NAME-NP.json, or
+# NAME-NP-bridge.json for the bridge's runs (with --ranks 2 both sets have
+# two ranks, and the table must not take one for the other)
+set_name=""
 run() {
 	local what=$1 np=$2
 	shift 2
-	local out="$work/$what-$np.json"
+	local out="$work/$what-$np${set_name:+-$set_name}.json"
 	# shellcheck disable=SC2086
 	if FI_TCP_IFACE=lo timeout --kill-after=10 600 mpirun "${common[@]}" ${mca[$what]} \
 		-x FI_PROVIDER_PATH -x FI_TCP_IFACE -np "$np" "$@" "$bench" >"$work/log" 2>&1 &&
@@ -100,6 +103,7 @@ huge=$(eal_memory_args "$builddir")
 if [ "$(id -u)" = 0 ]; then
 	bash "$DPDK_FI_ROOT/usertools/dpdk-fi-hosts.sh" up --ranks "$ranks" --name "$name" >/dev/null
 	bridge_up=1
+	set_name=bridge
 	run dpdk-mtl "$ranks" "$launcher" --topology af_packet --iface "$name{local_rank}" --
 	[[ "$huge" == *--in-memory* ]] && run shared-mtl "$ranks" "${shared[@]}"
 	for what in tcp-btl rxm-mtl; do run "$what" "$ranks"; done
@@ -110,9 +114,9 @@ fi
 python3 - "$work" "$ranks" <<'EOF'
 import json, os, sys
 work, ranks = sys.argv[1], sys.argv[2]
-def load(what, np):
+def load(what, run_set):  # run_set: "2", or f"{ranks}-bridge" (run's set_name)
     try:
-        return json.load(open(os.path.join(work, f"{what}-{np}.json")))
+        return json.load(open(os.path.join(work, f"{what}-{run_set}.json")))
     except (OSError, ValueError):
         return None
 rows = [("0 B one way (us)", "2", lambda d: d["one_way_us"]["0"], True),
@@ -125,14 +129,15 @@ rows = [("0 B one way (us)", "2", lambda d: d["one_way_us"]["0"], True),
         ("bandwidth 1 MiB, window 64 (MB/s)", "2", lambda d: d["bandwidth_MBps"]["1048576"], False),
         ("bidirectional 1 MiB (MB/s)", "2", lambda d: d["bidirectional_MBps"]["1048576"], False),
         ("alltoall 64 KiB, 2 ranks (us)", "2", lambda d: d["alltoall_us"], True),
-        (f"alltoall 64 KiB, {ranks} ranks (us)", ranks, lambda d: d["alltoall_us"], True)]
+        (f"alltoall 64 KiB, {ranks} ranks (us)", f"{ranks}-bridge",
+         lambda d: d["alltoall_us"], True)]
 peers = ["dpdk-btl", "shared-mtl", "tcp-btl", "rxm-mtl", "vader"]
 print("\nfigure | dpdk-mtl | " + " | ".join(peers) + " | dpdk-mtl vs tcp-btl | dpdk-mtl vs rxm-mtl")
 print("---|---|" + "---|" * len(peers) + "---|---")
-for label, np, get, lower in rows:
+for label, run_set, get, lower in rows:
     values = {}
     for what in ["dpdk-mtl"] + peers:
-        d = load(what, np)
+        d = load(what, run_set)
         try:
             values[what] = get(d) if d else None
         except KeyError:
