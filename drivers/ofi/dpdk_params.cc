@@ -6,7 +6,6 @@
 
 #include <cctype>
 #include <charconv>
-#include <mutex>
 #include <string_view>
 
 #include "drivers/ofi/dpdk_prov.h"
@@ -264,9 +263,10 @@ std::optional<ip::Interface> port_interface(const std::string& port_name) {
 }
 
 const Params& params() {
-  static std::once_flag once;
-  static Params loaded;
-  std::call_once(once, [] { loaded = load(); });
+  // A function-local static: after the first call one load of its guard,
+  // where std::call_once went through __tls_get_addr on every call (2 % of
+  // a small send, which asks passes_come_anyway()).
+  static const Params loaded = load();
   return loaded;
 }
 

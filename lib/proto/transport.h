@@ -519,6 +519,11 @@ class Engine {
   size_t forget_placements(const void* begin, size_t length);
 
   std::vector<OutFrame>& outbox() { return outbox_; }
+  // Nothing for the caller's flush to do: no frame to send, no completion
+  // to report, no sent message to recycle (frames_sent).
+  bool nothing_to_flush() const {
+    return outbox_.empty() && completions_.empty() && retired_.empty();
+  }
   // True when the outbox ends in a frame that later small sends to its
   // peer could still join, and that peer has earlier segments not yet
   // acknowledged (bundle.cc).  A caller that polls again soon (it must, to
