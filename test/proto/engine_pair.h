@@ -69,13 +69,15 @@ struct Pair {
     s.response_iov_count = 1;
     return engine(a).send(link.address(b), s, link.now());
   }
-  int send(size_t from, size_t to, const std::vector<uint8_t>& bytes, void* context) {
+  int send(size_t from, size_t to, const std::vector<uint8_t>& bytes, void* context,
+           bool delivery_complete = false) {
     iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
     SendRequest s;
     s.iov = &iov;
     s.iov_count = 1;
     s.context = context;
     s.copy = true;
+    s.delivery_complete = delivery_complete;
     return engine(from).send(link.address(to), s, link.now());
   }
   int post(size_t at, std::vector<uint8_t>* buffer, void* context) {

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "lib/proto/engine_state.h"
@@ -167,16 +166,8 @@ void messages_after_deferred_requests_both_ways(bool delivery_complete) {
     ASSERT_EQ(read_request(p.engine(p.a), p.link.address(p.b), &at_a[i], ctx(i), p.link.now()), 0);
     ASSERT_EQ(read_request(p.engine(p.b), p.link.address(p.a), &at_b[i], ctx(i), p.link.now()), 0);
   }
-  for (const auto& [from, to] : {std::pair{p.a, p.b}, std::pair{p.b, p.a}}) {
-    iovec iov{note.data(), note.size()};
-    SendRequest s;
-    s.iov = &iov;
-    s.iov_count = 1;
-    s.context = ctx(1000);
-    s.copy = true;
-    s.delivery_complete = delivery_complete;
-    ASSERT_EQ(p.engine(from).send(p.link.address(to), s, p.link.now()), 0);
-  }
+  ASSERT_EQ(p.send(p.a, p.b, note, ctx(1000), delivery_complete), 0);
+  ASSERT_EQ(p.send(p.b, p.a, note, ctx(1000), delivery_complete), 0);
   // Each side: its requests' answers, its send, the peer's message.
   size_t ran_when_delivered[2] = {0, 0};
   size_t seen[2] = {0, 0};
