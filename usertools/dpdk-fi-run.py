@@ -444,10 +444,11 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--mac", metavar="MAC",
                         help="memif: the port's MAC address (default: the driver's), so a"
                              " peer can name it in-band (fi_pingpong -p dpdk -P 0 MAC)")
-    parser.add_argument("--ip", metavar="A.B.C.D/N",
-                        help="the port's IPv4 address and prefix length"
-                             " (FI_DPDK_PORT_ADDR): peers may then name its endpoints by"
-                             " it (fi_pingpong -p dpdk A.B.C.D), on its subnet")
+    parser.add_argument("--ip", metavar="A.B.C.D/N[@GW]",
+                        help="the port's IPv4 address and prefix length, and the router"
+                             " beyond its subnet (FI_DPDK_PORT_ADDR): peers may then name its"
+                             " endpoints by it (fi_pingpong -p dpdk A.B.C.D), on its subnet"
+                             " and, through GW, beyond it (frames in UDP)")
     parser.add_argument("--iface", metavar="IF",
                         help="af_packet: the kernel interface; may name {rank} and"
                              " {local_rank}")
@@ -490,8 +491,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         args.socket = str(DEFAULT_SOCKET)
     if args.mac is not None and not re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}", args.mac):
         parser.error(f"--mac '{args.mac}': six hex bytes, e.g. 02:00:00:00:00:01")
-    if args.ip is not None and not re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}(/\d{1,2})?", args.ip):
-        parser.error(f"--ip '{args.ip}': an IPv4 address and prefix length, e.g. 10.0.0.1/24")
+    quad = r"\d{1,3}(\.\d{1,3}){3}"
+    if args.ip is not None and not re.fullmatch(quad + r"(/\d{1,2})?(@" + quad + ")?", args.ip):
+        parser.error(f"--ip '{args.ip}': an IPv4 address and prefix length, and optionally"
+                     " a gateway, e.g. 10.0.0.1/24 or 10.0.1.2/24@10.0.1.1")
     if args.name is None:
         args.name = "shared0"
     elif not re.fullmatch(r"[a-z0-9_]{1,11}", args.name):

@@ -86,8 +86,12 @@ inline constexpr uint64_t kDatagramCaps =
     kAvPrimaryCaps | FI_SOURCE | FI_SOURCE_ERR | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM |
     kAvSecondaryCaps | kTaggedMultiRecvCap;
 // A datagram's largest payload: what one frame carries on every port and
-// path, a standard 1500-byte Ethernet payload less our header (88 bytes).
+// path, a standard 1500-byte Ethernet payload less our header (88 bytes),
+// and on a port that speaks UDP (FI_DPDK_ENCAP) less IPv4 and UDP's too.
 inline constexpr size_t kDatagramMaxMsgSize = 1412;
+inline constexpr size_t datagram_max_msg_size(size_t encap_overhead) {
+  return kDatagramMaxMsgSize - encap_overhead;
+}
 // FI_EP_MSG (drivers/ofi/dpdk_cm.cc): RDM's operations over a connection,
 // which names the one peer: nothing that chooses or reports an address.
 inline constexpr uint64_t kConnectedCaps =

@@ -190,9 +190,12 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
   ctx->interface = port_interface(ctx->port->name());
+  // A shared port's switch passes our EtherType alone.
+  ctx->udp = ctx->interface && p.encap_udp && !ctx->port->shared();
   if (ctx->interface)
-    DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv4 address %s\n", ctx->port->name().c_str(),
-              ip::format_interface(*ctx->interface).c_str());
+    DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv4 address %s; peers named by address get %s\n",
+              ctx->port->name().c_str(), ip::format_interface(*ctx->interface).c_str(),
+              ctx->udp ? "UDP/IPv4" : "our EtherType (one subnet)");
   if (const std::string& note = ctx->port->unmap_guard_note(); !note.empty()) {
     if (ctx->port->unmap_guard_note_warns())
       DPDK_WARN(FI_LOG_DOMAIN, "%s: %s\n", ctx->port->name().c_str(), note.c_str());

@@ -527,12 +527,16 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
     ep->queue = static_cast<uint16_t>(queue);
   }
   proto::TransportConfig transport;
-  transport.max_payload = domain->port->port->max_frame_payload();
+  // IPv4 and UDP take their share of every frame where the port speaks UDP.
+  transport.max_payload =
+      domain->port->port->max_frame_payload() - domain->port->encap_overhead();
   transport.max_msg_size = kMaxMsgSize;
   if (info->ep_attr->type == FI_EP_DGRAM) {
     // One frame a message, the size fi_getinfo promised on every port.
     transport.datagrams = true;
-    transport.max_payload = std::min<uint32_t>(transport.max_payload, kDatagramMaxMsgSize);
+    transport.max_payload = std::min<uint32_t>(
+        transport.max_payload,
+        static_cast<uint32_t>(datagram_max_msg_size(domain->port->encap_overhead())));
     transport.max_msg_size = transport.max_payload;
   }
   transport.unexpected_bytes = params().unexpected_bytes;

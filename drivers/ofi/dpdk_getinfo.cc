@@ -164,7 +164,8 @@ bool mac_is_zero(const uint8_t mac[6]) {
 // Why this port cannot serve the requested source address, or "" if it can.
 // Why this port cannot serve the request's source and destination
 // addresses, or "" if it can.  Addresses by IPv4 need the port to have an
-// address (FI_DPDK_PORT_ADDR): the source's own, a destination on its subnet.
+// address (FI_DPDK_PORT_ADDR): the source's own, a destination on its
+// subnet or, in UDP, beyond its gateway.
 std::string port_mismatch(const Request& request, const net::PortDescription& port,
                           const std::optional<ip::Interface>& interface) {
   if (request.source_is_port_name && request.source_port_name != port.name)
@@ -178,9 +179,12 @@ std::string port_mismatch(const Request& request, const net::PortDescription& po
   if (request.source && request.source->ipv4 != 0 && request.source->ipv4 != interface->address)
     return "source address " + ip::format_ipv4(request.source->ipv4) + " is not its address " +
            ip::format_interface(*interface);
-  if (request.dest && request.dest->ipv4 != 0 && !interface->on_link(request.dest->ipv4))
+  // Beyond the subnet: through the gateway, in UDP.
+  if (request.dest && request.dest->ipv4 != 0 && !interface->on_link(request.dest->ipv4) &&
+      (interface->gateway == 0 || !params().encap_udp))
     return ip::format_ipv4(request.dest->ipv4) + " is not on its subnet " +
-           ip::format_interface(*interface) + " (there is no routing yet)";
+           ip::format_interface(*interface) +
+           (interface->gateway == 0 ? " and it has no gateway" : " and FI_DPDK_ENCAP=l2");
   return {};
 }
 
@@ -244,9 +248,12 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
         continue;
       }
       narrow_info(offer, hints, version);
-      // Named by IPv4 address: the answer speaks FI_SOCKADDR_IN.
-      // (The native form has no room for the port's address: put it back.)
-      if ((request.by_ipv4() && offer->addr_format == FI_FORMAT_UNSPEC) ||
+      // Named by IPv4 address, or on a port that reaches its peers in UDP:
+      // the answer speaks FI_SOCKADDR_IN, so that the addresses fi_getname
+      // gives out are routable ones.  (The native form has no room for the
+      // port's address: put it back.)
+      const bool speaks_udp = interface && params().encap_udp;
+      if (((request.by_ipv4() || speaks_udp) && offer->addr_format == FI_FORMAT_UNSPEC) ||
           is_sockaddr_format(offer->addr_format)) {
         auto any = info_address(offer, true);
         offer->addr_format = FI_SOCKADDR_IN;

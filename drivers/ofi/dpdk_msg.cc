@@ -202,34 +202,71 @@ void Endpoint::flush() {
     frames_not_sent += count - sent;
     count = 0;
   };
+  uint64_t now = 0;  // read once, for the first frame in UDP
   for (const proto::OutFrame& frame : outbox) {
     rte_mbuf* mbuf = nic.alloc_frame();
     if (mbuf == nullptr) {
       ++frames_not_sent;
       continue;
     }
-    const size_t length = wire::kHeadersSize + frame.header.payload_len;
-    auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(length)));
+    // A peer named by IPv4 address on a udp port (dpdk_udp.cc) gets
+    // Ethernet / IPv4 / UDP before our header, every other one Ethernet.
+    const bool in_udp = ip::is_peer_id(frame.dst_mac);
+    const size_t lead = in_udp ? ip::kUdp4Lead : sizeof(wire::EtherHeader);
+    const size_t ours = sizeof(wire::FrameHeader) + frame.header.payload_len;
+    auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(lead + ours)));
     if (bytes == nullptr) {
       net::free_frame(mbuf);
       ++frames_not_sent;
       continue;
     }
-    proto::encode_headers(bytes, frame.dst_mac, nic.mac(), nic.ether_type(), frame.header);
-    if (port().checksums) {
-      // The payload is checksummed as it is copied in: one pass over it.
-      proto::finish_seal(bytes,
-                         frame.copy_payload(bytes + wire::kHeadersSize, proto::begin_seal(bytes)));
-    } else {
-      frame.copy_payload(bytes + wire::kHeadersSize);
-      proto::mark_unsealed(bytes);
-    }
-    if (!port().device_loops_back && std::memcmp(frame.dst_mac, nic.mac(), 6) == 0) {
-      if (!port().loop_back(mbuf)) {
-        net::free_frame(mbuf);
-        ++frames_not_sent;
+    uint8_t* header = bytes + lead;
+    uint8_t* payload = header + sizeof(wire::FrameHeader);
+    if (in_udp) {
+      proto::encode_header(header, frame.header);
+      if (port().checksums) {
+        proto::finish_seal_udp(header, frame.copy_payload(payload, proto::begin_seal_udp(header)));
+      } else {
+        frame.copy_payload(payload);
+        proto::mark_unsealed_udp(header);
       }
-      continue;
+      if (now == 0) now = now_ns();
+      ip::Ipv4 next_hop = 0;
+      switch (port().route_udp(bytes, frame.dst_mac, frame.header.src_queue,
+                               frame.header.dst_queue, ours, now, &next_hop)) {
+        case PortContext::Route::kSend:
+          break;
+        case PortContext::Route::kWait:
+          port().wait_for_neighbour(next_hop, mbuf, hw_queue, now);
+          continue;
+        case PortContext::Route::kUnreachable:
+          net::free_frame(mbuf);
+          ++frames_not_sent;
+          continue;
+        case PortContext::Route::kLoopBack:
+          if (port().device_loops_back) break;
+          if (!port().loop_back(mbuf)) {
+            net::free_frame(mbuf);
+            ++frames_not_sent;
+          }
+          continue;
+      }
+    } else {
+      proto::encode_headers(bytes, frame.dst_mac, nic.mac(), nic.ether_type(), frame.header);
+      if (port().checksums) {
+        // The payload is checksummed as it is copied in: one pass over it.
+        proto::finish_seal(bytes, frame.copy_payload(payload, proto::begin_seal(bytes)));
+      } else {
+        frame.copy_payload(payload);
+        proto::mark_unsealed(bytes);
+      }
+      if (!port().device_loops_back && std::memcmp(frame.dst_mac, nic.mac(), 6) == 0) {
+        if (!port().loop_back(mbuf)) {
+          net::free_frame(mbuf);
+          ++frames_not_sent;
+        }
+        continue;
+      }
     }
     batch[count++] = mbuf;
     if (count == batch_frames) transmit();

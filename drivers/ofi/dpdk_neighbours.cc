@@ -1,9 +1,11 @@
 // dpdk_neighbours.cc: a port's IPv4 neighbours.  A port with an address
-// (FI_DPDK_PORT_ADDR) answers ARP requests for it, so that peers can name
-// its endpoints by IPv4 address, and asks for the MACs of the peers named
-// to it that way (fi_av_insert, fi_connect of an FI_SOCKADDR_IN address).
-// Frames still travel with our EtherType to the resolved MAC: addresses by
-// IPv4 reach the port's own subnet, no further.
+// (FI_DPDK_PORT_ADDR) answers ARP requests for it, so that peers and
+// routers can name it by IPv4 address, and asks for the MACs of its next
+// hops.  In UDP (FI_DPDK_ENCAP=udp, dpdk_udp.cc) a peer named by address
+// needs nothing resolved up front: its frames wait for the next hop's
+// answer.  With FI_DPDK_ENCAP=l2 the peer itself is resolved when it is
+// inserted (fi_av_insert, fi_connect), and frames travel with our
+// EtherType to its MAC: one subnet, no further.
 #include <rte_mbuf.h>
 
 #include <chrono>
@@ -55,11 +57,12 @@ void PortContext::take_arp(const uint8_t* frame, size_t length, uint64_t now) {
     // the sender of a request for our address).
     neighbours.learn(message->sender_ip, message->sender_mac, now);
     if (send_arp(*this, ip::arp_reply(*message, port->mac()))) ++arp_requests_answered;
+  } else if (std::memcmp(message->target_mac, port->mac(), 6) != 0 ||
+             !neighbours.take_reply(message->sender_ip, message->sender_mac, now)) {
+    ++arp_ignored;
     return;
   }
-  if (std::memcmp(message->target_mac, port->mac(), 6) != 0 ||
-      !neighbours.take_reply(message->sender_ip, message->sender_mac, now))
-    ++arp_ignored;
+  if (!waiting_frames.empty()) send_waiting(message->sender_ip, message->sender_mac);
 }
 
 std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses) {
@@ -69,14 +72,17 @@ std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses
     av::Address& a = *addresses[i];
     // Named by MAC, or resolved already.  (A MAC may be zero: net_ring's.)
     if (a.ipv4 == 0 || !mac_is_zero(a.mac)) continue;
-    if (!interface) {
+    if (udp && interface->next_hop(a.ipv4) != 0) {
+      ip::peer_id_of(a.ipv4, a.mac);  // its frames wait for ARP, if they must
+    } else if (!interface) {
       DPDK_INFO(FI_LOG_AV, "%s has no IPv4 address (FI_DPDK_PORT_ADDR): cannot reach %s\n",
                 port->name().c_str(), ip::format_ipv4(a.ipv4).c_str());
       results[i] = -FI_EADDRNOTAVAIL;
     } else if (a.ipv4 == interface->address) {
       std::memcpy(a.mac, port->mac(), 6);
     } else if (!interface->on_link(a.ipv4)) {
-      DPDK_INFO(FI_LOG_AV, "%s is not on %s's subnet %s, and there is no routing yet\n",
+      DPDK_INFO(FI_LOG_AV, "%s is not on %s's subnet %s, and nothing reaches beyond it (that "
+                "takes a gateway, FI_DPDK_PORT_ADDR=A.B.C.D/N@GW, and FI_DPDK_ENCAP=udp)\n",
                 ip::format_ipv4(a.ipv4).c_str(), port->name().c_str(),
                 ip::format_interface(*interface).c_str());
       results[i] = -FI_EHOSTUNREACH;
@@ -119,12 +125,20 @@ std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses
 void PortContext::ask_neighbour(uint32_t ip, uint64_t now) {
   if (!interface || now - last_neighbour_ask_ns < kArpRetryMs * 1'000'000) return;
   last_neighbour_ask_ns = now;
+  ask_neighbour_now(ip, now);
+}
+
+void PortContext::ask_neighbour_now(uint32_t ip, uint64_t now) {
   if (neighbours.expect(ip, now))
     send_arp(*this, ip::arp_request(port->mac(), interface->address, ip));
 }
 
 void PortContext::name_by_ipv4(av::Address* address) const {
   if (address->ipv4 != 0 || !interface) return;
+  if (ip::is_peer_id(address->mac)) {
+    address->ipv4 = ip::address_of_peer_id(address->mac);
+    return;
+  }
   if (std::memcmp(address->mac, port->mac(), 6) == 0) {
     address->ipv4 = interface->address;
   } else if (auto known = neighbours.address_of(address->mac, now_ns())) {

@@ -132,9 +132,15 @@ Params load() {
     if (interface)
       p.port_addrs.emplace_back(std::string(name), *interface);
     else
-      p.errors += " FI_DPDK_PORT_ADDR=..." + std::string(item) + " (want [PORT=]A.B.C.D/N)";
+      p.errors += " FI_DPDK_PORT_ADDR=..." + std::string(item) + " (want [PORT=]A.B.C.D/N[@GW])";
   }
   get_number<uint16_t>("port_base", 1, 65535 - kMaxEndpointsPerPort, &p.port_base, &p.errors);
+  const std::string encap = get_string("encap");
+  if (encap == "l2") {
+    p.encap_udp = false;
+  } else if (!encap.empty() && encap != "udp") {
+    p.errors += " FI_DPDK_ENCAP=" + encap + " (want udp or l2)";
+  }
   get_number<uint32_t>("resolve_timeout_ms", 1, 600'000, &p.resolve_timeout_ms, &p.errors);
   get_number<uint32_t>("fault_delay_us", 0, 10'000'000, &p.faults.delay_us, &p.errors);
   get_number<uint64_t>("fault_seed", 0, UINT64_MAX, &p.faults.seed, &p.errors);
@@ -236,10 +242,17 @@ void define_params(const fi_provider* provider) {
   for (const auto& fault : kFaultParams)
     fi_param_define(provider, fault.name, FI_PARAM_STRING, fault.help);
   fi_param_define(provider, "port_addr", FI_PARAM_STRING,
-                  "IPv4 addresses of the ports, comma-separated, as PORT=A.B.C.D/N (PORT "
-                  "an ethdev name) or A.B.C.D/N for every port not named: a port with an "
-                  "address answers ARP for it, and its endpoints may be named by it "
-                  "(FI_SOCKADDR_IN, fi_getinfo's node) on its subnet (default: none)");
+                  "IPv4 addresses of the ports, comma-separated, as PORT=A.B.C.D/N[@GW] "
+                  "(PORT an ethdev name, GW the router beyond the subnet) or A.B.C.D/N[@GW] "
+                  "for every port not named: a port with an address answers ARP and ping "
+                  "for it, and its endpoints may be named by it (FI_SOCKADDR_IN, "
+                  "fi_getinfo's node) on its subnet, and beyond it through GW with "
+                  "FI_DPDK_ENCAP=udp (default: none)");
+  fi_param_define(provider, "encap", FI_PARAM_STRING,
+                  "How frames reach peers named by IPv4 address: udp (Ethernet / IPv4 / "
+                  "UDP to port_base + queue / our header: routers forward it) or l2 (their "
+                  "MACs, resolved by ARP, and our EtherType: one segment only).  Peers "
+                  "named by MAC always get our EtherType (default: udp)");
   fi_param_define(provider, "port_base", FI_PARAM_STRING,
                   "The service port of an endpoint on queue 0; queue N has port_base + N, "
                   "in FI_SOCKADDR_IN addresses and as fi_getinfo's service (default: 9228)");

@@ -41,6 +41,9 @@ struct Params {
   // entry that names none: every other port's).
   std::vector<std::pair<std::string, ip::Interface>> port_addrs;
   uint16_t port_base = 9228;   // FI_DPDK_PORT_BASE: the service port of queue 0
+  // FI_DPDK_ENCAP: peers named by IPv4 address are reached in UDP/IPv4
+  // (udp, the default) or resolved to MACs and sent our EtherType (l2).
+  bool encap_udp = true;
   uint32_t resolve_timeout_ms = 3000;  // FI_DPDK_RESOLVE_TIMEOUT_MS
   std::string errors;          // parameter values that were refused, for the log
 };

@@ -39,7 +39,15 @@ void PortContext::contain(Call&& call) {
 
 PortContext::~PortContext() {
   progress_net_remove(this);
+  if (interface)
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "%s %s: ARP requests answered %lu, ignored %lu; UDP frames in %lu; frames "
+              "held for ARP %lu, lost unresolved %lu; pings answered %lu\n",
+              port->name().c_str(), ip::format_interface(*interface).c_str(),
+              arp_requests_answered, arp_ignored, rx_udp, frames_waited,
+              frames_not_resolved + waiting_frames.size(), echo_requests_answered);
   for (rte_mbuf* frame : looped) net::free_frame(frame);
+  for (const WaitingFrame& waiting : waiting_frames) net::free_frame(waiting.frame);
 }
 
 uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count) {
@@ -64,33 +72,48 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
                                 rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded, checksums)
           : proto::DecodeResult::kTruncated;  // we never send chained frames
   if (result == proto::DecodeResult::kNotOurs) {
-    // ARP for a port with an IPv4 address (dpdk_neighbours.cc); other
-    // protocols are not ours.
+    // On a port with an IPv4 address: ARP (dpdk_neighbours.cc), and IPv4,
+    // our UDP frames and ping (dpdk_udp.cc).  Other protocols are not ours.
     const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
-    if (interface && frame->nb_segs == 1 && rte_pktmbuf_data_len(frame) >= 14 &&
-        bytes[12] == (ip::kEtherTypeArp >> 8) && bytes[13] == (ip::kEtherTypeArp & 0xFF))
+    const uint16_t type = rte_pktmbuf_data_len(frame) >= 14 ? uint16_t(bytes[12] << 8 | bytes[13]) : 0;
+    if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeArp)
       take_arp(bytes, rte_pktmbuf_data_len(frame), now);
+    else if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeIpv4)
+      receive_ipv4(frame, now);
     else
       ++rx_not_ours;
   } else if (result == proto::DecodeResult::kUnsealed) {
-    if (rx_unsealed++ == 0)
-      DPDK_WARN(FI_LOG_EP_DATA,
-                "%s: frames without a checksum arrive and are dropped: the sender has "
-                "FI_DPDK_CHECKSUM=0; set it the same on both sides\n",
-                nic.name().c_str());
+    warn_unsealed();
   } else if (result != proto::DecodeResult::kOk) {
     ++rx_bad_frames;
   } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {
     ++rx_not_ours;
-  } else if (decoded.header.dst_queue >= endpoints.size() ||
-             endpoints[decoded.header.dst_queue] == nullptr ||
-             !endpoints[decoded.header.dst_queue]->enabled) {
-    ++rx_no_endpoint;
+  } else if (ip::is_peer_id(decoded.src_mac)) {
+    // No sender's MAC has the group bit: a forged source that would pass
+    // for a peer named by IPv4 address.
+    ++rx_bad_frames;
   } else {
-    proto::Engine& engine = *endpoints[decoded.header.dst_queue]->engine;
-    contain([&] { engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now); });
+    deliver(decoded, frame, now);
   }
   net::free_frame(frame);
+}
+
+void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now) {
+  const uint16_t queue = decoded.header.dst_queue;
+  if (queue >= endpoints.size() || endpoints[queue] == nullptr || !endpoints[queue]->enabled) {
+    ++rx_no_endpoint;
+    return;
+  }
+  proto::Engine& engine = *endpoints[queue]->engine;
+  contain([&] { engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now); });
+}
+
+void PortContext::warn_unsealed() {
+  if (rx_unsealed++ == 0)
+    DPDK_WARN(FI_LOG_EP_DATA,
+              "%s: frames without a checksum arrive and are dropped: the sender has "
+              "FI_DPDK_CHECKSUM=0; set it the same on both sides\n",
+              port->name().c_str());
 }
 
 
@@ -150,6 +173,8 @@ uint32_t PortContext::progress() {
       }
     }
   }
+  // Next hops frames wait for (UDP): asked again, or given up.
+  if (!resolving.empty()) chase_neighbours(now);
   for (Endpoint* ep : open_endpoints()) {
     if (ep == nullptr || !ep->enabled) continue;
     contain([&] { ep->engine->poll(now); });

@@ -42,6 +42,8 @@
 
 #include "drivers/net/port.h"
 #include "lib/ip/neighbour_table.h"
+#include "lib/ip/udp4.h"
+#include "lib/proto/frame_codec.h"
 #include "drivers/ofi/dpdk_cq_ring.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_wait.h"
@@ -165,6 +167,7 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t rx_not_ours = 0;
   uint64_t rx_bad_frames = 0;
   uint64_t rx_unsealed = 0;  // frames without a checksum while we want one
+  void warn_unsealed();      // counts one, and says why at the first
   bool checksums = true;     // FI_DPDK_CHECKSUM
   uint64_t rx_no_endpoint = 0;
   // Engine calls that ran out of memory for a record (std::bad_alloc,
@@ -265,6 +268,64 @@ struct PortContext final : proto::FrameKeeper {
   // answered, at most once per kArpRetryMs for the whole port.  Lock held.
   void ask_neighbour(uint32_t ip, uint64_t now);
   uint64_t last_neighbour_ask_ns = 0;
+  // The same without the port-wide pace: for a next hop frames wait for
+  // (its own pace is chase_neighbours').  Lock held.
+  void ask_neighbour_now(uint32_t ip, uint64_t now);
+
+  // The UDP/IPv4 encapsulation (dpdk_udp.cc).  On a port with an address
+  // and FI_DPDK_ENCAP=udp, a peer named by IPv4 address is a transport peer
+  // named by its peer id (lib/ip/udp4.h): its frames are UDP to
+  // port_base + queue, through the gateway when it is off the subnet, and
+  // fi_av_insert resolves nothing (the first frames wait for ARP instead).
+  bool udp = false;
+  // What each frame loses to the IPv4 and UDP headers on such a port.
+  uint32_t encap_overhead() const { return udp ? static_cast<uint32_t>(ip::kUdp4Overhead) : 0; }
+  enum class Route : uint8_t {
+    kSend,         // addressed to its next hop
+    kLoopBack,     // to an endpoint of this port
+    kWait,         // the next hop has not answered ARP yet: hold it
+    kUnreachable,  // no next hop (off the subnet, no gateway)
+  };
+  // Writes the Ethernet, IPv4 and UDP headers (ip::kUdp4Lead bytes) of a
+  // frame for peer id `peer` whose UDP payload (our header and payload) is
+  // `udp_payload` bytes, and says where it goes; *next_hop is the neighbour
+  // it waits for.  Lock held.
+  Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t src_queue, uint16_t dst_queue,
+                  size_t udp_payload, uint64_t now, ip::Ipv4* next_hop);
+  // Holds a frame (its Ethernet destination still to be written) until
+  // `next_hop` answers ARP: take_arp then sends it on `hw_queue`.  At most
+  // kMaxWaitingFrames wait (beyond, the oldest is lost like a dropped frame
+  // and the transport resends it).  A next hop is asked every kArpRetryMs;
+  // one silent for FI_DPDK_RESOLVE_TIMEOUT_MS is given up: its frames are
+  // dropped and every endpoint's operations to peers behind it fail with
+  // FI_EHOSTUNREACH (chase_neighbours, from progress).  Lock held.
+  static constexpr size_t kMaxWaitingFrames = 256;
+  void wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_t hw_queue, uint64_t now);
+  void send_waiting(ip::Ipv4 neighbour, const uint8_t mac[6]);
+  void chase_neighbours(uint64_t now);
+  struct WaitingFrame {
+    ip::Ipv4 next_hop;
+    uint16_t hw_queue;
+    rte_mbuf* frame;
+  };
+  std::deque<WaitingFrame> waiting_frames;
+  struct Resolving {
+    ip::Ipv4 next_hop;
+    uint64_t since_ns;
+    uint64_t asked_ns;
+  };
+  std::vector<Resolving> resolving;  // the next hops frames wait for
+  uint64_t frames_waited = 0;        // held for ARP, then sent
+  uint64_t frames_not_resolved = 0;  // dropped while their next hop was silent
+  uint64_t next_hops_given_up = 0;
+  // An IPv4 frame (receive() hands it over): UDP to an endpoint's port is
+  // decoded and delivered like ours, an echo request answered (ping), the
+  // rest counted.  Lock held; the frame stays the caller's.
+  void receive_ipv4(rte_mbuf* frame, uint64_t now);
+  uint64_t rx_udp = 0;
+  uint64_t echo_requests_answered = 0;
+  // A decoded frame to the endpoint its header names.  Lock held.
+  void deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now);
 };
 
 // FI_PROGRESS_AUTO (dpdk_auto_progress.cc): a domain's port joins or leaves

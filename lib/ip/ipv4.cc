@@ -45,9 +45,28 @@ bool Interface::on_link(Ipv4 other) const {
   return (other & mask) == (address & mask);
 }
 
+Ipv4 Interface::next_hop(Ipv4 destination) const {
+  return on_link(destination) ? destination : gateway;
+}
+
+namespace {
+
+bool ownable(Ipv4 address) {
+  return address != 0 && address != 0xFFFFFFFF && (address >> 28) != 0xE;
+}
+
+}  // namespace
+
 std::optional<Interface> parse_interface(std::string_view text) {
   Interface interface;
   interface.prefix_length = 32;
+  std::optional<Ipv4> gateway;
+  const size_t at = text.find('@');
+  if (at != std::string_view::npos) {
+    gateway = parse_ipv4(text.substr(at + 1));
+    if (!gateway || !ownable(*gateway)) return std::nullopt;
+    text = text.substr(0, at);
+  }
   const size_t slash = text.find('/');
   if (slash != std::string_view::npos) {
     const auto length = parse_decimal(text.substr(slash + 1), 2, 32);
@@ -56,14 +75,20 @@ std::optional<Interface> parse_interface(std::string_view text) {
     text = text.substr(0, slash);
   }
   const auto address = parse_ipv4(text);
-  if (!address || *address == 0 || *address == 0xFFFFFFFF || (*address >> 28) == 0xE)
-    return std::nullopt;
+  if (!address || !ownable(*address)) return std::nullopt;
   interface.address = *address;
+  if (gateway) {
+    if (*gateway == *address || !interface.on_link(*gateway)) return std::nullopt;
+    interface.gateway = *gateway;
+  }
   return interface;
 }
 
 std::string format_interface(const Interface& interface) {
-  return format_ipv4(interface.address) + "/" + std::to_string(interface.prefix_length);
+  std::string text =
+      format_ipv4(interface.address) + "/" + std::to_string(interface.prefix_length);
+  if (interface.gateway != 0) text += "@" + format_ipv4(interface.gateway);
+  return text;
 }
 
 }  // namespace ofi_dpdk::ip

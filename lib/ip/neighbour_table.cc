@@ -65,6 +65,11 @@ bool NeighbourTable::find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6]) const {
   return true;
 }
 
+bool NeighbourTable::due_for_refresh(Ipv4 ip, uint64_t now_ns) const {
+  const auto it = entries_.find(ip);
+  return it == entries_.end() || now_ns - it->second.confirmed_ns > lifetime_ns_ / 2;
+}
+
 std::optional<Ipv4> NeighbourTable::address_of(const uint8_t mac[6], uint64_t now_ns) const {
   std::optional<Ipv4> found;
   uint64_t newest = 0;

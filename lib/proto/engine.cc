@@ -35,6 +35,7 @@ const char* prov_errno_text(int prov_errno) {
     case kProvSendGone: return "the sender no longer holds the announced message (its send failed or was given up)";
     case kProvMaybeDelivered: return "the peer received the whole message, then its connection failed before it confirmed delivery: a receive there may have taken it (resending may deliver it twice)";
     case kProvNotTaken: return "the peer is alive, but no receive took the message within FI_DPDK_DELIVERY_TIMEOUT_MS";
+    case kProvNoRoute: return "no route to the peer: the next hop toward its IPv4 address did not answer ARP within FI_DPDK_RESOLVE_TIMEOUT_MS";
     default: return "no provider-specific error";
   }
 }
@@ -46,7 +47,8 @@ bool prov_errno_known(int prov_errno) {
     case kProvAnswerLost:
     case kProvSendGone:
     case kProvMaybeDelivered:
-    case kProvNotTaken: return true;
+    case kProvNotTaken:
+    case kProvNoRoute: return true;
     default: return false;
   }
 }
@@ -372,6 +374,14 @@ void Engine::drop_peer(uint64_t key) {
   if (it->second->rx_open) emit_ack(*it->second);
   fail_connection(*it->second, kErrPeerReset, kProvPeerRestarted);
   it->second->peer_session = 0;
+}
+
+void Engine::fail_unreachable(const std::function<bool(const uint8_t* link)>& unreachable) {
+  for (auto& [key, connection] : connections_) {
+    if (!unreachable(connection->mac)) continue;
+    fail_connection(*connection, kErrHostUnreachable, kProvNoRoute);
+    connection->peer_session = 0;
+  }
 }
 
 void Engine::frames_sent() {

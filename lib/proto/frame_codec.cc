@@ -22,43 +22,56 @@ T get(const uint8_t* in, size_t offset) {
   return value;
 }
 
-constexpr size_t kChecksumOffset =
-    sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, checksum);
+constexpr size_t kEtherLead = sizeof(wire::EtherHeader);
+constexpr size_t kChecksumField = offsetof(wire::FrameHeader, checksum);
+constexpr size_t kFlagsField = offsetof(wire::FrameHeader, flags);
 
-// The CRC-32C (not yet inverted) of the encoded headers, Ethernet header
-// included, with the checksum field counted as zero.  The addresses are
-// covered because the transport names peers by them: a flipped source MAC
-// on a link that checks nothing (memif, a ring) must not make a frame
-// another peer's.
-uint32_t headers_crc(const uint8_t* frame) {
+// The CRC-32C (not yet inverted) of the encoded headers from `start`, our
+// header `lead` bytes in, with the checksum field counted as zero.  On our
+// EtherType the Ethernet header is covered (lead 14): the transport names
+// peers by their MACs, and a flipped source MAC on a link that checks
+// nothing (memif, a ring) must not make a frame another peer's.  In UDP
+// (lead 0) our header starts the cover: routers rewrite the MACs, and the
+// IPv4 header that names the peer has its own checksum.
+uint32_t headers_crc(const uint8_t* start, size_t lead) {
   static constexpr uint8_t kZero[4] = {};
-  const uint8_t* field = frame + kChecksumOffset;
-  uint32_t crc = crc32c(0xFFFFFFFFu, frame, kChecksumOffset);
+  const size_t field = lead + kChecksumField;
+  uint32_t crc = crc32c(0xFFFFFFFFu, start, field);
   crc = crc32c(crc, kZero, 4);
-  return crc32c(crc, field + 4, wire::kHeadersSize - kChecksumOffset - 4);
+  return crc32c(crc, start + field + 4, lead + sizeof(wire::FrameHeader) - field - 4);
 }
 
-// The checksum of a whole frame of `length` bytes: the headers, then the
-// payload.
-uint32_t frame_checksum(const uint8_t* frame, size_t length) {
-  return ~crc32c(headers_crc(frame), frame + wire::kHeadersSize, length - wire::kHeadersSize);
+// The checksum of headers and payload, `payload_len` bytes after them.
+uint32_t frame_checksum(const uint8_t* start, size_t lead, size_t payload_len) {
+  const size_t headers = lead + sizeof(wire::FrameHeader);
+  return ~crc32c(headers_crc(start, lead), start + headers, payload_len);
+}
+
+void set_unsealed(uint8_t* header) {
+  const uint16_t flags = be16toh(get<uint16_t>(header, kFlagsField)) | wire::kFlagUnsealed;
+  put(header, kFlagsField, htobe16(flags));
 }
 
 }  // namespace
 
 void seal_frame(uint8_t* frame, size_t length) {
-  put(frame, kChecksumOffset, htobe32(frame_checksum(frame, length)));
+  put(frame, kEtherLead + kChecksumField,
+      htobe32(frame_checksum(frame, kEtherLead, length - wire::kHeadersSize)));
 }
 
-uint32_t begin_seal(const uint8_t* frame) { return headers_crc(frame); }
+uint32_t begin_seal(const uint8_t* frame) { return headers_crc(frame, kEtherLead); }
 
-void finish_seal(uint8_t* frame, uint32_t crc) { put(frame, kChecksumOffset, htobe32(~crc)); }
-
-void mark_unsealed(uint8_t* frame) {
-  constexpr size_t kFlags = sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, flags);
-  const uint16_t flags = be16toh(get<uint16_t>(frame, kFlags)) | wire::kFlagUnsealed;
-  put(frame, kFlags, htobe16(flags));
+void finish_seal(uint8_t* frame, uint32_t crc) {
+  put(frame, kEtherLead + kChecksumField, htobe32(~crc));
 }
+
+void mark_unsealed(uint8_t* frame) { set_unsealed(frame + kEtherLead); }
+
+uint32_t begin_seal_udp(const uint8_t* header) { return headers_crc(header, 0); }
+
+void finish_seal_udp(uint8_t* header, uint32_t crc) { put(header, kChecksumField, htobe32(~crc)); }
+
+void mark_unsealed_udp(uint8_t* header) { set_unsealed(header); }
 
 const char* decode_result_name(DecodeResult result) {
   switch (result) {
@@ -81,7 +94,11 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
   std::memcpy(out, dst_mac, 6);
   std::memcpy(out + 6, src_mac, 6);
   put(out, 12, htobe16(ether_type));
-  uint8_t* f = out + sizeof(wire::EtherHeader);
+  return kEtherLead + encode_header(out + kEtherLead, h);
+}
+
+size_t encode_header(uint8_t* f, const wire::FrameHeader& h) {
+  using wire::FrameHeader;
   f[offsetof(FrameHeader, version)] = h.version;
   f[offsetof(FrameHeader, opcode)] = h.opcode;
   put(f, offsetof(FrameHeader, flags), htobe16(h.flags));
@@ -108,7 +125,7 @@ size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
   put(f, offsetof(FrameHeader, token), htobe32(h.token));
   put(f, offsetof(FrameHeader, ack_token), htobe32(h.ack_token));
   put(f, offsetof(FrameHeader, reserved32), uint32_t{0});
-  return wire::kHeadersSize;
+  return sizeof(FrameHeader);
 }
 
 size_t encode_bundle_entry(uint8_t* out, const wire::BundleEntry& e) {
@@ -160,17 +177,16 @@ DecodeResult next_bundle_entry(const uint8_t** cursor, const uint8_t* end,
   return DecodeResult::kOk;
 }
 
-DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_type,
-                          DecodedFrame* out, bool checksums) {
-  using wire::FrameHeader;
-  if (length < sizeof(wire::EtherHeader)) return DecodeResult::kTruncated;
-  if (be16toh(get<uint16_t>(frame, 12)) != ether_type)
-    return DecodeResult::kNotOurs;
-  if (length < wire::kHeadersSize) return DecodeResult::kTruncated;
+namespace {
 
-  std::memcpy(out->dst_mac, frame, 6);
-  std::memcpy(out->src_mac, frame + 6, 6);
-  const uint8_t* f = frame + sizeof(wire::EtherHeader);
+// Our header at `start` + `lead` and its payload, `length` bytes from
+// `start` in all.
+DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, DecodedFrame* out,
+                         bool checksums) {
+  using wire::FrameHeader;
+  const size_t headers = lead + sizeof(FrameHeader);
+  if (length < headers) return DecodeResult::kTruncated;
+  const uint8_t* f = start + lead;
   FrameHeader& h = out->header;
   h.version = f[offsetof(FrameHeader, version)];
   if (h.version != wire::kWireVersion) return DecodeResult::kBadVersion;
@@ -201,7 +217,7 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_ty
   h.reserved32 = 0;
 
   // Ethernet pads short frames, so more bytes than announced is fine.
-  if (length - wire::kHeadersSize < h.payload_len) return DecodeResult::kTruncated;
+  if (length - headers < h.payload_len) return DecodeResult::kTruncated;
   if (h.opcode == static_cast<uint8_t>(wire::Opcode::kBundle)) {
     // Its entries say what they are (next_bundle_entry).
     if (h.msg_len != 0 || h.offset != 0) return DecodeResult::kBadLength;
@@ -215,11 +231,29 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_ty
   h.checksum = be32toh(get<uint32_t>(f, offsetof(FrameHeader, checksum)));
   if (checksums) {
     if (h.flags & wire::kFlagUnsealed) return DecodeResult::kUnsealed;
-    if (h.checksum != frame_checksum(frame, wire::kHeadersSize + h.payload_len))
+    if (h.checksum != frame_checksum(start, lead, h.payload_len))
       return DecodeResult::kBadChecksum;
   }
-  out->payload = frame + wire::kHeadersSize;
+  out->payload = start + headers;
   return DecodeResult::kOk;
+}
+
+}  // namespace
+
+DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_type,
+                          DecodedFrame* out, bool checksums) {
+  if (length < sizeof(wire::EtherHeader)) return DecodeResult::kTruncated;
+  if (be16toh(get<uint16_t>(frame, 12)) != ether_type)
+    return DecodeResult::kNotOurs;
+  if (length < wire::kHeadersSize) return DecodeResult::kTruncated;
+  std::memcpy(out->dst_mac, frame, 6);
+  std::memcpy(out->src_mac, frame + 6, 6);
+  return decode_from(frame, kEtherLead, length, out, checksums);
+}
+
+DecodeResult decode_udp_payload(const uint8_t* header, size_t length, DecodedFrame* out,
+                                bool checksums) {
+  return decode_from(header, 0, length, out, checksums);
 }
 
 }  // namespace ofi_dpdk::proto

@@ -33,7 +33,8 @@ enum class DecodeResult : uint8_t {
 const char* decode_result_name(DecodeResult result);
 
 // Writes the Ethernet header and `header` (host order) to `out`, which must
-// hold wire::kHeadersSize bytes.  Returns the bytes written.
+// hold wire::kHeadersSize bytes.  Returns the bytes written.  (The frame of
+// our own EtherType; the UDP encapsulation's follow below.)
 size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
                       const uint8_t src_mac[6], uint16_t ether_type,
                       const wire::FrameHeader& header);
@@ -52,6 +53,16 @@ void finish_seal(uint8_t* frame, uint32_t crc);
 // frame kFlagUnsealed (its checksum field stays 0).
 void mark_unsealed(uint8_t* frame);
 
+// The UDP encapsulation (FI_DPDK_ENCAP=udp, lib/ip/udp4.h): our header
+// starts a UDP datagram's payload, and its checksum covers our header and
+// payload alone (routers rewrite the MACs; the IPv4 header that names the
+// peer has a checksum of its own).  encode_header writes `header` alone
+// (sizeof(wire::FrameHeader) bytes) and returns that size; the seal and
+// mark functions are those above for a header at `header`.
+size_t encode_header(uint8_t* out, const wire::FrameHeader& header);
+uint32_t begin_seal_udp(const uint8_t* header);
+void finish_seal_udp(uint8_t* header, uint32_t crc);
+void mark_unsealed_udp(uint8_t* header);
 
 // Writes one entry of a BUNDLE frame's payload (host order in `entry`) to
 // `out`, which must hold sizeof(wire::BundleEntry) bytes; its payload goes
@@ -75,5 +86,9 @@ DecodeResult next_bundle_entry(const uint8_t** cursor, const uint8_t* end,
 // no CRC is checked.
 DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_type,
                           DecodedFrame* out, bool checksums = true);
+// The same for a UDP datagram's payload of `length` bytes at `header`:
+// out's MACs are left as they are (the caller names the peer).
+DecodeResult decode_udp_payload(const uint8_t* header, size_t length, DecodedFrame* out,
+                                bool checksums = true);
 
 }  // namespace ofi_dpdk::proto

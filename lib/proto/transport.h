@@ -57,6 +57,7 @@ inline constexpr int kErrTooLarge = 90;    // FI_EMSGSIZE: a request above the p
 inline constexpr int kErrNoMessage = 42;   // FI_ENOMSG: a peek found no matching message
 inline constexpr int kErrKeyRejected = 129;  // FI_EKEYREJECTED: the region closed under the request
 inline constexpr int kErrNoMemory = 12;      // FI_ENOMEM: the target could not allocate for it
+inline constexpr int kErrHostUnreachable = 113;  // FI_EHOSTUNREACH: no route to the peer
 // Provider-specific errno values (fi_cq_err_entry::prov_errno).
 enum ProvErrno : int {
   kProvNone = 0,
@@ -72,6 +73,9 @@ enum ProvErrno : int {
   // The peer answers, but no receive took the message (its pull or its
   // delivery notice) within TransportConfig::delivery_timeout_ns.
   kProvNotTaken = 7,
+  // The port found no way to the peer: the next hop toward its IPv4
+  // address did not answer ARP within FI_DPDK_RESOLVE_TIMEOUT_MS.
+  kProvNoRoute = 8,
 };
 const char* prov_errno_text(int prov_errno);
 // Whether `prov_errno` is one of the values above (else an FI_E* code).
@@ -480,6 +484,10 @@ class Engine {
   // removal).  The connection's record stays (evictable), so a segment of
   // the closed connection still cannot open it again.
   void drop_peer(uint64_t key);
+  // Fails the operations of every peer whose link address (PeerAddress::mac)
+  // `unreachable` picks with kErrHostUnreachable / kProvNoRoute, and closes
+  // their connections as drop_peer does: the port found no route to them.
+  void fail_unreachable(const std::function<bool(const uint8_t* link)>& unreachable);
   // The network keys whose frames this endpoint takes (default: only 0, no
   // key); frames with any other key are dropped unanswered and counted.
   void set_accepted_keys(std::vector<uint32_t> keys) { accepted_keys_ = std::move(keys); }

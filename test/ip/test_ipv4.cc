@@ -41,5 +41,25 @@ TEST(Ipv4, InterfaceRefusesAddressesNoPortMayOwn) {
     EXPECT_FALSE(parse_interface(bad)) << bad;
 }
 
+
+TEST(Ipv4, InterfaceWithGatewaySendsOffLinkFramesToIt) {
+  const auto interface = parse_interface("10.0.1.2/24@10.0.1.1");
+  ASSERT_TRUE(interface);
+  EXPECT_EQ(interface->gateway, *parse_ipv4("10.0.1.1"));
+  EXPECT_EQ(interface->next_hop(*parse_ipv4("10.0.1.9")), *parse_ipv4("10.0.1.9"));
+  EXPECT_EQ(interface->next_hop(*parse_ipv4("10.0.2.2")), *parse_ipv4("10.0.1.1"));
+  EXPECT_EQ(format_interface(*interface), "10.0.1.2/24@10.0.1.1");
+  // Without a gateway, off-link has no next hop.
+  EXPECT_EQ(parse_interface("10.0.1.2/24")->next_hop(*parse_ipv4("10.0.2.2")), 0u);
+}
+
+TEST(Ipv4, InterfaceRefusesGatewaysItCannotReach) {
+  EXPECT_FALSE(parse_interface("10.0.1.2/24@10.0.2.1"));  // off the subnet
+  EXPECT_FALSE(parse_interface("10.0.1.2/24@10.0.1.2"));  // itself
+  EXPECT_FALSE(parse_interface("10.0.1.2/24@"));
+  EXPECT_FALSE(parse_interface("10.0.1.2/24@255.255.255.255"));
+  EXPECT_FALSE(parse_interface("10.0.1.2/24@10.0.1.1@10.0.1.3"));
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::ip

@@ -25,6 +25,16 @@ TEST(NeighbourTable, LearnedEntriesExpire) {
   EXPECT_EQ(mac[5], 0x0B);
 }
 
+TEST(NeighbourTable, EntriesInUseAreAskedAgainBeforeTheyLapse) {
+  NeighbourTable table(8, 60 * kSecond);
+  EXPECT_TRUE(table.due_for_refresh(0x0A000002, 1 * kSecond)) << "unknown";
+  table.learn(0x0A000002, kMacA, 1 * kSecond);
+  EXPECT_FALSE(table.due_for_refresh(0x0A000002, 30 * kSecond));
+  EXPECT_TRUE(table.due_for_refresh(0x0A000002, 32 * kSecond));
+  uint8_t mac[6];
+  EXPECT_TRUE(table.find(0x0A000002, 32 * kSecond, mac)) << "still usable meanwhile";
+}
+
 TEST(NeighbourTable, TakesOnlyRepliesItAskedFor) {
   NeighbourTable table;
   uint8_t mac[6];

@@ -3,17 +3,23 @@
 // of one subnet (FI_DPDK_PORT_ADDR, see meson.build): fi_getinfo takes an
 // address as node (FI_SOURCE picks the port that owns it) and answers in
 // FI_SOCKADDR_IN with service port FI_DPDK_PORT_BASE + queue; fi_getname
-// gives the sockaddr; fi_av_insert of a peer's sockaddr asks ARP for its MAC
-// over the wire and a message then arrives; fi_av_lookup and fi_av_straddr
-// give the address back (any port is an address); a neighbour that does not
-// answer within FI_DPDK_RESOLVE_TIMEOUT_MS is inserted all the same and a
-// send to it fails with FI_EHOSTUNREACH, an address off the subnet fails
-// the insert, and FI_ADDR_STR hints cannot carry an IPv4 node.
+// gives the sockaddr; a message to a peer inserted by its sockaddr arrives
+// (in UDP, the default, its first frames wait for ARP's answer; with
+// FI_DPDK_ENCAP=l2, the second run of this program, fi_av_insert asks ARP
+// for its MAC), and the receiver names the sender by its fi_addr;
+// fi_av_lookup and fi_av_straddr give the address back (any port is an
+// address).  A neighbour that never answers: in UDP the insert returns at
+// once and a send to it completes in error (FI_EHOSTUNREACH) once
+// FI_DPDK_RESOLVE_TIMEOUT_MS passed; with l2 the insert waits that long, the
+// address goes in all the same and a send to it fails with FI_EHOSTUNREACH.
+// An address off the subnet (no gateway) fails the insert, and FI_ADDR_STR
+// hints cannot carry an IPv4 node.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -105,8 +111,10 @@ struct SockaddrDomain {
   fid_domain* domain = nullptr;
   fid_av* av = nullptr;
 
-  void open(const char* port, const char* node, const char* service, uint64_t flags) {
+  void open(const char* port, const char* node, const char* service, uint64_t flags,
+            uint64_t caps = FI_MSG) {
     fi_info* hints = sockaddr_hints(port);
+    hints->caps = caps;
     ASSERT_EQ(fi_getinfo(kVersion, node, service, flags, hints, &info), 0);
     fi_freeinfo(hints);
     ASSERT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), 0);
@@ -192,7 +200,76 @@ TEST(IpEndpoints, AnyPortIsAnAddress) {
   server.close();
 }
 
+bool in_udp() {
+  const char* encap = std::getenv("FI_DPDK_ENCAP");
+  return encap == nullptr || std::string(encap) != "l2";
+}
+
+TEST(IpEndpoints, SenderIsNamedByItsAddress) {
+  SockaddrDomain server, client;
+  server.open(kServerPort, "10.9.0.1", "0", FI_SOURCE, FI_MSG | FI_SOURCE);
+  client.open(kClientPort, "10.9.0.1", "0", 0);
+  TestEndpoint at, from;
+  ASSERT_EQ(at.open(server.domain, server.av, server.info), 0);
+  ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
+  fi_addr_t server_addr = FI_ADDR_NOTAVAIL, client_addr = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(client.av, server.info->src_addr, 1, &server_addr, 0, nullptr), 1);
+  ASSERT_EQ(fi_av_insert(server.av, from.name, 1, &client_addr, 0, nullptr), 1);
+  char buffer[16] = {};
+  ASSERT_EQ(fi_recv(at.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, buffer), 0);
+  static const std::string kText = "who sent this";
+  ASSERT_EQ(fi_send(from.ep, kText.data(), kText.size(), nullptr, server_addr, nullptr), 0);
+  fi_cq_data_entry entry{};
+  fi_addr_t source = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(wait_for_completion(at.rx_cq, &entry, 30, &source), 1);
+  EXPECT_EQ(std::string(buffer, entry.len), kText);
+  EXPECT_EQ(source, client_addr) << "fi_cq_readfrom names the sender by the fi_addr of its sockaddr";
+  from.close();
+  at.close();
+  client.close();
+  server.close();
+}
+
+TEST(IpEndpoints, InUdpAnUnansweredNeighbourFailsTheSend) {
+  if (!in_udp()) GTEST_SKIP() << "FI_DPDK_ENCAP=l2: the next test is this one's";
+  SockaddrDomain client;
+  client.open(kClientPort, nullptr, nullptr, 0);
+  TestEndpoint from;
+  ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
+  sockaddr_in addresses[2]{};
+  for (auto& a : addresses) {
+    a.sin_family = AF_INET;
+    a.sin_port = htons(9228);
+  }
+  inet_pton(AF_INET, "10.9.0.77", &addresses[0].sin_addr);  // on the subnet, nobody
+  inet_pton(AF_INET, "10.8.0.1", &addresses[1].sin_addr);   // off it, and no gateway
+  fi_addr_t out[2];
+  int errors[2] = {-1, -1};
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(fi_av_insert(client.av, addresses, 2, out, FI_SYNC_ERR, errors), 1);
+  // Nothing is resolved at insert: it returns without waiting for ARP
+  // (3000 ms here).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+  EXPECT_EQ(errors[0], 0);
+  EXPECT_EQ(errors[1], FI_EHOSTUNREACH);
+  EXPECT_EQ(out[1], FI_ADDR_NOTAVAIL);
+  static const std::string kText = "nobody";
+  ASSERT_EQ(fi_send(from.ep, kText.data(), kText.size(), nullptr, out[0], from.ep), 0);
+  fi_cq_data_entry entry{};
+  ASSERT_EQ(wait_for_completion(from.tx_cq, &entry, 60), -FI_EAVAIL)
+      << "an error completion once FI_DPDK_RESOLVE_TIMEOUT_MS passed without an answer";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2900));
+  fi_cq_err_entry error{};
+  ASSERT_EQ(fi_cq_readerr(from.tx_cq, &error, 0), 1);
+  EXPECT_EQ(error.err, FI_EHOSTUNREACH);
+  EXPECT_EQ(error.op_context, from.ep);
+  EXPECT_EQ(error.prov_errno, 8) << "kProvNoRoute";
+  from.close();
+  client.close();
+}
+
 TEST(IpEndpoints, AnUnansweredNeighbourIsInsertedButUnreachable) {
+  if (in_udp()) GTEST_SKIP() << "FI_DPDK_ENCAP=udp: the previous test is this one's";
   SockaddrDomain client;
   client.open(kClientPort, nullptr, nullptr, 0);
   TestEndpoint from;

@@ -170,6 +170,51 @@ TEST(FrameCodec, FramesWithoutChecksumOnlyWhereBothSidesSaySo) {
   EXPECT_EQ(decode_frame(sealed.data(), sealed.size(), kType, &out, true), DecodeResult::kOk);
 }
 
+// Our header and payload as a UDP datagram carries them (no Ethernet
+// header before them).
+std::vector<uint8_t> udp_payload_with(const wire::FrameHeader& h, size_t payload_bytes) {
+  std::vector<uint8_t> bytes(sizeof(wire::FrameHeader) + payload_bytes, 0x5A);
+  EXPECT_EQ(encode_header(bytes.data(), h), sizeof(wire::FrameHeader));
+  finish_seal_udp(bytes.data(), crc32c(begin_seal_udp(bytes.data()),
+                                       bytes.data() + sizeof(wire::FrameHeader), h.payload_len));
+  return bytes;
+}
+
+TEST(FrameCodec, UdpPayloadRoundTripsAndEveryFlippedBitIsCaught) {
+  const wire::FrameHeader h = sample_header(40);
+  const auto clean = udp_payload_with(h, 40);
+  DecodedFrame out{};
+  ASSERT_EQ(decode_udp_payload(clean.data(), clean.size(), &out), DecodeResult::kOk);
+  EXPECT_EQ(out.header.seq, h.seq);
+  EXPECT_EQ(out.header.tag, h.tag);
+  EXPECT_EQ(out.payload, clean.data() + sizeof(wire::FrameHeader));
+  for (size_t bit = 0; bit < clean.size() * 8; ++bit) {
+    auto bytes = clean;
+    bytes[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    EXPECT_NE(decode_udp_payload(bytes.data(), bytes.size(), &out), DecodeResult::kOk)
+        << "bit " << bit;
+  }
+  for (size_t length = 0; length < clean.size(); ++length)
+    EXPECT_EQ(decode_udp_payload(clean.data(), length, &out), DecodeResult::kTruncated);
+  // The same header sealed for our EtherType has another checksum: the
+  // Ethernet header is not in the UDP cover.
+  const auto l2 = frame_with(h, 40);
+  EXPECT_NE(std::memcmp(l2.data() + sizeof(wire::EtherHeader), clean.data(),
+                        sizeof(wire::FrameHeader)),
+            0);
+}
+
+TEST(FrameCodec, UdpPayloadWithoutChecksumOnlyWhereBothSidesSaySo) {
+  const wire::FrameHeader h = sample_header(40);
+  std::vector<uint8_t> unsealed(sizeof(wire::FrameHeader) + 40);
+  encode_header(unsealed.data(), h);
+  mark_unsealed_udp(unsealed.data());
+  DecodedFrame out;
+  EXPECT_EQ(decode_udp_payload(unsealed.data(), unsealed.size(), &out), DecodeResult::kUnsealed);
+  EXPECT_EQ(decode_udp_payload(unsealed.data(), unsealed.size(), &out, false), DecodeResult::kOk);
+  EXPECT_TRUE(out.header.flags & wire::kFlagUnsealed);
+}
+
 TEST(FrameCodec, Crc32cMatchesTheKnownCheckValue) {
   const char* text = "123456789";
   EXPECT_EQ(~crc32c(0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(text), 9), 0xE3069283u);

@@ -1,0 +1,164 @@
+// dpdk_udp.cc: frames in UDP/IPv4 (FI_DPDK_ENCAP=udp, the default on a
+// port with an address).  A peer named by IPv4 address is reached in UDP
+// to port_base + its queue, through the gateway when it is off the subnet;
+// the next hop's MAC comes from ARP (dpdk_neighbours.cc), and frames wait
+// for it here.  Received IPv4 frames come here from receive(): UDP to one
+// of our endpoints' ports is our header and payload; an echo request is
+// answered.  The wire format is in doc/wire-protocol.md.
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "drivers/net/mbuf_handoff.h"
+#include "drivers/ofi/dpdk_prov.h"
+#include "lib/ip/arp.h"
+#include "lib/ip/icmp.h"
+
+namespace ofi_dpdk::ofi {
+
+PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
+                                          uint16_t src_queue, uint16_t dst_queue,
+                                          size_t udp_payload, uint64_t now,
+                                          ip::Ipv4* next_hop) {
+  ip::Udp4Addresses addresses;
+  addresses.source = interface->address;
+  addresses.destination = ip::address_of_peer_id(peer);
+  // One UDP port per queue at both ends: a NIC can steer each endpoint's
+  // frames to its queue by destination port.
+  addresses.source_port = static_cast<uint16_t>(params().port_base + src_queue);
+  addresses.destination_port = static_cast<uint16_t>(params().port_base + dst_queue);
+  uint8_t mac[6] = {};
+  Route route = Route::kSend;
+  if (addresses.destination == interface->address) {
+    std::memcpy(mac, port->mac(), 6);
+    route = Route::kLoopBack;
+  } else {
+    *next_hop = interface->next_hop(addresses.destination);
+    if (*next_hop == 0) return Route::kUnreachable;
+    if (!neighbours.find(*next_hop, now, mac)) {
+      route = Route::kWait;  // wait_for_neighbour asks
+    } else if (neighbours.due_for_refresh(*next_hop, now)) {
+      ask_neighbour(*next_hop, now);
+    }
+  }
+  ip::encode_udp4(frame, mac, port->mac(), addresses, udp_payload);
+  return route;
+}
+
+void PortContext::wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_t hw_queue,
+                                     uint64_t now) {
+  if (waiting_frames.size() >= kMaxWaitingFrames) {
+    net::free_frame(waiting_frames.front().frame);
+    waiting_frames.pop_front();
+    ++frames_not_resolved;
+  }
+  waiting_frames.push_back({next_hop, hw_queue, frame});
+  const bool asked = std::any_of(resolving.begin(), resolving.end(),
+                                 [&](const Resolving& r) { return r.next_hop == next_hop; });
+  if (!asked) {
+    resolving.push_back({next_hop, now, now});
+    ask_neighbour_now(next_hop, now);
+  }
+}
+
+void PortContext::send_waiting(ip::Ipv4 neighbour, const uint8_t mac[6]) {
+  std::erase_if(resolving, [&](const Resolving& r) { return r.next_hop == neighbour; });
+  std::erase_if(waiting_frames, [&](WaitingFrame& waiting) {
+    if (waiting.next_hop != neighbour) return false;
+    std::memcpy(rte_pktmbuf_mtod(waiting.frame, uint8_t*), mac, 6);
+    if (transmit(waiting.hw_queue, &waiting.frame, 1) == 1) {
+      ++frames_waited;
+    } else {
+      net::free_frame(waiting.frame);
+      ++frames_not_resolved;
+    }
+    return true;
+  });
+}
+
+void PortContext::chase_neighbours(uint64_t now) {
+  const uint64_t give_up_ns = uint64_t{params().resolve_timeout_ms} * 1'000'000;
+  std::erase_if(resolving, [&](Resolving& r) {
+    if (now - r.since_ns < give_up_ns) {
+      if (now - r.asked_ns >= kArpRetryMs * 1'000'000) {
+        r.asked_ns = now;
+        ask_neighbour_now(r.next_hop, now);
+      }
+      return false;
+    }
+    ++next_hops_given_up;
+    DPDK_INFO(FI_LOG_EP_DATA, "%s: %s did not answer ARP within %u ms: operations to peers "
+              "behind it fail with FI_EHOSTUNREACH\n", port->name().c_str(),
+              ip::format_ipv4(r.next_hop).c_str(), params().resolve_timeout_ms);
+    std::erase_if(waiting_frames, [&](const WaitingFrame& waiting) {
+      if (waiting.next_hop != r.next_hop) return false;
+      net::free_frame(waiting.frame);
+      ++frames_not_resolved;
+      return true;
+    });
+    const ip::Ipv4 dead = r.next_hop;
+    for (Endpoint* ep : open_endpoints()) {
+      if (ep == nullptr) continue;
+      ep->engine->fail_unreachable([&](const uint8_t* link) {
+        return ip::is_peer_id(link) && interface->next_hop(ip::address_of_peer_id(link)) == dead;
+      });
+    }
+    return true;
+  });
+}
+
+void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now) {
+  const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
+  const size_t length = rte_pktmbuf_data_len(frame);
+  ip::Ipv4Packet packet;
+  if (ip::parse_ipv4_packet(bytes, length, &packet) != ip::Ipv4Result::kOk ||
+      std::memcmp(bytes, port->mac(), 6) != 0 || packet.destination != interface->address) {
+    ++rx_not_ours;
+    return;
+  }
+  if (packet.protocol == ip::kProtocolIcmp) {
+    rte_mbuf* reply = port->alloc_frame();
+    if (reply == nullptr) return;
+    auto* out = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(reply, static_cast<uint16_t>(length)));
+    const size_t reply_length =
+        out == nullptr ? 0 : ip::build_echo_reply(bytes, packet, port->mac(), out, length);
+    if (reply_length != 0) {
+      rte_pktmbuf_trim(reply, static_cast<uint16_t>(length - reply_length));
+      if (transmit(0, &reply, 1) == 1) {
+        ++echo_requests_answered;
+        return;
+      }
+    } else {
+      ++rx_not_ours;
+    }
+    net::free_frame(reply);
+    return;
+  }
+  const uint16_t base = params().port_base;
+  ip::UdpDatagram datagram;
+  if (!udp || !ip::parse_udp(packet, &datagram) || datagram.destination_port < base ||
+      datagram.destination_port - base >= kMaxEndpointsPerPort) {
+    ++rx_not_ours;
+    return;
+  }
+  proto::DecodedFrame decoded;
+  const auto result =
+      proto::decode_udp_payload(datagram.payload, datagram.payload_length, &decoded, checksums);
+  if (result == proto::DecodeResult::kUnsealed) {
+    warn_unsealed();
+    return;
+  }
+  // The port and the header name the same queue, or a NIC's steering by
+  // port would put the frame where its header says it does not belong.
+  if (result != proto::DecodeResult::kOk || datagram.destination_port - base != decoded.header.dst_queue) {
+    ++rx_bad_frames;
+    return;
+  }
+  ++rx_udp;
+  std::memcpy(decoded.dst_mac, port->mac(), 6);
+  ip::peer_id_of(packet.source, decoded.src_mac);
+  deliver(decoded, frame, now);
+}
+
+}  // namespace ofi_dpdk::ofi

@@ -1,0 +1,116 @@
+#!/bin/bash
+# Usage: test_router.sh
+#
+# Stock fi_pingpong (libfabric-bin) across a router: two hosts on different
+# subnets (network namespaces, usertools/dpdk-fi-router.sh), each process on
+# net_af_packet with the address and gateway of its host
+# (FI_DPDK_PORT_ADDR=10.77.x.2/24@10.77.x.1), the Linux kernel of a third
+# namespace forwarding between them.  The client names the server by its
+# IPv4 address alone, as with any provider (fi_pingpong 10.77.2.2; the
+# control connection crosses the router in the kernel's TCP).  Asserts:
+#   1. fi_pingpong -I 200 -S 64 and -I 5 -S all -c (every size to 6 MiB,
+#      data checked) exit 0 on both sides;
+#   2. a frame of ours caught on host b's link (a raw socket there) is
+#      UDP from 10.77.1.2 to port 9228 + queue, its TTL one less than the
+#      64 it left with: the router forwarded it.
+# Skips (77) without root, iproute2 or fi_pingpong.  Every process runs
+# under `timeout`; the trap removes the namespaces.
+set -euo pipefail
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v fi_pingpong >/dev/null; then
+	echo "SKIP: needs root, iproute2 and fi_pingpong"
+	exit 77
+fi
+: "${FI_PROVIDER_PATH:?set FI_PROVIDER_PATH to the drivers/ofi folder of the build}"
+: "${OFI_DPDK_SOURCE_ROOT:?set OFI_DPDK_SOURCE_ROOT to the source tree}"
+root=$OFI_DPDK_SOURCE_ROOT
+launcher=$root/usertools/dpdk-fi-run.py
+provider_path=$FI_PROVIDER_PATH
+unset FI_PROVIDER FI_DPDK_EAL_ARGS FI_PROVIDER_PATH FI_DPDK_PORT_ADDR
+name=ofirt$$
+name=${name:0:9}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	"$root/usertools/dpdk-fi-router.sh" down --name "$name" || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+"$root/usertools/dpdk-fi-router.sh" up --name "$name"
+
+mapfile -t cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)), sep="\n")')
+server_lcore=${cpus[0]}
+client_lcore=${cpus[1]:-${cpus[0]}}
+failures=0
+
+# The first of our UDP frames that reaches host b: its source, destination
+# port and TTL, as "SOURCE PORT TTL".
+cat >"$work/catch.py" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+s.bind((sys.argv[1], 0))
+s.settimeout(60)
+while True:
+    frame = s.recv(65535)
+    ip = frame[14:]
+    if len(ip) < 28 or ip[9] != 17:
+        continue
+    port = struct.unpack("!H", ip[(ip[0] & 15) * 4 + 2:][:2])[0]
+    if 9228 <= port < 9228 + 64:
+        print(socket.inet_ntoa(ip[12:16]), port, ip[8], flush=True)
+        break
+PY
+
+# pingpong LABEL LIMIT ARGS...: server in host b, client in host a.
+pingpong() {
+	local label=$1 limit=$2
+	shift 2
+	local server client server_status=0 client_status=0 control=$((20000 + RANDOM % 20000))
+	timeout -k 2 "$limit" ip netns exec "$name-b" python3 "$launcher" --topology af_packet \
+		--iface "$name-b0" --ip 10.77.2.2/24@10.77.2.1 --no-huge --lcore "$server_lcore" \
+		--provider-path "$provider_path" -- fi_pingpong -p dpdk -e rdm "$@" -B "$control" \
+		>"$work/$label-server.log" 2>&1 &
+	server=$!
+	pids+=("$server")
+	for _ in $(seq 100); do
+		ip netns exec "$name-b" ss -Hltn "sport = :$control" 2>/dev/null | grep -q . && break
+		sleep 0.1
+	done
+	timeout -k 2 "$limit" ip netns exec "$name-a" python3 "$launcher" --topology af_packet \
+		--iface "$name-a0" --ip 10.77.1.2/24@10.77.1.1 --no-huge --lcore "$client_lcore" \
+		--provider-path "$provider_path" -- fi_pingpong -p dpdk -e rdm "$@" -P "$control" \
+		10.77.2.2 >"$work/$label-client.log" 2>&1 &
+	client=$!
+	pids+=("$client")
+	wait "$client" || client_status=$?
+	wait "$server" || server_status=$?
+	pids=()
+	if [[ $server_status -eq 0 && $client_status -eq 0 ]]; then
+		echo "ok    fi_pingpong $* across the router"
+		tail -n 1 "$work/$label-client.log" | sed 's/^/      last: /'
+	else
+		echo "FAIL  fi_pingpong $*: server exit $server_status, client exit $client_status"
+		for side in server client; do
+			echo "----- $side:"
+			tail -n 30 "$work/$label-$side.log" | sed 's/^/    /'
+		done
+		failures=$((failures + 1))
+	fi
+}
+
+timeout 90 ip netns exec "$name-b" python3 "$work/catch.py" "$name-b0" >"$work/caught" 2>&1 &
+catcher=$!
+pingpong small 60 -I 200 -S 64
+wait "$catcher" || true
+read -r source port ttl <"$work/caught" || true
+if [[ "${source:-}" == 10.77.1.2 && "${ttl:-}" == 63 ]]; then
+	echo "ok    a frame on host b's link: UDP from $source to port $port, TTL $ttl (64 less the router's hop)"
+else
+	echo "FAIL  the frame caught on host b's link: '$(cat "$work/caught")' (want 10.77.1.2 9228+q 63)"
+	failures=$((failures + 1))
+fi
+pingpong all_sizes 120 -I 5 -S all -c
+((failures == 0))

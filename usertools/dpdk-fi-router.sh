@@ -1,0 +1,86 @@
+#!/bin/bash
+# Usage: usertools/dpdk-fi-router.sh up [--name NAME] [--mtu N]
+#        usertools/dpdk-fi-router.sh down [--name NAME]
+#
+# Two hosts on different subnets joined by a router, on one machine (root
+# needed): three network namespaces and two veth pairs.
+#
+#   NAME-a   host a: interface NAME-a0, 10.77.1.2/24, default route via
+#            10.77.1.1
+#   NAME-r   the router: NAME-ra 10.77.1.1/24 (to a), NAME-rb 10.77.2.1/24
+#            (to b), ip_forward on: the Linux kernel routes, as any router
+#   NAME-b   host b: interface NAME-b0, 10.77.2.2/24, default route via
+#            10.77.2.1
+#
+# A DPDK program in a host attaches to its interface with net_af_packet
+# and owns the same address (dpdk-fi-run.py --topology af_packet --iface
+# NAME-a0 --ip 10.77.1.2/24@10.77.1.1); the kernel keeps it too, so that
+# an out-of-band control connection (fi_pingpong's, mpirun's) crosses the
+# router as well.  Both stacks see every frame: both answer ARP (alike: one
+# MAC), and the kernel answers our UDP frames with ICMP port-unreachable,
+# rate-limited, which the provider ignores.  Every link has MTU --mtu
+# (default 9000, the provider's FI_DPDK_MTU; a path of 1500 wants
+# FI_DPDK_MTU=1500 on both ends) and no IPv6.
+#   down     removes all of it.
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+
+name=ofirt
+mtu=9000
+command=${1:-}
+[ -n "$command" ] || die 1 "no command (up, down); see --help"
+shift
+case "$command" in
+-h | --help) usage; exit 0 ;;
+up | down) ;;
+*) die 1 "unknown command '$command' (see --help)" ;;
+esac
+while (($#)); do
+	case "$1" in
+	--name) name=$2; shift ;;
+	--mtu) mtu=$2; shift ;;
+	*) die 1 "unknown option '$1' (see --help)" ;;
+	esac
+	shift
+done
+[[ "$name" =~ ^[a-z][a-z0-9]{0,8}$ ]] || die 1 "--name: 1 to 9 lowercase letters and digits"
+[[ "$mtu" =~ ^[0-9]+$ ]] && ((mtu >= 1280 && mtu <= 9000)) || die 1 "--mtu wants 1280..9000"
+[ "$(id -u)" = 0 ] || die 2 "namespaces and veths need root"
+
+down() {
+	local ns
+	for ns in "$name-a" "$name-r" "$name-b"; do
+		ip netns del "$ns" 2>/dev/null || true
+	done
+}
+down
+[ "$command" = down ] && exit 0
+
+# run_in NS COMMAND...: runs COMMAND in namespace NS.
+run_in() {
+	local ns=$1
+	shift
+	ip netns exec "$ns" "$@"
+}
+for ns in a r b; do
+	ip netns add "$name-$ns"
+	run_in "$name-$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+	run_in "$name-$ns" ip link set lo up
+done
+# host SIDE SUBNET: host SIDE's veth pair to the router, on 10.77.SUBNET.0/24.
+host() {
+	local side=$1 subnet=$2
+	ip link add "$name-${side}0" netns "$name-$side" type veth peer name "$name-r$side" \
+		netns "$name-r"
+	run_in "$name-$side" ip link set "$name-${side}0" mtu "$mtu" up
+	run_in "$name-$side" ip addr add "10.77.$subnet.2/24" dev "$name-${side}0"
+	run_in "$name-$side" ip route add default via "10.77.$subnet.1"
+	run_in "$name-r" ip link set "$name-r$side" mtu "$mtu" up
+	run_in "$name-r" ip addr add "10.77.$subnet.1/24" dev "$name-r$side"
+}
+host a 1
+host b 2
+run_in "$name-r" sysctl -qw net.ipv4.ip_forward=1
+echo "router $name-r: $name-a (10.77.1.2/24 on $name-a0) <-> $name-b (10.77.2.2/24 on $name-b0), MTU $mtu"
