@@ -1,6 +1,7 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-router.sh up [--name NAME] [--mtu N]
 #        usertools/dpdk-fi-router.sh down [--name NAME]
+#        usertools/dpdk-fi-router.sh exec [--name NAME] a|b COMMAND...
 #
 # Two hosts on different subnets joined by a router, on one machine (root
 # needed): three network namespaces and two veth pairs.
@@ -11,6 +12,7 @@
 #            (to b), ip_forward on: the Linux kernel routes, as any router
 #   NAME-b   host b: interface NAME-b0, 10.77.2.2/24, default route via
 #            10.77.2.1
+# Each knows the others by name (/etc/netns/NS/hosts, and no name server).
 #
 # A DPDK program in a host attaches to its interface with net_af_packet
 # and owns the same address (dpdk-fi-run.py --topology af_packet --iface
@@ -21,6 +23,8 @@
 # rate-limited, which the provider ignores.  Every link has MTU --mtu
 # (default 9000, the provider's FI_DPDK_MTU; a path of 1500 wants
 # FI_DPDK_MTU=1500 on both ends) and no IPv6.
+#   exec     runs COMMAND in host a or b, its host name that host's
+#            (NAME-a, NAME-b: an MPI job starter there knows itself by it).
 #   down     removes all of it.
 set -euo pipefail
 
@@ -34,17 +38,25 @@ command=${1:-}
 shift
 case "$command" in
 -h | --help) usage; exit 0 ;;
-up | down) ;;
+up | down | exec) ;;
 *) die 1 "unknown command '$command' (see --help)" ;;
 esac
 while (($#)); do
 	case "$1" in
 	--name) name=$2; shift ;;
 	--mtu) mtu=$2; shift ;;
-	*) die 1 "unknown option '$1' (see --help)" ;;
+	*) [ "$command" = exec ] && break
+		die 1 "unknown option '$1' (see --help)" ;;
 	esac
 	shift
 done
+if [ "$command" = exec ]; then
+	(($# >= 2)) && [[ "$1" =~ ^[ab]$ ]] || die 1 "exec wants a host (a or b) and a command"
+	host="$name-$1"
+	shift
+	# shellcheck disable=SC2016 # $0 and $@ are the inner shell's
+	exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@"
+fi
 [[ "$name" =~ ^[a-z][a-z0-9]{0,8}$ ]] || die 1 "--name: 1 to 9 lowercase letters and digits"
 [[ "$mtu" =~ ^[0-9]+$ ]] && ((mtu >= 1280 && mtu <= 9000)) || die 1 "--mtu wants 1280..9000"
 [ "$(id -u)" = 0 ] || die 2 "namespaces and veths need root"
@@ -53,6 +65,7 @@ down() {
 	local ns
 	for ns in "$name-a" "$name-r" "$name-b"; do
 		ip netns del "$ns" 2>/dev/null || true
+		rm -rf "/etc/netns/$ns"
 	done
 }
 down
@@ -65,6 +78,13 @@ run_in() {
 	ip netns exec "$ns" "$@"
 }
 for ns in a r b; do
+	# `ip netns exec` puts /etc/netns/NS/* over /etc: the hosts know each
+	# other by name, and look nothing up elsewhere (a name server out of
+	# reach would hold every lookup of a job starter for seconds).
+	mkdir -p "/etc/netns/$name-$ns"
+	printf '127.0.0.1 localhost\n10.77.1.2 %s\n10.77.2.2 %s\n10.77.1.1 %s\n' \
+		"$name-a" "$name-b" "$name-r" >"/etc/netns/$name-$ns/hosts"
+	echo "nameserver 127.0.0.1" >"/etc/netns/$name-$ns/resolv.conf"
 	ip netns add "$name-$ns"
 	run_in "$name-$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 	run_in "$name-$ns" ip link set lo up

@@ -33,7 +33,8 @@ the job starter gives (Open MPI's OMPI_COMM_WORLD_RANK and _LOCAL_RANK,
 PMIx's PMIX_RANK, Hydra's PMI_RANK and MPI_LOCALRANKID, Slurm's
 SLURM_PROCID and SLURM_LOCALID).  {rank} and {local_rank} in --socket and
 --iface stand for them (one interface per rank:
---iface 'ofidpdk{local_rank}'), and each rank polls on its own CPU, the
+--iface 'ofidpdk{local_rank}'), {host} for the host name (one interface
+per host: --iface '{host}0'), and each rank polls on its own CPU, the
 local rank's one among those allowed (round robin).
 
 Memory: --in-memory when free hugepages and a hugetlbfs mount are found,
@@ -54,6 +55,7 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -122,17 +124,20 @@ def default_lcore(topology: str, rank: tuple[int, int] | None = None) -> int:
 
 
 def for_rank(text: str, rank: tuple[int, int] | None) -> str:
-    """TEXT with {rank} and {local_rank} replaced. Raises LaunchError."""
+    """TEXT with {host}, {rank} and {local_rank} replaced. Raises LaunchError."""
     if "{" not in text:
         return text
+    host = socket.gethostname()
     if rank is None:
-        raise LaunchError(f"'{text}' names {{rank}} or {{local_rank}}, but no job starter"
-                          " gave this process a rank")
+        if "{rank}" in text or "{local_rank}" in text:
+            raise LaunchError(f"'{text}' names {{rank}} or {{local_rank}}, but no job starter"
+                              " gave this process a rank")
+        rank = (0, 0)
     try:
-        return text.format(rank=rank[0], local_rank=rank[1])
+        return text.format(host=host, rank=rank[0], local_rank=rank[1])
     except (KeyError, IndexError, ValueError) as e:
-        raise LaunchError(f"cannot fill in '{text}': only {{rank}} and {{local_rank}}"
-                          " may be used") from e
+        raise LaunchError(f"cannot fill in '{text}': only {{host}}, {{rank}} and"
+                          " {local_rank} may be used") from e
 
 
 def memif_role(topology: str, rank: tuple[int, int] | None) -> str:
@@ -450,8 +455,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                              " endpoints by it (fi_pingpong -p dpdk A.B.C.D), on its subnet"
                              " and, through GW, beyond it (frames in UDP)")
     parser.add_argument("--iface", metavar="IF",
-                        help="af_packet: the kernel interface; may name {rank} and"
-                             " {local_rank}")
+                        help="af_packet: the kernel interface; may name {host}, {rank}"
+                             " and {local_rank}")
     parser.add_argument("--pci", metavar="BDF", help="pci: the device, e.g. 0000:03:00.0")
     parser.add_argument("--name", metavar="NAME",
                         help="shared: the port's name (net_ring_NAME; default shared0)")

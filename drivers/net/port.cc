@@ -1,5 +1,7 @@
 #include "drivers/net/port.h"
 
+#include <net/if.h>
+
 #include <rte_dev.h>
 #include <rte_devargs.h>
 #include <rte_cycles.h>
@@ -143,6 +145,14 @@ bool describe_port(uint16_t port_id, PortDescription* out) {
   out->port_id = port_id;
   out->name = name;
   std::memcpy(out->mac, mac.addr_bytes, 6);
+  out->kernel_interface.clear();
+  rte_eth_dev_info info{};
+  char interface[IF_NAMESIZE] = {};
+  if (rte_eth_dev_info_get(port_id, &info) == 0 && info.driver_name != nullptr &&
+      (std::strcmp(info.driver_name, "net_af_packet") == 0 ||
+       std::strcmp(info.driver_name, "net_af_xdp") == 0) &&
+      info.if_index != 0 && if_indextoname(info.if_index, interface) != nullptr)
+    out->kernel_interface = interface;
   return true;
 }
 

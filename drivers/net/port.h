@@ -60,6 +60,9 @@ struct PortDescription {
   uint16_t port_id;
   std::string name;
   uint8_t mac[6];
+  // The kernel interface the port shares with the kernel's own stack
+  // (net_af_packet, net_af_xdp: the one it attaches to); "" for others.
+  std::string kernel_interface;
 };
 
 // Every port EAL probed, in id order.

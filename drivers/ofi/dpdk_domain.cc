@@ -189,7 +189,9 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
-  ctx->interface = port_interface(ctx->port->name());
+  net::PortDescription description;
+  if (!net::describe_port(port_id, &description)) description.kernel_interface.clear();
+  ctx->interface = port_interface(ctx->port->name(), description.kernel_interface);
   // A shared port's switch passes our EtherType alone.
   ctx->udp = ctx->interface && p.encap_udp && !ctx->port->shared();
   if (ctx->interface)

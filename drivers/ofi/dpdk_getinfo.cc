@@ -224,7 +224,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       DPDK_INFO(FI_LOG_CORE, "port %u passed over: no name or MAC address\n", port_id);
       continue;
     }
-    const std::optional<ip::Interface> interface = port_interface(port.name);
+    const std::optional<ip::Interface> interface = port_interface(port.name, port.kernel_interface);
     if (std::string mismatch = port_mismatch(request, port, interface); !mismatch.empty()) {
       DPDK_INFO(FI_LOG_CORE, "port %s passed over: %s\n", port.name.c_str(), mismatch.c_str());
       continue;

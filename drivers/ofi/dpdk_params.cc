@@ -244,7 +244,9 @@ void define_params(const fi_provider* provider) {
   fi_param_define(provider, "port_addr", FI_PARAM_STRING,
                   "IPv4 addresses of the ports, comma-separated, as PORT=A.B.C.D/N[@GW] "
                   "(PORT an ethdev name, GW the router beyond the subnet) or A.B.C.D/N[@GW] "
-                  "for every port not named: a port with an address answers ARP and ping "
+                  "for every port not named (an af_packet or af_xdp port that has neither "
+                  "takes the kernel's address and default gateway on its interface): a "
+                  "port with an address answers ARP and ping "
                   "for it, and its endpoints may be named by it (FI_SOCKADDR_IN, "
                   "fi_getinfo's node) on its subnet, and beyond it through GW with "
                   "FI_DPDK_ENCAP=udp (default: none)");
@@ -266,13 +268,14 @@ void define_params(const fi_provider* provider) {
                   "Seed of the fault injector's random choices (default: 1)");
 }
 
-std::optional<ip::Interface> port_interface(const std::string& port_name) {
+std::optional<ip::Interface> port_interface(const std::string& port_name,
+                                            const std::string& kernel_interface) {
   std::optional<ip::Interface> any;
   for (const auto& [name, interface] : params().port_addrs) {
     if (name == port_name) return interface;
     if (name.empty()) any = interface;
   }
-  return any;
+  return any ? any : kernel_interface_address(kernel_interface);
 }
 
 const Params& params() {

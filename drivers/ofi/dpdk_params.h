@@ -48,8 +48,15 @@ struct Params {
   std::string errors;          // parameter values that were refused, for the log
 };
 
-// The IPv4 interface FI_DPDK_PORT_ADDR gives the port of that ethdev name.
-std::optional<ip::Interface> port_interface(const std::string& port_name);
+// The IPv4 interface of the port of that ethdev name: FI_DPDK_PORT_ADDR's
+// entry for it, else its entry for every port, else the kernel's address on
+// `kernel_interface` (the interface an af_packet or af_xdp port shares;
+// net::PortDescription), if any.
+std::optional<ip::Interface> port_interface(const std::string& port_name,
+                                            const std::string& kernel_interface);
+// The kernel's IPv4 address on `interface` with its prefix length, and the
+// gateway of a default route through it; nullopt when it has none.
+std::optional<ip::Interface> kernel_interface_address(const std::string& interface);
 
 // Registers the parameters with libfabric; called from fi_prov_ini.
 void define_params(const fi_provider* provider);

@@ -14,6 +14,11 @@
 #                     dpdk-fi-switch, which the launcher starts (hugepages)
 #             hosts:  NP ranks over 4 network namespaces joined by a bridge,
 #                     mpirun starting its daemons in them (rsh agent)
+#             router: two ranks on two hosts (network namespaces) on
+#                     different subnets behind a Linux router
+#                     (usertools/dpdk-fi-router.sh): mpirun runs in host a,
+#                     its daemons reach it across the router, and the ranks
+#                     take their addresses from the kernel's (frames in UDP)
 # A job passes when it exits 0 within its limit, its rank 0 printed "N
 # checks passed", and the provider carried its messages: the ranks'
 # endpoints report, when closed, the messages they sent (FI_LOG_LEVEL info
@@ -39,6 +44,7 @@ done
 root=${OFI_DPDK_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 launcher="$root/usertools/dpdk-fi-run.py"
 hosts_tool="$root/usertools/dpdk-fi-hosts.sh"
+router_tool="$root/usertools/dpdk-fi-router.sh"
 
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (openmpi-bin)"; exit 77; }
 if [ "$topology" = shared ] && [ "${OFI_DPDK_HUGEPAGES:-no}" != yes ]; then
@@ -62,6 +68,7 @@ cleanup() {
 		switch_pid=$(awk '{print $1; exit}' "/run/ofi-dpdk/switch-$name.ready" 2>/dev/null || true)
 		[ -n "$switch_pid" ] && kill "$switch_pid" 2>/dev/null || true
 		rm -f "/run/ofi-dpdk/switch-$name".{lock,log} ;;
+	router) bash "$router_tool" down --name "$name" >/dev/null 2>&1 || true ;;
 	*) bash "$hosts_tool" down --name "$name" >/dev/null 2>&1 || true ;;
 	esac
 	rm -rf "$work"
@@ -76,6 +83,7 @@ for bridge in $(ip -o link show type bridge 2>/dev/null | awk -F': ' '{print $2}
 		bash "$hosts_tool" down --name "om${BASH_REMATCH[1]}" >/dev/null 2>&1 || true
 done
 
+starter=()  # what mpirun runs in: here, or (router) a host its daemons reach
 mca=(--allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
 case "$path" in
 mtl) mca+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk)
@@ -111,7 +119,7 @@ bridge)
 	bash "$hosts_tool" up --ranks "$np" --name "$name" >/dev/null
 	launch+=(--topology af_packet --iface "$name{local_rank}")
 	;;
-hosts)
+hosts | router)
 	# (A root without network namespaces, like the Debian 13 leg's.)
 	usable=yes
 	{ ip netns add "$name-probe" && ip netns exec "$name-probe" true; } >/dev/null 2>&1 || usable=no
@@ -120,6 +128,18 @@ hosts)
 		echo "SKIP: network namespaces cannot be made here"
 		exit 77
 	fi
+	;;&
+router)
+	((np == 2)) || { echo "router joins two ranks, one per host"; exit 2; }
+	bash "$router_tool" up --name "$name" >/dev/null
+	printf '%s slots=1\n' "$name-a" "$name-b" >"$work/hostfile"
+	mca+=(--hostfile "$work/hostfile" --mca plm_rsh_agent "$hosts_tool rsh"
+		--mca oob_tcp_if_include 10.77.0.0/16)
+	# Each host's interface is named after it; its address is the kernel's.
+	launch+=(--topology af_packet --iface "{host}0")
+	starter=(bash "$router_tool" exec --name "$name" a)
+	;;
+hosts)
 	bash "$hosts_tool" up --ranks "$np" --hosts 4 --name "$name" >/dev/null
 	bash "$hosts_tool" hostfile --name "$name" >"$work/hostfile"
 	mca+=(--hostfile "$work/hostfile" --mca plm_rsh_agent "$hosts_tool rsh"
@@ -143,7 +163,8 @@ for program in "${programs[@]}"; do
 	log="$work/$(basename "$program").log"
 	status=0
 	timeout --kill-after=10 "${OFI_DPDK_MPI_LIMIT:-300}" \
-		mpirun "${mca[@]}" -np "$np" "${launch[@]}" -- "$program" >"$log" 2>&1 || status=$?
+		"${starter[@]}" mpirun "${mca[@]}" -np "$np" "${launch[@]}" -- "$program" >"$log" 2>&1 ||
+		status=$?
 	sent=$( (grep -aoE "messages sent [0-9]+" "$log" || true) | awk '{s += $3} END {print s + 0}')
 	closed=$(grep -acE "dpdk:ep_data:log_stats" "$log" || true)
 	summary=$(grep -am1 -E "checks passed" "$log" || true)

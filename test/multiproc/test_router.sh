@@ -13,7 +13,9 @@
 #   2. a frame of ours caught on host b's link (a raw socket there) is
 #      UDP from 10.77.1.2 to port 9228 + queue, its TTL one less than the
 #      64 it left with: the router forwarded it.
-# Skips (77) without root, iproute2 or fi_pingpong.  Every process runs
+# Host b's process takes its address and gateway from the kernel's on its
+# interface; host a's are given (--ip).  Skips (77) without root,
+# iproute2, fi_pingpong or network namespaces.  Every process runs
 # under `timeout`; the trap removes the namespaces.
 set -euo pipefail
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v fi_pingpong >/dev/null; then
@@ -28,6 +30,13 @@ provider_path=$FI_PROVIDER_PATH
 unset FI_PROVIDER FI_DPDK_EAL_ARGS FI_PROVIDER_PATH FI_DPDK_PORT_ADDR
 name=ofirt$$
 name=${name:0:9}
+# (A root without network namespaces, like the Debian 13 leg's.)
+if ! { ip netns add "$name-probe" && ip netns exec "$name-probe" true; } >/dev/null 2>&1; then
+	ip netns del "$name-probe" >/dev/null 2>&1 || true
+	echo "SKIP: network namespaces cannot be made here"
+	exit 77
+fi
+ip netns del "$name-probe"
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -70,7 +79,7 @@ pingpong() {
 	shift 2
 	local server client server_status=0 client_status=0 control=$((20000 + RANDOM % 20000))
 	timeout -k 2 "$limit" ip netns exec "$name-b" python3 "$launcher" --topology af_packet \
-		--iface "$name-b0" --ip 10.77.2.2/24@10.77.2.1 --no-huge --lcore "$server_lcore" \
+		--iface "$name-b0" --no-huge --lcore "$server_lcore" \
 		--provider-path "$provider_path" -- fi_pingpong -p dpdk -e rdm "$@" -B "$control" \
 		>"$work/$label-server.log" 2>&1 &
 	server=$!

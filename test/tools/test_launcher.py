@@ -191,6 +191,19 @@ class PrintOnlyTest(LauncherCase):
                         env=env)
         self.assert_one_line_error(result, "no job starter")
 
+    def test_host_placeholder_in_and_outside_a_job(self) -> None:
+        # {host}: one interface per host (network namespaces as hosts, each
+        # its own host name), with or without a job starter.
+        host = socket.gethostname()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
+        result = launch("--topology", "af_packet", "--iface", "no{host}z", "--print-only",
+                        env=env)
+        self.assert_one_line_error(result, f"'no{host}z'")
+        result = launch("--topology", "af_packet", "--iface", "no{host}z{local_rank}",
+                        "--print-only", env={**env, "OMPI_COMM_WORLD_RANK": "3",
+                                             "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
+        self.assert_one_line_error(result, f"'no{host}z1'")
+
     def test_af_packet_missing_interface(self) -> None:
         result = launch("--topology", "af_packet", "--iface", "nosuchif0", "--print-only")
         self.assert_one_line_error(result, "nosuchif0")
