@@ -192,6 +192,8 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   net::PortDescription description;
   if (!net::describe_port(port_id, &description)) description.kernel_interface.clear();
   ctx->interface = port_interface(ctx->port->name(), description.kernel_interface);
+  ctx->neighbours = ip::NeighbourTable(ip::NeighbourTable::kDefaultCapacity,
+                                       uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
   // A shared port's switch passes our EtherType alone.
   ctx->udp = ctx->interface && p.encap_udp && !ctx->port->shared();
   if (ctx->interface)

@@ -122,10 +122,11 @@ std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses
   return results;
 }
 
-void PortContext::ask_neighbour(uint32_t ip, uint64_t now) {
-  if (!interface || now - last_neighbour_ask_ns < kArpRetryMs * 1'000'000) return;
+bool PortContext::ask_neighbour(uint32_t ip, uint64_t now) {
+  if (!interface || now - last_neighbour_ask_ns < kArpRetryMs * 1'000'000) return false;
   last_neighbour_ask_ns = now;
   ask_neighbour_now(ip, now);
+  return true;
 }
 
 void PortContext::ask_neighbour_now(uint32_t ip, uint64_t now) {

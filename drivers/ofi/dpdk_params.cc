@@ -142,6 +142,8 @@ Params load() {
     p.errors += " FI_DPDK_ENCAP=" + encap + " (want udp or l2)";
   }
   get_number<uint32_t>("resolve_timeout_ms", 1, 600'000, &p.resolve_timeout_ms, &p.errors);
+  get_number<uint32_t>("neighbour_lifetime_ms", 1000, 3'600'000, &p.neighbour_lifetime_ms,
+                       &p.errors);
   get_number<uint32_t>("fault_delay_us", 0, 10'000'000, &p.faults.delay_us, &p.errors);
   get_number<uint64_t>("fault_seed", 0, UINT64_MAX, &p.faults.seed, &p.errors);
   return p;
@@ -258,6 +260,9 @@ void define_params(const fi_provider* provider) {
   fi_param_define(provider, "port_base", FI_PARAM_STRING,
                   "The service port of an endpoint on queue 0; queue N has port_base + N, "
                   "in FI_SOCKADDR_IN addresses and as fi_getinfo's service (default: 9228)");
+  fi_param_define(provider, "neighbour_lifetime_ms", FI_PARAM_STRING,
+                  "Milliseconds a neighbour's ARP answer is trusted; one in use is asked "
+                  "for again after half of it (default: 60000)");
   fi_param_define(provider, "resolve_timeout_ms", FI_PARAM_STRING,
                   "Milliseconds to wait for the ARP answer of a peer named by IPv4 address "
                   "before fi_av_insert or fi_connect gives up on it (default: 3000)");

@@ -45,6 +45,7 @@ struct Params {
   // (udp, the default) or resolved to MACs and sent our EtherType (l2).
   bool encap_udp = true;
   uint32_t resolve_timeout_ms = 3000;  // FI_DPDK_RESOLVE_TIMEOUT_MS
+  uint32_t neighbour_lifetime_ms = 60000;  // FI_DPDK_NEIGHBOUR_LIFETIME_MS
   std::string errors;          // parameter values that were refused, for the log
 };
 

@@ -42,10 +42,12 @@ PortContext::~PortContext() {
   if (interface)
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s %s: ARP requests answered %lu, ignored %lu; UDP frames in %lu; frames "
-              "held for ARP %lu, lost unresolved %lu; pings answered %lu\n",
+              "held for ARP %lu, lost unresolved %lu; next hops refreshed %lu, given up "
+              "%lu; pings answered %lu\n",
               port->name().c_str(), ip::format_interface(*interface).c_str(),
               arp_requests_answered, arp_ignored, rx_udp, frames_waited,
-              frames_not_resolved + waiting_frames.size(), echo_requests_answered);
+              frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
+              next_hops_given_up, echo_requests_answered);
   for (rte_mbuf* frame : looped) net::free_frame(frame);
   for (const WaitingFrame& waiting : waiting_frames) net::free_frame(waiting.frame);
 }

@@ -265,8 +265,9 @@ struct PortContext final : proto::FrameKeeper {
   // address; a neighbour's, the table's.  Lock held.
   void name_by_ipv4(av::Address* address) const;
   // Asks ARP for `ip` again on behalf of a peer inserted before it
-  // answered, at most once per kArpRetryMs for the whole port.  Lock held.
-  void ask_neighbour(uint32_t ip, uint64_t now);
+  // answered, or whose entry is due for a refresh, at most once per
+  // kArpRetryMs for the whole port (false: not now).  Lock held.
+  bool ask_neighbour(uint32_t ip, uint64_t now);
   uint64_t last_neighbour_ask_ns = 0;
   // The same without the port-wide pace: for a next hop frames wait for
   // (its own pace is chase_neighbours').  Lock held.
@@ -318,6 +319,7 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t frames_waited = 0;        // held for ARP, then sent
   uint64_t frames_not_resolved = 0;  // dropped while their next hop was silent
   uint64_t next_hops_given_up = 0;
+  uint64_t neighbour_refreshes = 0;  // entries in use asked for again
   // An IPv4 frame (receive() hands it over): UDP to an endpoint's port is
   // decoded and delivered like ours, an echo request answered (ping), the
   // rest counted.  Lock held; the frame stays the caller's.

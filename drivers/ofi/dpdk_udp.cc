@@ -36,10 +36,11 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
   } else {
     *next_hop = interface->next_hop(addresses.destination);
     if (*next_hop == 0) return Route::kUnreachable;
-    if (!neighbours.find(*next_hop, now, mac)) {
+    bool refresh_due = false;
+    if (!neighbours.find(*next_hop, now, mac, &refresh_due)) {
       route = Route::kWait;  // wait_for_neighbour asks
-    } else if (neighbours.due_for_refresh(*next_hop, now)) {
-      ask_neighbour(*next_hop, now);
+    } else if (refresh_due && ask_neighbour(*next_hop, now)) {
+      ++neighbour_refreshes;
     }
   }
   ip::encode_udp4(frame, mac, port->mac(), addresses, udp_payload);

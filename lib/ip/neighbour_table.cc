@@ -58,16 +58,12 @@ bool NeighbourTable::take_reply(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) 
   return true;
 }
 
-bool NeighbourTable::find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6]) const {
+bool NeighbourTable::find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6], bool* refresh_due) const {
   const auto it = entries_.find(ip);
   if (it == entries_.end() || !fresh(it->second, now_ns)) return false;
   std::memcpy(mac, it->second.mac, 6);
+  if (refresh_due != nullptr) *refresh_due = now_ns - it->second.confirmed_ns > lifetime_ns_ / 2;
   return true;
-}
-
-bool NeighbourTable::due_for_refresh(Ipv4 ip, uint64_t now_ns) const {
-  const auto it = entries_.find(ip);
-  return it == entries_.end() || now_ns - it->second.confirmed_ns > lifetime_ns_ / 2;
 }
 
 std::optional<Ipv4> NeighbourTable::address_of(const uint8_t mac[6], uint64_t now_ns) const {

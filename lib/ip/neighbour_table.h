@@ -37,10 +37,10 @@ class NeighbourTable {
   // counted.
   bool take_reply(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns);
   // The MAC of `ip`, if known and confirmed within the lifetime.
-  bool find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6]) const;
-  // Whether `ip` is unknown or past half its lifetime: a sender that still
-  // uses it asks again, so that a live peer's entry never lapses.
-  bool due_for_refresh(Ipv4 ip, uint64_t now_ns) const;
+  // With `refresh_due`, also whether it is past half its lifetime: a
+  // sender that still uses it asks again, so that a live peer's entry
+  // never lapses.
+  bool find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6], bool* refresh_due = nullptr) const;
   // The address of the neighbour with that MAC (the most recently
   // confirmed one), if known and within the lifetime.
   std::optional<Ipv4> address_of(const uint8_t mac[6], uint64_t now_ns) const;

@@ -27,12 +27,13 @@ TEST(NeighbourTable, LearnedEntriesExpire) {
 
 TEST(NeighbourTable, EntriesInUseAreAskedAgainBeforeTheyLapse) {
   NeighbourTable table(8, 60 * kSecond);
-  EXPECT_TRUE(table.due_for_refresh(0x0A000002, 1 * kSecond)) << "unknown";
   table.learn(0x0A000002, kMacA, 1 * kSecond);
-  EXPECT_FALSE(table.due_for_refresh(0x0A000002, 30 * kSecond));
-  EXPECT_TRUE(table.due_for_refresh(0x0A000002, 32 * kSecond));
   uint8_t mac[6];
-  EXPECT_TRUE(table.find(0x0A000002, 32 * kSecond, mac)) << "still usable meanwhile";
+  bool refresh_due = true;
+  ASSERT_TRUE(table.find(0x0A000002, 30 * kSecond, mac, &refresh_due));
+  EXPECT_FALSE(refresh_due);
+  ASSERT_TRUE(table.find(0x0A000002, 32 * kSecond, mac, &refresh_due)) << "still usable";
+  EXPECT_TRUE(refresh_due);
 }
 
 TEST(NeighbourTable, TakesOnlyRepliesItAskedFor) {

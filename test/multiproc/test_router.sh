@@ -12,7 +12,11 @@
 #      data checked) exit 0 on both sides;
 #   2. a frame of ours caught on host b's link (a raw socket there) is
 #      UDP from 10.77.1.2 to port 9228 + queue, its TTL one less than the
-#      64 it left with: the router forwarded it.
+#      64 it left with: the router forwarded it;
+#   3. with neighbour entries trusted for 1 s (FI_DPDK_NEIGHBOUR_LIFETIME_MS)
+#      a pingpong of several seconds passes, the client's port having asked
+#      for its gateway again at least twice while the connection was live,
+#      and no frame lost to an unresolved next hop.
 # Host b's process takes its address and gateway from the kernel's on its
 # interface; host a's are given (--ip).  Skips (77) without root,
 # iproute2, fi_pingpong or network namespaces.  Every process runs
@@ -122,4 +126,16 @@ else
 	failures=$((failures + 1))
 fi
 pingpong all_sizes 120 -I 5 -S all -c
+
+# 3. ARP entries expire under a live connection: asked for again in time.
+FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=domain FI_DPDK_NEIGHBOUR_LIFETIME_MS=1000 \
+	pingpong expiry 120 -I 400000 -S 64
+counts=$(grep -ao "lost unresolved [0-9]*; next hops refreshed [0-9]*" "$work/expiry-client.log" || true)
+read -r lost refreshed < <(echo "$counts" | awk '{print $3, $7}' | tr -d ';')
+if [[ -n "$counts" && "$lost" == 0 && "${refreshed:-0}" -ge 2 ]]; then
+	echo "ok    gateway entry (lifetime 1 s) refreshed $refreshed times under a live connection, nothing lost"
+else
+	echo "FAIL  neighbour refresh: '$counts' (want lost 0, refreshed >= 2)"
+	failures=$((failures + 1))
+fi
 ((failures == 0))
