@@ -17,6 +17,10 @@
 #      a pingpong of several seconds passes, the client's port having asked
 #      for its gateway again at least twice while the connection was live,
 #      and no frame lost to an unresolved next hop.
+#   4. fabtests 1.17.0 / 2.1.0 (../shared/fabtests, built once by
+#      usertools/dpdk-fi-fabtests.sh --build-only), in-band:
+#      fi_rdm_pingpong, fi_rdm_tagged_bw, fi_rma_bw -o write and
+#      fi_msg_pingpong (FI_EP_MSG) across the router.
 # Host b's process takes its address and gateway from the kernel's on its
 # interface; host a's are given (--ip).  Skips (77) without root,
 # iproute2, fi_pingpong or network namespaces.  Every process runs
@@ -77,24 +81,37 @@ while True:
         break
 PY
 
-# pingpong LABEL LIMIT ARGS...: server in host b, client in host a.
-pingpong() {
-	local label=$1 limit=$2
-	shift 2
+# pair LABEL LIMIT PROGRAM ARGS...: PROGRAM ARGS in host b (the server),
+# PROGRAM ARGS 10.77.2.2 in host a (the client); fi_pingpong gets a control
+# port of its own.  Counts a failure unless both exit 0.
+pair() {
+	local label=$1 limit=$2 program=$3
+	shift 3
 	local server client server_status=0 client_status=0 control=$((20000 + RANDOM % 20000))
+	local server_args=("$@") client_args=("$@")
+	if [[ "$(basename "$program")" == fi_pingpong ]]; then
+		server_args+=(-B "$control")
+		client_args+=(-P "$control")
+	fi
 	timeout -k 2 "$limit" ip netns exec "$name-b" python3 "$launcher" --topology af_packet \
 		--iface "$name-b0" --no-huge --lcore "$server_lcore" \
-		--provider-path "$provider_path" -- fi_pingpong -p dpdk -e rdm "$@" -B "$control" \
+		--provider-path "$provider_path" -- "$program" "${server_args[@]}" \
 		>"$work/$label-server.log" 2>&1 &
 	server=$!
 	pids+=("$server")
-	for _ in $(seq 100); do
-		ip netns exec "$name-b" ss -Hltn "sport = :$control" 2>/dev/null | grep -q . && break
-		sleep 0.1
-	done
+	if [[ "$(basename "$program")" == fi_pingpong ]]; then
+		for _ in $(seq 100); do
+			ip netns exec "$name-b" ss -Hltn "sport = :$control" 2>/dev/null | grep -q . && break
+			sleep 0.1
+		done
+	else
+		# In-band: the client's first frames find the server's endpoint
+		# open, or are resent until they do.
+		sleep 1
+	fi
 	timeout -k 2 "$limit" ip netns exec "$name-a" python3 "$launcher" --topology af_packet \
 		--iface "$name-a0" --ip 10.77.1.2/24@10.77.1.1 --no-huge --lcore "$client_lcore" \
-		--provider-path "$provider_path" -- fi_pingpong -p dpdk -e rdm "$@" -P "$control" \
+		--provider-path "$provider_path" -- "$program" "${client_args[@]}" \
 		10.77.2.2 >"$work/$label-client.log" 2>&1 &
 	client=$!
 	pids+=("$client")
@@ -102,16 +119,21 @@ pingpong() {
 	wait "$server" || server_status=$?
 	pids=()
 	if [[ $server_status -eq 0 && $client_status -eq 0 ]]; then
-		echo "ok    fi_pingpong $* across the router"
+		echo "ok    $(basename "$program") $* across the router"
 		tail -n 1 "$work/$label-client.log" | sed 's/^/      last: /'
 	else
-		echo "FAIL  fi_pingpong $*: server exit $server_status, client exit $client_status"
+		echo "FAIL  $(basename "$program") $*: server exit $server_status, client exit $client_status"
 		for side in server client; do
 			echo "----- $side:"
 			tail -n 30 "$work/$label-$side.log" | sed 's/^/    /'
 		done
 		failures=$((failures + 1))
 	fi
+}
+pingpong() {
+	local label=$1 limit=$2
+	shift 2
+	pair "$label" "$limit" "$(command -v fi_pingpong)" -p dpdk -e rdm "$@"
 }
 
 timeout 90 ip netns exec "$name-b" python3 "$work/catch.py" "$name-b0" >"$work/caught" 2>&1 &
@@ -136,6 +158,19 @@ if [[ -n "$counts" && "$lost" == 0 && "${refreshed:-0}" -ge 2 ]]; then
 	echo "ok    gateway entry (lifetime 1 s) refreshed $refreshed times under a live connection, nothing lost"
 else
 	echo "FAIL  neighbour refresh: '$counts' (want lost 0, refreshed >= 2)"
+	failures=$((failures + 1))
+fi
+# 4. libfabric's fabtests, in-band (the client names the server by address
+#    and fabtests' default service, 9228: its queue 0).
+if fabtests=$(bash "$root/usertools/dpdk-fi-fabtests.sh" --builddir "${OFI_DPDK_BUILD_ROOT:?}" \
+	--build-only 2>&1); then
+	bin=$(find "$OFI_DPDK_BUILD_ROOT" -maxdepth 3 -path '*/fabtests-*/install/bin' -type d | head -1)
+	pair ft_pingpong 60 "$bin/fi_rdm_pingpong" -p dpdk -S 8 -I 2000
+	pair ft_tagged_bw 60 "$bin/fi_rdm_tagged_bw" -p dpdk -S 65536 -I 500
+	pair ft_rma_write 60 "$bin/fi_rma_bw" -p dpdk -e rdm -o write -S 65536 -I 500
+	pair ft_msg_pingpong 60 "$bin/fi_msg_pingpong" -p dpdk -S 1024 -I 1000
+else
+	echo "FAIL  fabtests could not be built: $(echo "$fabtests" | tail -n 3)"
 	failures=$((failures + 1))
 fi
 ((failures == 0))
