@@ -51,14 +51,18 @@ while (($#)); do
 	shift
 done
 if [ "$command" = exec ]; then
-	(($# >= 2)) && [[ "$1" =~ ^[ab]$ ]] || die 1 "exec wants a host (a or b) and a command"
+	if (($# < 2)) || [[ ! "$1" =~ ^[ab]$ ]]; then
+		die 1 "exec wants a host (a or b) and a command"
+	fi
 	host="$name-$1"
 	shift
 	# shellcheck disable=SC2016 # $0 and $@ are the inner shell's
 	exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@"
 fi
 [[ "$name" =~ ^[a-z][a-z0-9]{0,8}$ ]] || die 1 "--name: 1 to 9 lowercase letters and digits"
-[[ "$mtu" =~ ^[0-9]+$ ]] && ((mtu >= 1280 && mtu <= 9000)) || die 1 "--mtu wants 1280..9000"
+if [[ ! "$mtu" =~ ^[0-9]+$ ]] || ((mtu < 1280 || mtu > 9000)); then
+	die 1 "--mtu wants 1280..9000"
+fi
 [ "$(id -u)" = 0 ] || die 2 "namespaces and veths need root"
 
 down() {
