@@ -73,9 +73,10 @@ void log_stats(const Endpoint* ep) {
             s.messages_received);
   DPDK_INFO(FI_LOG_EP_DATA,
             "endpoint queue %u: waits for a timer: retransmission timeouts %lu, tail loss "
-            "probes %lu, window probes %lu, delayed acks %lu, delivery probes %lu\n",
+            "probes %lu, window probes %lu, delayed acks %lu, delivery probes %lu; path "
+            "changes %lu\n",
             ep->queue, s.retransmit_timeouts, s.tail_loss_probes, s.window_probes,
-            s.delayed_acks, s.delivery_probes);
+            s.delayed_acks, s.delivery_probes, s.path_changes);
 }
 
 // A peer whose last message we received may not have our ack for it: keep

@@ -233,7 +233,7 @@ void Endpoint::flush() {
       if (now == 0) now = now_ns();
       ip::Ipv4 next_hop = 0;
       switch (port().route_udp(bytes, frame.dst_mac, frame.header.src_queue,
-                               frame.header.dst_queue, ours, now, &next_hop)) {
+                               frame.header.dst_queue, frame.path, ours, now, &next_hop)) {
         case PortContext::Route::kSend:
           break;
         case PortContext::Route::kWait:

@@ -288,11 +288,11 @@ struct PortContext final : proto::FrameKeeper {
     kUnreachable,  // no next hop (off the subnet, no gateway)
   };
   // Writes the Ethernet, IPv4 and UDP headers (ip::kUdp4Lead bytes) of a
-  // frame for peer id `peer` whose UDP payload (our header and payload) is
-  // `udp_payload` bytes, and says where it goes; *next_hop is the neighbour
-  // it waits for.  Lock held.
+  // frame for peer id `peer` on path `path` (its source port) whose UDP
+  // payload (our header and payload) is `udp_payload` bytes, and says where
+  // it goes; *next_hop is the neighbour it waits for.  Lock held.
   Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t src_queue, uint16_t dst_queue,
-                  size_t udp_payload, uint64_t now, ip::Ipv4* next_hop);
+                  uint8_t path, size_t udp_payload, uint64_t now, ip::Ipv4* next_hop);
   // Holds a frame (its Ethernet destination still to be written) until
   // `next_hop` answers ARP: take_arp then sends it on `hw_queue`.  At most
   // kMaxWaitingFrames wait (beyond, the oldest is lost like a dropped frame

@@ -18,15 +18,15 @@
 namespace ofi_dpdk::ofi {
 
 PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
-                                          uint16_t src_queue, uint16_t dst_queue,
+                                          uint16_t src_queue, uint16_t dst_queue, uint8_t path,
                                           size_t udp_payload, uint64_t now,
                                           ip::Ipv4* next_hop) {
   ip::Udp4Addresses addresses;
   addresses.source = interface->address;
   addresses.destination = ip::address_of_peer_id(peer);
-  // One UDP port per queue at both ends: a NIC can steer each endpoint's
-  // frames to its queue by destination port.
-  addresses.source_port = static_cast<uint16_t>(params().port_base + src_queue);
+  // One UDP port per queue: a NIC can steer each endpoint's frames to its
+  // queue by destination port.  The source port is the path's entropy.
+  addresses.source_port = ip::flow_source_port(src_queue, dst_queue, path);
   addresses.destination_port = static_cast<uint16_t>(params().port_base + dst_queue);
   uint8_t mac[6] = {};
   Route route = Route::kSend;

@@ -30,6 +30,17 @@ bool is_peer_id(const uint8_t id[6]) { return id[0] == kPeerIdMark && id[1] == 0
 
 Ipv4 address_of_peer_id(const uint8_t id[6]) { return get32(id + 2); }
 
+uint16_t flow_source_port(uint16_t src_queue, uint16_t dst_queue, uint8_t path) {
+  // A 32-bit mix of the pair (multiply, xor-shift), then an odd stride per
+  // path: odd, so that 256 steps never meet again in 2^14 ports.
+  uint32_t pair = (uint32_t{src_queue} << 16 | dst_queue) * 0x9E3779B1u;
+  pair ^= pair >> 15;
+  pair *= 0x85EBCA77u;
+  pair ^= pair >> 13;
+  constexpr uint32_t kPathStride = 0x2F1B;
+  return static_cast<uint16_t>(0xC000 | ((pair + path * kPathStride) & 0x3FFF));
+}
+
 uint16_t internet_checksum(const uint8_t* bytes, size_t length) {
   uint32_t sum = 0;
   for (size_t i = 0; i + 1 < length; i += 2) sum += get16(bytes + i);

@@ -34,6 +34,14 @@ void peer_id_of(Ipv4 address, uint8_t id[6]);
 bool is_peer_id(const uint8_t id[6]);
 Ipv4 address_of_peer_id(const uint8_t id[6]);  // is_peer_id(id) first
 
+// The UDP source port of frames from queue `src_queue` to queue
+// `dst_queue` on path `path`: flow entropy, in the dynamic range
+// 49152-65535.  Routers that pick among equal-cost routes by hashing the
+// ports then spread pairs of endpoints over them, and a connection that
+// moves to another path (OutFrame::path) moves port: the 256 paths of a
+// pair have 256 different ports.
+uint16_t flow_source_port(uint16_t src_queue, uint16_t dst_queue, uint8_t path);
+
 struct Udp4Addresses {
   Ipv4 source = 0;
   Ipv4 destination = 0;

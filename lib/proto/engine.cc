@@ -376,6 +376,11 @@ void Engine::drop_peer(uint64_t key) {
   it->second->peer_session = 0;
 }
 
+void Engine::change_path(Connection& c) {
+  ++c.path;
+  ++stats_.path_changes;
+}
+
 void Engine::fail_unreachable(const std::function<bool(const uint8_t* link)>& unreachable) {
   for (auto& [key, connection] : connections_) {
     if (!unreachable(connection->mac)) continue;
@@ -587,6 +592,8 @@ void Engine::poll(uint64_t now_ns) {
         // before una passes recovery_seq take nothing more.
         c.cwnd_before_loss = cwnd;
         c.loss_cut = 2;
+        // Nothing else repaired the loss: the path may be what dropped it.
+        change_path(c);
       }
       emit_segment(c, c.una, now_ns, true);
       c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);

@@ -270,10 +270,12 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
     c.rto_ns = config_.initial_rto_ns;
   } else {
     c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);  // a retransmission
+    change_path(c);  // the first HELLO may have taken a path that is down
   }
   c.rto_deadline_ns = now_ns + c.rto_ns;
   OutFrame frame{};
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
+  frame.path = c.path;
   wire::FrameHeader& h = frame.header;
   h.version = wire::kWireVersion;
   h.opcode = static_cast<uint8_t>(wire::Opcode::kHello);

@@ -241,6 +241,11 @@ struct Connection {
   uint32_t ssthresh = kMaxWindow;
   uint32_t peer_window = kMaxWindow;
   uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
+  // Which of the paths to the peer its frames take (OutFrame::path): the
+  // UDP encapsulation makes it the source port, which routers hash to pick
+  // among equal-cost routes.  A retransmission timeout, or a HELLO resent,
+  // moves to the next: the path may be what lost the frames.
+  uint8_t path = 0;
   uint32_t last_ack = 0;
   uint32_t dupacks = 0;
   uint32_t recovery_seq = 0;         // no new window cut until una passes this

@@ -142,6 +142,7 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     ++frames_cut_;
     OutFrame frame;
     std::copy(c.mac, c.mac + 6, frame.dst_mac);
+    frame.path = c.path;
     frame.header = h;
     frame.message = &m;
     frame.offset = slot.offset;
@@ -177,6 +178,7 @@ void Engine::emit_ack(Connection& c) {
   h.tag = sack_bits(c);
   OutFrame frame;
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
+  frame.path = c.path;
   frame.header = h;
   frame.message = nullptr;
   frame.offset = 0;
@@ -198,6 +200,7 @@ void Engine::emit_probe(Connection& c) {
   h.seq = c.next_seq;
   OutFrame frame;
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
+  frame.path = c.path;
   frame.header = h;
   frame.message = nullptr;
   frame.offset = 0;

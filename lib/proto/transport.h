@@ -349,7 +349,8 @@ struct TransportStats {
            tail_loss_probes = 0,     // oldest segment resent after two quiet RTTs
            window_probes = 0,        // a closed window probed (RTO under it, or persist)
            delayed_acks = 0,         // acks that left when ack_delay_ns ran out
-           delivery_probes = 0;      // liveness probes while sends await a receive
+           delivery_probes = 0,      // liveness probes while sends await a receive
+           path_changes = 0;         // a connection moved to another path (Connection::path)
   // FI_EP_DGRAM: datagrams sent, taken (by a receive or as unexpected),
   // and dropped: no receive and no room in the unexpected budget, or
   // frames of the other kind (a datagram at a reliable endpoint, or the
@@ -392,6 +393,10 @@ struct OutFrame {
   uint8_t body[sizeof(wire::HandshakeBody)];
   const BundledSegment* bundle = nullptr;
   uint16_t bundled = 0;
+  // The connection's path (Connection::path; 0 for frames of none): not on
+  // the wire, but where the encapsulation has room for flow entropy (a UDP
+  // source port), frames of one path share it and another path changes it.
+  uint8_t path = 0;
   void copy_payload(uint8_t* out) const;
   // The same, returning the payload's CRC-32C continued from `crc`
   // (begin_seal's): a message's bytes are checksummed as they are copied.
@@ -613,6 +618,7 @@ class Engine {
   void on_datagram(const Segment& s);
   void emit_ack(Connection& c);
   void emit_hello(Connection& c, uint64_t now_ns);
+  void change_path(Connection& c);  // the next path, counted
   void emit_hello_ack(const Segment& s, uint32_t token);
   // Asks the peer for an ACK (kFlagAckRequest): is it still there?
   void emit_probe(Connection& c);

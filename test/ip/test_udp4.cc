@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <vector>
 
 namespace ofi_dpdk::ip {
@@ -27,6 +28,24 @@ TEST(Udp4, PeerIdsCarryTheAddressAndNoMacLooksLikeOne) {
   EXPECT_EQ(address_of_peer_id(id), *parse_ipv4("10.0.2.2"));
   EXPECT_EQ(id[0] & 1, 1) << "the group bit, which no sender's MAC has";
   EXPECT_FALSE(is_peer_id(kOurMac));
+}
+
+TEST(Udp4, SourcePortsAreEntropyPerPairAndPath) {
+  // Stable: every frame of a path has the same port.
+  EXPECT_EQ(flow_source_port(1, 2, 0), flow_source_port(1, 2, 0));
+  std::set<uint16_t> paths;
+  for (int path = 0; path < 256; ++path) {
+    const uint16_t port = flow_source_port(1, 2, static_cast<uint8_t>(path));
+    EXPECT_GE(port, 49152);
+    paths.insert(port);
+  }
+  EXPECT_EQ(paths.size(), 256u) << "every path of a pair has its own port";
+  // Pairs of queues spread over the range.
+  std::set<uint16_t> pairs;
+  for (uint16_t src = 0; src < 64; ++src)
+    for (uint16_t dst = 0; dst < 64; ++dst) pairs.insert(flow_source_port(src, dst, 0));
+  EXPECT_GT(pairs.size(), 3500u) << "of 4096 pairs over 16384 ports";
+  EXPECT_NE(flow_source_port(1, 2, 0), flow_source_port(2, 1, 0));
 }
 
 std::vector<uint8_t> frame_with_payload(const Udp4Addresses& a, size_t payload) {
