@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: usertools/dpdk-fi-router.sh up [--name NAME] [--mtu N]
+# Usage: usertools/dpdk-fi-router.sh up [--name NAME] [--mtu N] [--paths 1|2]
 #        usertools/dpdk-fi-router.sh down [--name NAME]
 #        usertools/dpdk-fi-router.sh exec [--name NAME] a|b COMMAND...
 #
@@ -13,6 +13,16 @@
 #   NAME-b   host b: interface NAME-b0, 10.77.2.2/24, default route via
 #            10.77.2.1
 # Each knows the others by name (/etc/netns/NS/hosts, and no name server).
+#
+# With --paths 2, two routers and two equal-cost paths between them:
+#   NAME-r   to a (NAME-ra 10.77.1.1/24), and to NAME-s over NAME-rp1
+#            (10.77.11.1/24) and NAME-rp2 (10.77.12.1/24)
+#   NAME-s   to b (NAME-sb 10.77.2.1/24), and to NAME-r over NAME-sp1
+#            (10.77.11.2/24) and NAME-sp2 (10.77.12.2/24)
+# Each router reaches the far subnet through both links (a multipath
+# route), choosing by a hash of addresses and UDP/TCP ports
+# (fib_multipath_hash_policy 1, with a fixed seed where the kernel has
+# one): frames of one flow take one path, flows spread.
 #
 # A DPDK program in a host attaches to its interface with net_af_packet
 # and owns the same address (dpdk-fi-run.py --topology af_packet --iface
@@ -33,6 +43,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 
 name=ofirt
 mtu=9000
+paths=1
 command=${1:-}
 [ -n "$command" ] || die 1 "no command (up, down); see --help"
 shift
@@ -45,6 +56,7 @@ while (($#)); do
 	case "$1" in
 	--name) name=$2; shift ;;
 	--mtu) mtu=$2; shift ;;
+	--paths) paths=$2; shift ;;
 	*) [ "$command" = exec ] && break
 		die 1 "unknown option '$1' (see --help)" ;;
 	esac
@@ -63,11 +75,12 @@ fi
 if [[ ! "$mtu" =~ ^[0-9]+$ ]] || ((mtu < 1280 || mtu > 9000)); then
 	die 1 "--mtu wants 1280..9000"
 fi
+[[ "$paths" =~ ^[12]$ ]] || die 1 "--paths wants 1 or 2"
 [ "$(id -u)" = 0 ] || die 2 "namespaces and veths need root"
 
 down() {
 	local ns
-	for ns in "$name-a" "$name-r" "$name-b"; do
+	for ns in "$name-a" "$name-r" "$name-s" "$name-b"; do
 		ip netns del "$ns" 2>/dev/null || true
 		rm -rf "/etc/netns/$ns"
 	done
@@ -81,7 +94,9 @@ run_in() {
 	shift
 	ip netns exec "$ns" "$@"
 }
-for ns in a r b; do
+routers=(r)
+((paths == 2)) && routers=(r s)
+for ns in a "${routers[@]}" b; do
 	# `ip netns exec` puts /etc/netns/NS/* over /etc: the hosts know each
 	# other by name, and look nothing up elsewhere (a name server out of
 	# reach would hold every lookup of a job starter for seconds).
@@ -93,18 +108,36 @@ for ns in a r b; do
 	run_in "$name-$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 	run_in "$name-$ns" ip link set lo up
 done
-# host SIDE SUBNET: host SIDE's veth pair to the router, on 10.77.SUBNET.0/24.
-host() {
-	local side=$1 subnet=$2
-	ip link add "$name-${side}0" netns "$name-$side" type veth peer name "$name-r$side" \
-		netns "$name-r"
-	run_in "$name-$side" ip link set "$name-${side}0" mtu "$mtu" up
-	run_in "$name-$side" ip addr add "10.77.$subnet.2/24" dev "$name-${side}0"
-	run_in "$name-$side" ip route add default via "10.77.$subnet.1"
-	run_in "$name-r" ip link set "$name-r$side" mtu "$mtu" up
-	run_in "$name-r" ip addr add "10.77.$subnet.1/24" dev "$name-r$side"
+# link NS1 IF1 ADDR1 NS2 IF2 ADDR2: a veth pair between two namespaces.
+link() {
+	ip link add "$2" netns "$1" type veth peer name "$5" netns "$4"
+	run_in "$1" ip link set "$2" mtu "$mtu" up
+	run_in "$1" ip addr add "$3" dev "$2"
+	run_in "$4" ip link set "$5" mtu "$mtu" up
+	run_in "$4" ip addr add "$6" dev "$5"
 }
-host a 1
-host b 2
-run_in "$name-r" sysctl -qw net.ipv4.ip_forward=1
-echo "router $name-r: $name-a (10.77.1.2/24 on $name-a0) <-> $name-b (10.77.2.2/24 on $name-b0), MTU $mtu"
+# host SIDE SUBNET ROUTER: host SIDE's link to its router, on 10.77.SUBNET.0/24.
+host() {
+	local side=$1 subnet=$2 router=$3
+	link "$name-$side" "$name-${side}0" "10.77.$subnet.2/24" \
+		"$name-$router" "$name-$router$side" "10.77.$subnet.1/24"
+	run_in "$name-$side" ip route add default via "10.77.$subnet.1"
+}
+host a 1 r
+if ((paths == 1)); then
+	host b 2 r
+	run_in "$name-r" sysctl -qw net.ipv4.ip_forward=1
+	echo "router $name-r: $name-a (10.77.1.2/24 on $name-a0) <-> $name-b (10.77.2.2/24 on $name-b0), MTU $mtu"
+	exit 0
+fi
+host b 2 s
+link "$name-r" "$name-rp1" 10.77.11.1/24 "$name-s" "$name-sp1" 10.77.11.2/24
+link "$name-r" "$name-rp2" 10.77.12.1/24 "$name-s" "$name-sp2" 10.77.12.2/24
+run_in "$name-r" ip route add 10.77.2.0/24 nexthop via 10.77.11.2 nexthop via 10.77.12.2
+run_in "$name-s" ip route add 10.77.1.0/24 nexthop via 10.77.11.1 nexthop via 10.77.12.1
+for router in r s; do
+	run_in "$name-$router" sysctl -qw net.ipv4.ip_forward=1 net.ipv4.fib_multipath_hash_policy=1
+	run_in "$name-$router" sysctl -qw net.ipv4.fib_multipath_hash_seed=1 2>/dev/null || true
+done
+echo "routers $name-r, $name-s (two paths: $name-rp1/$name-sp1, $name-rp2/$name-sp2):" \
+	"$name-a (10.77.1.2/24 on $name-a0) <-> $name-b (10.77.2.2/24 on $name-b0), MTU $mtu"

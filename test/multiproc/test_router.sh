@@ -21,6 +21,13 @@
 #      usertools/dpdk-fi-fabtests.sh --build-only), in-band:
 #      fi_rdm_pingpong, fi_rdm_tagged_bw, fi_rma_bw -o write and
 #      fi_msg_pingpong (FI_EP_MSG) across the router.
+# Then over two routers with two equal-cost paths between them (--paths 2):
+#   5. fi_multi_ep with 8 endpoints a side: frames cross on both paths
+#      (the pairs' source ports hash apart);
+#   6. a pingpong whose path stops carrying frames mid-run (both ends of
+#      its link get MTU 68: every frame of ours is too big, DF set) still
+#      passes: the connection moves to another path (its client counts
+#      path changes) and the other link carries it on.
 # Host b's process takes its address and gateway from the kernel's on its
 # interface; host a's are given (--ip).  Skips (77) without root,
 # iproute2, fi_pingpong or network namespaces.  Every process runs
@@ -171,6 +178,54 @@ if fabtests=$(bash "$root/usertools/dpdk-fi-fabtests.sh" --builddir "${OFI_DPDK_
 	pair ft_msg_pingpong 60 "$bin/fi_msg_pingpong" -p dpdk -S 1024 -I 1000
 else
 	echo "FAIL  fabtests could not be built: $(echo "$fabtests" | tail -n 3)"
+	failures=$((failures + 1))
+fi
+# tx_packets LINK: frames the routers sent over LINK (p1 or p2), both ways.
+tx_packets() {
+	echo $(($(ip netns exec "$name-r" cat "/sys/class/net/$name-r$1/statistics/tx_packets") +
+		$(ip netns exec "$name-s" cat "/sys/class/net/$name-s$1/statistics/tx_packets")))
+}
+"$root/usertools/dpdk-fi-router.sh" down --name "$name"
+"$root/usertools/dpdk-fi-router.sh" up --name "$name" --paths 2
+if [[ -n "${bin:-}" ]]; then
+	pair ft_multi_ep 60 "$bin/fi_multi_ep" -p dpdk -e rdm -c 8
+	p1=$(tx_packets p1) p2=$(tx_packets p2)
+	if ((p1 > 0 && p2 > 0)); then
+		echo "ok    8 endpoint pairs over two paths: $p1 and $p2 frames"
+	else
+		echo "FAIL  8 endpoint pairs over two paths: $p1 and $p2 frames (want both > 0)"
+		failures=$((failures + 1))
+	fi
+fi
+# 6. The path a pingpong takes breaks under it.
+FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=ep_data \
+	pingpong failover 180 -I 400000 -S 64 &
+runner=$!
+broken=""
+for _ in $(seq 300); do
+	before1=$(tx_packets p1) before2=$(tx_packets p2)
+	sleep 0.2
+	d1=$(($(tx_packets p1) - before1)) d2=$(($(tx_packets p2) - before2))
+	if ((d1 + d2 >= 500)); then
+		broken=p1 spare=p2
+		((d2 > d1)) && broken=p2 spare=p1
+		break
+	fi
+done
+if [[ -n "$broken" ]]; then
+	ip netns exec "$name-r" ip link set "$name-r$broken" mtu 68
+	ip netns exec "$name-s" ip link set "$name-s$broken" mtu 68
+	spare_before=$(tx_packets "$spare")
+fi
+wait "$runner" || failures=$((failures + 1))
+changes=$( (grep -ao "path changes [0-9]*" "$work/failover-client.log" || true) | awk '{s += $3} END {print s + 0}')
+if [[ -z "$broken" ]]; then
+	echo "FAIL  the pingpong never got going on either path"
+	failures=$((failures + 1))
+elif ((changes >= 1 && $(tx_packets "$spare") - spare_before > 10000)); then
+	echo "ok    path $broken broke mid-run: $changes path change(s), $spare carried $(($(tx_packets "$spare") - spare_before)) frames after"
+else
+	echo "FAIL  path $broken broke mid-run: $changes path changes, $spare carried $(($(tx_packets "$spare") - spare_before)) frames after"
 	failures=$((failures + 1))
 fi
 ((failures == 0))
