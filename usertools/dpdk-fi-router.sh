@@ -31,8 +31,8 @@
 # router as well.  Both stacks see every frame: both answer ARP (alike: one
 # MAC), and the kernel answers our UDP frames with ICMP port-unreachable,
 # rate-limited, which the provider ignores.  Every link has MTU --mtu
-# (default 9000, the provider's FI_DPDK_MTU; a path of 1500 wants
-# FI_DPDK_MTU=1500 on both ends) and no IPv6.
+# (default 9000; the provider keeps frames to peers beyond the gateway to
+# FI_DPDK_ROUTED_MTU, 1500) and no IPv6.
 #   exec     runs COMMAND in host a or b, its host name that host's
 #            (NAME-a, NAME-b: an MPI job starter there knows itself by it).
 #   down     removes all of it.

@@ -560,6 +560,12 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
   ep->engine->set_frame_keeper(domain->port.get());
+  if (domain->port->udp) {
+    // Beyond the gateway, frames fit FI_DPDK_ROUTED_MTU: a router's links
+    // need not carry what ours do (DF is set: it would drop them).
+    PortContext* port = domain->port.get();
+    ep->engine->set_path_limit([port](const uint8_t* link) { return port->path_limit(link); });
+  }
   if (ep->is_msg()) {
     ep->engine->set_control_handler(
         [ep](uint64_t source_key, uint32_t session, const uint8_t* body, size_t length) {

@@ -177,6 +177,15 @@ std::vector<uint8_t> Endpoint::sender_address(uint64_t source_key) const {
   return encode_address(info->addr_format, sender);
 }
 
+namespace {
+
+bool answers_a_stranger(const wire::FrameHeader& header) {
+  return header.opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck) ||
+         header.opcode == static_cast<uint8_t>(wire::Opcode::kReset);
+}
+
+}  // namespace
+
 void Endpoint::flush() {
   // Most calls after a receive is posted, and most idle passes, find
   // nothing: they return before touching the port.
@@ -211,7 +220,7 @@ void Endpoint::flush() {
     }
     // A peer named by IPv4 address on a udp port (dpdk_udp.cc) gets
     // Ethernet / IPv4 / UDP before our header, every other one Ethernet.
-    const bool in_udp = ip::is_peer_id(frame.dst_mac);
+    const bool in_udp = port().udp && ip::is_peer_id(frame.dst_mac);
     const size_t lead = in_udp ? ip::kUdp4Lead : sizeof(wire::EtherHeader);
     const size_t ours = sizeof(wire::FrameHeader) + frame.header.payload_len;
     auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(lead + ours)));
@@ -237,7 +246,16 @@ void Endpoint::flush() {
         case PortContext::Route::kSend:
           break;
         case PortContext::Route::kWait:
-          port().wait_for_neighbour(next_hop, mbuf, hw_queue, now);
+          // An answer to a sender we know nothing of (a HELLO's, a RESET)
+          // starts no resolution on the subnet, which strangers could fill
+          // with made-up sources: a real neighbour asked for us (ARP), so
+          // we know it.  The gateway we may have to ask for ourselves (the
+          // router may know us from the kernel's traffic, and never ask).
+          if ((!answers_a_stranger(frame.header) || next_hop == port().interface->gateway) &&
+              port().wait_for_neighbour(next_hop, mbuf, hw_queue, now))
+            continue;
+          net::free_frame(mbuf);
+          ++frames_not_sent;
           continue;
         case PortContext::Route::kUnreachable:
           net::free_frame(mbuf);

@@ -72,7 +72,11 @@ std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses
     av::Address& a = *addresses[i];
     // Named by MAC, or resolved already.  (A MAC may be zero: net_ring's.)
     if (a.ipv4 == 0 || !mac_is_zero(a.mac)) continue;
-    if (udp && interface->next_hop(a.ipv4) != 0) {
+    if (interface && !interface->unicast(a.ipv4)) {
+      DPDK_INFO(FI_LOG_AV, "%s names no peer: a broadcast or multicast address\n",
+                ip::format_ipv4(a.ipv4).c_str());
+      results[i] = -FI_EINVAL;
+    } else if (udp && interface->next_hop(a.ipv4) != 0) {
       ip::peer_id_of(a.ipv4, a.mac);  // its frames wait for ARP, if they must
     } else if (!interface) {
       DPDK_INFO(FI_LOG_AV, "%s has no IPv4 address (FI_DPDK_PORT_ADDR): cannot reach %s\n",
@@ -130,7 +134,7 @@ bool PortContext::ask_neighbour(uint32_t ip, uint64_t now) {
 }
 
 void PortContext::ask_neighbour_now(uint32_t ip, uint64_t now) {
-  if (neighbours.expect(ip, now))
+  if (interface && neighbours.expect(ip, now))
     send_arp(*this, ip::arp_request(port->mac(), interface->address, ip));
 }
 

@@ -144,6 +144,11 @@ Params load() {
   get_number<uint32_t>("resolve_timeout_ms", 1, 600'000, &p.resolve_timeout_ms, &p.errors);
   get_number<uint32_t>("neighbour_lifetime_ms", 1000, 3'600'000, &p.neighbour_lifetime_ms,
                        &p.errors);
+  get_number<uint32_t>("routed_mtu", 0, 65000, &p.routed_mtu, &p.errors);
+  if (p.routed_mtu != 0 && p.routed_mtu < 576) {
+    p.errors += " FI_DPDK_ROUTED_MTU=" + std::to_string(p.routed_mtu) + " (0, or 576 to 65000)";
+    p.routed_mtu = 1500;
+  }
   get_number<uint32_t>("fault_delay_us", 0, 10'000'000, &p.faults.delay_us, &p.errors);
   get_number<uint64_t>("fault_seed", 0, UINT64_MAX, &p.faults.seed, &p.errors);
   return p;
@@ -260,6 +265,10 @@ void define_params(const fi_provider* provider) {
   fi_param_define(provider, "port_base", FI_PARAM_STRING,
                   "The service port of an endpoint on queue 0; queue N has port_base + N, "
                   "in FI_SOCKADDR_IN addresses and as fi_getinfo's service (default: 9228)");
+  fi_param_define(provider, "routed_mtu", FI_PARAM_STRING,
+                  "Bytes after the Ethernet header a frame to a peer beyond the gateway may "
+                  "have (FI_DPDK_ENCAP=udp): routers' links need not carry the port's MTU, "
+                  "and frames go with DF set; 0 takes the port's (default: 1500)");
   fi_param_define(provider, "neighbour_lifetime_ms", FI_PARAM_STRING,
                   "Milliseconds a neighbour's ARP answer is trusted; one in use is asked "
                   "for again after half of it (default: 60000)");

@@ -110,6 +110,18 @@ void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, u
   contain([&] { engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now); });
 }
 
+void PortContext::fail_peers_behind(ip::Ipv4 next_hop) {
+  for (Endpoint* ep : open_endpoints()) {
+    if (ep == nullptr || !ep->enabled) continue;
+    contain([&] {
+      ep->engine->fail_unreachable([&](const uint8_t* link) {
+        return ip::is_peer_id(link) &&
+               interface->next_hop(ip::address_of_peer_id(link)) == next_hop;
+      });
+    });
+  }
+}
+
 void PortContext::warn_unsealed() {
   if (rx_unsealed++ == 0)
     DPDK_WARN(FI_LOG_EP_DATA,

@@ -250,12 +250,14 @@ struct PortContext final : proto::FrameKeeper {
   // address is answered, and its sender learned; a reply we asked for is
   // learned.  Lock held.
   void take_arp(const uint8_t* frame, size_t length, uint64_t now);
-  // Gives the addresses named by IPv4 alone their MACs: from the
-  // neighbour table, or by asking (ARP, every kArpRetryMs) until each is
-  // answered or FI_DPDK_RESOLVE_TIMEOUT_MS passes.  Progresses the port
-  // meanwhile; call without the lock.  Per address: 0, -FI_EADDRNOTAVAIL
-  // (the port has no address), -FI_EHOSTUNREACH (off its subnet),
-  // -FI_ETIMEDOUT (no answer).  Addresses without an IPv4 address, or with
+  // Gives the addresses named by IPv4 alone their link addresses: in UDP
+  // their peer ids, at once; else their MACs, from the neighbour table, or
+  // by asking (ARP, every kArpRetryMs) until each is answered or
+  // FI_DPDK_RESOLVE_TIMEOUT_MS passes, progressing the port meanwhile.
+  // Call without the lock.  Per address: 0, -FI_EINVAL (a broadcast or
+  // multicast address), -FI_EADDRNOTAVAIL (the port has no address),
+  // -FI_EHOSTUNREACH (off its subnet, no way beyond), -FI_ETIMEDOUT (no
+  // answer).  Addresses without an IPv4 address, or with
   // a MAC, are left as they are (a wildcard sockaddr is the caller's to
   // refuse).
   static constexpr uint64_t kArpRetryMs = 200;
@@ -281,6 +283,10 @@ struct PortContext final : proto::FrameKeeper {
   bool udp = false;
   // What each frame loses to the IPv4 and UDP headers on such a port.
   uint32_t encap_overhead() const { return udp ? static_cast<uint32_t>(ip::kUdp4Overhead) : 0; }
+  // The largest payload of a frame to the peer of link address `link`:
+  // for one beyond the gateway, what FI_DPDK_ROUTED_MTU leaves of a frame;
+  // 0 (the port's own) otherwise (proto::PathLimit).
+  uint32_t path_limit(const uint8_t* link) const;
   enum class Route : uint8_t {
     kSend,         // addressed to its next hop
     kLoopBack,     // to an endpoint of this port
@@ -296,14 +302,18 @@ struct PortContext final : proto::FrameKeeper {
   // Holds a frame (its Ethernet destination still to be written) until
   // `next_hop` answers ARP: take_arp then sends it on `hw_queue`.  At most
   // kMaxWaitingFrames wait (beyond, the oldest is lost like a dropped frame
-  // and the transport resends it).  A next hop is asked every kArpRetryMs;
-  // one silent for FI_DPDK_RESOLVE_TIMEOUT_MS is given up: its frames are
-  // dropped and every endpoint's operations to peers behind it fail with
-  // FI_EHOSTUNREACH (chase_neighbours, from progress).  Lock held.
+  // and the transport resends it), for at most kMaxResolving next hops
+  // (false: the frame is the caller's to drop).  A next hop is asked every
+  // kArpRetryMs; one silent for FI_DPDK_RESOLVE_TIMEOUT_MS is given up: its
+  // frames are dropped and every endpoint's operations to peers behind it
+  // fail with FI_EHOSTUNREACH (chase_neighbours, from progress;
+  // fail_peers_behind).  Lock held.
   static constexpr size_t kMaxWaitingFrames = 256;
-  void wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_t hw_queue, uint64_t now);
+  static constexpr size_t kMaxResolving = 16;
+  bool wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_t hw_queue, uint64_t now);
   void send_waiting(ip::Ipv4 neighbour, const uint8_t mac[6]);
   void chase_neighbours(uint64_t now);
+  void fail_peers_behind(ip::Ipv4 next_hop);
   struct WaitingFrame {
     ip::Ipv4 next_hop;
     uint16_t hw_queue;
@@ -326,6 +336,12 @@ struct PortContext final : proto::FrameKeeper {
   void receive_ipv4(rte_mbuf* frame, uint64_t now);
   uint64_t rx_udp = 0;
   uint64_t echo_requests_answered = 0;
+  // Echo replies: at most kEchoesPerSecond (a ping flood costs the
+  // endpoints' queue pair 0 little).
+  static constexpr uint32_t kEchoesPerSecond = 100;
+  uint64_t echo_window_ns = 0;
+  uint32_t echoes_in_window = 0;
+  bool echo_allowed(uint64_t now);
   // A decoded frame to the endpoint its header names.  Lock held.
   void deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now);
 };

@@ -28,6 +28,10 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
   // queue by destination port.  The source port is the path's entropy.
   addresses.source_port = ip::flow_source_port(src_queue, dst_queue, path);
   addresses.destination_port = static_cast<uint16_t>(params().port_base + dst_queue);
+  // Only an endpoint's port, at a unicast address: a RESET answers the
+  // queue a frame named, which a stranger chooses.
+  if (dst_queue >= kMaxEndpointsPerPort || !interface->unicast(addresses.destination))
+    return Route::kUnreachable;
   uint8_t mac[6] = {};
   Route route = Route::kSend;
   if (addresses.destination == interface->address) {
@@ -39,7 +43,11 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
     bool refresh_due = false;
     if (!neighbours.find(*next_hop, now, mac, &refresh_due)) {
       route = Route::kWait;  // wait_for_neighbour asks
-    } else if (refresh_due && ask_neighbour(*next_hop, now)) {
+    } else if (refresh_due &&
+               !neighbours.asked_since(*next_hop, now - std::min(now, kArpRetryMs * 1'000'000))) {
+      // Each next hop at its own pace: one refresh a port would share
+      // lets entries lapse where many are in use.
+      ask_neighbour_now(*next_hop, now);
       ++neighbour_refreshes;
     }
   }
@@ -47,20 +55,30 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
   return route;
 }
 
-void PortContext::wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_t hw_queue,
+uint32_t PortContext::path_limit(const uint8_t* link) const {
+  const uint32_t routed_mtu = params().routed_mtu;
+  if (!udp || routed_mtu == 0 || !ip::is_peer_id(link) ||
+      interface->on_link(ip::address_of_peer_id(link)))
+    return 0;
+  return routed_mtu - static_cast<uint32_t>(ip::kUdp4Overhead + sizeof(wire::FrameHeader));
+}
+
+bool PortContext::wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_t hw_queue,
                                      uint64_t now) {
+  const bool asked = std::any_of(resolving.begin(), resolving.end(),
+                                 [&](const Resolving& r) { return r.next_hop == next_hop; });
+  if (!asked && resolving.size() >= kMaxResolving) return false;
   if (waiting_frames.size() >= kMaxWaitingFrames) {
     net::free_frame(waiting_frames.front().frame);
     waiting_frames.pop_front();
     ++frames_not_resolved;
   }
   waiting_frames.push_back({next_hop, hw_queue, frame});
-  const bool asked = std::any_of(resolving.begin(), resolving.end(),
-                                 [&](const Resolving& r) { return r.next_hop == next_hop; });
   if (!asked) {
     resolving.push_back({next_hop, now, now});
     ask_neighbour_now(next_hop, now);
   }
+  return true;
 }
 
 void PortContext::send_waiting(ip::Ipv4 neighbour, const uint8_t mac[6]) {
@@ -79,34 +97,42 @@ void PortContext::send_waiting(ip::Ipv4 neighbour, const uint8_t mac[6]) {
 }
 
 void PortContext::chase_neighbours(uint64_t now) {
+  // (Stamps from a flush may be a little ahead of this pass's clock.)
+  auto elapsed = [now](uint64_t then) { return now > then ? now - then : 0; };
   const uint64_t give_up_ns = uint64_t{params().resolve_timeout_ms} * 1'000'000;
+  std::vector<ip::Ipv4> given_up;
   std::erase_if(resolving, [&](Resolving& r) {
-    if (now - r.since_ns < give_up_ns) {
-      if (now - r.asked_ns >= kArpRetryMs * 1'000'000) {
+    if (elapsed(r.since_ns) < give_up_ns) {
+      if (elapsed(r.asked_ns) >= kArpRetryMs * 1'000'000) {
         r.asked_ns = now;
         ask_neighbour_now(r.next_hop, now);
       }
       return false;
     }
+    given_up.push_back(r.next_hop);
+    return true;
+  });
+  for (const ip::Ipv4 dead : given_up) {
     ++next_hops_given_up;
     DPDK_INFO(FI_LOG_EP_DATA, "%s: %s did not answer ARP within %u ms: operations to peers "
               "behind it fail with FI_EHOSTUNREACH\n", port->name().c_str(),
-              ip::format_ipv4(r.next_hop).c_str(), params().resolve_timeout_ms);
+              ip::format_ipv4(dead).c_str(), params().resolve_timeout_ms);
     std::erase_if(waiting_frames, [&](const WaitingFrame& waiting) {
-      if (waiting.next_hop != r.next_hop) return false;
+      if (waiting.next_hop != dead) return false;
       net::free_frame(waiting.frame);
       ++frames_not_resolved;
       return true;
     });
-    const ip::Ipv4 dead = r.next_hop;
-    for (Endpoint* ep : open_endpoints()) {
-      if (ep == nullptr) continue;
-      ep->engine->fail_unreachable([&](const uint8_t* link) {
-        return ip::is_peer_id(link) && interface->next_hop(ip::address_of_peer_id(link)) == dead;
-      });
-    }
-    return true;
-  });
+    fail_peers_behind(dead);
+  }
+}
+
+bool PortContext::echo_allowed(uint64_t now) {
+  if (now - std::min(now, echo_window_ns) >= 1'000'000'000) {
+    echo_window_ns = now;
+    echoes_in_window = 0;
+  }
+  return echoes_in_window++ < kEchoesPerSecond;
 }
 
 void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now) {
@@ -118,7 +144,17 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now) {
     ++rx_not_ours;
     return;
   }
+  // What we answer goes back to the source: never to a group MAC or a
+  // broadcast, multicast or unset address, and our own address only from
+  // our own MAC (a frame looped back).
+  const bool own_source = packet.source == interface->address;
+  if ((bytes[6] & 1) != 0 || !interface->unicast(packet.source) ||
+      (own_source && std::memcmp(bytes + 6, port->mac(), 6) != 0)) {
+    ++rx_bad_frames;
+    return;
+  }
   if (packet.protocol == ip::kProtocolIcmp) {
+    if (!echo_allowed(now)) return;
     rte_mbuf* reply = port->alloc_frame();
     if (reply == nullptr) return;
     auto* out = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(reply, static_cast<uint16_t>(length)));

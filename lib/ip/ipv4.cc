@@ -57,6 +57,13 @@ bool ownable(Ipv4 address) {
 
 }  // namespace
 
+bool Interface::unicast(Ipv4 other) const {
+  if (other == 0 || other >= 0xE0000000) return false;  // 224/4 and 240/4
+  if (prefix_length >= 31 || !on_link(other)) return true;
+  const Ipv4 host_bits = ~Ipv4{0} >> prefix_length;
+  return (other & host_bits) != host_bits;
+}
+
 std::optional<Interface> parse_interface(std::string_view text) {
   Interface interface;
   interface.prefix_length = 32;

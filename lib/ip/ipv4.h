@@ -29,6 +29,9 @@ struct Interface {
   // The neighbour a frame for `destination` goes to: itself on the
   // subnet, else the gateway; 0 when there is none.
   Ipv4 next_hop(Ipv4 destination) const;
+  // Whether `other` may be a peer: not 0.0.0.0, multicast, reserved or
+  // broadcast, nor this subnet's broadcast address.
+  bool unicast(Ipv4 other) const;
 };
 
 // "10.0.0.1/24" (a missing "/N" means /32), optionally "@GATEWAY"

@@ -4,12 +4,20 @@
 #include <cstring>
 
 namespace ofi_dpdk::ip {
+namespace {
+
+// How long before `now_ns` `then_ns` was; 0 when it is later: callers read
+// their clocks at different moments (a pass's start, a flush's), so a
+// stamp may be a little ahead of the time it is compared with.
+uint64_t age(uint64_t now_ns, uint64_t then_ns) { return now_ns > then_ns ? now_ns - then_ns : 0; }
+
+}  // namespace
 
 NeighbourTable::NeighbourTable(size_t capacity, uint64_t lifetime_ns)
     : capacity_(std::max<size_t>(capacity, 1)), lifetime_ns_(lifetime_ns) {}
 
 bool NeighbourTable::fresh(const Entry& entry, uint64_t now_ns) const {
-  return now_ns - entry.confirmed_ns <= lifetime_ns_;
+  return age(now_ns, entry.confirmed_ns) <= lifetime_ns_;
 }
 
 void NeighbourTable::record(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
@@ -33,7 +41,7 @@ void NeighbourTable::learn(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
 }
 
 bool NeighbourTable::expect(Ipv4 ip, uint64_t now_ns) {
-  std::erase_if(expected_, [&](const auto& e) { return now_ns - e.second > kExpectNs; });
+  std::erase_if(expected_, [&](const auto& e) { return age(now_ns, e.second) > kExpectNs; });
   for (auto& e : expected_) {
     if (e.first == ip) {
       e.second = now_ns;
@@ -45,9 +53,14 @@ bool NeighbourTable::expect(Ipv4 ip, uint64_t now_ns) {
   return true;
 }
 
+bool NeighbourTable::asked_since(Ipv4 ip, uint64_t since_ns) const {
+  return std::any_of(expected_.begin(), expected_.end(),
+                     [&](const auto& e) { return e.first == ip && e.second >= since_ns; });
+}
+
 bool NeighbourTable::take_reply(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
   const auto it = std::find_if(expected_.begin(), expected_.end(), [&](const auto& e) {
-    return e.first == ip && now_ns - e.second <= kExpectNs;
+    return e.first == ip && age(now_ns, e.second) <= kExpectNs;
   });
   if (it == expected_.end()) {
     ++ignored_replies_;
@@ -62,7 +75,7 @@ bool NeighbourTable::find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6], bool* refres
   const auto it = entries_.find(ip);
   if (it == entries_.end() || !fresh(it->second, now_ns)) return false;
   std::memcpy(mac, it->second.mac, 6);
-  if (refresh_due != nullptr) *refresh_due = now_ns - it->second.confirmed_ns > lifetime_ns_ / 2;
+  if (refresh_due != nullptr) *refresh_due = age(now_ns, it->second.confirmed_ns) > lifetime_ns_ / 2;
   return true;
 }
 

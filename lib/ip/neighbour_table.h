@@ -33,6 +33,8 @@ class NeighbourTable {
   // We are about to ask for `ip`: its reply will be taken.  False when
   // kMaxExpected other addresses are being resolved.
   bool expect(Ipv4 ip, uint64_t now_ns);
+  // Whether `ip` was asked for (expect) at `since_ns` or later.
+  bool asked_since(Ipv4 ip, uint64_t since_ns) const;
   // A reply for `ip`: recorded when expected (true), else ignored and
   // counted.
   bool take_reply(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns);

@@ -151,6 +151,11 @@ size_t Engine::unexpected_messages() const { return unexpected_.size(); }
 size_t Engine::chunk_size() const { return sizeof(HeldSegment) + config_.max_payload; }
 size_t Engine::reorder_pool_bytes() const { return chunks_allocated_ * chunk_size(); }
 
+uint32_t Engine::payload_offer(const uint8_t* link) const {
+  const uint32_t limit = path_limit_ ? path_limit_(link) : 0;
+  return limit == 0 ? config_.max_payload : std::min(config_.max_payload, limit);
+}
+
 Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
   const uint64_t key = peer_key(mac, queue);
   auto& slot = connections_[key];
@@ -160,6 +165,7 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
     std::memcpy(slot->mac, mac, 6);
     slot->queue = queue;
     slot->source_key = key;  // until a handshake names the peer's address
+    slot->payload_offer = payload_offer(mac);
     reset_transmit(*slot);
     // An evicted record's memory of its receive halves goes on in the new
     // one, however it is made (a handshake, or a send of ours): the old

@@ -167,7 +167,7 @@ void Engine::on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns) {
   }
   c->tx_state = TxState::kOpen;
   c->tx_token = token;
-  c->tx_max_payload = std::min(config_.max_payload, max_payload);
+  c->tx_max_payload = std::min(c->payload_offer, max_payload);
   c->peer_session = h.src_session;
   c->last_heard_ns = now_ns;
   c->rto_deadline_ns = 0;
@@ -290,7 +290,7 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   h.payload_len = sizeof(wire::HandshakeBody);
   h.msg_len = sizeof(wire::HandshakeBody);
   wire::HandshakeBody body{};
-  body.max_payload = htobe32(config_.max_payload);
+  body.max_payload = htobe32(c.payload_offer);
   std::memcpy(frame.body, &body, sizeof(body));
   frame.message = nullptr;
   outbox_.push_back(frame);
@@ -316,7 +316,7 @@ void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
   h.msg_len = sizeof(wire::HandshakeBody);
   wire::HandshakeBody body{};
   body.token = htobe32(token);
-  body.max_payload = htobe32(config_.max_payload);
+  body.max_payload = htobe32(payload_offer(s.src_mac));
   std::memcpy(frame.body, &body, sizeof(body));
   frame.message = nullptr;
   outbox_.push_back(frame);

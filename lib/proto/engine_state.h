@@ -231,6 +231,7 @@ struct Connection {
   uint32_t hello_nonce = 0;          // kHello: what the HELLO_ACK must echo
   uint32_t tx_token = 0;             // kOpen: what our segments carry
   uint32_t tx_max_payload = 0;       // kOpen: segment size agreed with the peer
+  uint32_t payload_offer = 0;        // what our handshakes offer (Engine::payload_offer)
   uint32_t next_seq = wire::kInitialSeq;
   uint32_t una = wire::kInitialSeq;  // oldest unacknowledged
   uint32_t next_msg_id = 1;

@@ -175,6 +175,12 @@ using ControlHandler = std::function<void(uint64_t source_key, uint32_t session,
 // `source_key` are taken (FI_EP_MSG: only the connected peer's).
 using SenderFilter = std::function<bool(uint64_t source_key)>;
 
+// The largest payload a frame to the peer whose link address (PeerAddress::
+// mac) is `link` may carry on the way there, or 0 for no limit beyond
+// TransportConfig::max_payload: a peer beyond a router whose links carry
+// less than ours.
+using PathLimit = std::function<uint32_t(const uint8_t* link)>;
+
 // `placed`: how many bytes after `request` (its head, `length` bytes) went
 // straight where the RequestPlacer said; 0 when the request was assembled
 // whole.
@@ -511,6 +517,11 @@ class Engine {
   void set_sender_filter(SenderFilter filter) { sender_filter_ = std::move(filter); }
   // Optional: lets a request's payload skip the assembly buffer.
   void set_request_placer(RequestPlacer placer) { request_placer_ = std::move(placer); }
+  // Optional: a connection's segments, both ways, stay within the limit of
+  // its peer's path, asked once when the connection is made (and for a
+  // HELLO answered before there is one): what each side offers in its
+  // handshake is the smaller of max_payload and the limit.
+  void set_path_limit(PathLimit limit) { path_limit_ = std::move(limit); }
   // Optional: lets segments held ahead of a gap stay in their frames.  It
   // must outlive the engine.
   void set_frame_keeper(FrameKeeper* keeper) { frame_keeper_ = keeper; }
@@ -890,6 +901,10 @@ class Engine {
   OrderedCompletion* filling_ = nullptr;  // finish_pull: where push_recv_completion puts it
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
+  PathLimit path_limit_;
+  // What this side offers a peer in its handshake: max_payload, or less
+  // where path_limit_ says so.
+  uint32_t payload_offer(const uint8_t* link) const;
   ControlHandler control_handler_;
   SenderFilter sender_filter_;
   FrameKeeper* frame_keeper_ = nullptr;

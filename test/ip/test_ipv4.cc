@@ -53,6 +53,20 @@ TEST(Ipv4, InterfaceWithGatewaySendsOffLinkFramesToIt) {
   EXPECT_EQ(parse_interface("10.0.1.2/24")->next_hop(*parse_ipv4("10.0.2.2")), 0u);
 }
 
+TEST(Ipv4, UnicastPeersOnly) {
+  const auto interface = parse_interface("10.0.1.2/24@10.0.1.1");
+  ASSERT_TRUE(interface);
+  EXPECT_TRUE(interface->unicast(*parse_ipv4("10.0.1.7")));
+  EXPECT_TRUE(interface->unicast(*parse_ipv4("10.0.2.255"))) << "another subnet's: not ours to know";
+  EXPECT_TRUE(interface->unicast(*parse_ipv4("127.0.0.2")));
+  EXPECT_FALSE(interface->unicast(0));
+  EXPECT_FALSE(interface->unicast(*parse_ipv4("10.0.1.255"))) << "this subnet's broadcast";
+  EXPECT_FALSE(interface->unicast(*parse_ipv4("255.255.255.255")));
+  EXPECT_FALSE(interface->unicast(*parse_ipv4("224.0.0.1")));
+  EXPECT_FALSE(interface->unicast(*parse_ipv4("240.0.0.1")));
+  EXPECT_TRUE(parse_interface("10.0.1.2/31")->unicast(*parse_ipv4("10.0.1.3"))) << "RFC 3021";
+}
+
 TEST(Ipv4, InterfaceRefusesGatewaysItCannotReach) {
   EXPECT_FALSE(parse_interface("10.0.1.2/24@10.0.2.1"));  // off the subnet
   EXPECT_FALSE(parse_interface("10.0.1.2/24@10.0.1.2"));  // itself

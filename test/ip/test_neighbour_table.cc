@@ -34,6 +34,23 @@ TEST(NeighbourTable, EntriesInUseAreAskedAgainBeforeTheyLapse) {
   EXPECT_FALSE(refresh_due);
   ASSERT_TRUE(table.find(0x0A000002, 32 * kSecond, mac, &refresh_due)) << "still usable";
   EXPECT_TRUE(refresh_due);
+  // Asked for once: the pace of the next ask is the asker's.
+  EXPECT_FALSE(table.asked_since(0x0A000002, 0));
+  ASSERT_TRUE(table.expect(0x0A000002, 32 * kSecond));
+  EXPECT_TRUE(table.asked_since(0x0A000002, 32 * kSecond));
+  EXPECT_FALSE(table.asked_since(0x0A000002, 33 * kSecond));
+}
+
+TEST(NeighbourTable, StampsAheadOfTheClockDoNotWrap) {
+  // An ask stamped by a later clock reading than the reply's: the reply
+  // is still the answer, and the entry fresh.
+  NeighbourTable table(8, 60 * kSecond);
+  ASSERT_TRUE(table.expect(0x0A000002, 10 * kSecond));
+  EXPECT_TRUE(table.take_reply(0x0A000002, kMacA, 9 * kSecond));
+  uint8_t mac[6];
+  bool refresh_due = true;
+  EXPECT_TRUE(table.find(0x0A000002, 8 * kSecond, mac, &refresh_due));
+  EXPECT_FALSE(refresh_due);
 }
 
 TEST(NeighbourTable, TakesOnlyRepliesItAskedFor) {

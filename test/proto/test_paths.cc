@@ -5,6 +5,7 @@
 // dropped, so that nothing answers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "test/proto/engine_pair.h"
@@ -60,6 +61,41 @@ TEST(Paths, AResentHelloTakesTheNextPath) {
   ASSERT_EQ(a.stats().path_changes, 1u);
   ASSERT_FALSE(again.empty());
   EXPECT_EQ(again.back(), static_cast<uint8_t>(first.front() + 1));
+}
+
+// A peer whose path carries less than max_payload (a router's links):
+// only one side knows (its provider sees the peer beyond its gateway), and
+// still every segment either way fits: messages, a request, its response,
+// and the other side's own messages back.
+TEST(Paths, APathLimitKnownToOneSideBindsBothWays) {
+  constexpr uint32_t kLimit = 1000;
+  TransportConfig config;
+  config.max_payload = 8912;
+  sim::Pair pair(13, config, config);
+  pair.engine(pair.a).set_path_limit([](const uint8_t*) { return kLimit; });
+  uint16_t largest[2] = {0, 0};
+  size_t data_frames = 0;
+  pair.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (!wire::opcode_is_data(h.opcode) && h.opcode != static_cast<uint8_t>(wire::Opcode::kBundle))
+      return;
+    ++data_frames;
+    largest[from] = std::max(largest[from], h.payload_len);
+  };
+  pair.reply_bytes = 20000;
+  std::vector<uint8_t> response(20000);
+  ASSERT_EQ(pair.request(&response, &response), 0);
+  std::vector<uint8_t> big(30000, 0x33), into_b(30000), into_a(30000);
+  ASSERT_EQ(pair.post(pair.b, &into_b, &into_b), 0);
+  ASSERT_EQ(pair.post(pair.a, &into_a, &into_a), 0);
+  ASSERT_EQ(pair.send(pair.a, pair.b, big, &big), 0);
+  ASSERT_EQ(pair.send(pair.b, pair.a, big, &big), 0);
+  ASSERT_TRUE(pair.wait(pair.a, 3, 2'000'000'000)) << "request, send, receive at A";
+  ASSERT_TRUE(pair.wait(pair.b, 2, 2'000'000'000)) << "send, receive at B";
+  EXPECT_EQ(into_b, big);
+  EXPECT_EQ(into_a, big);
+  EXPECT_GT(data_frames, 60u);
+  EXPECT_EQ(largest[pair.a], kLimit) << "A's segments fill the limit, no more";
+  EXPECT_EQ(largest[pair.b], kLimit) << "B's too, told in A's handshakes";
 }
 
 }  // namespace
