@@ -227,6 +227,9 @@ unshare --mount --propagation private --pid --fork --kill-child \
 	bash -euc '
 		root=$1 repo=$2
 		shift 2
+		# The root a mount point of its own: `ip netns exec` makes "/" a
+		# slave mount, which a mere directory cannot be.
+		mount --bind "$root" "$root"
 		mount -t proc proc "$root/proc"
 		mount --rbind /sys "$root/sys"
 		mount --rbind /dev "$root/dev"

@@ -120,7 +120,7 @@ bridge)
 	launch+=(--topology af_packet --iface "$name{local_rank}")
 	;;
 hosts | router)
-	# (A root without network namespaces, like the Debian 13 leg's.)
+	# (A root or container without network namespaces.)
 	usable=yes
 	{ ip netns add "$name-probe" && ip netns exec "$name-probe" true; } >/dev/null 2>&1 || usable=no
 	ip netns del "$name-probe" >/dev/null 2>&1 || true

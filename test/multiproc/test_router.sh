@@ -45,7 +45,7 @@ provider_path=$FI_PROVIDER_PATH
 unset FI_PROVIDER FI_DPDK_EAL_ARGS FI_PROVIDER_PATH FI_DPDK_PORT_ADDR
 name=ofirt$$
 name=${name:0:9}
-# (A root without network namespaces, like the Debian 13 leg's.)
+# (A root or container without network namespaces.)
 if ! { ip netns add "$name-probe" && ip netns exec "$name-probe" true; } >/dev/null 2>&1; then
 	ip netns del "$name-probe" >/dev/null 2>&1 || true
 	echo "SKIP: network namespaces cannot be made here"
