@@ -192,6 +192,7 @@ class ProgressNet {
 
  private:
   static constexpr auto kNetPeriod = std::chrono::milliseconds(1);
+  static constexpr uint64_t kLongAbsenceNs = 500'000'000;
 
   // Whether this thread may go to SCHED_IDLE: only if it can come back
   // (sched(7): leaving SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE
@@ -229,6 +230,11 @@ class ProgressNet {
         needed = true;
         std::unique_lock port_guard(port->lock, std::try_to_lock);
         if (!port_guard.owns_lock()) continue;
+        // Peers may have waited that long for an answer: if one timed out,
+        // this says why (the application was away, or got no core).
+        if (!ours && now - last >= kLongAbsenceNs)
+          DPDK_INFO(FI_LOG_EP_DATA, "%s: nobody progressed the port for %lu ms\n",
+                    port->port->name().c_str(), (now - last) / 1'000'000);
         port->progress();
         port->safety_net_pass_ns = port->last_progress_ns.load(std::memory_order_relaxed);
       }

@@ -9,11 +9,14 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_prov.h"
 #include "lib/ip/arp.h"
+#include "lib/ip/ipv4.h"
+#include "lib/ip/udp4.h"
 #include "lib/proto/frame_codec.h"
 
 namespace ofi_dpdk::ofi {
@@ -22,6 +25,36 @@ namespace {
 constexpr uint16_t kRxBurst = 32;  // frames per queue per pass
 
 }  // namespace
+
+// Each peer timeout once, as it happens: which wait ran out, at which peer,
+// and how the connection looked (the operations it fails say only
+// ETIMEDOUT).  Warned, since it fails a user's operations.
+void log_timeouts(Endpoint* ep) {
+  const uint64_t timeouts = ep->engine->stats().timeouts;
+  if (timeouts == ep->timeouts_logged) return;
+  ep->timeouts_logged = timeouts;
+  const proto::TimeoutReport& r = ep->engine->last_timeout();
+  const auto name = [](const uint8_t mac[6], unsigned queue, char (&text)[48]) {
+    if (ip::is_peer_id(mac))
+      std::snprintf(text, sizeof text, "%s queue %u",
+                    ip::format_ipv4(ip::address_of_peer_id(mac)).c_str(), queue);
+    else
+      std::snprintf(text, sizeof text, "%02x:%02x:%02x:%02x:%02x:%02x queue %u", mac[0],
+                    mac[1], mac[2], mac[3], mac[4], mac[5], queue);
+  };
+  uint8_t peer_mac[6];
+  for (int i = 0; i < 6; ++i) peer_mac[i] = static_cast<uint8_t>(r.peer >> (40 - 8 * i));
+  char self[48], peer[48];
+  name(ep->port().port->mac(), ep->queue, self);
+  name(peer_mac, static_cast<unsigned>(r.peer >> 48), peer);
+  DPDK_WARN(FI_LOG_EP_DATA,
+            "endpoint %s: peer timeout (%s) toward %s after %lu ms, peer last heard "
+            "%lu ms ago; %u segments in flight (oldest sent %u more times), peer window %u, "
+            "retransmission timeout %lu ms, %zu operations waiting\n",
+            self, proto::timeout_wait_text(r.wait), peer, r.waited_ns / 1'000'000,
+            r.quiet_ns / 1'000'000, r.in_flight, r.retransmits, r.peer_window,
+            r.rto_ns / 1'000'000, r.awaiting);
+}
 
 template <typename Call>
 void PortContext::contain(Call&& call) {
@@ -192,6 +225,7 @@ uint32_t PortContext::progress() {
   for (Endpoint* ep : open_endpoints()) {
     if (ep == nullptr || !ep->enabled) continue;
     contain([&] { ep->engine->poll(now); });
+    log_timeouts(ep);
     ep->flush();
   }
   // Completions this pass counted may have reached a trigger's threshold.

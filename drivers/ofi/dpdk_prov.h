@@ -649,6 +649,7 @@ struct Endpoint {
   uint32_t transmit_key = 0;
   std::vector<fi_addr_t> auth_key_handles;
   uint64_t frames_not_sent = 0;   // mbuf pool empty or TX ring full
+  uint64_t timeouts_logged = 0;   // engine stats().timeouts already logged (log_timeouts)
   // FI_EP_MSG (dpdk_cm.cc): the connection and the peer it is with (its
   // address; a connecting endpoint's `peer` is the passive endpoint's
   // until the ACCEPT names the new one); the request fi_accept answers;
@@ -882,6 +883,8 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
 void forget_context(Endpoint* context);
 // fi_ep_bind of an AV, for endpoints and contexts alike.  Port lock held.
 int bind_av(Endpoint* ep, Av* av);
+// Warns of the engine's peer timeouts not logged yet (dpdk_progress.cc).  Lock held.
+void log_timeouts(Endpoint* ep);
 // The queue id info->src_addr asks for: kAnyQueue without one, -FI_EINVAL
 // for a malformed one.
 int requested_queue(const fi_info* info);

@@ -40,6 +40,18 @@ const char* prov_errno_text(int prov_errno) {
   }
 }
 
+const char* timeout_wait_text(TimeoutReport::Wait wait) {
+  switch (wait) {
+    case TimeoutReport::Wait::kHandshake: return "handshake not answered";
+    case TimeoutReport::Wait::kAcknowledge: return "data not acknowledged";
+    case TimeoutReport::Wait::kResponses: return "answers to requests stopped";
+    case TimeoutReport::Wait::kDelivery: return "peer silent while sends wait for its receives";
+    case TimeoutReport::Wait::kReceive: return "peer stopped sending in the middle of a message";
+    case TimeoutReport::Wait::kNone: break;
+  }
+  return "none";
+}
+
 bool prov_errno_known(int prov_errno) {
   switch (prov_errno) {
     case kProvPeerTimeout:
@@ -562,7 +574,8 @@ void Engine::poll(uint64_t now_ns) {
       if (now_ns - c.waiting_since_ns >= config_.connect_timeout_ns) {
         // Nobody answers the HELLO: what waits for the connection fails
         // (nothing of it reached the peer), and the next send starts over.
-        if (!c.pending.empty()) ++stats_.timeouts;
+        if (!c.pending.empty())
+          note_timeout(c, TimeoutReport::Wait::kHandshake, c.waiting_since_ns, now_ns);
         fail_transmit(c, kErrTimedOut, kProvPeerTimeout);
       } else {
         emit_hello(c, now_ns);
@@ -577,7 +590,7 @@ void Engine::poll(uint64_t now_ns) {
       const uint64_t since = stalled ? std::max(c.last_heard_ns, c.waiting_since_ns)
                                      : c.waiting_since_ns;
       if (now_ns - since >= config_.peer_timeout_ns) {
-        ++stats_.timeouts;
+        note_timeout(c, TimeoutReport::Wait::kAcknowledge, since, now_ns);
         fail_connection(c, kErrTimedOut, kProvPeerTimeout);
         continue;
       }
@@ -635,7 +648,7 @@ void Engine::poll(uint64_t now_ns) {
       // or dropped our connection's state.  Whether they ran is unknown;
       // they are reported failed, never repeated.  (Sends waiting for
       // delivery notices have their own probes.)
-      ++stats_.timeouts;
+      note_timeout(c, TimeoutReport::Wait::kResponses, c.awaiting_since_ns, now_ns);
       fail_requests(c, kErrTimedOut, kProvPeerTimeout);
     }
     if (!c.awaiting_delivery.empty()) {
@@ -645,7 +658,7 @@ void Engine::poll(uint64_t now_ns) {
       const uint64_t probe_every = std::max<uint64_t>(config_.peer_timeout_ns / 8, 1);
       const uint64_t quiet = now_ns - c.last_heard_ns;
       if (quiet >= config_.peer_timeout_ns) {
-        ++stats_.timeouts;
+        note_timeout(c, TimeoutReport::Wait::kDelivery, c.last_heard_ns, now_ns);
         fail_delivery_waits(c, kErrTimedOut, kProvPeerTimeout);
       } else if (quiet >= probe_every && now_ns - c.probe_sent_ns >= probe_every) {
         ++stats_.delivery_probes;
@@ -670,7 +683,7 @@ void Engine::poll(uint64_t now_ns) {
       // A sender that stopped in the middle of a message or request (gone
       // quiet, or still sending acks but no more of it): the receive it was
       // filling, or the unexpected budget it holds, must not wait forever.
-      ++stats_.timeouts;
+      note_timeout(c, TimeoutReport::Wait::kReceive, c.rx_progress_ns, now_ns);
       reset_receive(c, kErrTimedOut, kProvPeerTimeout);
     }
     // Deferred requests whose budget came back by another way than an ack

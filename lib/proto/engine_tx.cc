@@ -425,6 +425,25 @@ void Engine::fail_transmit(Connection& c, int error, int prov_errno) {
   reset_transmit(c);
 }
 
+void Engine::note_timeout(const Connection& c, TimeoutReport::Wait wait, uint64_t since_ns,
+                          uint64_t now_ns) {
+  ++stats_.timeouts;
+  TimeoutReport& r = last_timeout_;
+  r.wait = wait;
+  r.peer = c.key;
+  r.waited_ns = now_ns - std::min(since_ns, now_ns);
+  r.quiet_ns = now_ns - std::min(c.last_heard_ns, now_ns);
+  r.in_flight = c.next_seq - c.una;
+  r.peer_window = c.peer_window;
+  r.rto_ns = c.rto_ns;
+  r.retransmits = 0;
+  if (r.in_flight != 0 && c.tx_slots) {
+    const TxSlot& oldest = c.tx_slots[c.una & (kMaxWindow - 1)];
+    r.retransmits = oldest.transmissions > 0 ? oldest.transmissions - 1u : 0u;
+  }
+  r.awaiting = c.awaiting_response.size() + c.awaiting_delivery.size() + c.pending.size();
+}
+
 void Engine::fail_connection(Connection& c, int error, int prov_errno) {
   fail_transmit(c, error, prov_errno);
   reset_receive(c, error, prov_errno);

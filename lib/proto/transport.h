@@ -327,6 +327,30 @@ struct TransportConfig {
   uint64_t token_secret[2] = {0x736f6d6570736575ull, 0x646f72616e646f6dull};
 };
 
+// What the last peer timeout saw (Engine::last_timeout): the provider
+// logs it, so a user learns which wait ran out and how the connection
+// looked, not only that an operation failed with ETIMEDOUT.
+struct TimeoutReport {
+  enum class Wait : uint8_t {
+    kNone,
+    kHandshake,     // a HELLO nobody answered within connect_timeout_ns
+    kAcknowledge,   // data in flight the peer did not acknowledge
+    kResponses,     // requests acknowledged whose answers stopped coming
+    kDelivery,      // sends waiting for a receive, the peer silent
+    kReceive,       // a message or request the peer stopped sending midway
+  };
+  Wait wait = Wait::kNone;
+  uint64_t peer = 0;            // the connection's key (peer_key)
+  uint64_t waited_ns = 0;       // since the wait began (or its last progress)
+  uint64_t quiet_ns = 0;        // since the peer was last heard from
+  uint32_t in_flight = 0;       // segments sent, not acknowledged
+  uint32_t peer_window = 0;     // the window the peer last advertised
+  uint64_t rto_ns = 0;
+  uint32_t retransmits = 0;     // of the oldest segment in flight
+  size_t awaiting = 0;          // requests or sends waiting for an answer
+};
+const char* timeout_wait_text(TimeoutReport::Wait wait);
+
 struct TransportStats {
   uint64_t frames_sent = 0, frames_received = 0, retransmitted = 0, acks_sent = 0,
            resets_sent = 0, duplicates = 0, out_of_window = 0, stale_session = 0,
@@ -580,6 +604,8 @@ class Engine {
   size_t responses_held_bytes() const { return response_bytes_; }
   uint32_t session() const { return session_; }
   const TransportStats& stats() const { return stats_; }
+  // The last wait that ran out (stats().timeouts counts them).
+  const TimeoutReport& last_timeout() const { return last_timeout_; }
   const TransportConfig& config() const { return config_; }
   // The session of the peer at `key` (peer_key of its address) as this
   // endpoint knows it; 0 when it knows none.
@@ -660,6 +686,9 @@ class Engine {
   // size worth keeping and there is room; frees it otherwise.
   void keep_spare(std::unique_ptr<uint8_t[]> buffer, size_t capacity);
   void fail_connection(Connection& c, int error, int prov_errno);
+  // Counts a wait that ran out and keeps its picture (last_timeout).
+  void note_timeout(const Connection& c, TimeoutReport::Wait wait, uint64_t since_ns,
+                    uint64_t now_ns);
   // Fails the sends only and opens the next transmit connection.
   void fail_transmit(Connection& c, int error, int prov_errno);
   void reset_transmit(Connection& c);
@@ -930,6 +959,7 @@ class Engine {
   uint64_t polls_ = 0;  // poll() calls so far (Connection::ack_at_poll)
   uint64_t clock_ns_ = 0;  // the latest time a caller handed in
   TransportStats stats_;
+  TimeoutReport last_timeout_;
 };
 
 }  // namespace ofi_dpdk::proto

@@ -153,8 +153,15 @@ esac
 export FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=ep_data
 # Ranks start in any order; a late one is waited for this long.
 export FI_DPDK_CONNECT_TIMEOUT_MS=60000
+# More polling ranks than cores on a busy machine: the kernel may run none
+# of a rank's threads for seconds (eight ranks and two busy loops on two
+# cores left ports unprogressed for up to 2.6 s; once, in CI, a rank was
+# silent for the default 5 s and its peers gave up on it).  A rank that
+# stalls is not dead: the peer timeout outlasts such stalls here.
+export FI_DPDK_PEER_TIMEOUT_MS=30000
 # (Daemons started through the rsh agent pass on only what -x names.)
 for variable in FI_LOG_LEVEL FI_LOG_PROV FI_LOG_SUBSYS FI_DPDK_CONNECT_TIMEOUT_MS \
+	FI_DPDK_PEER_TIMEOUT_MS \
 	${FI_PROVIDER_PATH:+FI_PROVIDER_PATH}; do
 	mca+=(-x "$variable")
 done

@@ -989,6 +989,18 @@ TEST(TransportDeadPeer, OutstandingSendsTimeOutThenOtherPeersWork) {
   EXPECT_EQ(net.engine(a).outstanding_sends(), 0u);
   EXPECT_GE(net.engine(a).stats().timeouts, 1u);
   EXPECT_EQ(net.engine(a).stats().peers_failed, 1u);
+  // Expect: the timeout's report names the wait (data unacknowledged), the
+  // peer, and a connection that heard nothing for the whole timeout while
+  // its oldest segment went out again.
+  const TimeoutReport& report = net.engine(a).last_timeout();
+  EXPECT_EQ(report.wait, TimeoutReport::Wait::kAcknowledge);
+  EXPECT_STREQ(timeout_wait_text(report.wait), "data not acknowledged");
+  EXPECT_EQ(report.peer, peer_key(kMacB, 0));
+  EXPECT_GE(report.waited_ns, config.peer_timeout_ns);
+  EXPECT_GE(report.quiet_ns, config.peer_timeout_ns);
+  EXPECT_GT(report.in_flight, 0u);
+  EXPECT_GT(report.retransmits, 0u);
+  EXPECT_GE(report.awaiting, 10u);
 
   // Expect: A works with C as if nothing happened.
   FlowSpec spec;
@@ -1054,6 +1066,10 @@ TEST(TransportDeadPeer, ReceiveHalfFilledByADeadSenderFailsWithTimeout) {
   EXPECT_EQ(done[0].context, ctx(7));
   EXPECT_EQ(done[0].error, kErrTimedOut);
   EXPECT_EQ(done[0].prov_errno, kProvPeerTimeout);
+  const TimeoutReport& report = net.engine(b).last_timeout();
+  EXPECT_EQ(report.wait, TimeoutReport::Wait::kReceive);
+  EXPECT_EQ(report.peer, peer_key(kMacA, 0));
+  EXPECT_GE(report.waited_ns, config.peer_timeout_ns);
 }
 
 // B keeps the receive state of A's old connection across A's timeout, and A
