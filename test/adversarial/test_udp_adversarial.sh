@@ -1,0 +1,61 @@
+#!/bin/bash
+# Usage: test_udp_adversarial.sh BENCH UDP_ADVERSARY
+#
+# The UDP/IPv4 side of the adversarial harness: a live pair (dpdk-fi-bench
+# fetch-adds, server = the target) over net_af_packet on the two ends of a
+# veth pair, both ports with addresses on 10.66.0.0/16 so the pair talks in
+# UDP, and udp_adversary on the peer's end sending what strangers on that
+# subnet could (udp_adversary.cc: spoofed HELLOs, broadcasts, an echo and an
+# ARP flood).  Passes when every case passed and both bench processes still
+# run at the end.  Skips (exit 77) where veth pairs cannot be made.
+set -euo pipefail
+BENCH=$1
+ADVERSARY=$2
+source "$(dirname "$0")/../multiproc/pair.sh"
+
+T=ofu$$t
+P=ofu$$p
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! add_veth_pair "$T" "$P"; then
+	echo "SKIP: cannot create a veth pair here"
+	exit 77
+fi
+trap 'ip link del "$T" 2>/dev/null || true; cleanup' EXIT
+# The kernel keeps quiet on both ends: no IPv6, no address of its own.
+sysctl -qw "net.ipv6.conf.$T.disable_ipv6=1" "net.ipv6.conf.$P.disable_ipv6=1" 2>/dev/null || true
+ip link set "$T" up
+ip link set "$P" up
+
+export FI_DPDK_ENCAP=udp
+mkdir -p "$WORK/rendezvous"
+PAIR_ARGS=(--pattern atomic --window 16 --count 100000000 --timeout 200 --size 4096
+	--rendezvous "$WORK/rendezvous")
+# shellcheck disable=SC2086
+start_limited 200 "$WORK/server.json" "$WORK/server.err" env FI_DPDK_PORT_ADDR=10.66.0.1/16 \
+	"$BENCH" -l 0 $EAL_COMMON "--vdev=net_af_packet0,iface=$T" -- --role server "${PAIR_ARGS[@]}"
+SERVER_PID=$STARTED_PID
+wait_for_server
+# shellcheck disable=SC2086
+start_limited 200 "$WORK/client.json" "$WORK/client.err" env FI_DPDK_PORT_ADDR=10.66.0.2/16 \
+	"$BENCH" -l 1 $EAL_COMMON "--vdev=net_af_packet0,iface=$P" -- --role client "${PAIR_ARGS[@]}"
+CLIENT_PID=$STARTED_PID
+for _ in $(seq 100); do
+	[ -s "$WORK/rendezvous/client" ] && break
+	sleep 0.1
+done
+sleep 1  # the pair's ARP, handshake and first fetch-adds
+
+RSS_LIMIT_KB=8192
+if [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
+	RSS_LIMIT_KB=$((4 << 20))
+	echo "note: under a sanitizer: the target's memory is not bounded by this test"
+fi
+set +e
+"$ADVERSARY" --iface "$P" --target-mac "$(cat "/sys/class/net/$T/address")" \
+	--target-ip 10.66.0.1 --own-ip 10.66.0.3 --avoid 10.66.0.2 --prefix 16 \
+	--target-pid "$SERVER_PID" --seed "$$" --rss-limit-kb "$RSS_LIMIT_KB"
+RC=$?
+set -e
+kill -0 "$SERVER_PID" 2>/dev/null || fail "the target (bench server) ended during the attack"
+kill -0 "$CLIENT_PID" 2>/dev/null || fail "the peer (bench client) ended during the attack"
+[ "$RC" = 0 ] || fail "udp_adversary exited $RC"
+echo "every case passed; the live pair ran throughout"

@@ -1,0 +1,447 @@
+// udp_adversary: hostile traffic at a provider process whose port has an
+// IPv4 address (FI_DPDK_ENCAP=udp), while a live pair runs beside it
+// (test_udp_adversarial.sh).  It sits on the peer's end of a veth pair, so
+// what it sends reaches the target as from the wire, and it sees what the
+// target sends.  Cases, in order:
+//
+//   answers        (the control) an ARP request for the target's address
+//                  gets a reply, and a HELLO in UDP from that sender a
+//                  HELLO_ACK: the target does answer a stranger it knows.
+//   spoofed_hellos HELLOs from made-up sources on the subnet, which never
+//                  asked ARP for the target: no ARP request and no UDP
+//                  frame toward any of them (resolving each would let a
+//                  stranger fill the target's resolution slots, and answer
+//                  floods at addresses that never spoke).
+//   broadcasts     HELLOs to the subnet's broadcast address, to
+//                  255.255.255.255, from a broadcast source, and to a port
+//                  no endpoint can have: nothing answers them.
+//   echo_flood     echo requests far above the target's limit: ping works,
+//                  and replies stay within 100 a second.
+//   arp_flood      ARP requests from a different made-up neighbour each:
+//                  the target's memory stays bounded.
+//
+//   udp_adversary --iface IFACE --target-mac MAC --target-ip A --own-ip B
+//                 --prefix N --target-pid PID [--avoid C] [--port-base P]
+//                 [--rss-limit-kb N] [--seed N]
+//
+// Exit 0 when every case passed, 1 otherwise, 2 on set-up errors.
+#include <linux/if_ether.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/ip/arp.h"
+#include "lib/ip/ipv4.h"
+#include "lib/ip/udp4.h"
+#include "lib/proto/frame_codec.h"
+#include "test/adversarial/forge.h"
+#include "test/adversarial/raw_link.h"
+
+namespace ofi_dpdk::adversarial {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct Options {
+  std::string iface;
+  Mac target_mac{};
+  ip::Ipv4 target_ip = 0, own_ip = 0, avoid_ip = 0;
+  unsigned prefix = 24;
+  long target_pid = 0;
+  uint16_t port_base = 9228;
+  long rss_limit_kb = 8 * 1024;
+  uint64_t seed = 1;
+};
+
+[[noreturn]] void setup_error(const std::string& what) {
+  std::fprintf(stderr, "udp_adversary: %s\n", what.c_str());
+  std::exit(2);
+}
+
+ip::Ipv4 address_option(const std::string& text) {
+  const auto address = ip::parse_ipv4(text);
+  if (!address) setup_error("not an IPv4 address: " + text);
+  return *address;
+}
+
+Mac mac_option(const std::string& text) {
+  Mac mac{};
+  unsigned b[6];
+  if (std::sscanf(text.c_str(), "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5]) != 6)
+    setup_error("not a MAC address: " + text);
+  for (int i = 0; i < 6; ++i) mac[i] = static_cast<uint8_t>(b[i]);
+  return mac;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) setup_error(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--iface") o.iface = value();
+    else if (arg == "--target-mac") o.target_mac = mac_option(value());
+    else if (arg == "--target-ip") o.target_ip = address_option(value());
+    else if (arg == "--own-ip") o.own_ip = address_option(value());
+    else if (arg == "--avoid") o.avoid_ip = address_option(value());
+    else if (arg == "--prefix") o.prefix = static_cast<unsigned>(std::stoul(value()));
+    else if (arg == "--target-pid") o.target_pid = std::stol(value());
+    else if (arg == "--port-base") o.port_base = static_cast<uint16_t>(std::stoul(value()));
+    else if (arg == "--rss-limit-kb") o.rss_limit_kb = std::stol(value());
+    else if (arg == "--seed") o.seed = std::stoull(value());
+    else setup_error("unknown option " + arg);
+  }
+  if (o.iface.empty() || o.target_ip == 0 || o.own_ip == 0 || o.target_pid <= 0 ||
+      o.prefix < 8 || o.prefix > 30)
+    setup_error("--iface, --target-mac, --target-ip, --own-ip, --prefix (8-30) and "
+                "--target-pid are required");
+  return o;
+}
+
+long resident_kb(long pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;  // gone
+}
+
+void put16(uint8_t* at, uint16_t value) {
+  at[0] = static_cast<uint8_t>(value >> 8);
+  at[1] = static_cast<uint8_t>(value);
+}
+
+// Everything the target sends but the live pair's frames to the peer.
+std::vector<sock_filter> from_target(const Mac& target) {
+  FilterBuilder f;
+  f.load_word(6);
+  f.jump_unless_equal(uint32_t{target[0]} << 24 | target[1] << 16 | target[2] << 8 | target[3],
+                      "reject");
+  f.load_half(10);
+  f.jump_unless_equal(uint32_t{target[4]} << 8 | target[5], "reject");
+  f.load_half(12);
+  f.jump_if_equal(ip::kEtherTypeArp, "accept");
+  f.jump_if_equal(ip::kEtherTypeIpv4, "accept");
+  f.label("reject");
+  f.reject();
+  f.label("accept");
+  f.accept();
+  return f.finish();
+}
+
+// What the target sent during a listen.
+struct Seen {
+  std::set<ip::Ipv4> arp_asked;        // addresses its ARP requests asked for
+  uint64_t arp_replies_to_us = 0;      // replies to our own MAC
+  std::set<ip::Ipv4> udp_to;           // destinations of its UDP frames
+  uint64_t hello_acks_to_us = 0;       // HELLO_ACKs in UDP to our own address
+  uint64_t answers_to_broadcast = 0;   // UDP to a broadcast address or MAC
+  uint64_t echo_replies = 0;
+};
+
+class UdpAdversary {
+ public:
+  explicit UdpAdversary(const Options& o)
+      : o_(o), link_(o.iface, ETH_P_ALL, from_target(o.target_mac)), rng_(o.seed) {
+    own_mac_ = {0x02, 0xad, 0x00, 0x00, 0x00, 0x03};
+    const uint32_t mask = o.prefix == 0 ? 0 : ~uint32_t{0} << (32 - o.prefix);
+    network_ = o.target_ip & mask;
+    broadcast_ = network_ | ~mask;
+  }
+
+  int run() {
+    const long rss_before = resident_kb(o_.target_pid);
+    bool all = true;
+    all &= report("answers", answers());
+    all &= report("spoofed_hellos", spoofed_hellos());
+    all &= report("broadcasts", broadcasts());
+    all &= report("echo_flood", echo_flood());
+    all &= report("arp_flood", arp_flood());
+    const long rss_after = resident_kb(o_.target_pid);
+    if (rss_after < 0) {
+      std::printf("FAIL: the target is gone\n");
+      return 1;
+    }
+    const long growth = rss_after - rss_before;
+    std::printf("target memory: %ld kB -> %ld kB (%+ld kB, limit %ld kB)\n", rss_before,
+                rss_after, growth, o_.rss_limit_kb);
+    if (growth > o_.rss_limit_kb) all = false;
+    return all ? 0 : 1;
+  }
+
+ private:
+  struct Result {
+    bool ok = true;
+    std::string detail;
+    void fail(const std::string& why) {
+      ok = false;
+      note(why);
+    }
+    void note(const std::string& what) { detail += (detail.empty() ? "" : "; ") + what; }
+  };
+
+  bool report(const char* name, const Result& r) {
+    std::printf("%s %s: %s\n", r.ok ? "PASS" : "FAIL", name, r.detail.c_str());
+    std::fflush(stdout);
+    return r.ok;
+  }
+
+  // A made-up unicast neighbour on the subnet: neither the target, the
+  // peer, us, nor the network or broadcast address.
+  ip::Ipv4 made_up_address() {
+    for (;;) {
+      const ip::Ipv4 a = network_ | (static_cast<uint32_t>(rng_()) & (broadcast_ - network_));
+      if (a != network_ && a != broadcast_ && a != o_.target_ip && a != o_.own_ip &&
+          a != o_.avoid_ip)
+        return a;
+    }
+  }
+  Mac made_up_mac() {
+    Mac mac{};
+    const uint64_t r = rng_();
+    for (int i = 0; i < 6; ++i) mac[i] = static_cast<uint8_t>(r >> (8 * i));
+    mac[0] = static_cast<uint8_t>((mac[0] & 0xfc) | 0x02);  // local, unicast
+    return mac;
+  }
+
+  void send_arp_request(const Mac& mac, ip::Ipv4 address) {
+    uint8_t frame[ip::kArpFrameSize];
+    ip::build_arp(ip::arp_request(mac.data(), address, o_.target_ip), frame);
+    link_.send(frame);
+  }
+
+  // A HELLO in UDP from (mac, source) to (dst_mac, destination), port
+  // port_base + dst_queue, as a peer opening a connection sends it.
+  void send_hello(const Mac& mac, ip::Ipv4 source, const Mac& dst_mac, ip::Ipv4 destination,
+                  uint16_t destination_port, uint16_t src_queue) {
+    wire::FrameHeader h{};
+    h.version = wire::kWireVersion;
+    h.opcode = static_cast<uint8_t>(wire::Opcode::kHello);
+    h.src_queue = h.src_ep_queue = src_queue;
+    h.src_session = static_cast<uint32_t>(rng_()) | 1;
+    h.conn = 1;
+    h.token = static_cast<uint32_t>(rng_()) | 1;
+    h.msg_len = sizeof(wire::HandshakeBody);
+    h.payload_len = sizeof(wire::HandshakeBody);
+    const auto body = handshake_body(0, 1400);
+    std::vector<uint8_t> frame(ip::kUdp4Lead + sizeof(wire::FrameHeader) + body.size());
+    ip::Udp4Addresses addresses;
+    addresses.source = source;
+    addresses.destination = destination;
+    addresses.source_port = 50000;
+    addresses.destination_port = destination_port;
+    ip::encode_udp4(frame.data(), dst_mac.data(), mac.data(), addresses,
+                    frame.size() - ip::kUdp4Lead);
+    uint8_t* header = frame.data() + ip::kUdp4Lead;
+    proto::encode_header(header, h);
+    std::memcpy(header + sizeof(wire::FrameHeader), body.data(), body.size());
+    proto::finish_seal_udp(
+        header, proto::crc32c(proto::begin_seal_udp(header), body.data(), body.size()));
+    link_.send(frame);
+  }
+
+  void send_echo_request(uint16_t sequence) {
+    uint8_t frame[ip::kEthernetHeaderSize + ip::kIpv4HeaderSize + 16] = {};
+    std::memcpy(frame, o_.target_mac.data(), 6);
+    std::memcpy(frame + 6, own_mac_.data(), 6);
+    put16(frame + 12, ip::kEtherTypeIpv4);
+    uint8_t* ipv4 = frame + ip::kEthernetHeaderSize;
+    ipv4[0] = 0x45;
+    put16(ipv4 + 2, ip::kIpv4HeaderSize + 16);
+    ipv4[8] = 64;
+    ipv4[9] = ip::kProtocolIcmp;
+    for (int i = 0; i < 4; ++i) {
+      ipv4[12 + i] = static_cast<uint8_t>(o_.own_ip >> (24 - 8 * i));
+      ipv4[16 + i] = static_cast<uint8_t>(o_.target_ip >> (24 - 8 * i));
+    }
+    put16(ipv4 + 10, ip::internet_checksum(ipv4, ip::kIpv4HeaderSize));
+    uint8_t* icmp = ipv4 + ip::kIpv4HeaderSize;
+    icmp[0] = 8;  // echo request
+    put16(icmp + 4, 0x4f44);
+    put16(icmp + 6, sequence);
+    put16(icmp + 2, ip::internet_checksum(icmp, 16));
+    link_.send(frame);
+  }
+
+  // Takes in the target's frames for `duration`.
+  Seen listen(Clock::duration duration) {
+    Seen seen;
+    uint8_t buffer[2048];
+    const auto end = Clock::now() + duration;
+    for (auto now = Clock::now(); now < end; now = Clock::now()) {
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(end - now).count();
+      const size_t length = link_.receive(buffer, std::max<int64_t>(left, 1));
+      if (length != 0) take(buffer, length, &seen);
+    }
+    return seen;
+  }
+
+  void take(const uint8_t* frame, size_t length, Seen* seen) {
+    if (const auto arp = ip::parse_arp(frame, length)) {
+      if (arp->op == ip::ArpOp::kRequest) seen->arp_asked.insert(arp->target_ip);
+      else if (std::memcmp(arp->target_mac, own_mac_.data(), 6) == 0) ++seen->arp_replies_to_us;
+      return;
+    }
+    ip::Ipv4Packet packet;
+    if (ip::parse_ipv4_packet(frame, length, &packet) != ip::Ipv4Result::kOk) return;
+    const bool broadcast_mac = std::all_of(frame, frame + 6, [](uint8_t b) { return b == 0xff; });
+    if (packet.protocol == ip::kProtocolIcmp && packet.payload_length >= 8 &&
+        packet.payload[0] == 0 && packet.destination == o_.own_ip) {
+      ++seen->echo_replies;
+      return;
+    }
+    ip::UdpDatagram udp;
+    if (packet.protocol != ip::kProtocolUdp || !ip::parse_udp(packet, &udp)) return;
+    seen->udp_to.insert(packet.destination);
+    if (broadcast_mac || packet.destination == broadcast_ || packet.destination == 0xffffffffu)
+      ++seen->answers_to_broadcast;
+    proto::DecodedFrame decoded;
+    if (packet.destination == o_.own_ip &&
+        proto::decode_udp_payload(udp.payload, udp.payload_length, &decoded) ==
+            proto::DecodeResult::kOk &&
+        decoded.header.opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck))
+      ++seen->hello_acks_to_us;
+  }
+
+  Result answers() {
+    Result r;
+    uint64_t replies = 0, acks = 0;
+    for (int attempt = 0; attempt < 5 && (replies == 0 || acks == 0); ++attempt) {
+      send_arp_request(own_mac_, o_.own_ip);
+      replies += listen(milliseconds(200)).arp_replies_to_us;
+      send_hello(own_mac_, o_.own_ip, o_.target_mac, o_.target_ip, o_.port_base, 7);
+      acks += listen(milliseconds(300)).hello_acks_to_us;
+    }
+    if (replies == 0) r.fail("no ARP reply to a request for the target's address");
+    if (acks == 0) r.fail("no HELLO_ACK to a HELLO from a neighbour that asked ARP");
+    r.note(std::to_string(replies) + " ARP replies, " + std::to_string(acks) + " HELLO_ACKs");
+    return r;
+  }
+
+  Result spoofed_hellos() {
+    Result r;
+    constexpr int kHellos = 2000;
+    std::set<ip::Ipv4> sources;
+    Seen seen;
+    for (int i = 0; i < kHellos; ++i) {
+      const ip::Ipv4 source = made_up_address();
+      sources.insert(source);
+      send_hello(made_up_mac(), source, o_.target_mac, o_.target_ip, o_.port_base,
+                 static_cast<uint16_t>(i % 64));
+      if (i % 200 == 199) merge(&seen, listen(milliseconds(20)));
+    }
+    merge(&seen, listen(milliseconds(1500)));
+    size_t asked = 0, answered = 0;
+    for (const ip::Ipv4 a : seen.arp_asked) asked += sources.count(a);
+    for (const ip::Ipv4 a : seen.udp_to) answered += sources.count(a);
+    if (asked != 0) r.fail(std::to_string(asked) + " made-up sources asked for by ARP");
+    if (answered != 0) r.fail(std::to_string(answered) + " made-up sources sent UDP");
+    r.note(std::to_string(sources.size()) + " sources, " + std::to_string(asked) +
+           " ARP requests for them, " + std::to_string(answered) + " answered");
+    return r;
+  }
+
+  Result broadcasts() {
+    Result r;
+    const Mac everyone = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    Seen seen;
+    for (int round = 0; round < 20; ++round) {
+      send_hello(own_mac_, o_.own_ip, everyone, broadcast_, o_.port_base, 9);
+      send_hello(own_mac_, o_.own_ip, everyone, 0xffffffffu, o_.port_base, 9);
+      send_hello(own_mac_, broadcast_, o_.target_mac, o_.target_ip, o_.port_base, 9);
+      send_hello(own_mac_, o_.own_ip, o_.target_mac, o_.target_ip, 0xffff, 9);
+      merge(&seen, listen(milliseconds(25)));
+    }
+    merge(&seen, listen(milliseconds(500)));
+    if (seen.answers_to_broadcast != 0)
+      r.fail(std::to_string(seen.answers_to_broadcast) + " frames to a broadcast address");
+    if (seen.hello_acks_to_us != 0)
+      r.fail(std::to_string(seen.hello_acks_to_us) +
+             " HELLO_ACKs to HELLOs sent to a broadcast address or a port no endpoint has");
+    r.note("80 HELLOs, " + std::to_string(seen.answers_to_broadcast) + " broadcast answers, " +
+           std::to_string(seen.hello_acks_to_us) + " HELLO_ACKs");
+    return r;
+  }
+
+  Result echo_flood() {
+    Result r;
+    constexpr int kRequests = 3000;
+    Seen seen;
+    const auto start = Clock::now();
+    for (int i = 0; i < kRequests; ++i) {
+      send_echo_request(static_cast<uint16_t>(i));
+      if (i % 100 == 99) merge(&seen, listen(milliseconds(30)));
+    }
+    merge(&seen, listen(milliseconds(500)));
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    // (100 a second, and one second's worth at once.)
+    const auto most = static_cast<uint64_t>(100 * (seconds + 1));
+    if (seen.echo_replies == 0) r.fail("no echo reply at all");
+    if (seen.echo_replies > most)
+      r.fail(std::to_string(seen.echo_replies) + " replies, above " + std::to_string(most));
+    char text[96];
+    std::snprintf(text, sizeof text, "%d requests in %.2f s, %lu replies", kRequests, seconds,
+                  static_cast<unsigned long>(seen.echo_replies));
+    r.note(text);
+    return r;
+  }
+
+  Result arp_flood() {
+    Result r;
+    constexpr int kRequests = 20000;
+    const long before = resident_kb(o_.target_pid);
+    Seen seen;
+    for (int i = 0; i < kRequests; ++i) {
+      send_arp_request(made_up_mac(), made_up_address());
+      if (i % 500 == 499) merge(&seen, listen(milliseconds(10)));
+    }
+    merge(&seen, listen(milliseconds(500)));
+    const long after = resident_kb(o_.target_pid);
+    if (after < 0) r.fail("the target is gone");
+    else if (after - before > o_.rss_limit_kb)
+      r.fail("the target grew by " + std::to_string(after - before) + " kB");
+    r.note(std::to_string(kRequests) + " requests from as many neighbours, target " +
+           std::to_string(after - before) + " kB");
+    return r;
+  }
+
+  static void merge(Seen* into, const Seen& more) {
+    into->arp_asked.insert(more.arp_asked.begin(), more.arp_asked.end());
+    into->arp_replies_to_us += more.arp_replies_to_us;
+    into->udp_to.insert(more.udp_to.begin(), more.udp_to.end());
+    into->hello_acks_to_us += more.hello_acks_to_us;
+    into->answers_to_broadcast += more.answers_to_broadcast;
+    into->echo_replies += more.echo_replies;
+  }
+
+  const Options o_;
+  RawLink link_;
+  std::mt19937_64 rng_;
+  Mac own_mac_{};
+  ip::Ipv4 network_ = 0, broadcast_ = 0;
+};
+
+}  // namespace
+}  // namespace ofi_dpdk::adversarial
+
+int main(int argc, char** argv) {
+  using namespace ofi_dpdk::adversarial;
+  const Options options = parse(argc, argv);
+  try {
+    UdpAdversary adversary(options);
+    return adversary.run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "udp_adversary: %s\n", e.what());
+    return 2;
+  }
+}
