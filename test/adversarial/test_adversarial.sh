@@ -19,14 +19,7 @@ source "$(dirname "$0")/../multiproc/pair.sh"
 
 T=ofv$$t
 P=ofv$$p
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! add_veth_pair "$T" "$P"; then
-	echo "SKIP: cannot create a veth pair here"
-	exit 77
-fi
-trap 'ip link del "$T" 2>/dev/null || true; cleanup' EXIT
-sysctl -qw "net.ipv6.conf.$T.disable_ipv6=1" "net.ipv6.conf.$P.disable_ipv6=1" 2>/dev/null || true
-ip link set "$T" up
-ip link set "$P" up
+quiet_veth_pair_or_skip "$T" "$P"
 
 # Small limits, so the cases reach them quickly: the target holds 128
 # connections, 8 MiB of unexpected messages, 4 MiB of answers (1 MiB a

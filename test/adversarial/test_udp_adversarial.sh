@@ -15,15 +15,8 @@ source "$(dirname "$0")/../multiproc/pair.sh"
 
 T=ofu$$t
 P=ofu$$p
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! add_veth_pair "$T" "$P"; then
-	echo "SKIP: cannot create a veth pair here"
-	exit 77
-fi
-trap 'ip link del "$T" 2>/dev/null || true; cleanup' EXIT
-# The kernel keeps quiet on both ends: no IPv6, no address of its own.
-sysctl -qw "net.ipv6.conf.$T.disable_ipv6=1" "net.ipv6.conf.$P.disable_ipv6=1" 2>/dev/null || true
-ip link set "$T" up
-ip link set "$P" up
+# (The kernel has no address of its own on either end.)
+quiet_veth_pair_or_skip "$T" "$P"
 
 export FI_DPDK_ENCAP=udp
 mkdir -p "$WORK/rendezvous"

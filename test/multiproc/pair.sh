@@ -104,6 +104,21 @@ add_veth_pair() {
 		ip link add "$1" type veth peer name "$2"
 }
 
+# quiet_veth_pair_or_skip A B: a veth pair up for two af_packet processes,
+# with no IPv6 chatter on it, removed when the test exits; where none can be
+# made (no root, no iproute2) the test is skipped (exit 77).
+quiet_veth_pair_or_skip() {
+	if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! add_veth_pair "$1" "$2"; then
+		echo "SKIP: cannot create a veth pair here"
+		exit 77
+	fi
+	VETH_END=$1
+	trap 'ip link del "$VETH_END" 2>/dev/null || true; cleanup' EXIT
+	sysctl -qw "net.ipv6.conf.$1.disable_ipv6=1" "net.ipv6.conf.$2.disable_ipv6=1" 2>/dev/null || true
+	ip link set "$1" up
+	ip link set "$2" up
+}
+
 memif_args() {  # memif_args ROLE [BUFFER]: BUFFER is memif's bsize (default 9216)
 	echo "--vdev=net_memif0,role=$1,socket=$WORK/memif.sock,socket-abstract=no,bsize=${2:-9216}"
 }

@@ -11,15 +11,7 @@ source "$(dirname "$0")/pair.sh"
 
 A=ofd$$a
 B=ofd$$b
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! add_veth_pair "$A" "$B"; then
-	echo "SKIP: cannot create a veth pair here"
-	exit 77
-fi
-trap 'ip link del "$A" 2>/dev/null || true; cleanup' EXIT
-ip link set "$A" up
-ip link set "$B" up
-# No IPv6 chatter on the test link.
-sysctl -qw "net.ipv6.conf.$A.disable_ipv6=1" "net.ipv6.conf.$B.disable_ipv6=1" 2>/dev/null || true
+quiet_veth_pair_or_skip "$A" "$B"
 
 export FI_DPDK_PEER_TIMEOUT_MS=20000
 pair_run "--vdev=net_af_packet0,iface=$A" "--vdev=net_af_packet0,iface=$B" -- \
