@@ -50,10 +50,13 @@ void log_timeouts(Endpoint* ep) {
   DPDK_WARN(FI_LOG_EP_DATA,
             "endpoint %s: peer timeout (%s) toward %s after %lu ms, peer last heard "
             "%lu ms ago; %u segments in flight (oldest sent %u more times), peer window %u, "
-            "retransmission timeout %lu ms, %zu operations waiting\n",
+            "retransmission timeout %lu ms, %zu operations waiting; oldest unacknowledged %u, "
+            "receive half %s, next expected %u, %u held; frames not sent %lu, stalled %lu\n",
             self, proto::timeout_wait_text(r.wait), peer, r.waited_ns / 1'000'000,
             r.quiet_ns / 1'000'000, r.in_flight, r.retransmits, r.peer_window,
-            r.rto_ns / 1'000'000, r.awaiting);
+            r.rto_ns / 1'000'000, r.awaiting, r.una, r.rx_stalled ? "stalled" : "open",
+            r.next_expected, r.rx_buffered, ep->frames_not_sent,
+            ep->engine->stats().stalled_no_buffer);
 }
 
 template <typename Call>

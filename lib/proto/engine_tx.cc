@@ -442,6 +442,10 @@ void Engine::note_timeout(const Connection& c, TimeoutReport::Wait wait, uint64_
     r.retransmits = oldest.transmissions > 0 ? oldest.transmissions - 1u : 0u;
   }
   r.awaiting = c.awaiting_response.size() + c.awaiting_delivery.size() + c.pending.size();
+  r.rx_stalled = c.rx_stalled;
+  r.next_expected = c.next_expected;
+  r.rx_buffered = c.rx_buffered;
+  r.una = c.una;
 }
 
 void Engine::fail_connection(Connection& c, int error, int prov_errno) {

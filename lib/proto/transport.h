@@ -348,6 +348,12 @@ struct TimeoutReport {
   uint64_t rto_ns = 0;
   uint32_t retransmits = 0;     // of the oldest segment in flight
   size_t awaiting = 0;          // requests or sends waiting for an answer
+  // The receive half: whether we hold our window closed, the next segment
+  // we expect, and segments parked ahead of a gap.
+  bool rx_stalled = false;
+  uint32_t next_expected = 0;
+  uint32_t rx_buffered = 0;
+  uint32_t una = 0;             // our oldest unacknowledged segment
 };
 const char* timeout_wait_text(TimeoutReport::Wait wait);
 
