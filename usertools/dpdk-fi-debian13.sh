@@ -212,6 +212,11 @@ fi
 inner_env=(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 	HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}")
 [[ -n "${DPDK_FI_TEST_LIMIT:-}" ]] && inner_env+=(DPDK_FI_TEST_LIMIT="$DPDK_FI_TEST_LIMIT")
+# The tests' switches a user sets reach the root as they reach the Debian
+# 12 leg (not the ones dpdk-fi-test.sh sets for itself inside).
+for variable in OFI_DPDK_MPI_KNOWN_HANGS OFI_DPDK_MPI_LIMIT OFI_DPDK_SOAK; do
+	if [[ -n "${!variable:-}" ]]; then inner_env+=("$variable=${!variable}"); fi
+done
 
 # The namespace's first process (its init: it reaps orphans, and when it
 # ends the kernel ends every process left inside) mounts, then runs the
