@@ -51,7 +51,8 @@ void log_timeouts(Endpoint* ep) {
             "endpoint %s: peer timeout (%s) toward %s after %lu ms, peer last heard "
             "%lu ms ago; %u segments in flight (oldest sent %u more times), peer window %u, "
             "retransmission timeout %lu ms, %zu operations waiting; oldest unacknowledged %u, "
-            "receive half %s, next expected %u, %u held; frames not sent %lu, stalled %lu\n",
+            "receive half %s, next expected %u, %u held; frames not sent %lu, segments met a "
+            "closed window %lu\n",
             self, proto::timeout_wait_text(r.wait), peer, r.waited_ns / 1'000'000,
             r.quiet_ns / 1'000'000, r.in_flight, r.retransmits, r.peer_window,
             r.rto_ns / 1'000'000, r.awaiting, r.una, r.rx_stalled ? "stalled" : "open",

@@ -1001,6 +1001,10 @@ TEST(TransportDeadPeer, OutstandingSendsTimeOutThenOtherPeersWork) {
   EXPECT_GT(report.in_flight, 0u);
   EXPECT_GT(report.retransmits, 0u);
   EXPECT_GE(report.awaiting, 10u);
+  // The oldest unacknowledged segment is one A sent after the warm-up, and
+  // A's own receive half was open (B's outage is not A's window).
+  EXPECT_GT(report.una, wire::kInitialSeq);
+  EXPECT_FALSE(report.rx_stalled);
 
   // Expect: A works with C as if nothing happened.
   FlowSpec spec;
@@ -1069,6 +1073,9 @@ TEST(TransportDeadPeer, ReceiveHalfFilledByADeadSenderFailsWithTimeout) {
   const TimeoutReport& report = net.engine(b).last_timeout();
   EXPECT_EQ(report.wait, TimeoutReport::Wait::kReceive);
   EXPECT_EQ(report.peer, peer_key(kMacA, 0));
+  // The receive half as it stood: open, past the segments it took.
+  EXPECT_FALSE(report.rx_stalled);
+  EXPECT_GT(report.next_expected, wire::kInitialSeq + 1);
   EXPECT_GE(report.waited_ns, config.peer_timeout_ns);
 }
 
