@@ -297,7 +297,20 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   ++stats_.hellos_sent;
 }
 
+bool Engine::may_answer_stranger() {
+  const uint64_t interval =
+      1'000'000'000ull / std::max<uint32_t>(config_.stranger_answers_per_second, 1);
+  const uint64_t earliest = std::max(stranger_answer_clock_ns_, clock_ns_);
+  if (earliest - clock_ns_ >= interval * config_.stranger_answer_burst) {
+    ++stats_.answers_withheld;
+    return false;
+  }
+  stranger_answer_clock_ns_ = earliest + interval;
+  return true;
+}
+
 void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
+  if (!may_answer_stranger()) return;
   const wire::FrameHeader& hello = *s.header;
   OutFrame frame{};
   std::copy(s.src_mac, s.src_mac + 6, frame.dst_mac);
@@ -324,6 +337,7 @@ void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
 }
 
 void Engine::emit_reset(const uint8_t mac[6], const wire::FrameHeader& answered) {
+  if (!may_answer_stranger()) return;
   OutFrame frame{};
   std::copy(mac, mac + 6, frame.dst_mac);
   wire::FrameHeader& h = frame.header;

@@ -290,6 +290,13 @@ struct TransportConfig {
   // has nothing in progress and has been silent for twice the peer timeout;
   // with none such, its frames are dropped (connections_refused).
   size_t max_connections = 4096;
+  // Answers to frames that open nothing here (a HELLO_ACK for any HELLO, a
+  // RESET for a segment of a connection we do not hold): at most this many
+  // at once, and then this many per second.  A flood from made-up senders
+  // costs bounded transmit work; a real peer whose answer is held back
+  // asks again on its own timer.
+  uint32_t stranger_answer_burst = 256;
+  uint32_t stranger_answers_per_second = 20'000;
   // Bytes of segments kept ahead of a gap (or while a stalled receive
   // waits), for all connections together; beyond it they are dropped and
   // resent by their sender.  A connection whose pool share is below the
@@ -378,7 +385,8 @@ struct TransportStats {
            held_reclaimed = 0,       // held segments dropped for a connection below its share
            sends_refused_peer_share = 0,  // sends refused: their peer holds its share of the budget
            delivery_timeouts = 0,    // sends no receive took within delivery_timeout_ns
-           no_memory = 0;            // allocations that failed (answered or waited, never thrown)
+           no_memory = 0,            // allocations that failed (answered or waited, never thrown)
+           answers_withheld = 0;     // HELLO_ACKs and RESETs over the stranger_answer_* budget
   // Timer events: each is a wait the sender's next step sat behind.  On a
   // link that loses nothing, an exchange that keeps answering needs none.
   uint64_t retransmit_timeouts = 0,  // RTOs with the window open (loss assumed)
@@ -668,6 +676,9 @@ class Engine {
   // Tells the sender of `h` we hold no receive state for its connection
   // (h.conn, h.token).
   void emit_reset(const uint8_t mac[6], const wire::FrameHeader& h);
+  // Whether the stranger-answer budget (TransportConfig::stranger_answer_*)
+  // lets one more HELLO_ACK or RESET out now; counts it either way.
+  bool may_answer_stranger();
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   // A segment found lost for the first time (fast retransmit): the loss
@@ -964,6 +975,10 @@ class Engine {
   uint64_t last_data_ns_ = 0;
   uint64_t polls_ = 0;  // poll() calls so far (Connection::ack_at_poll)
   uint64_t clock_ns_ = 0;  // the latest time a caller handed in
+  // When the stranger-answer budget is whole again (a GCRA clock: each
+  // answer moves it one interval later; it may run ahead of clock_ns_ by
+  // at most the burst).
+  uint64_t stranger_answer_clock_ns_ = 0;
   TransportStats stats_;
   TimeoutReport last_timeout_;
 };

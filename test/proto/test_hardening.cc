@@ -165,7 +165,65 @@ TEST(Handshake, AFloodFromStrangersCostsNoMemoryAndTheLivePairGoesOn) {
   EXPECT_EQ(p.engine(p.b).connection_count(), 1u);
   EXPECT_EQ(p.engine(p.b).reorder_pool_bytes(), 0u);
   EXPECT_GE(p.engine(p.b).stats().bad_tokens, 3000u);
-  EXPECT_GE(p.engine(p.b).stats().hellos_answered, 3000u);
+  // Each stranger's frame was answered or held back by the answer budget,
+  // which the flood (6000 answers owed within 15 ms) spent.
+  const TransportStats& stats = p.engine(p.b).stats();
+  EXPECT_GE(stats.hellos_answered + stats.answers_withheld, 3000u);
+  EXPECT_GT(stats.answers_withheld, 0u);
+}
+
+TEST(Handshake, AnswersToStrangersKeepToTheirBudget) {
+  // Expect: with a budget of 8 answers at once and 1000 per second, 100
+  // HELLOs from 100 made-up senders in one instant get 8 HELLO_ACKs; the
+  // rest go unanswered and are counted.  A segment with a bad token at
+  // that instant gets no RESET either.  5 ms later the budget has 5 more
+  // (one per millisecond); after a quiet second it is whole again, and a
+  // bad token is answered RESET.
+  TransportConfig config;
+  config.stranger_answer_burst = 8;
+  config.stranger_answers_per_second = 1000;
+  Engine b(config, kMacB, 0, 0xB0000001);
+  const wire::HandshakeBody body{};
+  const auto hellos = [&](uint32_t first, uint64_t now) {
+    for (uint32_t n = first; n < first + 100; ++n) {
+      const uint8_t mac[6] = {0x02, 0x77, 0, 0, static_cast<uint8_t>(n >> 8),
+                              static_cast<uint8_t>(n)};
+      wire::FrameHeader hello = header(static_cast<uint8_t>(wire::Opcode::kHello), 1, n + 1);
+      hello.token = n + 1;
+      hello.payload_len = hello.msg_len = sizeof(wire::HandshakeBody);
+      deliver(b, mac, hello, reinterpret_cast<const uint8_t*>(&body), now);
+    }
+    const size_t answers = b.outbox().size();
+    for (const OutFrame& frame : b.outbox())
+      EXPECT_EQ(frame.header.opcode, static_cast<uint8_t>(wire::Opcode::kHelloAck));
+    b.frames_sent();
+    return answers;
+  };
+  const uint8_t stranger[6] = {0x02, 0x77, 0, 0, 0xFF, 0xFF};
+  wire::FrameHeader data = header(static_cast<uint8_t>(wire::Opcode::kMsg), 1, 0x5E55);
+  data.flags = wire::kFlagLastSegment;
+  data.seq = wire::kInitialSeq;
+  data.msg_id = 1;
+  data.msg_len = data.payload_len = 4;
+  data.token = 0xBAD;
+  const uint8_t payload[4] = {1, 2, 3, 4};
+
+  EXPECT_EQ(hellos(0, 1 * kMs), 8u);
+  EXPECT_EQ(b.stats().hellos_answered, 8u);
+  EXPECT_EQ(b.stats().answers_withheld, 92u);
+  deliver(b, stranger, data, payload, 1 * kMs);
+  EXPECT_TRUE(b.outbox().empty());
+  EXPECT_EQ(b.stats().bad_tokens, 1u);
+  EXPECT_EQ(b.stats().resets_sent, 0u);
+
+  EXPECT_EQ(hellos(100, 6 * kMs), 5u);
+  EXPECT_EQ(b.stats().connections_opened, 0u);
+
+  deliver(b, stranger, data, payload, 1 * kSec);
+  ASSERT_EQ(b.outbox().size(), 1u);
+  EXPECT_EQ(b.outbox()[0].header.opcode, static_cast<uint8_t>(wire::Opcode::kReset));
+  b.frames_sent();
+  EXPECT_EQ(hellos(200, 1 * kSec), 7u);
 }
 
 // ---------------------------------------------------------------------------
