@@ -405,6 +405,11 @@ void Engine::fail_unreachable(const std::function<bool(const uint8_t* link)>& un
     fail_connection(*connection, kErrHostUnreachable, kProvNoRoute);
     connection->peer_session = 0;
   }
+  // Frames already built for those peers would only send the provider to
+  // look for their next hop once more (another resolution, for nothing).
+  const auto before = outbox_.size();
+  std::erase_if(outbox_, [&](const OutFrame& frame) { return unreachable(frame.dst_mac); });
+  if (outbox_.size() != before) open_bundle_ = {};
 }
 
 void Engine::frames_sent() {

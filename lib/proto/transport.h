@@ -534,8 +534,9 @@ class Engine {
   // the closed connection still cannot open it again.
   void drop_peer(uint64_t key);
   // Fails the operations of every peer whose link address (PeerAddress::mac)
-  // `unreachable` picks with kErrHostUnreachable / kProvNoRoute, and closes
-  // their connections as drop_peer does: the port found no route to them.
+  // `unreachable` picks with kErrHostUnreachable / kProvNoRoute, closes
+  // their connections as drop_peer does (the port found no route to them),
+  // and takes the frames to them out of the outbox.
   void fail_unreachable(const std::function<bool(const uint8_t* link)>& unreachable);
   // The network keys whose frames this endpoint takes (default: only 0, no
   // key); frames with any other key are dropped unanswered and counted.

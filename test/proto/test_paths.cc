@@ -98,5 +98,36 @@ TEST(Paths, APathLimitKnownToOneSideBindsBothWays) {
   EXPECT_EQ(largest[pair.b], kLimit) << "B's too, told in A's handshakes";
 }
 
+// The provider gave up on a peer's next hop (no ARP answer): its sends
+// fail with kErrHostUnreachable, and the frames already built for it leave
+// the outbox, so the flush that follows does not ask for that next hop
+// again; a frame to another peer stays.
+TEST(Paths, APeerFoundUnreachableTakesItsFramesOutOfTheOutbox) {
+  sim::Pair pair(14);
+  Engine& a = pair.engine(pair.a);
+  static const std::vector<uint8_t> message(8, 0x44);
+  ASSERT_EQ(pair.send(pair.a, pair.b, message, &pair), 0);
+  PeerAddress other = pair.link.address(pair.b);
+  other.mac[5] ^= 0x40;
+  iovec iov{const_cast<uint8_t*>(message.data()), message.size()};
+  SendRequest request;
+  request.iov = &iov;
+  request.iov_count = 1;
+  request.copy = true;
+  ASSERT_EQ(a.send(other, request, pair.link.now()), 0);
+  const PeerAddress gone = pair.link.address(pair.b);
+  const auto to = [](const OutFrame& frame, const PeerAddress& peer) {
+    return std::equal(peer.mac, peer.mac + 6, frame.dst_mac);
+  };
+  ASSERT_EQ(a.outbox().size(), 2u) << "a HELLO to each peer";
+  a.fail_unreachable([&](const uint8_t* link) { return std::equal(gone.mac, gone.mac + 6, link); });
+  ASSERT_EQ(a.outbox().size(), 1u);
+  EXPECT_TRUE(to(a.outbox()[0], other));
+  bool failed = false;
+  for (const Completion& done : a.completions())
+    if (done.context == &pair) failed = done.error == kErrHostUnreachable;
+  EXPECT_TRUE(failed) << "the send to the unreachable peer failed";
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::proto
