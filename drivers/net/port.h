@@ -63,6 +63,9 @@ struct PortDescription {
   // The kernel interface the port shares with the kernel's own stack
   // (net_af_packet, net_af_xdp: the one it attaches to); "" for others.
   std::string kernel_interface;
+  // A port a dpdk-fi-switch shares between processes (shared_port.h): its
+  // switch passes our EtherType alone.
+  bool shared = false;
 };
 
 // Every port EAL probed, in id order.

@@ -259,8 +259,7 @@ fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type
     info->rx_attr->msg_order = 0;
     info->tx_attr->rma_iov_limit = 0;
     info->ep_attr->mem_tag_format = kMemTagFormat;
-    const bool udp = port.ipv4 != 0 && params().encap_udp;
-    max_msg_size = std::min(max_msg_size, datagram_max_msg_size(udp ? ip::kUdp4Overhead : 0));
+    max_msg_size = std::min(max_msg_size, datagram_max_msg_size(port.udp ? ip::kUdp4Overhead : 0));
   } else if (type == FI_EP_MSG) {
     info->ep_attr->type = FI_EP_MSG;
     info->caps &= kConnectedCaps;

@@ -22,6 +22,7 @@ struct PortFacts {
   size_t max_msg_size;      // ep_attr->max_msg_size
   size_t unexpected_bytes;  // rx_attr->total_buffered_recv
   uint32_t ipv4 = 0;        // its IPv4 address (FI_DPDK_PORT_ADDR); 0: none
+  bool udp = false;         // reaches peers in UDP/IPv4 (port_speaks_udp)
 };
 
 // fi_av (doc/address-vector.md).  FI_AV_USER_ID is in no class in the 1.17

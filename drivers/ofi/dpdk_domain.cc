@@ -195,7 +195,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   ctx->neighbours = ip::NeighbourTable(ip::NeighbourTable::kDefaultCapacity,
                                        uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
   // A shared port's switch passes our EtherType alone.
-  ctx->udp = ctx->interface && p.encap_udp && !ctx->port->shared();
+  ctx->udp = port_speaks_udp(ctx->interface.has_value(), ctx->port->shared());
   if (ctx->interface)
     DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv4 address %s; peers named by address get %s\n",
               ctx->port->name().c_str(), ip::format_interface(*ctx->interface).c_str(),

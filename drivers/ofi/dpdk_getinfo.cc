@@ -181,10 +181,12 @@ std::string port_mismatch(const Request& request, const net::PortDescription& po
            ip::format_interface(*interface);
   // Beyond the subnet: through the gateway, in UDP.
   if (request.dest && request.dest->ipv4 != 0 && !interface->on_link(request.dest->ipv4) &&
-      (interface->gateway == 0 || !params().encap_udp))
+      (interface->gateway == 0 || !port_speaks_udp(true, port.shared)))
     return ip::format_ipv4(request.dest->ipv4) + " is not on its subnet " +
            ip::format_interface(*interface) +
-           (interface->gateway == 0 ? " and it has no gateway" : " and FI_DPDK_ENCAP=l2");
+           (interface->gateway == 0 ? " and it has no gateway"
+            : port.shared           ? " and a shared port carries our EtherType only"
+                                    : " and FI_DPDK_ENCAP=l2");
   return {};
 }
 
@@ -232,6 +234,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
     PortFacts facts{port.name, {}, kMaxMsgSize, params().unexpected_bytes};
     std::memcpy(facts.mac, port.mac, 6);
     if (interface) facts.ipv4 = interface->address;
+    facts.udp = port_speaks_udp(interface.has_value(), port.shared);
     // Reliable endpoints first: what an application that names no type gets.
     for (const fi_ep_type type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
       if (wanted_type != FI_EP_UNSPEC && wanted_type != type) continue;
@@ -252,8 +255,7 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       // the answer speaks FI_SOCKADDR_IN, so that the addresses fi_getname
       // gives out are routable ones.  (The native form has no room for the
       // port's address: put it back.)
-      const bool speaks_udp = interface && params().encap_udp;
-      if (((request.by_ipv4() || speaks_udp) && offer->addr_format == FI_FORMAT_UNSPEC) ||
+      if (((request.by_ipv4() || facts.udp) && offer->addr_format == FI_FORMAT_UNSPEC) ||
           is_sockaddr_format(offer->addr_format)) {
         auto any = info_address(offer, true);
         offer->addr_format = FI_SOCKADDR_IN;

@@ -65,4 +65,12 @@ void define_params(const fi_provider* provider);
 // Reads them (once; later calls return the same values).
 const Params& params();
 
+// Whether a port reaches peers named by address in UDP/IPv4: it has an
+// address, FI_DPDK_ENCAP is udp, and it is not a shared port (whose switch
+// passes our EtherType alone).  fi_getinfo's answers and the domain's
+// frames follow this one decision.
+inline bool port_speaks_udp(bool has_address, bool shared_port) {
+  return has_address && params().encap_udp && !shared_port;
+}
+
 }  // namespace ofi_dpdk::ofi

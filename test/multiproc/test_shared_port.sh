@@ -14,9 +14,12 @@
 #   3. The stock fork pattern: one program forks before its first fi_*
 #      call, the parent creates a named AV, the child opens it FI_READ, and
 #      they talk through it (av_shared_peer --role fork).
-#   4. The switch stops on SIGTERM, reports what it forwarded, and leaves no
+#   4. An IPv4 address on the shared port: stock fi_info gets the native
+#      format, a peer on the subnet, and no peer beyond the gateway (the
+#      switch passes our EtherType alone, never UDP), with the reason logged.
+#   5. The switch stops on SIGTERM, reports what it forwarded, and leaves no
 #      hugepage files or runtime directory behind.
-#   5. A second switch whose secondary died holding EAL's memory lock (as a
+#   6. A second switch whose secondary died holding EAL's memory lock (as a
 #      process killed during its EAL start-up does) still stops on SIGTERM,
 #      at its 10 s cleanup limit, saying why, and leaves nothing behind.
 # Needs hugepages (secondaries map the primary's memory); skipped without.
@@ -102,7 +105,32 @@ cat "$WORK/fork.out"
 [ "$fork_rc" = 0 ] || fail "forked named-AV program exited $fork_rc: $(tail -5 "$WORK/fork.err")"
 echo "a program forked before fi_getinfo: parent and child share a named AV over one port"
 
-# 4. The switch stops when told, and cleans up after itself.
+# 4. An IPv4 address on the shared port (FI_DPDK_PORT_ADDR).  Its switch
+# passes our EtherType alone, so stock fi_info hears no UDP: the native
+# address format, a peer on the subnet offered (ARP, our EtherType), a peer
+# beyond the gateway (which only UDP reaches) turned down, saying why.
+shared_info() {  # shared_info OUT fi_info-arguments...
+	local out=$1
+	shift
+	FI_DPDK_PORT_ADDR=10.213.0.1/24@10.213.0.254 FI_DPDK_ENCAP=udp FI_LOG_LEVEL=info \
+		FI_LOG_PROV=dpdk FI_DPDK_EAL_ARGS="-l 1 $secondary" timeout 60 fi_info -p dpdk \
+		-t FI_EP_RDM "$@" >"$out" 2>&1
+}
+shared_info "$WORK/info-any.out" -v || fail "fi_info on the shared port: $(tail -3 "$WORK/info-any.out")"
+grep -q "addr_format: FI_FORMAT_UNSPEC" "$WORK/info-any.out" ||
+	fail "a shared port with an address answered in another format: $(grep addr_format "$WORK/info-any.out")"
+shared_info "$WORK/info-near.out" -n 10.213.0.7 -v ||
+	fail "a peer on the shared port's subnet was not offered: $(tail -3 "$WORK/info-near.out")"
+grep -q "addr_format: FI_SOCKADDR_IN" "$WORK/info-near.out" ||
+	fail "a peer named by address got no FI_SOCKADDR_IN answer"
+if shared_info "$WORK/info-far.out" -n 10.214.0.9; then
+	fail "a peer beyond the gateway was offered on a shared port"
+fi
+grep -q "a shared port carries our EtherType only" "$WORK/info-far.out" ||
+	fail "the refusal does not say why: $(grep -a 'passed over' "$WORK/info-far.out" | tail -2)"
+echo "an address on a shared port: native format, a peer on the subnet offered, none beyond the gateway"
+
+# 5. The switch stops when told, and cleans up after itself.
 kill -TERM "$switch_pid"
 set +e
 wait "$switch_pid"
@@ -119,7 +147,7 @@ fi
 [ "$(id -u)" != 0 ] || [ ! -e "/var/run/dpdk/$prefix" ] ||
 	fail "the switch left its runtime directory /var/run/dpdk/$prefix"
 
-# 5. A secondary dies holding EAL's memory lock; the switch stops anyway.
+# 6. A secondary dies holding EAL's memory lock; the switch stops anyway.
 start_switch 120 "${prefix}b" "${name:0:10}b" switch2
 set +e
 timeout 60 "$LOCK_HOLDER" -l 1 --proc-type=secondary --file-prefix "${prefix}b" --no-pci --no-telemetry \
