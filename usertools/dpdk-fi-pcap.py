@@ -23,8 +23,8 @@ the ones the bridge carried; the rest were lost between.
 
 Capture every port of a bridge while a job runs, e.g.
   for p in $(ip -o link show master BRIDGE | awk -F': ' '{print $2}' | sed 's/@.*//'); do
-    tcpdump -Z root -i "$p" -s 128 -B 16384 -w "/var/tmp/$p.pcap" & done
-(a snap length of 128 keeps our 86-byte header of every frame). Capture
+    tcpdump -Z root -i "$p" -s 160 -B 16384 -w "/var/tmp/$p.pcap" & done
+(a snap length of 160 keeps our whole 88-byte header, in UDP too). Capture
 the far end of a veth, not the one a process runs net_af_packet on: the
 PMD bypasses the qdisc, so taps on its own interface never see what it
 sends.
@@ -38,7 +38,7 @@ import sys
 
 OPCODES = {1: "MSG", 2: "TAGGED", 3: "ACK", 4: "RESET", 5: "REQUEST", 6: "RESPONSE",
            7: "HELLO", 8: "HELLO_ACK", 9: "BUNDLE", 10: "DATAGRAM"}
-HEADER_SIZE = 86          # wire::FrameHeader
+HEADER_BYTES_READ = 64    # of wire::FrameHeader's 88: every field printed lies in them
 ENDPOINTS_PER_PORT = 64   # kMaxEndpointsPerPort: UDP ports port_base + 0..63
 
 
@@ -113,7 +113,7 @@ def decode(time, data, ether_type, port_base, capture):
         source_address, destination_address = data[26:30], data[30:34]
     else:
         return None
-    if len(header) < HEADER_SIZE:
+    if len(header) < HEADER_BYTES_READ:
         return None
     frame = Frame()
     frame.time = time
@@ -155,7 +155,9 @@ def silences(frames, minimum):
         for start, end in zip(edges, edges[1:]):
             if end - start < minimum:
                 continue
-            inside = sent[bisect.bisect_right(times, start):bisect.bisect_left(times, end)]
+            # (A frame at the very first instant belongs to the first stretch.)
+            begin = (bisect.bisect_left if start == first else bisect.bisect_right)(times, start)
+            inside = sent[begin:bisect.bisect_left(times, end)]
             # One transmission shows once in each capture it passed; a
             # retransmission is the same frame again in the same capture.
             per_capture = collections.defaultdict(collections.Counter)
@@ -176,7 +178,8 @@ def silences(frames, minimum):
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ethertype", default="0x88B5", type=lambda v: int(v, 16))
+    parser.add_argument("--ethertype", default="0x88B5", type=lambda v: int(v, 0),
+                        help="as FI_DPDK_ETHERTYPE: 0x88B5 or decimal")
     parser.add_argument("--port-base", default=9228, type=int)
     parser.add_argument("--silences", type=float, metavar="SECONDS")
     parser.add_argument("captures", nargs="+")

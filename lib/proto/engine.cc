@@ -319,7 +319,9 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   if (h.dst_session != 0 && h.dst_session != session_) {
     // Meant for an earlier incarnation of this endpoint: tell the sender.
     ++stats_.stale_session;
-    if (opcode != static_cast<uint8_t>(wire::Opcode::kReset)) emit_reset(segment.src_mac, h);
+    if (opcode != static_cast<uint8_t>(wire::Opcode::kReset) &&
+        may_answer(connections_.count(peer_key(segment.src_mac, h.src_queue)) != 0))
+      emit_reset(segment.src_mac, h);
     return;
   }
   if (opcode == static_cast<uint8_t>(wire::Opcode::kHello)) {
@@ -363,7 +365,7 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
         emit_ack(*c);
       } else {
         ++stats_.bad_tokens;
-        emit_reset(segment.src_mac, h);
+        if (may_answer(c != nullptr)) emit_reset(segment.src_mac, h);
       }
     } else if (!acks_us) {
       ++stats_.stale_session;

@@ -139,6 +139,7 @@ void Engine::on_hello(const Segment& s) {
   // kept either way.
   const bool open = c != nullptr && c->rx_open && c->peer_session == h.src_session &&
                     c->rx_conn == h.conn && c->auth_key == h.auth_key;
+  if (!may_answer(c != nullptr)) return;
   emit_hello_ack(s, open ? c->rx_token
                          : offer_token(key, h.src_session, h.conn, h.auth_key,
                                        receive_memory(key, c).gen));
@@ -223,7 +224,7 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
     // A segment of a connection we hold no receive half for (closed, timed
     // out, restarted, never opened) or a forgery: it starts nothing.
     ++stats_.bad_tokens;
-    emit_reset(s.src_mac, h);
+    if (may_answer(c != nullptr)) emit_reset(s.src_mac, h);
     return nullptr;
   }
   // The sender proved its handshake.  A new receive half starts at sequence
@@ -231,7 +232,7 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
   // forgotten (evicted), and gets RESET rather than a half it cannot fill.
   if (h.seq - wire::kInitialSeq >= kMaxWindow) {
     ++stats_.bad_tokens;
-    emit_reset(s.src_mac, h);
+    if (may_answer(c != nullptr)) emit_reset(s.src_mac, h);
     return nullptr;
   }
   if (c == nullptr) {
@@ -297,11 +298,15 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   ++stats_.hellos_sent;
 }
 
-bool Engine::may_answer_stranger() {
-  const uint64_t interval =
-      1'000'000'000ull / std::max<uint32_t>(config_.stranger_answers_per_second, 1);
+bool Engine::may_answer(bool known_peer) {
+  // A peer we hold a record for proved a handshake: its answers are not
+  // what a flood of made-up senders can ask for.
+  if (known_peer) return true;
+  const uint64_t interval = std::max<uint64_t>(
+      1'000'000'000ull / std::max<uint32_t>(config_.stranger_answers_per_second, 1), 1);
+  const uint64_t burst = std::max<uint32_t>(config_.stranger_answer_burst, 1);
   const uint64_t earliest = std::max(stranger_answer_clock_ns_, clock_ns_);
-  if (earliest - clock_ns_ >= interval * config_.stranger_answer_burst) {
+  if (earliest - clock_ns_ >= interval * burst) {
     ++stats_.answers_withheld;
     return false;
   }
@@ -310,7 +315,6 @@ bool Engine::may_answer_stranger() {
 }
 
 void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
-  if (!may_answer_stranger()) return;
   const wire::FrameHeader& hello = *s.header;
   OutFrame frame{};
   std::copy(s.src_mac, s.src_mac + 6, frame.dst_mac);
@@ -337,7 +341,6 @@ void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
 }
 
 void Engine::emit_reset(const uint8_t mac[6], const wire::FrameHeader& answered) {
-  if (!may_answer_stranger()) return;
   OutFrame frame{};
   std::copy(mac, mac + 6, frame.dst_mac);
   wire::FrameHeader& h = frame.header;

@@ -290,11 +290,11 @@ struct TransportConfig {
   // has nothing in progress and has been silent for twice the peer timeout;
   // with none such, its frames are dropped (connections_refused).
   size_t max_connections = 4096;
-  // Answers to frames that open nothing here (a HELLO_ACK for any HELLO, a
+  // Answers to senders we hold no record for (a HELLO_ACK for a HELLO, a
   // RESET for a segment of a connection we do not hold): at most this many
   // at once, and then this many per second.  A flood from made-up senders
   // costs bounded transmit work; a real peer whose answer is held back
-  // asks again on its own timer.
+  // asks again on its own timer.  Peers with a record are always answered.
   uint32_t stranger_answer_burst = 256;
   uint32_t stranger_answers_per_second = 20'000;
   // Bytes of segments kept ahead of a gap (or while a stalled receive
@@ -677,9 +677,10 @@ class Engine {
   // Tells the sender of `h` we hold no receive state for its connection
   // (h.conn, h.token).
   void emit_reset(const uint8_t mac[6], const wire::FrameHeader& h);
-  // Whether the stranger-answer budget (TransportConfig::stranger_answer_*)
-  // lets one more HELLO_ACK or RESET out now; counts it either way.
-  bool may_answer_stranger();
+  // Whether a HELLO_ACK or RESET may answer now: always to a peer we hold
+  // a record for, else within the stranger-answer budget
+  // (TransportConfig::stranger_answer_*), counted in answers_withheld when not.
+  bool may_answer(bool known_peer);
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   // A segment found lost for the first time (fast retransmit): the loss

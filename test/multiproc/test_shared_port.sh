@@ -109,26 +109,30 @@ echo "a program forked before fi_getinfo: parent and child share a named AV over
 # passes our EtherType alone, so stock fi_info hears no UDP: the native
 # address format, a peer on the subnet offered (ARP, our EtherType), a peer
 # beyond the gateway (which only UDP reaches) turned down, saying why.
-shared_info() {  # shared_info OUT fi_info-arguments...
-	local out=$1
-	shift
-	FI_DPDK_PORT_ADDR=10.213.0.1/24@10.213.0.254 FI_DPDK_ENCAP=udp FI_LOG_LEVEL=info \
-		FI_LOG_PROV=dpdk FI_DPDK_EAL_ARGS="-l 1 $secondary" timeout 60 fi_info -p dpdk \
-		-t FI_EP_RDM "$@" >"$out" 2>&1
-}
-shared_info "$WORK/info-any.out" -v || fail "fi_info on the shared port: $(tail -3 "$WORK/info-any.out")"
-grep -q "addr_format: FI_FORMAT_UNSPEC" "$WORK/info-any.out" ||
-	fail "a shared port with an address answered in another format: $(grep addr_format "$WORK/info-any.out")"
-shared_info "$WORK/info-near.out" -n 10.213.0.7 -v ||
-	fail "a peer on the shared port's subnet was not offered: $(tail -3 "$WORK/info-near.out")"
-grep -q "addr_format: FI_SOCKADDR_IN" "$WORK/info-near.out" ||
-	fail "a peer named by address got no FI_SOCKADDR_IN answer"
-if shared_info "$WORK/info-far.out" -n 10.214.0.9; then
-	fail "a peer beyond the gateway was offered on a shared port"
+if ! command -v fi_info >/dev/null; then
+	echo "note: no fi_info (libfabric-bin): the address on a shared port is not checked"
+else
+	shared_info() {  # shared_info OUT fi_info-arguments...
+		local out=$1
+		shift
+		FI_DPDK_PORT_ADDR=10.213.0.1/24@10.213.0.254 FI_DPDK_ENCAP=udp FI_LOG_LEVEL=info \
+			FI_LOG_PROV=dpdk FI_DPDK_EAL_ARGS="-l 1 $secondary" timeout 60 fi_info -p dpdk \
+			-t FI_EP_RDM "$@" >"$out" 2>&1
+	}
+	shared_info "$WORK/info-any.out" -v || fail "fi_info on the shared port: $(tail -3 "$WORK/info-any.out")"
+	grep -q "addr_format: FI_FORMAT_UNSPEC" "$WORK/info-any.out" ||
+		fail "a shared port with an address answered in another format: $(grep addr_format "$WORK/info-any.out")"
+	shared_info "$WORK/info-near.out" -n 10.213.0.7 -v ||
+		fail "a peer on the shared port's subnet was not offered: $(tail -3 "$WORK/info-near.out")"
+	grep -q "addr_format: FI_SOCKADDR_IN" "$WORK/info-near.out" ||
+		fail "a peer named by address got no FI_SOCKADDR_IN answer"
+	if shared_info "$WORK/info-far.out" -n 10.214.0.9; then
+		fail "a peer beyond the gateway was offered on a shared port"
+	fi
+	grep -q "a shared port carries our EtherType only" "$WORK/info-far.out" ||
+		fail "the refusal does not say why: $(grep -a 'passed over' "$WORK/info-far.out" | tail -2)"
+	echo "an address on a shared port: native format, a peer on the subnet offered, none beyond the gateway"
 fi
-grep -q "a shared port carries our EtherType only" "$WORK/info-far.out" ||
-	fail "the refusal does not say why: $(grep -a 'passed over' "$WORK/info-far.out" | tail -2)"
-echo "an address on a shared port: native format, a peer on the subnet offered, none beyond the gateway"
 
 # 5. The switch stops when told, and cleans up after itself.
 kill -TERM "$switch_pid"

@@ -173,12 +173,13 @@ TEST(Handshake, AFloodFromStrangersCostsNoMemoryAndTheLivePairGoesOn) {
 }
 
 TEST(Handshake, AnswersToStrangersKeepToTheirBudget) {
-  // Expect: with a budget of 8 answers at once and 1000 per second, 100
-  // HELLOs from 100 made-up senders in one instant get 8 HELLO_ACKs; the
-  // rest go unanswered and are counted.  A segment with a bad token at
-  // that instant gets no RESET either.  5 ms later the budget has 5 more
-  // (one per millisecond); after a quiet second it is whole again, and a
-  // bad token is answered RESET.
+  // Expect: with a budget of 8 answers at once and 1000 per second, one
+  // spent on a peer's handshake, 100 HELLOs from 100 made-up senders in one
+  // instant get 7 HELLO_ACKs; the rest go unanswered and are counted.  A
+  // segment with a bad token at that instant gets no RESET either, but the
+  // peer that holds a record is still answered (HELLO_ACK, RESET).  5 ms
+  // later the budget has 5 more (one per millisecond); after a quiet
+  // second it is whole again, and a bad token is answered RESET.
   TransportConfig config;
   config.stranger_answer_burst = 8;
   config.stranger_answers_per_second = 1000;
@@ -208,16 +209,47 @@ TEST(Handshake, AnswersToStrangersKeepToTheirBudget) {
   data.token = 0xBAD;
   const uint8_t payload[4] = {1, 2, 3, 4};
 
-  EXPECT_EQ(hellos(0, 1 * kMs), 8u);
+  // A peer that completes its handshake just before the flood, in the same
+  // millisecond (its HELLO_ACK comes out of the budget: 7 left).
+  const uint8_t known[6] = {0x02, 0x77, 0, 0, 0xEE, 0xEE};
+  wire::FrameHeader hello = header(static_cast<uint8_t>(wire::Opcode::kHello), 2, 0x4B4E);
+  hello.conn = 1;
+  hello.token = 0x1234;
+  hello.payload_len = hello.msg_len = sizeof(wire::HandshakeBody);
+  deliver(b, known, hello, reinterpret_cast<const uint8_t*>(&body), 1 * kMs);
+  ASSERT_EQ(b.outbox().size(), 1u);
+  wire::FrameHeader first = header(static_cast<uint8_t>(wire::Opcode::kMsg), 2, 0x4B4E);
+  first.flags = wire::kFlagLastSegment;
+  first.conn = 1;
+  first.seq = wire::kInitialSeq;
+  first.msg_id = 1;
+  first.msg_len = first.payload_len = 4;
+  first.token = be32toh(body_of(b.outbox()[0]).token);
+  b.frames_sent();
+  deliver(b, known, first, payload, 1 * kMs);
+  ASSERT_EQ(b.connection_count(), 1u);
+  b.frames_sent();
+
+  EXPECT_EQ(hellos(0, 1 * kMs), 7u);
   EXPECT_EQ(b.stats().hellos_answered, 8u);
-  EXPECT_EQ(b.stats().answers_withheld, 92u);
+  EXPECT_EQ(b.stats().answers_withheld, 93u);
   deliver(b, stranger, data, payload, 1 * kMs);
   EXPECT_TRUE(b.outbox().empty());
   EXPECT_EQ(b.stats().bad_tokens, 1u);
   EXPECT_EQ(b.stats().resets_sent, 0u);
+  // The budget is spent, but the known peer is answered: its HELLO again
+  // (our answer was lost), and a segment with a token we never gave it.
+  deliver(b, known, hello, reinterpret_cast<const uint8_t*>(&body), 1 * kMs);
+  first.token ^= 1;
+  first.conn = 2;
+  deliver(b, known, first, payload, 1 * kMs);
+  ASSERT_EQ(b.outbox().size(), 2u);
+  EXPECT_EQ(b.outbox()[0].header.opcode, static_cast<uint8_t>(wire::Opcode::kHelloAck));
+  EXPECT_EQ(b.outbox()[1].header.opcode, static_cast<uint8_t>(wire::Opcode::kReset));
+  b.frames_sent();
 
   EXPECT_EQ(hellos(100, 6 * kMs), 5u);
-  EXPECT_EQ(b.stats().connections_opened, 0u);
+  EXPECT_EQ(b.stats().connections_opened, 1u);
 
   deliver(b, stranger, data, payload, 1 * kSec);
   ASSERT_EQ(b.outbox().size(), 1u);

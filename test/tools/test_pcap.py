@@ -31,8 +31,8 @@ def load_tool():
 
 def our_header(opcode, source_queue, destination_queue, seq=0, ack=0, conn=1, ack_conn=0,
                msg_id=0, msg_len=0, offset=0, payload_len=0, window=0, flags=0):
-    """Our 86-byte header at the offsets the wire protocol gives."""
-    header = bytearray(86)
+    """Our 88-byte header at the offsets the wire protocol gives."""
+    header = bytearray(88)
     struct.pack_into(">BBHHH", header, 0, 8, opcode, flags, destination_queue, source_queue)
     struct.pack_into(">IIIII", header, 16, seq, ack, msg_id, msg_len, offset)
     struct.pack_into(">HH", header, 36, payload_len, window)
@@ -138,6 +138,31 @@ class PcapTest(unittest.TestCase):
         self.assertIn("first MSG seq=2", lines[0])
         # Shorter than the silence asked for: nothing.
         status, lines = self.run_tool("--silences", 3, port_a, port_b)
+        self.assertEqual(lines, [])
+
+    def test_a_silence_from_the_first_frame_counts_every_transmission(self):
+        # The capture starts with A sending segment 1, resent twice, and B
+        # says nothing until the end: three transmissions, the first at the
+        # very first instant of the capture.
+        capture = Path(self.dir.name) / "start.pcap"
+        segment = on_ethertype(MAC_A, MAC_B, our_header(MSG, 0, 1, seq=1))
+        ack = on_ethertype(MAC_B, MAC_A, our_header(ACK, 1, 0, ack=2, flags=0x4))
+        write_pcap(capture, [(5.0, segment), (5.5, segment), (6.0, segment), (7.0, ack)])
+        status, lines = self.run_tool("--silences", 1, capture)
+        self.assertEqual(status, 0)
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn("nothing back for 2.00 s", lines[0])
+        self.assertIn("3 transmissions of 1 frames, 0 of them seen in a second capture", lines[0])
+
+    def test_takes_the_ethertype_in_hex_or_decimal(self):
+        capture = Path(self.dir.name) / "type.pcap"
+        write_pcap(capture, [(1.0, on_ethertype(MAC_A, MAC_B, our_header(HELLO, 0, 1),
+                                                ether_type=0x88B6))])
+        for value in ("0x88B6", "34998"):
+            status, lines = self.run_tool("--ethertype", value, capture)
+            self.assertEqual(status, 0)
+            self.assertEqual(len(lines), 1, (value, lines))
+        status, lines = self.run_tool(capture)  # the default, 0x88B5: not ours
         self.assertEqual(lines, [])
 
     def test_refuses_what_is_not_a_pcap_file(self):
