@@ -77,6 +77,15 @@ void log_stats(const Endpoint* ep) {
             "changes %lu\n",
             ep->queue, s.retransmit_timeouts, s.tail_loss_probes, s.window_probes,
             s.delayed_acks, s.delivery_probes, s.path_changes);
+  // What peers and strangers cost: the handshakes, the answers the budget
+  // held back, the connections made and dropped, and the receive buffers.
+  DPDK_INFO(FI_LOG_EP_DATA,
+            "endpoint queue %u: peers: hellos sent %lu answered %lu, answers withheld %lu, "
+            "connections opened %lu evicted %lu refused %lu, bad tokens %lu, wrong key %lu; "
+            "held segments expired %lu reclaimed %lu, reorder pool full %lu, no memory %lu\n",
+            ep->queue, s.hellos_sent, s.hellos_answered, s.answers_withheld,
+            s.connections_opened, s.connections_evicted, s.connections_refused, s.bad_tokens,
+            s.wrong_key, s.held_expired, s.held_reclaimed, s.reorder_full, s.no_memory);
 }
 
 // A peer whose last message we received may not have our ack for it: keep
