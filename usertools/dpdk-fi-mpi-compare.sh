@@ -2,14 +2,22 @@
 # Usage: usertools/dpdk-fi-mpi-compare.sh [--builddir DIR] [--ranks N] [--help]
 #
 # Open MPI over the dpdk provider against Open MPI's own transports, in one
-# sitting, with the same program (dpdk-fi-mpibench: pingpong of 0 B, 8 B,
-# 4 KiB and 1 MiB between ranks 0 and 1, one-way time (median; for 8 B also
-# mean and 99th percentile); bandwidth of 64 KiB and 1 MiB in windows of 64,
-# one way and both ways; MPI_Alltoall of 64 KiB per pair over all ranks):
+# sitting, with the same program, dpdk-fi-mpibench (app/mpibench), measuring
+# what the MPI benchmark suites measure:
+#   2 ranks: pingpong of 0 B, 8 B, 4 KiB, 64 KiB, 1 MiB and 4 MiB, one-way
+#            time (median; for 8 B also mean and 99th percentile);
+#            bandwidth of 64 KiB, 1 MiB and 4 MiB in windows of 64, one way
+#            and both ways; MPI_Alltoall of 64 KiB; one-sided latency (mean,
+#            each operation flushed under a passive-target lock) of an 8-byte
+#            MPI_Put and MPI_Get, MPI_Accumulate, MPI_Fetch_and_op and
+#            MPI_Compare_and_swap of one int64
+#   N ranks: MPI_Bcast and MPI_Allreduce of 8 B, 64 KiB and 512 KiB and
+#            MPI_Alltoall of 64 KiB per pair (the slowest rank's median time)
 #
 #   2 ranks on this host
-#     dpdk-mtl     pml cm, mtl ofi, provider dpdk, one memif pair
+#     dpdk-mtl     pml cm, mtl ofi, provider dpdk, one memif pair (osc pt2pt)
 #     dpdk-btl     pml ob1, btl ofi (provider dpdk) and self, one memif pair
+#                  (osc rdma: one-sided operations as the provider's RMA)
 #     tcp-btl      pml ob1, btl tcp and self (loopback): Open MPI's own tcp
 #     rxm-mtl      pml cm, mtl ofi, provider tcp;ofi_rxm (loopback)
 #     vader        pml ob1, btl vader and self: shared memory, for scale
@@ -21,11 +29,13 @@
 #     tcp-btl      Open MPI's tcp (loopback)
 #     rxm-mtl      tcp;ofi_rxm (loopback)
 #
-# Prints one line per run (the program's JSON) and a table with dpdk's
-# figures as ratios to tcp-btl and rxm-mtl.  Needs root for the bridge,
+# Prints one line per run (the program's JSON) and a table with the best
+# dpdk figure of each row (dpdk-mtl, dpdk-btl or shared-mtl) as ratios to
+# vader, tcp-btl and rxm-mtl.  One-sided figures need Open MPI 4 (its osc
+# pt2pt; Open MPI 5 has none over pml cm).  Needs root for the bridge,
 # openmpi-bin, and a build (usertools/dpdk-fi-setup.sh).  Measure on a quiet
 # machine; more ranks than CPUs share them and run slowly, for every
-# transport alike.
+# transport alike.  Takes about 4 minutes.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
@@ -63,14 +73,25 @@ cleanup() {
 trap cleanup EXIT
 
 common=(--allow-run-as-root --oversubscribe --bind-to none --mca mpi_yield_when_idle 1)
+# One-sided components chosen so each window's operations take the run's
+# transport (left to choose, ranks of one host would take osc sm, which
+# takes no MPI_Win_create window; vader's ranks take osc rdma).
 declare -A mca=(
-	[dpdk-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk"
-	[dpdk-btl]="--mca pml ob1 --mca btl ofi,self --mca btl_ofi_mode 2 --mca btl_ofi_provider_include dpdk"
-	[tcp-btl]="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo"
-	[rxm-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp;ofi_rxm"
+	[dpdk-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk --mca osc pt2pt"
+	[dpdk-btl]="--mca pml ob1 --mca btl ofi,self --mca btl_ofi_mode 2 --mca btl_ofi_provider_include dpdk --mca osc rdma"
+	[tcp-btl]="--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo --mca osc pt2pt"
+	[rxm-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp;ofi_rxm --mca osc pt2pt"
 	[vader]="--mca pml ob1 --mca btl vader,self"
-	[shared-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk"
+	[shared-mtl]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dpdk --mca osc pt2pt"
 )
+ompi_major=$(mpirun --version 2>/dev/null | sed -n 's/.*Open MPI) \([0-9]*\)\..*/\1/p' | head -1)
+if ((${ompi_major:-4} >= 5)); then
+	for what in "${!mca[@]}"; do mca[$what]=${mca[$what]/--mca osc pt2pt/}; done
+fi
+# What each set measures (dpdk-fi-mpibench's options).
+two_ranks=(--collectives '')
+((${ompi_major:-4} >= 5)) && two_ranks+=(--rma '')
+n_ranks=(--sizes 8 --bandwidth '' --rma '')
 
 # run NAME NP LAUNCH...: one job; its JSON line in $work/NAME-NP.json, or
 # NAME-NP-bridge.json for the bridge's runs (with --ranks 2 both sets have
@@ -80,9 +101,12 @@ run() {
 	local what=$1 np=$2
 	shift 2
 	local out="$work/$what-$np${set_name:+-$set_name}.json"
+	local options=("${two_ranks[@]}")
+	[ -n "$set_name" ] && options=("${n_ranks[@]}")
 	# shellcheck disable=SC2086
 	if FI_TCP_IFACE=lo timeout --kill-after=10 600 mpirun "${common[@]}" ${mca[$what]} \
-		-x FI_PROVIDER_PATH -x FI_TCP_IFACE -np "$np" "$@" "$bench" >"$work/log" 2>&1 &&
+		-x FI_PROVIDER_PATH -x FI_TCP_IFACE -np "$np" "$@" "$bench" "${options[@]}" \
+		>"$work/log" 2>&1 &&
 		grep -a '^{"ranks"' "$work/log" | tail -1 >"$out" && [ -s "$out" ]; then
 		printf '%-9s %2d ranks: %s\n' "$what" "$np" "$(cat "$out")"
 	else
@@ -119,35 +143,56 @@ def load(what, run_set):  # run_set: "2", or f"{ranks}-bridge" (run's set_name)
         return json.load(open(os.path.join(work, f"{what}-{run_set}.json")))
     except (OSError, ValueError):
         return None
-rows = [("0 B one way (us)", "2", lambda d: d["one_way_us"]["0"], True),
-        ("8 B one way (us)", "2", lambda d: d["one_way_us"]["8"], True),
-        ("8 B one way, mean (us)", "2", lambda d: d["one_way_mean_us"]["8"], True),
-        ("8 B one way, p99 (us)", "2", lambda d: d["one_way_p99_us"]["8"], True),
-        ("4 KiB one way (us)", "2", lambda d: d["one_way_us"]["4096"], True),
-        ("1 MiB one way (us)", "2", lambda d: d["one_way_us"]["1048576"], True),
-        ("bandwidth 64 KiB, window 64 (MB/s)", "2", lambda d: d["bandwidth_MBps"]["65536"], False),
-        ("bandwidth 1 MiB, window 64 (MB/s)", "2", lambda d: d["bandwidth_MBps"]["1048576"], False),
-        ("bidirectional 1 MiB (MB/s)", "2", lambda d: d["bidirectional_MBps"]["1048576"], False),
-        ("alltoall 64 KiB, 2 ranks (us)", "2", lambda d: d["alltoall_us"], True),
-        (f"alltoall 64 KiB, {ranks} ranks (us)", f"{ranks}-bridge",
-         lambda d: d["alltoall_us"], True)]
-peers = ["dpdk-btl", "shared-mtl", "tcp-btl", "rxm-mtl", "vader"]
-print("\nfigure | dpdk-mtl | " + " | ".join(peers) + " | dpdk-mtl vs tcp-btl | dpdk-mtl vs rxm-mtl")
-print("---|---|" + "---|" * len(peers) + "---|---")
+def size_rows(label, key, sizes, lower, run_set="2"):
+    return [(label.format(name), run_set, (lambda d, k=key, n=n: d[k][n]), lower)
+            for name, n in sizes]
+rows = (size_rows("{} one way (us)", "one_way_us",
+                  [("0 B", "0"), ("8 B", "8")], True)
+        + [("8 B one way, mean (us)", "2", lambda d: d["one_way_mean_us"]["8"], True),
+           ("8 B one way, p99 (us)", "2", lambda d: d["one_way_p99_us"]["8"], True)]
+        + size_rows("{} one way (us)", "one_way_us",
+                    [("4 KiB", "4096"), ("64 KiB", "65536"), ("1 MiB", "1048576"),
+                     ("4 MiB", "4194304")], True)
+        + size_rows("bandwidth {}, window 64 (MB/s)", "bandwidth_MBps",
+                    [("64 KiB", "65536"), ("1 MiB", "1048576"), ("4 MiB", "4194304")], False)
+        + size_rows("bidirectional {} (MB/s)", "bidirectional_MBps",
+                    [("64 KiB", "65536"), ("1 MiB", "1048576"), ("4 MiB", "4194304")], False)
+        + [("MPI_Put 8 B, mean (us)", "2", lambda d: d["put_us"]["8"], True),
+           ("MPI_Get 8 B, mean (us)", "2", lambda d: d["get_us"]["8"], True),
+           ("MPI_Accumulate int64, mean (us)", "2", lambda d: d["accumulate_us"], True),
+           ("MPI_Fetch_and_op int64, mean (us)", "2", lambda d: d["fetch_and_op_us"], True),
+           ("MPI_Compare_and_swap int64, mean (us)", "2", lambda d: d["compare_and_swap_us"], True),
+           ("alltoall 64 KiB, 2 ranks (us)", "2", lambda d: d["alltoall_us"], True)]
+        + size_rows(f"bcast {{}}, {ranks} ranks (us)", "bcast_us",
+                    [("8 B", "8"), ("64 KiB", "65536"), ("512 KiB", "524288")], True,
+                    f"{ranks}-bridge")
+        + size_rows(f"allreduce {{}}, {ranks} ranks (us)", "allreduce_us",
+                    [("8 B", "8"), ("64 KiB", "65536"), ("512 KiB", "524288")], True,
+                    f"{ranks}-bridge")
+        + [(f"alltoall 64 KiB, {ranks} ranks (us)", f"{ranks}-bridge",
+            lambda d: d["alltoall_us"], True)])
+dpdk = ["dpdk-mtl", "dpdk-btl", "shared-mtl"]
+peers = ["vader", "tcp-btl", "rxm-mtl"]
+print("\nfigure | " + " | ".join(dpdk + peers) + " | best dpdk | vs vader | vs tcp-btl | vs rxm-mtl")
+print("---|" + "---|" * (len(dpdk) + len(peers)) + "---|---|---|---")
 for label, run_set, get, lower in rows:
     values = {}
-    for what in ["dpdk-mtl"] + peers:
+    for what in dpdk + peers:
         d = load(what, run_set)
         try:
             values[what] = get(d) if d else None
-        except KeyError:
+        except (KeyError, TypeError):
             values[what] = None
+    ours = [w for w in dpdk if values[w]]
+    best = (min if lower else max)(ours, key=lambda w: values[w]) if ours else None
     def ratio(peer):
-        a, b = values.get("dpdk-mtl"), values.get(peer)
+        a, b = values.get(best) if best else None, values.get(peer)
         if not a or not b:
             return "-"
         return f"{(b / a if lower else a / b):.2f}x"
-    cells = ["-" if values[w] is None else f"{values[w]:.2f}" for w in ["dpdk-mtl"] + peers]
-    print(f"{label} | " + " | ".join(cells) + f" | {ratio('tcp-btl')} | {ratio('rxm-mtl')}")
-print("(x: times better than the peer: its time / ours, or our MB/s / its)")
+    cells = ["-" if values[w] is None else f"{values[w]:.2f}" for w in dpdk + peers]
+    print(f"{label} | " + " | ".join(cells) + f" | {best or '-'} | "
+          + " | ".join(ratio(p) for p in peers))
+print("(x: times better than the peer: its time / ours, or our MB/s / its; "
+      "'best dpdk' is the row's best of the dpdk columns)")
 EOF

@@ -5,17 +5,28 @@
 // answered by a 1-byte message (the pattern of the OSU bandwidth test), and
 // both ways at once (bidirectional); then every rank takes part in
 // MPI_Alltoall of --alltoall bytes per pair (median time per call, and the
-// bytes each rank sent per second).  Rank 0 prints one JSON object.  Any
+// bytes each rank sent per second), MPI_Bcast of each --collectives size
+// from rank 0 and MPI_Allreduce (sum) of as many doubles; and rank 0 times
+// one-sided operations at rank 1's window under a shared passive-target
+// lock, each followed by MPI_Win_flush (the OSU one-sided latency pattern):
+// MPI_Put and MPI_Get of each --rma size, MPI_Accumulate of one int64 sum,
+// MPI_Fetch_and_op (sum) and MPI_Compare_and_swap of one int64.  Rank 0
+// prints one JSON object.  Any
 // transport Open MPI offers runs it: usertools/dpdk-fi-mpi-compare.sh runs
 // it over dpdk and over Open MPI's own paths in one sitting.
 //
-//   mpirun -np N dpdk-fi-mpibench [--sizes 0,8,4096,1048576]
-//                                 [--bandwidth 65536,1048576] [--window 64]
-//                                 [--alltoall 65536] [--iterations N] [--check]
+//   mpirun -np N dpdk-fi-mpibench [--sizes 0,8,4096,65536,1048576,4194304]
+//                                 [--bandwidth 65536,1048576,4194304] [--window 64]
+//                                 [--alltoall 65536] [--collectives 8,65536,524288]
+//                                 [--rma 8] [--iterations N] [--check]
 //
-// A list may be empty ("--bandwidth ''"): that part is not run.
-// --check fills each pingpong message with its size and iteration and
-// checks what comes back: a wrong byte ends the run with exit status 1.
+// A list may be empty ("--bandwidth ''", "--rma ''") and --alltoall 0: that
+// part is not run.  --check fills each pingpong message with its size and
+// iteration and checks what comes back.  What the one-sided operations
+// return is always checked (a get reads the last put back; each
+// fetch-and-op and compare-and-swap returns the count of the ones before
+// it; the accumulations add up).  A wrong value ends the run with exit
+// status 1 and "ok":false.
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
@@ -32,10 +43,12 @@
 namespace {
 
 struct Options {
-  std::vector<size_t> sizes = {0, 8, 4096, 1u << 20};
-  std::vector<size_t> bandwidth = {65536, 1u << 20};
+  std::vector<size_t> sizes = {0, 8, 4096, 65536, 1u << 20, 4u << 20};
+  std::vector<size_t> bandwidth = {65536, 1u << 20, 4u << 20};
   int window = 64;
   size_t alltoall = 65536;
+  std::vector<size_t> collectives = {8, 65536, 512u << 10};
+  std::vector<size_t> rma = {8};
   int iterations = 0;  // 0: by size
   bool check = false;
 };
@@ -45,8 +58,12 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if ((arg == "--sizes" || arg == "--bandwidth") && value) {
-      std::vector<size_t>& sizes = arg == "--sizes" ? o.sizes : o.bandwidth;
+    if ((arg == "--sizes" || arg == "--bandwidth" || arg == "--collectives" || arg == "--rma") &&
+        value) {
+      std::vector<size_t>& sizes = arg == "--sizes"         ? o.sizes
+                                   : arg == "--bandwidth"   ? o.bandwidth
+                                   : arg == "--collectives" ? o.collectives
+                                                            : o.rma;
       sizes.clear();
       std::stringstream list(value);
       for (std::string size; std::getline(list, size, ',');) sizes.push_back(std::stoull(size));
@@ -178,6 +195,125 @@ double alltoall(const Options& o, int ranks, size_t bytes) {
   return median(calls);
 }
 
+// {"size":value,...} for a JSON object.
+std::string by_size(const std::vector<size_t>& sizes, const std::vector<double>& values,
+                    const char* format) {
+  std::string out = "{";
+  for (size_t i = 0; i < sizes.size() && i < values.size(); ++i) {
+    char value[64];
+    std::snprintf(value, sizeof(value), format, values[i]);
+    out += (i ? ",\"" : "\"") + std::to_string(sizes[i]) + "\":" + value;
+  }
+  return out + "}";
+}
+
+enum class Collective { kBroadcast, kAllreduce };
+
+// Median microseconds per MPI_Bcast of `bytes` from rank 0, or per
+// MPI_Allreduce (sum) of bytes / 8 doubles, as the slowest rank saw it.
+double collective(const Options& o, Collective kind, size_t bytes) {
+  const size_t doubles = std::max<size_t>(bytes / sizeof(double), 1);
+  std::vector<double> out(doubles, 1.0), in(doubles);
+  const int count = std::max(iterations_for(o, bytes) / 10, 20);
+  std::vector<double> calls;
+  for (int i = 0; i < count + 3; ++i) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    if (kind == Collective::kBroadcast)
+      MPI_Bcast(out.data(), static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+    else
+      MPI_Allreduce(out.data(), in.data(), static_cast<int>(doubles), MPI_DOUBLE, MPI_SUM,
+                    MPI_COMM_WORLD);
+    double took = MPI_Wtime() - start, slowest = 0;
+    MPI_Allreduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (i >= 3) calls.push_back(slowest * 1e6);
+  }
+  return median(calls);
+}
+
+// One-sided latencies, rank 0 at rank 1's window, microseconds per
+// operation and its flush.  The window holds the put/get region and, past
+// it, three int64 counters (accumulate, fetch-and-op, compare-and-swap)
+// that start at zero.
+struct OneSided {
+  std::vector<Spread> put, get;  // per o.rma size
+  Spread accumulate, fetch_and_op, compare_and_swap;
+};
+
+OneSided one_sided(const Options& o, int rank, MPI_Comm pair, bool* ok) {
+  OneSided result;
+  size_t region = 8;
+  for (size_t bytes : o.rma) region = std::max(region, (bytes + 7) / 8 * 8);
+  const MPI_Aint counters = static_cast<MPI_Aint>(region);
+  // MPI_Win_create over our memory (Open MPI 4.1's osc rdma over the OFI
+  // BTL crashes in a compare-and-swap on an MPI_Win_allocate window: a
+  // NULL handle inside mca_btl_ofi_acswap, before any provider call).
+  std::vector<int64_t> memory((region + 3 * sizeof(int64_t)) / sizeof(int64_t), 0);
+  MPI_Win win;
+  MPI_Win_create(memory.data(), static_cast<MPI_Aint>(memory.size() * sizeof(int64_t)), 1,
+                 MPI_INFO_NULL, pair, &win);
+  if (rank == 0) {
+    MPI_Win_lock(MPI_LOCK_SHARED, 1, 0, win);
+    std::vector<uint8_t> out(region), in(region);
+    // Times `count` calls of operation(i), each flushed, after a warm-up.
+    auto timed = [&](int count, auto&& operation) {
+      std::vector<double> each;
+      const int warmup = std::max(count / 10, 2);
+      for (int i = 0; i < warmup + count; ++i) {
+        const double start = MPI_Wtime();
+        operation(i);
+        MPI_Win_flush(1, win);
+        if (i >= warmup) each.push_back((MPI_Wtime() - start) * 1e6);
+      }
+      return spread(each);
+    };
+    for (size_t bytes : o.rma) {
+      const int count = iterations_for(o, bytes), size = static_cast<int>(bytes);
+      result.put.push_back(timed(count, [&](int i) {
+        std::memset(out.data(), (size + i) & 0xff, bytes);
+        MPI_Put(out.data(), size, MPI_BYTE, 1, 0, size, MPI_BYTE, win);
+      }));
+      result.get.push_back(timed(count, [&](int) {
+        MPI_Get(in.data(), size, MPI_BYTE, 1, 0, size, MPI_BYTE, win);
+      }));
+      // Every get read the last put back.
+      if (std::memcmp(in.data(), out.data(), bytes) != 0) *ok = false;
+    }
+    // The counters: each fetch-and-op and compare-and-swap returns i, the
+    // number of operations before it; all three end at `calls`.
+    const int count = iterations_for(o, 8), calls = std::max(count / 10, 2) + count;
+    const int64_t one = 1;
+    int64_t fetched = 0, compare = 0, desired = 0;
+    auto returns_count = [&](int i) {
+      if (fetched != i) *ok = false;
+    };
+    result.accumulate = timed(count, [&](int) {
+      MPI_Accumulate(&one, 1, MPI_INT64_T, 1, counters, 1, MPI_INT64_T, MPI_SUM, win);
+    });
+    result.fetch_and_op = timed(count, [&](int i) {
+      if (i > 0) returns_count(i - 1);
+      MPI_Fetch_and_op(&one, &fetched, MPI_INT64_T, 1, counters + 8, MPI_SUM, win);
+    });
+    returns_count(calls - 1);
+    result.compare_and_swap = timed(count, [&](int i) {
+      if (i > 0) returns_count(i - 1);
+      compare = i;
+      desired = i + 1;
+      MPI_Compare_and_swap(&desired, &compare, &fetched, MPI_INT64_T, 1, counters + 16, win);
+    });
+    returns_count(calls - 1);
+    int64_t sums[3] = {};
+    MPI_Get(sums, 3, MPI_INT64_T, 1, counters, 3, MPI_INT64_T, win);
+    MPI_Win_flush(1, win);
+    for (int64_t sum : sums)
+      if (sum != calls) *ok = false;
+    MPI_Win_unlock(1, win);
+  }
+  MPI_Barrier(pair);  // rank 1 serves the passive-target operations here
+  MPI_Win_free(&win);
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -233,6 +369,44 @@ int main(int argc, char** argv) {
                   ",\"alltoall_bytes\":%zu,\"alltoall_us\":%.1f,\"alltoall_MBps_per_rank\":%.1f",
                   o.alltoall, us, us > 0 ? o.alltoall * (ranks - 1) / us : 0.0);
     json += item;
+  }
+  if (!o.collectives.empty()) {
+    std::vector<double> broadcast, allreduce;
+    for (size_t bytes : o.collectives) {
+      broadcast.push_back(collective(o, Collective::kBroadcast, bytes));
+      allreduce.push_back(collective(o, Collective::kAllreduce, bytes));
+    }
+    json += ",\"bcast_us\":" + by_size(o.collectives, broadcast, "%.1f") +
+            ",\"allreduce_us\":" + by_size(o.collectives, allreduce, "%.1f");
+  }
+  if (!o.rma.empty()) {
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+    if (pair != MPI_COMM_NULL) {
+      const OneSided r = one_sided(o, rank, pair, &ok);
+      MPI_Comm_free(&pair);
+      // Means, as the OSU one-sided tests report; medians beside them.
+      auto means = [](const std::vector<Spread>& v) {
+        std::vector<double> m;
+        for (const Spread& s : v) m.push_back(s.mean);
+        return m;
+      };
+      auto medians = [](const std::vector<Spread>& v) {
+        std::vector<double> m;
+        for (const Spread& s : v) m.push_back(s.median);
+        return m;
+      };
+      char item[256];
+      std::snprintf(item, sizeof(item),
+                    ",\"accumulate_us\":%.2f,\"fetch_and_op_us\":%.2f,\"compare_and_swap_us\":%.2f"
+                    ",\"atomics_median_us\":[%.2f,%.2f,%.2f]",
+                    r.accumulate.mean, r.fetch_and_op.mean, r.compare_and_swap.mean,
+                    r.accumulate.median, r.fetch_and_op.median, r.compare_and_swap.median);
+      json += ",\"put_us\":" + by_size(o.rma, means(r.put), "%.2f") +
+              ",\"get_us\":" + by_size(o.rma, means(r.get), "%.2f") +
+              ",\"put_median_us\":" + by_size(o.rma, medians(r.put), "%.2f") +
+              ",\"get_median_us\":" + by_size(o.rma, medians(r.get), "%.2f") + item;
+    }
   }
   json += std::string(",\"ok\":") + (ok ? "true" : "false") + "}";
   if (rank == 0) std::printf("%s\n", json.c_str());
