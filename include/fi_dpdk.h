@@ -74,6 +74,12 @@ struct fi_dpdk_ep_waits {
 	uint64_t delivery_probes;     /* liveness probes while sends await a receive */
 };
 
+/* How the threads reading a port's CQs and counters waited
+ * (FI_DPDK_IDLE_YIELD_US). */
+struct fi_dpdk_port_polls {
+	uint64_t idle_yields; /* empty reads that gave up the CPU (sched_yield) */
+};
+
 struct fi_dpdk_ops_stats {
 	size_t size; /* sizeof(struct fi_dpdk_ops_stats) of the provider */
 	/* ep is a struct fid_ep *; returns 0 or -FI_EINVAL */
@@ -83,6 +89,8 @@ struct fi_dpdk_ops_stats {
 	/* Present when size reaches past it (older providers end before);
 	 * ep as for ep_stats. */
 	int (*ep_waits)(void *ep, struct fi_dpdk_ep_waits *out);
+	/* Present when size reaches past it; domain as for port_stats. */
+	int (*port_polls)(void *domain, struct fi_dpdk_port_polls *out);
 };
 
 #ifdef __cplusplus

@@ -3,6 +3,8 @@
 // whether or not they also produce a CQ entry: Endpoint::flush bumps it as
 // the transport's completions come out.  Reading or waiting drives manual
 // progress on the counter's port, as fi_cq_read does.
+#include <sched.h>
+
 #include <chrono>
 #include <thread>
 
@@ -18,18 +20,34 @@ void progress_port(Cntr* cntr) {
   port.progress();
 }
 
+// A read of the counter: progress on its port (manual progress), and a
+// yield of the CPU when polling it finds nothing new for a while
+// (PortContext::idle_poll).
+uint64_t read_value(Cntr* cntr, const std::atomic<uint64_t>& value) {
+  PortContext& port = *cntr->domain->port;
+  bool yield = false;
+  if (port.auto_progress_users.load(std::memory_order_relaxed) == 0) {
+    std::lock_guard guard(port.lock);
+    const uint32_t received = port.progress();
+    const uint64_t total = cntr->value.load() + cntr->errors.load();
+    const bool moved = total != cntr->total_read;
+    cntr->total_read = total;
+    yield = port.idle_poll(moved || received != 0, now_ns());
+  }
+  const uint64_t seen = value.load();
+  cntr->wait_fd.drain();
+  if (yield) sched_yield();
+  return seen;
+}
+
 uint64_t cntr_read(fid_cntr* fid) {
   Cntr* cntr = from_fid<Cntr>(fid);
-  progress_port(cntr);
-  cntr->wait_fd.drain();
-  return cntr->value.load();
+  return read_value(cntr, cntr->value);
 }
 
 uint64_t cntr_readerr(fid_cntr* fid) {
   Cntr* cntr = from_fid<Cntr>(fid);
-  progress_port(cntr);
-  cntr->wait_fd.drain();
-  return cntr->errors.load();
+  return read_value(cntr, cntr->errors);
 }
 
 // A value the application gave may reach a triggered operation's

@@ -1,6 +1,8 @@
 // dpdk_cq.cc: fi_cq.  Reading a CQ drives progress on its port (manual
 // progress), then hands out completions in the CQ's format.  Completions
 // wait in the CQ as long as needed: none is ever dropped (FI_RM_ENABLED).
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -49,19 +51,21 @@ void write_entry(fi_cq_format format, const Completion& c, void* out) {
 // holds without another one.
 constexpr uint64_t kCqFreshProgressNs = 20'000;
 
-ssize_t cq_readfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr) {
-  Cq* cq = from_fid<Cq>(cq_fid);
-  if (buf == nullptr && count != 0) return -FI_EINVAL;
+// fi_cq_readfrom with the port lock held; *yield: the caller should give
+// up its CPU once it dropped the lock (PortContext::idle_poll).
+ssize_t take_entries(Cq* cq, void* buf, size_t count, fi_addr_t* src_addr, bool* yield) {
   PortContext& port = *cq->domain->port;
-  std::lock_guard guard(port.lock);
   // What the caller asks for is already here, from a pass moments ago: a
   // burst of completions is read without polling the device once per
   // entry (that pass sent its acks; the next read that finds too few, or
   // comes later, makes the next one).
+  const uint64_t now = now_ns();
   const bool served = cq->errors.empty() && cq->entries.size() >= std::max<size_t>(count, 1) &&
-                      now_ns() - port.last_progress_ns.load(std::memory_order_relaxed) <
+                      now - port.last_progress_ns.load(std::memory_order_relaxed) <
                           kCqFreshProgressNs;
-  if (!served) port.progress_if_manual();
+  const uint32_t received = served ? 0 : port.progress_if_manual();
+  const bool found = !cq->errors.empty() || !cq->entries.empty();
+  *yield = port.idle_poll(found || received != 0, now);
   if (!cq->errors.empty()) return -FI_EAVAIL;
   if (cq->entries.empty()) return -FI_EAGAIN;
   const size_t size = entry_size(cq->attr.format);
@@ -74,6 +78,19 @@ ssize_t cq_readfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr
   }
   if (cq->empty()) cq->wait_fd.drain();
   return static_cast<ssize_t>(done);
+}
+
+ssize_t cq_readfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr) {
+  Cq* cq = from_fid<Cq>(cq_fid);
+  if (buf == nullptr && count != 0) return -FI_EINVAL;
+  bool yield = false;
+  ssize_t taken;
+  {
+    std::lock_guard guard(cq->domain->port->lock);
+    taken = take_entries(cq, buf, count, src_addr, &yield);
+  }
+  if (yield) sched_yield();
+  return taken;
 }
 
 ssize_t cq_read(fid_cq* cq, void* buf, size_t count) {

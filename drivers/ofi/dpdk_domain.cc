@@ -77,11 +77,22 @@ int port_stats(void* domain_fid, fi_dpdk_port_stats* out) {
   return 0;
 }
 
+int port_polls(void* domain_fid, fi_dpdk_port_polls* out) {
+  if (domain_fid == nullptr || out == nullptr) return -FI_EINVAL;
+  Domain* domain = from_fid<Domain>(static_cast<fid_domain*>(domain_fid));
+  if (domain->fid.fid.fclass != FI_CLASS_DOMAIN) return -FI_EINVAL;
+  PortContext& ctx = *domain->port;
+  std::lock_guard guard(ctx.lock);
+  *out = {ctx.idle_yields};
+  return 0;
+}
+
 fi_dpdk_ops_stats g_stats_ops = {
     .size = sizeof(fi_dpdk_ops_stats),
     .ep_stats = ep_stats,
     .port_stats = port_stats,
     .ep_waits = ep_waits,
+    .port_polls = port_polls,
 };
 
 int domain_ops_open(fid*, const char* name, uint64_t, void** ops, void*) {

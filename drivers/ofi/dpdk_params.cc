@@ -103,6 +103,7 @@ Params load() {
   get_number<uint64_t>("delivery_timeout_ms", 0, 86'400'000, &p.delivery_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
   get_number<uint32_t>("progress_net_ms", 0, 1000, &p.progress_net_ms, &p.errors);
+  get_number<uint32_t>("idle_yield_us", 0, 1'000'000, &p.idle_yield_us, &p.errors);
   for (const auto& fault : kFaultParams) {
     const std::string text = get_string(fault.name);
     if (text.empty()) continue;
@@ -239,6 +240,11 @@ void define_params(const fi_provider* provider) {
                   "many milliseconds gets a progress pass from a helper thread, so lost "
                   "frames are retransmitted while the application waits elsewhere; 0 "
                   "turns this off (default: 2)");
+  fi_param_define(provider, "idle_yield_us", FI_PARAM_STRING,
+                  "A thread that keeps reading an empty CQ or a counter while its port "
+                  "receives nothing gives up its CPU (sched_yield) on each read after "
+                  "this many microseconds of it, so a peer process waiting for the same "
+                  "CPU runs; 0: never (default: 5)");
   fi_param_define(provider, "memif_unmap_guard", FI_PARAM_STRING,
                   "Whether net_memif's unmap of a connection's rings (on EAL's interrupt "
                   "thread, when the memif peer goes) first waits for the provider's bursts "

@@ -237,4 +237,16 @@ uint32_t PortContext::progress() {
   return received;
 }
 
+bool PortContext::idle_poll(bool found_work, uint64_t now) {
+  const uint64_t after_ns = uint64_t{params().idle_yield_us} * 1000;
+  if (found_work || after_ns == 0) {
+    idle_since_ns = 0;
+    return false;
+  }
+  if (idle_since_ns == 0) idle_since_ns = now;
+  if (now - idle_since_ns < after_ns) return false;
+  ++idle_yields;
+  return true;
+}
+
 }  // namespace ofi_dpdk::ofi

@@ -234,9 +234,19 @@ struct PortContext final : proto::FrameKeeper {
   }
   // Progress for calls that wait on the application's behalf (fi_cq_read,
   // posting when full): skipped while the progress loop owns the port.
-  void progress_if_manual() {
-    if (auto_progress_users.load(std::memory_order_relaxed) == 0) progress();
+  uint32_t progress_if_manual() {
+    return auto_progress_users.load(std::memory_order_relaxed) == 0 ? progress() : 0;
   }
+  // Whether a thread polling this port (fi_cq_read, fi_cntr_read) should
+  // yield its CPU once it dropped the lock: it found nothing to hand out
+  // and the port received nothing for FI_DPDK_IDLE_YIELD_US.  A blocking
+  // MPI_Send over Open MPI's OFI MTL spins on fi_cq_read without yielding
+  // until the send completes, which needs the peer's answer; with more
+  // ranks than CPUs the peer may be waiting for this very CPU.  sched_yield
+  // returns at once where nothing else wants the CPU.  Lock held.
+  bool idle_poll(bool found_work, uint64_t now);
+  uint64_t idle_since_ns = 0;  // 0: the last poll found work
+  uint64_t idle_yields = 0;
   // Sends frames, as many as the port takes; returns how many it took.
   uint16_t transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count);
 
@@ -446,6 +456,7 @@ struct Cntr {
   std::atomic<uint64_t> errors{0};
   WaitFd wait_fd;  // FI_WAIT_FD: signalled on every change
   std::atomic<int> refs{0};
+  uint64_t total_read = 0;  // value + errors at the last read; port lock
 
   void add(uint64_t n) {
     value.fetch_add(n);
