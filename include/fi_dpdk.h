@@ -78,6 +78,7 @@ struct fi_dpdk_ep_waits {
  * (FI_DPDK_IDLE_YIELD_US). */
 struct fi_dpdk_port_polls {
 	uint64_t idle_yields; /* empty reads that gave up the CPU (sched_yield) */
+	uint64_t reserved[3]; /* 0; room for more without a new call */
 };
 
 struct fi_dpdk_ops_stats {

@@ -35,7 +35,7 @@
 # pt2pt; Open MPI 5 has none over pml cm).  Needs root for the bridge,
 # openmpi-bin, and a build (usertools/dpdk-fi-setup.sh).  Measure on a quiet
 # machine; more ranks than CPUs share them and run slowly, for every
-# transport alike.  Takes about 4 minutes.
+# transport alike.  Takes about 3 minutes.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh

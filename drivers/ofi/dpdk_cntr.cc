@@ -34,8 +34,10 @@ uint64_t read_value(Cntr* cntr, const std::atomic<uint64_t>& value) {
     cntr->total_read = total;
     yield = port.idle_poll(moved || received != 0, now_ns());
   }
-  const uint64_t seen = value.load();
+  // Drained before the load: a change after it signals again, so a
+  // caller's fi_trywait never sleeps past a value it has not read.
   cntr->wait_fd.drain();
+  const uint64_t seen = value.load();
   if (yield) sched_yield();
   return seen;
 }

@@ -83,7 +83,8 @@ int port_polls(void* domain_fid, fi_dpdk_port_polls* out) {
   if (domain->fid.fid.fclass != FI_CLASS_DOMAIN) return -FI_EINVAL;
   PortContext& ctx = *domain->port;
   std::lock_guard guard(ctx.lock);
-  *out = {ctx.idle_yields};
+  *out = {};
+  out->idle_yields = ctx.idle_yields;
   return 0;
 }
 

@@ -239,7 +239,10 @@ struct PortContext final : proto::FrameKeeper {
   }
   // Whether a thread polling this port (fi_cq_read, fi_cntr_read) should
   // yield its CPU once it dropped the lock: it found nothing to hand out
-  // and the port received nothing for FI_DPDK_IDLE_YIELD_US.  A blocking
+  // and the port received nothing for FI_DPDK_IDLE_YIELD_US (under
+  // automatic progress, where reads make no pass, a CQ read found no
+  // completion for that long; a counter read never yields there).  One
+  // clock per port: any reader's work restarts it.  A blocking
   // MPI_Send over Open MPI's OFI MTL spins on fi_cq_read without yielding
   // until the send completes, which needs the peer's answer; with more
   // ranks than CPUs the peer may be waiting for this very CPU.  sched_yield
