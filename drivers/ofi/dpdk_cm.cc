@@ -27,6 +27,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <unordered_set>
 
 #include "drivers/ofi/dpdk_random.h"
 
@@ -35,6 +36,13 @@
 
 namespace ofi_dpdk::ofi {
 namespace {
+
+// The requests not freed yet, by handle (conn_request_lock()): a handle the
+// application passes is looked up here before it is read.
+std::unordered_set<const fid*>& live_conn_requests() {
+  static std::unordered_set<const fid*> live;
+  return live;
+}
 
 av::Address address_of(uint64_t source_key, uint32_t session) {
   // proto::peer_key packs the queue above the MAC.
@@ -130,7 +138,9 @@ void on_connect_request(Endpoint* listener, PassiveEp* pep, const av::Address& c
   info->handle = &request->fid;
   try {
     pep->requests.insert(request);
+    live_conn_requests().insert(&request->fid);
   } catch (const std::bad_alloc&) {
+    pep->requests.erase(request);
     fi_freeinfo(info);
     delete request;
     return refuse();
@@ -138,6 +148,7 @@ void on_connect_request(Endpoint* listener, PassiveEp* pep, const av::Address& c
   const std::vector<uint8_t> entry = cm_entry(&pep->fid.fid, info, data, length);
   if (pep->eq->push_event(FI_CONNREQ, entry.data(), entry.size()) != 0) {
     pep->requests.erase(request);
+    live_conn_requests().erase(&request->fid);
     fi_freeinfo(info);
     delete request;
     refuse();
@@ -151,15 +162,24 @@ std::mutex& conn_request_lock() {
   return lock;
 }
 
-ConnRequest* conn_request_of(const fi_info* info) {
-  if (info == nullptr || info->handle == nullptr || info->handle->fclass != FI_CLASS_CONNREQ)
-    return nullptr;
-  return reinterpret_cast<ConnRequest*>(info->handle);
+int claim_conn_request(const fi_info* info, ConnRequest** request) {
+  *request = nullptr;
+  if (info == nullptr || info->handle == nullptr) return 0;
+  // A handle fi_reject or a closed passive endpoint already freed is not
+  // read: only a live request's address is in the set.
+  std::lock_guard guard(conn_request_lock());
+  if (live_conn_requests().count(info->handle) == 0) return 0;
+  auto* live = reinterpret_cast<ConnRequest*>(info->handle);
+  if (live->claimed) return -FI_EINVAL;
+  live->claimed = true;  // this call's, until the endpoint closes
+  *request = live;
+  return 0;
 }
 
 void release_conn_request(std::unique_ptr<ConnRequest> request) {
   if (!request) return;
   std::lock_guard guard(conn_request_lock());
+  live_conn_requests().erase(&request->fid);
   if (request->pep != nullptr) request->pep->requests.erase(request.get());
 }
 
@@ -411,6 +431,7 @@ int pep_close(fid* fid) {
             continue;
           }
           if (!request->answered) refused.emplace_back(request->client, request->nonce);
+          live_conn_requests().erase(&request->fid);
           delete request;
         }
         pep->requests.clear();
@@ -454,10 +475,7 @@ int pep_listen(fid_pep* pep_fid) {
 
 int pep_reject(fid_pep* pep_fid, fid_t handle, const void* param, size_t paramlen) {
   auto* pep = from_fid<PassiveEp>(pep_fid);
-  if (handle == nullptr || handle->fclass != FI_CLASS_CONNREQ ||
-      !connection_data_ok(param, paramlen))
-    return -FI_EINVAL;
-  auto* request = reinterpret_cast<ConnRequest*>(handle);
+  if (handle == nullptr || !connection_data_ok(param, paramlen)) return -FI_EINVAL;
   if (pep->listener == nullptr) return -FI_EOPBADSTATE;
   std::lock_guard guard(pep->listener->port().lock);
   av::Address client;
@@ -465,13 +483,17 @@ int pep_reject(fid_pep* pep_fid, fid_t handle, const void* param, size_t paramle
   {
     std::lock_guard requests(conn_request_lock());
     // Only a live request of this passive endpoint, not answered yet
-    // (one fi_endpoint took and did not accept may still be refused).
+    // (one fi_endpoint took and did not accept may still be refused).  A
+    // handle already refused may be freed: it is looked up, never read.
+    if (live_conn_requests().count(handle) == 0) return -FI_EINVAL;
+    auto* request = reinterpret_cast<ConnRequest*>(handle);
     if (pep->requests.count(request) == 0 || request->answered) return -FI_EINVAL;
     request->answered = true;
     client = request->client;
     nonce = request->nonce;
     if (!request->claimed) {
       pep->requests.erase(request);
+      live_conn_requests().erase(handle);
       delete request;
     }
   }

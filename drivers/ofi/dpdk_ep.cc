@@ -613,12 +613,9 @@ int endpoint_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* con
   Domain* domain = from_fid<Domain>(domain_fid);
   // fi_endpoint of an FI_CONNREQ's info: the endpoint that accepts it, on
   // any free queue (src_addr names the passive endpoint's).
-  ConnRequest* request = type == FI_EP_MSG ? conn_request_of(info) : nullptr;
-  if (request != nullptr) {
-    std::lock_guard requests(conn_request_lock());
-    if (request->claimed) return -FI_EINVAL;
-    request->claimed = true;  // this call's, until the endpoint closes
-  }
+  ConnRequest* request = nullptr;
+  if (type == FI_EP_MSG)
+    if (const int ret = claim_conn_request(info, &request); ret != 0) return ret;
   int requested = request != nullptr ? kAnyQueue : requested_queue(info);
   // A passive endpoint's address, queue and session, when info->handle is one.
   uint32_t inherited_session = 0;

@@ -876,8 +876,10 @@ int passive_ep_open(fid_fabric* fabric, fi_info* info, fid_pep** pep, void* cont
 // Forgets a request its passive endpoint counted (accepted, or its endpoint
 // closed).
 void release_conn_request(std::unique_ptr<ConnRequest> request);
-// fi_endpoint of an FI_CONNREQ info: the request the endpoint answers.
-ConnRequest* conn_request_of(const fi_info* info);
+// fi_endpoint of an FI_CONNREQ info: claims the request the endpoint
+// answers (*request; null when info->handle is no live request) or returns
+// -FI_EINVAL when another endpoint claimed it.
+int claim_conn_request(const fi_info* info, ConnRequest** request);
 // fi_endpoint(3): an active endpoint opened with info->handle a passive
 // endpoint acquires its address.  When info->handle is one: frees the
 // passive endpoint's queue on `domain`'s port (it is bound to nothing
