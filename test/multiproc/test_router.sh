@@ -42,6 +42,8 @@ fi
 root=$OFI_DPDK_SOURCE_ROOT
 launcher=$root/usertools/dpdk-fi-run.py
 provider_path=$FI_PROVIDER_PATH
+# shellcheck source-path=SCRIPTDIR source=../stock/sanitizer_preload.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../stock/sanitizer_preload.sh" "$provider_path"
 unset FI_PROVIDER FI_DPDK_EAL_ARGS FI_PROVIDER_PATH FI_DPDK_PORT_ADDR
 name=ofirt$$
 name=${name:0:9}
@@ -102,7 +104,7 @@ pair() {
 	fi
 	timeout -k 2 "$limit" ip netns exec "$name-b" python3 "$launcher" --topology af_packet \
 		--iface "$name-b0" --no-huge --lcore "$server_lcore" \
-		--provider-path "$provider_path" -- "$program" "${server_args[@]}" \
+		--provider-path "$provider_path" -- "${preload[@]}" "$program" "${server_args[@]}" \
 		>"$work/$label-server.log" 2>&1 &
 	server=$!
 	pids+=("$server")
@@ -118,7 +120,7 @@ pair() {
 	fi
 	timeout -k 2 "$limit" ip netns exec "$name-a" python3 "$launcher" --topology af_packet \
 		--iface "$name-a0" --ip 10.77.1.2/24@10.77.1.1 --no-huge --lcore "$client_lcore" \
-		--provider-path "$provider_path" -- "$program" "${client_args[@]}" \
+		--provider-path "$provider_path" -- "${preload[@]}" "$program" "${client_args[@]}" \
 		10.77.2.2 >"$work/$label-client.log" 2>&1 &
 	client=$!
 	pids+=("$client")

@@ -443,6 +443,7 @@ TEST(RmaMrMode, OfferedBitsKeptByDefaultClearedWhenMinimal) {
   fi_freeinfo(hints);
   if (!minimal) {
     EXPECT_EQ(domain.info->domain_attr->mr_mode, FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
+    domain.close();
     return;
   }
   ASSERT_EQ(domain.info->domain_attr->mr_mode, 0);
