@@ -190,7 +190,12 @@ tx_packets() {
 "$root/usertools/dpdk-fi-router.sh" down --name "$name"
 "$root/usertools/dpdk-fi-router.sh" up --name "$name" --paths 2
 if [[ -n "${bin:-}" ]]; then
+	# (fabtests 1.17's multi_ep.c drops the src_addr its fi_dupinfo copied,
+	# 16 bytes an endpoint: under --sanitize address its leak check is off.)
+	saved_preload=("${preload[@]}")
+	((${#preload[@]})) && preload+=("ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
 	pair ft_multi_ep 60 "$bin/fi_multi_ep" -p dpdk -e rdm -c 8
+	preload=("${saved_preload[@]}")
 	p1=$(tx_packets p1) p2=$(tx_packets p2)
 	if ((p1 > 0 && p2 > 0)); then
 		echo "ok    8 endpoint pairs over two paths: $p1 and $p2 frames"
