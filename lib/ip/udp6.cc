@@ -1,0 +1,120 @@
+#include "lib/ip/udp6.h"
+
+#include <bit>
+#include <cstring>
+
+namespace ofi_dpdk::ip {
+namespace {
+
+void put16(uint8_t* out, uint16_t value) {
+  out[0] = static_cast<uint8_t>(value >> 8);
+  out[1] = static_cast<uint8_t>(value);
+}
+uint16_t get16(const uint8_t* in) { return static_cast<uint16_t>(in[0] << 8 | in[1]); }
+
+}  // namespace
+
+void ChecksumSum::add(const uint8_t* bytes, size_t length) {
+  // Four bytes at a time as the CPU loads them: two words each, in its
+  // byte order, which swapping (in checksum()) undoes on a little-endian
+  // CPU.  A 64-bit sum of 32-bit loads cannot overflow below 16 GiB.
+  uint64_t native = 0;
+  size_t i = 0;
+  for (; i + 4 <= length; i += 4) {
+    uint32_t word;
+    std::memcpy(&word, bytes + i, 4);
+    native += word;
+  }
+  for (; i + 2 <= length; i += 2) {
+    uint16_t word;
+    std::memcpy(&word, bytes + i, 2);
+    native += word;
+  }
+  while (native >> 16) native = (native & 0xFFFF) + (native >> 16);
+  if constexpr (std::endian::native == std::endian::little)
+    native = ((native & 0xFF) << 8) | (native >> 8);
+  sum_ += native;
+  if (i < length) sum_ += uint64_t{bytes[i]} << 8;  // the odd byte, padded with 0
+}
+
+void ChecksumSum::add16(uint16_t value) { sum_ += value; }
+
+uint16_t ChecksumSum::checksum() const {
+  uint64_t folded = sum_;
+  while (folded >> 16) folded = (folded & 0xFFFF) + (folded >> 16);
+  return static_cast<uint16_t>(~folded);
+}
+
+ChecksumSum pseudo_header_sum(const Ipv6& source, const Ipv6& destination, uint32_t length,
+                              uint8_t next_header) {
+  ChecksumSum sum;
+  sum.add(source.bytes.data(), 16);
+  sum.add(destination.bytes.data(), 16);
+  sum.add16(static_cast<uint16_t>(length >> 16));
+  sum.add16(static_cast<uint16_t>(length));
+  sum.add16(next_header);
+  return sum;
+}
+
+void encode_udp6(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6],
+                 const Udp6Addresses& a, size_t payload_length) {
+  std::memcpy(out, dst_mac, 6);
+  std::memcpy(out + 6, src_mac, 6);
+  put16(out + 12, kEtherTypeIpv6);
+  uint8_t* ip = out + kEthernetHeaderSize;
+  const auto udp_length = static_cast<uint16_t>(kUdpHeaderSize + payload_length);
+  ip[0] = 0x60;  // version 6; traffic class and flow label 0
+  ip[1] = ip[2] = ip[3] = 0;
+  put16(ip + 4, udp_length);
+  ip[6] = kProtocolUdp;
+  ip[7] = a.hop_limit;
+  std::memcpy(ip + 8, a.source.bytes.data(), 16);
+  std::memcpy(ip + 24, a.destination.bytes.data(), 16);
+  uint8_t* udp = ip + kIpv6HeaderSize;
+  put16(udp, a.source_port);
+  put16(udp + 2, a.destination_port);
+  put16(udp + 4, udp_length);
+  put16(udp + 6, 0);
+  ChecksumSum sum = pseudo_header_sum(a.source, a.destination, udp_length, kProtocolUdp);
+  sum.add(udp, udp_length);
+  const uint16_t checksum = sum.checksum();
+  put16(udp + 6, checksum == 0 ? 0xFFFF : checksum);  // 0 means "none", which IPv6 forbids
+}
+
+Ipv6Result parse_ipv6_packet(const uint8_t* frame, size_t length, Ipv6Packet* out) {
+  if (length < kEthernetHeaderSize || get16(frame + 12) != kEtherTypeIpv6)
+    return Ipv6Result::kNotIpv6;
+  const uint8_t* ip = frame + kEthernetHeaderSize;
+  const size_t available = length - kEthernetHeaderSize;
+  if (available < kIpv6HeaderSize || (ip[0] >> 4) != 6) return Ipv6Result::kMalformed;
+  const size_t payload_length = get16(ip + 4);  // 0 with a jumbogram's option: not taken
+  if (payload_length == 0 || payload_length > available - kIpv6HeaderSize)
+    return Ipv6Result::kMalformed;
+  out->next_header = ip[6];
+  out->hop_limit = ip[7];
+  std::memcpy(out->source.bytes.data(), ip + 8, 16);
+  std::memcpy(out->destination.bytes.data(), ip + 24, 16);
+  out->header = ip;
+  out->payload = ip + kIpv6HeaderSize;
+  out->payload_length = payload_length;
+  return Ipv6Result::kOk;
+}
+
+bool parse_udp6(const Ipv6Packet& packet, UdpDatagram* out) {
+  if (packet.next_header != kProtocolUdp || packet.payload_length < kUdpHeaderSize) return false;
+  const uint8_t* udp = packet.payload;
+  const size_t udp_length = get16(udp + 4);
+  if (udp_length < kUdpHeaderSize || udp_length > packet.payload_length || get16(udp + 6) == 0)
+    return false;
+  ChecksumSum sum = pseudo_header_sum(packet.source, packet.destination,
+                                      static_cast<uint32_t>(udp_length), kProtocolUdp);
+  sum.add(udp, udp_length);
+  if (!sum.verifies()) return false;
+  out->source_port = get16(udp);
+  out->destination_port = get16(udp + 2);
+  out->payload = udp + kUdpHeaderSize;
+  out->payload_length = udp_length - kUdpHeaderSize;
+  return true;
+}
+
+}  // namespace ofi_dpdk::ip
