@@ -57,7 +57,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 SUITE=trixie
 # dpdk-fi-setup.sh's PACKAGES, plus procps (sysctl, for the veth test).
 PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
-	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 procps
+	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 iputils-ping procps
 	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils)
 BUILDDIR=build-trixie
 

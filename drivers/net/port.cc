@@ -589,6 +589,11 @@ void Port::unbind_endpoint_queue(uint16_t endpoint_queue) {
   }
 }
 
+int Port::accept_multicast() {
+  if (shared()) return -ENOTSUP;
+  return rte_eth_allmulticast_enable(port_id_);
+}
+
 uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
   const GuardedBurst counted(guard_bursts_);
   const uint16_t received = rte_eth_rx_burst(port_id_, queue_base_ + queue, frames, count);

@@ -127,6 +127,12 @@ class Port {
   int bind_endpoint_queue(uint16_t endpoint_queue);
   void unbind_endpoint_queue(uint16_t endpoint_queue);
 
+  // Lets multicast frames in (IPv6's neighbour solicitations go to a
+  // group): a NIC filters them out otherwise.  Returns 0 or the device's
+  // negative errno (a virtual device that passes everything may have no
+  // such switch: -ENOTSUP).  Not on a shared port's slot.
+  int accept_multicast();
+
   // Burst I/O: return how many frames were handled.  The caller serialises
   // calls per queue.
   uint16_t rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count);

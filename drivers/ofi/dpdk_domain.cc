@@ -208,6 +208,22 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
                                        uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
   // A shared port's switch passes our EtherType alone.
   ctx->udp = port_speaks_udp(ctx->interface.has_value(), ctx->port->shared());
+  ctx->interface6 = port_interface6(ctx->port->name(), description.kernel_interface);
+  if (ctx->interface6 && ctx->port->shared()) {
+    DPDK_INFO(FI_LOG_DOMAIN, "%s: a shared port's switch passes our EtherType alone: its "
+              "IPv6 address %s is not used\n", ctx->port->name().c_str(),
+              ip::format_interface6(*ctx->interface6).c_str());
+    ctx->interface6.reset();
+  }
+  if (ctx->interface6) {
+    // Solicitations for our address go to a group (a NIC filters those
+    // out unless told); a virtual device passes them anyway.
+    const int multicast = ctx->port->accept_multicast();
+    DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv6 address %s: answers neighbour solicitations and ping "
+              "(multicast %s); no peer is reached by IPv6 yet\n",
+              ctx->port->name().c_str(), ip::format_interface6(*ctx->interface6).c_str(),
+              multicast == 0 ? "accepted" : "left to the device");
+  }
   if (ctx->interface)
     DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv4 address %s; peers named by address get %s\n",
               ctx->port->name().c_str(), ip::format_interface(*ctx->interface).c_str(),

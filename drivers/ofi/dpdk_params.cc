@@ -128,12 +128,14 @@ Params load() {
     if (item.empty()) continue;
     const size_t equals = item.find('=');
     const std::string_view name = equals == std::string_view::npos ? "" : item.substr(0, equals);
-    const auto interface =
-        ip::parse_interface(equals == std::string_view::npos ? item : item.substr(equals + 1));
-    if (interface)
+    const std::string_view value = equals == std::string_view::npos ? item : item.substr(equals + 1);
+    if (const auto interface = ip::parse_interface(value))
       p.port_addrs.emplace_back(std::string(name), *interface);
+    else if (const auto interface6 = ip::parse_interface6(value))
+      p.port_addrs6.emplace_back(std::string(name), *interface6);
     else
-      p.errors += " FI_DPDK_PORT_ADDR=..." + std::string(item) + " (want [PORT=]A.B.C.D/N[@GW])";
+      p.errors += " FI_DPDK_PORT_ADDR=..." + std::string(item) +
+                  " (want [PORT=]A.B.C.D/N[@GW] or [PORT=]IPV6/N[@GW])";
   }
   get_number<uint16_t>("port_base", 1, 65535 - kMaxEndpointsPerPort, &p.port_base, &p.errors);
   const std::string encap = get_string("encap");
@@ -262,7 +264,10 @@ void define_params(const fi_provider* provider) {
                   "port with an address answers ARP and ping "
                   "for it, and its endpoints may be named by it (FI_SOCKADDR_IN, "
                   "fi_getinfo's node) on its subnet, and beyond it through GW with "
-                  "FI_DPDK_ENCAP=udp (default: none)");
+                  "FI_DPDK_ENCAP=udp.  An IPv6 item (PORT=fd00::2/64[@GW]) gives a port "
+                  "an IPv6 address too, each family on its own: it answers neighbour "
+                  "solicitations and ping for it; no peer is reached by IPv6 yet "
+                  "(default: none)");
   fi_param_define(provider, "encap", FI_PARAM_STRING,
                   "How frames reach peers named by IPv4 address: udp (Ethernet / IPv4 / "
                   "UDP to port_base + queue / our header: routers forward it) or l2 (their "
@@ -296,6 +301,16 @@ std::optional<ip::Interface> port_interface(const std::string& port_name,
     if (name.empty()) any = interface;
   }
   return any ? any : kernel_interface_address(kernel_interface);
+}
+
+std::optional<ip::Interface6> port_interface6(const std::string& port_name,
+                                              const std::string& kernel_interface) {
+  std::optional<ip::Interface6> any;
+  for (const auto& [name, interface] : params().port_addrs6) {
+    if (name == port_name) return interface;
+    if (name.empty()) any = interface;
+  }
+  return any ? any : kernel_interface_address6(kernel_interface);
 }
 
 const Params& params() {

@@ -10,6 +10,7 @@
 
 #include "drivers/net/port.h"
 #include "lib/ip/ipv4.h"
+#include "lib/ip/ipv6.h"
 
 struct fi_provider;
 
@@ -41,6 +42,7 @@ struct Params {
   // FI_DPDK_PORT_ADDR: ports' IPv4 addresses, by port name ("" for the
   // entry that names none: every other port's).
   std::vector<std::pair<std::string, ip::Interface>> port_addrs;
+  std::vector<std::pair<std::string, ip::Interface6>> port_addrs6;  // and IPv6 ones
   uint16_t port_base = 9228;   // FI_DPDK_PORT_BASE: the service port of queue 0
   // FI_DPDK_ENCAP: peers named by IPv4 address are reached in UDP/IPv4
   // (udp, the default) or resolved to MACs and sent our EtherType (l2).
@@ -60,6 +62,12 @@ std::optional<ip::Interface> port_interface(const std::string& port_name,
 // The kernel's IPv4 address on `interface` with its prefix length, and the
 // gateway of a default route through it; nullopt when it has none.
 std::optional<ip::Interface> kernel_interface_address(const std::string& interface);
+// The same for IPv6, each family on its own: FI_DPDK_PORT_ADDR's IPv6
+// entry for the port, else its IPv6 entry for every port, else the
+// kernel's global IPv6 address on the interface and its default router.
+std::optional<ip::Interface6> port_interface6(const std::string& port_name,
+                                              const std::string& kernel_interface);
+std::optional<ip::Interface6> kernel_interface_address6(const std::string& interface);
 
 // Registers the parameters with libfabric; called from fi_prov_ini.
 void define_params(const fi_provider* provider);

@@ -85,6 +85,13 @@ PortContext::~PortContext() {
               arp_requests_answered, arp_ignored, rx_udp, frames_waited,
               frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
               next_hops_given_up, echo_requests_answered);
+  if (interface6)
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
+              "%lu; pings answered %lu\n",
+              port->name().c_str(), ip::format_interface6(*interface6).c_str(),
+              neighbour_solicitations_answered, neighbour_messages_ignored,
+              echo6_requests_answered);
   for (rte_mbuf* frame : looped) net::free_frame(frame);
   for (const WaitingFrame& waiting : waiting_frames) net::free_frame(waiting.frame);
 }
@@ -112,13 +119,16 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
           : proto::DecodeResult::kTruncated;  // we never send chained frames
   if (result == proto::DecodeResult::kNotOurs) {
     // On a port with an IPv4 address: ARP (dpdk_neighbours.cc), and IPv4,
-    // our UDP frames and ping (dpdk_udp.cc).  Other protocols are not ours.
+    // our UDP frames and ping (dpdk_udp.cc); with an IPv6 address, neighbour
+    // discovery and ping (dpdk_ipv6.cc).  Other protocols are not ours.
     const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
     const uint16_t type = rte_pktmbuf_data_len(frame) >= 14 ? uint16_t(bytes[12] << 8 | bytes[13]) : 0;
     if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeArp)
       take_arp(bytes, rte_pktmbuf_data_len(frame), now);
     else if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeIpv4)
       receive_ipv4(frame, now);
+    else if (interface6 && frame->nb_segs == 1 && type == ip::kEtherTypeIpv6)
+      receive_ipv6(frame, now);
     else
       ++rx_not_ours;
   } else if (result == proto::DecodeResult::kUnsealed) {

@@ -43,6 +43,7 @@
 #include "drivers/net/port.h"
 #include "lib/ip/neighbour_table.h"
 #include "lib/ip/udp4.h"
+#include "lib/ip/udp6.h"
 #include "lib/proto/frame_codec.h"
 #include "drivers/ofi/dpdk_cq_ring.h"
 #include "drivers/ofi/dpdk_params.h"
@@ -287,6 +288,24 @@ struct PortContext final : proto::FrameKeeper {
   // The same without the port-wide pace: for a next hop frames wait for
   // (its own pace is chase_neighbours').  Lock held.
   void ask_neighbour_now(uint32_t ip, uint64_t now);
+
+  // The port's IPv6 address, if it has one (FI_DPDK_PORT_ADDR, or the
+  // kernel's on its interface), dpdk_ipv6.cc.  It answers neighbour
+  // solicitations for it and ping; no peer is reached by IPv6 yet.
+  std::optional<ip::Interface6> interface6;
+  uint64_t neighbour_solicitations_answered = 0;
+  uint64_t neighbour_messages_ignored = 0;  // not for our address, or malformed
+  uint64_t echo6_requests_answered = 0;
+  // An IPv6 frame received (receive() hands it over): a solicitation for
+  // our address is answered, an echo request to it too (within
+  // echo_allowed's pace); the rest is counted as not ours.  Lock held.
+  void receive_ipv6(rte_mbuf* frame, uint64_t now);
+  // Sends one frame of at most `capacity` bytes that `build` writes
+  // (returning its length, 0 for none) on queue pair 0: the port's own
+  // answers (ARP, neighbour discovery, echo).  False when nothing was
+  // built, no mbuf could be had or the device took none (the asker asks
+  // again, as after a lost frame).  Lock held.
+  bool send_built(size_t capacity, const std::function<size_t(uint8_t*)>& build);
 
   // The UDP/IPv4 encapsulation (dpdk_udp.cc).  On a port with an address
   // and FI_DPDK_ENCAP=udp, a peer named by IPv4 address is a transport peer
