@@ -13,14 +13,17 @@ uint64_t age(uint64_t now_ns, uint64_t then_ns) { return now_ns > then_ns ? now_
 
 }  // namespace
 
-NeighbourTable::NeighbourTable(size_t capacity, uint64_t lifetime_ns)
+template <typename Ip>
+BasicNeighbourTable<Ip>::BasicNeighbourTable(size_t capacity, uint64_t lifetime_ns)
     : capacity_(std::max<size_t>(capacity, 1)), lifetime_ns_(lifetime_ns) {}
 
-bool NeighbourTable::fresh(const Entry& entry, uint64_t now_ns) const {
+template <typename Ip>
+bool BasicNeighbourTable<Ip>::fresh(const Entry& entry, uint64_t now_ns) const {
   return age(now_ns, entry.confirmed_ns) <= lifetime_ns_;
 }
 
-void NeighbourTable::record(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
+template <typename Ip>
+void BasicNeighbourTable<Ip>::record(Ip ip, const uint8_t mac[6], uint64_t now_ns) {
   auto it = entries_.find(ip);
   if (it == entries_.end() && entries_.size() >= capacity_) {
     // Full: the least recently confirmed goes (a scan; ARP is rare, and
@@ -36,11 +39,13 @@ void NeighbourTable::record(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
   entry.confirmed_ns = now_ns;
 }
 
-void NeighbourTable::learn(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
+template <typename Ip>
+void BasicNeighbourTable<Ip>::learn(Ip ip, const uint8_t mac[6], uint64_t now_ns) {
   record(ip, mac, now_ns);
 }
 
-bool NeighbourTable::expect(Ipv4 ip, uint64_t now_ns) {
+template <typename Ip>
+bool BasicNeighbourTable<Ip>::expect(Ip ip, uint64_t now_ns) {
   std::erase_if(expected_, [&](const auto& e) { return age(now_ns, e.second) > kExpectNs; });
   for (auto& e : expected_) {
     if (e.first == ip) {
@@ -53,12 +58,14 @@ bool NeighbourTable::expect(Ipv4 ip, uint64_t now_ns) {
   return true;
 }
 
-bool NeighbourTable::asked_since(Ipv4 ip, uint64_t since_ns) const {
+template <typename Ip>
+bool BasicNeighbourTable<Ip>::asked_since(Ip ip, uint64_t since_ns) const {
   return std::any_of(expected_.begin(), expected_.end(),
                      [&](const auto& e) { return e.first == ip && e.second >= since_ns; });
 }
 
-bool NeighbourTable::take_reply(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) {
+template <typename Ip>
+bool BasicNeighbourTable<Ip>::take_reply(Ip ip, const uint8_t mac[6], uint64_t now_ns) {
   const auto it = std::find_if(expected_.begin(), expected_.end(), [&](const auto& e) {
     return e.first == ip && age(now_ns, e.second) <= kExpectNs;
   });
@@ -71,7 +78,8 @@ bool NeighbourTable::take_reply(Ipv4 ip, const uint8_t mac[6], uint64_t now_ns) 
   return true;
 }
 
-bool NeighbourTable::find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6], bool* refresh_due) const {
+template <typename Ip>
+bool BasicNeighbourTable<Ip>::find(Ip ip, uint64_t now_ns, uint8_t mac[6], bool* refresh_due) const {
   const auto it = entries_.find(ip);
   if (it == entries_.end() || !fresh(it->second, now_ns)) return false;
   std::memcpy(mac, it->second.mac, 6);
@@ -79,8 +87,9 @@ bool NeighbourTable::find(Ipv4 ip, uint64_t now_ns, uint8_t mac[6], bool* refres
   return true;
 }
 
-std::optional<Ipv4> NeighbourTable::address_of(const uint8_t mac[6], uint64_t now_ns) const {
-  std::optional<Ipv4> found;
+template <typename Ip>
+std::optional<Ip> BasicNeighbourTable<Ip>::address_of(const uint8_t mac[6], uint64_t now_ns) const {
+  std::optional<Ip> found;
   uint64_t newest = 0;
   for (const auto& [ip, entry] : entries_) {
     if (std::memcmp(entry.mac, mac, 6) != 0 || !fresh(entry, now_ns)) continue;
@@ -91,5 +100,8 @@ std::optional<Ipv4> NeighbourTable::address_of(const uint8_t mac[6], uint64_t no
   }
   return found;
 }
+
+template class BasicNeighbourTable<Ipv4>;
+template class BasicNeighbourTable<Ipv6>;
 
 }  // namespace ofi_dpdk::ip

@@ -88,5 +88,26 @@ TEST(NeighbourTable, BoundedUnderAFlood) {
   EXPECT_TRUE(table.expect(0x0C000000, kSecond + NeighbourTable::kExpectNs + 1));
 }
 
+// The IPv6 table (neighbour discovery) is the same code on Ipv6 keys.
+TEST(NeighbourTable, Ipv6KeysTakeOnlyAnsweredQuestionsAndStayBounded) {
+  Neighbour6Table table(8);
+  const Ipv6 router = *parse_ipv6("fe80::1");
+  uint8_t mac[6];
+  EXPECT_FALSE(table.take_reply(router, kMacA, kSecond));
+  ASSERT_TRUE(table.expect(router, kSecond));
+  EXPECT_TRUE(table.asked_since(router, kSecond));
+  EXPECT_TRUE(table.take_reply(router, kMacA, kSecond));
+  ASSERT_TRUE(table.find(router, kSecond, mac));
+  EXPECT_EQ(mac[5], 0x0A);
+  EXPECT_EQ(table.address_of(kMacA, kSecond), router);
+  for (int i = 0; i < 100; ++i) {
+    Ipv6 other = router;
+    other.bytes[15] = static_cast<uint8_t>(i + 2);
+    table.learn(other, kMacB, 2 * kSecond + i);
+  }
+  EXPECT_EQ(table.size(), 8u);
+  EXPECT_FALSE(table.find(router, 3 * kSecond, mac)) << "the oldest went";
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::ip

@@ -1,0 +1,93 @@
+#include "lib/ip/ipv6_peers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "lib/ip/udp4.h"
+
+namespace ofi_dpdk::ip {
+namespace {
+
+Ipv6 v6(const std::string& text) { return *parse_ipv6(text); }
+
+TEST(Ipv6Peers, AnAddressKeepsItsIdAndTheIdGivesItBack) {
+  Ipv6Peers peers;
+  uint8_t id[6], again[6];
+  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::2"), true, 1, id));
+  EXPECT_TRUE(is_ipv6_peer_id(id));
+  EXPECT_FALSE(is_peer_id(id)) << "not an IPv4 peer id";
+  EXPECT_EQ(id[0] & 1, 1) << "the group bit, which no sender's MAC has";
+  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::2"), false, 2, again));
+  EXPECT_EQ(std::memcmp(id, again, 6), 0);
+  EXPECT_EQ(peers.address_of(id), v6("fd00:77:2::2"));
+  uint8_t other[6];
+  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::3"), false, 3, other));
+  EXPECT_NE(std::memcmp(id, other, 6), 0);
+  EXPECT_EQ(peers.size(), 2u);
+  EXPECT_EQ(peers.pinned(), 1u);
+  uint8_t ipv4_id[6];
+  peer_id_of(0x0A000001, ipv4_id);
+  EXPECT_FALSE(is_ipv6_peer_id(ipv4_id));
+  EXPECT_FALSE(peers.address_of(ipv4_id));
+}
+
+TEST(Ipv6Peers, StrangersAreBoundedAndTheLeastRecentlyUsedGoes) {
+  Ipv6Peers peers(4);
+  uint8_t pinned[6];
+  ASSERT_TRUE(peers.id_of(v6("fd00::1"), true, 0, pinned));
+  uint8_t ids[4][6];
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(peers.id_of(v6("fd00:1::" + std::to_string(i + 1)), false, 10 + i, ids[i]));
+  EXPECT_TRUE(peers.address_of(ids[0], 20));  // used: no longer the oldest
+  // A flood of new strangers: each takes the least recently used
+  // stranger's place; the pinned entry and the table's size stay.
+  for (int i = 0; i < 1000; ++i) {
+    uint8_t id[6];
+    ASSERT_TRUE(peers.id_of(v6("fd00:2::" + std::to_string(i + 1)), false, 100 + i, id));
+    if (i == 0) {
+      EXPECT_FALSE(peers.address_of(ids[1])) << "the least recently used went first";
+      EXPECT_TRUE(peers.address_of(ids[0]));
+    }
+  }
+  EXPECT_EQ(peers.size(), 5u);
+  EXPECT_EQ(peers.evictions(), 1000u);
+  EXPECT_EQ(peers.address_of(pinned), v6("fd00::1"));
+  // An evicted address that comes back gets an id that is not its old one,
+  // and its old id names nothing.
+  uint8_t back[6];
+  ASSERT_TRUE(peers.id_of(v6("fd00:1::2"), false, 5000, back));
+  EXPECT_NE(std::memcmp(back, ids[1], 6), 0);
+  EXPECT_FALSE(peers.address_of(ids[1]));
+  EXPECT_EQ(peers.address_of(back), v6("fd00:1::2"));
+}
+
+TEST(Ipv6Peers, AStrangerNamedByTheProviderIsPinnedFromThen) {
+  Ipv6Peers peers(1);
+  uint8_t first[6], named[6], next[6];
+  ASSERT_TRUE(peers.id_of(v6("fd00::a"), false, 1, first));
+  ASSERT_TRUE(peers.id_of(v6("fd00::a"), true, 2, named));
+  EXPECT_EQ(std::memcmp(first, named, 6), 0);
+  ASSERT_TRUE(peers.id_of(v6("fd00::b"), false, 3, next));
+  ASSERT_TRUE(peers.id_of(v6("fd00::c"), false, 4, next));
+  EXPECT_EQ(peers.address_of(first), v6("fd00::a")) << "pinned: never evicted";
+  EXPECT_FALSE(Ipv6Peers(0).id_of(v6("fd00::d"), false, 0, next)) << "no room for strangers";
+}
+
+TEST(Ipv6Peers, ForgedIdsNameNothing) {
+  Ipv6Peers peers;
+  uint8_t id[6];
+  ASSERT_TRUE(peers.id_of(v6("fd00::1"), true, 0, id));
+  std::set<int> bytes = {2, 3, 4, 5};
+  for (int b : bytes) {
+    uint8_t forged[6];
+    std::memcpy(forged, id, 6);
+    forged[b] ^= 0x5A;
+    EXPECT_FALSE(peers.address_of(forged)) << "byte " << b;
+  }
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::ip
