@@ -47,7 +47,9 @@ inline constexpr uint32_t kOurMaxPayload = 1400;
 // The filter for RawLink: frames from `target` that are not to `peer`
 // (answers to us and to made-up stations), RESETs and HELLO_ACKs to
 // `peer` (answers to frames forged in its name), and one in 128 of the
-// target's acks to `peer` (the live connection's state).
+// target's acks to `peer` (the live connection's state), chosen by their
+// checksum: a field of the stream itself (the ack) can repeat in step with
+// the pair's window and never hit the sampled values.
 std::vector<sock_filter> target_filter(const Mac& target, const Mac& peer);
 
 class Injector {
