@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: usertools/dpdk-fi-router.sh up [--name NAME] [--mtu N] [--paths 1|2]
+# Usage: usertools/dpdk-fi-router.sh up [--name NAME] [--mtu N] [--paths 1|2] [--ipv6]
 #        usertools/dpdk-fi-router.sh down [--name NAME]
 #        usertools/dpdk-fi-router.sh exec [--name NAME] a|b COMMAND...
 #
@@ -24,6 +24,12 @@
 # (fib_multipath_hash_policy 1, with a fixed seed where the kernel has
 # one): frames of one flow take one path, flows spread.
 #
+# With --ipv6 (one path), the same in IPv6 alone: host a fd00:77:1::2/64,
+# the router fd00:77:1::1/64 and fd00:77:2::1/64 (forwarding on), host b
+# fd00:77:2::2/64, each host's default route through its router; no
+# duplicate address detection (the addresses are usable at once) and no
+# IPv4 addresses.
+#
 # A DPDK program in a host attaches to its interface with net_af_packet
 # and owns the same address (dpdk-fi-run.py --topology af_packet --iface
 # NAME-a0 --ip 10.77.1.2/24@10.77.1.1); the kernel keeps it too, so that
@@ -44,6 +50,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 name=ofirt
 mtu=9000
 paths=1
+ipv6=0
 command=${1:-}
 [ -n "$command" ] || die 1 "no command (up, down); see --help"
 shift
@@ -57,6 +64,7 @@ while (($#)); do
 	--name) name=$2; shift ;;
 	--mtu) mtu=$2; shift ;;
 	--paths) paths=$2; shift ;;
+	--ipv6) ipv6=1 ;;
 	*) [ "$command" = exec ] && break
 		die 1 "unknown option '$1' (see --help)" ;;
 	esac
@@ -76,6 +84,7 @@ if [[ ! "$mtu" =~ ^[0-9]+$ ]] || ((mtu < 1280 || mtu > 9000)); then
 	die 1 "--mtu wants 1280..9000"
 fi
 [[ "$paths" =~ ^[12]$ ]] || die 1 "--paths wants 1 or 2"
+((ipv6 == 0 || paths == 1)) || die 1 "--ipv6 takes one path"
 [ "$(id -u)" = 0 ] || die 2 "namespaces and veths need root"
 
 down() {
@@ -101,20 +110,28 @@ for ns in a "${routers[@]}" b; do
 	# other by name, and look nothing up elsewhere (a name server out of
 	# reach would hold every lookup of a job starter for seconds).
 	mkdir -p "/etc/netns/$name-$ns"
-	printf '127.0.0.1 localhost\n10.77.1.2 %s\n10.77.2.2 %s\n10.77.1.1 %s\n' \
-		"$name-a" "$name-b" "$name-r" >"/etc/netns/$name-$ns/hosts"
+	if ((ipv6)); then
+		printf '127.0.0.1 localhost\nfd00:77:1::2 %s\nfd00:77:2::2 %s\nfd00:77:1::1 %s\n' \
+			"$name-a" "$name-b" "$name-r" >"/etc/netns/$name-$ns/hosts"
+	else
+		printf '127.0.0.1 localhost\n10.77.1.2 %s\n10.77.2.2 %s\n10.77.1.1 %s\n' \
+			"$name-a" "$name-b" "$name-r" >"/etc/netns/$name-$ns/hosts"
+	fi
 	echo "nameserver 127.0.0.1" >"/etc/netns/$name-$ns/resolv.conf"
 	ip netns add "$name-$ns"
-	run_in "$name-$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+	run_in "$name-$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=$((1 - ipv6)) \
+		net.ipv6.conf.default.disable_ipv6=$((1 - ipv6))
 	run_in "$name-$ns" ip link set lo up
 done
 # link NS1 IF1 ADDR1 NS2 IF2 ADDR2: a veth pair between two namespaces.
 link() {
+	local flags=()
+	((ipv6)) && flags=(nodad)
 	ip link add "$2" netns "$1" type veth peer name "$5" netns "$4"
 	run_in "$1" ip link set "$2" mtu "$mtu" up
-	run_in "$1" ip addr add "$3" dev "$2"
+	run_in "$1" ip addr add "$3" dev "$2" "${flags[@]}"
 	run_in "$4" ip link set "$5" mtu "$mtu" up
-	run_in "$4" ip addr add "$6" dev "$5"
+	run_in "$4" ip addr add "$6" dev "$5" "${flags[@]}"
 }
 # host SIDE SUBNET ROUTER: host SIDE's link to its router, on 10.77.SUBNET.0/24.
 host() {
@@ -123,6 +140,16 @@ host() {
 		"$name-$router" "$name-$router$side" "10.77.$subnet.1/24"
 	run_in "$name-$side" ip route add default via "10.77.$subnet.1"
 }
+if ((ipv6)); then
+	for side in a:1 b:2; do
+		link "$name-${side%:*}" "$name-${side%:*}0" "fd00:77:${side#*:}::2/64" \
+			"$name-r" "$name-r${side%:*}" "fd00:77:${side#*:}::1/64"
+		run_in "$name-${side%:*}" ip -6 route add default via "fd00:77:${side#*:}::1"
+	done
+	run_in "$name-r" sysctl -qw net.ipv6.conf.all.forwarding=1
+	echo "router $name-r: $name-a (fd00:77:1::2/64 on $name-a0) <-> $name-b (fd00:77:2::2/64 on $name-b0), MTU $mtu"
+	exit 0
+fi
 host a 1 r
 if ((paths == 1)); then
 	host b 2 r

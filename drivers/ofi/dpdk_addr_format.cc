@@ -1,13 +1,15 @@
 // dpdk_addr_format.cc: the address formats the provider speaks, in one
 // place: native (FI_FORMAT_UNSPEC, av::to_native), FI_ADDR_STR
-// (fi_dpdk://MAC/queue) and FI_SOCKADDR_IN (an IPv4 address and a service
-// port: FI_DPDK_PORT_BASE + the endpoint's queue).  Every fi_* entry point
+// (fi_dpdk://MAC/queue), FI_SOCKADDR_IN and FI_SOCKADDR_IN6 (an IP address
+// and a service port: FI_DPDK_PORT_BASE + the endpoint's queue), and
+// FI_SOCKADDR (either, by its family).  Every fi_* entry point
 // that takes or gives an address (fi_getinfo, fi_getname, fi_av_*, fi_cm)
 // goes through here.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "drivers/ofi/dpdk_attr.h"
@@ -63,19 +65,71 @@ std::optional<uint32_t> host_ipv4(const char* node) {
   return address;
 }
 
+// An IPv6 address for a node: its text form, or a host name the system
+// resolves to one (and to no IPv4 address: host_ipv4 is asked first).
+std::optional<ip::Ipv6> host_ipv6(const char* node) {
+  if (auto numeric = ip::parse_ipv6(node)) return numeric;
+  addrinfo hints{};
+  hints.ai_family = AF_INET6;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(node, nullptr, &hints, &found) != 0 || found == nullptr) return std::nullopt;
+  std::optional<ip::Ipv6> address;
+  for (addrinfo* a = found; a != nullptr && !address; a = a->ai_next) {
+    if (a->ai_family != AF_INET6 || a->ai_addrlen < sizeof(sockaddr_in6)) continue;
+    ip::Ipv6 candidate;
+    std::memcpy(candidate.bytes.data(),
+                reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr.s6_addr, 16);
+    if (!candidate.unspecified()) address = candidate;
+  }
+  freeaddrinfo(found);
+  return address;
+}
+
+bool name_by_host(const char* node, av::Address* address) {
+  if (auto ipv4 = host_ipv4(node)) {
+    address->ipv4 = *ipv4;
+    return true;
+  }
+  if (auto ipv6 = host_ipv6(node)) {
+    address->ipv6 = ipv6->bytes;
+    return true;
+  }
+  return false;
+}
+
 bool address_format_supported(uint32_t format) {
   return format == FI_FORMAT_UNSPEC || format == FI_ADDR_STR || format == FI_SOCKADDR_IN ||
-         format == FI_SOCKADDR;
+         format == FI_SOCKADDR_IN6 || format == FI_SOCKADDR;
 }
 
 bool is_sockaddr_format(uint32_t format) {
-  return format == FI_SOCKADDR_IN || format == FI_SOCKADDR;
+  return format == FI_SOCKADDR_IN || format == FI_SOCKADDR_IN6 || format == FI_SOCKADDR;
 }
+
+namespace {
+
+// FI_SOCKADDR gives IPv6 sockaddrs for addresses known by IPv6 alone.
+bool speaks_ipv6(uint32_t format, const av::Address& address) {
+  return format == FI_SOCKADDR_IN6 ||
+         (format == FI_SOCKADDR && address.ipv4 == 0 && address.has_ipv6());
+}
+
+}  // namespace
 
 std::vector<uint8_t> encode_address(uint32_t format, const av::Address& address) {
   if (format == FI_ADDR_STR) {
     const std::string text = av::to_string(address);
     return std::vector<uint8_t>(text.c_str(), text.c_str() + text.size() + 1);
+  }
+  if (speaks_ipv6(format, address)) {
+    if (!address.has_ipv6() && address.queue != kAnyQueue) return {};
+    if (address.queue != kAnyQueue && service_port(address.queue) == 0) return {};
+    sockaddr_in6 in6{};
+    in6.sin6_family = AF_INET6;
+    in6.sin6_port = htons(service_port(address.queue));
+    std::memcpy(in6.sin6_addr.s6_addr, address.ipv6.data(), 16);
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&in6);
+    return std::vector<uint8_t>(bytes, bytes + sizeof(in6));
   }
   if (is_sockaddr_format(format)) {
     if (address.ipv4 == 0 && address.queue != kAnyQueue) return {};
@@ -99,8 +153,28 @@ std::optional<av::Address> decode_address(uint32_t format, const void* in, size_
     return av::from_string(std::string_view(text, strnlen(text, length)));
   }
   if (is_sockaddr_format(format)) {
+    sa_family_t family;
+    if (length < sizeof(family)) return std::nullopt;
+    std::memcpy(&family, static_cast<const uint8_t*>(in) + offsetof(sockaddr, sa_family),
+                sizeof(family));
+    if (family == AF_INET6 && format != FI_SOCKADDR_IN) {
+      sockaddr_in6 sin6;
+      if (length < sizeof(sin6)) return std::nullopt;
+      std::memcpy(&sin6, in, sizeof(sin6));
+      const auto queue = queue_of_service_port(ntohs(sin6.sin6_port));
+      if (!queue) return std::nullopt;
+      av::Address address;
+      address.queue = *queue;
+      std::memcpy(address.ipv6.data(), sin6.sin6_addr.s6_addr, 16);
+      // An IPv4-mapped address (::ffff:a.b.c.d) is that IPv4 address.
+      if (ip::Ipv6{address.ipv6}.v4_mapped()) {
+        address.ipv4 = ip::ipv4_of_mapped(ip::Ipv6{address.ipv6});
+        address.ipv6 = {};
+      }
+      return address;
+    }
     sockaddr_in sin;
-    if (length < sizeof(sin)) return std::nullopt;
+    if (format == FI_SOCKADDR_IN6 || length < sizeof(sin)) return std::nullopt;
     std::memcpy(&sin, in, sizeof(sin));
     if (sin.sin_family != AF_INET) return std::nullopt;
     const auto queue = queue_of_service_port(ntohs(sin.sin_port));
@@ -115,10 +189,14 @@ std::optional<av::Address> decode_address(uint32_t format, const void* in, size_
 }
 
 size_t address_size(uint32_t format) {
+  if (format == FI_SOCKADDR_IN6) return sizeof(sockaddr_in6);
   return is_sockaddr_format(format) ? sizeof(sockaddr_in) : av::kNativeAddressSize;
 }
 
 std::string address_string(uint32_t format, const av::Address& address) {
+  if (speaks_ipv6(format, address))
+    return "fi_sockaddr_in6://[" + ip::format_ipv6(ip::Ipv6{address.ipv6}) + "]:" +
+           std::to_string(service_port(address.queue));
   if (is_sockaddr_format(format))
     return "fi_sockaddr_in://" + ip::format_ipv4(address.ipv4) + ":" +
            std::to_string(service_port(address.queue));

@@ -278,6 +278,7 @@ fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type
   std::memcpy(any_queue.mac, port.mac, 6);
   any_queue.queue = kAnyQueue;
   any_queue.ipv4 = port.ipv4;
+  any_queue.ipv6 = port.ipv6;
   if (set_info_address(info, /*source=*/true, any_queue) != 0 ||
       info->fabric_attr->name == nullptr || info->domain_attr->name == nullptr) {
     fi_freeinfo(info);

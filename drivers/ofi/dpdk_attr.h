@@ -12,6 +12,7 @@
 
 #include "lib/av/address.h"
 #include "lib/ip/ipv4.h"
+#include "lib/ip/ipv6.h"
 
 namespace ofi_dpdk::ofi {
 
@@ -22,7 +23,9 @@ struct PortFacts {
   size_t max_msg_size;      // ep_attr->max_msg_size
   size_t unexpected_bytes;  // rx_attr->total_buffered_recv
   uint32_t ipv4 = 0;        // its IPv4 address (FI_DPDK_PORT_ADDR); 0: none
+  std::array<uint8_t, 16> ipv6{};  // its IPv6 address; all zero: none
   bool udp = false;         // reaches peers in UDP/IPv4 (port_speaks_udp)
+  bool udp6 = false;        // reaches peers in UDP/IPv6
 };
 
 // fi_av (doc/address-vector.md).  FI_AV_USER_ID is in no class in the 1.17
@@ -148,21 +151,29 @@ std::optional<uint16_t> parse_service_queue(const char* service);
 // A node's IPv4 address (host order): a dotted quad, or a host name the
 // system resolves to one (/etc/hosts, DNS); nullopt when neither.
 std::optional<uint32_t> host_ipv4(const char* node);
-// Native (FI_FORMAT_UNSPEC), FI_ADDR_STR, FI_SOCKADDR_IN, and FI_SOCKADDR
-// holding a sockaddr_in.
+// The same for IPv6: its text form, or a host name that resolves to one.
+std::optional<ip::Ipv6> host_ipv6(const char* node);
+// Sets address->ipv4, else address->ipv6, from a node (host_ipv4 first);
+// false when the node is neither.
+bool name_by_host(const char* node, av::Address* address);
+// Native (FI_FORMAT_UNSPEC), FI_ADDR_STR, FI_SOCKADDR_IN, FI_SOCKADDR_IN6,
+// and FI_SOCKADDR holding either (an array of them, in fi_av_insert, is of
+// sockaddr_in).
 bool address_format_supported(uint32_t format);
 bool is_sockaddr_format(uint32_t format);
 // An address's bytes in `format` (FI_ADDR_STR: the string and its NUL);
 // empty when the format cannot carry it (a sockaddr for an address with no
-// IPv4 address).
+// IP address of its family).
 std::vector<uint8_t> encode_address(uint32_t format, const av::Address& address);
 // Reads one; nullopt when malformed or of another format.  A sockaddr's
-// address has its ipv4 and queue set and a zero MAC (not yet resolved).
+// address has its ipv4 (or ipv6) and queue set and a zero MAC (not yet
+// resolved); an IPv4-mapped IPv6 address is taken as its IPv4 address.
 std::optional<av::Address> decode_address(uint32_t format, const void* in, size_t length);
 // The size of one address in an array of them (fi_av_insert), for the
 // formats that are not strings.
 size_t address_size(uint32_t format);
-// fi_av_straddr's text: fi_dpdk://... or fi_sockaddr_in://A.B.C.D:PORT.
+// fi_av_straddr's text: fi_dpdk://..., fi_sockaddr_in://A.B.C.D:PORT or
+// fi_sockaddr_in6://[IPV6]:PORT.
 std::string address_string(uint32_t format, const av::Address& address);
 // encode_address into a caller's buffer of *length bytes, truncated to it;
 // *length becomes the full size.  0, -FI_ETOOSMALL, or -FI_EADDRNOTAVAIL

@@ -246,9 +246,17 @@ int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
   std::vector<int> errors(addresses.size(), 0);
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (!addresses[i]) continue;
-    // A sockaddr of 0.0.0.0 names no peer.
-    if (is_sockaddr_format(av->addr_format) && addresses[i]->ipv4 == 0) {
+    // A sockaddr of 0.0.0.0 (or ::) names no peer.
+    if (is_sockaddr_format(av->addr_format) && !addresses[i]->has_ip()) {
       errors[i] = -FI_EINVAL;
+      addresses[i].reset();
+      continue;
+    }
+    // A named AV's entries are read by other processes, to which this
+    // process's IPv6 peer ids mean nothing.
+    if (addresses[i]->has_ipv6() && av->shared != nullptr) {
+      DPDK_INFO(FI_LOG_AV, "an IPv6 peer cannot go in a named AV (FI_SHARED_AV)\n");
+      errors[i] = -FI_EOPNOTSUPP;
       addresses[i].reset();
       continue;
     }
@@ -295,11 +303,9 @@ int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr
 std::optional<av::Address> node_service_address(const char* node, const char* service) {
   if (auto address = av::from_node_service(node, service)) return address;
   if (service == nullptr) return std::nullopt;
-  const auto ipv4 = host_ipv4(node);
   const auto queue = parse_service_queue(service);
-  if (!ipv4 || !queue) return std::nullopt;
   av::Address address;
-  address.ipv4 = *ipv4;
+  if (!queue || !name_by_host(node, &address)) return std::nullopt;
   address.queue = *queue;
   return address;
 }
@@ -314,7 +320,7 @@ int av_insertsvc(fid_av* av_fid, const char* node, const char* service, fi_addr_
   std::vector<std::optional<av::Address>> address{node_service_address(node, service)};
   if (!address[0])
     DPDK_INFO(FI_LOG_AV,
-              "insertsvc: \"%s\" \"%s\" is no MAC, IPv4 address or host name and queue, "
+              "insertsvc: \"%s\" \"%s\" is no MAC, IP address or host name and queue, "
               "nor fi_dpdk://\n",
               node, service != nullptr ? service : "(null)");
   return insert_resolved(from_fid<Av>(av_fid), address, fi_addr, flags, context);
@@ -331,15 +337,17 @@ int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* s
   std::optional<av::Address> first = node_service_address(node, service);
   if (!first) {
     DPDK_INFO(FI_LOG_AV,
-              "insertsym: \"%s\" \"%s\" is no MAC, IPv4 address or host name and queue, "
+              "insertsym: \"%s\" \"%s\" is no MAC, IP address or host name and queue, "
               "nor fi_dpdk://\n",
               node, service != nullptr ? service : "(null)");
     return -FI_EINVAL;
   }
   size_t count = 0;
+  // IP addresses count up as numbers (an IPv6 one in its last 32 bits).
+  const uint32_t low = first->ipv4 != 0 ? first->ipv4 : ip::ipv4_of_mapped(ip::Ipv6{first->ipv6});
   if (nodecnt != 0 && svccnt != 0) {
-    const bool fits = first->ipv4 != 0
-                          ? nodecnt - 1 <= 0xFFFFFFFFu - first->ipv4 &&
+    const bool fits = first->has_ip()
+                          ? nodecnt - 1 <= 0xFFFFFFFFu - low &&
                                 svccnt - 1 <= size_t{av::kMaxQueue} - first->queue
                           : av::symmetric_range_fits(*first, nodecnt, svccnt);
     if (__builtin_mul_overflow(nodecnt, svccnt, &count) || count > kMaxInsert || !fits) {
@@ -348,7 +356,7 @@ int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* s
       return -FI_EINVAL;
     }
   }
-  if (first->ipv4 == 0)
+  if (!first->has_ip())
     return insert_addresses(
         av, count,
         [&](size_t i) -> std::optional<av::Address> {
@@ -358,7 +366,12 @@ int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* s
   std::vector<std::optional<av::Address>> addresses(count);
   for (size_t i = 0; i < count; ++i) {
     av::Address a = *first;
-    a.ipv4 = first->ipv4 + static_cast<uint32_t>(i / svccnt);
+    const uint32_t node_number = low + static_cast<uint32_t>(i / svccnt);
+    if (first->ipv4 != 0) {
+      a.ipv4 = node_number;
+    } else {
+      for (int b = 0; b < 4; ++b) a.ipv6[12 + b] = static_cast<uint8_t>(node_number >> (24 - 8 * b));
+    }
     a.queue = static_cast<uint16_t>(first->queue + i % svccnt);
     addresses[i] = a;
   }
@@ -466,7 +479,7 @@ int av_lookup(fid_av* av_fid, fi_addr_t fi_addr, void* addr, size_t* addrlen) {
   const av::Entry* entry = av->table.find(fi_addr & av->index_mask);
   if (entry == nullptr) return -FI_ENOENT;
   av::Address address = entry->address;
-  av->domain->port->name_by_ipv4(&address);
+  av->domain->port->name_by_ip(&address);
   return write_address(av->addr_format, address, addr, addrlen);
 }
 

@@ -123,7 +123,7 @@ void on_connect_request(Endpoint* listener, PassiveEp* pep, const av::Address& c
   auto* request = new (std::nothrow) ConnRequest();
   // (A client that named us by IPv4 address asked ARP first: we know its.)
   av::Address named = client;
-  listener->port().name_by_ipv4(&named);
+  listener->port().name_by_ip(&named);
   if (info == nullptr || request == nullptr ||
       set_info_address(info, /*source=*/false, named) != 0) {
     fi_freeinfo(info);
@@ -317,7 +317,7 @@ int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t param
     server = info_address(ep->info, /*source=*/false);
   }
   if (!server || server->queue == kAnyQueue ||
-      (is_sockaddr_format(ep->info->addr_format) && server->ipv4 == 0)) {
+      (is_sockaddr_format(ep->info->addr_format) && !server->has_ip())) {
     DPDK_INFO(FI_LOG_EP_CTRL, "fi_connect: no address, or not one of this provider\n");
     return -FI_EINVAL;
   }
@@ -514,7 +514,9 @@ int pep_setname(fid* fid, void* addr, size_t addrlen) {
   const bool other_mac = std::memcmp(wanted->mac, kNoMac, 6) != 0 &&
                          std::memcmp(wanted->mac, port.port->mac(), 6) != 0;
   const bool other_ip =
-      wanted->ipv4 != 0 && (!port.interface || wanted->ipv4 != port.interface->address);
+      (wanted->ipv4 != 0 && (!port.interface || wanted->ipv4 != port.interface->address)) ||
+      (wanted->has_ipv6() &&
+       (!port.interface6 || ip::Ipv6{wanted->ipv6} != port.interface6->address));
   if (other_mac || other_ip) {
     DPDK_INFO(FI_LOG_EP_CTRL, "fi_setname: not an address of port %s\n",
               port.port->name().c_str());
@@ -526,7 +528,7 @@ int pep_setname(fid* fid, void* addr, size_t addrlen) {
   // in place of the one that has not listened yet.
   av::Address moved_to = pep->listener->own_address();
   moved_to.queue = wanted->queue;
-  port.name_by_ipv4(&moved_to);
+  port.name_by_ip(&moved_to);
   fi_info* moved = fi_dupinfo(pep->info);
   if (moved == nullptr) return -FI_ENOMEM;
   fid_ep* listener = nullptr;

@@ -215,14 +215,18 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
               ip::format_interface6(*ctx->interface6).c_str());
     ctx->interface6.reset();
   }
+  ctx->neighbours6 = ip::Neighbour6Table(ip::Neighbour6Table::kDefaultCapacity,
+                                         uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
+  ctx->udp6 = port_speaks_udp(ctx->interface6.has_value(), ctx->port->shared());
   if (ctx->interface6) {
     // Solicitations for our address go to a group (a NIC filters those
     // out unless told); a virtual device passes them anyway.
     const int multicast = ctx->port->accept_multicast();
-    DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv6 address %s: answers neighbour solicitations and ping "
-              "(multicast %s); no peer is reached by IPv6 yet\n",
+    DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv6 address %s (multicast %s); peers named by IPv6 "
+              "address get %s\n",
               ctx->port->name().c_str(), ip::format_interface6(*ctx->interface6).c_str(),
-              multicast == 0 ? "accepted" : "left to the device");
+              multicast == 0 ? "accepted" : "left to the device",
+              ctx->udp6 ? "UDP/IPv6" : "nothing (FI_DPDK_ENCAP=l2: IPv6 needs udp)");
   }
   if (ctx->interface)
     DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv4 address %s; peers named by address get %s\n",

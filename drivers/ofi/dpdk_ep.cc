@@ -478,7 +478,7 @@ int op_flags_control(uint64_t* tx_op_flags, uint64_t* rx_op_flags, int command, 
 
 int write_name(const fi_info* info, const PortContext& port, av::Address address, void* addr,
                size_t* addrlen) {
-  port.name_by_ipv4(&address);
+  port.name_by_ip(&address);
   return write_address(info->addr_format, address, addr, addrlen);
 }
 

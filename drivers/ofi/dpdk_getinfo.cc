@@ -43,7 +43,7 @@ bool names_a_port(const char* node) {
 }
 
 // A node as the user may type it: fi_dpdk://MAC/queue[/session], a MAC
-// with the queue from service, or an IPv4 address or host name with the
+// with the queue from service, or an IPv4 or IPv6 address or host name with the
 // queue from service (a port's own, with FI_SOURCE, or a peer's).
 std::optional<av::Address> parse_node(const char* node, const char* service, uint64_t flags) {
   if (node == nullptr) return std::nullopt;
@@ -56,8 +56,7 @@ std::optional<av::Address> parse_node(const char* node, const char* service, uin
   if (av::parse_mac(text, address.mac)) return address;
   // (A device name is a local node, not a host name to look up.)
   if ((flags & FI_SOURCE) && names_a_port(node)) return std::nullopt;
-  if (auto ipv4 = host_ipv4(node)) {
-    address.ipv4 = *ipv4;
+  if (name_by_host(node, &address)) {
     // A local address without a service, as a socket's without a port: any
     // queue (a peer's is queue 0 until service names another).
     if ((flags & FI_SOURCE) && service == nullptr) address.queue = kAnyQueue;
@@ -72,9 +71,13 @@ struct Request {
   std::string source_port_name;
   std::optional<av::Address> dest;
   bool sockaddr_format = false;  // hints->addr_format asks for sockaddrs
+  bool ipv6_format = false;      // hints->addr_format is FI_SOCKADDR_IN6
 
   bool by_ipv4() const {
     return (source && source->ipv4 != 0) || (dest && dest->ipv4 != 0);
+  }
+  bool by_ipv6() const {
+    return (source && source->has_ipv6()) || (dest && dest->has_ipv6()) || ipv6_format;
   }
 };
 
@@ -104,7 +107,7 @@ bool parse_request(const char* node, const char* service, uint64_t flags,
     node_address = parse_node(node, service, flags);
     if (!node_address && !(flags & FI_SOURCE)) {
       DPDK_INFO(FI_LOG_CORE,
-                "node \"%s\" is no MAC address, fi_dpdk://MAC/queue, IPv4 address or host "
+                "node \"%s\" is no MAC address, fi_dpdk://MAC/queue, IP address or host "
                 "name of one\n",
                 node);
       return false;
@@ -162,17 +165,43 @@ bool mac_is_zero(const uint8_t mac[6]) {
 }
 
 // Why this port cannot serve the requested source address, or "" if it can.
+// Why this port cannot serve a request by IPv6 address, or "" if it can:
+// the port needs an IPv6 address and UDP (FI_DPDK_ENCAP=udp, not a shared
+// port), the source must be its address, and a destination on its prefix
+// or reached through its router.
+std::string ipv6_mismatch(const Request& request, const net::PortDescription& port,
+                          const std::optional<ip::Interface6>& interface6) {
+  if (!interface6) return "it has no IPv6 address (FI_DPDK_PORT_ADDR)";
+  if (!port_speaks_udp(true, port.shared))
+    return port.shared ? "a shared port carries our EtherType only, and IPv6 peers need UDP"
+                       : "IPv6 peers need UDP, and FI_DPDK_ENCAP=l2";
+  if (request.source && request.source->has_ipv6() &&
+      ip::Ipv6{request.source->ipv6} != interface6->address)
+    return "source address " + ip::format_ipv6(ip::Ipv6{request.source->ipv6}) +
+           " is not its address " + ip::format_interface6(*interface6);
+  if (request.dest && request.dest->has_ipv6() &&
+      interface6->next_hop(ip::Ipv6{request.dest->ipv6}).unspecified())
+    return ip::format_ipv6(ip::Ipv6{request.dest->ipv6}) + " is not on its prefix " +
+           ip::format_interface6(*interface6) + " and it has no router";
+  return {};
+}
+
 // Why this port cannot serve the request's source and destination
 // addresses, or "" if it can.  Addresses by IPv4 need the port to have an
 // address (FI_DPDK_PORT_ADDR): the source's own, a destination on its
 // subnet or, in UDP, beyond its gateway.
 std::string port_mismatch(const Request& request, const net::PortDescription& port,
-                          const std::optional<ip::Interface>& interface) {
+                          const std::optional<ip::Interface>& interface,
+                          const std::optional<ip::Interface6>& interface6) {
   if (request.source_is_port_name && request.source_port_name != port.name)
     return "node names port " + request.source_port_name;
   if (request.source && !mac_is_zero(request.source->mac) &&
       std::memcmp(request.source->mac, port.mac, 6) != 0)
     return "source address " + av::format_mac(request.source->mac) + " is not its MAC";
+  if (request.by_ipv6()) return ipv6_mismatch(request, port, interface6);
+  // FI_SOCKADDR asks for either family.
+  if (request.sockaddr_format && !request.by_ipv4() && !interface && interface6)
+    return ipv6_mismatch(request, port, interface6);
   const bool by_ip = (request.source && request.source->ipv4 != 0) ||
                      (request.dest && request.dest->ipv4 != 0) || request.sockaddr_format;
   if (by_ip && !interface) return "it has no IPv4 address (FI_DPDK_PORT_ADDR)";
@@ -211,8 +240,19 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   Request request;
   if (!parse_request(node, service, flags, hints, &request)) return -FI_ENODATA;
   request.sockaddr_format = hints != nullptr && is_sockaddr_format(hints->addr_format);
-  if (request.by_ipv4() && hints != nullptr && hints->addr_format == FI_ADDR_STR) {
-    DPDK_INFO(FI_LOG_CORE, "an IPv4 node has no FI_ADDR_STR form: ask for FI_SOCKADDR_IN\n");
+  request.ipv6_format = hints != nullptr && hints->addr_format == FI_SOCKADDR_IN6;
+  if ((request.by_ipv4() || request.by_ipv6()) && hints != nullptr &&
+      hints->addr_format == FI_ADDR_STR) {
+    DPDK_INFO(FI_LOG_CORE, "an IP node has no FI_ADDR_STR form: ask for FI_SOCKADDR_IN or "
+              "FI_SOCKADDR_IN6\n");
+    return -FI_ENODATA;
+  }
+  if (request.by_ipv4() && request.ipv6_format) {
+    DPDK_INFO(FI_LOG_CORE, "an IPv4 node in FI_SOCKADDR_IN6: ask for FI_SOCKADDR_IN\n");
+    return -FI_ENODATA;
+  }
+  if (request.by_ipv6() && hints != nullptr && hints->addr_format == FI_SOCKADDR_IN) {
+    DPDK_INFO(FI_LOG_CORE, "an IPv6 node in FI_SOCKADDR_IN: ask for FI_SOCKADDR_IN6\n");
     return -FI_ENODATA;
   }
 
@@ -227,14 +267,23 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       continue;
     }
     const std::optional<ip::Interface> interface = port_interface(port.name, port.kernel_interface);
-    if (std::string mismatch = port_mismatch(request, port, interface); !mismatch.empty()) {
+    const std::optional<ip::Interface6> interface6 =
+        port_interface6(port.name, port.kernel_interface);
+    if (std::string mismatch = port_mismatch(request, port, interface, interface6);
+        !mismatch.empty()) {
       DPDK_INFO(FI_LOG_CORE, "port %s passed over: %s\n", port.name.c_str(), mismatch.c_str());
       continue;
     }
     PortFacts facts{port.name, {}, kMaxMsgSize, params().unexpected_bytes};
     std::memcpy(facts.mac, port.mac, 6);
     if (interface) facts.ipv4 = interface->address;
+    if (interface6) facts.ipv6 = interface6->address.bytes;
     facts.udp = port_speaks_udp(interface.has_value(), port.shared);
+    facts.udp6 = port_speaks_udp(interface6.has_value(), port.shared);
+    // In IPv6: named by an IPv6 address, asked for FI_SOCKADDR_IN6, or on
+    // a port that speaks UDP in IPv6 alone.
+    const bool in_ipv6 = request.by_ipv6() || (!request.by_ipv4() && !facts.udp && facts.udp6 &&
+                                               (!request.sockaddr_format || !interface));
     // Reliable endpoints first: what an application that names no type gets.
     for (const fi_ep_type type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
       if (wanted_type != FI_EP_UNSPEC && wanted_type != type) continue;
@@ -251,16 +300,18 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
         continue;
       }
       narrow_info(offer, hints, version);
-      // Named by IPv4 address, or on a port that reaches its peers in UDP:
-      // the answer speaks FI_SOCKADDR_IN, so that the addresses fi_getname
-      // gives out are routable ones.  (The native form has no room for the
-      // port's address: put it back.)
-      if (((request.by_ipv4() || facts.udp) && offer->addr_format == FI_FORMAT_UNSPEC) ||
+      // Named by IP address, or on a port that reaches its peers in UDP:
+      // the answer speaks FI_SOCKADDR_IN (or _IN6), so that the addresses
+      // fi_getname gives out are routable ones.  (The native form has no
+      // room for the port's address: put it back.)
+      if (((request.by_ipv4() || request.by_ipv6() || facts.udp || facts.udp6) &&
+           offer->addr_format == FI_FORMAT_UNSPEC) ||
           is_sockaddr_format(offer->addr_format)) {
         auto any = info_address(offer, true);
-        offer->addr_format = FI_SOCKADDR_IN;
+        offer->addr_format = in_ipv6 ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
         if (any) {
-          any->ipv4 = facts.ipv4;
+          any->ipv4 = in_ipv6 ? 0 : facts.ipv4;
+          any->ipv6 = in_ipv6 ? facts.ipv6 : std::array<uint8_t, 16>{};
           set_info_address(offer, true, *any);
         }
       }
@@ -268,7 +319,8 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
       if (request.source) {
         av::Address source = *request.source;
         std::memcpy(source.mac, port.mac, 6);
-        source.ipv4 = facts.ipv4;
+        source.ipv4 = in_ipv6 ? 0 : facts.ipv4;
+        source.ipv6 = in_ipv6 ? facts.ipv6 : std::array<uint8_t, 16>{};
         ret = set_info_address(offer, true, source);
       }
       if (ret == 0 && request.dest) ret = set_info_address(offer, false, *request.dest);

@@ -2,17 +2,47 @@
 // or the kernel's global address on its interface) answers neighbour
 // solicitations for it (RFC 4861: IPv6's ARP), so that routers and hosts
 // on its link can reach it, and echo requests to it, so that `ping`
-// diagnoses it.  No peer is reached by IPv6 yet: the data path is UDP/IPv4
-// (dpdk_udp.cc) or our EtherType.  The frames are in lib/ip/icmp6.h.
+// diagnoses it.  With FI_DPDK_ENCAP=udp its endpoints reach peers named by
+// IPv6 address in UDP/IPv6 (the frames are UDP/IPv4's with an IPv6 header
+// and the UDP checksum IPv6 requires): route_udp6 addresses them, asking
+// neighbour discovery for the next hop (the frames wait in dpdk_udp.cc),
+// and receive_ipv6 delivers what arrives.  The frames are in lib/ip.
 #include <rte_mbuf.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_prov.h"
 #include "lib/ip/icmp6.h"
 
 namespace ofi_dpdk::ofi {
+namespace {
+
+struct PeerRegistry {
+  std::mutex lock;
+  ip::Ipv6Peers peers;
+};
+
+PeerRegistry& registry() {
+  static PeerRegistry* const instance = new PeerRegistry;  // never destroyed: ports outlive exit
+  return *instance;
+}
+
+}  // namespace
+
+bool ipv6_peer_id(const ip::Ipv6& address, bool pinned, uint8_t id[6]) {
+  PeerRegistry& r = registry();
+  std::lock_guard guard(r.lock);
+  return r.peers.id_of(address, pinned, now_ns(), id);
+}
+
+std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]) {
+  if (!ip::is_ipv6_peer_id(id)) return std::nullopt;
+  PeerRegistry& r = registry();
+  std::lock_guard guard(r.lock);
+  return r.peers.address_of(id, now_ns());
+}
 
 bool PortContext::send_built(size_t capacity, const std::function<size_t(uint8_t*)>& build) {
   rte_mbuf* frame = port->alloc_frame();
@@ -27,13 +57,54 @@ bool PortContext::send_built(size_t capacity, const std::function<size_t(uint8_t
   return false;
 }
 
+void PortContext::solicit_neighbour(const ip::Ipv6& target, uint64_t now) {
+  if (!interface6 || !neighbours6.expect(target, now)) return;
+  send_built(ip::kNeighbourFrameSize, [&](uint8_t* out) {
+    ip::build_neighbour_solicitation(port->mac(), interface6->address, target, out);
+    return ip::kNeighbourFrameSize;
+  });
+}
+
+PortContext::Route PortContext::route_udp6(uint8_t* frame, const uint8_t peer[6],
+                                           uint16_t src_queue, uint16_t dst_queue, uint8_t path,
+                                           size_t udp_payload, uint64_t now,
+                                           ip::Ipv6* next_hop) {
+  const auto destination = ipv6_of_peer_id(peer);
+  // A peer id the table let go (a stranger's, evicted), or a queue no
+  // endpoint has: as if off every route.
+  if (!destination || !udp6 || dst_queue >= kMaxEndpointsPerPort) return Route::kUnreachable;
+  ip::Udp6Addresses addresses;
+  addresses.source = interface6->address;
+  addresses.destination = *destination;
+  addresses.source_port = ip::flow_source_port(src_queue, dst_queue, path);
+  addresses.destination_port = static_cast<uint16_t>(params().port_base + dst_queue);
+  uint8_t mac[6] = {};
+  Route route = Route::kSend;
+  if (*destination == interface6->address) {
+    std::memcpy(mac, port->mac(), 6);
+    route = Route::kLoopBack;
+  } else {
+    *next_hop = interface6->next_hop(*destination);
+    if (next_hop->unspecified()) return Route::kUnreachable;
+    bool refresh_due = false;
+    if (!neighbours6.find(*next_hop, now, mac, &refresh_due)) {
+      route = Route::kWait;  // wait_for_neighbour asks
+    } else if (refresh_due &&
+               !neighbours6.asked_since(*next_hop, now - std::min(now, kArpRetryMs * 1'000'000))) {
+      solicit_neighbour(*next_hop, now);
+      ++neighbour_refreshes;
+    }
+  }
+  ip::encode_udp6(frame, mac, port->mac(), addresses, udp_payload);
+  return route;
+}
+
 void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
   const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
   const size_t length = rte_pktmbuf_data_len(frame);
   ip::Ipv6Packet packet;
-  if (!interface6 || ip::parse_ipv6_packet(bytes, length, &packet) != ip::Ipv6Result::kOk ||
-      packet.next_header != ip::kNextHeaderIcmp6) {
-    ++rx_not_ours;  // UDP/IPv6 is not built yet
+  if (!interface6 || ip::parse_ipv6_packet(bytes, length, &packet) != ip::Ipv6Result::kOk) {
+    ++rx_not_ours;
     return;
   }
   // To our MAC, or to the group where solicitations for our address go.
@@ -45,16 +116,28 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
     return;
   }
   ip::NeighbourMessage message;
-  if (ip::parse_neighbour_message(packet, &message)) {
-    // A solicitation for our address from a sender that is not a group:
-    // the advertisement goes back to it.  (Advertisements are for the
-    // resolution of next hops, which IPv6 does not do yet.)
-    if (message.kind != ip::NeighbourMessage::Kind::kSolicitation ||
-        message.target != interface6->address || (bytes[6] & 1) != 0 ||
-        (message.has_link_address && (message.link_address[0] & 1) != 0)) {
+  if (packet.next_header == ip::kNextHeaderIcmp6 && ip::parse_neighbour_message(packet, &message)) {
+    const bool from_a_station =
+        (bytes[6] & 1) == 0 && (!message.has_link_address || (message.link_address[0] & 1) == 0);
+    if (message.kind == ip::NeighbourMessage::Kind::kAdvertisement) {
+      // An answer we asked for (neighbours6.expect): its frames may go.
+      const uint8_t* mac = message.has_link_address ? message.link_address : bytes + 6;
+      if (!from_a_station || !to_us || !neighbours6.take_reply(message.target, mac, now)) {
+        ++neighbour_messages_ignored;
+        return;
+      }
+      if (!waiting_frames.empty()) send_waiting(message.target, mac);
+      return;
+    }
+    // A solicitation for our address from a station: the advertisement
+    // goes back to it, and we learn it (it will send to us, and we shall
+    // answer), as RFC 4861 section 7.2.3 does.
+    if (message.target != interface6->address || !from_a_station) {
       ++neighbour_messages_ignored;
       return;
     }
+    if (message.has_link_address && !message.source.unspecified())
+      neighbours6.learn(message.source, message.link_address, now);
     if (send_built(ip::kNeighbourFrameSize, [&](uint8_t* out) {
           ip::build_neighbour_advertisement(message, bytes + 6, port->mac(), out);
           return ip::kNeighbourFrameSize;
@@ -62,18 +145,53 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
       ++neighbour_solicitations_answered;
     return;
   }
-  // An echo request to our address, from a unicast sender: answered to
-  // the MAC it came from (the router, for a sender beyond it).
+  // The rest is to our address alone, from a unicast sender (our own
+  // address only from our own MAC: a frame looped back).
   if (!to_us || packet.destination != interface6->address || (bytes[6] & 1) != 0 ||
-      !interface6->unicast(packet.source) || packet.source == interface6->address) {
+      !interface6->unicast(packet.source) ||
+      (packet.source == interface6->address && std::memcmp(bytes + 6, port->mac(), 6) != 0)) {
     ++rx_not_ours;
     return;
   }
-  if (!echo_allowed(now)) return;
-  if (send_built(length, [&](uint8_t* out) {
-        return ip::build_echo6_reply(bytes, packet, port->mac(), out, length);
-      }))
-    ++echo6_requests_answered;
+  if (packet.next_header == ip::kNextHeaderIcmp6) {
+    // An echo request: answered to the MAC it came from (the router, for
+    // a sender beyond it).
+    if (!echo_allowed(now)) return;
+    if (send_built(length, [&](uint8_t* out) {
+          return ip::build_echo6_reply(bytes, packet, port->mac(), out, length);
+        }))
+      ++echo6_requests_answered;
+    else
+      ++rx_not_ours;
+    return;
+  }
+  const uint16_t base = params().port_base;
+  ip::UdpDatagram datagram;
+  if (!udp6 || !ip::parse_udp6(packet, &datagram) || datagram.destination_port < base ||
+      datagram.destination_port - base >= kMaxEndpointsPerPort) {
+    ++rx_not_ours;
+    return;
+  }
+  proto::DecodedFrame decoded;
+  const auto result =
+      proto::decode_udp_payload(datagram.payload, datagram.payload_length, &decoded, checksums);
+  if (result == proto::DecodeResult::kUnsealed) {
+    warn_unsealed();
+    return;
+  }
+  if (result != proto::DecodeResult::kOk ||
+      datagram.destination_port - base != decoded.header.dst_queue) {
+    ++rx_bad_frames;
+    return;
+  }
+  // Checked whole before it costs a place in the peer table.
+  if (!ipv6_peer_id(packet.source, false, decoded.src_mac)) {
+    ++rx_strangers_not_named;
+    return;
+  }
+  ++rx_udp6;
+  std::memcpy(decoded.dst_mac, port->mac(), 6);
+  deliver(decoded, frame, now);
 }
 
 }  // namespace ofi_dpdk::ofi

@@ -173,7 +173,7 @@ std::vector<uint8_t> Endpoint::sender_address(uint64_t source_key) const {
   for (int i = 5; i >= 0; --i, source_key >>= 8) sender.mac[i] = static_cast<uint8_t>(source_key);
   sender.queue = static_cast<uint16_t>(source_key);
   sender.session = engine->peer_session(proto::peer_key(sender.mac, sender.queue));
-  port().name_by_ipv4(&sender);
+  port().name_by_ip(&sender);
   return encode_address(info->addr_format, sender);
 }
 
@@ -218,10 +218,11 @@ void Endpoint::flush() {
       ++frames_not_sent;
       continue;
     }
-    // A peer named by IPv4 address on a udp port (dpdk_udp.cc) gets
-    // Ethernet / IPv4 / UDP before our header, every other one Ethernet.
-    const bool in_udp = port().udp && ip::is_peer_id(frame.dst_mac);
-    const size_t lead = in_udp ? ip::kUdp4Lead : sizeof(wire::EtherHeader);
+    // A peer named by IP address on a udp port (dpdk_udp.cc) gets
+    // Ethernet / IPv4 or IPv6 / UDP before our header, every other one
+    // Ethernet.
+    const bool in_udp = port().in_udp(frame.dst_mac);
+    const size_t lead = in_udp ? PortContext::udp_lead(frame.dst_mac) : sizeof(wire::EtherHeader);
     const size_t ours = sizeof(wire::FrameHeader) + frame.header.payload_len;
     auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(lead + ours)));
     if (bytes == nullptr) {
@@ -240,7 +241,7 @@ void Endpoint::flush() {
         proto::mark_unsealed_udp(header);
       }
       if (now == 0) now = now_ns();
-      ip::Ipv4 next_hop = 0;
+      ip::Ipv6 next_hop;
       switch (port().route_udp(bytes, frame.dst_mac, frame.header.src_queue,
                                frame.header.dst_queue, frame.path, ours, now, &next_hop)) {
         case PortContext::Route::kSend:
@@ -251,7 +252,7 @@ void Endpoint::flush() {
           // with made-up sources: a real neighbour asked for us (ARP), so
           // we know it.  The gateway we may have to ask for ourselves (the
           // router may know us from the kernel's traffic, and never ask).
-          if ((!answers_a_stranger(frame.header) || next_hop == port().interface->gateway) &&
+          if ((!answers_a_stranger(frame.header) || port().is_gateway(next_hop)) &&
               port().wait_for_neighbour(next_hop, mbuf, hw_queue, now))
             continue;
           net::free_frame(mbuf);

@@ -62,7 +62,42 @@ void PortContext::take_arp(const uint8_t* frame, size_t length, uint64_t now) {
     ++arp_ignored;
     return;
   }
-  if (!waiting_frames.empty()) send_waiting(message->sender_ip, message->sender_mac);
+  if (!waiting_frames.empty())
+    send_waiting(ip::mapped_ipv4(message->sender_ip), message->sender_mac);
+}
+
+int PortContext::name_ipv6_peer(av::Address& a) const {
+  const ip::Ipv6 address{a.ipv6};
+  const std::string text = ip::format_ipv6(address);
+  if (!interface6) {
+    DPDK_INFO(FI_LOG_AV, "%s has no IPv6 address (FI_DPDK_PORT_ADDR): cannot reach %s\n",
+              port->name().c_str(), text.c_str());
+    return -FI_EADDRNOTAVAIL;
+  }
+  if (!interface6->unicast(address)) {
+    DPDK_INFO(FI_LOG_AV, "%s names no peer: unspecified, loopback, multicast or "
+              "IPv4-mapped\n", text.c_str());
+    return -FI_EINVAL;
+  }
+  if (!udp6) {
+    DPDK_INFO(FI_LOG_AV, "%s: peers named by IPv6 address travel in UDP, and %s\n",
+              text.c_str(), port->shared() ? "a shared port carries our EtherType only"
+                                           : "FI_DPDK_ENCAP=l2");
+    return -FI_EHOSTUNREACH;
+  }
+  if (interface6->next_hop(address).unspecified()) {
+    DPDK_INFO(FI_LOG_AV, "%s is not on %s's prefix %s, and it has no router "
+              "(FI_DPDK_PORT_ADDR=IPV6/N@ROUTER)\n", text.c_str(), port->name().c_str(),
+              ip::format_interface6(*interface6).c_str());
+    return -FI_EHOSTUNREACH;
+  }
+  // Its frames wait for the next hop's advertisement, if they must.
+  if (!ipv6_peer_id(address, true, a.mac)) {
+    DPDK_WARN(FI_LOG_AV, "%s: the process names %zu IPv6 peers already, the most it can\n",
+              text.c_str(), ip::Ipv6Peers::kMaxPinned);
+    return -FI_ENOSPC;
+  }
+  return 0;
 }
 
 std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses) {
@@ -70,6 +105,10 @@ std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses
   std::vector<size_t> waiting;
   for (size_t i = 0; i < addresses.size(); ++i) {
     av::Address& a = *addresses[i];
+    if (a.ipv4 == 0 && a.has_ipv6() && mac_is_zero(a.mac)) {
+      results[i] = name_ipv6_peer(a);
+      continue;
+    }
     // Named by MAC, or resolved already.  (A MAC may be zero: net_ring's.)
     if (a.ipv4 == 0 || !mac_is_zero(a.mac)) continue;
     if (interface && !interface->unicast(a.ipv4)) {
@@ -138,14 +177,20 @@ void PortContext::ask_neighbour_now(uint32_t ip, uint64_t now) {
     send_arp(*this, ip::arp_request(port->mac(), interface->address, ip));
 }
 
-void PortContext::name_by_ipv4(av::Address* address) const {
-  if (address->ipv4 != 0 || !interface) return;
-  if (ip::is_peer_id(address->mac)) {
-    address->ipv4 = ip::address_of_peer_id(address->mac);
+void PortContext::name_by_ip(av::Address* address) const {
+  if (std::memcmp(address->mac, port->mac(), 6) == 0) {
+    if (interface && address->ipv4 == 0) address->ipv4 = interface->address;
+    if (interface6 && !address->has_ipv6()) address->ipv6 = interface6->address.bytes;
     return;
   }
-  if (std::memcmp(address->mac, port->mac(), 6) == 0) {
-    address->ipv4 = interface->address;
+  if (address->has_ip()) return;
+  if (ip::is_ipv6_peer_id(address->mac)) {
+    if (const auto known = ipv6_of_peer_id(address->mac)) address->ipv6 = known->bytes;
+    return;
+  }
+  if (!interface) return;
+  if (ip::is_peer_id(address->mac)) {
+    address->ipv4 = ip::address_of_peer_id(address->mac);
   } else if (auto known = neighbours.address_of(address->mac, now_ns())) {
     address->ipv4 = *known;
   }

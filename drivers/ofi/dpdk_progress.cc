@@ -34,17 +34,20 @@ void log_timeouts(Endpoint* ep) {
   if (timeouts == ep->timeouts_logged) return;
   ep->timeouts_logged = timeouts;
   const proto::TimeoutReport& r = ep->engine->last_timeout();
-  const auto name = [](const uint8_t mac[6], unsigned queue, char (&text)[48]) {
+  const auto name = [](const uint8_t mac[6], unsigned queue, char (&text)[64]) {
+    const auto ipv6 = ipv6_of_peer_id(mac);
     if (ip::is_peer_id(mac))
       std::snprintf(text, sizeof text, "%s queue %u",
                     ip::format_ipv4(ip::address_of_peer_id(mac)).c_str(), queue);
+    else if (ipv6)
+      std::snprintf(text, sizeof text, "%s queue %u", ip::format_ipv6(*ipv6).c_str(), queue);
     else
       std::snprintf(text, sizeof text, "%02x:%02x:%02x:%02x:%02x:%02x queue %u", mac[0],
                     mac[1], mac[2], mac[3], mac[4], mac[5], queue);
   };
   uint8_t peer_mac[6];
   for (int i = 0; i < 6; ++i) peer_mac[i] = static_cast<uint8_t>(r.peer >> (40 - 8 * i));
-  char self[48], peer[48];
+  char self[64], peer[64];
   name(ep->port().port->mac(), ep->queue, self);
   name(peer_mac, static_cast<unsigned>(r.peer >> 48), peer);
   DPDK_WARN(FI_LOG_EP_DATA,
@@ -88,10 +91,11 @@ PortContext::~PortContext() {
   if (interface6)
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
-              "%lu; pings answered %lu\n",
+              "%lu; UDP frames in %lu, from strangers the peer table had no room for %lu; "
+              "pings answered %lu\n",
               port->name().c_str(), ip::format_interface6(*interface6).c_str(),
-              neighbour_solicitations_answered, neighbour_messages_ignored,
-              echo6_requests_answered);
+              neighbour_solicitations_answered, neighbour_messages_ignored, rx_udp6,
+              rx_strangers_not_named, echo6_requests_answered);
   for (rte_mbuf* frame : looped) net::free_frame(frame);
   for (const WaitingFrame& waiting : waiting_frames) net::free_frame(waiting.frame);
 }
@@ -137,9 +141,9 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
     ++rx_bad_frames;
   } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {
     ++rx_not_ours;
-  } else if (ip::is_peer_id(decoded.src_mac)) {
+  } else if ((decoded.src_mac[0] & 1) != 0) {
     // No sender's MAC has the group bit: a forged source that would pass
-    // for a peer named by IPv4 address.
+    // for a peer named by IP address (a peer id).
     ++rx_bad_frames;
   } else {
     deliver(decoded, frame, now);
@@ -157,13 +161,12 @@ void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, u
   contain([&] { engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now); });
 }
 
-void PortContext::fail_peers_behind(ip::Ipv4 next_hop) {
+void PortContext::fail_peers_behind(const ip::Ipv6& next_hop) {
   for (Endpoint* ep : open_endpoints()) {
     if (ep == nullptr || !ep->enabled) continue;
     contain([&] {
       ep->engine->fail_unreachable([&](const uint8_t* link) {
-        return ip::is_peer_id(link) &&
-               interface->next_hop(ip::address_of_peer_id(link)) == next_hop;
+        return in_udp(link) && next_hop_of(link) == next_hop;
       });
     });
   }

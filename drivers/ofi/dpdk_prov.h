@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "drivers/net/port.h"
+#include "lib/ip/ipv6_peers.h"
 #include "lib/ip/neighbour_table.h"
 #include "lib/ip/udp4.h"
 #include "lib/ip/udp6.h"
@@ -142,6 +143,13 @@ struct KeptIov {
   std::shared_ptr<std::vector<uint8_t>> bytes;
 };
 KeptIov keep_iov(const iovec* iov, size_t count, uint64_t flags);
+
+// The process's IPv6 peer ids (lib/ip/ipv6_peers.h, dpdk_ipv6.cc): one
+// table for every port, behind its own lock, as an AV entry's id must name
+// its peer on whichever port sends.  `pinned` for addresses the program
+// named (AV inserts, connects); the receive path's strangers are not.
+bool ipv6_peer_id(const ip::Ipv6& address, bool pinned, uint8_t id[6]);
+std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]);
 
 // One open ethdev port and what shares it: the port lock serialises the
 // data path of every endpoint on the port, and the endpoint table is the
@@ -276,10 +284,16 @@ struct PortContext final : proto::FrameKeeper {
   // refuse).
   static constexpr uint64_t kArpRetryMs = 200;
   std::vector<int> resolve(const std::vector<av::Address*>& addresses);
+  // resolve() for an address named by IPv6 alone: its peer id (pinned),
+  // or why not (-FI_EADDRNOTAVAIL: the port has no IPv6 address;
+  // -FI_EINVAL: no unicast address; -FI_EHOSTUNREACH: off its prefix with
+  // no router, or not in UDP; -FI_ENOSPC: the peer table is full).
+  int name_ipv6_peer(av::Address& address) const;
   int resolve(av::Address* address) { return resolve(std::vector<av::Address*>{address})[0]; }
-  // Fills address->ipv4 where the port knows it: its own MAC's is its
-  // address; a neighbour's, the table's.  Lock held.
-  void name_by_ipv4(av::Address* address) const;
+  // Fills address->ipv4 and ->ipv6 where the port knows them: its own
+  // MAC's are its addresses; a peer id's, its address; a neighbour's, the
+  // table's.  Lock held.
+  void name_by_ip(av::Address* address) const;
   // Asks ARP for `ip` again on behalf of a peer inserted before it
   // answered, or whose entry is due for a refresh, at most once per
   // kArpRetryMs for the whole port (false: not now).  Lock held.
@@ -291,14 +305,23 @@ struct PortContext final : proto::FrameKeeper {
 
   // The port's IPv6 address, if it has one (FI_DPDK_PORT_ADDR, or the
   // kernel's on its interface), dpdk_ipv6.cc.  It answers neighbour
-  // solicitations for it and ping; no peer is reached by IPv6 yet.
+  // solicitations for it and ping, and with FI_DPDK_ENCAP=udp (udp6) its
+  // endpoints reach peers named by IPv6 address in UDP/IPv6: a peer id
+  // from ipv6_peer_id (lib/ip/ipv6_peers.h) names each, and their next
+  // hops are resolved by neighbour discovery into neighbours6.
   std::optional<ip::Interface6> interface6;
+  bool udp6 = false;
+  ip::Neighbour6Table neighbours6;
   uint64_t neighbour_solicitations_answered = 0;
-  uint64_t neighbour_messages_ignored = 0;  // not for our address, or malformed
+  uint64_t neighbour_messages_ignored = 0;  // not for our address, unasked, or malformed
   uint64_t echo6_requests_answered = 0;
+  uint64_t rx_udp6 = 0;
+  uint64_t rx_strangers_not_named = 0;  // UDP/IPv6 from a sender the peer table had no room for
   // An IPv6 frame received (receive() hands it over): a solicitation for
-  // our address is answered, an echo request to it too (within
-  // echo_allowed's pace); the rest is counted as not ours.  Lock held.
+  // our address is answered, an advertisement we asked for learned, UDP
+  // to an endpoint's port decoded and delivered, an echo request answered
+  // (within echo_allowed's pace); the rest is counted as not ours.  Lock
+  // held; the frame stays the caller's.
   void receive_ipv6(rte_mbuf* frame, uint64_t now);
   // Sends one frame of at most `capacity` bytes that `build` writes
   // (returning its length, 0 for none) on queue pair 0: the port's own
@@ -313,8 +336,13 @@ struct PortContext final : proto::FrameKeeper {
   // port_base + queue, through the gateway when it is off the subnet, and
   // fi_av_insert resolves nothing (the first frames wait for ARP instead).
   bool udp = false;
-  // What each frame loses to the IPv4 and UDP headers on such a port.
-  uint32_t encap_overhead() const { return udp ? static_cast<uint32_t>(ip::kUdp4Overhead) : 0; }
+  // What each frame loses to the IP and UDP headers on such a port: the
+  // IPv6 ones' where the port reaches peers in UDP/IPv6 (a frame's size is
+  // the port's, whichever peer it is for).
+  uint32_t encap_overhead() const {
+    return udp6 ? static_cast<uint32_t>(ip::kUdp6Overhead)
+                : udp ? static_cast<uint32_t>(ip::kUdp4Overhead) : 0;
+  }
   // The largest payload of a frame to the peer of link address `link`:
   // for one beyond the gateway, what FI_DPDK_ROUTED_MTU leaves of a frame;
   // 0 (the port's own) otherwise (proto::PathLimit).
@@ -325,12 +353,26 @@ struct PortContext final : proto::FrameKeeper {
     kWait,         // the next hop has not answered ARP yet: hold it
     kUnreachable,  // no next hop (off the subnet, no gateway)
   };
-  // Writes the Ethernet, IPv4 and UDP headers (ip::kUdp4Lead bytes) of a
-  // frame for peer id `peer` on path `path` (its source port) whose UDP
-  // payload (our header and payload) is `udp_payload` bytes, and says where
-  // it goes; *next_hop is the neighbour it waits for.  Lock held.
+  // Writes the Ethernet, IP and UDP headers (udp_lead(peer) bytes) of a
+  // frame for peer id `peer` (of an IPv4 or an IPv6 peer) on path `path`
+  // (its source port) whose UDP payload (our header and payload, already
+  // in place: IPv6's checksum covers it) is `udp_payload` bytes, and says
+  // where it goes; *next_hop is the neighbour it waits for (an IPv4 one
+  // IPv4-mapped).  Lock held.
   Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t src_queue, uint16_t dst_queue,
-                  uint8_t path, size_t udp_payload, uint64_t now, ip::Ipv4* next_hop);
+                  uint8_t path, size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
+  // Whether frames to the peer of link address `link` travel in UDP on
+  // this port, and the bytes before our header then.
+  bool in_udp(const uint8_t link[6]) const {
+    return (udp && ip::is_peer_id(link)) || (udp6 && ip::is_ipv6_peer_id(link));
+  }
+  static size_t udp_lead(const uint8_t link[6]) {
+    return ip::is_ipv6_peer_id(link) ? ip::kUdp6Lead : ip::kUdp4Lead;
+  }
+  // The next hop of a peer id, :: when it has none (IPv4 ones mapped).
+  ip::Ipv6 next_hop_of(const uint8_t link[6]) const;
+  // Whether `next_hop` is the port's router (of its family).
+  bool is_gateway(const ip::Ipv6& next_hop) const;
   // Holds a frame (its Ethernet destination still to be written) until
   // `next_hop` answers ARP: take_arp then sends it on `hw_queue`.  At most
   // kMaxWaitingFrames wait (beyond, the oldest is lost like a dropped frame
@@ -342,18 +384,28 @@ struct PortContext final : proto::FrameKeeper {
   // fail_peers_behind).  Lock held.
   static constexpr size_t kMaxWaitingFrames = 256;
   static constexpr size_t kMaxResolving = 16;
-  bool wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_t hw_queue, uint64_t now);
-  void send_waiting(ip::Ipv4 neighbour, const uint8_t mac[6]);
+  bool wait_for_neighbour(const ip::Ipv6& next_hop, rte_mbuf* frame, uint16_t hw_queue,
+                          uint64_t now);
+  void send_waiting(const ip::Ipv6& neighbour, const uint8_t mac[6]);
   void chase_neighbours(uint64_t now);
-  void fail_peers_behind(ip::Ipv4 next_hop);
+  void fail_peers_behind(const ip::Ipv6& next_hop);
+  // Asks for a next hop's MAC: ARP for an IPv4-mapped one, a neighbour
+  // solicitation for an IPv6 one.  Lock held.
+  void ask_next_hop(const ip::Ipv6& next_hop, uint64_t now);
+  // A neighbour solicitation for `target`, unless kMaxExpected others are
+  // being asked for (dpdk_ipv6.cc).  Lock held.
+  void solicit_neighbour(const ip::Ipv6& target, uint64_t now);
+  // route_udp for a peer named by IPv6 address (dpdk_ipv6.cc).
+  Route route_udp6(uint8_t* frame, const uint8_t peer[6], uint16_t src_queue, uint16_t dst_queue,
+                   uint8_t path, size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
   struct WaitingFrame {
-    ip::Ipv4 next_hop;
+    ip::Ipv6 next_hop;
     uint16_t hw_queue;
     rte_mbuf* frame;
   };
   std::deque<WaitingFrame> waiting_frames;
   struct Resolving {
-    ip::Ipv4 next_hop;
+    ip::Ipv6 next_hop;
     uint64_t since_ns;
     uint64_t asked_ns;
   };

@@ -1,10 +1,12 @@
-// dpdk_udp.cc: frames in UDP/IPv4 (FI_DPDK_ENCAP=udp, the default on a
-// port with an address).  A peer named by IPv4 address is reached in UDP
-// to port_base + its queue, through the gateway when it is off the subnet;
-// the next hop's MAC comes from ARP (dpdk_neighbours.cc), and frames wait
-// for it here.  Received IPv4 frames come here from receive(): UDP to one
-// of our endpoints' ports is our header and payload; an echo request is
-// answered.  The wire format is in doc/wire-protocol.md.
+// dpdk_udp.cc: frames in UDP/IPv4 and UDP/IPv6 (FI_DPDK_ENCAP=udp, the
+// default on a port with an address).  A peer named by IP address is
+// reached in UDP to port_base + its queue, through the gateway when it is
+// off the subnet; the next hop's MAC comes from ARP (dpdk_neighbours.cc)
+// or neighbour discovery (dpdk_ipv6.cc), and frames wait for it here.
+// Received IPv4 frames come here from receive(): UDP to one of our
+// endpoints' ports is our header and payload; an echo request is
+// answered.  (IPv6 ones go to dpdk_ipv6.cc.)  The wire format is in
+// doc/wire-protocol.md.
 #include <rte_mbuf.h>
 
 #include <algorithm>
@@ -20,7 +22,9 @@ namespace ofi_dpdk::ofi {
 PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
                                           uint16_t src_queue, uint16_t dst_queue, uint8_t path,
                                           size_t udp_payload, uint64_t now,
-                                          ip::Ipv4* next_hop) {
+                                          ip::Ipv6* next_hop) {
+  if (ip::is_ipv6_peer_id(peer)) return route_udp6(frame, peer, src_queue, dst_queue, path,
+                                                   udp_payload, now, next_hop);
   ip::Udp4Addresses addresses;
   addresses.source = interface->address;
   addresses.destination = ip::address_of_peer_id(peer);
@@ -38,16 +42,17 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
     std::memcpy(mac, port->mac(), 6);
     route = Route::kLoopBack;
   } else {
-    *next_hop = interface->next_hop(addresses.destination);
-    if (*next_hop == 0) return Route::kUnreachable;
+    const ip::Ipv4 hop = interface->next_hop(addresses.destination);
+    if (hop == 0) return Route::kUnreachable;
+    *next_hop = ip::mapped_ipv4(hop);
     bool refresh_due = false;
-    if (!neighbours.find(*next_hop, now, mac, &refresh_due)) {
+    if (!neighbours.find(hop, now, mac, &refresh_due)) {
       route = Route::kWait;  // wait_for_neighbour asks
     } else if (refresh_due &&
-               !neighbours.asked_since(*next_hop, now - std::min(now, kArpRetryMs * 1'000'000))) {
+               !neighbours.asked_since(hop, now - std::min(now, kArpRetryMs * 1'000'000))) {
       // Each next hop at its own pace: one refresh a port would share
       // lets entries lapse where many are in use.
-      ask_neighbour_now(*next_hop, now);
+      ask_neighbour_now(hop, now);
       ++neighbour_refreshes;
     }
   }
@@ -57,14 +62,35 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
 
 uint32_t PortContext::path_limit(const uint8_t* link) const {
   const uint32_t routed_mtu = params().routed_mtu;
-  if (!udp || routed_mtu == 0 || !ip::is_peer_id(link) ||
-      interface->on_link(ip::address_of_peer_id(link)))
-    return 0;
-  return routed_mtu - static_cast<uint32_t>(ip::kUdp4Overhead + sizeof(wire::FrameHeader));
+  if (routed_mtu == 0 || !in_udp(link)) return 0;
+  if (ip::is_peer_id(link)) {
+    if (interface->on_link(ip::address_of_peer_id(link))) return 0;
+  } else {
+    const auto address = ipv6_of_peer_id(link);
+    if (!address || interface6->on_link(*address)) return 0;
+  }
+  return routed_mtu - static_cast<uint32_t>(encap_overhead() + sizeof(wire::FrameHeader));
 }
 
-bool PortContext::wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_t hw_queue,
-                                     uint64_t now) {
+ip::Ipv6 PortContext::next_hop_of(const uint8_t link[6]) const {
+  if (udp && ip::is_peer_id(link)) {
+    const ip::Ipv4 hop = interface->next_hop(ip::address_of_peer_id(link));
+    return hop == 0 ? ip::Ipv6{} : ip::mapped_ipv4(hop);
+  }
+  if (udp6 && ip::is_ipv6_peer_id(link)) {
+    if (const auto address = ipv6_of_peer_id(link)) return interface6->next_hop(*address);
+  }
+  return {};
+}
+
+bool PortContext::is_gateway(const ip::Ipv6& next_hop) const {
+  if (next_hop.v4_mapped())
+    return interface && interface->gateway != 0 && ip::ipv4_of_mapped(next_hop) == interface->gateway;
+  return interface6 && !interface6->gateway.unspecified() && next_hop == interface6->gateway;
+}
+
+bool PortContext::wait_for_neighbour(const ip::Ipv6& next_hop, rte_mbuf* frame,
+                                     uint16_t hw_queue, uint64_t now) {
   const bool asked = std::any_of(resolving.begin(), resolving.end(),
                                  [&](const Resolving& r) { return r.next_hop == next_hop; });
   if (!asked && resolving.size() >= kMaxResolving) return false;
@@ -76,12 +102,19 @@ bool PortContext::wait_for_neighbour(ip::Ipv4 next_hop, rte_mbuf* frame, uint16_
   waiting_frames.push_back({next_hop, hw_queue, frame});
   if (!asked) {
     resolving.push_back({next_hop, now, now});
-    ask_neighbour_now(next_hop, now);
+    ask_next_hop(next_hop, now);
   }
   return true;
 }
 
-void PortContext::send_waiting(ip::Ipv4 neighbour, const uint8_t mac[6]) {
+void PortContext::ask_next_hop(const ip::Ipv6& next_hop, uint64_t now) {
+  if (next_hop.v4_mapped())
+    ask_neighbour_now(ip::ipv4_of_mapped(next_hop), now);
+  else
+    solicit_neighbour(next_hop, now);
+}
+
+void PortContext::send_waiting(const ip::Ipv6& neighbour, const uint8_t mac[6]) {
   std::erase_if(resolving, [&](const Resolving& r) { return r.next_hop == neighbour; });
   std::erase_if(waiting_frames, [&](WaitingFrame& waiting) {
     if (waiting.next_hop != neighbour) return false;
@@ -100,23 +133,25 @@ void PortContext::chase_neighbours(uint64_t now) {
   // (Stamps from a flush may be a little ahead of this pass's clock.)
   auto elapsed = [now](uint64_t then) { return now > then ? now - then : 0; };
   const uint64_t give_up_ns = uint64_t{params().resolve_timeout_ms} * 1'000'000;
-  std::vector<ip::Ipv4> given_up;
+  std::vector<ip::Ipv6> given_up;
   std::erase_if(resolving, [&](Resolving& r) {
     if (elapsed(r.since_ns) < give_up_ns) {
       if (elapsed(r.asked_ns) >= kArpRetryMs * 1'000'000) {
         r.asked_ns = now;
-        ask_neighbour_now(r.next_hop, now);
+        ask_next_hop(r.next_hop, now);
       }
       return false;
     }
     given_up.push_back(r.next_hop);
     return true;
   });
-  for (const ip::Ipv4 dead : given_up) {
+  for (const ip::Ipv6& dead : given_up) {
     ++next_hops_given_up;
-    DPDK_INFO(FI_LOG_EP_DATA, "%s: %s did not answer ARP within %u ms: operations to peers "
+    DPDK_INFO(FI_LOG_EP_DATA, "%s: %s did not answer %s within %u ms: operations to peers "
               "behind it fail with FI_EHOSTUNREACH\n", port->name().c_str(),
-              ip::format_ipv4(dead).c_str(), params().resolve_timeout_ms);
+              dead.v4_mapped() ? ip::format_ipv4(ip::ipv4_of_mapped(dead)).c_str()
+                               : ip::format_ipv6(dead).c_str(),
+              dead.v4_mapped() ? "ARP" : "neighbour discovery", params().resolve_timeout_ms);
     std::erase_if(waiting_frames, [&](const WaitingFrame& waiting) {
       if (waiting.next_hop != dead) return false;
       net::free_frame(waiting.frame);

@@ -12,6 +12,7 @@
 //   fi_dpdk://02:00:00:00:00:01/3/5f3a9c01  (session in hex)
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -37,6 +38,19 @@ struct Address {
   // string forms.  An address named only by IPv4 has a zero MAC until its
   // port resolves it (ARP).
   uint32_t ipv4 = 0;
+  // The IPv6 address it was named by or is known by (FI_SOCKADDR_IN6), in
+  // network order; all zero: none.  Not in the native or string forms
+  // either; such a peer's MAC is its peer id (lib/ip/ipv6_peers.h) once its
+  // port named it.
+  std::array<uint8_t, 16> ipv6{};
+
+  bool has_ipv6() const {
+    for (uint8_t b : ipv6)
+      if (b != 0) return true;
+    return false;
+  }
+  // Named by an IP address of either family.
+  bool has_ip() const { return ipv4 != 0 || has_ipv6(); }
 
   bool same_endpoint(const Address& other) const;  // MAC and queue
   bool operator==(const Address&) const = default;

@@ -7,7 +7,7 @@
 // lowest valid index naming that endpoint, for FI_SOURCE, in O(1): open
 // addressing with linear probing, 8-byte slots, load at most 1/2.
 //
-// Memory per entry: 20 bytes of Entry, 16 to 32 bytes of reverse-index
+// Memory per entry: 36 bytes of Entry, 16 to 32 bytes of reverse-index
 // slots (capacity is a power of two), 8 more bytes once any entry has a user
 // id (FI_AV_USER_ID), 4 more once any entry has a network key (FI_AUTH_KEY),
 // 4 bytes per removed index waiting for reuse.
@@ -27,14 +27,14 @@
 namespace ofi_dpdk::av {
 
 struct Entry {
-  Address address;          // 16 bytes: MAC, queue, session, IPv4 address
+  Address address;          // 32 bytes: MAC, queue, session, IPv4 and IPv6 addresses
   uint8_t valid = 0;        // 1 while the index is in use
   uint8_t has_user_id = 0;  // FI_AV_USER_ID: user_id() answers FI_SOURCE
   // Named by IPv4 address, its MAC not known yet (set_resolved gives it).
   uint8_t unresolved = 0;
   uint8_t reserved = 0;
 };
-static_assert(sizeof(Entry) == 20, "an AV entry is 20 bytes");
+static_assert(sizeof(Entry) == 36, "an AV entry is 36 bytes");
 
 // (MAC, queue) as one 64-bit key: queue in the top 16 bits, then the MAC,
 // first byte highest.  The same value as proto::peer_key.

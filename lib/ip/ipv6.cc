@@ -87,6 +87,8 @@ std::optional<Ipv6> parse_ipv6(std::string_view text) {
 }
 
 std::string format_ipv6(const Ipv6& address) {
+  // RFC 5952 section 5: an IPv4-mapped address ends in its dotted quad.
+  if (address.v4_mapped()) return "::ffff:" + format_ipv4(ipv4_of_mapped(address));
   uint16_t groups[8];
   for (int i = 0; i < 8; ++i)
     groups[i] = static_cast<uint16_t>(address.bytes[2 * i] << 8 | address.bytes[2 * i + 1]);
@@ -114,6 +116,18 @@ std::string format_ipv6(const Ipv6& address) {
     text.append(digits, end);
   }
   return text;
+}
+
+Ipv6 mapped_ipv4(uint32_t address) {
+  Ipv6 mapped;
+  mapped.bytes[10] = mapped.bytes[11] = 0xFF;
+  for (int i = 0; i < 4; ++i) mapped.bytes[12 + i] = static_cast<uint8_t>(address >> (24 - 8 * i));
+  return mapped;
+}
+
+uint32_t ipv4_of_mapped(const Ipv6& address) {
+  return uint32_t{address.bytes[12]} << 24 | uint32_t{address.bytes[13]} << 16 |
+         uint32_t{address.bytes[14]} << 8 | address.bytes[15];
 }
 
 Ipv6 solicited_node(const Ipv6& address) {

@@ -30,8 +30,15 @@ struct Ipv6 {
 // error.
 std::optional<Ipv6> parse_ipv6(std::string_view text);
 // RFC 5952's canonical form: lower case, no leading zeros, the longest run
-// of two or more zero groups (the first of equal ones) written "::".
+// of two or more zero groups (the first of equal ones) written "::", and
+// an IPv4-mapped address as ::ffff:a.b.c.d.
 std::string format_ipv6(const Ipv6& address);
+
+// An IPv4 address as IPv4-mapped IPv6 (::ffff:a.b.c.d, RFC 4291 section
+// 2.5.5.2), so that one key names a next hop of either family; and back
+// (only for a v4_mapped() address).
+Ipv6 mapped_ipv4(uint32_t address);
+uint32_t ipv4_of_mapped(const Ipv6& address);
 
 // The solicited-node multicast address of `address` (ff02::1:ffXX:XXXX,
 // RFC 4291 section 2.7.1), where a neighbour solicitation for it goes.

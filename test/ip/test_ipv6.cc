@@ -49,6 +49,14 @@ TEST(Ipv6, FormatsAsRfc5952Says) {
   EXPECT_EQ(format_ipv6(v6("fd00:77:1::2")), "fd00:77:1::2");
 }
 
+TEST(Ipv6, Ipv4MappedAddressesGoBothWays) {
+  const Ipv6 mapped = mapped_ipv4(0x0A4D0102);
+  EXPECT_EQ(format_ipv6(mapped), "::ffff:10.77.1.2");
+  EXPECT_EQ(mapped, v6("::ffff:10.77.1.2"));
+  EXPECT_TRUE(mapped.v4_mapped());
+  EXPECT_EQ(ipv4_of_mapped(mapped), 0x0A4D0102u);
+}
+
 TEST(Ipv6, SolicitedNodeGroupAndItsMac) {
   const Ipv6 group = solicited_node(v6("fd00:77:1::2:abcd:ef01"));
   EXPECT_EQ(format_ipv6(group), "ff02::1:ffcd:ef01");
