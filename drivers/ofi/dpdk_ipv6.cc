@@ -44,19 +44,6 @@ std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]) {
   return r.peers.address_of(id, now_ns());
 }
 
-bool PortContext::send_built(size_t capacity, const std::function<size_t(uint8_t*)>& build) {
-  rte_mbuf* frame = port->alloc_frame();
-  if (frame == nullptr) return false;
-  auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(frame, static_cast<uint16_t>(capacity)));
-  const size_t length = bytes == nullptr ? 0 : build(bytes);
-  if (length != 0) {
-    rte_pktmbuf_trim(frame, static_cast<uint16_t>(capacity - length));
-    if (transmit(0, &frame, 1) == 1) return true;
-  }
-  net::free_frame(frame);
-  return false;
-}
-
 void PortContext::solicit_neighbour(const ip::Ipv6& target, uint64_t now) {
   if (!interface6 || !neighbours6.expect(target, now)) return;
   send_built(ip::kNeighbourFrameSize, [&](uint8_t* out) {
@@ -165,32 +152,19 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
       ++rx_not_ours;
     return;
   }
-  const uint16_t base = params().port_base;
   ip::UdpDatagram datagram;
-  if (!udp6 || !ip::parse_udp6(packet, &datagram) || datagram.destination_port < base ||
-      datagram.destination_port - base >= kMaxEndpointsPerPort) {
+  proto::DecodedFrame decoded;
+  if (!udp6 || !ip::parse_udp6(packet, &datagram)) {
     ++rx_not_ours;
     return;
   }
-  proto::DecodedFrame decoded;
-  const auto result =
-      proto::decode_udp_payload(datagram.payload, datagram.payload_length, &decoded, checksums);
-  if (result == proto::DecodeResult::kUnsealed) {
-    warn_unsealed();
-    return;
-  }
-  if (result != proto::DecodeResult::kOk ||
-      datagram.destination_port - base != decoded.header.dst_queue) {
-    ++rx_bad_frames;
-    return;
-  }
   // Checked whole before it costs a place in the peer table.
+  if (!take_datagram(datagram, &decoded)) return;
   if (!ipv6_peer_id(packet.source, false, decoded.src_mac)) {
     ++rx_strangers_not_named;
     return;
   }
   ++rx_udp6;
-  std::memcpy(decoded.dst_mac, port->mac(), 6);
   deliver(decoded, frame, now);
 }
 

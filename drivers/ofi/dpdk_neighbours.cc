@@ -26,24 +26,30 @@ bool mac_is_zero(const uint8_t mac[6]) {
   return std::memcmp(mac, kZero, 6) == 0;
 }
 
-// Sends one ARP frame on queue pair 0 (the lock serialises its users).
-// False when no mbuf could be had or the device took none: the caller asks
-// again later, as for a lost frame.
+// Sends one ARP frame (send_built: false when it could not be sent; the
+// caller asks again later, as for a lost frame).
 bool send_arp(PortContext& ctx, const ip::ArpMessage& message) {
-  rte_mbuf* frame = ctx.port->alloc_frame();
+  return ctx.send_built(ip::kArpFrameSize, [&](uint8_t* out) {
+    ip::build_arp(message, out);
+    return ip::kArpFrameSize;
+  });
+}
+
+}  // namespace
+
+bool PortContext::send_built(size_t capacity, const std::function<size_t(uint8_t*)>& build) {
+  rte_mbuf* frame = port->alloc_frame();
   if (frame == nullptr) return false;
-  auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(frame, ip::kArpFrameSize));
-  if (bytes == nullptr) {
-    net::free_frame(frame);
-    return false;
+  auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(frame, static_cast<uint16_t>(capacity)));
+  const size_t length = bytes == nullptr ? 0 : build(bytes);
+  if (length != 0) {
+    rte_pktmbuf_trim(frame, static_cast<uint16_t>(capacity - length));
+    if (transmit(0, &frame, 1) == 1) return true;
   }
-  ip::build_arp(message, bytes);
-  if (ctx.transmit(0, &frame, 1) == 1) return true;
   net::free_frame(frame);
   return false;
 }
 
-}  // namespace
 
 void PortContext::take_arp(const uint8_t* frame, size_t length, uint64_t now) {
   const auto message = ip::parse_arp(frame, length);

@@ -418,6 +418,11 @@ struct PortContext final : proto::FrameKeeper {
   // decoded and delivered like ours, an echo request answered (ping), the
   // rest counted.  Lock held; the frame stays the caller's.
   void receive_ipv4(rte_mbuf* frame, uint64_t now);
+  // A UDP datagram of either family to one of the endpoints' ports: its
+  // payload decoded as our header and payload (dst_mac ours, src_mac the
+  // caller's to set), and checked to name the queue of the port it came to.
+  // False (counted) when it is not to be delivered.  Lock held.
+  bool take_datagram(const ip::UdpDatagram& datagram, proto::DecodedFrame* decoded);
   uint64_t rx_udp = 0;
   uint64_t echo_requests_answered = 0;
   // Echo replies: at most kEchoesPerSecond (a ping flood costs the

@@ -190,47 +190,47 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now) {
   }
   if (packet.protocol == ip::kProtocolIcmp) {
     if (!echo_allowed(now)) return;
-    rte_mbuf* reply = port->alloc_frame();
-    if (reply == nullptr) return;
-    auto* out = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(reply, static_cast<uint16_t>(length)));
-    const size_t reply_length =
-        out == nullptr ? 0 : ip::build_echo_reply(bytes, packet, port->mac(), out, length);
-    if (reply_length != 0) {
-      rte_pktmbuf_trim(reply, static_cast<uint16_t>(length - reply_length));
-      if (transmit(0, &reply, 1) == 1) {
-        ++echo_requests_answered;
-        return;
-      }
-    } else {
+    if (send_built(length, [&](uint8_t* out) {
+          return ip::build_echo_reply(bytes, packet, port->mac(), out, length);
+        }))
+      ++echo_requests_answered;
+    else
       ++rx_not_ours;
-    }
-    net::free_frame(reply);
     return;
   }
-  const uint16_t base = params().port_base;
   ip::UdpDatagram datagram;
-  if (!udp || !ip::parse_udp(packet, &datagram) || datagram.destination_port < base ||
-      datagram.destination_port - base >= kMaxEndpointsPerPort) {
+  proto::DecodedFrame decoded;
+  if (!udp || !ip::parse_udp(packet, &datagram)) {
     ++rx_not_ours;
     return;
   }
-  proto::DecodedFrame decoded;
+  if (!take_datagram(datagram, &decoded)) return;
+  ++rx_udp;
+  ip::peer_id_of(packet.source, decoded.src_mac);
+  deliver(decoded, frame, now);
+}
+
+bool PortContext::take_datagram(const ip::UdpDatagram& datagram, proto::DecodedFrame* decoded) {
+  const uint16_t base = params().port_base;
+  if (datagram.destination_port < base || datagram.destination_port - base >= kMaxEndpointsPerPort) {
+    ++rx_not_ours;
+    return false;
+  }
   const auto result =
-      proto::decode_udp_payload(datagram.payload, datagram.payload_length, &decoded, checksums);
+      proto::decode_udp_payload(datagram.payload, datagram.payload_length, decoded, checksums);
   if (result == proto::DecodeResult::kUnsealed) {
     warn_unsealed();
-    return;
+    return false;
   }
   // The port and the header name the same queue, or a NIC's steering by
   // port would put the frame where its header says it does not belong.
-  if (result != proto::DecodeResult::kOk || datagram.destination_port - base != decoded.header.dst_queue) {
+  if (result != proto::DecodeResult::kOk ||
+      datagram.destination_port - base != decoded->header.dst_queue) {
     ++rx_bad_frames;
-    return;
+    return false;
   }
-  ++rx_udp;
-  std::memcpy(decoded.dst_mac, port->mac(), 6);
-  ip::peer_id_of(packet.source, decoded.src_mac);
-  deliver(decoded, frame, now);
+  std::memcpy(decoded->dst_mac, port->mac(), 6);
+  return true;
 }
 
 }  // namespace ofi_dpdk::ofi

@@ -19,6 +19,7 @@
 # Skips (exit 77) where veth pairs cannot be made or ping is missing.
 set -euo pipefail
 BENCH=$1
+# shellcheck source-path=SCRIPTDIR source=pair.sh
 source "$(dirname "$0")/pair.sh"
 command -v ping >/dev/null || { echo "SKIP: no ping (iputils-ping)"; exit 77; }
 

@@ -19,43 +19,14 @@
 # Skips (77) without root, iproute2, fi_pingpong or network namespaces.
 # Every process runs under `timeout`; the trap removes the namespaces.
 set -euo pipefail
-if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v fi_pingpong >/dev/null; then
-	echo "SKIP: needs root, iproute2 and fi_pingpong"
-	exit 77
-fi
-: "${FI_PROVIDER_PATH:?set FI_PROVIDER_PATH to the drivers/ofi folder of the build}"
-: "${OFI_DPDK_SOURCE_ROOT:?set OFI_DPDK_SOURCE_ROOT to the source tree}"
-root=$OFI_DPDK_SOURCE_ROOT
-launcher=$root/usertools/dpdk-fi-run.py
-provider_path=$FI_PROVIDER_PATH
-# shellcheck source-path=SCRIPTDIR source=../stock/sanitizer_preload.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../stock/sanitizer_preload.sh" "$provider_path"
-unset FI_PROVIDER FI_DPDK_EAL_ARGS FI_PROVIDER_PATH FI_DPDK_PORT_ADDR
-name=ofi6$$
-name=${name:0:9}
-if ! { ip netns add "$name-probe" && ip netns exec "$name-probe" true; } >/dev/null 2>&1; then
-	ip netns del "$name-probe" >/dev/null 2>&1 || true
-	echo "SKIP: network namespaces cannot be made here"
-	exit 77
-fi
-ip netns del "$name-probe"
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-	"$root/usertools/dpdk-fi-router.sh" down --name "$name" || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-"$root/usertools/dpdk-fi-router.sh" up --name "$name" --ipv6
-
-mapfile -t cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)), sep="\n")')
-server_lcore=${cpus[0]}
-client_lcore=${cpus[1]:-${cpus[0]}}
-failures=0
+ROUTER_NAME_PREFIX=ofi6
+ROUTER_UP_ARGS=(--ipv6)
+SERVER_ADDRESS=fd00:77:2::2
+CLIENT_PORT_ARGS=()
+PINGPONG_ARGS=(-6)  # its control connection in IPv6
+FAMILY_NOTE=" in IPv6"
+# shellcheck source-path=SCRIPTDIR source=router_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/router_common.sh"
 
 # The first of our UDP/IPv6 frames that reaches host b: its source,
 # destination port, hop limit and UDP checksum, as "SOURCE PORT HOPS SUM".
@@ -74,59 +45,6 @@ while True:
         print(socket.inet_ntop(socket.AF_INET6, ip[8:24]), port, ip[7], checksum, flush=True)
         break
 PY
-
-# pair LABEL LIMIT PROGRAM ARGS...: PROGRAM ARGS in host b (the server),
-# PROGRAM ARGS fd00:77:2::2 in host a (the client); fi_pingpong gets -6
-# and a control port of its own.  Counts a failure unless both exit 0.
-pair() {
-	local label=$1 limit=$2 program=$3
-	shift 3
-	local server client server_status=0 client_status=0 control=$((20000 + RANDOM % 20000))
-	local server_args=("$@") client_args=("$@")
-	if [[ "$(basename "$program")" == fi_pingpong ]]; then
-		server_args+=(-6 -B "$control")
-		client_args+=(-6 -P "$control")
-	fi
-	timeout -k 2 "$limit" ip netns exec "$name-b" python3 "$launcher" --topology af_packet \
-		--iface "$name-b0" --no-huge --lcore "$server_lcore" \
-		--provider-path "$provider_path" -- "${preload[@]}" "$program" "${server_args[@]}" \
-		>"$work/$label-server.log" 2>&1 &
-	server=$!
-	pids+=("$server")
-	if [[ "$(basename "$program")" == fi_pingpong ]]; then
-		for _ in $(seq 100); do
-			ip netns exec "$name-b" ss -Hltn "sport = :$control" 2>/dev/null | grep -q . && break
-			sleep 0.1
-		done
-	else
-		sleep 1  # in-band: the client's first frames are resent until the server is up
-	fi
-	timeout -k 2 "$limit" ip netns exec "$name-a" python3 "$launcher" --topology af_packet \
-		--iface "$name-a0" --no-huge --lcore "$client_lcore" \
-		--provider-path "$provider_path" -- "${preload[@]}" "$program" "${client_args[@]}" \
-		fd00:77:2::2 >"$work/$label-client.log" 2>&1 &
-	client=$!
-	pids+=("$client")
-	wait "$client" || client_status=$?
-	wait "$server" || server_status=$?
-	pids=()
-	if [[ $server_status -eq 0 && $client_status -eq 0 ]]; then
-		echo "ok    $(basename "$program") $* across the router in IPv6"
-		tail -n 1 "$work/$label-client.log" | sed 's/^/      last: /'
-	else
-		echo "FAIL  $(basename "$program") $*: server exit $server_status, client exit $client_status"
-		for side in server client; do
-			echo "----- $side:"
-			tail -n 30 "$work/$label-$side.log" | sed 's/^/    /'
-		done
-		failures=$((failures + 1))
-	fi
-}
-pingpong() {
-	local label=$1 limit=$2
-	shift 2
-	pair "$label" "$limit" "$(command -v fi_pingpong)" -p dpdk -e rdm "$@"
-}
 
 timeout 90 ip netns exec "$name-b" python3 "$work/catch.py" "$name-b0" >"$work/caught" 2>&1 &
 catcher=$!
