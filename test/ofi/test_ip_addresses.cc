@@ -24,6 +24,7 @@
 #include <string>
 
 #include "test/support/messaging.h"
+#include "test/support/sockaddr_domain.h"
 
 namespace ofi_dpdk::test {
 namespace {
@@ -104,43 +105,10 @@ TEST(IpGetinfo, SockaddrHintsWithoutAnAddressAreRefusedPerPort) {
   fi_freeinfo(hints);
 }
 
-// A domain and FI_SOCKADDR_IN AV on one port, from fi_getinfo with hints.
-struct SockaddrDomain {
-  fi_info* info = nullptr;
-  fid_fabric* fabric = nullptr;
-  fid_domain* domain = nullptr;
-  fid_av* av = nullptr;
-
-  void open(const char* port, const char* node, const char* service, uint64_t flags,
-            uint64_t caps = FI_MSG) {
-    fi_info* hints = sockaddr_hints(port);
-    hints->caps = caps;
-    ASSERT_EQ(fi_getinfo(kVersion, node, service, flags, hints, &info), 0);
-    fi_freeinfo(hints);
-    ASSERT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), 0);
-    ASSERT_EQ(fi_domain(fabric, info, &domain, nullptr), 0);
-    fi_av_attr attr{};
-    attr.type = FI_AV_TABLE;
-    ASSERT_EQ(fi_av_open(domain, &attr, &av, nullptr), 0);
-  }
-  void close() {
-    if (av) {
-      EXPECT_EQ(fi_close(&av->fid), 0);
-    }
-    if (domain) {
-      EXPECT_EQ(fi_close(&domain->fid), 0);
-    }
-    if (fabric) {
-      EXPECT_EQ(fi_close(&fabric->fid), 0);
-    }
-    fi_freeinfo(info);
-  }
-};
-
 TEST(IpEndpoints, PeerNamedByAddressIsResolvedAndReached) {
   SockaddrDomain server, client;
-  server.open(kServerPort, "10.9.0.1", "0", FI_SOURCE);
-  client.open(kClientPort, "10.9.0.1", "0", 0);
+  server.open(FI_SOCKADDR_IN, kServerPort, "10.9.0.1", "0", FI_SOURCE);
+  client.open(FI_SOCKADDR_IN, kClientPort, "10.9.0.1", "0", 0);
   TestEndpoint at, from;
   ASSERT_EQ(at.open(server.domain, server.av, server.info), 0);
   ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
@@ -178,8 +146,8 @@ TEST(IpEndpoints, PeerNamedByAddressIsResolvedAndReached) {
 // and reads back as it went in.
 TEST(IpEndpoints, AnyPortIsAnAddress) {
   SockaddrDomain server, client;
-  server.open(kServerPort, "10.9.0.1", "0", FI_SOURCE);
-  client.open(kClientPort, nullptr, nullptr, 0);
+  server.open(FI_SOCKADDR_IN, kServerPort, "10.9.0.1", "0", FI_SOURCE);
+  client.open(FI_SOCKADDR_IN, kClientPort, nullptr, nullptr, 0);
   sockaddr_in discard{};
   discard.sin_family = AF_INET;
   discard.sin_port = htons(9);
@@ -207,8 +175,8 @@ bool in_udp() {
 
 TEST(IpEndpoints, SenderIsNamedByItsAddress) {
   SockaddrDomain server, client;
-  server.open(kServerPort, "10.9.0.1", "0", FI_SOURCE, FI_MSG | FI_SOURCE);
-  client.open(kClientPort, "10.9.0.1", "0", 0);
+  server.open(FI_SOCKADDR_IN, kServerPort, "10.9.0.1", "0", FI_SOURCE, FI_MSG | FI_SOURCE);
+  client.open(FI_SOCKADDR_IN, kClientPort, "10.9.0.1", "0", 0);
   TestEndpoint at, from;
   ASSERT_EQ(at.open(server.domain, server.av, server.info), 0);
   ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
@@ -248,7 +216,7 @@ void nobody_and_off_the_subnet(sockaddr_in addresses[2]) {
 // send fails at once.
 TEST(IpEndpoints, AnUnansweredNeighbour) {
   SockaddrDomain client;
-  client.open(kClientPort, nullptr, nullptr, 0);
+  client.open(FI_SOCKADDR_IN, kClientPort, nullptr, nullptr, 0);
   TestEndpoint from;
   ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
   sockaddr_in addresses[2];

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "test/support/messaging.h"
+#include "test/support/sockaddr_domain.h"
 
 namespace ofi_dpdk::test {
 namespace {
@@ -30,12 +31,6 @@ constexpr uint32_t kVersion = FI_VERSION(1, 17);
 // 9228 is queue 0.
 constexpr const char* kServerPort = "net_memif0";
 constexpr const char* kClientPort = "net_memif1";
-
-fi_info* in6_hints(const char* domain) {
-  fi_info* hints = dpdk_hints(domain);
-  hints->addr_format = FI_SOCKADDR_IN6;
-  return hints;
-}
 
 std::string text_of(const void* bytes, size_t length) {
   EXPECT_EQ(length, sizeof(sockaddr_in6));
@@ -99,39 +94,6 @@ TEST(Ipv6Getinfo, FamiliesAreNotMixedUp) {
   fi_freeinfo(hints);
 }
 
-// A domain and FI_SOCKADDR_IN6 AV on one port, from fi_getinfo with hints.
-struct In6Domain {
-  fi_info* info = nullptr;
-  fid_fabric* fabric = nullptr;
-  fid_domain* domain = nullptr;
-  fid_av* av = nullptr;
-
-  void open(const char* port, const char* node, const char* service, uint64_t flags,
-            uint64_t caps = FI_MSG) {
-    fi_info* hints = in6_hints(port);
-    hints->caps = caps;
-    ASSERT_EQ(fi_getinfo(kVersion, node, service, flags, hints, &info), 0);
-    fi_freeinfo(hints);
-    ASSERT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), 0);
-    ASSERT_EQ(fi_domain(fabric, info, &domain, nullptr), 0);
-    fi_av_attr attr{};
-    attr.type = FI_AV_TABLE;
-    ASSERT_EQ(fi_av_open(domain, &attr, &av, nullptr), 0);
-  }
-  void close() {
-    if (av) {
-      EXPECT_EQ(fi_close(&av->fid), 0);
-    }
-    if (domain) {
-      EXPECT_EQ(fi_close(&domain->fid), 0);
-    }
-    if (fabric) {
-      EXPECT_EQ(fi_close(&fabric->fid), 0);
-    }
-    fi_freeinfo(info);
-  }
-};
-
 // Waits for one completion on `cq` while the other endpoint's CQ is read
 // too (both ports progress).
 ssize_t wait_both(fid_cq* cq, fid_cq* other, fi_cq_data_entry* entry) {
@@ -146,9 +108,9 @@ ssize_t wait_both(fid_cq* cq, fid_cq* other, fi_cq_data_entry* entry) {
 }
 
 TEST(Ipv6Endpoints, PeerNamedByAddressIsReached) {
-  In6Domain server, client;
-  server.open(kServerPort, "fd00:9::1", "0", FI_SOURCE);
-  client.open(kClientPort, "fd00:9::1", "0", 0);
+  SockaddrDomain server, client;
+  server.open(FI_SOCKADDR_IN6, kServerPort, "fd00:9::1", "0", FI_SOURCE);
+  client.open(FI_SOCKADDR_IN6, kClientPort, "fd00:9::1", "0", 0);
   TestEndpoint at, from;
   ASSERT_EQ(at.open(server.domain, server.av, server.info), 0);
   ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
@@ -197,9 +159,9 @@ TEST(Ipv6Endpoints, PeerNamedByAddressIsReached) {
 }
 
 TEST(Ipv6Endpoints, SenderIsNamedByItsAddress) {
-  In6Domain server, client;
-  server.open(kServerPort, "fd00:9::1", "0", FI_SOURCE, FI_MSG | FI_SOURCE);
-  client.open(kClientPort, "fd00:9::1", "0", 0);
+  SockaddrDomain server, client;
+  server.open(FI_SOCKADDR_IN6, kServerPort, "fd00:9::1", "0", FI_SOURCE, FI_MSG | FI_SOURCE);
+  client.open(FI_SOCKADDR_IN6, kClientPort, "fd00:9::1", "0", 0);
   TestEndpoint at, from;
   ASSERT_EQ(at.open(server.domain, server.av, server.info), 0);
   ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
@@ -222,8 +184,8 @@ TEST(Ipv6Endpoints, SenderIsNamedByItsAddress) {
 }
 
 TEST(Ipv6Endpoints, AnUnansweredNeighbourAndWhatNamesNoPeer) {
-  In6Domain client;
-  client.open(kClientPort, nullptr, nullptr, 0);
+  SockaddrDomain client;
+  client.open(FI_SOCKADDR_IN6, kClientPort, nullptr, nullptr, 0);
   TestEndpoint from;
   ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
   // On the prefix but nobody's, off the prefix (no router), a group, ::.
