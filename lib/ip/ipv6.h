@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -16,7 +17,7 @@ namespace ofi_dpdk::ip {
 struct Ipv6 {
   std::array<uint8_t, 16> bytes{};  // network order; all zero is "none" (::)
 
-  bool operator==(const Ipv6&) const = default;
+  auto operator<=>(const Ipv6&) const = default;  // byte order, as in sets
   bool unspecified() const;                                    // ::
   bool multicast() const { return bytes[0] == 0xFF; }          // ff00::/8
   bool link_local() const { return bytes[0] == 0xFE && (bytes[1] & 0xC0) == 0x80; }  // fe80::/10

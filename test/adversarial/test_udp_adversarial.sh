@@ -6,7 +6,8 @@
 # veth pair, both ports with addresses on 10.66.0.0/16 so the pair talks in
 # UDP, and udp_adversary on the peer's end sending what strangers on that
 # subnet could (udp_adversary.cc: spoofed HELLOs, broadcasts, an echo and an
-# ARP flood).  Passes when every case passed and both bench processes still
+# ARP flood; the target's port also has fd00:66::1/64, and the same in
+# IPv6: spoofed HELLOs, echo, solicitation and stranger floods).  Passes when every case passed and both bench processes still
 # run at the end.  Skips (exit 77) where veth pairs cannot be made.
 set -euo pipefail
 BENCH=$1
@@ -23,7 +24,7 @@ mkdir -p "$WORK/rendezvous"
 PAIR_ARGS=(--pattern atomic --window 16 --count 100000000 --timeout 200 --size 4096
 	--rendezvous "$WORK/rendezvous")
 # shellcheck disable=SC2086
-start_limited 200 "$WORK/server.json" "$WORK/server.err" env FI_DPDK_PORT_ADDR=10.66.0.1/16 \
+start_limited 200 "$WORK/server.json" "$WORK/server.err" env FI_DPDK_PORT_ADDR=10.66.0.1/16,fd00:66::1/64 \
 	"$BENCH" -l 0 $EAL_COMMON "--vdev=net_af_packet0,iface=$T" -- --role server "${PAIR_ARGS[@]}"
 SERVER_PID=$STARTED_PID
 wait_for_server
@@ -45,6 +46,7 @@ fi
 set +e
 "$ADVERSARY" --iface "$P" --target-mac "$(cat "/sys/class/net/$T/address")" \
 	--target-ip 10.66.0.1 --own-ip 10.66.0.3 --avoid 10.66.0.2 --prefix 16 \
+	--target-ip6 fd00:66::1 --own-ip6 fd00:66::3 \
 	--target-pid "$SERVER_PID" --seed "$$" --rss-limit-kb "$RSS_LIMIT_KB"
 RC=$?
 set -e

@@ -20,9 +20,26 @@
 //   arp_flood      ARP requests from a different made-up neighbour each:
 //                  the target's memory stays bounded.
 //
+// With --target-ip6 and --own-ip6 (the target's port has an IPv6 address
+// on a /64 too), the same in IPv6:
+//
+//   answers6       (the control) a neighbour solicitation for the target's
+//                  address gets an advertisement, a HELLO in UDP/IPv6 from
+//                  that sender a HELLO_ACK, an echo request a reply.
+//   spoofed_hellos6 HELLOs from made-up sources on the prefix that never
+//                  solicited the target: no solicitation and no UDP frame
+//                  toward any of them.
+//   echo6_flood    echo requests far above the limit: replies stay within
+//                  100 a second.
+//   solicitation_flood  solicitations from a different made-up neighbour
+//                  each: the target's memory stays bounded.
+//   stranger_flood6  HELLOs from a different made-up source each, each of
+//                  which takes a place in the target's IPv6 peer table:
+//                  its memory stays bounded.
+//
 //   udp_adversary --iface IFACE --target-mac MAC --target-ip A --own-ip B
 //                 --prefix N --target-pid PID [--avoid C] [--port-base P]
-//                 [--rss-limit-kb N] [--seed N]
+//                 [--target-ip6 A6 --own-ip6 B6] [--rss-limit-kb N] [--seed N]
 //
 // Exit 0 when every case passed, 1 otherwise, 2 on set-up errors.
 #include <linux/if_ether.h>
@@ -39,8 +56,10 @@
 #include <vector>
 
 #include "lib/ip/arp.h"
+#include "lib/ip/icmp6.h"
 #include "lib/ip/ipv4.h"
 #include "lib/ip/udp4.h"
+#include "lib/ip/udp6.h"
 #include "lib/proto/frame_codec.h"
 #include "test/adversarial/forge.h"
 #include "test/adversarial/raw_link.h"
@@ -55,6 +74,7 @@ struct Options {
   std::string iface;
   Mac target_mac{};
   ip::Ipv4 target_ip = 0, own_ip = 0, avoid_ip = 0;
+  std::optional<ip::Ipv6> target_ip6, own_ip6;
   unsigned prefix = 24;
   long target_pid = 0;
   uint16_t port_base = 9228;
@@ -70,6 +90,12 @@ struct Options {
 ip::Ipv4 address_option(const std::string& text) {
   const auto address = ip::parse_ipv4(text);
   if (!address) setup_error("not an IPv4 address: " + text);
+  return *address;
+}
+
+ip::Ipv6 address6_option(const std::string& text) {
+  const auto address = ip::parse_ipv6(text);
+  if (!address) setup_error("not an IPv6 address: " + text);
   return *address;
 }
 
@@ -95,6 +121,8 @@ Options parse(int argc, char** argv) {
     else if (arg == "--target-ip") o.target_ip = address_option(value());
     else if (arg == "--own-ip") o.own_ip = address_option(value());
     else if (arg == "--avoid") o.avoid_ip = address_option(value());
+    else if (arg == "--target-ip6") o.target_ip6 = address6_option(value());
+    else if (arg == "--own-ip6") o.own_ip6 = address6_option(value());
     else if (arg == "--prefix") o.prefix = static_cast<unsigned>(std::stoul(value()));
     else if (arg == "--target-pid") o.target_pid = std::stol(value());
     else if (arg == "--port-base") o.port_base = static_cast<uint16_t>(std::stoul(value()));
@@ -132,6 +160,7 @@ std::vector<sock_filter> from_target(const Mac& target) {
   f.load_half(12);
   f.jump_if_equal(ip::kEtherTypeArp, "accept");
   f.jump_if_equal(ip::kEtherTypeIpv4, "accept");
+  f.jump_if_equal(ip::kEtherTypeIpv6, "accept");
   f.label("reject");
   f.reject();
   f.label("accept");
@@ -147,6 +176,11 @@ struct Seen {
   uint64_t hello_acks_to_us = 0;       // HELLO_ACKs in UDP to our own address
   uint64_t answers_to_broadcast = 0;   // UDP to a broadcast address or MAC
   uint64_t echo_replies = 0;
+  std::set<ip::Ipv6> solicited;        // targets of its neighbour solicitations
+  uint64_t advertisements_to_us = 0;   // advertisements to our own IPv6 address
+  std::set<ip::Ipv6> udp6_to;          // destinations of its UDP/IPv6 frames
+  uint64_t hello_acks6_to_us = 0;
+  uint64_t echo6_replies = 0;
 };
 
 class UdpAdversary {
@@ -167,6 +201,13 @@ class UdpAdversary {
     all &= report("broadcasts", broadcasts());
     all &= report("echo_flood", echo_flood());
     all &= report("arp_flood", arp_flood());
+    if (o_.target_ip6 && o_.own_ip6) {
+      all &= report("answers6", answers6());
+      all &= report("spoofed_hellos6", spoofed_hellos6());
+      all &= report("echo6_flood", echo6_flood());
+      all &= report("solicitation_flood", solicitation_flood());
+      all &= report("stranger_flood6", stranger_flood6());
+    }
     const long rss_after = resident_kb(o_.target_pid);
     if (rss_after < 0) {
       std::printf("FAIL: the target is gone\n");
@@ -224,6 +265,29 @@ class UdpAdversary {
   // port_base + dst_queue, as a peer opening a connection sends it.
   void send_hello(const Mac& mac, ip::Ipv4 source, const Mac& dst_mac, ip::Ipv4 destination,
                   uint16_t destination_port, uint16_t src_queue) {
+    std::vector<uint8_t> frame = hello_frame(ip::kUdp4Lead, src_queue);
+    ip::Udp4Addresses addresses;
+    addresses.source = source;
+    addresses.destination = destination;
+    addresses.source_port = 50000;
+    addresses.destination_port = destination_port;
+    ip::encode_udp4(frame.data(), dst_mac.data(), mac.data(), addresses,
+                    frame.size() - ip::kUdp4Lead);
+    link_.send(frame);
+  }
+
+  // A made-up unicast neighbour on the target's /64.
+  ip::Ipv6 made_up_address6() {
+    for (;;) {
+      ip::Ipv6 a = *o_.target_ip6;
+      const uint64_t r = rng_();
+      for (int i = 0; i < 8; ++i) a.bytes[8 + i] = static_cast<uint8_t>(r >> (8 * i));
+      if (a != *o_.target_ip6 && a != *o_.own_ip6) return a;
+    }
+  }
+
+  // Our HELLO's header and body, sealed for UDP, after `lead` bytes.
+  std::vector<uint8_t> hello_frame(size_t lead, uint16_t src_queue) {
     wire::FrameHeader h{};
     h.version = wire::kWireVersion;
     h.opcode = static_cast<uint8_t>(wire::Opcode::kHello);
@@ -234,19 +298,53 @@ class UdpAdversary {
     h.msg_len = sizeof(wire::HandshakeBody);
     h.payload_len = sizeof(wire::HandshakeBody);
     const auto body = handshake_body(0, 1400);
-    std::vector<uint8_t> frame(ip::kUdp4Lead + sizeof(wire::FrameHeader) + body.size());
-    ip::Udp4Addresses addresses;
-    addresses.source = source;
-    addresses.destination = destination;
-    addresses.source_port = 50000;
-    addresses.destination_port = destination_port;
-    ip::encode_udp4(frame.data(), dst_mac.data(), mac.data(), addresses,
-                    frame.size() - ip::kUdp4Lead);
-    uint8_t* header = frame.data() + ip::kUdp4Lead;
+    std::vector<uint8_t> frame(lead + sizeof(wire::FrameHeader) + body.size());
+    uint8_t* header = frame.data() + lead;
     proto::encode_header(header, h);
     std::memcpy(header + sizeof(wire::FrameHeader), body.data(), body.size());
     proto::finish_seal_udp(
         header, proto::crc32c(proto::begin_seal_udp(header), body.data(), body.size()));
+    return frame;
+  }
+
+  void send_hello6(const Mac& mac, const ip::Ipv6& source, uint16_t src_queue) {
+    std::vector<uint8_t> frame = hello_frame(ip::kUdp6Lead, src_queue);
+    ip::Udp6Addresses addresses;
+    addresses.source = source;
+    addresses.destination = *o_.target_ip6;
+    addresses.source_port = 50000;
+    addresses.destination_port = o_.port_base;
+    ip::encode_udp6(frame.data(), o_.target_mac.data(), mac.data(), addresses,
+                    frame.size() - ip::kUdp6Lead);
+    link_.send(frame);
+  }
+
+  void send_solicitation(const Mac& mac, const ip::Ipv6& source) {
+    uint8_t frame[ip::kNeighbourFrameSize];
+    ip::build_neighbour_solicitation(mac.data(), source, *o_.target_ip6, frame);
+    link_.send(frame);
+  }
+
+  void send_echo6_request(uint16_t sequence) {
+    uint8_t frame[ip::kEthernetHeaderSize + ip::kIpv6HeaderSize + 16] = {};
+    std::memcpy(frame, o_.target_mac.data(), 6);
+    std::memcpy(frame + 6, own_mac_.data(), 6);
+    put16(frame + 12, ip::kEtherTypeIpv6);
+    uint8_t* ipv6 = frame + ip::kEthernetHeaderSize;
+    ipv6[0] = 0x60;
+    put16(ipv6 + 4, 16);
+    ipv6[6] = ip::kNextHeaderIcmp6;
+    ipv6[7] = 64;
+    std::memcpy(ipv6 + 8, o_.own_ip6->bytes.data(), 16);
+    std::memcpy(ipv6 + 24, o_.target_ip6->bytes.data(), 16);
+    uint8_t* icmp = ipv6 + ip::kIpv6HeaderSize;
+    icmp[0] = 128;  // echo request
+    put16(icmp + 4, 0x4f44);
+    put16(icmp + 6, sequence);
+    ip::ChecksumSum sum =
+        ip::pseudo_header_sum(*o_.own_ip6, *o_.target_ip6, 16, ip::kNextHeaderIcmp6);
+    sum.add(icmp, 16);
+    put16(icmp + 2, sum.checksum());
     link_.send(frame);
   }
 
@@ -286,7 +384,36 @@ class UdpAdversary {
     return seen;
   }
 
+  void take6(const uint8_t* frame, size_t length, Seen* seen) {
+    ip::Ipv6Packet packet;
+    if (!o_.own_ip6 || ip::parse_ipv6_packet(frame, length, &packet) != ip::Ipv6Result::kOk)
+      return;
+    ip::NeighbourMessage message;
+    if (ip::parse_neighbour_message(packet, &message)) {
+      if (message.kind == ip::NeighbourMessage::Kind::kSolicitation)
+        seen->solicited.insert(message.target);
+      else if (packet.destination == *o_.own_ip6)
+        ++seen->advertisements_to_us;
+      return;
+    }
+    if (packet.next_header == ip::kNextHeaderIcmp6 && packet.payload_length >= 8 &&
+        packet.payload[0] == 129 && packet.destination == *o_.own_ip6) {
+      ++seen->echo6_replies;
+      return;
+    }
+    ip::UdpDatagram udp;
+    if (!ip::parse_udp6(packet, &udp)) return;
+    seen->udp6_to.insert(packet.destination);
+    proto::DecodedFrame decoded;
+    if (packet.destination == *o_.own_ip6 &&
+        proto::decode_udp_payload(udp.payload, udp.payload_length, &decoded) ==
+            proto::DecodeResult::kOk &&
+        decoded.header.opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck))
+      ++seen->hello_acks6_to_us;
+  }
+
   void take(const uint8_t* frame, size_t length, Seen* seen) {
+    if (length >= 14 && frame[12] == 0x86 && frame[13] == 0xDD) return take6(frame, length, seen);
     if (const auto arp = ip::parse_arp(frame, length)) {
       if (arp->op == ip::ArpOp::kRequest) seen->arp_asked.insert(arp->target_ip);
       else if (std::memcmp(arp->target_mac, own_mac_.data(), 6) == 0) ++seen->arp_replies_to_us;
@@ -397,22 +524,103 @@ class UdpAdversary {
   }
 
   Result arp_flood() {
+    return bounded_flood("ARP requests", [&] { send_arp_request(made_up_mac(), made_up_address()); });
+  }
+
+  Result answers6() {
+    Result r;
+    uint64_t advertisements = 0, acks = 0, echoes = 0;
+    for (int attempt = 0; attempt < 5 && (advertisements == 0 || acks == 0 || echoes == 0);
+         ++attempt) {
+      send_solicitation(own_mac_, *o_.own_ip6);
+      advertisements += listen(milliseconds(200)).advertisements_to_us;
+      send_hello6(own_mac_, *o_.own_ip6, 7);
+      acks += listen(milliseconds(300)).hello_acks6_to_us;
+      send_echo6_request(static_cast<uint16_t>(attempt));
+      echoes += listen(milliseconds(200)).echo6_replies;
+    }
+    if (advertisements == 0) r.fail("no advertisement answering a solicitation for the target");
+    if (acks == 0) r.fail("no HELLO_ACK to a HELLO from a neighbour that solicited");
+    if (echoes == 0) r.fail("no echo reply");
+    r.note(std::to_string(advertisements) + " advertisements, " + std::to_string(acks) +
+           " HELLO_ACKs, " + std::to_string(echoes) + " echo replies");
+    return r;
+  }
+
+  Result spoofed_hellos6() {
+    Result r;
+    constexpr int kHellos = 2000;
+    std::set<ip::Ipv6> sources;
+    Seen seen;
+    for (int i = 0; i < kHellos; ++i) {
+      const ip::Ipv6 source = made_up_address6();
+      sources.insert(source);
+      send_hello6(made_up_mac(), source, static_cast<uint16_t>(i % 64));
+      if (i % 200 == 199) merge(&seen, listen(milliseconds(20)));
+    }
+    merge(&seen, listen(milliseconds(1500)));
+    size_t asked = 0, answered = 0;
+    for (const ip::Ipv6& a : seen.solicited) asked += sources.count(a);
+    for (const ip::Ipv6& a : seen.udp6_to) answered += sources.count(a);
+    if (asked != 0) r.fail(std::to_string(asked) + " made-up sources solicited");
+    if (answered != 0) r.fail(std::to_string(answered) + " made-up sources sent UDP");
+    r.note(std::to_string(sources.size()) + " sources, " + std::to_string(asked) +
+           " solicited, " + std::to_string(answered) + " answered");
+    return r;
+  }
+
+  Result echo6_flood() {
+    Result r;
+    constexpr int kRequests = 3000;
+    Seen seen;
+    const auto start = Clock::now();
+    for (int i = 0; i < kRequests; ++i) {
+      send_echo6_request(static_cast<uint16_t>(i));
+      if (i % 100 == 99) merge(&seen, listen(milliseconds(30)));
+    }
+    merge(&seen, listen(milliseconds(500)));
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const auto most = static_cast<uint64_t>(100 * (seconds + 1));
+    if (seen.echo6_replies == 0) r.fail("no echo reply at all");
+    if (seen.echo6_replies > most)
+      r.fail(std::to_string(seen.echo6_replies) + " replies, above " + std::to_string(most));
+    char text[96];
+    std::snprintf(text, sizeof text, "%d requests in %.2f s, %lu replies", kRequests, seconds,
+                  static_cast<unsigned long>(seen.echo6_replies));
+    r.note(text);
+    return r;
+  }
+
+  // `send` kRequests times from a new made-up neighbour each: the target's
+  // memory stays within the limit.
+  Result bounded_flood(const char* what, const std::function<void()>& send) {
     Result r;
     constexpr int kRequests = 20000;
     const long before = resident_kb(o_.target_pid);
-    Seen seen;
     for (int i = 0; i < kRequests; ++i) {
-      send_arp_request(made_up_mac(), made_up_address());
-      if (i % 500 == 499) merge(&seen, listen(milliseconds(10)));
+      send();
+      if (i % 500 == 499) listen(milliseconds(10));
     }
-    merge(&seen, listen(milliseconds(500)));
+    listen(milliseconds(500));
     const long after = resident_kb(o_.target_pid);
     if (after < 0) r.fail("the target is gone");
     else if (after - before > o_.rss_limit_kb)
       r.fail("the target grew by " + std::to_string(after - before) + " kB");
-    r.note(std::to_string(kRequests) + " requests from as many neighbours, target " +
+    r.note(std::to_string(kRequests) + " " + what + " from as many neighbours, target " +
            std::to_string(after - before) + " kB");
     return r;
+  }
+
+  Result solicitation_flood() {
+    return bounded_flood("solicitations",
+                         [&] { send_solicitation(made_up_mac(), made_up_address6()); });
+  }
+
+  Result stranger_flood6() {
+    uint16_t queue = 0;
+    return bounded_flood("HELLOs", [&] {
+      send_hello6(made_up_mac(), made_up_address6(), static_cast<uint16_t>(queue++ % 64));
+    });
   }
 
   static void merge(Seen* into, const Seen& more) {
@@ -422,6 +630,11 @@ class UdpAdversary {
     into->hello_acks_to_us += more.hello_acks_to_us;
     into->answers_to_broadcast += more.answers_to_broadcast;
     into->echo_replies += more.echo_replies;
+    into->solicited.insert(more.solicited.begin(), more.solicited.end());
+    into->advertisements_to_us += more.advertisements_to_us;
+    into->udp6_to.insert(more.udp6_to.begin(), more.udp6_to.end());
+    into->hello_acks6_to_us += more.hello_acks6_to_us;
+    into->echo6_replies += more.echo6_replies;
   }
 
   const Options o_;
