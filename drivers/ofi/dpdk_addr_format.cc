@@ -122,12 +122,17 @@ std::vector<uint8_t> encode_address(uint32_t format, const av::Address& address)
     return std::vector<uint8_t>(text.c_str(), text.c_str() + text.size() + 1);
   }
   if (speaks_ipv6(format, address)) {
-    if (!address.has_ipv6() && address.queue != kAnyQueue) return {};
+    if (!address.has_ip() && address.queue != kAnyQueue) return {};
     if (address.queue != kAnyQueue && service_port(address.queue) == 0) return {};
     sockaddr_in6 in6{};
     in6.sin6_family = AF_INET6;
     in6.sin6_port = htons(service_port(address.queue));
-    std::memcpy(in6.sin6_addr.s6_addr, address.ipv6.data(), 16);
+    // A peer known by IPv4 alone, as IPv4-mapped (an FI_SOCKADDR_IN6
+    // endpoint on a port of both families hears from IPv4 peers too).
+    const auto bytes6 = address.has_ipv6() || address.ipv4 == 0
+                            ? address.ipv6
+                            : ip::mapped_ipv4(address.ipv4).bytes;
+    std::memcpy(in6.sin6_addr.s6_addr, bytes6.data(), 16);
     const auto* bytes = reinterpret_cast<const uint8_t*>(&in6);
     return std::vector<uint8_t>(bytes, bytes + sizeof(in6));
   }

@@ -106,6 +106,23 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
   return mirrored;
 }
 
+// An address whose MAC is an IPv6 peer id (its native or string form, as
+// fi_av_lookup or fi_getname gave it): the id is this process's own, so
+// it goes in only where it names a peer this process still knows, pinned
+// from now on, and never in a named AV, whose other processes it names
+// nothing to.
+bool keep_ipv6_peer(Av* av, const av::Address& address) {
+  const auto known = ipv6_of_peer_id(address.mac);
+  uint8_t id[6];
+  if (av->shared == nullptr && known && ipv6_peer_id(*known, true, id) &&
+      std::memcmp(id, address.mac, 6) == 0)
+    return true;
+  DPDK_INFO(FI_LOG_AV, "%s: an IPv6 peer's native or string form names it in this process "
+            "alone%s: insert its sockaddr_in6\n", av::format_mac(address.mac).c_str(),
+            av->shared != nullptr ? ", not in a named AV" : ", and this one is gone");
+  return false;
+}
+
 // Every insert call ends here: `address_at(i)` gives the i-th address (or
 // nullopt when it is not a dpdk address).  Synchronous AVs return the
 // number inserted; FI_EVENT AVs return 0 and report to the bound EQ: one
@@ -174,6 +191,8 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
         error = errors != nullptr && (*errors)[i] != 0 ? -(*errors)[i] : FI_EINVAL;
       } else if ((flags & kAuthKeyFlag) && !av->auth_key_table.valid(fi_addr[i])) {
         error = FI_EINVAL;  // not a key handle
+      } else if (ip::is_ipv6_peer_id(address->mac) && !keep_ipv6_peer(av, *address)) {
+        error = FI_EINVAL;
       } else {
         std::optional<uint64_t> user_id;
         // fi_av(3): an FI_AV_USER_ID AV reports FI_ADDR_NOTAVAIL until

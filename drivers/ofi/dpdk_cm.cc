@@ -349,6 +349,18 @@ int ep_accept(fid_ep* ep_fid, const void* param, size_t paramlen) {
   {
     std::lock_guard requests(conn_request_lock());
     if (ep->conn_request->answered) return -FI_EINVAL;  // fi_reject came first
+    // A client named by IPv6 address came in as a stranger of the peer
+    // table (ipv6_peers.h): accepted, it is the program's peer, and stays.
+    if (ip::is_ipv6_peer_id(ep->conn_request->client.mac)) {
+      const auto address = ipv6_of_peer_id(ep->conn_request->client.mac);
+      uint8_t id[6];
+      if (!address || !ipv6_peer_id(*address, true, id)) {
+        DPDK_INFO(FI_LOG_EP_CTRL, "fi_accept: the IPv6 client is no longer known (%s)\n",
+                  address ? "the process names too many IPv6 peers"
+                          : "its place went to newer strangers");
+        return -FI_ECONNABORTED;
+      }
+    }
     ep->conn_request->answered = true;
     ep->peer = ep->conn_request->client;
     ep->connection_name = ep->conn_request->listener;

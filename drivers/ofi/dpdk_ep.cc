@@ -569,7 +569,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
   ep->engine->set_frame_keeper(domain->port.get());
-  if (domain->port->udp) {
+  if (domain->port->udp || domain->port->udp6) {
     // Beyond the gateway, frames fit FI_DPDK_ROUTED_MTU: a router's links
     // need not carry what ours do (DF is set: it would drop them).
     PortContext* port = domain->port.get();

@@ -34,14 +34,14 @@ PeerRegistry& registry() {
 bool ipv6_peer_id(const ip::Ipv6& address, bool pinned, uint8_t id[6]) {
   PeerRegistry& r = registry();
   std::lock_guard guard(r.lock);
-  return r.peers.id_of(address, pinned, now_ns(), id);
+  return r.peers.id_of(address, pinned, id);
 }
 
 std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]) {
   if (!ip::is_ipv6_peer_id(id)) return std::nullopt;
   PeerRegistry& r = registry();
   std::lock_guard guard(r.lock);
-  return r.peers.address_of(id, now_ns());
+  return r.peers.address_of(id);
 }
 
 void PortContext::solicit_neighbour(const ip::Ipv6& target, uint64_t now) {
@@ -116,10 +116,13 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
       if (!waiting_frames.empty()) send_waiting(message.target, mac);
       return;
     }
-    // A solicitation for our address from a station: the advertisement
-    // goes back to it, and we learn it (it will send to us, and we shall
-    // answer), as RFC 4861 section 7.2.3 does.
-    if (message.target != interface6->address || !from_a_station) {
+    // A solicitation for our address from a station (a unicast source, or
+    // :: checking for a duplicate; not our own frame seen again): the
+    // advertisement goes back to it, and we learn it (it will send to us,
+    // and we shall answer), as RFC 4861 section 7.2.3 does.
+    if (message.target != interface6->address || !from_a_station ||
+        std::memcmp(bytes + 6, port->mac(), 6) == 0 ||
+        (!message.source.unspecified() && !interface6->unicast(message.source))) {
       ++neighbour_messages_ignored;
       return;
     }

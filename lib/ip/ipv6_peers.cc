@@ -1,100 +1,86 @@
 #include "lib/ip/ipv6_peers.h"
 
-#include <algorithm>
-
 namespace ofi_dpdk::ip {
 namespace {
 
 constexpr uint8_t kPeerIdMark = 0x03;  // group bit and local bit set, as udp4.h's
 constexpr uint8_t kIpv6Kind = 0x06;    // udp4.h's IPv4 ids have 0 here
 
+void write_id(uint32_t handle, uint8_t id[6]) {
+  id[0] = kPeerIdMark;
+  id[1] = kIpv6Kind;
+  for (int i = 0; i < 4; ++i) id[2 + i] = static_cast<uint8_t>(handle >> (24 - 8 * i));
+}
+
+uint32_t handle_of(const uint8_t id[6]) {
+  return uint32_t{id[2]} << 24 | uint32_t{id[3]} << 16 | uint32_t{id[4]} << 8 | id[5];
+}
+
 }  // namespace
 
 bool is_ipv6_peer_id(const uint8_t id[6]) { return id[0] == kPeerIdMark && id[1] == kIpv6Kind; }
 
-// Slots are 16 bits of the id: pinned and stranger entries together fit.
-Ipv6Peers::Ipv6Peers(size_t stranger_capacity)
-    : stranger_capacity_(std::min(stranger_capacity, size_t{65536} - kMaxPinned)) {}
+Ipv6Peers::Ipv6Peers(size_t stranger_capacity) : stranger_capacity_(stranger_capacity) {}
 
-void Ipv6Peers::write_id(uint32_t slot, uint8_t id[6]) const {
-  const uint16_t generation = slots_[slot].generation;
-  id[0] = kPeerIdMark;
-  id[1] = kIpv6Kind;
-  id[2] = static_cast<uint8_t>(slot >> 8);
-  id[3] = static_cast<uint8_t>(slot);
-  id[4] = static_cast<uint8_t>(generation >> 8);
-  id[5] = static_cast<uint8_t>(generation);
+void Ipv6Peers::touch(Entry& entry) {
+  if (!entry.pinned) strangers_.splice(strangers_.end(), strangers_, entry.in_strangers);
 }
 
-const Ipv6Peers::Slot* Ipv6Peers::slot_of(const uint8_t id[6]) const {
-  if (!is_ipv6_peer_id(id)) return nullptr;
-  const uint32_t slot = uint32_t{id[2]} << 8 | id[3];
-  const uint16_t generation = static_cast<uint16_t>(id[4] << 8 | id[5]);
-  if (slot >= slots_.size() || !slots_[slot].used || slots_[slot].generation != generation)
-    return nullptr;
-  return &slots_[slot];
+uint32_t Ipv6Peers::next_free_handle() {
+  // Handles in use are at most kMaxPinned + stranger capacity, far fewer
+  // than 2^32: the search ends.
+  while (next_handle_ == 0 || by_handle_.contains(next_handle_)) ++next_handle_;
+  return next_handle_++;
 }
 
-std::optional<Ipv6> Ipv6Peers::address_of(const uint8_t id[6], uint64_t now_ns) {
-  const Slot* slot = slot_of(id);
-  if (slot == nullptr) return std::nullopt;
-  const_cast<Slot*>(slot)->last_used_ns = now_ns;
-  return slot->address;
+std::optional<Ipv6> Ipv6Peers::address_of(const uint8_t id[6]) {
+  if (!is_ipv6_peer_id(id)) return std::nullopt;
+  const auto it = by_handle_.find(handle_of(id));
+  if (it == by_handle_.end()) return std::nullopt;
+  touch(it->second);
+  return it->second.address;
 }
 
-std::optional<Ipv6> Ipv6Peers::address_of(const uint8_t id[6]) const {
-  const Slot* slot = slot_of(id);
-  if (slot == nullptr) return std::nullopt;
-  return slot->address;
+std::optional<Ipv6> Ipv6Peers::peek(const uint8_t id[6]) const {
+  if (!is_ipv6_peer_id(id)) return std::nullopt;
+  const auto it = by_handle_.find(handle_of(id));
+  if (it == by_handle_.end()) return std::nullopt;
+  return it->second.address;
 }
 
-bool Ipv6Peers::id_of(const Ipv6& address, bool pinned, uint64_t now_ns, uint8_t id[6]) {
-  if (const auto it = by_address_.find(address); it != by_address_.end()) {
-    Slot& slot = slots_[it->second];
-    if (pinned && !slot.pinned) {
+bool Ipv6Peers::id_of(const Ipv6& address, bool pinned, uint8_t id[6]) {
+  if (const auto known = by_address_.find(address); known != by_address_.end()) {
+    Entry& entry = by_handle_.at(known->second);
+    if (pinned && !entry.pinned) {
       if (pinned_ >= kMaxPinned) return false;
-      slot.pinned = true;
+      strangers_.erase(entry.in_strangers);
+      entry.pinned = true;
       ++pinned_;
     }
-    slot.last_used_ns = now_ns;
-    write_id(it->second, id);
+    touch(entry);
+    write_id(known->second, id);
     return true;
   }
   if (pinned ? pinned_ >= kMaxPinned : stranger_capacity_ == 0) return false;
-  if (!pinned && by_address_.size() - pinned_ >= stranger_capacity_) {
-    // Full of strangers: the least recently used of them goes (a scan of
-    // the slots; a stranger's first frame is what pays for it).
-    uint32_t oldest = 0;
-    bool found = false;
-    for (uint32_t s = 0; s < slots_.size(); ++s) {
-      const Slot& candidate = slots_[s];
-      if (!candidate.used || candidate.pinned) continue;
-      if (!found || candidate.last_used_ns < slots_[oldest].last_used_ns) oldest = s;
-      found = true;
-    }
-    Slot& gone = slots_[oldest];
-    by_address_.erase(gone.address);
-    gone.used = false;
-    ++gone.generation;
-    free_.push_back(oldest);
+  if (!pinned && strangers_.size() >= stranger_capacity_) {
+    // Full of strangers: the least recently used of them goes.
+    const uint32_t gone = strangers_.front();
+    strangers_.pop_front();
+    by_address_.erase(by_handle_.at(gone).address);
+    by_handle_.erase(gone);
     ++evictions_;
   }
-  uint32_t slot;
-  if (!free_.empty()) {
-    slot = free_.back();
-    free_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
-  Slot& made = slots_[slot];
+  const uint32_t handle = next_free_handle();
+  Entry& made = by_handle_[handle];
   made.address = address;
-  made.used = true;
   made.pinned = pinned;
-  made.last_used_ns = now_ns;
-  pinned_ += pinned ? 1 : 0;
-  by_address_.emplace(address, slot);
-  write_id(slot, id);
+  if (pinned) {
+    ++pinned_;
+  } else {
+    made.in_strangers = strangers_.insert(strangers_.end(), handle);
+  }
+  by_address_.emplace(address, handle);
+  write_id(handle, id);
   return true;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "lib/ip/udp4.h"
 
@@ -16,15 +17,16 @@ Ipv6 v6(const std::string& text) { return *parse_ipv6(text); }
 TEST(Ipv6Peers, AnAddressKeepsItsIdAndTheIdGivesItBack) {
   Ipv6Peers peers;
   uint8_t id[6], again[6];
-  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::2"), true, 1, id));
+  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::2"), true, id));
   EXPECT_TRUE(is_ipv6_peer_id(id));
   EXPECT_FALSE(is_peer_id(id)) << "not an IPv4 peer id";
   EXPECT_EQ(id[0] & 1, 1) << "the group bit, which no sender's MAC has";
-  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::2"), false, 2, again));
+  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::2"), false, again));
   EXPECT_EQ(std::memcmp(id, again, 6), 0);
   EXPECT_EQ(peers.address_of(id), v6("fd00:77:2::2"));
+  EXPECT_EQ(peers.peek(id), v6("fd00:77:2::2"));
   uint8_t other[6];
-  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::3"), false, 3, other));
+  ASSERT_TRUE(peers.id_of(v6("fd00:77:2::3"), false, other));
   EXPECT_NE(std::memcmp(id, other, 6), 0);
   EXPECT_EQ(peers.size(), 2u);
   EXPECT_EQ(peers.pinned(), 1u);
@@ -37,55 +39,81 @@ TEST(Ipv6Peers, AnAddressKeepsItsIdAndTheIdGivesItBack) {
 TEST(Ipv6Peers, StrangersAreBoundedAndTheLeastRecentlyUsedGoes) {
   Ipv6Peers peers(4);
   uint8_t pinned[6];
-  ASSERT_TRUE(peers.id_of(v6("fd00::1"), true, 0, pinned));
+  ASSERT_TRUE(peers.id_of(v6("fd00::1"), true, pinned));
   uint8_t ids[4][6];
   for (int i = 0; i < 4; ++i)
-    ASSERT_TRUE(peers.id_of(v6("fd00:1::" + std::to_string(i + 1)), false, 10 + i, ids[i]));
-  EXPECT_TRUE(peers.address_of(ids[0], 20));  // used: no longer the oldest
+    ASSERT_TRUE(peers.id_of(v6("fd00:1::" + std::to_string(i + 1)), false, ids[i]));
+  EXPECT_TRUE(peers.address_of(ids[0]));  // used: no longer the oldest
+  EXPECT_TRUE(peers.peek(ids[1]));        // looked at only: still the oldest
   // A flood of new strangers: each takes the least recently used
   // stranger's place; the pinned entry and the table's size stay.
   for (int i = 0; i < 1000; ++i) {
     uint8_t id[6];
-    ASSERT_TRUE(peers.id_of(v6("fd00:2::" + std::to_string(i + 1)), false, 100 + i, id));
+    ASSERT_TRUE(peers.id_of(v6("fd00:2::" + std::to_string(i + 1)), false, id));
     if (i == 0) {
-      EXPECT_FALSE(peers.address_of(ids[1])) << "the least recently used went first";
-      EXPECT_TRUE(peers.address_of(ids[0]));
+      EXPECT_FALSE(peers.peek(ids[1])) << "the least recently used went first";
+      EXPECT_TRUE(peers.peek(ids[0]));
     }
   }
   EXPECT_EQ(peers.size(), 5u);
   EXPECT_EQ(peers.evictions(), 1000u);
   EXPECT_EQ(peers.address_of(pinned), v6("fd00::1"));
-  // An evicted address that comes back gets an id that is not its old one,
-  // and its old id names nothing.
+  // An evicted address that comes back gets a new id, and its old id
+  // names nothing.
   uint8_t back[6];
-  ASSERT_TRUE(peers.id_of(v6("fd00:1::2"), false, 5000, back));
+  ASSERT_TRUE(peers.id_of(v6("fd00:1::2"), false, back));
   EXPECT_NE(std::memcmp(back, ids[1], 6), 0);
-  EXPECT_FALSE(peers.address_of(ids[1]));
-  EXPECT_EQ(peers.address_of(back), v6("fd00:1::2"));
+  EXPECT_FALSE(peers.peek(ids[1]));
+  EXPECT_EQ(peers.peek(back), v6("fd00:1::2"));
+}
+
+TEST(Ipv6Peers, AnOldIdNeverNamesANewAddress) {
+  // However many strangers come and go, an id once given out names its
+  // own address or nothing.
+  Ipv6Peers peers(8);
+  std::vector<std::pair<std::vector<uint8_t>, Ipv6>> given;
+  std::set<std::vector<uint8_t>> distinct;
+  for (int i = 0; i < 200000; ++i) {
+    Ipv6 address = v6("fd00:3::");
+    address.bytes[12] = static_cast<uint8_t>(i >> 24);
+    address.bytes[13] = static_cast<uint8_t>(i >> 16);
+    address.bytes[14] = static_cast<uint8_t>(i >> 8);
+    address.bytes[15] = static_cast<uint8_t>(i);
+    uint8_t id[6];
+    ASSERT_TRUE(peers.id_of(address, false, id));
+    if (i % 1000 == 0) given.emplace_back(std::vector<uint8_t>(id, id + 6), address);
+    distinct.emplace(id, id + 6);
+  }
+  EXPECT_EQ(distinct.size(), 200000u) << "no id handed out twice";
+  for (const auto& [id, address] : given) {
+    const auto now = peers.peek(id.data());
+    EXPECT_TRUE(!now || *now == address);
+  }
+  EXPECT_EQ(peers.size(), 8u);
 }
 
 TEST(Ipv6Peers, AStrangerNamedByTheProviderIsPinnedFromThen) {
   Ipv6Peers peers(1);
   uint8_t first[6], named[6], next[6];
-  ASSERT_TRUE(peers.id_of(v6("fd00::a"), false, 1, first));
-  ASSERT_TRUE(peers.id_of(v6("fd00::a"), true, 2, named));
+  ASSERT_TRUE(peers.id_of(v6("fd00::a"), false, first));
+  ASSERT_TRUE(peers.id_of(v6("fd00::a"), true, named));
   EXPECT_EQ(std::memcmp(first, named, 6), 0);
-  ASSERT_TRUE(peers.id_of(v6("fd00::b"), false, 3, next));
-  ASSERT_TRUE(peers.id_of(v6("fd00::c"), false, 4, next));
-  EXPECT_EQ(peers.address_of(first), v6("fd00::a")) << "pinned: never evicted";
-  EXPECT_FALSE(Ipv6Peers(0).id_of(v6("fd00::d"), false, 0, next)) << "no room for strangers";
+  ASSERT_TRUE(peers.id_of(v6("fd00::b"), false, next));
+  ASSERT_TRUE(peers.id_of(v6("fd00::c"), false, next));
+  EXPECT_EQ(peers.peek(first), v6("fd00::a")) << "pinned: never evicted";
+  EXPECT_EQ(peers.size(), 2u);
+  EXPECT_FALSE(Ipv6Peers(0).id_of(v6("fd00::d"), false, next)) << "no room for strangers";
 }
 
 TEST(Ipv6Peers, ForgedIdsNameNothing) {
   Ipv6Peers peers;
   uint8_t id[6];
-  ASSERT_TRUE(peers.id_of(v6("fd00::1"), true, 0, id));
-  std::set<int> bytes = {2, 3, 4, 5};
-  for (int b : bytes) {
+  ASSERT_TRUE(peers.id_of(v6("fd00::1"), true, id));
+  for (int b = 2; b < 6; ++b) {
     uint8_t forged[6];
     std::memcpy(forged, id, 6);
     forged[b] ^= 0x5A;
-    EXPECT_FALSE(peers.address_of(forged)) << "byte " << b;
+    EXPECT_FALSE(peers.peek(forged)) << "byte " << b;
   }
 }
 

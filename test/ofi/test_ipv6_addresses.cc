@@ -158,6 +158,57 @@ TEST(Ipv6Endpoints, PeerNamedByAddressIsReached) {
   server.close();
 }
 
+// A datagram endpoint promises what a frame with IPv6's headers holds,
+// and takes that much: one frame to a peer named by IPv6 address arrives.
+TEST(Ipv6Endpoints, DatagramsOfThePromisedSize) {
+  fi_info* hints = dpdk_hints(nullptr);
+  hints->ep_attr->type = FI_EP_DGRAM;
+  hints->caps = FI_MSG;
+  fi_info *server_info = nullptr, *client_info = nullptr;
+  ASSERT_EQ(fi_getinfo(kVersion, "fd00:9::1", "5", FI_SOURCE, hints, &server_info), 0);
+  ASSERT_EQ(fi_getinfo(kVersion, "fd00:9::1", "5", 0, hints, &client_info), 0);
+  fi_freeinfo(hints);
+  const size_t largest = server_info->ep_attr->max_msg_size;
+  EXPECT_EQ(largest, 1412u - 48u) << "our EtherType's 1412 less IPv6's and UDP's headers";
+  EXPECT_EQ(client_info->ep_attr->max_msg_size, largest);
+  fid_fabric* fabric = nullptr;
+  ASSERT_EQ(fi_fabric(server_info->fabric_attr, &fabric, nullptr), 0);
+  fid_domain *server_domain = nullptr, *client_domain = nullptr;
+  ASSERT_EQ(fi_domain(fabric, server_info, &server_domain, nullptr), 0);
+  ASSERT_EQ(fi_domain(fabric, client_info, &client_domain, nullptr), 0);
+  fi_av_attr attr{};
+  attr.type = FI_AV_TABLE;
+  fid_av *server_av = nullptr, *client_av = nullptr;
+  ASSERT_EQ(fi_av_open(server_domain, &attr, &server_av, nullptr), 0);
+  ASSERT_EQ(fi_av_open(client_domain, &attr, &client_av, nullptr), 0);
+  TestEndpoint at, from;
+  ASSERT_EQ(at.open(server_domain, server_av, server_info), 0);
+  ASSERT_EQ(from.open(client_domain, client_av, client_info), 0);
+  fi_addr_t to = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(client_av, client_info->dest_addr, 1, &to, 0, nullptr), 1);
+  std::vector<uint8_t> sent(largest), received(largest + 64, 0);
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<uint8_t>(i * 7 + 1);
+  ASSERT_EQ(fi_recv(at.ep, received.data(), received.size(), nullptr, FI_ADDR_UNSPEC, nullptr), 0);
+  std::vector<uint8_t> too_big(largest + 1);
+  EXPECT_EQ(fi_send(from.ep, too_big.data(), too_big.size(), nullptr, to, nullptr), -FI_EMSGSIZE);
+  ASSERT_EQ(fi_send(from.ep, sent.data(), sent.size(), nullptr, to, nullptr), 0);
+  fi_cq_data_entry entry{};
+  // (A datagram's send completes once it is handed to the port.)
+  ASSERT_EQ(wait_for_completion(from.tx_cq, &entry, 30), 1);
+  ASSERT_EQ(wait_both(at.rx_cq, from.tx_cq, &entry), 1);
+  EXPECT_EQ(entry.len, largest);
+  EXPECT_TRUE(std::equal(sent.begin(), sent.end(), received.begin()));
+  from.close();
+  at.close();
+  EXPECT_EQ(fi_close(&client_av->fid), 0);
+  EXPECT_EQ(fi_close(&server_av->fid), 0);
+  EXPECT_EQ(fi_close(&client_domain->fid), 0);
+  EXPECT_EQ(fi_close(&server_domain->fid), 0);
+  EXPECT_EQ(fi_close(&fabric->fid), 0);
+  fi_freeinfo(client_info);
+  fi_freeinfo(server_info);
+}
+
 TEST(Ipv6Endpoints, SenderIsNamedByItsAddress) {
   SockaddrDomain server, client;
   server.open(FI_SOCKADDR_IN6, kServerPort, "fd00:9::1", "0", FI_SOURCE, FI_MSG | FI_SOURCE);
