@@ -19,6 +19,8 @@
 #                     (usertools/dpdk-fi-router.sh): mpirun runs in host a,
 #                     its daemons reach it across the router, and the ranks
 #                     take their addresses from the kernel's (frames in UDP)
+#             router6: the same in IPv6 alone (dpdk-fi-router.sh --ipv6:
+#                     mpirun's daemons and the ranks' frames in IPv6)
 # A job passes when it exits 0 within its limit, its rank 0 printed "N
 # checks passed", and the provider carried its messages: the ranks'
 # endpoints report, when closed, the messages they sent (FI_LOG_LEVEL info
@@ -81,7 +83,7 @@ cleanup() {
 		switch_pid=$(awk '{print $1; exit}' "/run/ofi-dpdk/switch-$name.ready" 2>/dev/null || true)
 		[ -n "$switch_pid" ] && kill "$switch_pid" 2>/dev/null || true
 		rm -f "/run/ofi-dpdk/switch-$name".{lock,log} ;;
-	router) bash "$router_tool" down --name "$name" >/dev/null 2>&1 || true ;;
+	router | router6) bash "$router_tool" down --name "$name" >/dev/null 2>&1 || true ;;
 	*) bash "$hosts_tool" down --name "$name" >/dev/null 2>&1 || true ;;
 	esac
 	rm -rf "$work"
@@ -132,7 +134,7 @@ bridge)
 	bash "$hosts_tool" up --ranks "$np" --name "$name" >/dev/null
 	launch+=(--topology af_packet --iface "$name{local_rank}")
 	;;
-hosts | router)
+hosts | router | router6)
 	# (A root or container without network namespaces.)
 	usable=yes
 	{ ip netns add "$name-probe" && ip netns exec "$name-probe" true; } >/dev/null 2>&1 || usable=no
@@ -142,12 +144,18 @@ hosts | router)
 		exit 77
 	fi
 	;;&
-router)
+router | router6)
 	((np == 2)) || { echo "router joins two ranks, one per host"; exit 2; }
-	bash "$router_tool" up --name "$name" >/dev/null
+	if [ "$topology" = router6 ]; then
+		bash "$router_tool" up --name "$name" --ipv6 >/dev/null
+		# (By interface: Open MPI takes no IPv6 prefix there.)
+		mca+=(--mca oob_tcp_if_include "$name-a0,$name-b0")
+	else
+		bash "$router_tool" up --name "$name" >/dev/null
+		mca+=(--mca oob_tcp_if_include 10.77.0.0/16)
+	fi
 	printf '%s slots=1\n' "$name-a" "$name-b" >"$work/hostfile"
-	mca+=(--hostfile "$work/hostfile" --mca plm_rsh_agent "$hosts_tool rsh"
-		--mca oob_tcp_if_include 10.77.0.0/16)
+	mca+=(--hostfile "$work/hostfile" --mca plm_rsh_agent "$hosts_tool rsh")
 	# Each host's interface is named after it; its address is the kernel's.
 	launch+=(--topology af_packet --iface "{host}0")
 	starter=(bash "$router_tool" exec --name "$name" a)
