@@ -453,7 +453,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="the port's IPv4 address and prefix length, and the router"
                              " beyond its subnet (FI_DPDK_PORT_ADDR): peers may then name its"
                              " endpoints by it (fi_pingpong -p dpdk A.B.C.D), on its subnet"
-                             " and, through GW, beyond it (frames in UDP)")
+                             " and, through GW, beyond it (frames in UDP); or an IPv6 one"
+                             " (fd00::1/64[@GW]), or both, comma-separated")
     parser.add_argument("--iface", metavar="IF",
                         help="af_packet: the kernel interface; may name {host}, {rank}"
                              " and {local_rank}")
@@ -497,9 +498,13 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     if args.mac is not None and not re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}", args.mac):
         parser.error(f"--mac '{args.mac}': six hex bytes, e.g. 02:00:00:00:00:01")
     quad = r"\d{1,3}(\.\d{1,3}){3}"
-    if args.ip is not None and not re.fullmatch(quad + r"(/\d{1,2})?(@" + quad + ")?", args.ip):
+    ipv4 = quad + r"(/\d{1,2})?(@" + quad + ")?"
+    ipv6 = r"[0-9a-fA-F:.]*:[0-9a-fA-F:.]*(/\d{1,3})?(@[0-9a-fA-F:.]*:[0-9a-fA-F:.]*)?"
+    if args.ip is not None and not all(re.fullmatch(ipv4, item) or re.fullmatch(ipv6, item)
+                                       for item in args.ip.split(",")):
         parser.error(f"--ip '{args.ip}': an IPv4 address and prefix length, and optionally"
-                     " a gateway, e.g. 10.0.0.1/24 or 10.0.1.2/24@10.0.1.1")
+                     " a gateway, e.g. 10.0.0.1/24 or 10.0.1.2/24@10.0.1.1; or an IPv6 one,"
+                     " e.g. fd00:1::2/64@fd00:1::1; or one of each, comma-separated")
     if args.name is None:
         args.name = "shared0"
     elif not re.fullmatch(r"[a-z0-9_]{1,11}", args.name):

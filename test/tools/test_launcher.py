@@ -90,6 +90,13 @@ class PrintOnlyTest(LauncherCase):
         result = launch("--topology", "ring", "--ip", "10.0.0/24", "--print-only")
         self.assertNotEqual(result.returncode, 0)
         self.assertIn("--ip", result.stderr)
+        # IPv6, and one address of each family.
+        both = "10.0.0.1/24,fd00:1::2/64@fd00:1::1"
+        result = launch("--topology", "ring", "--ip", both, "--print-only")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(exports(result.stdout)["FI_DPDK_PORT_ADDR"], both)
+        result = launch("--topology", "ring", "--ip", "fd00::1/64,bogus", "--print-only")
+        self.assertNotEqual(result.returncode, 0)
 
     def test_memif_server_creates_socket_directory(self) -> None:
         sock = self.tmp / "a" / "b" / "memif.sock"
