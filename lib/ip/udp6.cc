@@ -3,6 +3,10 @@
 #include <bit>
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace ofi_dpdk::ip {
 namespace {
 
@@ -14,12 +18,68 @@ uint16_t get16(const uint8_t* in) { return static_cast<uint16_t>(in[0] << 8 | in
 
 }  // namespace
 
-void ChecksumSum::add(const uint8_t* bytes, size_t length) {
-  // Four bytes at a time as the CPU loads them: two words each, in its
-  // byte order, which swapping (in checksum()) undoes on a little-endian
-  // CPU.  A 64-bit sum of 32-bit loads cannot overflow below 16 GiB.
-  uint64_t native = 0;
+namespace {
+
+// The sum of the 32-bit words (as the CPU loads them) of the first
+// *done bytes of `bytes`, a multiple of 16: four sums of 64 bits, which
+// cannot overflow below 64 GiB, so that no add waits for the one before.
+uint64_t sum_words_scalar(const uint8_t* bytes, size_t length, size_t* done) {
+  uint64_t sums[4] = {};
   size_t i = 0;
+  for (; i + 16 <= length; i += 16) {
+    uint32_t words[4];
+    std::memcpy(words, bytes + i, 16);
+    for (int k = 0; k < 4; ++k) sums[k] += words[k];
+  }
+  *done = i;
+  return sums[0] + sums[1] + sums[2] + sums[3];
+}
+
+#if defined(__x86_64__)
+// The same 32 bytes at a time in AVX2 registers: each 32-bit word widened
+// to a 64-bit lane.  A 9000-byte frame on this machine's EPYC: 0.53 us
+// scalar (13.9 % of a UDP/IPv6 sender's time in fi_rdm_tagged_bw, against
+// 7.5 % for the copy and CRC of the same bytes), 0.13 us so.
+__attribute__((target("avx2"))) uint64_t sum_words_avx2(const uint8_t* bytes, size_t length,
+                                                        size_t* done) {
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i low = zero, high = zero;
+  size_t i = 0;
+  for (; i + 32 <= length; i += 32) {
+    const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes + i));
+    low = _mm256_add_epi64(low, _mm256_unpacklo_epi32(words, zero));
+    high = _mm256_add_epi64(high, _mm256_unpackhi_epi32(words, zero));
+  }
+  uint64_t lanes[4];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes), _mm256_add_epi64(low, high));
+  *done = i;
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+bool have_avx2() {
+  static const bool have = __builtin_cpu_supports("avx2");
+  return have;
+}
+#endif
+
+}  // namespace
+
+void ChecksumSum::add(const uint8_t* bytes, size_t length) {
+#if defined(__x86_64__)
+  if (have_avx2()) return add_words(bytes, length, sum_words_avx2);
+#endif
+  add_words(bytes, length, sum_words_scalar);
+}
+
+void ChecksumSum::add_scalar(const uint8_t* bytes, size_t length) {
+  add_words(bytes, length, sum_words_scalar);
+}
+
+void ChecksumSum::add_words(const uint8_t* bytes, size_t length, WordSummer sum_words) {
+  // 32-bit words as the CPU loads them: two 16-bit words each, in its byte
+  // order, which swapping (below) undoes on a little-endian CPU.
+  size_t i = 0;
+  uint64_t native = sum_words(bytes, length, &i);
   for (; i + 4 <= length; i += 4) {
     uint32_t word;
     std::memcpy(&word, bytes + i, 4);

@@ -31,6 +31,8 @@ inline constexpr uint8_t kDefaultHopLimit = 64;
 class ChecksumSum {
  public:
   void add(const uint8_t* bytes, size_t length);
+  // The same without SIMD, whatever the CPU (tests compare the two).
+  void add_scalar(const uint8_t* bytes, size_t length);
   void add16(uint16_t value);  // one word, host order
   // The checksum to write (network order in two bytes): the complement of
   // the folded sum.
@@ -39,6 +41,8 @@ class ChecksumSum {
   bool verifies() const { return checksum() == 0; }
 
  private:
+  using WordSummer = uint64_t (*)(const uint8_t*, size_t, size_t*);
+  void add_words(const uint8_t* bytes, size_t length, WordSummer sum_words);
   uint64_t sum_ = 0;  // network-order words, as 16-bit values
 };
 

@@ -52,11 +52,13 @@ TEST(Udp6, ChecksumSumMatchesTheBytewaySum) {
   std::vector<uint8_t> data(9100);
   for (auto& byte : data) byte = static_cast<uint8_t>(random());
   for (size_t start : {0, 1, 2, 3}) {
-    for (size_t length : {0, 1, 2, 3, 5, 8, 63, 1500, 8999, 9000}) {
-      ChecksumSum sum;
+    for (size_t length : {0, 1, 2, 3, 5, 8, 15, 16, 17, 31, 32, 33, 63, 1500, 8999, 9000}) {
+      ChecksumSum sum, scalar;
       sum.add(data.data() + start, length);
+      scalar.add_scalar(data.data() + start, length);
       EXPECT_EQ(sum.checksum(), internet_checksum(data.data() + start, length))
           << start << " " << length;
+      EXPECT_EQ(scalar.checksum(), sum.checksum()) << start << " " << length;
     }
   }
   std::vector<uint8_t> ones(9000, 0xFF);
