@@ -550,6 +550,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
     transport.max_msg_size = transport.max_payload;
   }
   transport.unexpected_bytes = params().unexpected_bytes;
+  transport.spray_paths = params().spray_paths;
   transport.rendezvous_bytes = params().rendezvous_bytes;
   transport.bundle_bytes = params().bundle_bytes;
   transport.max_outstanding_sends = kQueueDepth;

@@ -148,6 +148,7 @@ Params load() {
   get_number<uint32_t>("neighbour_lifetime_ms", 1000, 3'600'000, &p.neighbour_lifetime_ms,
                        &p.errors);
   get_number<uint32_t>("routed_mtu", 0, 65000, &p.routed_mtu, &p.errors);
+  get_number<uint32_t>("spray_paths", 1, proto::kMaxSprayPaths, &p.spray_paths, &p.errors);
   if (p.routed_mtu != 0 && p.routed_mtu < 576) {
     p.errors += " FI_DPDK_ROUTED_MTU=" + std::to_string(p.routed_mtu) + " (0, or 576 to 65000)";
     p.routed_mtu = 1500;
@@ -276,6 +277,13 @@ void define_params(const fi_provider* provider) {
   fi_param_define(provider, "port_base", FI_PARAM_STRING,
                   "The service port of an endpoint on queue 0; queue N has port_base + N, "
                   "in FI_SOCKADDR_IN addresses and as fi_getinfo's service (default: 9228)");
+  fi_param_define(provider, "spray_paths", FI_PARAM_STRING,
+                  "Paths (UDP source ports) one connection spreads its frames over at "
+                  "once, 1 to 8: routers with equal-cost routes then carry one "
+                  "connection on several, a resent segment takes another path, and a "
+                  "path that loses a segment is replaced; the receiver takes the "
+                  "reordering.  1: one path at a time, moved on a retransmission "
+                  "timeout (default: 1)");
   fi_param_define(provider, "routed_mtu", FI_PARAM_STRING,
                   "Bytes after the Ethernet header a frame to a peer beyond the gateway may "
                   "have (FI_DPDK_ENCAP=udp): routers' links need not carry the port's MTU, "

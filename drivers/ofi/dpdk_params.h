@@ -50,6 +50,7 @@ struct Params {
   uint32_t resolve_timeout_ms = 3000;  // FI_DPDK_RESOLVE_TIMEOUT_MS
   uint32_t neighbour_lifetime_ms = 60000;  // FI_DPDK_NEIGHBOUR_LIFETIME_MS
   uint32_t routed_mtu = 1500;  // FI_DPDK_ROUTED_MTU, 0: the port's own
+  uint32_t spray_paths = 1;    // FI_DPDK_SPRAY_PATHS: paths one connection uses at once
   std::string errors;          // parameter values that were refused, for the log
 };
 

@@ -133,6 +133,7 @@ uint32_t OutFrame::copy_payload(uint8_t* out, uint32_t crc) const {
 Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16_t local_queue,
                uint32_t session)
     : config_(config), queue_(local_queue), address_queue_(local_queue), session_(session) {
+  config_.spray_paths = std::clamp<uint32_t>(config_.spray_paths, 1, kMaxSprayPaths);
   std::memcpy(mac_, local_mac, 6);
   outbox_.reserve(2 * kMaxWindow);
   answer_due_.reserve(64);
@@ -397,7 +398,38 @@ void Engine::drop_peer(uint64_t key) {
 }
 
 void Engine::change_path(Connection& c) {
+  if (config_.spray_paths > 1 && c.lanes_ready && c.una != c.next_seq && c.tx_slots) {
+    // The lane the oldest segment was lost on.
+    move_lane(c, c.tx_slots[c.una & (kMaxWindow - 1)].lane);
+    return;
+  }
   ++c.path;
+  ++stats_.path_changes;
+}
+
+uint8_t Engine::next_path(Connection& c, uint8_t* lane) {
+  if (config_.spray_paths <= 1) {
+    *lane = 0;
+    return c.path;
+  }
+  if (!c.lanes_ready) {
+    // First use: lanes on paths path, path + 1, ...
+    for (uint32_t i = 0; i < config_.spray_paths; ++i)
+      c.lane_paths[i] = static_cast<uint8_t>(c.path + i);
+    c.fresh_path = static_cast<uint8_t>(c.path + config_.spray_paths);
+    c.lanes_ready = true;
+  }
+  *lane = static_cast<uint8_t>(c.next_lane++ % config_.spray_paths);
+  return c.lane_paths[*lane];
+}
+
+void Engine::move_lane(Connection& c, uint8_t lane) {
+  if (config_.spray_paths <= 1 || !c.lanes_ready) {
+    ++c.path;
+    ++stats_.path_changes;
+    return;
+  }
+  c.lane_paths[lane % config_.spray_paths] = c.fresh_path++;
   ++stats_.path_changes;
 }
 

@@ -177,6 +177,8 @@ struct TxSlot {  // a segment in flight
   // The frame its first transmission went in (Engine::frames_cut_): the
   // entries of one lost BUNDLE are one loss, not several (on_loss).
   uint32_t frame = 0;
+  // The lane its last transmission took (spraying): a loss moves it.
+  uint8_t lane = 0;
 };
 
 // A segment kept ahead of a gap, in one chunk of the engine's reorder pool
@@ -247,6 +249,12 @@ struct Connection {
   // among equal-cost routes.  A retransmission timeout, or a HELLO resent,
   // moves to the next: the path may be what lost the frames.
   uint8_t path = 0;
+  // With spraying (TransportConfig::spray_paths > 1): each lane's path,
+  // the lane of the next frame, and the next path never used.
+  uint8_t lane_paths[kMaxSprayPaths] = {};
+  uint8_t next_lane = 0;
+  uint8_t fresh_path = 0;
+  bool lanes_ready = false;
   uint32_t last_ack = 0;
   uint32_t dupacks = 0;
   uint32_t recovery_seq = 0;         // no new window cut until una passes this

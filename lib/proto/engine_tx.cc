@@ -142,7 +142,7 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     ++frames_cut_;
     OutFrame frame;
     std::copy(c.mac, c.mac + 6, frame.dst_mac);
-    frame.path = c.path;
+    frame.path = next_path(c, &slot.lane);
     frame.header = h;
     frame.message = &m;
     frame.offset = slot.offset;
@@ -150,6 +150,9 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     ++stats_.frames_sent;
     open_bundle_.connection = !retransmit && bundles(h) ? &c : nullptr;
     open_bundle_.frame = outbox_.size() - 1;
+    open_bundle_.lane = slot.lane;
+  } else {
+    slot.lane = open_bundle_.lane;  // it went in the open bundle's frame
   }
   if (slot.transmissions == 0) {
     slot.first_sent_ns = now_ns;
@@ -178,7 +181,8 @@ void Engine::emit_ack(Connection& c) {
   h.tag = sack_bits(c);
   OutFrame frame;
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
-  frame.path = c.path;
+  uint8_t lane;
+  frame.path = next_path(c, &lane);
   frame.header = h;
   frame.message = nullptr;
   frame.offset = 0;
@@ -200,7 +204,8 @@ void Engine::emit_probe(Connection& c) {
   h.seq = c.next_seq;
   OutFrame frame;
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
-  frame.path = c.path;
+  uint8_t lane;
+  frame.path = next_path(c, &lane);
   frame.header = h;
   frame.message = nullptr;
   frame.offset = 0;
@@ -330,6 +335,8 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
         const bool by_time = now_ns - slot.last_sent_ns >= spacing;
         if (slot.transmissions == 1 ? !(by_count || by_time) : !by_time) continue;
         if (slot.transmissions == 1) on_loss(c, seq, slot.frame);
+        // Spraying: the lane that lost it may be on a path that drops.
+        if (config_.spray_paths > 1) move_lane(c, slot.lane);
         emit_segment(c, seq, now_ns, true);
         ++stats_.fast_retransmits;
       }

@@ -259,6 +259,8 @@ struct Completion {
   bool release_only;
 };
 
+inline constexpr uint32_t kMaxSprayPaths = 8;
+
 struct TransportConfig {
   // Payload bytes per frame this endpoint sends and accepts; each
   // connection sends at most the smaller of ours and the peer's (HELLO).
@@ -329,6 +331,14 @@ struct TransportConfig {
   // DATAGRAM frame of at most max_payload bytes, with no connection, no
   // acknowledgement and no retransmission, and takes DATAGRAM frames only.
   bool datagrams = false;
+  // Paths a connection spreads its frames over at once (1 to
+  // kMaxSprayPaths): frames take them in turn (OutFrame::path, the UDP
+  // source port, which routers hash to choose among equal-cost routes), a
+  // resent segment goes on the next, and a path that loses a segment is
+  // replaced by one the connection has not used (its lane moves).  The
+  // receiver's SACK takes the reordering.  1: one path at a time, moved
+  // only by a retransmission timeout or a resent HELLO.
+  uint32_t spray_paths = 1;
   // Keys tokens and nonces (engine.cc); the provider draws it from the
   // kernel, tests leave it fixed.
   uint64_t token_secret[2] = {0x736f6d6570736575ull, 0x646f72616e646f6dull};
@@ -671,6 +681,12 @@ class Engine {
   void emit_ack(Connection& c);
   void emit_hello(Connection& c, uint64_t now_ns);
   void change_path(Connection& c);  // the next path, counted
+  // The path of the connection's next frame (TransportConfig::spray_paths:
+  // its lanes in turn); *lane says which lane it took.
+  uint8_t next_path(Connection& c, uint8_t* lane);
+  // A lane lost a segment (or its una timed out): it takes a path the
+  // connection has not used.  Counted as a path change.
+  void move_lane(Connection& c, uint8_t lane);
   void emit_hello_ack(const Segment& s, uint32_t token);
   // Asks the peer for an ACK (kFlagAckRequest): is it still there?
   void emit_probe(Connection& c);
@@ -919,6 +935,7 @@ class Engine {
   struct OpenBundle {
     size_t frame = 0;
     const Connection* connection = nullptr;
+    uint8_t lane = 0;  // the frame's lane (spraying): its segments' too
   } open_bundle_;
   // Entries of this pass's BUNDLE frames, until frames_sent(); a bundle's
   // entries are consecutive, so only the last frame's may grow.

@@ -24,6 +24,8 @@
 # Then over two routers with two equal-cost paths between them (--paths 2):
 #   5. fi_multi_ep with 8 endpoints a side: frames cross on both paths
 #      (the pairs' source ports hash apart);
+#   5b. one connection with FI_DPDK_SPRAY_PATHS=8: both links carry a
+#      fifth of its frames or more;
 #   6. a pingpong whose path stops carrying frames mid-run (both ends of
 #      its link get MTU 68: every frame of ours is too big, DF set) still
 #      passes: the connection moves to another path (its client counts
@@ -118,6 +120,21 @@ if [[ -n "${bin:-}" ]]; then
 		echo "FAIL  8 endpoint pairs over two paths: $p1 and $p2 frames (want both > 0)"
 		failures=$((failures + 1))
 	fi
+fi
+# 5b. One connection sprayed over 8 paths (FI_DPDK_SPRAY_PATHS): its
+#     frames' source ports hash onto both links, each carrying a fifth of
+#     them or more, counted one way (router r's side: host a to host b; the
+#     other way has source ports of its own, which would split even one
+#     path per direction).
+r_tx() { ip netns exec "$name-r" cat "/sys/class/net/$name-r$1/statistics/tx_packets"; }
+before1=$(r_tx p1) before2=$(r_tx p2)
+FI_DPDK_SPRAY_PATHS=8 pingpong spray 90 -I 2000 -S 65536
+d1=$(($(r_tx p1) - before1)) d2=$(($(r_tx p2) - before2))
+if ((d1 * 5 >= d1 + d2 && d2 * 5 >= d1 + d2)); then
+	echo "ok    one connection sprayed over 8 paths: $d1 and $d2 frames from a to b on the two links"
+else
+	echo "FAIL  one connection sprayed over 8 paths: $d1 and $d2 frames from a to b (want each >= a fifth)"
+	failures=$((failures + 1))
 fi
 # 6. The path a pingpong takes breaks under it.
 FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=ep_data \

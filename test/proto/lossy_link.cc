@@ -114,7 +114,7 @@ void LossyLink::send_outbox(size_t i) {
       ++counters_.partitioned;
       continue;
     }
-    if (keep && !keep(i, out.header)) {
+    if ((keep && !keep(i, out.header)) || (keep_path && !keep_path(i, out.path))) {
       ++counters_.dropped;
       continue;
     }

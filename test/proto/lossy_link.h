@@ -96,6 +96,9 @@ class LossyLink {
   LinkFaults& faults() { return faults_; }
   // Optional: return false to drop a frame as it leaves engine `from`.
   std::function<bool(size_t from, const wire::FrameHeader&)> keep;
+  // Optional: the same by the frame's path (OutFrame::path: the route a
+  // router would choose by its source port).
+  std::function<bool(size_t from, uint8_t path)> keep_path;
   // Optional: sees every frame handed to an engine (decoded, host order).
   std::function<void(size_t from, size_t to, const wire::FrameHeader&)> tap;
 

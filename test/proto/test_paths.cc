@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "test/proto/engine_pair.h"
@@ -96,6 +97,83 @@ TEST(Paths, APathLimitKnownToOneSideBindsBothWays) {
   EXPECT_GT(data_frames, 60u);
   EXPECT_EQ(largest[pair.a], kLimit) << "A's segments fill the limit, no more";
   EXPECT_EQ(largest[pair.b], kLimit) << "B's too, told in A's handshakes";
+}
+
+// Spraying (TransportConfig::spray_paths): one connection's frames take
+// its paths in turn, and a large message arrives whole.
+TEST(Paths, SprayedFramesTakeEveryLaneInTurn) {
+  TransportConfig config;
+  config.spray_paths = 4;
+  sim::Pair pair(15, config, config);
+  std::map<uint8_t, size_t> frames_on;
+  pair.link.keep_path = [&](size_t from, uint8_t path) {
+    if (from == pair.a) ++frames_on[path];
+    return true;
+  };
+  std::vector<uint8_t> big(200000), into(200000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 13 + 5);
+  ASSERT_EQ(pair.post(pair.b, &into, &into), 0);
+  ASSERT_EQ(pair.send(pair.a, pair.b, big, &big), 0);
+  ASSERT_TRUE(pair.wait(pair.b, 1, 2'000'000'000));
+  EXPECT_EQ(into, big);
+  // (The HELLO goes on the connection's own path before the lanes start.)
+  size_t total = 0;
+  for (const auto& [path, count] : frames_on) total += count;
+  ASSERT_GE(frames_on.size(), 4u);
+  size_t lanes = 0;
+  for (const auto& [path, count] : frames_on) lanes += count * 5 >= total ? 1 : 0;
+  EXPECT_EQ(lanes, 4u) << "four paths, each with a fifth of the frames or more";
+  EXPECT_EQ(pair.engine(pair.a).stats().path_changes, 0u) << "nothing lost: no lane moved";
+}
+
+// A path that drops every frame (a broken route): the lanes on it move
+// to paths not used before, and the message arrives all the same.
+TEST(Paths, ASprayedLaneOnABrokenPathMoves) {
+  TransportConfig config;
+  config.spray_paths = 4;
+  sim::Pair pair(16, config, config);
+  ASSERT_TRUE(pair.warm_up());
+  constexpr uint8_t kBroken = 1;  // the second lane's first path
+  size_t late_on_broken = 0, late = 0;
+  bool counting = false;
+  pair.link.keep_path = [&](size_t from, uint8_t path) {
+    if (counting && from == pair.a) {
+      ++late;
+      late_on_broken += path == kBroken ? 1 : 0;
+    }
+    return path != kBroken;
+  };
+  std::vector<uint8_t> big(300000), into(300000), more(300000, 0x5A), into_more(300000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 29 + 3);
+  ASSERT_EQ(pair.post(pair.b, &into, &into), 0);
+  ASSERT_EQ(pair.send(pair.a, pair.b, big, &big), 0);
+  ASSERT_TRUE(pair.wait(pair.b, 1, 5'000'000'000));
+  EXPECT_EQ(into, big);
+  EXPECT_GE(pair.engine(pair.a).stats().path_changes, 1u);
+  // Once moved, the broken path carries nothing more.
+  counting = true;
+  ASSERT_EQ(pair.post(pair.b, &into_more, &into_more), 0);
+  ASSERT_EQ(pair.send(pair.a, pair.b, more, &more), 0);
+  ASSERT_TRUE(pair.wait(pair.b, 2, 5'000'000'000));
+  EXPECT_EQ(into_more, more);
+  EXPECT_GT(late, 100u);
+  EXPECT_EQ(late_on_broken, 0u);
+}
+
+// Spraying over a link that drops and reorders: a large message and a
+// request arrive whole.
+TEST(Paths, SprayingSurvivesLossAndReordering) {
+  TransportConfig config;
+  config.spray_paths = 8;
+  sim::Pair pair(17, config, config);
+  pair.link.faults().drop = 0.05;
+  pair.link.faults().reorder = 0.10;
+  std::vector<uint8_t> big(500000), into(500000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 7 + 11);
+  ASSERT_EQ(pair.post(pair.b, &into, &into), 0);
+  ASSERT_EQ(pair.send(pair.a, pair.b, big, &big), 0);
+  ASSERT_TRUE(pair.wait(pair.b, 1, 20'000'000'000));
+  EXPECT_EQ(into, big);
 }
 
 // The provider gave up on a peer's next hop (no ARP answer): its sends
