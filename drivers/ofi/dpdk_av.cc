@@ -114,8 +114,10 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
 bool keep_ipv6_peer(Av* av, const av::Address& address) {
   const auto known = ipv6_of_peer_id(address.mac);
   uint8_t id[6];
-  if (av->shared == nullptr && known && ipv6_peer_id(*known, true, id) &&
-      std::memcmp(id, address.mac, 6) == 0)
+  // (Only a port that speaks UDP/IPv6 sends to one: on another its id
+  // would go out as a group MAC.)
+  if (av->shared == nullptr && av->domain->port->udp6 && known &&
+      ipv6_peer_id(*known, true, id) && std::memcmp(id, address.mac, 6) == 0)
     return true;
   DPDK_INFO(FI_LOG_AV, "%s: an IPv6 peer's native or string form names it in this process "
             "alone%s: insert its sockaddr_in6\n", av::format_mac(address.mac).c_str(),
