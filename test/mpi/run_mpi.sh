@@ -20,7 +20,8 @@
 #                     its daemons reach it across the router, and the ranks
 #                     take their addresses from the kernel's (frames in UDP)
 #             router6: the same in IPv6 alone (dpdk-fi-router.sh --ipv6:
-#                     mpirun's daemons and the ranks' frames in IPv6)
+#                     mpirun's daemons and the ranks' frames in IPv6);
+#                     skipped with Open MPI 5, whose mpirun crashes there
 # A job passes when it exits 0 within its limit, its rank 0 printed "N
 # checks passed", and the provider carried its messages: the ranks'
 # endpoints report, when closed, the messages they sent (FI_LOG_LEVEL info
@@ -146,6 +147,13 @@ hosts | router | router6)
 	;;&
 router | router6)
 	((np == 2)) || { echo "router joins two ranks, one per host"; exit 2; }
+	# Open MPI 5.0.7's mpirun (PRRTE) dies of a segmentation fault before
+	# any rank starts when its two hosts have IPv6 addresses alone (plain
+	# `mpirun -np 2 --hostfile ... hostname` does; with IPv4 it runs).
+	if [ "$topology" = router6 ] && ((${ompi_major:-4} >= 5)); then
+		echo "SKIP: Open MPI $ompi_major's mpirun crashes on hosts with IPv6 alone"
+		exit 77
+	fi
 	if [ "$topology" = router6 ]; then
 		bash "$router_tool" up --name "$name" --ipv6 >/dev/null
 		# (By interface: Open MPI takes no IPv6 prefix there.)
