@@ -81,6 +81,23 @@ struct fi_dpdk_port_polls {
 	uint64_t reserved[3]; /* 0; room for more without a new call */
 };
 
+/* Where an endpoint's frames arrive.  With rte_flow steering (port_stats'
+ * steering 1) the port installs, per endpoint, a rule of each kind in
+ * `rules` sending its frames to hardware queue `hw_queue`; frames of a kind
+ * with no rule land where the device puts them and are found in software. */
+#define FI_DPDK_RULE_ETHERTYPE (1u << 0) /* our EtherType, by dst_queue */
+#define FI_DPDK_RULE_UDP4      (1u << 1) /* UDP/IPv4 to port_base + queue */
+#define FI_DPDK_RULE_UDP6      (1u << 2) /* UDP/IPv6 to port_base + queue */
+struct fi_dpdk_ep_steering {
+	uint32_t queue;                 /* the endpoint's queue id at the port */
+	uint32_t hw_queue;              /* the device queue pair serving it */
+	uint32_t rules;                 /* FI_DPDK_RULE_* the port installs */
+	uint32_t reserved0;
+	uint64_t frames_on_own_queue;   /* its frames read from hw_queue */
+	uint64_t frames_on_other_queue; /* its frames read from another queue */
+	uint64_t reserved[2];
+};
+
 struct fi_dpdk_ops_stats {
 	size_t size; /* sizeof(struct fi_dpdk_ops_stats) of the provider */
 	/* ep is a struct fid_ep *; returns 0 or -FI_EINVAL */
@@ -92,6 +109,8 @@ struct fi_dpdk_ops_stats {
 	int (*ep_waits)(void *ep, struct fi_dpdk_ep_waits *out);
 	/* Present when size reaches past it; domain as for port_stats. */
 	int (*port_polls)(void *domain, struct fi_dpdk_port_polls *out);
+	/* Present when size reaches past it; ep as for ep_stats. */
+	int (*ep_steering)(void *ep, struct fi_dpdk_ep_steering *out);
 };
 
 #ifdef __cplusplus

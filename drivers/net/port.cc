@@ -7,7 +7,6 @@
 #include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
-#include <rte_flow.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
@@ -36,10 +35,6 @@ namespace ofi_dpdk::net {
 namespace {
 
 std::atomic<uint32_t> g_pool_serial{0};
-
-// The frame header's dst_queue, 2 bytes at this offset after the Ethernet
-// header, is what an rte_flow rule matches to pick an endpoint's queue.
-constexpr uint32_t kDstQueueOffset = offsetof(wire::FrameHeader, dst_queue);
 
 // The value of devarg `key` of the device (net_memif's bsize, role), or
 // empty when not given.
@@ -257,11 +252,13 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     // The steering decision is made before the first start: a start and stop
     // of a net_memif port shows its peer a connection that vanishes, and the
     // 22.11 PMD crashes on a HELLO that arrives for the vanished one.
-    bool use_flow = try_flow && port->queue_rule_validates();
-    if (try_flow && !use_flow) {
+    std::string refused;
+    uint32_t kinds =
+        try_flow ? port->rule_kinds_taken(port->wanted_rule_kinds(), false, &refused) : 0;
+    if (try_flow && kinds == 0) {
       if (config.steering == SteeringRequest::kFlow) {
-        *error = port->name_ + ": FI_DPDK_STEERING=flow, but the device "
-                 "validates no rte_flow queue rule";
+        *error = port->name_ + ": FI_DPDK_STEERING=flow, but the device validates no "
+                 "rte_flow queue rule (" + refused + ")";
         return -ENOTSUP;
       }
       ret = port->configure(1, error);
@@ -269,13 +266,14 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     }
     ret = port->start(error);
     if (ret != 0) return ret;
-    // A device that validated the rule must also create it (net_tap once
+    // A device that validated a rule must also create it (net_tap once
     // validated what it then refused); restarting such a port is harmless.
-    if (use_flow && !port->probe_flow_steering()) {
-      use_flow = false;
+    if (kinds != 0) kinds = port->rule_kinds_taken(kinds, true, &refused);
+    const bool use_flow = kinds != 0;
+    if (try_flow && !use_flow && port->queue_pairs_ > 1) {
       if (config.steering == SteeringRequest::kFlow) {
-        *error = port->name_ + ": FI_DPDK_STEERING=flow, but the device "
-                 "installs no rte_flow queue rule";
+        *error = port->name_ + ": FI_DPDK_STEERING=flow, but the device installs no "
+                 "rte_flow queue rule (" + refused + ")";
         return -ENOTSUP;
       }
       stop_device(port_id);
@@ -285,9 +283,18 @@ int Port::open(uint16_t port_id, const PortConfig& config,
       if (ret != 0) return ret;
     }
     port->steering_ = use_flow ? Steering::kFlow : Steering::kSoftware;
+    port->rule_kinds_ = kinds;
     port->description_ = port->name_ + ": " + std::to_string(port->queue_pairs_) +
                          " queue pair(s), " + steering_name(port->steering_) +
                          " steering";
+    if (use_flow) {
+      std::string taken;
+      for (int k = 0; k < kRuleKinds; ++k)
+        if ((kinds & rule_bit(RuleKind(k))) != 0)
+          taken += std::string(taken.empty() ? "" : ", ") + rule_kind_name(RuleKind(k));
+      port->description_ += " (rules: " + taken + ")";
+    }
+    if (try_flow && !refused.empty()) port->description_ += "; refused: " + refused;
   }
 
   // configure() settled the MTU on a port we set up; a host program's port
@@ -490,102 +497,68 @@ int Port::start(std::string* error) {
   return 0;
 }
 
-// The rule that sends our EtherType with destination queue `endpoint_queue`
-// to hardware queue `hw_queue`.  Its items point into the object itself.
-struct Port::QueueRule {
-  QueueRule(uint16_t ether_type, uint16_t endpoint_queue, uint16_t hw_queue) {
-    attr.ingress = 1;
-    eth_spec.hdr.ether_type = rte_cpu_to_be_16(ether_type);
-    eth_mask.hdr.ether_type = 0xffff;
-    queue_be = rte_cpu_to_be_16(endpoint_queue);
-    raw_spec.relative = 1;
-    raw_spec.offset = kDstQueueOffset;
-    raw_spec.length = sizeof(queue_be);
-    raw_spec.pattern = reinterpret_cast<const uint8_t*>(&queue_be);
-    raw_mask = raw_spec;
-    raw_mask.offset = static_cast<int32_t>(0xffffffff);
-    raw_mask.pattern = reinterpret_cast<const uint8_t*>(&all_ones);
-    pattern[0] = {RTE_FLOW_ITEM_TYPE_ETH, &eth_spec, nullptr, &eth_mask};
-    pattern[1] = {RTE_FLOW_ITEM_TYPE_RAW, &raw_spec, nullptr, &raw_mask};
-    pattern[2].type = RTE_FLOW_ITEM_TYPE_END;
-    queue.index = hw_queue;
-    actions[0] = {RTE_FLOW_ACTION_TYPE_QUEUE, &queue};
-    actions[1].type = RTE_FLOW_ACTION_TYPE_END;
-  }
-  QueueRule(const QueueRule&) = delete;
-  QueueRule& operator=(const QueueRule&) = delete;
-
-  rte_flow_attr attr{};
-  rte_flow_item_eth eth_spec{};
-  rte_flow_item_eth eth_mask{};
-  uint16_t queue_be = 0;
-  uint16_t all_ones = 0xffff;
-  rte_flow_item_raw raw_spec{};
-  rte_flow_item_raw raw_mask{};
-  rte_flow_item pattern[3] = {};
-  rte_flow_action_queue queue{};
-  rte_flow_action actions[2] = {};
-};
-
-bool Port::queue_rule_validates() {
-  const QueueRule rule(ether_type_, 1, 1);
-  rte_flow_error flow_error{};
-  if (rte_flow_validate(port_id_, &rule.attr, rule.pattern, rule.actions, &flow_error) == 0)
-    return true;
-  description_ = std::string("rte_flow_validate: ") +
-                 (flow_error.message ? flow_error.message : "refused");
-  return false;
+uint32_t Port::wanted_rule_kinds() const {
+  uint32_t kinds = rule_bit(RuleKind::kEtherType);
+  if (config_.udp4) kinds |= rule_bit(RuleKind::kUdp4);
+  if (config_.udp6) kinds |= rule_bit(RuleKind::kUdp6);
+  return kinds;
 }
 
-rte_flow* Port::create_queue_rule(uint16_t endpoint_queue, uint16_t hw_queue,
-                                  std::string* error) {
-  const QueueRule rule(ether_type_, endpoint_queue, hw_queue);
-  rte_flow_error flow_error{};
-  if (rte_flow_validate(port_id_, &rule.attr, rule.pattern, rule.actions, &flow_error) != 0) {
-    *error = std::string("rte_flow_validate: ") +
-             (flow_error.message ? flow_error.message : "refused");
-    return nullptr;
-  }
-  // Some PMDs (net_tap) validate what they then fail to create: only a
-  // created rule counts.
-  rte_flow* flow =
-      rte_flow_create(port_id_, &rule.attr, rule.pattern, rule.actions, &flow_error);
-  if (flow == nullptr)
-    *error = std::string("rte_flow_create: ") +
-             (flow_error.message ? flow_error.message : "failed");
-  return flow;
+SteeringRule::Match Port::rule_match(RuleKind kind, uint16_t endpoint_queue) const {
+  return {kind, ether_type_, config_.udp_port_base, endpoint_queue};
 }
 
-bool Port::probe_flow_steering() {
-  std::string error;
-  rte_flow* probe = create_queue_rule(1, 1, &error);
-  if (probe == nullptr) {
-    description_ = error;
-    return false;
+uint32_t Port::rule_kinds_taken(uint32_t kinds, bool create, std::string* refused) {
+  uint32_t taken = 0;
+  for (int k = 0; k < kRuleKinds; ++k) {
+    const RuleKind kind = RuleKind(k);
+    if ((kinds & rule_bit(kind)) == 0) continue;
+    const SteeringRule rule(rule_match(kind, 1), 1);
+    std::string error;
+    bool ok = false;
+    if (!create) {
+      ok = rule.validate(port_id_, &error);
+    } else if (rte_flow* probe = rule.create(port_id_, &error)) {
+      rte_flow_error flow_error{};
+      rte_flow_destroy(port_id_, probe, &flow_error);
+      ok = true;
+    }
+    if (ok)
+      taken |= rule_bit(kind);
+    else
+      *refused += std::string(refused->empty() ? "" : "; ") + rule_kind_name(kind) + ": " + error;
   }
-  rte_flow_error flow_error{};
-  rte_flow_destroy(port_id_, probe, &flow_error);
-  return true;
+  return taken;
 }
 
-int Port::bind_endpoint_queue(uint16_t endpoint_queue) {
+uint16_t Port::bind_endpoint_queue(uint16_t endpoint_queue, std::string* refused) {
+  refused->clear();
   if (steering_ == Steering::kSoftware) return 0;
-  if (endpoint_queue >= queue_pairs_ || endpoint_queue >= std::size(endpoint_rules_))
-    return -ENOSPC;
-  std::string error;
-  rte_flow* rule = create_queue_rule(endpoint_queue, endpoint_queue, &error);
-  if (rule == nullptr) return -ENOTSUP;
-  endpoint_rules_[endpoint_queue] = rule;
+  if (endpoint_queue >= queue_pairs_ || endpoint_queue >= std::size(endpoint_rules_)) {
+    *refused = "queue " + std::to_string(endpoint_queue) + " is beyond the device's " +
+               std::to_string(queue_pairs_) + " queue pairs";
+    return 0;
+  }
+  for (int k = 0; k < kRuleKinds; ++k) {
+    const RuleKind kind = RuleKind(k);
+    if ((rule_kinds_ & rule_bit(kind)) == 0) continue;
+    const SteeringRule rule(rule_match(kind, endpoint_queue), endpoint_queue);
+    std::string error;
+    endpoint_rules_[endpoint_queue][k] = rule.create(port_id_, &error);
+    if (endpoint_rules_[endpoint_queue][k] == nullptr)
+      *refused += std::string(refused->empty() ? "" : "; ") + rule_kind_name(kind) + ": " + error;
+  }
   return endpoint_queue;
 }
 
 void Port::unbind_endpoint_queue(uint16_t endpoint_queue) {
   if (steering_ == Steering::kSoftware || endpoint_queue >= std::size(endpoint_rules_))
     return;
-  if (rte_flow* rule = endpoint_rules_[endpoint_queue]) {
+  for (rte_flow*& rule : endpoint_rules_[endpoint_queue]) {
+    if (rule == nullptr) continue;
     rte_flow_error flow_error{};
     rte_flow_destroy(port_id_, rule, &flow_error);
-    endpoint_rules_[endpoint_queue] = nullptr;
+    rule = nullptr;
   }
 }
 

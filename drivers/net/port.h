@@ -15,11 +15,11 @@
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/fault_plan.h"
 #include "drivers/net/shared_port.h"
+#include "drivers/net/steering_rule.h"
 #include "drivers/net/unmap_guard_policy.h"
 
 struct rte_mbuf;
 struct rte_mempool;
-struct rte_flow;
 struct rte_eth_dev_info;
 struct rte_ring;
 
@@ -30,7 +30,7 @@ class FaultInjector;
 // How frames reach an endpoint's queue.
 enum class Steering : uint8_t {
   kSoftware,  // all endpoints share queue pair 0; the stack demultiplexes
-  kFlow,      // an rte_flow rule per endpoint sends its frames to its own queue
+  kFlow,      // rte_flow rules per endpoint send its frames to its own queue
 };
 const char* steering_name(Steering steering);
 
@@ -49,6 +49,12 @@ struct PortConfig {
   uint32_t connect_timeout_ms = 30000;
   uint16_t ether_type = 0x88B5;
   SteeringRequest steering = SteeringRequest::kAuto;
+  // Whether the port's peers reach it in UDP/IPv4 or UDP/IPv6, to
+  // `udp_port_base` + the endpoint's queue: steering rules of those kinds
+  // are tried beside the EtherType's (steering_rule.h).
+  bool udp4 = false;
+  bool udp6 = false;
+  uint16_t udp_port_base = 0;
   FaultConfig faults;
   // Whether a net_memif port's bursts hold back the driver's unmaps
   // (FI_DPDK_MEMIF_UNMAP_GUARD; unmap_guard_policy.h).
@@ -91,6 +97,8 @@ class Port {
   const uint8_t* mac() const { return mac_; }
   uint16_t ether_type() const { return ether_type_; }
   Steering steering() const { return steering_; }
+  // The rule kinds (rule_bit) the device installs, in kFlow mode; 0 else.
+  uint32_t rule_kinds() const { return rule_kinds_; }
   uint16_t queue_pairs() const { return queue_pairs_; }
   // Bytes of frame payload after our headers that one frame can carry.
   uint32_t max_frame_payload() const { return max_frame_payload_; }
@@ -122,9 +130,11 @@ class Port {
   int shared_slot() const { return shared_slot_; }
 
   // The hardware queue pair that serves endpoint queue id `endpoint_queue`,
-  // installing its rte_flow rule in kFlow mode.  Returns the queue index, or
-  // a negative errno when the rule cannot be installed.
-  int bind_endpoint_queue(uint16_t endpoint_queue);
+  // installing its rte_flow rules in kFlow mode.  A rule the device refuses
+  // (or an endpoint queue beyond the device's queues) leaves those frames
+  // to the software demultiplexer: every queue is polled.  What was refused
+  // and why goes to *refused ("" when nothing was).
+  uint16_t bind_endpoint_queue(uint16_t endpoint_queue, std::string* refused);
   void unbind_endpoint_queue(uint16_t endpoint_queue);
 
   // Lets multicast frames in (IPv6's neighbour solicitations go to a
@@ -174,14 +184,17 @@ class Port {
   // and unstarted devices may be configured again.
   int configure(uint16_t queue_pairs, std::string* error);
   int start(std::string* error);
-  bool queue_rule_validates();
-  bool probe_flow_steering();
+  // The rule kinds this port's frames come in (config_).
+  uint32_t wanted_rule_kinds() const;
+  // Of `kinds`, those whose rule for endpoint queue 1 validates (or, with
+  // `create`, is created and removed again); the refusals and their
+  // reasons are added to *refused.
+  uint32_t rule_kinds_taken(uint32_t kinds, bool create, std::string* refused);
   // Port::open for a shared port: claims a slot instead of configuring.
   static int open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
                          const rte_eth_dev_info& info, const PortConfig& config,
                          std::unique_ptr<Port>* out, std::string* error);
-  rte_flow* create_queue_rule(uint16_t endpoint_queue, uint16_t hw_queue,
-                              std::string* error);
+  SteeringRule::Match rule_match(RuleKind kind, uint16_t endpoint_queue) const;
 
   uint16_t port_id_ = 0;
   std::string name_;
@@ -208,7 +221,8 @@ class Port {
   std::string description_;
   rte_mempool* pool_ = nullptr;
   std::unique_ptr<FaultInjector> faults_;
-  rte_flow* endpoint_rules_[64] = {};  // kFlow: rule for endpoint queue i
+  uint32_t rule_kinds_ = 0;
+  rte_flow* endpoint_rules_[64][kRuleKinds] = {};  // kFlow: endpoint queue i's rules
   // Device queue of our queue pair 0 (a shared port's slot; else 0).
   uint16_t queue_base_ = 0;
   uint16_t endpoint_queue_first_ = 0;

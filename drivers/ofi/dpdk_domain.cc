@@ -88,12 +88,33 @@ int port_polls(void* domain_fid, fi_dpdk_port_polls* out) {
   return 0;
 }
 
+static_assert(net::rule_bit(net::RuleKind::kEtherType) == FI_DPDK_RULE_ETHERTYPE &&
+              net::rule_bit(net::RuleKind::kUdp4) == FI_DPDK_RULE_UDP4 &&
+              net::rule_bit(net::RuleKind::kUdp6) == FI_DPDK_RULE_UDP6);
+
+int ep_steering(void* ep_fid, fi_dpdk_ep_steering* out) {
+  if (ep_fid == nullptr || out == nullptr) return -FI_EINVAL;
+  Endpoint* ep = from_fid<Endpoint>(static_cast<fid_ep*>(ep_fid));
+  const size_t fclass = ep->fid.fid.fclass;
+  if (fclass != FI_CLASS_EP && fclass != FI_CLASS_TX_CTX && fclass != FI_CLASS_RX_CTX)
+    return -FI_EINVAL;
+  std::lock_guard guard(ep->port().lock);
+  *out = {};
+  out->queue = ep->queue;
+  out->hw_queue = ep->hw_queue;
+  out->rules = ep->port().port->rule_kinds();
+  out->frames_on_own_queue = ep->frames_on_own_queue;
+  out->frames_on_other_queue = ep->frames_on_other_queue;
+  return 0;
+}
+
 fi_dpdk_ops_stats g_stats_ops = {
     .size = sizeof(fi_dpdk_ops_stats),
     .ep_stats = ep_stats,
     .port_stats = port_stats,
     .ep_waits = ep_waits,
     .port_polls = port_polls,
+    .ep_steering = ep_steering,
 };
 
 int domain_ops_open(fid*, const char* name, uint64_t, void** ops, void*) {
@@ -198,17 +219,22 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   config.memif_unmap_guard = p.memif_unmap_guard;
   auto ctx = std::make_shared<PortContext>();
   ctx->checksums = p.checksum;
+  // The port's addresses are known before it opens: its steering rules
+  // match the UDP it will be reached in.
+  net::PortDescription description;
+  if (!net::describe_port(port_id, &description)) description = {};
+  ctx->interface = port_interface(description.name, description.kernel_interface);
+  ctx->interface6 = port_interface6(description.name, description.kernel_interface);
+  config.udp4 = port_speaks_udp(ctx->interface.has_value(), description.shared);
+  config.udp6 = port_speaks_udp(ctx->interface6.has_value(), description.shared);
+  config.udp_port_base = p.port_base;
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
-  net::PortDescription description;
-  if (!net::describe_port(port_id, &description)) description.kernel_interface.clear();
-  ctx->interface = port_interface(ctx->port->name(), description.kernel_interface);
   ctx->neighbours = ip::NeighbourTable(ip::NeighbourTable::kDefaultCapacity,
                                        uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
   // A shared port's switch passes our EtherType alone.
   ctx->udp = port_speaks_udp(ctx->interface.has_value(), ctx->port->shared());
-  ctx->interface6 = port_interface6(ctx->port->name(), description.kernel_interface);
   if (ctx->interface6 && ctx->port->shared()) {
     DPDK_INFO(FI_LOG_DOMAIN, "%s: a shared port's switch passes our EtherType alone: its "
               "IPv6 address %s is not used\n", ctx->port->name().c_str(),

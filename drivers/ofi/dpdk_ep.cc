@@ -312,12 +312,12 @@ int ep_enable(Endpoint* ep) {
   // No CQ is needed (fi_endpoint(3): only what an endpoint uses must be
   // bound first): a receive context that only serves RMA has none, as
   // Open MPI's one-sided BTL opens it.
-  const int hw_queue = ep->port().port->bind_endpoint_queue(ep->queue);
-  if (hw_queue < 0) {
-    DPDK_WARN(FI_LOG_EP_CTRL, "no steering rule for queue %u\n", ep->queue);
-    return -FI_EIO;
-  }
-  ep->hw_queue = static_cast<uint16_t>(hw_queue);
+  std::string refused;
+  ep->hw_queue = ep->port().port->bind_endpoint_queue(ep->queue, &refused);
+  if (!refused.empty())
+    DPDK_WARN(FI_LOG_EP_CTRL, "%s: endpoint queue %u: no steering rule (%s); its frames "
+              "are found in software\n", ep->port().port->name().c_str(), ep->queue,
+              refused.c_str());
   if (const int ret = ep->enable_auth_keys(); ret != 0) {
     ep->port().port->unbind_endpoint_queue(ep->queue);
     return ret;

@@ -267,7 +267,8 @@ void define_params(const fi_provider* provider) {
                   "fi_getinfo's node) on its subnet, and beyond it through GW with "
                   "FI_DPDK_ENCAP=udp.  An IPv6 item (PORT=fd00::2/64[@GW]) gives a port "
                   "an IPv6 address too, each family on its own: it answers neighbour "
-                  "solicitations and ping for it; no peer is reached by IPv6 yet "
+                  "solicitations and ping for it, and its endpoints may be named by it "
+                  "(FI_SOCKADDR_IN6) with FI_DPDK_ENCAP=udp "
                   "(default: none)");
   fi_param_define(provider, "encap", FI_PARAM_STRING,
                   "How frames reach peers named by IPv4 address: udp (Ethernet / IPv4 / "

@@ -157,7 +157,12 @@ void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, u
     ++rx_no_endpoint;
     return;
   }
-  proto::Engine& engine = *endpoints[queue]->engine;
+  Endpoint& ep = *endpoints[queue];
+  if (polled_queue == ep.hw_queue)
+    ++ep.frames_on_own_queue;
+  else if (polled_queue != kNoPolledQueue)
+    ++ep.frames_on_other_queue;
+  proto::Engine& engine = *ep.engine;
   contain([&] { engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now); });
 }
 
@@ -231,7 +236,9 @@ uint32_t PortContext::progress() {
         const uint16_t count = nic.rx_burst(queue, frames, burst);
         received += count;
         taken += count;
+        polled_queue = queue;
         for (uint16_t i = 0; i < count; ++i) receive(frames[i], now);
+        polled_queue = kNoPolledQueue;
         if (count < burst || taken >= kRxBurst) break;
         answer(now);
       }

@@ -179,6 +179,11 @@ struct PortContext final : proto::FrameKeeper {
   void warn_unsealed();      // counts one, and says why at the first
   bool checksums = true;     // FI_DPDK_CHECKSUM
   uint64_t rx_no_endpoint = 0;
+  // The device queue progress() is reading (kNoPolledQueue for frames that
+  // never left this process): deliver() tells, per endpoint, whether its
+  // frames came on its own queue, which is what rte_flow steering promises.
+  static constexpr uint16_t kNoPolledQueue = 0xFFFF;
+  uint16_t polled_queue = kNoPolledQueue;
   // Engine calls that ran out of memory for a record (std::bad_alloc,
   // caught in progress: it never reaches the application or the progress
   // loop); the frame is lost like a dropped one.
@@ -721,6 +726,10 @@ struct Endpoint {
   bool enabled = false;
   uint16_t queue = kAnyQueue;     // endpoint queue id at the port
   uint16_t hw_queue = 0;          // the port's queue pair serving it
+  // Frames for it read from the device on hw_queue, and on another queue
+  // (fi_dpdk.h's ep_steering).
+  uint64_t frames_on_own_queue = 0;
+  uint64_t frames_on_other_queue = 0;
   uint32_t session = 0;           // this incarnation, random, never 0
   uint64_t tx_op_flags = 0;
   uint64_t rx_op_flags = 0;

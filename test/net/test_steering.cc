@@ -82,8 +82,13 @@ TEST_F(PortSteering, AutoFallsBackToSoftware) {
   EXPECT_NE(port_->description().find("software"), std::string::npos)
       << port_->description();
   // Every endpoint queue is served by queue pair 0, with no rule to install.
-  EXPECT_EQ(port_->bind_endpoint_queue(5), 0);
+  std::string refused;
+  EXPECT_EQ(port_->bind_endpoint_queue(5, &refused), 0);
+  EXPECT_EQ(refused, "");
   port_->unbind_endpoint_queue(5);
+  // What the device refused, rule by rule, is in the description.
+  EXPECT_NE(port_->description().find("refused: EtherType: rte_flow_validate"),
+            std::string::npos) << port_->description();
 }
 
 // FI_DPDK_STEERING=flow: a device without rte_flow queue rules is refused,
@@ -95,6 +100,27 @@ TEST_F(PortSteering, FlowIsRefusedWithoutRteFlow) {
   // The refusal leaves the port usable.
   ASSERT_EQ(open(net::SteeringRequest::kAuto), 0) << error_;
   EXPECT_EQ(port_->steering(), net::Steering::kSoftware);
+}
+
+// A port that speaks UDP in both families tries a rule of each kind, and
+// says, kind by kind, what the device refused and why.
+TEST_F(PortSteering, EachRuleKindIsTriedAndItsRefusalNamed) {
+  net::PortConfig config;
+  config.steering = net::SteeringRequest::kFlow;
+  config.queues_wanted = 4;
+  config.mbufs = 4095;
+  config.udp4 = config.udp6 = true;
+  config.udp_port_base = 9228;
+  EXPECT_EQ(net::Port::open(port_id_, config, &port_, &error_), -ENOTSUP);
+  for (const char* kind : {"EtherType: rte_flow_validate", "UDP/IPv4: rte_flow_validate",
+                           "UDP/IPv6: rte_flow_validate"})
+    EXPECT_NE(error_.find(kind), std::string::npos) << kind << " in " << error_;
+  config.steering = net::SteeringRequest::kAuto;
+  ASSERT_EQ(net::Port::open(port_id_, config, &port_, &error_), 0) << error_;
+  EXPECT_EQ(port_->steering(), net::Steering::kSoftware);
+  EXPECT_EQ(port_->rule_kinds(), 0u);
+  EXPECT_NE(port_->description().find("UDP/IPv6: rte_flow_validate"), std::string::npos)
+      << port_->description();
 }
 
 // FI_DPDK_STEERING=software: no rte_flow attempt, one queue pair.
