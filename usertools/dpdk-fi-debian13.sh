@@ -55,10 +55,13 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 
 SUITE=trixie
-# dpdk-fi-setup.sh's PACKAGES, plus procps (sysctl, for the veth test).
+# dpdk-fi-setup.sh's PACKAGES, plus procps (sysctl, for the veth test) and
+# the kernel the VM of dpdk-fi-vm.sh boots (the root has no apt lists to
+# download it with).
 PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
 	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 iputils-ping procps
-	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils)
+	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils
+	qemu-system-x86 busybox-static linux-image-amd64)
 BUILDDIR=build-trixie
 
 rebuild_root=0

@@ -9,6 +9,8 @@
 #     --no-huge instead. The choice is written to BUILDDIR/.hugepages
 #     ("yes" or "no") for the other scripts.
 #  3. Configures the build with meson (once) and builds it with ninja.
+#  4. Prepares BUILDDIR/vm, the kernel and initramfs of the VM some tests
+#     boot (usertools/dpdk-fi-vm.sh prepare).
 #
 # Options:
 #   --no-hugepages  do not touch hugepages; record "no" (DPDK uses --no-huge)
@@ -22,7 +24,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 
 PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
 	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 iputils-ping
-	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils)
+	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils
+	qemu-system-x86 busybox-static)
 HUGE_TOTAL_KB=$((1024 * 1024)) # what we reserve: 512 pages of 2 MiB
 HUGE_MIN_FREE_KB=$((256 * 1024)) # what DPDK must find free to use them
 
@@ -151,7 +154,15 @@ build() {
 	ninja -C "$builddir" || die 1 "the build failed; see the compiler messages above"
 }
 
+# 4. The VM kit (dpdk-fi-vm.sh): a kernel whose modules net_tap's rte_flow
+# needs.  Without it (no package registry) the VM's tests skip.
+vm_kit() {
+	bash "$DPDK_FI_ROOT/usertools/dpdk-fi-vm.sh" prepare --builddir "$builddir" ||
+		note "warning: no VM kit; the tests that boot a VM (flow_steering_vm) will skip"
+}
+
 install_packages
 setup_hugepages
 build
+vm_kit
 echo "ready: $builddir"
