@@ -82,9 +82,11 @@ struct fi_dpdk_port_polls {
 };
 
 /* Where an endpoint's frames arrive.  With rte_flow steering (port_stats'
- * steering 1) the port installs, per endpoint, a rule of each kind in
- * `rules` sending its frames to hardware queue `hw_queue`; frames of a kind
- * with no rule land where the device puts them and are found in software. */
+ * steering 1) the port installed for the endpoint a rule of each kind in
+ * `rules`, sending its frames to hardware queue `hw_queue`; frames of a
+ * kind with no rule (all of them when `rules` is 0: software steering, a
+ * queue beyond the device's, or rules the device refused) land where the
+ * device puts them and are found in software. */
 #define FI_DPDK_RULE_ETHERTYPE (1u << 0) /* our EtherType, by dst_queue */
 #define FI_DPDK_RULE_UDP4      (1u << 1) /* UDP/IPv4 to port_base + queue */
 #define FI_DPDK_RULE_UDP6      (1u << 2) /* UDP/IPv6 to port_base + queue */

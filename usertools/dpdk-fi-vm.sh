@@ -19,7 +19,9 @@
 #   run      boots the kit, runs COMMAND as root in the current directory
 #            inside the guest, prints its output and exits with its status;
 #            124 when it runs out of time (default 900 s, the boot
-#            included), 77 when there is no kit (prepare was not run).
+#            included), 77 when there is no kit (prepare was not run), no
+#            QEMU, or the directory or the kit is under /tmp or /run (the
+#            guest has its own there).
 #            The guest has 2 CPUs, 2 GiB and 256 hugepages of 2 MiB
 #            mounted on /dev/hugepages.
 #
@@ -115,7 +117,8 @@ prepare() {
 		package=$(kernel_package)
 		[[ -n "$package" ]] || die 1 "apt knows no linux-image-amd64 (apt-get update?)"
 	fi
-	if [[ -f "$kit/package" && "$(cat "$kit/package")" == "$package" && -f "$kit/initrd.gz" ]]; then
+	if [[ -f "$kit/package" && "$(cat "$kit/package")" == "$package" && -f "$kit/initrd.gz" &&
+		-f "$kit/vmlinuz" ]]; then
 		echo "vm kit: $package (ready)"
 		return 0
 	fi
@@ -143,7 +146,8 @@ prepare() {
 		local name=$1 file deps dep
 		[[ -n "${added[$name]:-}" ]] && return 0
 		added[$name]=1
-		file=$(find "$tree" -name "$name.ko" -o -name "$name.ko.xz" -o -name "$name.ko.zst" | head -n 1)
+		# depends= names modules with '_' where some files have '-'.
+		file=$(find "$tree" -name "$name.ko*" -o -name "${name//_/-}.ko*" | sort | head -n 1 || true)
 		if [[ -z "$file" ]]; then
 			# Built into the kernel (Debian 13 builds virtio in).
 			grep -q "/$name.ko\$" "$tree/../modules.builtin" 2>/dev/null && return 0
@@ -175,6 +179,19 @@ run() {
 		note "no VM kit in $kit: run '$0 prepare --builddir $builddir' (dpdk-fi-setup.sh does)"
 		exit 77
 	fi
+	if ! command -v qemu-system-x86_64 >/dev/null; then
+		note "no qemu-system-x86_64 (package qemu-system-x86)"
+		exit 77
+	fi
+	local path
+	for path in "$PWD" "$kit"; do
+		case "$path/" in
+		/tmp/* | /run/* | /var/run/*)
+			note "$path is under /tmp or /run, which the guest has of its own"
+			exit 77
+			;;
+		esac
+	done
 	local job
 	job=$(mktemp -d /tmp/ofi-dpdk-vm.XXXXXX)
 	# shellcheck disable=SC2064
@@ -199,12 +216,13 @@ run() {
 		-append "console=ttyS0 quiet panic=-1" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$job,mount_tag=job,security_model=none" </dev/null || status=$?
+	# The command's status, even when the guest then failed to power off.
+	[[ -s "$job/status" ]] && exit "$(cat "$job/status")"
 	if ((status == 124 || status == 137)); then
 		note "the VM ran out of its ${timeout_s} s"
 		exit 124
 	fi
-	[[ -f "$job/status" ]] || die 1 "the VM stopped without running the command (status $status)"
-	exit "$(cat "$job/status")"
+	die 1 "the VM stopped without running the command (QEMU's status $status)"
 }
 
 case "$action" in

@@ -531,9 +531,18 @@ uint32_t Port::rule_kinds_taken(uint32_t kinds, bool create, std::string* refuse
   return taken;
 }
 
+uint32_t Port::endpoint_rule_kinds(uint16_t endpoint_queue) const {
+  if (endpoint_queue >= std::size(endpoint_rules_)) return 0;
+  uint32_t kinds = 0;
+  for (int k = 0; k < kRuleKinds; ++k)
+    if (endpoint_rules_[endpoint_queue][k] != nullptr) kinds |= rule_bit(RuleKind(k));
+  return kinds;
+}
+
 uint16_t Port::bind_endpoint_queue(uint16_t endpoint_queue, std::string* refused) {
   refused->clear();
   if (steering_ == Steering::kSoftware) return 0;
+  unbind_endpoint_queue(endpoint_queue);  // a queue bound twice keeps one set of rules
   if (endpoint_queue >= queue_pairs_ || endpoint_queue >= std::size(endpoint_rules_)) {
     *refused = "queue " + std::to_string(endpoint_queue) + " is beyond the device's " +
                std::to_string(queue_pairs_) + " queue pairs";

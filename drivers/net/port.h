@@ -99,6 +99,9 @@ class Port {
   Steering steering() const { return steering_; }
   // The rule kinds (rule_bit) the device installs, in kFlow mode; 0 else.
   uint32_t rule_kinds() const { return rule_kinds_; }
+  // Those installed for endpoint queue `endpoint_queue` (0: its frames
+  // land wherever the device puts them).
+  uint32_t endpoint_rule_kinds(uint16_t endpoint_queue) const;
   uint16_t queue_pairs() const { return queue_pairs_; }
   // Bytes of frame payload after our headers that one frame can carry.
   uint32_t max_frame_payload() const { return max_frame_payload_; }

@@ -102,7 +102,7 @@ int ep_steering(void* ep_fid, fi_dpdk_ep_steering* out) {
   *out = {};
   out->queue = ep->queue;
   out->hw_queue = ep->hw_queue;
-  out->rules = ep->port().port->rule_kinds();
+  out->rules = ep->port().port->endpoint_rule_kinds(ep->queue);
   out->frames_on_own_queue = ep->frames_on_own_queue;
   out->frames_on_other_queue = ep->frames_on_other_queue;
   return 0;

@@ -314,10 +314,15 @@ int ep_enable(Endpoint* ep) {
   // Open MPI's one-sided BTL opens it.
   std::string refused;
   ep->hw_queue = ep->port().port->bind_endpoint_queue(ep->queue, &refused);
-  if (!refused.empty())
-    DPDK_WARN(FI_LOG_EP_CTRL, "%s: endpoint queue %u: no steering rule (%s); its frames "
-              "are found in software\n", ep->port().port->name().c_str(), ep->queue,
+  // A queue beyond the device's is expected with many endpoints; a rule
+  // the device took for the probe and refuses now is not.
+  if (!refused.empty() && ep->queue < ep->port().port->queue_pairs())
+    DPDK_WARN(FI_LOG_EP_CTRL, "%s: endpoint queue %u: steering rule refused (%s); its "
+              "frames are found in software\n", ep->port().port->name().c_str(), ep->queue,
               refused.c_str());
+  else if (!refused.empty())
+    DPDK_INFO(FI_LOG_EP_CTRL, "%s: %s: its frames are found in software\n",
+              ep->port().port->name().c_str(), refused.c_str());
   if (const int ret = ep->enable_auth_keys(); ret != 0) {
     ep->port().port->unbind_endpoint_queue(ep->queue);
     return ret;

@@ -236,9 +236,16 @@ uint32_t PortContext::progress() {
         const uint16_t count = nic.rx_burst(queue, frames, burst);
         received += count;
         taken += count;
-        polled_queue = queue;
-        for (uint16_t i = 0; i < count; ++i) receive(frames[i], now);
-        polled_queue = kNoPolledQueue;
+        {
+          // Frames handled after these (looped, or on a later pass) are
+          // counted against no queue, whatever a frame's handling throws.
+          struct Polling {
+            uint16_t& polled;
+            ~Polling() { polled = kNoPolledQueue; }
+          } polling{polled_queue};
+          polled_queue = queue;
+          for (uint16_t i = 0; i < count; ++i) receive(frames[i], now);
+        }
         if (count < burst || taken >= kRxBurst) break;
         answer(now);
       }

@@ -47,24 +47,27 @@ bool on_taps() {
   return args != nullptr && std::strstr(args, "net_tap") != nullptr;
 }
 
-// Tells the script the ports are open and waits for it to rearrange the
-// interfaces.
-void sync_with_script() {
+fi_dpdk_ops_stats* stats_ops(fid_domain* domain) {
+  void* ops = nullptr;
+  if (fi_open_ops(&domain->fid, FI_DPDK_STATS_OPS_NAME, 0, &ops, nullptr) != 0) return nullptr;
+  auto* stats = static_cast<fi_dpdk_ops_stats*>(ops);
+  // A provider older than ep_steering ends before it.
+  if (stats->size < offsetof(fi_dpdk_ops_stats, ep_steering) + sizeof(stats->ep_steering))
+    return nullptr;
+  return stats;
+}
+
+// Tells the script `name` happened and waits for its `answer`.
+void sync_with_script(const char* name, const char* answer) {
   const char* dir = std::getenv("OFI_DPDK_STEERING_SYNC");
   ASSERT_NE(dir, nullptr) << "OFI_DPDK_STEERING_SYNC is not set";
-  std::ofstream(std::string(dir) + "/opened") << "opened\n";
-  const std::string go = std::string(dir) + "/go";
+  std::ofstream(std::string(dir) + "/" + name) << name << "\n";
+  const std::string done = std::string(dir) + "/" + answer;
   const auto deadline = std::chrono::steady_clock::now() + kPatience;
-  while (!std::ifstream(go).good()) {
+  while (!std::ifstream(done).good()) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the script did not answer";
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-}
-
-fi_dpdk_ops_stats* stats_ops(fid_domain* domain) {
-  void* ops = nullptr;
-  EXPECT_EQ(fi_open_ops(&domain->fid, FI_DPDK_STATS_OPS_NAME, 0, &ops, nullptr), 0);
-  return static_cast<fi_dpdk_ops_stats*>(ops);
 }
 
 // One endpoint at a given port, family and queue, in a domain of its own.
@@ -83,10 +86,12 @@ struct Place {
     return addr;
   }
   fi_dpdk_ep_steering steering() {
-    fi_dpdk_ops_stats* ops = stats_ops(domain.domain);
     fi_dpdk_ep_steering out{};
-    EXPECT_GE(ops->size, offsetof(fi_dpdk_ops_stats, ep_steering) + sizeof(ops->ep_steering));
-    EXPECT_EQ(ops->ep_steering(endpoint.ep, &out), 0);
+    fi_dpdk_ops_stats* ops = stats_ops(domain.domain);
+    EXPECT_NE(ops, nullptr) << "no ep_steering op";
+    if (ops != nullptr) {
+      EXPECT_EQ(ops->ep_steering(endpoint.ep, &out), 0);
+    }
     return out;
   }
   void close() {
@@ -140,10 +145,12 @@ TEST(FlowSteering, EachEndpointsFramesArriveOnItsOwnQueue) {
   if (HasFatalFailure()) return;
 
   fi_dpdk_port_stats port{};
-  ASSERT_EQ(stats_ops(a1.domain.domain)->port_stats(a1.domain.domain, &port), 0);
+  fi_dpdk_ops_stats* ops = stats_ops(a1.domain.domain);
+  ASSERT_NE(ops, nullptr) << "no ep_steering op";
+  ASSERT_EQ(ops->port_stats(a1.domain.domain, &port), 0);
   ASSERT_EQ(port.steering, 1u) << "the device installed no rule: see the log";
   ASSERT_EQ(port.queues, 4u);
-  sync_with_script();
+  sync_with_script("opened", "go");
   if (HasFatalFailure()) return;
 
   const fi_addr_t b3_to_a1 = b3.insert(a1), a1_to_b3 = a1.insert(b3);
@@ -160,13 +167,18 @@ TEST(FlowSteering, EachEndpointsFramesArriveOnItsOwnQueue) {
     const fi_dpdk_ep_steering s = place->steering();
     SCOPED_TRACE(std::string(place->domain.info->domain_attr->name) + " queue " +
                  std::to_string(s.queue));
+    // Installed for this endpoint: both UDP kinds; not the EtherType's.
     EXPECT_EQ(s.rules, FI_DPDK_RULE_UDP4 | FI_DPDK_RULE_UDP6);
     EXPECT_EQ(s.hw_queue, s.queue);
     // Each message is two frames, and each side acks.
     EXPECT_GE(s.frames_on_own_queue, uint64_t{kRoundTrips} * 2);
     EXPECT_EQ(s.frames_on_other_queue, 0u);
   }
-  for (Place* place : {&a1, &a2, &b3, &b1}) place->close();
+  // Closing the endpoints removes their rules while the ports stay open
+  // (the domains hold them): the script lists the filters meanwhile.
+  for (Place* place : {&a1, &a2, &b3, &b1}) place->endpoint.close();
+  sync_with_script("closed", "checked");
+  for (Place* place : {&a1, &a2, &b3, &b1}) place->domain.close();
 }
 
 }  // namespace

@@ -14,7 +14,8 @@
 #  - checks the provider's log: the port says which rules it installs, and
 #    which it refused and why (the EtherType rule's RAW item);
 #  - checks that the rules were TC filters on the taps while they were in
-#    place (the kernel lists them), and that they are gone afterwards.
+#    place (the kernel lists them), and that closing the endpoints removed
+#    them while their ports were still open.
 # Exit status: 0 passed, 1 failed, 77 no VM kit.
 set -uo pipefail
 
@@ -42,22 +43,40 @@ for tap in ofitap0 ofitap1; do
 done
 sysctl -qw net.ipv6.conf.all.disable_ipv6=1 # the kernel's own IPv6 chatter
 
+# filters TAP: the flower filters net_tap made on TAP, one per line.
+filters() {
+	tc filter show dev "$1" parent 1: 2>&1 | tr '\n' ' ' | sed 's/filter /\n&/g'
+}
+
 export OFI_DPDK_STEERING_SYNC=/tmp/steering-sync
 mkdir -p "$OFI_DPDK_STEERING_SYNC"
-# Once the ports are open: the kernel's side of each tap gets a MAC of its
-# own, and the filters the rules became are listed.
-(
+# await NAME: waits (at most 10 min) for the program's file NAME.
+await() {
 	for _ in $(seq 1200); do
-		[[ -f $OFI_DPDK_STEERING_SYNC/opened ]] && break
+		[[ -f $OFI_DPDK_STEERING_SYNC/$1 ]] && return 0
 		sleep 0.5
 	done
+	return 1
+}
+# Once the ports are open: the kernel's side of each tap gets a MAC of its
+# own, and the filters the rules became are listed; once the endpoints are
+# closed (the ports still open), they are listed again.
+(
+	await opened || exit 1
 	ip link set ofitap0 address 02:00:00:09:10:01
 	ip link set ofitap1 address 02:00:00:09:10:02
-	tc filter show dev ofitap1 parent 1: >/tmp/filters 2>&1
+	filters ofitap0 >/tmp/filters0
+	filters ofitap1 >/tmp/filters1
 	touch "$OFI_DPDK_STEERING_SYNC/go"
+	await closed || exit 1
+	{ filters ofitap0; filters ofitap1; } >/tmp/filters-after
+	touch "$OFI_DPDK_STEERING_SYNC/checked"
 ) &
 helper=$!
 
+# This run's settings alone: the caller's FI_DPDK_* would change the ports
+# and rules the checks below expect.
+while IFS= read -r name; do unset "$name"; done < <(compgen -e | grep '^FI_DPDK_')
 export FI_DPDK_EAL_ARGS="-l 0-1 --no-huge -m 512 --no-shconf --no-pci --no-telemetry \
 --log-level=lib.eal:error --vdev=net_tap0,iface=ofitap0,mac=02:00:00:09:00:01 \
 --vdev=net_tap1,iface=ofitap1,mac=02:00:00:09:00:02"
@@ -76,14 +95,25 @@ for port in net_tap0 net_tap1; do
 	grep -q "$port: 4 queue pair(s), rte_flow steering (rules: UDP/IPv4, UDP/IPv6); refused: EtherType: rte_flow_validate: " "$log" ||
 		fail "$port: no log line of its rules and the refused one"
 done
-# net_tap1's endpoints are on queues 3 and 1: their rules are flower
-# filters on ofitap1 matching UDP ports 9231 and 9229 in both families,
-# each with an skbedit to its queue.
-for match in "ipv4.*9231.*queue_mapping 3" "ipv6.*9231.*queue_mapping 3" \
-	"ipv4.*9229.*queue_mapping 1" "ipv6.*9229.*queue_mapping 1"; do
-	tr '\n' ' ' </tmp/filters | sed 's/filter parent/\n&/g' | grep -q "eth_type $match" ||
-		{ cat /tmp/filters; fail "no flower filter 'eth_type $match' on ofitap1"; }
-done
-after=$(tc filter show dev ofitap1 parent 1: 2>/dev/null | grep -c "dst_port 92" || true)
-((after == 0)) || fail "$after filters left on ofitap1 after the endpoints closed"
+# The endpoints are on queues 1 and 2 of net_tap0, 3 and 1 of net_tap1:
+# their rules are flower filters matching UDP ports 9228 + queue in both
+# families, each with an skbedit to its queue, and no others.
+expect_filters() { # TAP FILE QUEUE...
+	local tap=$1 file=$2 queue family
+	shift 2
+	for queue in "$@"; do
+		for family in ipv4 ipv6; do
+			grep -q "eth_type $family .*dst_port $((9228 + queue)) .*queue_mapping $queue " "$file" ||
+				{ cat "$file"; fail "no flower filter for $family UDP $((9228 + queue)) on $tap"; }
+		done
+	done
+	(($(grep -c "dst_port" "$file") == 2 * $#)) || { cat "$file"; fail "other filters on $tap"; }
+}
+expect_filters ofitap0 /tmp/filters0 1 2
+expect_filters ofitap1 /tmp/filters1 3 1
+# Closing an endpoint removes its rules, before its port goes.
+if grep -q "dst_port" /tmp/filters-after; then
+	cat /tmp/filters-after
+	fail "filters left after the endpoints closed"
+fi
 echo "PASS: rte_flow steering on net_tap"
