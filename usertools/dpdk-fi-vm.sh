@@ -28,6 +28,8 @@
 # Options:
 #   --builddir DIR  the build directory holding the kit (default: build)
 #   --timeout S     run: give up after S seconds
+#   --qemu-arg ARG  run: one more argument for QEMU (repeatable), such as a
+#                   device the guest should have
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
@@ -35,12 +37,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 
 # What the guest loads, in this order after their dependencies.
 MODULES=(virtio_pci 9pnet_virtio 9p tun bridge veth sch_multiq sch_ingress
-	cls_flower cls_bpf act_gact act_skbedit act_mirred act_bpf)
+	cls_flower cls_bpf act_gact act_skbedit act_mirred act_bpf uio_pci_generic)
 
 action=${1:-}
 (($#)) && shift
 builddir=build
 timeout_s=900
+qemu_extra=()
 while (($#)); do
 	case "$1" in
 	--builddir)
@@ -51,6 +54,11 @@ while (($#)); do
 	--timeout)
 		(($# >= 2)) || die 1 "--timeout needs seconds"
 		timeout_s=$2
+		shift
+		;;
+	--qemu-arg)
+		(($# >= 2)) || die 1 "--qemu-arg needs an argument"
+		qemu_extra+=("$2")
 		shift
 		;;
 	--) shift; break ;;
@@ -117,6 +125,8 @@ prepare() {
 		package=$(kernel_package)
 		[[ -n "$package" ]] || die 1 "apt knows no linux-image-amd64 (apt-get update?)"
 	fi
+	# A new module list makes a new kit too.
+	package+=" (modules: ${MODULES[*]})"
 	if [[ -f "$kit/package" && "$(cat "$kit/package")" == "$package" && -f "$kit/initrd.gz" &&
 		-f "$kit/vmlinuz" ]]; then
 		echo "vm kit: $package (ready)"
@@ -125,10 +135,12 @@ prepare() {
 	rm -rf "$kit"
 	mkdir -p "$kit/download"
 	if [[ -z "$installed" ]]; then
-		(cd "$kit/download" && apt-get download -q "$package" >/dev/null 2>&1) ||
-			die 1 "apt-get download $package failed"
+		local deb
+		deb=$(kernel_package)
+		(cd "$kit/download" && apt-get download -q "$deb" >/dev/null 2>&1) ||
+			die 1 "apt-get download $deb failed"
 		unpacked="$kit/download/root"
-		dpkg-deb -x "$kit/download/$package"_*.deb "$unpacked"
+		dpkg-deb -x "$kit/download/$deb"_*.deb "$unpacked"
 		release=$(ls "$unpacked/lib/modules")
 	fi
 	[[ -d "$unpacked/lib/modules/$release/kernel" ]] || die 1 "no modules for $release"
@@ -215,7 +227,8 @@ run() {
 		-kernel "$kit/vmlinuz" -initrd "$kit/initrd.gz" \
 		-append "console=ttyS0 quiet panic=-1" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-		-virtfs "local,path=$job,mount_tag=job,security_model=none" </dev/null || status=$?
+		-virtfs "local,path=$job,mount_tag=job,security_model=none" \
+		"${qemu_extra[@]}" </dev/null || status=$?
 	# The command's status, even when the guest then failed to power off.
 	[[ -s "$job/status" ]] && exit "$(cat "$job/status")"
 	if ((status == 124 || status == 137)); then

@@ -153,7 +153,12 @@ bool describe_port(uint16_t port_id, PortDescription* out) {
 }
 
 const char* steering_name(Steering steering) {
-  return steering == Steering::kFlow ? "rte_flow" : "software";
+  switch (steering) {
+    case Steering::kFlow: return "rte_flow";
+    case Steering::kRss: return "RSS";
+    case Steering::kSoftware: break;
+  }
+  return "software";
 }
 
 int Port::open(uint16_t port_id, const PortConfig& config,
@@ -236,9 +241,21 @@ int Port::open(uint16_t port_id, const PortConfig& config,
 
   const uint16_t wanted = std::max<uint16_t>(
       1, std::min({config.queues_wanted, info.max_rx_queues, info.max_tx_queues}));
-  const bool try_flow = config.steering != SteeringRequest::kSoftware && wanted > 1;
-  int ret = port->configure(try_flow ? wanted : 1, error);
-  if (ret == -EBUSY) {
+  const bool try_flow = config.steering != SteeringRequest::kSoftware &&
+                        config.steering != SteeringRequest::kRss && wanted > 1;
+  const bool rss = config.steering == SteeringRequest::kRss;
+  int ret = port->configure(try_flow || rss ? wanted : 1, error, rss);
+  if (rss) {
+    // Asked for alone: a device without RSS fails the open, as flow does.
+    if (ret == 0) ret = port->start(error);
+    if (ret == 0 && !port->read_rss(error)) ret = -ENOTSUP;
+    if (ret != 0) return ret;
+    port->steering_ = Steering::kRss;
+    port->description_ = port->name_ + ": " + std::to_string(port->queue_pairs_) +
+                         " queue pair(s), RSS steering (key " +
+                         std::to_string(port->rss_.key.size()) + " bytes, table " +
+                         std::to_string(port->rss_.reta.size()) + " entries)";
+  } else if (ret == -EBUSY) {
     // A DPDK program that started the port itself keeps its set-up; we share
     // its queue pair 0 with software steering (users of kind 2 in design.md).
     port->steering_ = Steering::kSoftware;
@@ -431,8 +448,15 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   return 0;
 }
 
-int Port::configure(uint16_t queue_pairs, std::string* error) {
+int Port::configure(uint16_t queue_pairs, std::string* error, bool rss) {
   rte_eth_conf conf{};
+  if (rss) {
+    // UDP over either IP by addresses and ports: what rss.h predicts.  (A
+    // device that can say which types it hashes before it is configured,
+    // unlike virtio, which offers RSS only once asked for it.)
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf = RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_NONFRAG_IPV6_UDP;
+  }
   int ret = rte_eth_dev_configure(port_id_, queue_pairs, queue_pairs, &conf);
   if (ret != 0) {
     *error = name_ + ": rte_eth_dev_configure(" + std::to_string(queue_pairs) +
@@ -456,6 +480,52 @@ int Port::configure(uint16_t queue_pairs, std::string* error) {
   }
   queue_pairs_ = queue_pairs;
   return 0;
+}
+
+bool Port::read_rss(std::string* error) {
+  rte_eth_dev_info info{};
+  if (rte_eth_dev_info_get(port_id_, &info) != 0 || queue_pairs_ < 2) {
+    *error = name_ + ": RSS needs a device with several queues";
+    return false;
+  }
+  if ((info.flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV4_UDP) == 0 ||
+      (info.flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV6_UDP) == 0) {
+    char offloads[24];
+    std::snprintf(offloads, sizeof offloads, "%#llx",
+                  static_cast<unsigned long long>(info.flow_type_rss_offloads));
+    *error = name_ + ": the device does not hash UDP over IPv4 and IPv6 (RSS offloads " +
+             offloads + ")";
+    return false;
+  }
+  ip::RssConfig rss;
+  rss.key.assign(info.hash_key_size != 0 ? info.hash_key_size : 40, 0);
+  rte_eth_rss_conf conf{};
+  conf.rss_key = rss.key.data();
+  conf.rss_key_len = static_cast<uint8_t>(rss.key.size());
+  if (const int ret = rte_eth_dev_rss_hash_conf_get(port_id_, &conf); ret != 0) {
+    *error = name_ + ": rte_eth_dev_rss_hash_conf_get: " + rte_strerror(-ret);
+    return false;
+  }
+  rss.key.resize(conf.rss_key_len);
+  const uint16_t size = info.reta_size;
+  std::vector<rte_eth_rss_reta_entry64> groups((size + RTE_ETH_RETA_GROUP_SIZE - 1) /
+                                               RTE_ETH_RETA_GROUP_SIZE);
+  for (auto& group : groups) group.mask = ~uint64_t{0};
+  const int ret = size == 0 ? -ENOTSUP : rte_eth_dev_rss_reta_query(port_id_, groups.data(), size);
+  if (ret != 0) {
+    *error = name_ + ": rte_eth_dev_rss_reta_query(" + std::to_string(size) + " entries): " +
+             rte_strerror(-ret);
+    return false;
+  }
+  for (uint16_t i = 0; i < size; ++i)
+    rss.reta.push_back(groups[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE]);
+  if (!rss.usable()) {
+    *error = name_ + ": an RSS key of " + std::to_string(rss.key.size()) + " bytes and a table of " +
+             std::to_string(size) + " entries: not a configuration rss.h can predict";
+    return false;
+  }
+  rss_ = std::move(rss);
+  return true;
 }
 
 int Port::start(std::string* error) {
@@ -542,6 +612,9 @@ uint32_t Port::endpoint_rule_kinds(uint16_t endpoint_queue) const {
 uint16_t Port::bind_endpoint_queue(uint16_t endpoint_queue, std::string* refused) {
   refused->clear();
   if (steering_ == Steering::kSoftware) return 0;
+  // RSS: the queue the endpoint's frames should be steered to by their
+  // source ports (not chosen so yet: they land by hash, found in software).
+  if (steering_ == Steering::kRss) return endpoint_queue % queue_pairs_;
   unbind_endpoint_queue(endpoint_queue);  // a queue bound twice keeps one set of rules
   if (endpoint_queue >= queue_pairs_ || endpoint_queue >= std::size(endpoint_rules_)) {
     *refused = "queue " + std::to_string(endpoint_queue) + " is beyond the device's " +
@@ -561,7 +634,7 @@ uint16_t Port::bind_endpoint_queue(uint16_t endpoint_queue, std::string* refused
 }
 
 void Port::unbind_endpoint_queue(uint16_t endpoint_queue) {
-  if (steering_ == Steering::kSoftware || endpoint_queue >= std::size(endpoint_rules_))
+  if (steering_ != Steering::kFlow || endpoint_queue >= std::size(endpoint_rules_))
     return;
   for (rte_flow*& rule : endpoint_rules_[endpoint_queue]) {
     if (rule == nullptr) continue;

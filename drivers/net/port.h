@@ -16,6 +16,7 @@
 #include "drivers/net/fault_plan.h"
 #include "drivers/net/shared_port.h"
 #include "drivers/net/steering_rule.h"
+#include "lib/ip/rss.h"
 #include "drivers/net/unmap_guard_policy.h"
 
 struct rte_mbuf;
@@ -31,10 +32,13 @@ class FaultInjector;
 enum class Steering : uint8_t {
   kSoftware,  // all endpoints share queue pair 0; the stack demultiplexes
   kFlow,      // rte_flow rules per endpoint send its frames to its own queue
+  kRss,       // the device spreads UDP over its queues by its RSS hash (rss())
 };
 const char* steering_name(Steering steering);
 
-enum class SteeringRequest : uint8_t { kAuto, kSoftware, kFlow };
+// kRss is asked for alone (not part of kAuto yet): the provider does not
+// choose source ports by it yet (lib/ip/rss.h).
+enum class SteeringRequest : uint8_t { kAuto, kSoftware, kFlow, kRss };
 
 struct PortConfig {
   uint16_t queues_wanted = 4;   // queue pairs to try for rte_flow steering
@@ -97,6 +101,9 @@ class Port {
   const uint8_t* mac() const { return mac_; }
   uint16_t ether_type() const { return ether_type_; }
   Steering steering() const { return steering_; }
+  // kRss: the device's key and redirection table, read after it started
+  // (RSS over IPv4 and IPv6 UDP; usable()).
+  const ip::RssConfig& rss() const { return rss_; }
   // The rule kinds (rule_bit) the device installs, in kFlow mode; 0 else.
   uint32_t rule_kinds() const { return rule_kinds_; }
   // Those installed for endpoint queue `endpoint_queue` (0: its frames
@@ -185,7 +192,9 @@ class Port {
   struct QueueRule;
   // Configures the device and its queues; start() starts it.  Both stopped
   // and unstarted devices may be configured again.
-  int configure(uint16_t queue_pairs, std::string* error);
+  int configure(uint16_t queue_pairs, std::string* error, bool rss = false);
+  // kRss after start: reads the key and table into rss_, or says why not.
+  bool read_rss(std::string* error);
   int start(std::string* error);
   // The rule kinds this port's frames come in (config_).
   uint32_t wanted_rule_kinds() const;
@@ -225,6 +234,7 @@ class Port {
   rte_mempool* pool_ = nullptr;
   std::unique_ptr<FaultInjector> faults_;
   uint32_t rule_kinds_ = 0;
+  ip::RssConfig rss_;
   rte_flow* endpoint_rules_[64][kRuleKinds] = {};  // kFlow: endpoint queue i's rules
   // Device queue of our queue pair 0 (a shared port's slot; else 0).
   uint16_t queue_base_ = 0;
