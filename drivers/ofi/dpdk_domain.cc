@@ -29,12 +29,20 @@ int domain_close(fid* fid) {
   return 0;
 }
 
-int ep_stats(void* ep_fid, fi_dpdk_ep_stats* out) {
-  if (ep_fid == nullptr || out == nullptr) return -FI_EINVAL;
+// The endpoint an ep_* stats call names (an endpoint or a context of a
+// scalable one), or nullptr for anything else.
+Endpoint* stats_endpoint(void* ep_fid, const void* out) {
+  if (ep_fid == nullptr || out == nullptr) return nullptr;
   Endpoint* ep = from_fid<Endpoint>(static_cast<fid_ep*>(ep_fid));
-  const size_t fclass = ep->fid.fid.fclass;  // an endpoint or a context of a scalable one
+  const size_t fclass = ep->fid.fid.fclass;
   if (fclass != FI_CLASS_EP && fclass != FI_CLASS_TX_CTX && fclass != FI_CLASS_RX_CTX)
-    return -FI_EINVAL;
+    return nullptr;
+  return ep;
+}
+
+int ep_stats(void* ep_fid, fi_dpdk_ep_stats* out) {
+  Endpoint* ep = stats_endpoint(ep_fid, out);
+  if (ep == nullptr) return -FI_EINVAL;
   std::lock_guard guard(ep->port().lock);
   const proto::TransportStats& s = ep->engine->stats();
   *out = {s.frames_sent, s.frames_received, s.messages_sent, s.messages_received,
@@ -44,11 +52,8 @@ int ep_stats(void* ep_fid, fi_dpdk_ep_stats* out) {
 }
 
 int ep_waits(void* ep_fid, fi_dpdk_ep_waits* out) {
-  if (ep_fid == nullptr || out == nullptr) return -FI_EINVAL;
-  Endpoint* ep = from_fid<Endpoint>(static_cast<fid_ep*>(ep_fid));
-  const size_t fclass = ep->fid.fid.fclass;
-  if (fclass != FI_CLASS_EP && fclass != FI_CLASS_TX_CTX && fclass != FI_CLASS_RX_CTX)
-    return -FI_EINVAL;
+  Endpoint* ep = stats_endpoint(ep_fid, out);
+  if (ep == nullptr) return -FI_EINVAL;
   std::lock_guard guard(ep->port().lock);
   const proto::TransportStats& s = ep->engine->stats();
   *out = {s.retransmit_timeouts, s.tail_loss_probes, s.window_probes, s.delayed_acks,
@@ -72,7 +77,9 @@ int port_stats(void* domain_fid, fi_dpdk_port_stats* out) {
   out->fault_corrupted = faults.corrupted;
   out->fault_delayed = faults.delayed;
   out->rx_not_ours = ctx.rx_not_ours + ctx.rx_no_endpoint;
-  out->steering = ctx.port->steering() == net::Steering::kFlow ? 1 : 0;
+  out->steering = ctx.port->steering() == net::Steering::kFlow  ? 1
+                  : ctx.port->steering() == net::Steering::kRss ? 2
+                                                                 : 0;
   out->queues = ctx.port->queue_pairs();
   return 0;
 }
@@ -93,11 +100,8 @@ static_assert(net::rule_bit(net::RuleKind::kEtherType) == FI_DPDK_RULE_ETHERTYPE
               net::rule_bit(net::RuleKind::kUdp6) == FI_DPDK_RULE_UDP6);
 
 int ep_steering(void* ep_fid, fi_dpdk_ep_steering* out) {
-  if (ep_fid == nullptr || out == nullptr) return -FI_EINVAL;
-  Endpoint* ep = from_fid<Endpoint>(static_cast<fid_ep*>(ep_fid));
-  const size_t fclass = ep->fid.fid.fclass;
-  if (fclass != FI_CLASS_EP && fclass != FI_CLASS_TX_CTX && fclass != FI_CLASS_RX_CTX)
-    return -FI_EINVAL;
+  Endpoint* ep = stats_endpoint(ep_fid, out);
+  if (ep == nullptr) return -FI_EINVAL;
   std::lock_guard guard(ep->port().lock);
   *out = {};
   out->queue = ep->queue;

@@ -53,7 +53,7 @@ void PortContext::solicit_neighbour(const ip::Ipv6& target, uint64_t now) {
 }
 
 PortContext::Route PortContext::route_udp6(uint8_t* frame, const uint8_t peer[6],
-                                           uint16_t src_queue, uint16_t dst_queue, uint8_t path,
+                                           uint16_t source_port, uint16_t dst_queue,
                                            size_t udp_payload, uint64_t now,
                                            ip::Ipv6* next_hop) {
   const auto destination = ipv6_of_peer_id(peer);
@@ -63,7 +63,7 @@ PortContext::Route PortContext::route_udp6(uint8_t* frame, const uint8_t peer[6]
   ip::Udp6Addresses addresses;
   addresses.source = interface6->address;
   addresses.destination = *destination;
-  addresses.source_port = ip::flow_source_port(src_queue, dst_queue, path);
+  addresses.source_port = source_port;
   addresses.destination_port = static_cast<uint16_t>(params().port_base + dst_queue);
   uint8_t mac[6] = {};
   Route route = Route::kSend;

@@ -242,8 +242,13 @@ void Endpoint::flush() {
       }
       if (now == 0) now = now_ns();
       ip::Ipv6 next_hop;
-      switch (port().route_udp(bytes, frame.dst_mac, frame.header.src_queue,
-                               frame.header.dst_queue, frame.path, ours, now, &next_hop)) {
+      // The port the peer's RSS wants (its HELLO_ACK said), else the path's.
+      const uint16_t source_port =
+          frame.source_port != 0
+              ? frame.source_port
+              : ip::flow_source_port(frame.header.src_queue, frame.header.dst_queue, frame.path);
+      switch (port().route_udp(bytes, frame.dst_mac, source_port, frame.header.dst_queue, ours,
+                               now, &next_hop)) {
         case PortContext::Route::kSend:
           break;
         case PortContext::Route::kWait:

@@ -70,8 +70,10 @@ Params load() {
     p.steering = net::SteeringRequest::kSoftware;
   } else if (steering == "flow") {
     p.steering = net::SteeringRequest::kFlow;
+  } else if (steering == "rss") {
+    p.steering = net::SteeringRequest::kRss;
   } else if (!steering.empty() && steering != "auto") {
-    p.errors += " FI_DPDK_STEERING=" + steering + " (want auto, flow or software)";
+    p.errors += " FI_DPDK_STEERING=" + steering + " (want auto, flow, rss or software)";
   }
   get_number<uint16_t>("ethertype", 0x0600, 0xffff, &p.ether_type, &p.errors);
   get_number<uint16_t>("queues", 1, kMaxEndpointsPerPort, &p.queues, &p.errors);
@@ -170,8 +172,10 @@ void define_params(const fi_provider* provider) {
                   "ports; a domain name in the hints also selects one)");
   fi_param_define(provider, "steering", FI_PARAM_STRING,
                   "How frames reach an endpoint's queue: auto, flow (rte_flow rules, fail "
-                  "if the device has none) or software (demultiplex one shared queue) "
-                  "(default: auto)");
+                  "if the device has none), rss (the device's RSS over several queues, "
+                  "each endpoint naming to its peers the UDP source ports that land on "
+                  "its queue; fail if the device cannot say its key and table) or "
+                  "software (demultiplex one shared queue) (default: auto)");
   fi_param_define(provider, "ethertype", FI_PARAM_STRING,
                   "EtherType of the provider's frames (default: 0x88b5)");
   fi_param_define(provider, "queues", FI_PARAM_STRING,

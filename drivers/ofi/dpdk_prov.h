@@ -352,6 +352,12 @@ struct PortContext final : proto::FrameKeeper {
   // for one beyond the gateway, what FI_DPDK_ROUTED_MTU leaves of a frame;
   // 0 (the port's own) otherwise (proto::PathLimit).
   uint32_t path_limit(const uint8_t* link) const;
+  // RSS steering: up to out.size() UDP source ports that frames from the
+  // peer at `link` to endpoint queue `queue` should come from for this
+  // port's RSS to put them on `hw_queue` (proto::ReachingPorts); 0 on
+  // other ports, or for a peer not in UDP.
+  size_t reaching_ports(const uint8_t* link, uint16_t queue, uint16_t hw_queue,
+                        std::span<uint16_t> out) const;
   enum class Route : uint8_t {
     kSend,         // addressed to its next hop
     kLoopBack,     // to an endpoint of this port
@@ -359,13 +365,13 @@ struct PortContext final : proto::FrameKeeper {
     kUnreachable,  // no next hop (off the subnet, no gateway)
   };
   // Writes the Ethernet, IP and UDP headers (udp_lead(peer) bytes) of a
-  // frame for peer id `peer` (of an IPv4 or an IPv6 peer) on path `path`
-  // (its source port) whose UDP payload (our header and payload, already
+  // frame for peer id `peer` (of an IPv4 or an IPv6 peer) from UDP port
+  // `source_port` (source_port_of) whose UDP payload (our header and payload, already
   // in place: IPv6's checksum covers it) is `udp_payload` bytes, and says
   // where it goes; *next_hop is the neighbour it waits for (an IPv4 one
   // IPv4-mapped).  Lock held.
-  Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t src_queue, uint16_t dst_queue,
-                  uint8_t path, size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
+  Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t source_port,
+                  uint16_t dst_queue, size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
   // Whether frames to the peer of link address `link` travel in UDP on
   // this port, and the bytes before our header then.
   bool in_udp(const uint8_t link[6]) const {
@@ -401,8 +407,8 @@ struct PortContext final : proto::FrameKeeper {
   // being asked for (dpdk_ipv6.cc).  Lock held.
   void solicit_neighbour(const ip::Ipv6& target, uint64_t now);
   // route_udp for a peer named by IPv6 address (dpdk_ipv6.cc).
-  Route route_udp6(uint8_t* frame, const uint8_t peer[6], uint16_t src_queue, uint16_t dst_queue,
-                   uint8_t path, size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
+  Route route_udp6(uint8_t* frame, const uint8_t peer[6], uint16_t source_port,
+                   uint16_t dst_queue, size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
   struct WaitingFrame {
     ip::Ipv6 next_hop;
     uint16_t hw_queue;

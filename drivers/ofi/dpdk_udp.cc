@@ -20,17 +20,18 @@
 namespace ofi_dpdk::ofi {
 
 PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
-                                          uint16_t src_queue, uint16_t dst_queue, uint8_t path,
+                                          uint16_t source_port, uint16_t dst_queue,
                                           size_t udp_payload, uint64_t now,
                                           ip::Ipv6* next_hop) {
-  if (ip::is_ipv6_peer_id(peer)) return route_udp6(frame, peer, src_queue, dst_queue, path,
+  if (ip::is_ipv6_peer_id(peer)) return route_udp6(frame, peer, source_port, dst_queue,
                                                    udp_payload, now, next_hop);
   ip::Udp4Addresses addresses;
   addresses.source = interface->address;
   addresses.destination = ip::address_of_peer_id(peer);
   // One UDP port per queue: a NIC can steer each endpoint's frames to its
-  // queue by destination port.  The source port is the path's entropy.
-  addresses.source_port = ip::flow_source_port(src_queue, dst_queue, path);
+  // queue by destination port.  The source port is the path's entropy, or
+  // one the peer's RSS steers to its queue.
+  addresses.source_port = source_port;
   addresses.destination_port = static_cast<uint16_t>(params().port_base + dst_queue);
   // Only an endpoint's port, at a unicast address: a RESET answers the
   // queue a frame named, which a stranger chooses.
@@ -58,6 +59,23 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
   }
   ip::encode_udp4(frame, mac, port->mac(), addresses, udp_payload);
   return route;
+}
+
+size_t PortContext::reaching_ports(const uint8_t* link, uint16_t queue, uint16_t hw_queue,
+                                   std::span<uint16_t> out) const {
+  if (port->steering() != net::Steering::kRss || !in_udp(link)) return 0;
+  const ip::RssConfig& rss = port->rss();
+  const auto destination_port = static_cast<uint16_t>(params().port_base + queue);
+  // Started where the path's own port would be: endpoints of one peer get
+  // different ports.
+  const uint16_t first = ip::flow_source_port(0, queue, 0);
+  if (ip::is_peer_id(link))
+    return ip::udp4_reaching_ports(rss, ip::address_of_peer_id(link), interface->address,
+                                   destination_port, hw_queue, first, out);
+  const auto address = ipv6_of_peer_id(link);
+  if (!address) return 0;
+  return ip::udp6_reaching_ports(rss, *address, interface6->address, destination_port, hw_queue,
+                                 first, out);
 }
 
 uint32_t PortContext::path_limit(const uint8_t* link) const {

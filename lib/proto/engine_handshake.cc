@@ -169,6 +169,13 @@ void Engine::on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns) {
   c->tx_state = TxState::kOpen;
   c->tx_token = token;
   c->tx_max_payload = std::min(c->payload_offer, max_payload);
+  // Ports below 1024 are no source a sender should be told to use.
+  c->peer_port_count = 0;
+  for (uint16_t wire_port : body.reaching_ports) {
+    const uint16_t port = be16toh(wire_port);
+    if (port < 1024) break;
+    c->peer_ports[c->peer_port_count++] = port;
+  }
   c->peer_session = h.src_session;
   c->last_heard_ns = now_ns;
   c->rto_deadline_ns = 0;
@@ -277,6 +284,7 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   OutFrame frame{};
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
   frame.path = c.path;
+  frame.source_port = c.source_port(frame.path);
   wire::FrameHeader& h = frame.header;
   h.version = wire::kWireVersion;
   h.opcode = static_cast<uint8_t>(wire::Opcode::kHello);
@@ -334,6 +342,11 @@ void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
   wire::HandshakeBody body{};
   body.token = htobe32(token);
   body.max_payload = htobe32(payload_offer(s.src_mac));
+  if (reaching_ports_) {
+    uint16_t ports[std::size(body.reaching_ports)] = {};
+    const size_t count = std::min(reaching_ports_(s.src_mac, ports), std::size(ports));
+    for (size_t i = 0; i < count; ++i) body.reaching_ports[i] = htobe16(ports[i]);
+  }
   std::memcpy(frame.body, &body, sizeof(body));
   frame.message = nullptr;
   outbox_.push_back(frame);

@@ -255,6 +255,13 @@ struct Connection {
   uint8_t next_lane = 0;
   uint8_t fresh_path = 0;
   bool lanes_ready = false;
+  // The source ports the peer's HELLO_ACK named (reaching_ports): path p's
+  // frames take the (p mod count)-th; none, count 0.
+  uint16_t peer_ports[4] = {};
+  uint8_t peer_port_count = 0;
+  uint16_t source_port(uint8_t for_path) const {
+    return peer_port_count == 0 ? 0 : peer_ports[for_path % peer_port_count];
+  }
   uint32_t last_ack = 0;
   uint32_t dupacks = 0;
   uint32_t recovery_seq = 0;         // no new window cut until una passes this

@@ -143,6 +143,7 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     OutFrame frame;
     std::copy(c.mac, c.mac + 6, frame.dst_mac);
     frame.path = next_path(c, &slot.lane);
+    frame.source_port = c.source_port(frame.path);
     frame.header = h;
     frame.message = &m;
     frame.offset = slot.offset;
@@ -183,6 +184,7 @@ void Engine::emit_ack(Connection& c) {
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
   uint8_t lane;
   frame.path = next_path(c, &lane);
+  frame.source_port = c.source_port(frame.path);
   frame.header = h;
   frame.message = nullptr;
   frame.offset = 0;
@@ -206,6 +208,7 @@ void Engine::emit_probe(Connection& c) {
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
   uint8_t lane;
   frame.path = next_path(c, &lane);
+  frame.source_port = c.source_port(frame.path);
   frame.header = h;
   frame.message = nullptr;
   frame.offset = 0;

@@ -32,6 +32,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -180,6 +181,11 @@ using SenderFilter = std::function<bool(uint64_t source_key)>;
 // TransportConfig::max_payload: a peer beyond a router whose links carry
 // less than ours.
 using PathLimit = std::function<uint32_t(const uint8_t* link)>;
+
+// Up to out.size() UDP source ports that frames from the peer at `link` to
+// this endpoint should come from, so that the receiving NIC's RSS puts
+// them on this endpoint's queue; returns how many (0: no such choice).
+using ReachingPorts = std::function<size_t(const uint8_t* link, std::span<uint16_t> out)>;
 
 // `placed`: how many bytes after `request` (its head, `length` bytes) went
 // straight where the RequestPlacer said; 0 when the request was assembled
@@ -451,6 +457,9 @@ struct OutFrame {
   // the wire, but where the encapsulation has room for flow entropy (a UDP
   // source port), frames of one path share it and another path changes it.
   uint8_t path = 0;
+  // The source port the peer asked frames of this path to come from
+  // (HandshakeBody::reaching_ports), or 0: the encapsulation picks by path.
+  uint16_t source_port = 0;
   void copy_payload(uint8_t* out) const;
   // The same, returning the payload's CRC-32C continued from `crc`
   // (begin_seal's): a message's bytes are checksummed as they are copied.
@@ -571,6 +580,9 @@ class Engine {
   // HELLO answered before there is one): what each side offers in its
   // handshake is the smaller of max_payload and the limit.
   void set_path_limit(PathLimit limit) { path_limit_ = std::move(limit); }
+  // Optional: the source ports this endpoint's HELLO_ACKs name
+  // (HandshakeBody::reaching_ports), asked at each answer.
+  void set_reaching_ports(ReachingPorts ports) { reaching_ports_ = std::move(ports); }
   // Optional: lets segments held ahead of a gap stay in their frames.  It
   // must outlive the engine.
   void set_frame_keeper(FrameKeeper* keeper) { frame_keeper_ = keeper; }
@@ -967,6 +979,7 @@ class Engine {
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
   PathLimit path_limit_;
+  ReachingPorts reaching_ports_;
   // What this side offers a peer in its handshake: max_payload, or less
   // where path_limit_ says so.
   uint32_t payload_offer(const uint8_t* link) const;

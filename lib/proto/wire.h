@@ -260,7 +260,11 @@ struct HandshakeBody {
   // The largest frame payload the sender of this frame accepts; each side
   // sends segments of at most the smaller of its own and the peer's.
   uint32_t max_payload;
-  uint32_t reserved[2];  // 0
+  // HELLO_ACK: UDP source ports that the answering side's NIC steers (by
+  // RSS) to the queue of the endpoint answering, for frames from the
+  // opener; the opener's frames of this connection take them by path (0
+  // ends the list; none: the opener picks its own).  HELLO: 0.
+  uint16_t reaching_ports[4];
 };
 static_assert(sizeof(HandshakeBody) == 16);
 

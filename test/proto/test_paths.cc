@@ -126,6 +126,60 @@ TEST(Paths, SprayedFramesTakeEveryLaneInTurn) {
   EXPECT_EQ(pair.engine(pair.a).stats().path_changes, 0u) << "nothing lost: no lane moved";
 }
 
+// RSS (HandshakeBody::reaching_ports): the answering side names source
+// ports its NIC steers to its endpoint's queue; the opener's frames of the
+// connection then come from them, each path from its own (lanes in turn),
+// while frames to a side that named none carry none (the encapsulation
+// picks by path).
+TEST(Paths, TheAnswerersReachingPortsBecomeTheOpenersSourcePorts) {
+  static constexpr uint16_t kPorts[] = {50001, 50002, 50003};
+  TransportConfig config;
+  config.spray_paths = 2;
+  sim::Pair pair(17, config, config);
+  pair.engine(pair.b).set_reaching_ports([](const uint8_t*, std::span<uint16_t> out) {
+    const size_t count = std::min(std::size(kPorts), out.size());
+    std::copy(kPorts, kPorts + count, out.begin());
+    return count;
+  });
+  ASSERT_TRUE(pair.warm_up());  // a opened to b; b's HELLO_ACK named the ports
+  Engine& a = pair.engine(pair.a);
+  Engine& b = pair.engine(pair.b);
+  uint64_t now = pair.link.now();
+  static const std::vector<uint8_t> message(20000, 0x33);
+  ASSERT_EQ(pair.send(pair.a, pair.b, message, nullptr), 0);
+  a.poll(now);
+  std::map<uint16_t, size_t> frames_from;
+  for (const OutFrame& frame : a.outbox()) {
+    EXPECT_EQ(frame.source_port, kPorts[frame.path % std::size(kPorts)]);
+    ++frames_from[frame.source_port];
+  }
+  a.frames_sent();
+  EXPECT_EQ(frames_from.size(), 2u) << "two lanes, two of the ports";
+  // b's own connection to a: a named no ports.
+  ASSERT_EQ(pair.send(pair.b, pair.a, message, nullptr), 0);
+  b.poll(now);
+  ASSERT_FALSE(b.outbox().empty());
+  for (const OutFrame& frame : b.outbox()) EXPECT_EQ(frame.source_port, 0);
+  b.frames_sent();
+}
+
+// Ports below 1024 are no source port to be told to use: ignored.
+TEST(Paths, ReachingPortsBelow1024AreIgnored) {
+  sim::Pair pair(18);
+  pair.engine(pair.b).set_reaching_ports([](const uint8_t*, std::span<uint16_t> out) {
+    out[0] = 80;
+    return size_t{1};
+  });
+  ASSERT_TRUE(pair.warm_up());
+  Engine& a = pair.engine(pair.a);
+  static const std::vector<uint8_t> message(3000, 0x44);
+  ASSERT_EQ(pair.send(pair.a, pair.b, message, nullptr), 0);
+  a.poll(pair.link.now());
+  ASSERT_FALSE(a.outbox().empty());
+  for (const OutFrame& frame : a.outbox()) EXPECT_EQ(frame.source_port, 0);
+  a.frames_sent();
+}
+
 // A path that drops every frame (a broken route): the lanes on it move
 // to paths not used before, and the message arrives all the same.
 TEST(Paths, ASprayedLaneOnABrokenPathMoves) {
