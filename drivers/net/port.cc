@@ -10,6 +10,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
+#include <rte_version.h>
 
 #include <algorithm>
 #include <cctype>
@@ -507,6 +508,21 @@ bool Port::read_rss(std::string* error) {
     return false;
   }
   rss.key.resize(conf.rss_key_len);
+  // What it hashes now, and how: the predictions assume Toeplitz over both
+  // UDP tuples.
+  if ((conf.rss_hf & RTE_ETH_RSS_NONFRAG_IPV4_UDP) == 0 ||
+      (conf.rss_hf & RTE_ETH_RSS_NONFRAG_IPV6_UDP) == 0) {
+    *error = name_ + ": the device's RSS does not hash UDP over IPv4 and IPv6 as configured";
+    return false;
+  }
+#if RTE_VERSION >= RTE_VERSION_NUM(23, 11, 0, 0)
+  if (conf.algorithm != RTE_ETH_HASH_FUNCTION_DEFAULT &&
+      conf.algorithm != RTE_ETH_HASH_FUNCTION_TOEPLITZ) {
+    *error = name_ + ": the device's RSS hash is not Toeplitz (function " +
+             std::to_string(static_cast<int>(conf.algorithm)) + ")";
+    return false;
+  }
+#endif
   const uint16_t size = info.reta_size;
   std::vector<rte_eth_rss_reta_entry64> groups((size + RTE_ETH_RETA_GROUP_SIZE - 1) /
                                                RTE_ETH_RETA_GROUP_SIZE);
@@ -612,8 +628,8 @@ uint32_t Port::endpoint_rule_kinds(uint16_t endpoint_queue) const {
 uint16_t Port::bind_endpoint_queue(uint16_t endpoint_queue, std::string* refused) {
   refused->clear();
   if (steering_ == Steering::kSoftware) return 0;
-  // RSS: the queue the endpoint's frames should be steered to by their
-  // source ports (not chosen so yet: they land by hash, found in software).
+  // RSS: the queue the endpoint's frames are steered to by the source
+  // ports it names to its peers (lib/ip/rss.h).
   if (steering_ == Steering::kRss) return endpoint_queue % queue_pairs_;
   unbind_endpoint_queue(endpoint_queue);  // a queue bound twice keeps one set of rules
   if (endpoint_queue >= queue_pairs_ || endpoint_queue >= std::size(endpoint_rules_)) {

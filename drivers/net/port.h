@@ -16,8 +16,8 @@
 #include "drivers/net/fault_plan.h"
 #include "drivers/net/shared_port.h"
 #include "drivers/net/steering_rule.h"
-#include "lib/ip/rss.h"
 #include "drivers/net/unmap_guard_policy.h"
+#include "lib/ip/rss.h"
 
 struct rte_mbuf;
 struct rte_mempool;
@@ -36,8 +36,8 @@ enum class Steering : uint8_t {
 };
 const char* steering_name(Steering steering);
 
-// kRss is asked for alone (not part of kAuto yet): the provider does not
-// choose source ports by it yet (lib/ip/rss.h).
+// kRss is asked for alone (FI_DPDK_STEERING=rss), never chosen by kAuto: a
+// device with both rules and RSS is better steered by rules.
 enum class SteeringRequest : uint8_t { kAuto, kSoftware, kFlow, kRss };
 
 struct PortConfig {

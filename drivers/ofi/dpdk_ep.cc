@@ -580,9 +580,10 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
     // need not carry what ours do (DF is set: it would drop them).
     PortContext* port = domain->port.get();
     ep->engine->set_path_limit([port](const uint8_t* link) { return port->path_limit(link); });
-    ep->engine->set_reaching_ports([port, ep](const uint8_t* link, std::span<uint16_t> out) {
-      return port->reaching_ports(link, ep->queue, ep->hw_queue, out);
-    });
+    ep->engine->set_reaching_ports(
+        [port, ep](const uint8_t* link, uint16_t peer_queue, std::span<uint16_t> out) {
+          return port->reaching_ports(link, peer_queue, ep->queue, ep->hw_queue, out);
+        });
   }
   if (ep->is_msg()) {
     ep->engine->set_control_handler(

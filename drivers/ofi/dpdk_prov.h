@@ -353,11 +353,11 @@ struct PortContext final : proto::FrameKeeper {
   // 0 (the port's own) otherwise (proto::PathLimit).
   uint32_t path_limit(const uint8_t* link) const;
   // RSS steering: up to out.size() UDP source ports that frames from the
-  // peer at `link` to endpoint queue `queue` should come from for this
-  // port's RSS to put them on `hw_queue` (proto::ReachingPorts); 0 on
-  // other ports, or for a peer not in UDP.
-  size_t reaching_ports(const uint8_t* link, uint16_t queue, uint16_t hw_queue,
-                        std::span<uint16_t> out) const;
+  // peer at `link`, its endpoint queue `peer_queue`, to endpoint queue
+  // `queue` should come from for this port's RSS to put them on `hw_queue`
+  // (proto::ReachingPorts); 0 on other ports, or for a peer not in UDP.
+  size_t reaching_ports(const uint8_t* link, uint16_t peer_queue, uint16_t queue,
+                        uint16_t hw_queue, std::span<uint16_t> out) const;
   enum class Route : uint8_t {
     kSend,         // addressed to its next hop
     kLoopBack,     // to an endpoint of this port

@@ -61,14 +61,15 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
   return route;
 }
 
-size_t PortContext::reaching_ports(const uint8_t* link, uint16_t queue, uint16_t hw_queue,
-                                   std::span<uint16_t> out) const {
+size_t PortContext::reaching_ports(const uint8_t* link, uint16_t peer_queue, uint16_t queue,
+                                   uint16_t hw_queue, std::span<uint16_t> out) const {
   if (port->steering() != net::Steering::kRss || !in_udp(link)) return 0;
   const ip::RssConfig& rss = port->rss();
   const auto destination_port = static_cast<uint16_t>(params().port_base + queue);
-  // Started where the path's own port would be: endpoints of one peer get
-  // different ports.
-  const uint16_t first = ip::flow_source_port(0, queue, 0);
+  // Started where the pair's first path's port would be: each pair of
+  // endpoints gets ports of its own (ECMP and per-flow limits tell them
+  // apart as before).
+  const uint16_t first = ip::flow_source_port(peer_queue, queue, 0);
   if (ip::is_peer_id(link))
     return ip::udp4_reaching_ports(rss, ip::address_of_peer_id(link), interface->address,
                                    destination_port, hw_queue, first, out);

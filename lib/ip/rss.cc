@@ -1,6 +1,7 @@
 // rss.cc: the Toeplitz hash and the search for source ports (rss.h).
 #include "lib/ip/rss.h"
 
+#include <algorithm>
 #include <array>
 
 namespace ofi_dpdk::ip {
@@ -30,16 +31,20 @@ template <size_t N>
 size_t reaching_ports(const RssConfig& rss, std::array<uint8_t, N> tuple,
                       uint16_t queue, uint16_t first, std::span<uint16_t> out) {
   if (!rss.usable() || out.empty()) return 0;
+  // A queue the table never names has no ports: no search through all.
+  if (std::find(rss.reta.begin(), rss.reta.end(), queue) == rss.reta.end()) return 0;
   constexpr size_t kSourcePort = N - 4;
   put_port(&tuple[kSourcePort], 0);
   const uint32_t fixed = toeplitz_hash(rss.key, tuple);
+  uint32_t windows[16];
+  for (int bit = 0; bit < 16; ++bit) windows[bit] = key_window(rss.key, kSourcePort * 8 + bit);
   const uint32_t start = first >= kFirstPort ? first - kFirstPort : 0;
   size_t found = 0;
   for (uint32_t i = 0; i < kPorts && found < out.size(); ++i) {
     const auto port = static_cast<uint16_t>(kFirstPort + (start + i) % kPorts);
     uint32_t hash = fixed;
     for (int bit = 0; bit < 16; ++bit)
-      if ((port >> (15 - bit) & 1) != 0) hash ^= key_window(rss.key, kSourcePort * 8 + bit);
+      if ((port >> (15 - bit) & 1) != 0) hash ^= windows[bit];
     if (rss.queue_of(hash) == queue) out[found++] = port;
   }
   return found;

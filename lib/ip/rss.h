@@ -5,7 +5,7 @@
 // Our destination port names the endpoint and the addresses are fixed, so
 // the sender's source port is the one free input: the receiver, knowing
 // its own key and table, can name source ports that land on an endpoint's
-// queue.  Not wired into the provider yet (doc/wire-protocol.md, gap 22).
+// queue (doc/wire-protocol.md, "RSS steering").
 #pragma once
 
 #include <cstddef>
@@ -33,7 +33,9 @@ struct RssConfig {
   // Whether the configuration can be used: a table of 2^n entries and a key
   // long enough for an IPv6 tuple (36 bytes of input).
   bool usable() const;
-  uint16_t queue_of(uint32_t hash) const { return reta[hash & (reta.size() - 1)]; }
+  uint16_t queue_of(uint32_t hash) const {
+    return reta.empty() ? 0 : reta[hash & (reta.size() - 1)];
+  }
 };
 
 // The RSS hash a receiver computes for a UDP frame (the tuple's order is

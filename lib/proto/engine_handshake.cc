@@ -169,11 +169,12 @@ void Engine::on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns) {
   c->tx_state = TxState::kOpen;
   c->tx_token = token;
   c->tx_max_payload = std::min(c->payload_offer, max_payload);
-  // Ports below 1024 are no source a sender should be told to use.
+  // Only the dynamic ports (RFC 6335), where we name ours from: no peer
+  // points our frames at a well-known port.
   c->peer_port_count = 0;
   for (uint16_t wire_port : body.reaching_ports) {
     const uint16_t port = be16toh(wire_port);
-    if (port < 1024) break;
+    if (port < wire::kFirstDynamicPort) break;
     c->peer_ports[c->peer_port_count++] = port;
   }
   c->peer_session = h.src_session;
@@ -344,7 +345,8 @@ void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
   body.max_payload = htobe32(payload_offer(s.src_mac));
   if (reaching_ports_) {
     uint16_t ports[std::size(body.reaching_ports)] = {};
-    const size_t count = std::min(reaching_ports_(s.src_mac, ports), std::size(ports));
+    const size_t count =
+        std::min(reaching_ports_(s.src_mac, hello.src_queue, ports), std::size(ports));
     for (size_t i = 0; i < count; ++i) body.reaching_ports[i] = htobe16(ports[i]);
   }
   std::memcpy(frame.body, &body, sizeof(body));

@@ -255,12 +255,16 @@ struct Connection {
   uint8_t next_lane = 0;
   uint8_t fresh_path = 0;
   bool lanes_ready = false;
-  // The source ports the peer's HELLO_ACK named (reaching_ports): path p's
-  // frames take the (p mod count)-th; none, count 0.
+  // The source ports the peer's HELLO_ACK named (reaching_ports), or none
+  // (count 0).  Path p takes port (p + p / n) mod n of the n: consecutive
+  // paths, and paths n apart (a sprayed lane's move to a fresh path),
+  // take different ones.  With as many lanes as ports, a moved lane shares
+  // a port with another.
   uint16_t peer_ports[4] = {};
   uint8_t peer_port_count = 0;
   uint16_t source_port(uint8_t for_path) const {
-    return peer_port_count == 0 ? 0 : peer_ports[for_path % peer_port_count];
+    if (peer_port_count == 0) return 0;
+    return peer_ports[(for_path + for_path / peer_port_count) % peer_port_count];
   }
   uint32_t last_ack = 0;
   uint32_t dupacks = 0;

@@ -48,6 +48,7 @@ void Engine::reset_transmit(Connection& c) {
   c.hello_nonce = 0;
   c.tx_token = 0;
   c.tx_max_payload = 0;
+  c.peer_port_count = 0;  // the next HELLO_ACK names them again
   c.next_seq = c.una = wire::kInitialSeq;
   c.pending.clear();
   c.pending_cut = 0;

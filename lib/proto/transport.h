@@ -182,10 +182,12 @@ using SenderFilter = std::function<bool(uint64_t source_key)>;
 // less than ours.
 using PathLimit = std::function<uint32_t(const uint8_t* link)>;
 
-// Up to out.size() UDP source ports that frames from the peer at `link` to
-// this endpoint should come from, so that the receiving NIC's RSS puts
-// them on this endpoint's queue; returns how many (0: no such choice).
-using ReachingPorts = std::function<size_t(const uint8_t* link, std::span<uint16_t> out)>;
+// Up to out.size() UDP source ports that frames from the peer at `link`,
+// endpoint queue `peer_queue`, to this endpoint should come from, so that
+// the receiving NIC's RSS puts them on this endpoint's queue; returns how
+// many (0: no such choice).
+using ReachingPorts =
+    std::function<size_t(const uint8_t* link, uint16_t peer_queue, std::span<uint16_t> out)>;
 
 // `placed`: how many bytes after `request` (its head, `length` bytes) went
 // straight where the RequestPlacer said; 0 when the request was assembled

@@ -266,6 +266,9 @@ struct HandshakeBody {
   // ends the list; none: the opener picks its own).  HELLO: 0.
   uint16_t reaching_ports[4];
 };
+// The first of the dynamic ports (RFC 6335), 49152-65535: source ports
+// are named from these only.
+inline constexpr uint16_t kFirstDynamicPort = 49152;
 static_assert(sizeof(HandshakeBody) == 16);
 
 // The payload of a rendezvous announcement (kFlagRendezvous), big-endian.

@@ -136,7 +136,9 @@ TEST(Paths, TheAnswerersReachingPortsBecomeTheOpenersSourcePorts) {
   TransportConfig config;
   config.spray_paths = 2;
   sim::Pair pair(17, config, config);
-  pair.engine(pair.b).set_reaching_ports([](const uint8_t*, std::span<uint16_t> out) {
+  pair.engine(pair.b).set_reaching_ports([&](const uint8_t*, uint16_t peer_queue,
+                                               std::span<uint16_t> out) {
+    EXPECT_EQ(peer_queue, pair.link.queue(pair.a)) << "the opener's queue";
     const size_t count = std::min(std::size(kPorts), out.size());
     std::copy(kPorts, kPorts + count, out.begin());
     return count;
@@ -150,7 +152,8 @@ TEST(Paths, TheAnswerersReachingPortsBecomeTheOpenersSourcePorts) {
   a.poll(now);
   std::map<uint16_t, size_t> frames_from;
   for (const OutFrame& frame : a.outbox()) {
-    EXPECT_EQ(frame.source_port, kPorts[frame.path % std::size(kPorts)]);
+    const size_t n = std::size(kPorts);
+    EXPECT_EQ(frame.source_port, kPorts[(frame.path + frame.path / n) % n]);
     ++frames_from[frame.source_port];
   }
   a.frames_sent();
@@ -163,12 +166,14 @@ TEST(Paths, TheAnswerersReachingPortsBecomeTheOpenersSourcePorts) {
   b.frames_sent();
 }
 
-// Ports below 1024 are no source port to be told to use: ignored.
-TEST(Paths, ReachingPortsBelow1024AreIgnored) {
+// Ports outside the dynamic range (49152-65535) are no source port a peer
+// may point us at: ignored.
+TEST(Paths, ReachingPortsOutsideTheDynamicRangeAreIgnored) {
   sim::Pair pair(18);
-  pair.engine(pair.b).set_reaching_ports([](const uint8_t*, std::span<uint16_t> out) {
-    out[0] = 80;
-    return size_t{1};
+  pair.engine(pair.b).set_reaching_ports([](const uint8_t*, uint16_t, std::span<uint16_t> out) {
+    out[0] = 9229;
+    out[1] = 50000;
+    return size_t{2};
   });
   ASSERT_TRUE(pair.warm_up());
   Engine& a = pair.engine(pair.a);
