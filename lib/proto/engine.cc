@@ -358,15 +358,14 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   }
   if (opcode == static_cast<uint8_t>(wire::Opcode::kAck)) {
     if (h.flags & wire::kFlagAckRequest) {
-      // A sender waits for a delivery notice from this connection: tell it
-      // we hold it (an ACK), or that we do not (a RESET: its wait fails).
-      if (c != nullptr && c->rx_open && h.token == c->rx_token && h.conn == c->rx_conn &&
-          h.src_session == c->peer_session) {
-        c->last_heard_ns = now_ns;
-        emit_ack(*c);
-      } else {
-        ++stats_.bad_tokens;
-        if (may_answer(c != nullptr)) emit_reset(segment.src_mac, h);
+      // A sender asks whether we hold its connection (it waits for a
+      // delivery notice, or its large segments go unanswered): an ACK says
+      // we do, a RESET that we do not (its wait fails).  The probe proves
+      // the handshake as a segment would, so it opens a receive half no
+      // segment reached yet (all of them too large for the path).
+      if (Connection* half = receive_half_for(c, segment, now_ns)) {
+        half->last_heard_ns = now_ns;
+        emit_ack(*half);
       }
     } else if (!acks_us) {
       ++stats_.stale_session;
@@ -653,7 +652,13 @@ void Engine::poll(uint64_t now_ns) {
         // Nothing else repaired the loss: the path may be what dropped it.
         change_path(c);
       }
-      emit_segment(c, c.una, now_ns, true);
+      // Or its size: then the oldest went again already, in pieces.
+      const SilentPath size = c.peer_window != 0 ? check_silent_path(c, now_ns)
+                                                 : SilentPath::kNotInQuestion;
+      if (size != SilentPath::kNarrowed) emit_segment(c, c.una, now_ns, true);
+      // A small frame a live peer answers whatever the path's MTU: the
+      // answer tells a narrow path from a dead one at the next timeout.
+      if (size == SilentPath::kProbe) emit_probe(c);
       c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
       c.rto_deadline_ns = now_ns + c.rto_ns;
     } else if (in_flight && c.srtt_ns != 0 && c.probes < kMaxProbes &&

@@ -117,9 +117,11 @@ uint16_t Engine::receive_window(const Connection& c) const {
 uint64_t Engine::sack_bits(const Connection& c) const {
   if (!c.rx_slots || c.rx_buffered == 0) return 0;
   uint64_t bits = 0;
-  for (int i = 0; i < wire::kSackBits; ++i)
-    if (c.rx_slots[(c.next_expected + 1 + static_cast<uint32_t>(i)) & (kMaxWindow - 1)] != nullptr)
-      bits |= uint64_t{1} << i;
+  for (int i = 0; i < wire::kSackBits; ++i) {
+    const HeldSegment* held =
+        c.rx_slots[(c.next_expected + 1 + static_cast<uint32_t>(i)) & (kMaxWindow - 1)];
+    if (held != nullptr && held->whole()) bits |= uint64_t{1} << i;
+  }
   return bits;
 }
 
@@ -175,6 +177,10 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     ++stats_.bad_frames;
     return;
   }
+  if (h.flags & wire::kFlagPiece) {
+    on_piece(c, s, now_ns);
+    return;
+  }
   const uint32_t seq = h.seq;
   if (seq_lt(seq, c.next_expected)) {
     if (c.next_expected - seq > kMaxWindow) {
@@ -190,6 +196,15 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   if (distance >= kMaxWindow) {
     ++stats_.out_of_window;
     return;
+  }
+  if (c.rx_slots) {
+    // The whole segment makes its pieces held so far needless.
+    HeldSegment*& held = slot_of(c, seq);
+    if (held != nullptr && !held->whole()) {
+      give_back(held);
+      held = nullptr;
+      --c.rx_buffered;
+    }
   }
   if (distance == 0 && !c.rx_stalled && !continues(c, h)) {
     // In-order segments of one sender always continue its stream; this one
@@ -217,6 +232,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     ++stats_.duplicates;
   } else if (HeldSegment* chunk = take_chunk(c)) {
     chunk->header = h;
+    chunk->in_pieces = false;
     if (s.frame != nullptr && frame_keeper_ != nullptr && frame_keeper_->keep(s.frame)) {
       chunk->frame = s.frame;
       chunk->payload = s.payload;
@@ -235,11 +251,125 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   c.ack_now = true;  // a duplicate ack with SACK bits: the sender repairs the gap
 }
 
+namespace {
+
+// Adds [begin, begin + length) to the ranges of `held`, a segment of
+// `segment_len` bytes arriving in pieces; false when it would need more
+// ranges than a chunk keeps.  The segment is whole once one range covers
+// it.
+bool add_piece(HeldSegment& held, uint16_t begin, uint16_t length, uint16_t segment_len) {
+  using Range = HeldSegment::PieceRange;
+  Range merged{begin, static_cast<uint16_t>(begin + length)};
+  Range kept[HeldSegment::kMaxPieceRanges + 1];
+  uint8_t count = 0;
+  bool placed = false;
+  for (uint8_t i = 0; i < held.piece_ranges; ++i) {
+    const Range r = held.pieces[i];
+    if (r.end < merged.begin) {
+      kept[count++] = r;
+    } else if (merged.end < r.begin) {
+      if (!placed) kept[count++] = merged;
+      placed = true;
+      kept[count++] = r;
+    } else {  // touching or overlapping: one range
+      merged.begin = std::min(merged.begin, r.begin);
+      merged.end = std::max(merged.end, r.end);
+    }
+  }
+  if (!placed) kept[count++] = merged;
+  if (count > HeldSegment::kMaxPieceRanges) return false;
+  if (count == 1 && kept[0].begin == 0 && kept[0].end == segment_len) {
+    held.in_pieces = false;
+    held.piece_ranges = 0;
+    return true;
+  }
+  std::copy(kept, kept + count, held.pieces);
+  held.piece_ranges = count;
+  return true;
+}
+
+bool same_segment(const wire::FrameHeader& a, const wire::FrameHeader& b) {
+  return a.opcode == b.opcode && a.flags == b.flags && a.msg_id == b.msg_id &&
+         a.msg_len == b.msg_len && a.offset == b.offset && a.payload_len == b.payload_len &&
+         a.tag == b.tag && a.cq_data == b.cq_data && a.group == b.group;
+}
+
+}  // namespace
+
+void Engine::on_piece(Connection& c, const Segment& s, uint64_t now_ns) {
+  // A segment cut before its path proved narrower comes again in pieces:
+  // they are gathered in a chunk of the reorder pool (bounded as held
+  // segments are), which counts as held only once they cover it.
+  const wire::FrameHeader& h = *s.header;
+  const uint32_t seq = h.seq;
+  if (h.segment_len > config_.max_payload) {
+    ++stats_.bad_frames;
+    return;
+  }
+  if (seq_lt(seq, c.next_expected)) {
+    if (c.next_expected - seq > kMaxWindow) {
+      ++stats_.out_of_window;
+      return;
+    }
+    ++stats_.duplicates;
+    c.ack_now = true;
+    return;
+  }
+  const uint32_t distance = seq - c.next_expected;
+  if (distance >= kMaxWindow) {
+    ++stats_.out_of_window;
+    return;
+  }
+  // The segment as a frame of its own would have named it.
+  wire::FrameHeader whole = h;
+  whole.flags &= static_cast<uint16_t>(~wire::kFlagPiece);
+  whole.offset = h.offset - h.piece_offset;
+  whole.payload_len = h.segment_len;
+  whole.segment_len = 0;
+  whole.piece_offset = 0;
+  if (!c.rx_slots) c.rx_slots = std::make_unique<HeldSegment*[]>(kMaxWindow);
+  HeldSegment*& slot = slot_of(c, seq);
+  if (slot == nullptr) {
+    HeldSegment* chunk = take_chunk(c);
+    if (chunk == nullptr) {
+      ++stats_.reorder_full;
+      return;
+    }
+    chunk->header = whole;
+    chunk->frame = nullptr;
+    chunk->payload = nullptr;
+    chunk->in_pieces = true;
+    chunk->piece_ranges = 0;
+    slot = chunk;
+    if (c.rx_buffered++ == 0) c.held_since_ns = now_ns;
+  } else if (slot->whole()) {
+    ++stats_.duplicates;
+    c.ack_now = true;
+    return;
+  } else if (!same_segment(slot->header, whole)) {
+    ++stats_.bad_frames;
+    return;
+  }
+  if (!add_piece(*slot, static_cast<uint16_t>(h.piece_offset), h.payload_len, h.segment_len)) {
+    ++stats_.reorder_full;
+    return;
+  }
+  std::memcpy(reinterpret_cast<uint8_t*>(slot + 1) + h.piece_offset, s.payload, h.payload_len);
+  if (!slot->whole()) return;
+  ++stats_.segments_from_pieces;
+  c.ack_now = true;
+  if (distance == 0 && !c.rx_stalled) {
+    const uint32_t before = c.next_expected;
+    drain_reorder(c);
+    if (c.next_expected != before) c.rx_progress_ns = now_ns;
+  }
+}
+
 void Engine::drain_reorder(Connection& c) {
   if (!c.rx_slots) return;
   while (c.rx_buffered > 0) {
     HeldSegment*& slot = slot_of(c, c.next_expected);
-    if (slot == nullptr) return;
+    if (slot == nullptr || !slot->whole()) return;
     if (!continues(c, slot->header)) {
       // Kept while ahead of a gap, but does not fit the stream (see
       // on_data): drop it; the sender's copy comes again (RTO or probe).

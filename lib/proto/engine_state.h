@@ -188,6 +188,17 @@ struct HeldSegment {
   wire::FrameHeader header;
   void* frame;             // the kept frame; nullptr: the payload was copied
   const uint8_t* payload;  // in the kept frame
+  // A segment still arriving in pieces (wire::kFlagPiece): the byte ranges
+  // of it copied in so far, disjoint and in order.  A piece that would need
+  // more ranges than this is dropped (the sender resends every piece).
+  static constexpr uint8_t kMaxPieceRanges = 8;
+  struct PieceRange {
+    uint16_t begin, end;
+  };
+  bool in_pieces = false;
+  uint8_t piece_ranges = 0;
+  PieceRange pieces[kMaxPieceRanges];
+  bool whole() const { return !in_pieces; }
 };
 
 // The transmit half's state: data flows only once a HELLO handshake gave us

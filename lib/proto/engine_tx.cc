@@ -139,7 +139,10 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
   h.group = m.request.group;
   // A repair goes alone: it is urgent, and a lost bundle would lose it again
   // with its neighbours.
-  if (retransmit || !join_bundle(c, h, m)) {
+  if (slot.length > c.tx_max_payload) {
+    // Cut before the path proved narrower (narrow_path): in pieces that fit.
+    emit_pieces(c, seq, h, now_ns);
+  } else if (retransmit || !join_bundle(c, h, m)) {
     ++frames_cut_;
     OutFrame frame;
     std::copy(c.mac, c.mac + 6, frame.dst_mac);
@@ -169,6 +172,92 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     c.ack_now = false;
     c.ack_at_poll = 0;
   }
+}
+
+void Engine::emit_pieces(Connection& c, uint32_t seq, const wire::FrameHeader& h, uint64_t) {
+  TxSlot& slot = slot_of(c, seq);
+  ++frames_cut_;
+  const uint8_t path = next_path(c, &slot.lane);
+  const uint32_t piece = c.tx_max_payload;
+  for (uint32_t at = 0; at < slot.length; at += piece) {
+    OutFrame frame;
+    std::copy(c.mac, c.mac + 6, frame.dst_mac);
+    frame.path = path;
+    frame.source_port = c.source_port(path);
+    frame.header = h;
+    frame.header.flags |= wire::kFlagPiece;
+    frame.header.segment_len = slot.length;
+    frame.header.piece_offset = at;
+    frame.header.offset = slot.offset + at;
+    frame.header.payload_len = static_cast<uint16_t>(std::min<uint32_t>(piece, slot.length - at));
+    frame.message = slot.message;
+    frame.offset = slot.offset + at;
+    outbox_.push_back(frame);
+    ++stats_.frames_sent;
+    ++stats_.pieces_sent;
+  }
+  if (open_bundle_.connection == &c) open_bundle_ = {};
+}
+
+uint32_t Engine::fallback_payload(uint32_t payload) const {
+  const uint32_t overhead = config_.encap_overhead + static_cast<uint32_t>(sizeof(wire::FrameHeader));
+  for (const uint32_t mtu : kFallbackMtus)
+    if (mtu > overhead && mtu - overhead < payload) return mtu - overhead;
+  return 0;
+}
+
+void Engine::narrow_path(Connection& c, uint32_t payload, uint64_t now_ns) {
+  c.tx_max_payload = payload;
+  if (!c.tx_slots) return;
+  // What is in flight and larger most likely went nowhere: again at once,
+  // in pieces (as TCP resends at once what an ICMP said did not fit).  A
+  // narrower path is no sign of congestion: the window stays.
+  for (uint32_t seq = c.una; seq != c.next_seq; ++seq) {
+    const TxSlot& slot = slot_of(c, seq);
+    if (slot.message != nullptr && !slot.sacked && slot.length > payload)
+      emit_segment(c, seq, now_ns, true);
+  }
+}
+
+bool Engine::on_path_too_big(const uint8_t* link, uint16_t peer_queue, uint16_t conn,
+                             uint32_t token, uint32_t payload, uint64_t now_ns) {
+  auto it = connections_.find(peer_key(link, peer_queue));
+  if (it == connections_.end()) return false;
+  Connection& c = *it->second;
+  if (c.tx_state != TxState::kOpen || c.tx_conn != conn || c.tx_token != token ||
+      payload < kMinPathPayload || payload >= c.tx_max_payload)
+    return false;
+  ++stats_.path_narrowed_by_icmp;
+  narrow_path(c, payload, now_ns);
+  return true;
+}
+
+Engine::SilentPath Engine::check_silent_path(Connection& c, uint64_t now_ns) {
+  // Large frames the path drops without a word (no router's ICMP reaches
+  // us, or a switch between hosts of one subnet has a smaller MTU) look
+  // like loss, but only the large ones are lost: the oldest segment went
+  // kSilentTransmissions times unanswered, no segment larger than the next
+  // fallback size arrived since, and yet the peer answered a small frame
+  // sent after its last transmission (the probe the timeout sends beside
+  // it).  Then its segments fall back to that size (RFC 4821 does the same
+  // with probes of chosen sizes).
+  const TxSlot& oldest = slot_of(c, c.una);
+  const uint32_t smaller = fallback_payload(c.tx_max_payload);
+  if (oldest.message == nullptr || smaller == 0 || oldest.length <= smaller)
+    return SilentPath::kNotInQuestion;
+  bool large_arrived = false;
+  for (uint32_t seq = c.una; seq != c.next_seq && !large_arrived; ++seq) {
+    const TxSlot& slot = slot_of(c, seq);
+    large_arrived = slot.sacked && slot.length > smaller;
+  }
+  if (!large_arrived && oldest.transmissions >= kSilentTransmissions &&
+      c.last_heard_ns > oldest.last_sent_ns) {
+    ++stats_.path_narrowed_by_silence;
+    if (path_learned_) path_learned_(c.mac, smaller);
+    narrow_path(c, smaller, now_ns);
+    return SilentPath::kNarrowed;
+  }
+  return SilentPath::kProbe;
 }
 
 void Engine::emit_ack(Connection& c) {

@@ -121,10 +121,10 @@ size_t encode_header(uint8_t* f, const wire::FrameHeader& h) {
   put(f, offsetof(FrameHeader, auth_key), htobe32(h.auth_key));
   put(f, offsetof(FrameHeader, group), htobe32(h.group));
   put(f, offsetof(FrameHeader, src_ep_queue), htobe16(h.src_ep_queue));
-  put(f, offsetof(FrameHeader, reserved16), uint16_t{0});
+  put(f, offsetof(FrameHeader, segment_len), htobe16(h.segment_len));
   put(f, offsetof(FrameHeader, token), htobe32(h.token));
   put(f, offsetof(FrameHeader, ack_token), htobe32(h.ack_token));
-  put(f, offsetof(FrameHeader, reserved32), uint32_t{0});
+  put(f, offsetof(FrameHeader, piece_offset), htobe32(h.piece_offset));
   return sizeof(FrameHeader);
 }
 
@@ -213,8 +213,12 @@ DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, Decod
   h.src_ep_queue = be16toh(get<uint16_t>(f, offsetof(FrameHeader, src_ep_queue)));
   h.token = be32toh(get<uint32_t>(f, offsetof(FrameHeader, token)));
   h.ack_token = be32toh(get<uint32_t>(f, offsetof(FrameHeader, ack_token)));
-  h.reserved16 = 0;  // written as 0; a sender's value means nothing
-  h.reserved32 = 0;
+  h.segment_len = 0;  // a sender's value means nothing without kFlagPiece
+  h.piece_offset = 0;
+  if (h.flags & wire::kFlagPiece) {
+    h.segment_len = be16toh(get<uint16_t>(f, offsetof(FrameHeader, segment_len)));
+    h.piece_offset = be32toh(get<uint32_t>(f, offsetof(FrameHeader, piece_offset)));
+  }
 
   // Ethernet pads short frames, so more bytes than announced is fine.
   if (length - headers < h.payload_len) return DecodeResult::kTruncated;
@@ -227,6 +231,14 @@ DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, Decod
     if (h.flags & ~wire::kDatagramFlags) return DecodeResult::kBadOpcode;
   } else if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len) {
     return DecodeResult::kBadLength;
+  }
+  if (h.flags & wire::kFlagPiece) {
+    // A piece lies within its segment, and the segment within its message.
+    if (!wire::opcode_is_data(h.opcode)) return DecodeResult::kBadOpcode;
+    if (h.payload_len == 0 || h.piece_offset > h.offset || h.piece_offset > h.segment_len ||
+        h.segment_len - h.piece_offset < h.payload_len ||
+        h.msg_len - (h.offset - h.piece_offset) < h.segment_len)
+      return DecodeResult::kBadLength;
   }
   h.checksum = be32toh(get<uint32_t>(f, offsetof(FrameHeader, checksum)));
   if (checksums) {
@@ -254,6 +266,20 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_ty
 DecodeResult decode_udp_payload(const uint8_t* header, size_t length, DecodedFrame* out,
                                 bool checksums) {
   return decode_from(header, 0, length, out, checksums);
+}
+
+bool decode_quoted_header(const uint8_t* header, size_t length, QuotedHeader* out) {
+  using wire::FrameHeader;
+  if (length < offsetof(FrameHeader, token) + sizeof(uint32_t) ||
+      header[offsetof(FrameHeader, version)] != wire::kWireVersion)
+    return false;
+  out->opcode = header[offsetof(FrameHeader, opcode)];
+  out->dst_queue = be16toh(get<uint16_t>(header, offsetof(FrameHeader, dst_queue)));
+  out->src_queue = be16toh(get<uint16_t>(header, offsetof(FrameHeader, src_queue)));
+  out->conn = be16toh(get<uint16_t>(header, offsetof(FrameHeader, conn)));
+  out->token = be32toh(get<uint32_t>(header, offsetof(FrameHeader, token)));
+  out->payload_len = be16toh(get<uint16_t>(header, offsetof(FrameHeader, payload_len)));
+  return true;
 }
 
 }  // namespace ofi_dpdk::proto

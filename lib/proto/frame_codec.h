@@ -91,4 +91,18 @@ DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_ty
 DecodeResult decode_udp_payload(const uint8_t* header, size_t length, DecodedFrame* out,
                                 bool checksums = true);
 
+// The start of one of our frames quoted back to us by a router (ICMP
+// "fragmentation needed", "packet too big"): enough to name the sending
+// endpoint's connection.  A quote must reach past `token` (84 bytes of
+// our header): one shorter names nothing we could check.
+struct QuotedHeader {
+  uint8_t opcode = 0;
+  uint16_t dst_queue = 0;
+  uint16_t src_queue = 0;
+  uint16_t conn = 0;
+  uint32_t token = 0;
+  uint16_t payload_len = 0;
+};
+bool decode_quoted_header(const uint8_t* header, size_t length, QuotedHeader* out);
+
 }  // namespace ofi_dpdk::proto

@@ -182,6 +182,18 @@ using SenderFilter = std::function<bool(uint64_t source_key)>;
 // less than ours.
 using PathLimit = std::function<uint32_t(const uint8_t* link)>;
 
+// The engine learned that frames to the peer at `link` carry at most
+// `payload` bytes of payload (large segments went unanswered while small
+// frames were answered): for its caller to remember for later connections
+// (PathLimit).
+using PathLearned = std::function<void(const uint8_t* link, uint32_t payload)>;
+
+// The MTUs (bytes after the Ethernet header) a connection falls back to,
+// largest first, when its large segments go unanswered while the peer
+// answers small frames: Ethernet's, then IPv6's minimum, which tunnels
+// keep to.  Nothing below the last.
+inline constexpr uint32_t kFallbackMtus[] = {1500, 1280};
+
 // Up to out.size() UDP source ports that frames from the peer at `link`,
 // endpoint queue `peer_queue`, to this endpoint should come from, so that
 // the receiving NIC's RSS puts them on this endpoint's queue; returns how
@@ -347,6 +359,11 @@ struct TransportConfig {
   // receiver's SACK takes the reordering.  1: one path at a time, moved
   // only by a retransmission timeout or a resent HELLO.
   uint32_t spray_paths = 1;
+  // Bytes each frame spends between its Ethernet header and ours (the IP
+  // and UDP headers of the encapsulation; 0 on our EtherType): with our
+  // header, what an MTU holds beyond a frame's payload.  It places the
+  // fallback sizes of path MTU discovery (kFallbackMtus).
+  uint32_t encap_overhead = 0;
   // Keys tokens and nonces (engine.cc); the provider draws it from the
   // kernel, tests leave it fixed.
   uint64_t token_secret[2] = {0x736f6d6570736575ull, 0x646f72616e646f6dull};
@@ -413,6 +430,12 @@ struct TransportStats {
            delayed_acks = 0,         // acks that left when ack_delay_ns ran out
            delivery_probes = 0,      // liveness probes while sends await a receive
            path_changes = 0;         // a connection moved to another path (Connection::path)
+  // Path MTU discovery: connections whose segments were made smaller (a
+  // router said the path is narrower, or large segments went unanswered
+  // while small frames were), pieces sent of segments cut before, and
+  // segments taken whole from their pieces.
+  uint64_t path_narrowed_by_icmp = 0, path_narrowed_by_silence = 0, pieces_sent = 0,
+           segments_from_pieces = 0;
   // FI_EP_DGRAM: datagrams sent, taken (by a receive or as unexpected),
   // and dropped: no receive and no room in the unexpected budget, or
   // frames of the other kind (a datagram at a reliable endpoint, or the
@@ -582,6 +605,19 @@ class Engine {
   // HELLO answered before there is one): what each side offers in its
   // handshake is the smaller of max_payload and the limit.
   void set_path_limit(PathLimit limit) { path_limit_ = std::move(limit); }
+  // Optional: told when a connection's segments were made smaller because
+  // large ones went unanswered (path MTU discovery without ICMP).
+  void set_path_learned(PathLearned learned) { path_learned_ = std::move(learned); }
+  // A router says our frame to the peer at (link, peer_queue) did not fit
+  // a link on the way, whose frames carry `payload` bytes of payload at
+  // most (ICMP "fragmentation needed", "packet too big"; the caller turns
+  // its MTU into payload bytes).  It counts only for our open connection
+  // it names with its number and token, which the router quoted: no one
+  // off the path knows those.  That connection's segments are cut no
+  // larger from now on, and those in flight that are larger go again at
+  // once, in pieces (wire::kFlagPiece).  Returns whether it narrowed one.
+  bool on_path_too_big(const uint8_t* link, uint16_t peer_queue, uint16_t conn, uint32_t token,
+                       uint32_t payload, uint64_t now_ns);
   // Optional: the source ports this endpoint's HELLO_ACKs name
   // (HandshakeBody::reaching_ports), asked at each answer.
   void set_reaching_ports(ReachingPorts ports) { reaching_ports_ = std::move(ports); }
@@ -981,7 +1017,28 @@ class Engine {
   RequestHandler request_handler_;
   RequestPlacer request_placer_;
   PathLimit path_limit_;
+  PathLearned path_learned_;
   ReachingPorts reaching_ports_;
+  // Path MTU discovery (engine_tx.cc): segments of `c` no larger than
+  // `payload` from now on; those in flight that are larger go again, in
+  // pieces.
+  void narrow_path(Connection& c, uint32_t payload, uint64_t now_ns);
+  // The payload of the next fallback MTU below `payload`, or 0.
+  uint32_t fallback_payload(uint32_t payload) const;
+  // At a retransmission timeout: whether the oldest segment's size, not
+  // the path, may be what goes unanswered (kProbe: ask the peer with a
+  // small frame) or is (kNarrowed: narrowed to the next fallback, and the
+  // oldest went again, in pieces).
+  enum class SilentPath : uint8_t { kNotInQuestion, kProbe, kNarrowed };
+  SilentPath check_silent_path(Connection& c, uint64_t now_ns);
+  // Transmissions of the oldest segment, unanswered while small frames
+  // are, before check_silent_path narrows; and the smallest payload a
+  // router's word narrows a connection to (below, it is not believed).
+  static constexpr uint8_t kSilentTransmissions = 4;
+  static constexpr uint32_t kMinPathPayload = 256;
+  void emit_pieces(Connection& c, uint32_t seq, const wire::FrameHeader& h, uint64_t now_ns);
+  // A piece of a segment (kFlagPiece), receive side (engine_rx.cc).
+  void on_piece(Connection& c, const Segment& s, uint64_t now_ns);
   // What this side offers a peer in its handshake: max_payload, or less
   // where path_limit_ says so.
   uint32_t payload_offer(const uint8_t* link) const;

@@ -15,14 +15,15 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 8;  // 2: conn and ack_conn; 3: delivery notices;
+inline constexpr uint8_t kWireVersion = 9;  // 2: conn and ack_conn; 3: delivery notices;
                                             // 4: auth_key, group, src_ep_queue;
                                             // 5: HELLO handshake, tokens, checksum
                                             //    over the Ethernet header;
                                             // 6: rendezvous (kFlagRendezvous, kFlagPull);
                                             // 7: BUNDLE frames;
                                             // 8: DATAGRAM frames (FI_EP_DGRAM),
-                                            //    control messages (FI_EP_MSG)
+                                            //    control messages (FI_EP_MSG);
+                                            // 9: pieces of a segment (kFlagPiece)
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -111,6 +112,13 @@ inline constexpr uint16_t kFlagTagged = 1u << 10;
 // messages of its connection, so a SHUTDOWN comes after all data sent
 // before it.
 inline constexpr uint16_t kFlagControl = 1u << 11;
+// On a data segment sent again after the path to the peer proved narrower
+// than when it was cut (path MTU discovery): this frame is one piece of
+// segment `seq`, whose whole payload is segment_len bytes; it carries
+// payload_len of them, from piece_offset into the segment (offset is the
+// piece's own place in the message).  The receiver takes the segment once
+// its pieces cover it.  Never in a BUNDLE.
+inline constexpr uint16_t kFlagPiece = 1u << 12;
 
 // The flags a BundleEntry may carry: those that describe one segment.  The
 // frame's own (kFlagAckValid, kFlagAckRequest, kFlagUnsealed) are in the
@@ -160,7 +168,7 @@ struct FrameHeader {
   // context of a scalable endpoint its endpoint's first queue.  The
   // receiver names the source (FI_SOURCE) by (src_mac, src_ep_queue).
   uint16_t src_ep_queue;
-  uint16_t reserved16;   // 0
+  uint16_t segment_len;  // kFlagPiece: the whole segment's payload length; else 0
   // Tokens name a transmit connection unguessably (version 5).  The
   // receiving side of a connection grants its token in the HELLO_ACK; the
   // sender's data segments and probes carry it in `token`, and the
@@ -177,7 +185,7 @@ struct FrameHeader {
   //   RESET:      ack_token = the token (or nonce) of the frame it answers
   uint32_t token;
   uint32_t ack_token;
-  uint32_t reserved32;   // 0
+  uint32_t piece_offset;  // kFlagPiece: where this piece starts in its segment; else 0
 };
 static_assert(sizeof(FrameHeader) == 88);
 static_assert(offsetof(FrameHeader, checksum) == 56);
