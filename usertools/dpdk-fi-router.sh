@@ -1,5 +1,6 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-router.sh up [--name NAME] [--mtu N] [--paths 1|2] [--ipv6]
+#                                       [--narrow N]
 #        usertools/dpdk-fi-router.sh down [--name NAME]
 #        usertools/dpdk-fi-router.sh exec [--name NAME] a|b COMMAND...
 #
@@ -39,6 +40,14 @@
 # rate-limited, which the provider ignores.  Every link has MTU --mtu
 # (default 9000; the provider keeps frames to peers beyond the gateway to
 # FI_DPDK_ROUTED_MTU, 1500) and no IPv6.
+# With --narrow N (one path), the router forwards packets of at most N
+# bytes either way (its routes to both subnets say MTU N, locked), as a
+# tunnel or a WAN link on the way would: a larger one with DF set is
+# dropped and answered with ICMP "fragmentation needed" (IPv6: "packet
+# too big") naming N, which path MTU discovery acts on.  Then
+#   quiet on|off  makes the router keep those ICMP words to itself (IPv4:
+#            a rule sends the router's own ICMP to a blackhole), as a
+#            firewall that filters ICMP does: large frames just vanish.
 #   exec     runs COMMAND in host a or b, its host name that host's
 #            (NAME-a, NAME-b: an MPI job starter there knows itself by it).
 #   down     removes all of it.
@@ -51,12 +60,13 @@ name=ofirt
 mtu=9000
 paths=1
 ipv6=0
+narrow=0
 command=${1:-}
 [ -n "$command" ] || die 1 "no command (up, down); see --help"
 shift
 case "$command" in
 -h | --help) usage; exit 0 ;;
-up | down | exec) ;;
+up | down | exec | quiet) ;;
 *) die 1 "unknown command '$command' (see --help)" ;;
 esac
 while (($#)); do
@@ -65,7 +75,8 @@ while (($#)); do
 	--mtu) mtu=$2; shift ;;
 	--paths) paths=$2; shift ;;
 	--ipv6) ipv6=1 ;;
-	*) [ "$command" = exec ] && break
+	--narrow) narrow=$2; shift ;;
+	*) [[ "$command" = exec || "$command" = quiet ]] && break
 		die 1 "unknown option '$1' (see --help)" ;;
 	esac
 	shift
@@ -79,12 +90,27 @@ if [ "$command" = exec ]; then
 	# shellcheck disable=SC2016 # $0 and $@ are the inner shell's
 	exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@"
 fi
+if [ "$command" = quiet ]; then
+	[[ "${1:-}" =~ ^(on|off)$ ]] || die 1 "quiet wants on or off"
+	# Only the router's own ICMP (its errors) meets the rule: what it
+	# forwards has been routed already.
+	ip netns exec "$name-r" ip rule del ipproto icmp table 77 2>/dev/null || true
+	if [ "$1" = on ]; then
+		ip netns exec "$name-r" ip route replace blackhole default table 77
+		ip netns exec "$name-r" ip rule add ipproto icmp table 77
+	fi
+	exit 0
+fi
 [[ "$name" =~ ^[a-z][a-z0-9]{0,8}$ ]] || die 1 "--name: 1 to 9 lowercase letters and digits"
 if [[ ! "$mtu" =~ ^[0-9]+$ ]] || ((mtu < 1280 || mtu > 9000)); then
 	die 1 "--mtu wants 1280..9000"
 fi
 [[ "$paths" =~ ^[12]$ ]] || die 1 "--paths wants 1 or 2"
 ((ipv6 == 0 || paths == 1)) || die 1 "--ipv6 takes one path"
+if [[ ! "$narrow" =~ ^[0-9]+$ ]] || ((narrow != 0 && (narrow < 576 || narrow > mtu))); then
+	die 1 "--narrow wants 576..MTU"
+fi
+((narrow == 0 || paths == 1)) || die 1 "--narrow takes one path"
 [ "$(id -u)" = 0 ] || die 2 "namespaces and veths need root"
 
 down() {
@@ -147,6 +173,13 @@ if ((ipv6)); then
 		run_in "$name-${side%:*}" ip -6 route add default via "fd00:77:${side#*:}::1"
 	done
 	run_in "$name-r" sysctl -qw net.ipv6.conf.all.forwarding=1
+	if ((narrow)); then
+		for side in a:1 b:2; do
+			run_in "$name-r" ip -6 route replace "fd00:77:${side#*:}::/64" dev "$name-r${side%:*}" metric 256 \
+				mtu lock "$narrow"
+		done
+		echo "router $name-r forwards packets of $narrow bytes at most"
+	fi
 	echo "router $name-r: $name-a (fd00:77:1::2/64 on $name-a0) <-> $name-b (fd00:77:2::2/64 on $name-b0), MTU $mtu"
 	exit 0
 fi
@@ -154,6 +187,13 @@ host a 1 r
 if ((paths == 1)); then
 	host b 2 r
 	run_in "$name-r" sysctl -qw net.ipv4.ip_forward=1
+	if ((narrow)); then
+		for side in a:1 b:2; do
+			run_in "$name-r" ip route replace "10.77.${side#*:}.0/24" dev "$name-r${side%:*}" \
+				scope link src "10.77.${side#*:}.1" mtu lock "$narrow"
+		done
+		echo "router $name-r forwards packets of $narrow bytes at most"
+	fi
 	echo "router $name-r: $name-a (10.77.1.2/24 on $name-a0) <-> $name-b (10.77.2.2/24 on $name-b0), MTU $mtu"
 	exit 0
 fi

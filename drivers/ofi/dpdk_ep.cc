@@ -86,6 +86,12 @@ void log_stats(const Endpoint* ep) {
             ep->queue, s.hellos_sent, s.hellos_answered, s.answers_withheld,
             s.connections_opened, s.connections_evicted, s.connections_refused, s.bad_tokens,
             s.wrong_key, s.held_expired, s.held_reclaimed, s.reorder_full, s.no_memory);
+  if (s.path_narrowed_by_icmp + s.path_narrowed_by_silence + s.segments_from_pieces != 0)
+    DPDK_INFO(FI_LOG_EP_DATA,
+              "endpoint queue %u: path MTU: connections narrowed by a router's ICMP %lu, by "
+              "unanswered large segments %lu; pieces sent %lu; segments taken from pieces %lu\n",
+              ep->queue, s.path_narrowed_by_icmp, s.path_narrowed_by_silence, s.pieces_sent,
+              s.segments_from_pieces);
 }
 
 // A peer whose last message we received may not have our ack for it: keep
@@ -572,14 +578,23 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
     transport.token_secret[0] ^= now_ns() ^ ep->session;
     transport.token_secret[1] ^= reinterpret_cast<uintptr_t>(ep);
   }
+  transport.encap_overhead = domain->port->encap_overhead();
   ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
                                                ep->session);
   ep->engine->set_frame_keeper(domain->port.get());
-  if (domain->port->udp || domain->port->udp6) {
+  {
     // Beyond the gateway, frames fit FI_DPDK_ROUTED_MTU: a router's links
-    // need not carry what ours do (DF is set: it would drop them).
+    // need not carry what ours do (DF is set: it would drop them).  And a
+    // path found narrower (dpdk_path_mtu.cc) binds the connections made
+    // after.
     PortContext* port = domain->port.get();
     ep->engine->set_path_limit([port](const uint8_t* link) { return port->path_limit(link); });
+    ep->engine->set_path_learned([port](const uint8_t* link, uint32_t payload) {
+      port->learn_path(link, payload, now_ns());
+    });
+  }
+  if (domain->port->udp || domain->port->udp6) {
+    PortContext* port = domain->port.get();
     ep->engine->set_reaching_ports(
         [port, ep](const uint8_t* link, uint16_t peer_queue, std::span<uint16_t> out) {
           return port->reaching_ports(link, peer_queue, ep->queue, ep->hw_queue, out);

@@ -37,6 +37,12 @@ bool ipv6_peer_id(const ip::Ipv6& address, bool pinned, uint8_t id[6]) {
   return r.peers.id_of(address, pinned, id);
 }
 
+bool find_ipv6_peer_id(const ip::Ipv6& address, uint8_t id[6]) {
+  PeerRegistry& r = registry();
+  std::lock_guard guard(r.lock);
+  return r.peers.find_id(address, id);
+}
+
 std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]) {
   if (!ip::is_ipv6_peer_id(id)) return std::nullopt;
   PeerRegistry& r = registry();
@@ -144,6 +150,10 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
     return;
   }
   if (packet.next_header == ip::kNextHeaderIcmp6) {
+    if (ip::TooBig word; ip::parse_packet_too_big(packet, &word)) {
+      on_too_big(word, now);
+      return;
+    }
     // An echo request: answered to the MAC it came from (the router, for
     // a sender beyond it).
     if (!echo_allowed(now)) return;

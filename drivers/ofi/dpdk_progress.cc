@@ -63,20 +63,6 @@ void log_timeouts(Endpoint* ep) {
             ep->engine->stats().stalled_no_buffer);
 }
 
-template <typename Call>
-void PortContext::contain(Call&& call) {
-  // The engine answers a failed buffer allocation itself; a record's or a
-  // queue node's throws, and stops here, in the receive path, never in the
-  // progress loop or the application.
-  try {
-    call();
-  } catch (const std::bad_alloc&) {
-    if (no_memory++ == 0)
-      DPDK_WARN(FI_LOG_EP_DATA, "%s: out of memory in the transport; frames are being lost\n",
-                port->name().c_str());
-  }
-}
-
 PortContext::~PortContext() {
   progress_net_remove(this);
   if (interface)
@@ -96,6 +82,11 @@ PortContext::~PortContext() {
               port->name().c_str(), ip::format_interface6(*interface6).c_str(),
               neighbour_solicitations_answered, neighbour_messages_ignored, rx_udp6,
               rx_strangers_not_named, echo6_requests_answered);
+  if (too_big_taken + too_big_ignored != 0)
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "%s: routers' packet-too-big words taken %lu, ignored %lu (not naming a "
+              "connection of ours, or not narrowing it); paths learned %zu\n",
+              port->name().c_str(), too_big_taken, too_big_ignored, learned_paths.size());
   for (rte_mbuf* frame : looped) net::free_frame(frame);
   for (const WaitingFrame& waiting : waiting_frames) net::free_frame(waiting.frame);
 }

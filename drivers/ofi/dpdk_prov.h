@@ -43,6 +43,7 @@
 #include "drivers/net/port.h"
 #include "lib/ip/ipv6_peers.h"
 #include "lib/ip/neighbour_table.h"
+#include "lib/ip/too_big.h"
 #include "lib/ip/udp4.h"
 #include "lib/ip/udp6.h"
 #include "lib/proto/frame_codec.h"
@@ -149,6 +150,8 @@ KeptIov keep_iov(const iovec* iov, size_t count, uint64_t flags);
 // its peer on whichever port sends.  `pinned` for addresses the program
 // named (AV inserts, connects); the receive path's strangers are not.
 bool ipv6_peer_id(const ip::Ipv6& address, bool pinned, uint8_t id[6]);
+// The id of an address the table holds, making none.
+bool find_ipv6_peer_id(const ip::Ipv6& address, uint8_t id[6]);
 std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]);
 
 // One open ethdev port and what shares it: the port lock serialises the
@@ -349,9 +352,12 @@ struct PortContext final : proto::FrameKeeper {
                 : udp ? static_cast<uint32_t>(ip::kUdp4Overhead) : 0;
   }
   // The largest payload of a frame to the peer of link address `link`:
-  // for one beyond the gateway, what FI_DPDK_ROUTED_MTU leaves of a frame;
-  // 0 (the port's own) otherwise (proto::PathLimit).
+  // for one beyond the gateway, what FI_DPDK_ROUTED_MTU leaves of a frame,
+  // and less where path MTU discovery found less (learned_paths); 0 (the
+  // port's own) otherwise (proto::PathLimit).
   uint32_t path_limit(const uint8_t* link) const;
+  // FI_DPDK_ROUTED_MTU's part of it: for a peer beyond the gateway.
+  uint32_t routed_limit(const uint8_t* link) const;
   // RSS steering: up to out.size() UDP source ports that frames from the
   // peer at `link`, its endpoint queue `peer_queue`, to endpoint queue
   // `queue` should come from for this port's RSS to put them on `hw_queue`
@@ -442,9 +448,43 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t echo_window_ns = 0;
   uint32_t echoes_in_window = 0;
   bool echo_allowed(uint64_t now);
+  // Path MTU discovery (dpdk_path_mtu.cc).  What routers' ICMP and
+  // connections' silence taught about the path to a peer (by link
+  // address): the largest payload its frames carry, believed until
+  // until_ns (RFC 1191's ten minutes: a path may widen again), for the
+  // connections made meanwhile (path_limit).  At most kMaxLearnedPaths;
+  // lock held throughout.
+  struct LearnedPath {
+    uint32_t payload;
+    uint64_t until_ns;
+  };
+  static constexpr size_t kMaxLearnedPaths = 4096;
+  static constexpr uint64_t kLearnedPathLife = 600'000'000'000;
+  std::unordered_map<uint64_t, LearnedPath> learned_paths;
+  void learn_path(const uint8_t* link, uint32_t payload, uint64_t now);
+  uint32_t learned_payload(const uint8_t* link, uint64_t now) const;
+  // A router's "fragmentation needed" or "packet too big": it counts when
+  // it quotes a frame of ours far enough to name the connection (number
+  // and token), which then narrows (proto::Engine::on_path_too_big).
+  void on_too_big(const ip::TooBig& word, uint64_t now);
+  uint64_t too_big_taken = 0, too_big_ignored = 0;
   // A decoded frame to the endpoint its header names.  Lock held.
   void deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now);
 };
+
+template <typename Call>
+void PortContext::contain(Call&& call) {
+  // The engine answers a failed buffer allocation itself; a record's or a
+  // queue node's throws, and stops here, in the receive path, never in the
+  // progress loop or the application.
+  try {
+    call();
+  } catch (const std::bad_alloc&) {
+    if (no_memory++ == 0)
+      DPDK_WARN(FI_LOG_EP_DATA, "%s: out of memory in the transport; frames are being lost\n",
+                port->name().c_str());
+  }
+}
 
 // FI_PROGRESS_AUTO (dpdk_auto_progress.cc): a domain's port joins or leaves
 // the progress loop, which runs on a DPDK worker lcore or a thread.  Call

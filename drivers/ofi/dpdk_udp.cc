@@ -80,6 +80,14 @@ size_t PortContext::reaching_ports(const uint8_t* link, uint16_t peer_queue, uin
 }
 
 uint32_t PortContext::path_limit(const uint8_t* link) const {
+  // What the path was found to carry, if that is less.
+  const uint32_t learned = learned_payload(link, now_ns());
+  const uint32_t routed = routed_limit(link);
+  if (learned == 0 || (routed != 0 && routed < learned)) return routed;
+  return learned;
+}
+
+uint32_t PortContext::routed_limit(const uint8_t* link) const {
   const uint32_t routed_mtu = params().routed_mtu;
   if (routed_mtu == 0 || !in_udp(link)) return 0;
   if (ip::is_peer_id(link)) {
@@ -208,6 +216,10 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now) {
     return;
   }
   if (packet.protocol == ip::kProtocolIcmp) {
+    if (ip::TooBig word; ip::parse_fragmentation_needed(packet, &word)) {
+      on_too_big(word, now);
+      return;
+    }
     if (!echo_allowed(now)) return;
     if (send_built(length, [&](uint8_t* out) {
           return ip::build_echo_reply(bytes, packet, port->mac(), out, length);

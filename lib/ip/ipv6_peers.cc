@@ -48,6 +48,13 @@ std::optional<Ipv6> Ipv6Peers::peek(const uint8_t id[6]) const {
   return it->second.address;
 }
 
+bool Ipv6Peers::find_id(const Ipv6& address, uint8_t id[6]) const {
+  const auto known = by_address_.find(address);
+  if (known == by_address_.end()) return false;
+  write_id(known->second, id);
+  return true;
+}
+
 bool Ipv6Peers::id_of(const Ipv6& address, bool pinned, uint8_t id[6]) {
   if (const auto known = by_address_.find(address); known != by_address_.end()) {
     Entry& entry = by_handle_.at(known->second);

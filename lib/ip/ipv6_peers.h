@@ -39,6 +39,9 @@ class Ipv6Peers {
   // take it (kMaxPinned pinned entries; or a stranger with stranger
   // capacity 0).
   bool id_of(const Ipv6& address, bool pinned, uint8_t id[6]);
+  // The peer id of `address` if the table holds it (written to id),
+  // making nothing and marking nothing.
+  bool find_id(const Ipv6& address, uint8_t id[6]) const;
   // The address of a peer id, if it names one still in the table; marks
   // it used.
   std::optional<Ipv6> address_of(const uint8_t id[6]);

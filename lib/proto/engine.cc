@@ -658,7 +658,10 @@ void Engine::poll(uint64_t now_ns) {
       if (size != SilentPath::kNarrowed) emit_segment(c, c.una, now_ns, true);
       // A small frame a live peer answers whatever the path's MTU: the
       // answer tells a narrow path from a dead one at the next timeout.
-      if (size == SilentPath::kProbe) emit_probe(c);
+      if (size == SilentPath::kProbe) {
+        emit_probe(c);
+        c.size_probe_ns = now_ns;
+      }
       c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
       c.rto_deadline_ns = now_ns + c.rto_ns;
     } else if (in_flight && c.srtt_ns != 0 && c.probes < kMaxProbes &&

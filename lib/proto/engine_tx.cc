@@ -49,6 +49,7 @@ void Engine::reset_transmit(Connection& c) {
   c.tx_token = 0;
   c.tx_max_payload = 0;
   c.peer_port_count = 0;  // the next HELLO_ACK names them again
+  c.size_probe_ns = 0;
   c.next_seq = c.una = wire::kInitialSeq;
   c.pending.clear();
   c.pending_cut = 0;
@@ -208,6 +209,7 @@ uint32_t Engine::fallback_payload(uint32_t payload) const {
 
 void Engine::narrow_path(Connection& c, uint32_t payload, uint64_t now_ns) {
   c.tx_max_payload = payload;
+  c.size_probe_ns = 0;
   if (!c.tx_slots) return;
   // What is in flight and larger most likely went nowhere: again at once,
   // in pieces (as TCP resends at once what an ICMP said did not fit).  A
@@ -238,8 +240,8 @@ Engine::SilentPath Engine::check_silent_path(Connection& c, uint64_t now_ns) {
   // like loss, but only the large ones are lost: the oldest segment went
   // kSilentTransmissions times unanswered, no segment larger than the next
   // fallback size arrived since, and yet the peer answered a small frame
-  // sent after its last transmission (the probe the timeout sends beside
-  // it).  Then its segments fall back to that size (RFC 4821 does the same
+  // sent at an earlier timeout (the probe sent beside the segment; acks
+  // the peer sends on its own prove as much).  Then its segments fall back to that size (RFC 4821 does the same
   // with probes of chosen sizes).
   const TxSlot& oldest = slot_of(c, c.una);
   const uint32_t smaller = fallback_payload(c.tx_max_payload);
@@ -250,8 +252,8 @@ Engine::SilentPath Engine::check_silent_path(Connection& c, uint64_t now_ns) {
     const TxSlot& slot = slot_of(c, seq);
     large_arrived = slot.sacked && slot.length > smaller;
   }
-  if (!large_arrived && oldest.transmissions >= kSilentTransmissions &&
-      c.last_heard_ns > oldest.last_sent_ns) {
+  if (!large_arrived && oldest.transmissions >= kSilentTransmissions && c.size_probe_ns != 0 &&
+      c.last_heard_ns > c.size_probe_ns) {
     ++stats_.path_narrowed_by_silence;
     if (path_learned_) path_learned_(c.mac, smaller);
     narrow_path(c, smaller, now_ns);

@@ -30,6 +30,11 @@ TEST(Ipv6Peers, AnAddressKeepsItsIdAndTheIdGivesItBack) {
   EXPECT_NE(std::memcmp(id, other, 6), 0);
   EXPECT_EQ(peers.size(), 2u);
   EXPECT_EQ(peers.pinned(), 1u);
+  uint8_t found[6];
+  ASSERT_TRUE(peers.find_id(v6("fd00:77:2::3"), found));
+  EXPECT_EQ(std::memcmp(found, other, 6), 0);
+  EXPECT_FALSE(peers.find_id(v6("fd00:77:2::4"), found)) << "a lookup makes nothing";
+  EXPECT_EQ(peers.size(), 2u);
   uint8_t ipv4_id[6];
   peer_id_of(0x0A000001, ipv4_id);
   EXPECT_FALSE(is_ipv6_peer_id(ipv4_id));

@@ -74,7 +74,8 @@ TEST(TooBig, FragmentationNeededGivesTheQuotedPacketBack) {
   // Linux quotes up to 576 bytes of ICMP: the frame's first 548 bytes.
   const std::vector<uint8_t> sent = our_frame4(8912);
   TooBig got;
-  ASSERT_TRUE(parse4(fragmentation_needed(sent, 548, 1500), &got));
+  const std::vector<uint8_t> word = fragmentation_needed(sent, 548, 1500);  // got points into it
+  ASSERT_TRUE(parse4(word, &got));
   EXPECT_EQ(got.mtu, 1500u);
   EXPECT_EQ(got.source, mapped_ipv4(kUs));
   EXPECT_EQ(got.destination, mapped_ipv4(kPeer));
@@ -153,7 +154,8 @@ TEST(TooBig, PacketTooBigGivesTheQuotedPacketBack) {
   // Linux quotes as much as fits in 1280 bytes: the frame's first 1232.
   const std::vector<uint8_t> sent = our_frame6(8892);
   TooBig got;
-  ASSERT_TRUE(parse6(packet_too_big(sent, 1232, 1280), &got));
+  const std::vector<uint8_t> word = packet_too_big(sent, 1232, 1280);  // got points into it
+  ASSERT_TRUE(parse6(word, &got));
   EXPECT_EQ(got.mtu, 1280u);
   EXPECT_EQ(got.source, kUs6);
   EXPECT_EQ(got.destination, kPeer6);

@@ -98,6 +98,24 @@ TEST(PathMtu, AConnectionWhoseEverySegmentIsTooLargeStillNarrows) {
   EXPECT_EQ(pair.engine(pair.b).stats().resets_sent, 0u);
 }
 
+TEST(PathMtu, ALargeSegmentWhoseSmallTailArrivesStillNarrows) {
+  // One message of a full segment and a small tail, one at a time (a
+  // pingpong just above the path's size): the tail arrives, and its SACK
+  // has the large one resent at every answer of the peer's.  Expect: A
+  // narrows, each message arrives.
+  sim::Pair pair(47, jumbo(), jumbo());
+  ASSERT_TRUE(pair.warm_up());
+  pair.link.keep = [&](size_t, const wire::FrameHeader& h) {
+    return sizeof(wire::FrameHeader) + h.payload_len <= 1500;
+  };
+  for (int i = 0; i < 3; ++i) {
+    send_and_check(pair, 1, kJumboPayload + 100, 10 * kSec);
+    pair.done[pair.a].clear();
+    pair.done[pair.b].clear();
+  }
+  EXPECT_EQ(pair.engine(pair.a).stats().path_narrowed_by_silence, 1u);
+}
+
 TEST(PathMtu, ARouterNamingTheConnectionNarrowsItAtOnce) {
   // The first 9000-byte segments are dropped by a router whose next link
   // carries 4000; its ICMP quotes our frame (conn and token).  Expect: that
