@@ -6,7 +6,7 @@
 # veth pair, both ports with addresses on 10.66.0.0/16 so the pair talks in
 # UDP, and udp_adversary on the peer's end sending what strangers on that
 # subnet could (udp_adversary.cc: spoofed HELLOs, broadcasts, an echo and an
-# ARP flood; the target's port also has fd00:66::1/64, and the same in
+# ARP flood, forged ICMP "fragmentation needed" for the pair; the target's port also has fd00:66::1/64, and the same in
 # IPv6: spoofed HELLOs, echo, solicitation and stranger floods).  Passes when every case passed and both bench processes still
 # run at the end.  Skips (exit 77) where veth pairs cannot be made.
 set -euo pipefail

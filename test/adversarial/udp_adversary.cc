@@ -19,6 +19,11 @@
 //                  and replies stay within 100 a second.
 //   arp_flood      ARP requests from a different made-up neighbour each:
 //                  the target's memory stays bounded.
+//   forged_too_big ICMP "fragmentation needed" (MTU 576) from a made-up
+//                  router, each quoting a frame of the target's to the
+//                  live pair's peer with a guessed connection number and
+//                  token: the target's frames to that peer keep their size
+//                  (as large as before, above 576 bytes).
 //
 // With --target-ip6 and --own-ip6 (the target's port has an IPv6 address
 // on a /64 too), the same in IPv6:
@@ -181,6 +186,7 @@ struct Seen {
   std::set<ip::Ipv6> udp6_to;          // destinations of its UDP/IPv6 frames
   uint64_t hello_acks6_to_us = 0;
   uint64_t echo6_replies = 0;
+  size_t largest_to_avoid = 0;         // its largest IPv4 frame to --avoid (the pair's peer)
 };
 
 class UdpAdversary {
@@ -201,6 +207,7 @@ class UdpAdversary {
     all &= report("broadcasts", broadcasts());
     all &= report("echo_flood", echo_flood());
     all &= report("arp_flood", arp_flood());
+    if (o_.avoid_ip != 0) all &= report("forged_too_big", forged_too_big());
     if (o_.target_ip6 && o_.own_ip6) {
       all &= report("answers6", answers6());
       all &= report("spoofed_hellos6", spoofed_hellos6());
@@ -421,6 +428,8 @@ class UdpAdversary {
     }
     ip::Ipv4Packet packet;
     if (ip::parse_ipv4_packet(frame, length, &packet) != ip::Ipv4Result::kOk) return;
+    if (packet.destination == o_.avoid_ip)
+      seen->largest_to_avoid = std::max(seen->largest_to_avoid, length);
     const bool broadcast_mac = std::all_of(frame, frame + 6, [](uint8_t b) { return b == 0xff; });
     if (packet.protocol == ip::kProtocolIcmp && packet.payload_length >= 8 &&
         packet.payload[0] == 0 && packet.destination == o_.own_ip) {
@@ -520,6 +529,76 @@ class UdpAdversary {
     std::snprintf(text, sizeof text, "%d requests in %.2f s, %lu replies", kRequests, seconds,
                   static_cast<unsigned long>(seen.echo_replies));
     r.note(text);
+    return r;
+  }
+
+  // A router's "fragmentation needed" (MTU `mtu`), from a made-up router
+  // on the subnet, quoting the start of a frame the target might have sent
+  // the pair's peer: its IPv4 and UDP headers and our header with the
+  // given connection number and token.
+  void send_too_big(uint16_t conn, uint32_t token, uint16_t mtu) {
+    wire::FrameHeader h{};
+    h.version = wire::kWireVersion;
+    h.opcode = static_cast<uint8_t>(wire::Opcode::kResponse);
+    h.src_session = static_cast<uint32_t>(rng_()) | 1;
+    h.conn = conn;
+    h.token = token;
+    h.payload_len = 1384;
+    h.msg_len = 4096;
+    std::vector<uint8_t> sent(ip::kUdp4Lead + sizeof(wire::FrameHeader));
+    proto::encode_header(sent.data() + ip::kUdp4Lead, h);
+    ip::Udp4Addresses addresses;
+    addresses.source = o_.target_ip;
+    addresses.destination = o_.avoid_ip;
+    addresses.source_port = 50000;
+    addresses.destination_port = o_.port_base;
+    ip::encode_udp4(sent.data(), own_mac_.data(), o_.target_mac.data(), addresses,
+                    sizeof(wire::FrameHeader) + h.payload_len);
+    const size_t quote = sent.size() - ip::kEthernetHeaderSize;
+    std::vector<uint8_t> frame(ip::kEthernetHeaderSize + ip::kIpv4HeaderSize + 8 + quote);
+    std::memcpy(frame.data(), o_.target_mac.data(), 6);
+    std::memcpy(frame.data() + 6, own_mac_.data(), 6);
+    put16(frame.data() + 12, ip::kEtherTypeIpv4);
+    uint8_t* ipv4 = frame.data() + ip::kEthernetHeaderSize;
+    ipv4[0] = 0x45;
+    put16(ipv4 + 2, static_cast<uint16_t>(frame.size() - ip::kEthernetHeaderSize));
+    ipv4[8] = 64;
+    ipv4[9] = ip::kProtocolIcmp;
+    for (int i = 0; i < 4; ++i) {
+      ipv4[12 + i] = static_cast<uint8_t>(o_.own_ip >> (24 - 8 * i));
+      ipv4[16 + i] = static_cast<uint8_t>(o_.target_ip >> (24 - 8 * i));
+    }
+    put16(ipv4 + 10, ip::internet_checksum(ipv4, ip::kIpv4HeaderSize));
+    uint8_t* icmp = ipv4 + ip::kIpv4HeaderSize;
+    icmp[0] = 3;  // destination unreachable
+    icmp[1] = 4;  // fragmentation needed
+    put16(icmp + 6, mtu);
+    std::memcpy(icmp + 8, sent.data() + ip::kEthernetHeaderSize, quote);
+    put16(icmp + 2, ip::internet_checksum(icmp, 8 + quote));
+    link_.send(frame);
+  }
+
+  Result forged_too_big() {
+    // The pair's fetch-adds of 4096 bytes go in full frames: the control.
+    Result r;
+    const size_t before = listen(milliseconds(300)).largest_to_avoid;
+    if (before <= 700) {
+      r.fail("the target sent the pair's peer no frame above 700 bytes before the attack (" +
+             std::to_string(before) + "): nothing to show");
+      return r;
+    }
+    constexpr int kWords = 5000;
+    for (int i = 0; i < kWords; ++i) {
+      send_too_big(static_cast<uint16_t>(1 + i % 64), static_cast<uint32_t>(rng_()), 576);
+      if (i % 500 == 499) (void)listen(milliseconds(5));
+    }
+    (void)listen(milliseconds(100));  // what left before the words were read
+    const size_t after = listen(milliseconds(500)).largest_to_avoid;
+    if (after + 100 < before)
+      r.fail("the target's frames to the pair's peer shrank from " + std::to_string(before) +
+             " to " + std::to_string(after) + " bytes");
+    r.note(std::to_string(kWords) + " words; largest frame to the peer " + std::to_string(before) +
+           " bytes before, " + std::to_string(after) + " after");
     return r;
   }
 
@@ -635,6 +714,7 @@ class UdpAdversary {
     into->udp6_to.insert(more.udp6_to.begin(), more.udp6_to.end());
     into->hello_acks6_to_us += more.hello_acks6_to_us;
     into->echo6_replies += more.echo6_replies;
+    into->largest_to_avoid = std::max(into->largest_to_avoid, more.largest_to_avoid);
   }
 
   const Options o_;
