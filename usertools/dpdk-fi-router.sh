@@ -46,8 +46,9 @@
 # dropped and answered with ICMP "fragmentation needed" (IPv6: "packet
 # too big") naming N, which path MTU discovery acts on.  Then
 #   quiet on|off  makes the router keep those ICMP words to itself (IPv4:
-#            a rule sends the router's own ICMP to a blackhole), as a
-#            firewall that filters ICMP does: large frames just vanish.
+#            a rule sends all ICMP it routes, its own and forwarded, to a
+#            blackhole), as a firewall that filters ICMP does: large
+#            frames just vanish.
 #   exec     runs COMMAND in host a or b, its host name that host's
 #            (NAME-a, NAME-b: an MPI job starter there knows itself by it).
 #   down     removes all of it.
@@ -92,8 +93,8 @@ if [ "$command" = exec ]; then
 fi
 if [ "$command" = quiet ]; then
 	[[ "${1:-}" =~ ^(on|off)$ ]] || die 1 "quiet wants on or off"
-	# Only the router's own ICMP (its errors) meets the rule: what it
-	# forwards has been routed already.
+	# The rule takes the router's own ICMP (its errors) and any it
+	# forwards (a ping across it): neither passes while quiet.
 	ip netns exec "$name-r" ip rule del ipproto icmp table 77 2>/dev/null || true
 	if [ "$1" = on ]; then
 		ip netns exec "$name-r" ip route replace blackhole default table 77

@@ -31,7 +31,9 @@ std::string format_address(const ip::Ipv6& address) {
 void PortContext::learn_path(const uint8_t* link, uint32_t payload, uint64_t now) {
   const uint64_t until = now + kLearnedPathLife;
   if (auto it = learned_paths.find(key_of(link)); it != learned_paths.end()) {
-    it->second = {std::min(it->second.payload, payload), until};
+    // An expired entry says nothing any more.
+    const bool live = it->second.until_ns > now;
+    it->second = {live ? std::min(it->second.payload, payload) : payload, until};
     return;
   }
   if (learned_paths.size() >= kMaxLearnedPaths) {
@@ -98,7 +100,7 @@ void PortContext::on_too_big(const ip::TooBig& word, uint64_t now) {
   DPDK_INFO(FI_LOG_EP_DATA,
             "%s: a router says the path to %s carries %u-byte packets: frames to it are cut "
             "to fit (%u bytes of payload), and what did not fit goes again in pieces\n",
-            port->name().c_str(), format_address(word.destination).c_str(), mtu, payload);
+            port->name().c_str(), format_address(word.destination).c_str(), word.mtu, payload);
 }
 
 }  // namespace ofi_dpdk::ofi

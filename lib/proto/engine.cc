@@ -638,6 +638,10 @@ void Engine::poll(uint64_t now_ns) {
       // What the receiver reported holding beyond the hole it may have
       // dropped since (hold_timeout_ns, a reclaim): its SACK is forgotten,
       // so the next acks tell anew what is missing.
+      // Or the oldest segment's size (while its SACK marks still tell
+      // whether large ones arrive).
+      const SilentPath size = c.peer_window != 0 ? assess_silent_path(c)
+                                                 : SilentPath::kNotInQuestion;
       forget_sacks(c);
       ++(c.peer_window != 0 ? stats_.retransmit_timeouts : stats_.window_probes);
       if (c.peer_window != 0) {
@@ -652,10 +656,10 @@ void Engine::poll(uint64_t now_ns) {
         // Nothing else repaired the loss: the path may be what dropped it.
         change_path(c);
       }
-      // Or its size: then the oldest went again already, in pieces.
-      const SilentPath size = c.peer_window != 0 ? check_silent_path(c, now_ns)
-                                                 : SilentPath::kNotInQuestion;
-      if (size != SilentPath::kNarrowed) emit_segment(c, c.una, now_ns, true);
+      if (size == SilentPath::kNarrow)
+        silent_narrow(c, now_ns);  // the oldest goes again, in pieces
+      else
+        emit_segment(c, c.una, now_ns, true);
       // A small frame a live peer answers whatever the path's MTU: the
       // answer tells a narrow path from a dead one at the next timeout.
       if (size == SilentPath::kProbe) {

@@ -300,6 +300,9 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   h.payload_len = sizeof(wire::HandshakeBody);
   h.msg_len = sizeof(wire::HandshakeBody);
   wire::HandshakeBody body{};
+  // Asked again at each HELLO: what the path was found to carry may have
+  // changed since the record was made (PathLimit).
+  c.payload_offer = payload_offer(c.mac);
   body.max_payload = htobe32(c.payload_offer);
   std::memcpy(frame.body, &body, sizeof(body));
   frame.message = nullptr;

@@ -288,8 +288,13 @@ bool add_piece(HeldSegment& held, uint16_t begin, uint16_t length, uint16_t segm
   return true;
 }
 
+// Whether two frames of one seq carry the same segment.  Of the flags only
+// the segment's own count: the frame's (kFlagAckValid, kFlagAckRequest)
+// and kFlagAckNow (set while nothing is queued behind the message) may
+// change between one round of pieces and the next.
 bool same_segment(const wire::FrameHeader& a, const wire::FrameHeader& b) {
-  return a.opcode == b.opcode && a.flags == b.flags && a.msg_id == b.msg_id &&
+  constexpr uint16_t kSame = wire::kSegmentFlags & ~wire::kFlagAckNow;
+  return a.opcode == b.opcode && (a.flags & kSame) == (b.flags & kSame) && a.msg_id == b.msg_id &&
          a.msg_len == b.msg_len && a.offset == b.offset && a.payload_len == b.payload_len &&
          a.tag == b.tag && a.cq_data == b.cq_data && a.group == b.group;
 }

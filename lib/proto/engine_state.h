@@ -293,10 +293,13 @@ struct Connection {
   uint64_t rto_deadline_ns = 0;      // 0: timer off
   uint8_t probes = 0;                // tail loss probes since the ack last advanced
   uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer
-  // When a retransmission timeout last asked the peer, with a small probe,
-  // whether it is there while a large segment goes unanswered (0: not
-  // since the segment size last changed): Engine::check_silent_path.
+  // Path MTU discovery by silence (Engine::assess_silent_path): when a
+  // retransmission timeout last asked the peer, with a small probe,
+  // whether it is there while a large oldest segment goes unanswered (0:
+  // none since una last moved), and at how many timeouts since such a
+  // probe had been answered and the segment still had not.
   uint64_t size_probe_ns = 0;
+  uint8_t size_probes_answered = 0;
   uint64_t waiting_since_ns = 0;     // first unanswered send (or HELLO)
   uint64_t stalled_since_ns = 0;     // the peer's window went to 0 (0: open)
   // Receive side: open once the peer proved its handshake (a segment with

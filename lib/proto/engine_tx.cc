@@ -210,14 +210,18 @@ uint32_t Engine::fallback_payload(uint32_t payload) const {
 void Engine::narrow_path(Connection& c, uint32_t payload, uint64_t now_ns) {
   c.tx_max_payload = payload;
   c.size_probe_ns = 0;
+  c.size_probes_answered = 0;
   if (!c.tx_slots) return;
-  // What is in flight and larger most likely went nowhere: again at once,
-  // in pieces (as TCP resends at once what an ICMP said did not fit).  A
-  // narrower path is no sign of congestion: the window stays.
-  for (uint32_t seq = c.una; seq != c.next_seq; ++seq) {
+  // What is in flight, not reported arrived, and larger most likely went
+  // nowhere: again at once, in pieces (as TCP resends at once what an
+  // ICMP said did not fit), as many segments as the window holds; a
+  // narrower path is no sign of congestion.  The rest go as repairs.
+  uint32_t budget = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
+  for (uint32_t seq = c.una; seq != c.next_seq && budget != 0; ++seq) {
     const TxSlot& slot = slot_of(c, seq);
-    if (slot.message != nullptr && !slot.sacked && slot.length > payload)
-      emit_segment(c, seq, now_ns, true);
+    if (slot.message == nullptr || slot.sacked || slot.length <= payload) continue;
+    emit_segment(c, seq, now_ns, true);
+    --budget;
   }
 }
 
@@ -234,32 +238,43 @@ bool Engine::on_path_too_big(const uint8_t* link, uint16_t peer_queue, uint16_t 
   return true;
 }
 
-Engine::SilentPath Engine::check_silent_path(Connection& c, uint64_t now_ns) {
+Engine::SilentPath Engine::assess_silent_path(Connection& c) {
   // Large frames the path drops without a word (no router's ICMP reaches
   // us, or a switch between hosts of one subnet has a smaller MTU) look
-  // like loss, but only the large ones are lost: the oldest segment went
-  // kSilentTransmissions times unanswered, no segment larger than the next
-  // fallback size arrived since, and yet the peer answered a small frame
-  // sent at an earlier timeout (the probe sent beside the segment; acks
-  // the peer sends on its own prove as much).  Then its segments fall back to that size (RFC 4821 does the same
-  // with probes of chosen sizes).
+  // like loss, but only the large ones are lost.  So: the oldest segment,
+  // larger than the next fallback size, went kSilentTransmissions times;
+  // no segment that large is reported arrived (SACK); and at
+  // kSilentRounds timeouts in a row the peer had answered the small probe
+  // of the timeout before (or spoken after it) while the segment stayed
+  // unacknowledged.  Random loss of every size meets that as rarely as it
+  // loses the same segment at each of those timeouts and not the probe.
+  // (RFC 4821 does the like with probes of chosen sizes.)
   const TxSlot& oldest = slot_of(c, c.una);
   const uint32_t smaller = fallback_payload(c.tx_max_payload);
   if (oldest.message == nullptr || smaller == 0 || oldest.length <= smaller)
     return SilentPath::kNotInQuestion;
-  bool large_arrived = false;
-  for (uint32_t seq = c.una; seq != c.next_seq && !large_arrived; ++seq) {
+  for (uint32_t seq = c.una; seq != c.next_seq; ++seq) {
     const TxSlot& slot = slot_of(c, seq);
-    large_arrived = slot.sacked && slot.length > smaller;
+    if (slot.sacked && slot.length > smaller) {
+      // The path carries large frames: not a size problem.
+      c.size_probes_answered = 0;
+      return SilentPath::kNotInQuestion;
+    }
   }
-  if (!large_arrived && oldest.transmissions >= kSilentTransmissions && c.size_probe_ns != 0 &&
-      c.last_heard_ns > c.size_probe_ns) {
-    ++stats_.path_narrowed_by_silence;
-    if (path_learned_) path_learned_(c.mac, smaller);
-    narrow_path(c, smaller, now_ns);
-    return SilentPath::kNarrowed;
-  }
+  if (c.size_probe_ns != 0 && c.last_heard_ns > c.size_probe_ns && c.size_probes_answered < 255)
+    ++c.size_probes_answered;
+  else
+    c.size_probes_answered = 0;
+  if (c.size_probes_answered >= kSilentRounds && oldest.transmissions >= kSilentTransmissions)
+    return SilentPath::kNarrow;
   return SilentPath::kProbe;
+}
+
+void Engine::silent_narrow(Connection& c, uint64_t now_ns) {
+  const uint32_t smaller = fallback_payload(c.tx_max_payload);
+  ++stats_.path_narrowed_by_silence;
+  if (path_learned_) path_learned_(c.mac, smaller);
+  narrow_path(c, smaller, now_ns);
 }
 
 void Engine::emit_ack(Connection& c) {
@@ -350,6 +365,8 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     c.una = ack;
     c.dupacks = 0;
     c.probes = 0;
+    c.size_probe_ns = 0;  // the oldest got through: no size in question
+    c.size_probes_answered = 0;
     if (rtt_sample != 0) {
       if (c.srtt_ns == 0) {
         c.srtt_ns = rtt_sample;

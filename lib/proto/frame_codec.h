@@ -93,7 +93,7 @@ DecodeResult decode_udp_payload(const uint8_t* header, size_t length, DecodedFra
 
 // The start of one of our frames quoted back to us by a router (ICMP
 // "fragmentation needed", "packet too big"): enough to name the sending
-// endpoint's connection.  A quote must reach past `token` (84 bytes of
+// endpoint's connection.  A quote must reach past `token` (80 bytes of
 // our header): one shorter names nothing we could check.
 struct QuotedHeader {
   uint8_t opcode = 0;

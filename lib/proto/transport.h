@@ -1021,20 +1021,24 @@ class Engine {
   ReachingPorts reaching_ports_;
   // Path MTU discovery (engine_tx.cc): segments of `c` no larger than
   // `payload` from now on; those in flight that are larger go again, in
-  // pieces.
+  // pieces, as many as the congestion window holds (the rest as repairs).
   void narrow_path(Connection& c, uint32_t payload, uint64_t now_ns);
   // The payload of the next fallback MTU below `payload`, or 0.
   uint32_t fallback_payload(uint32_t payload) const;
-  // At a retransmission timeout: whether the oldest segment's size, not
-  // the path, may be what goes unanswered (kProbe: ask the peer with a
-  // small frame) or is (kNarrowed: narrowed to the next fallback, and the
-  // oldest went again, in pieces).
-  enum class SilentPath : uint8_t { kNotInQuestion, kProbe, kNarrowed };
-  SilentPath check_silent_path(Connection& c, uint64_t now_ns);
-  // Transmissions of the oldest segment, unanswered while small frames
-  // are, before check_silent_path narrows; and the smallest payload a
-  // router's word narrows a connection to (below, it is not believed).
+  // At a retransmission timeout, before its SACK marks are forgotten:
+  // whether the oldest segment's size, not the path, may be what goes
+  // unanswered (kProbe: ask the peer with a small frame) or is (kNarrow:
+  // narrow to fallback_payload, silent_narrow).
+  enum class SilentPath : uint8_t { kNotInQuestion, kProbe, kNarrow };
+  SilentPath assess_silent_path(Connection& c);
+  void silent_narrow(Connection& c, uint64_t now_ns);
+  // What assess_silent_path asks before kNarrow: the oldest segment went
+  // this many times, and at this many timeouts in a row a small probe had
+  // been answered since the last while the segment had not; and the
+  // smallest payload a router's word narrows a connection to (below, it
+  // is not believed).
   static constexpr uint8_t kSilentTransmissions = 4;
+  static constexpr uint8_t kSilentRounds = 2;
   static constexpr uint32_t kMinPathPayload = 256;
   void emit_pieces(Connection& c, uint32_t seq, const wire::FrameHeader& h, uint64_t now_ns);
   // A piece of a segment (kFlagPiece), receive side (engine_rx.cc).

@@ -203,6 +203,36 @@ std::vector<uint8_t> encoded_piece(uint32_t offset, uint32_t piece_offset, uint1
   return bytes;
 }
 
+TEST(PathMtu, APeerThatFallsSilentForAWhileIsNotANarrowPath) {
+  // B is cut off (every frame either way lost) for 300 ms in the middle of
+  // a stream of large segments, after timeouts that asked about size had
+  // been answered before.  Expect: no narrowing: the probes went
+  // unanswered as the segments did.
+  sim::Pair pair(48, jumbo(), jumbo());
+  ASSERT_TRUE(pair.warm_up());
+  int sent = 0;
+  pair.link.keep = [&](size_t from, const wire::FrameHeader& h) {
+    // Early on, lose some large frames only: timeouts with answered probes.
+    return !(from == pair.a && h.payload_len > 4000 && ++sent % 7 == 0 && sent < 60);
+  };
+  std::vector<std::vector<uint8_t>> in(16, std::vector<uint8_t>(64 << 10));
+  const std::vector<uint8_t> out = pattern(64 << 10, 3);
+  for (auto& buffer : in) ASSERT_EQ(pair.post(pair.b, &buffer, &buffer), 0);
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(pair.send(pair.a, pair.b, out, nullptr), 0);
+  for (int i = 0; i < 20000 && pair.done[pair.b].size() < 2; ++i) {
+    pair.link.step();
+    pair.collect();
+  }
+  ASSERT_LT(pair.done[pair.b].size(), in.size()) << "still streaming when B goes silent";
+  pair.link.set_partitioned(pair.b, true);
+  pair.run_for(300 * kMs);
+  pair.link.set_partitioned(pair.b, false);
+  ASSERT_TRUE(pair.wait(pair.b, in.size(), 10 * kSec));
+  for (const auto& buffer : in) EXPECT_TRUE(buffer == out);
+  EXPECT_EQ(pair.engine(pair.a).stats().path_narrowed_by_silence, 0u);
+  EXPECT_GT(pair.engine(pair.a).stats().retransmit_timeouts, 1u) << "the silence timed out";
+}
+
 TEST(PathMtu, ThePieceFieldsAreCheckedOnTheWayIn) {
   // Expect: a piece within its segment, and the segment within its
   // message, decodes with its fields; one that reaches beyond either, or
@@ -226,7 +256,8 @@ TEST(PathMtu, PiecesThatDisagreeWithTheSegmentTheyJoinAreDropped) {
   // A (here forged by hand, with the real token) sends B half a segment in
   // one piece, then a "piece" of the same seq naming another message
   // length.  Expect: the second is counted bad and nothing is delivered;
-  // the real second half then completes the message.
+  // the real second half, whose frame flags differ (kFlagAckNow), then
+  // completes the message.
   sim::Pair pair(45, jumbo(), jumbo());
   ASSERT_TRUE(pair.warm_up());
   std::vector<uint8_t> in(2000);
@@ -244,9 +275,9 @@ TEST(PathMtu, PiecesThatDisagreeWithTheSegmentTheyJoinAreDropped) {
   DecodedFrame segment;
   ASSERT_EQ(decode_frame(frames[0].data(), frames[0].size(), wire::kDefaultEtherType, &segment),
             DecodeResult::kOk);
-  auto piece = [&](uint32_t at, uint16_t length, uint32_t msg_len) {
+  auto piece = [&](uint32_t at, uint16_t length, uint32_t msg_len, uint16_t frame_flags = 0) {
     wire::FrameHeader h = segment.header;
-    h.flags |= wire::kFlagPiece;
+    h.flags = static_cast<uint16_t>((h.flags & ~wire::kFlagAckNow) | frame_flags | wire::kFlagPiece);
     h.msg_len = msg_len;
     h.segment_len = 2000;
     h.piece_offset = at;
@@ -260,11 +291,13 @@ TEST(PathMtu, PiecesThatDisagreeWithTheSegmentTheyJoinAreDropped) {
     pair.link.inject(bytes.data(), bytes.size());
   };
   const uint64_t bad_before = pair.engine(pair.b).stats().bad_frames;
-  piece(0, 1000, 2000);
+  piece(0, 1000, 2000, wire::kFlagAckNow);
   piece(1000, 1000, 4000);
   pair.run_for(kMs);
   EXPECT_EQ(pair.engine(pair.b).stats().bad_frames, bad_before + 1);
   EXPECT_TRUE(pair.done[pair.b].empty());
+  // The real second half, sent when another message was queued behind
+  // this one (no kFlagAckNow): the same segment.
   piece(1000, 1000, 2000);
   ASSERT_TRUE(pair.wait(pair.b, 1, 100 * kMs));
   EXPECT_TRUE(in == out);
