@@ -31,9 +31,9 @@ std::string format_address(const ip::Ipv6& address) {
 void PortContext::learn_path(const uint8_t* link, uint32_t payload, uint64_t now) {
   const uint64_t until = now + kLearnedPathLife;
   if (auto it = learned_paths.find(key_of(link)); it != learned_paths.end()) {
-    // An expired entry says nothing any more.
-    const bool live = it->second.until_ns > now;
-    it->second = {live ? std::min(it->second.payload, payload) : payload, until};
+    // An expired entry says nothing any more; a live one narrower than
+    // this word keeps its size and its time.
+    if (it->second.until_ns <= now || payload <= it->second.payload) it->second = {payload, until};
     return;
   }
   if (learned_paths.size() >= kMaxLearnedPaths) {

@@ -354,6 +354,8 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
                        h.ack_token == c->tx_token;
   if (acks_us) {
     c->last_heard_ns = now_ns;
+    if (opcode == static_cast<uint8_t>(wire::Opcode::kAck) && !(h.flags & wire::kFlagAckRequest))
+      c->last_pure_ack_ns = now_ns;
     on_ack(*c, h, now_ns);
   }
   if (opcode == static_cast<uint8_t>(wire::Opcode::kAck)) {
@@ -639,7 +641,12 @@ void Engine::poll(uint64_t now_ns) {
       // dropped since (hold_timeout_ns, a reclaim): its SACK is forgotten,
       // so the next acks tell anew what is missing.
       // Or the oldest segment's size (while its SACK marks still tell
-      // whether large ones arrive).
+      // whether large ones arrive).  Under a closed window nothing is
+      // lost: what probes told before says nothing of what follows.
+      if (c.peer_window == 0) {
+        c.size_probe_ns = 0;
+        c.size_probes_answered = 0;
+      }
       const SilentPath size = c.peer_window != 0 ? assess_silent_path(c)
                                                  : SilentPath::kNotInQuestion;
       forget_sacks(c);

@@ -296,10 +296,13 @@ struct Connection {
   // Path MTU discovery by silence (Engine::assess_silent_path): when a
   // retransmission timeout last asked the peer, with a small probe,
   // whether it is there while a large oldest segment goes unanswered (0:
-  // none since una last moved), and at how many timeouts since such a
-  // probe had been answered and the segment still had not.
+  // none since una last moved), at how many timeouts since such a probe
+  // had been answered and the segment still had not, and when the peer's
+  // last pure ACK came (what a probe draws: a peer that hears nothing of
+  // ours sends none, whatever data of its own it sends).
   uint64_t size_probe_ns = 0;
   uint8_t size_probes_answered = 0;
+  uint64_t last_pure_ack_ns = 0;
   uint64_t waiting_since_ns = 0;     // first unanswered send (or HELLO)
   uint64_t stalled_since_ns = 0;     // the peer's window went to 0 (0: open)
   // Receive side: open once the peer proved its handshake (a segment with

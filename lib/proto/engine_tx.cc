@@ -50,6 +50,7 @@ void Engine::reset_transmit(Connection& c) {
   c.tx_max_payload = 0;
   c.peer_port_count = 0;  // the next HELLO_ACK names them again
   c.size_probe_ns = 0;
+  c.size_probes_answered = 0;
   c.next_seq = c.una = wire::kInitialSeq;
   c.pending.clear();
   c.pending_cut = 0;
@@ -243,10 +244,12 @@ Engine::SilentPath Engine::assess_silent_path(Connection& c) {
   // us, or a switch between hosts of one subnet has a smaller MTU) look
   // like loss, but only the large ones are lost.  So: the oldest segment,
   // larger than the next fallback size, went kSilentTransmissions times;
-  // no segment that large is reported arrived (SACK); and at
-  // kSilentRounds timeouts in a row the peer had answered the small probe
-  // of the timeout before (or spoken after it) while the segment stayed
-  // unacknowledged.  Random loss of every size meets that as rarely as it
+  // no segment as large is reported arrived (SACK: one between the
+  // fallback size and it may well arrive, on a path whose MTU lies
+  // between the two); and at kSilentRounds timeouts in a row the peer had
+  // answered the small probe of the timeout before with a pure ACK while
+  // the segment stayed unacknowledged (its data says nothing: it flows
+  // when only our direction is cut).  Random loss of every size meets that as rarely as it
   // loses the same segment at each of those timeouts and not the probe.
   // (RFC 4821 does the like with probes of chosen sizes.)
   const TxSlot& oldest = slot_of(c, c.una);
@@ -255,13 +258,13 @@ Engine::SilentPath Engine::assess_silent_path(Connection& c) {
     return SilentPath::kNotInQuestion;
   for (uint32_t seq = c.una; seq != c.next_seq; ++seq) {
     const TxSlot& slot = slot_of(c, seq);
-    if (slot.sacked && slot.length > smaller) {
-      // The path carries large frames: not a size problem.
+    if (slot.sacked && slot.length >= oldest.length) {
+      // The path carries frames this large: not a size problem.
       c.size_probes_answered = 0;
       return SilentPath::kNotInQuestion;
     }
   }
-  if (c.size_probe_ns != 0 && c.last_heard_ns > c.size_probe_ns && c.size_probes_answered < 255)
+  if (c.size_probe_ns != 0 && c.last_pure_ack_ns > c.size_probe_ns && c.size_probes_answered < 255)
     ++c.size_probes_answered;
   else
     c.size_probes_answered = 0;

@@ -233,6 +233,55 @@ TEST(PathMtu, APeerThatFallsSilentForAWhileIsNotANarrowPath) {
   EXPECT_GT(pair.engine(pair.a).stats().retransmit_timeouts, 1u) << "the silence timed out";
 }
 
+TEST(PathMtu, APathWhoseMtuLiesBetweenTheFallbackAndTheSegmentsNarrows) {
+  // The path carries 4000 bytes: each message's 3000-byte tail arrives
+  // while its full 8912-byte segment does not.  Expect: A narrows (to
+  // 1500, the next fallback) and every message arrives: a tail that
+  // arrived, larger than the fallback but smaller than the lost segment,
+  // is no proof that the segment's size gets through.
+  sim::Pair pair(49, jumbo(), jumbo());
+  ASSERT_TRUE(pair.warm_up());
+  pair.link.keep = [&](size_t, const wire::FrameHeader& h) {
+    return sizeof(wire::FrameHeader) + h.payload_len <= 4000;
+  };
+  send_and_check(pair, 4, kJumboPayload + 3000, 10 * kSec);
+  EXPECT_EQ(pair.engine(pair.a).stats().path_narrowed_by_silence, 1u);
+}
+
+TEST(PathMtu, OurDirectionCutWhileThePeerSendsIsNotANarrowPath) {
+  // Every frame A sends is lost for 300 ms while B streams messages to A
+  // (its frames, resent as they go unacknowledged, keep reaching A).
+  // Expect: no narrowing at A: B's data is no answer to A's probes, and
+  // B, hearing nothing of A, sends no pure ACK.
+  sim::Pair pair(50, jumbo(), jumbo());
+  ASSERT_TRUE(pair.warm_up());
+  bool cut = false;
+  pair.link.keep = [&](size_t from, const wire::FrameHeader&) { return !(cut && from == pair.a); };
+  constexpr size_t kCount = 24;
+  std::vector<std::vector<uint8_t>> at_b(kCount, std::vector<uint8_t>(64 << 10));
+  std::vector<std::vector<uint8_t>> at_a(kCount, std::vector<uint8_t>(64 << 10));
+  const std::vector<uint8_t> out = pattern(64 << 10, 5);
+  for (size_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(pair.post(pair.b, &at_b[i], &at_b[i]), 0);
+    ASSERT_EQ(pair.post(pair.a, &at_a[i], &at_a[i]), 0);
+  }
+  for (size_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(pair.send(pair.a, pair.b, out, nullptr), 0);
+    ASSERT_EQ(pair.send(pair.b, pair.a, out, nullptr), 0);
+  }
+  for (int i = 0; i < 20000 && pair.done[pair.b].size() < 2; ++i) {
+    pair.link.step();
+    pair.collect();
+  }
+  cut = true;
+  pair.run_for(300 * kMs);
+  cut = false;
+  ASSERT_TRUE(pair.wait(pair.b, 2 * kCount, 20 * kSec));  // its receives and its sends
+  ASSERT_TRUE(pair.wait(pair.a, 2 * kCount, 20 * kSec));
+  EXPECT_GT(pair.engine(pair.a).stats().retransmit_timeouts, 1u) << "the cut timed out";
+  EXPECT_EQ(pair.engine(pair.a).stats().path_narrowed_by_silence, 0u);
+}
+
 TEST(PathMtu, ThePieceFieldsAreCheckedOnTheWayIn) {
   // Expect: a piece within its segment, and the segment within its
   // message, decodes with its fields; one that reaches beyond either, or
