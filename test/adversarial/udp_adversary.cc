@@ -355,14 +355,16 @@ class UdpAdversary {
     link_.send(frame);
   }
 
-  void send_echo_request(uint16_t sequence) {
-    uint8_t frame[ip::kEthernetHeaderSize + ip::kIpv4HeaderSize + 16] = {};
+  // Writes the Ethernet and IPv4 headers of an ICMP message of
+  // `icmp_length` bytes from us to the target at `frame` (zeroed, room for
+  // both and the message); returns where the message goes.
+  uint8_t* icmp_to_target(uint8_t* frame, size_t icmp_length) {
     std::memcpy(frame, o_.target_mac.data(), 6);
     std::memcpy(frame + 6, own_mac_.data(), 6);
     put16(frame + 12, ip::kEtherTypeIpv4);
     uint8_t* ipv4 = frame + ip::kEthernetHeaderSize;
     ipv4[0] = 0x45;
-    put16(ipv4 + 2, ip::kIpv4HeaderSize + 16);
+    put16(ipv4 + 2, static_cast<uint16_t>(ip::kIpv4HeaderSize + icmp_length));
     ipv4[8] = 64;
     ipv4[9] = ip::kProtocolIcmp;
     for (int i = 0; i < 4; ++i) {
@@ -370,7 +372,12 @@ class UdpAdversary {
       ipv4[16 + i] = static_cast<uint8_t>(o_.target_ip >> (24 - 8 * i));
     }
     put16(ipv4 + 10, ip::internet_checksum(ipv4, ip::kIpv4HeaderSize));
-    uint8_t* icmp = ipv4 + ip::kIpv4HeaderSize;
+    return ipv4 + ip::kIpv4HeaderSize;
+  }
+
+  void send_echo_request(uint16_t sequence) {
+    uint8_t frame[ip::kEthernetHeaderSize + ip::kIpv4HeaderSize + 16] = {};
+    uint8_t* icmp = icmp_to_target(frame, 16);
     icmp[0] = 8;  // echo request
     put16(icmp + 4, 0x4f44);
     put16(icmp + 6, sequence);
@@ -556,20 +563,7 @@ class UdpAdversary {
                     sizeof(wire::FrameHeader) + h.payload_len);
     const size_t quote = sent.size() - ip::kEthernetHeaderSize;
     std::vector<uint8_t> frame(ip::kEthernetHeaderSize + ip::kIpv4HeaderSize + 8 + quote);
-    std::memcpy(frame.data(), o_.target_mac.data(), 6);
-    std::memcpy(frame.data() + 6, own_mac_.data(), 6);
-    put16(frame.data() + 12, ip::kEtherTypeIpv4);
-    uint8_t* ipv4 = frame.data() + ip::kEthernetHeaderSize;
-    ipv4[0] = 0x45;
-    put16(ipv4 + 2, static_cast<uint16_t>(frame.size() - ip::kEthernetHeaderSize));
-    ipv4[8] = 64;
-    ipv4[9] = ip::kProtocolIcmp;
-    for (int i = 0; i < 4; ++i) {
-      ipv4[12 + i] = static_cast<uint8_t>(o_.own_ip >> (24 - 8 * i));
-      ipv4[16 + i] = static_cast<uint8_t>(o_.target_ip >> (24 - 8 * i));
-    }
-    put16(ipv4 + 10, ip::internet_checksum(ipv4, ip::kIpv4HeaderSize));
-    uint8_t* icmp = ipv4 + ip::kIpv4HeaderSize;
+    uint8_t* icmp = icmp_to_target(frame.data(), 8 + quote);
     icmp[0] = 3;  // destination unreachable
     icmp[1] = 4;  // fragmentation needed
     put16(icmp + 6, mtu);
