@@ -60,33 +60,35 @@ bool nothing_in_progress(const Connection& c) {
 }  // namespace
 
 bool Engine::evict_one(uint64_t now_ns, bool for_proven_peer) {
-  // First choice: a connection with nothing in progress either way, silent
-  // for twice the peer timeout: by then its peer retransmits nothing it
-  // sent before (it would have timed it out).  The longest silent goes
-  // first.  For a peer that proved its handshake, else: a connection whose
-  // receive half never took a segment in order (a peer that completed a
-  // handshake and then parked a segment ahead of a gap, or nothing), the
-  // oldest first: a table full of those must not lock out a peer that
-  // talks.  Its peer's next segment hears RESET (the memory below).
+  // For a peer that proved its handshake, first: a connection whose receive
+  // half never took a segment in order (a station that completed a
+  // handshake and parked a segment ahead of a gap, or nothing; no honest
+  // peer's connection stays so longer than the repair of its first
+  // segment), the longest silent first: a table full of those must not
+  // lock out a peer that talks, nor cost an honest idle peer its
+  // connection.  Else a connection with nothing in
+  // progress either way, silent for twice the peer timeout: by then its
+  // peer retransmits nothing it sent before (it would have timed it out).
+  // An evicted peer's next segment hears RESET (the memory below).
   const uint64_t quiet = 2 * config_.peer_timeout_ns;
   auto victim = connections_.end();
   auto unproven = connections_.end();
   for (auto it = connections_.begin(); it != connections_.end(); ++it) {
     const Connection& c = *it->second;
     if (!nothing_in_progress(c)) continue;
-    const bool idle = c.rx_buffered == 0 && !c.rx_stalled && c.ack_owed == 0;
-    if (idle && now_ns - c.last_heard_ns >= quiet) {
+    const uint64_t silent = now_ns - c.last_heard_ns;
+    if (for_proven_peer && c.rx_open && c.next_expected == wire::kInitialSeq) {
+      if (unproven == connections_.end() || c.last_heard_ns < unproven->second->last_heard_ns)
+        unproven = it;
+    } else if (c.rx_buffered == 0 && !c.rx_stalled && c.ack_owed == 0 && silent >= quiet) {
       if (victim == connections_.end() || c.last_heard_ns < victim->second->last_heard_ns)
         victim = it;
-    } else if (for_proven_peer && c.rx_open && c.next_expected == wire::kInitialSeq) {
-      if (unproven == connections_.end() ||
-          c.rx_progress_ns < unproven->second->rx_progress_ns)
-        unproven = it;
     }
   }
-  if (victim == connections_.end()) victim = unproven;
+  if (unproven != connections_.end()) victim = unproven;
   if (victim == connections_.end()) return false;
   evict(victim);
+  ++stats_.connections_evicted;
   return true;
 }
 
@@ -121,8 +123,12 @@ void Engine::evict(std::unordered_map<uint64_t, std::unique_ptr<Connection>>::it
   set_stalled(c, false);
   owed_notices_ -= c.owed_notices.size();  // (none: only idle ones, or unproven)
   if (open_bundle_.connection == &c) open_bundle_ = {};
+  if (c.active) {
+    auto at = std::find(active_.begin(), active_.end(), &c);
+    *at = active_.back();
+    active_.pop_back();
+  }
   connections_.erase(victim);
-  ++stats_.connections_evicted;
 }
 
 void Engine::on_hello(const Segment& s) {
@@ -266,15 +272,25 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
   c->rx_progress_ns = now_ns;
   ++stats_.connections_opened;
   // Open the way back too, so the first response, notice or message to
-  // this peer does not wait a round trip of its own.
-  if (c->tx_state == TxState::kClosed) emit_hello(*c, now_ns);
+  // this peer does not wait a round trip of its own: once, unasked
+  // (poll_connection does not resend it while nothing waits for it).
+  if (c->tx_state == TxState::kClosed) {
+    emit_hello(*c, now_ns);
+    c->hello_unasked = true;
+  }
   return c;
 }
 
 void Engine::emit_hello(Connection& c, uint64_t now_ns) {
+  c.hello_unasked = false;
   if (c.tx_state == TxState::kClosed) {
     c.tx_state = TxState::kHello;
     c.hello_nonce = next_nonce();
+    c.waiting_since_ns = now_ns;
+    c.rto_ns = config_.initial_rto_ns;
+  } else if (c.rto_deadline_ns == 0) {
+    // An unasked HELLO nobody answered, asked now for what waits: the same
+    // nonce (its late answer still counts), timed from here.
     c.waiting_since_ns = now_ns;
     c.rto_ns = config_.initial_rto_ns;
   } else {

@@ -233,6 +233,13 @@ struct Connection {
   uint64_t key = 0;
   uint8_t mac[6] = {};
   uint16_t queue = 0;
+  // In Engine::active_: poll visits it (Engine::activate).  A connection
+  // with nothing for a timer or the next pass to do leaves the list, so a
+  // table full of idle or abandoned connections costs a pass nothing.
+  bool active = false;
+  // Whether the eager HELLO of a receive half just opened is all that is
+  // out (receive_half_for): nothing waits for it, so it is not resent.
+  bool hello_unasked = false;
   // The peer's address as messages name their sender: (mac, src_ep_queue),
   // which differs from key for a context of a scalable endpoint.
   uint64_t source_key = 0;

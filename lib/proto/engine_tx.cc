@@ -87,7 +87,8 @@ void Engine::pump(Connection& c, uint64_t now_ns) {
   if (c.tx_state != TxState::kOpen) {
     // No segment before the handshake: it is what makes a retransmission
     // unable to open a second connection at the peer.
-    if (c.tx_state == TxState::kClosed) emit_hello(c, now_ns);
+    // (A HELLO sent unasked and no longer timed, too: something waits now.)
+    if (c.tx_state == TxState::kClosed || c.rto_deadline_ns == 0) emit_hello(c, now_ns);
     return;
   }
   if (!c.tx_slots) c.tx_slots = std::make_unique<TxSlot[]>(kMaxWindow);
@@ -231,6 +232,7 @@ bool Engine::on_path_too_big(const uint8_t* link, uint16_t peer_queue, uint16_t 
   auto it = connections_.find(peer_key(link, peer_queue));
   if (it == connections_.end()) return false;
   Connection& c = *it->second;
+  activate(c);
   if (c.tx_state != TxState::kOpen || c.tx_conn != conn || c.tx_token != token ||
       payload < kMinPathPayload || payload >= c.tx_max_payload)
     return false;

@@ -225,6 +225,7 @@ void Engine::notify_delivered(const UnexpectedMessage& u) {
   auto it = connections_.find(u.connection_key);
   if (it == connections_.end()) return;
   Connection& c = *it->second;
+  activate(c);
   // The sender has given up on the connection the message came on (and
   // failed the send): its msg_id means nothing on the new one.
   if (!c.rx_open || c.rx_conn != u.conn || c.peer_session != u.session) return;
@@ -559,7 +560,11 @@ void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it,
 
 Connection* Engine::connection_by_key(uint64_t key) {
   auto it = connections_.find(key);
-  return it == connections_.end() ? nullptr : it->second.get();
+  if (it == connections_.end()) return nullptr;
+  // Its caller is about to give it work (a notice, a pull, a completion in
+  // its order).
+  activate(*it->second);
+  return it->second.get();
 }
 
 void Engine::fail_recv(Connection* from, const RecvRequest& recv, int error, int prov_errno,
@@ -583,6 +588,7 @@ void Engine::wake_stalled() {
 
 void Engine::wake(Connection& c) {
   if (!c.rx_stalled) return;
+  activate(c);
   set_stalled(c, false);
   drain_reorder(c);
   c.ack_now = true;  // the window update (or the same window 0 again)

@@ -421,7 +421,11 @@ struct TransportStats {
            sends_refused_peer_share = 0,  // sends refused: their peer holds its share of the budget
            delivery_timeouts = 0,    // sends no receive took within delivery_timeout_ns
            no_memory = 0,            // allocations that failed (answered or waited, never thrown)
-           answers_withheld = 0;     // HELLO_ACKs and RESETs over the stranger_answer_* budget
+           answers_withheld = 0,     // HELLO_ACKs and RESETs over the stranger_answer_* budget
+           // Connections whose receive half never took a segment in order,
+           // forgotten after their peer was silent for peer_timeout_ns (a
+           // station that parked a segment ahead of a gap and went quiet).
+           unproven_forgotten = 0;
   // Timer events: each is a wait the sender's next step sat behind.  On a
   // link that loses nothing, an exchange that keeps answering needs none.
   uint64_t retransmit_timeouts = 0,  // RTOs with the window open (loss assumed)
@@ -667,6 +671,8 @@ class Engine {
   uint64_t last_data_ns() const { return last_data_ns_; }
   size_t posted_recvs() const { return posted_->count; }
   size_t connection_count() const { return connections_.size(); }
+  // Connections a poll visits now (with timers running or work queued).
+  size_t active_connections() const { return active_.size(); }
   // Bytes of the unexpected budget in use (early messages and requests).
   size_t unexpected_bytes() const { return unexpected_bytes_; }
   size_t unexpected_messages() const;
@@ -696,10 +702,12 @@ class Engine {
   // A connection for a peer that proved its handshake: found, created, or
   // made room for by evicting an idle one; nullptr when all are busy.
   Connection* admit(const uint8_t mac[6], uint16_t queue, uint64_t now_ns);
-  // Makes room for one connection: the longest-silent idle one, or for a
-  // peer that proved its handshake (`for_proven_peer`) one whose receive
-  // half never took a segment in order and that holds nothing of ours.
+  // Makes room for one connection: for a peer that proved its handshake
+  // (`for_proven_peer`), first one whose receive half never took a segment
+  // in order and that holds nothing of ours, the longest silent; else
+  // the longest-silent idle one.  Counts connections_evicted.
   bool evict_one(uint64_t now_ns, bool for_proven_peer = false);
+  // Forgets a connection, remembering what it knew of its receive halves.
   void evict(std::unordered_map<uint64_t, std::unique_ptr<Connection>>::iterator victim);
   // The token a HELLO from (key, session, conn, auth_key) is granted for
   // receive generation `gen`; never 0.  Stateless: a HELLO costs nothing.
@@ -994,6 +1002,25 @@ class Engine {
   uint32_t frames_cut_ = 0;  // numbers data frames (TxSlot::frame)
   // Connections to answer (answer()), by key: one may be evicted meanwhile.
   std::vector<uint64_t> answer_due_;
+  // The connections poll() visits (Connection::active): whatever gives a
+  // connection work (a frame from its peer, a send to it, a receive that
+  // takes its message) activates it, and poll drops those it leaves with
+  // none (quiescent()).  Idle connections are tended a few at a time by
+  // the sweep instead (sweep_idle).
+  std::vector<Connection*> active_;
+  void activate(Connection& c);
+  bool quiescent(const Connection& c) const;
+  // One connection's timers and sending, for poll.
+  void poll_connection(Connection& c, uint64_t now_ns);
+  // Every kSweepIntervalNs, the next kSweepBatch connections of the table
+  // (from sweep_key_ on): an idle one's slots go back after
+  // kIdleSlotRelease, a receive half that never took a segment in order is
+  // forgotten once its peer was silent for peer_timeout_ns, and one with
+  // work poll did not see is activated.
+  void sweep_idle(uint64_t now_ns);
+  uint64_t sweep_key_ = 0;
+  bool sweep_started_ = false;
+  uint64_t last_sweep_ns_ = 0;
   void answer_later(Connection& c);
   std::vector<std::unique_ptr<TxMessage>> retired_;
   // Records kept for reuse, cleared, kSpareRecords of each at most.

@@ -240,6 +240,128 @@ TEST(ParkedSegments, AnHonestGapIsRepairedAfterTheReceiverDroppedWhatItHeld) {
 }
 
 // ---------------------------------------------------------------------------
+// Silent stations (issue "Hardening, third round", finding 0): stations that
+// complete a handshake, park one segment ahead of a gap and then answer
+// nothing at all, not even the HELLO that opens the way back to them.
+
+// Frames in e's outbox addressed to any of `stations`; takes the outbox.
+size_t frames_to(Engine& e, const std::vector<Station>& stations, size_t* hellos = nullptr) {
+  size_t n = 0;
+  for (const OutFrame& out : e.outbox()) {
+    for (const Station& s : stations) {
+      if (std::memcmp(out.dst_mac, s.mac, 6) != 0) continue;
+      ++n;
+      if (hellos != nullptr && out.header.opcode == static_cast<uint8_t>(wire::Opcode::kHello))
+        ++*hellos;
+    }
+  }
+  e.frames_sent();
+  return n;
+}
+
+TEST(SilentStations, GetOneHelloAndThenNothing) {
+  // Expect: each of 50 stations that parks a segment draws one HELLO (the
+  // way back, opened with its receive half) and an ack; nobody answers the
+  // HELLOs, and B does not ask again: in the 3 s after, it sends them
+  // nothing, and once their held segments expired no connection of theirs
+  // is left for a poll to visit.
+  TransportConfig config;
+  config.hold_timeout_ns = 200 * kMs;
+  config.peer_timeout_ns = 10 * kSec;  // (nothing is forgotten here)
+  const uint8_t mac_b[6] = {0x02, 0, 0, 0, 0, 0x0B};
+  Engine b(config, mac_b, 0, 0xB0000001);
+  uint64_t now = 1000;
+  std::vector<Station> stations;
+  size_t hellos = 0;
+  for (uint16_t i = 0; i < 50; ++i) {
+    stations.push_back(station(i));
+    ASSERT_NE(handshake(b, stations.back(), now), 0u);
+    segment(b, stations.back(), wire::kInitialSeq + 1, now);
+    b.poll(now);
+    frames_to(b, stations, &hellos);
+  }
+  EXPECT_EQ(hellos, 50u);
+  size_t later = 0;
+  for (now += kMs; now < 3 * kSec; now += kMs) {
+    b.poll(now);
+    later += frames_to(b, stations);
+  }
+  EXPECT_EQ(later, 0u) << "B kept sending to stations that answer nothing";
+  EXPECT_EQ(b.connection_count(), 50u);
+  EXPECT_EQ(b.active_connections(), 0u);
+}
+
+TEST(SilentStations, AreForgottenOnceSilentForThePeerTimeout) {
+  // Expect: 30 silent stations are forgotten (unproven_forgotten) once
+  // silent for the peer timeout (1 s here), a few at a time by the sweep;
+  // a late segment of one, with the token it was granted, opens nothing
+  // again and hears RESET.
+  TransportConfig config;
+  config.hold_timeout_ns = 200 * kMs;
+  config.peer_timeout_ns = 1 * kSec;
+  const uint8_t mac_b[6] = {0x02, 0, 0, 0, 0, 0x0B};
+  Engine b(config, mac_b, 0, 0xB0000001);
+  uint64_t now = 1000;
+  std::vector<Station> stations;
+  for (uint16_t i = 0; i < 30; ++i) {
+    stations.push_back(station(i));
+    ASSERT_NE(handshake(b, stations.back(), now), 0u);
+    segment(b, stations.back(), wire::kInitialSeq + 1, now);
+    b.frames_sent();
+  }
+  for (now += kMs; now < 900 * kMs; now += kMs) {
+    b.poll(now);
+    b.frames_sent();
+  }
+  EXPECT_EQ(b.connection_count(), 30u) << "forgotten before the peer timeout";
+  for (; now < 1200 * kMs; now += kMs) {
+    b.poll(now);
+    b.frames_sent();
+  }
+  EXPECT_EQ(b.connection_count(), 0u);
+  EXPECT_EQ(b.stats().unproven_forgotten, 30u);
+  const uint64_t resets = b.stats().resets_sent;
+  segment(b, stations[7], wire::kInitialSeq, now);
+  EXPECT_EQ(b.stats().resets_sent, resets + 1);
+  EXPECT_EQ(b.connection_count(), 0u);
+}
+
+TEST(SilentStations, TakeEachOthersPlacesNotAnIdlePeers) {
+  // Expect: B holds 8 connections.  A exchanged a message with B and has
+  // been idle for three peer timeouts (its connection may be evicted when
+  // room is needed); 7 stations then fill the table and a further 20
+  // complete handshakes and park segments: each takes a station's place,
+  // never A's, and A's next message needs no new handshake.
+  TransportConfig config;
+  TransportConfig target;
+  target.max_connections = 8;
+  target.peer_timeout_ns = 1 * kSec;
+  Pair p(62, config, target);
+  Engine& b = p.engine(p.b);
+  std::vector<uint8_t> in(8);
+  ASSERT_EQ(p.post(p.b, &in, ctx(1)), 0);
+  ASSERT_EQ(p.send(p.a, p.b, std::vector<uint8_t>(8, 0x41), ctx(2)), 0);
+  ASSERT_TRUE(p.wait(p.b, 1, 200 * kMs));
+  p.run_for(3 * kSec);
+  const uint64_t a_key = peer_key(p.link.mac(p.a), 0);
+  ASSERT_NE(b.find(a_key), nullptr);
+  for (uint16_t i = 0; i < 27; ++i) {
+    Station s = station(i);
+    ASSERT_NE(handshake(b, s, p.link.now()), 0u);
+    segment(b, s, wire::kInitialSeq + 1, p.link.now());
+    p.link.step();
+  }
+  EXPECT_NE(b.find(a_key), nullptr) << "a station took the idle peer's place";
+  EXPECT_EQ(b.stats().connections_evicted, 20u);
+  const uint64_t hellos = p.engine(p.a).stats().hellos_sent;
+  ASSERT_EQ(p.post(p.b, &in, ctx(3)), 0);
+  ASSERT_EQ(p.send(p.a, p.b, std::vector<uint8_t>(8, 0x42), ctx(4)), 0);
+  ASSERT_TRUE(p.wait(p.b, 2, 200 * kMs));
+  EXPECT_EQ(p.done[p.b][1].error, 0);
+  EXPECT_EQ(p.engine(p.a).stats().hellos_sent, hellos);
+}
+
+// ---------------------------------------------------------------------------
 // Exactly once across an eviction.
 
 // Engines A, B and C: B holds one connection, so C's handshake evicts A's
