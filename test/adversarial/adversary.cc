@@ -69,12 +69,19 @@ struct Options {
   // beside the test), so the pace under attack is reported, and bounded
   // only when asked.
   double progress_floor = 0.0;
+  // held_lockout: how many stations park a segment, and how long the case
+  // then watches what the target sends them.
+  size_t stations = 0;
+  uint64_t quiet_ms = 8000;
 };
 
 const std::vector<std::string> kAllCases = {
     "stranger_flood",  "forged_hello",      "forged_reset",   "pinned_budget",
     "unacked_responses", "wrong_keys",      "handshake_flood", "parked_segments",
     "response_memory", "remote_cq_data",    "evicted_replay"};
+// Cases run only when named (--cases): they need a target set up for them
+// (test_lockout.sh).
+const std::vector<std::string> kNamedOnlyCases = {"held_lockout"};
 
 [[noreturn]] void setup_error(const std::string& what) {
   std::fprintf(stderr, "adversary: %s\n", what.c_str());
@@ -101,11 +108,15 @@ Options parse(int argc, char** argv) {
     else if (arg == "--region-bytes") o.region_bytes = std::stoull(value());
     else if (arg == "--rss-limit-kb") o.rss_limit_kb = std::stol(value());
     else if (arg == "--progress-floor") o.progress_floor = std::stod(value());
+    else if (arg == "--stations") o.stations = std::stoull(value());
+    else if (arg == "--quiet-ms") o.quiet_ms = std::stoull(value());
     else if (arg == "--cases") {
       o.cases.clear();
       std::stringstream list(value());
       for (std::string name; std::getline(list, name, ',');) {
-        if (std::find(kAllCases.begin(), kAllCases.end(), name) == kAllCases.end())
+        if (std::find(kAllCases.begin(), kAllCases.end(), name) == kAllCases.end() &&
+            std::find(kNamedOnlyCases.begin(), kNamedOnlyCases.end(), name) ==
+                kNamedOnlyCases.end())
           setup_error("no case " + name);
         o.cases.push_back(name);
       }
@@ -143,6 +154,10 @@ Region read_region(const std::string& path) {
     return region;
   }
   setup_error("no region line in " + path);
+}
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 long resident_kb(long pid) {
@@ -209,6 +224,7 @@ class Adversary {
     if (name == "response_memory") return response_memory();
     if (name == "remote_cq_data") return remote_cq_data();
     if (name == "evicted_replay") return evicted_replay();
+    if (name == "held_lockout") return held_lockout();
     return wrong_keys();
   }
 
@@ -575,6 +591,55 @@ class Adversary {
     return finding;
   }
 
+  // Issue 42's finding 0, the lock-out of issue 24 again: --stations
+  // stations (more than the target has places for) each complete a
+  // handshake, park one byte at seq 2 (seq 1 never comes) and fall silent:
+  // they answer nothing, not even the target's own HELLOs.  The target may
+  // answer each a few times, then must leave them be: what it keeps sending
+  // them is link and CPU its peers lose.  (What its peers get afterwards
+  // is measured by the client of test_lockout.sh.)
+  Finding held_lockout() {
+    constexpr uint64_t kFramesPerStation = 4;
+    const std::vector<uint8_t> byte(1, 0x5a);
+    std::set<Mac> stations;
+    uint64_t to_stations = 0;
+    const FrameHandler count = [&](const proto::DecodedFrame& f) {
+      Mac to;
+      std::copy(f.dst_mac, f.dst_mac + 6, to.begin());
+      if (stations.count(to)) ++to_stations;
+    };
+    size_t refused = 0;
+    const auto started = Clock::now();
+    for (size_t i = 0; i < o_.stations; ++i) {
+      OwnConnection c;
+      c.self = in_.stranger();
+      c.self.queue = 0;
+      stations.insert(c.self.mac);
+      if (!in_.open(c, count, false)) {
+        ++refused;
+        continue;
+      }
+      in_.send_segment(c, wire::Opcode::kTagged, wire::kInitialSeq + 1, 2, 1, 0, byte,
+                       wire::kFlagLastSegment);
+      if (i % 16 == 15) in_.listen(milliseconds(1), count);
+    }
+    const double parking_s = seconds_since(started);
+    const uint64_t while_parking = to_stations;
+    to_stations = 0;
+    in_.listen(milliseconds(o_.quiet_ms), count);
+    Finding finding;
+    finding.note(std::to_string(o_.stations - refused) + " stations parked a byte in " +
+                 std::to_string(static_cast<int>(parking_s * 1000)) + " ms (" +
+                 std::to_string(refused) + " not answered); the target sent them " +
+                 std::to_string(while_parking) + " frames meanwhile and " +
+                 std::to_string(to_stations) + " in the " + std::to_string(o_.quiet_ms) +
+                 " ms after");
+    if (refused * 10 > o_.stations) finding.fail("most stations were not answered");
+    if (to_stations > kFramesPerStation * o_.stations)
+      finding.fail("the target kept sending to silent stations");
+    return finding;
+  }
+
   // Reads of the target's region (1 MiB each, at its start, where the live
   // pair's fetch-adds change the counter) whose answers are never
   // acknowledged: each fetch-add then makes the target copy the answers
@@ -733,10 +798,6 @@ class Adversary {
 // Frames the live pair's peer must send during each case (its pace is
 // thousands a second even on a busy machine).
 constexpr uint64_t kMinPairFrames = 50;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 int run(const Options& o) {
   const Station target = read_station(o.rendezvous + "/server");

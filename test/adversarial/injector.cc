@@ -139,8 +139,8 @@ void Injector::answer_hello(const proto::DecodedFrame& hello, const Station& sel
   send(me, target_, h, handshake_body(0x600d0000u | self.queue, kOurMaxPayload));
 }
 
-bool Injector::open(OwnConnection& c, const FrameHandler& seen) {
-  own_.push_back(c.self);
+bool Injector::open(OwnConnection& c, const FrameHandler& seen, bool answer_hellos) {
+  if (answer_hellos) own_.push_back(c.self);
   for (int attempt = 0; attempt < 5; ++attempt) {
     const uint32_t nonce = random_nonzero();
     wire::FrameHeader h = header_between(wire::Opcode::kHello, c.self, target_);

@@ -78,7 +78,9 @@ class Injector {
   bool learn_live(Clock::duration within);
 
   // HELLO and HELLO_ACK for c (c.self, c.conn): fills token and max_payload.
-  bool open(OwnConnection& c, const FrameHandler& seen);
+  // With answer_hellos, the target's own HELLOs to c.self are answered from
+  // then on (so its responses reach us); without, c.self stays silent.
+  bool open(OwnConnection& c, const FrameHandler& seen, bool answer_hellos = true);
   // One data segment of c.
   void send_segment(const OwnConnection& c, wire::Opcode opcode, uint32_t seq, uint32_t msg_id,
                     uint32_t msg_len, uint32_t offset, std::span<const uint8_t> payload,

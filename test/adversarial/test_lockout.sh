@@ -1,0 +1,92 @@
+#!/bin/bash
+# Usage: test_lockout.sh LOCKOUT_PEER ADVERSARY
+#
+# The held-segment lock-out (issue 42's finding 0, first met in issue 24):
+# a target endpoint over net_af_packet on one end of a veth pair, a client
+# on the other end, and the adversary beside the client.  The client
+# measures how fast the target takes its 64 KiB messages; then more
+# stations than the target has places for (4096 + 64) each complete a
+# handshake, park one byte ahead of a gap and fall silent, while the client
+# keeps talking; then the client measures again, on its own endpoint and on
+# a new one.  Passes when the target sent the silent stations little
+# (adversary.cc held_lockout), both rates after are at least 70 % of the
+# rate before (the best of three tries before, five after: a busy
+# machine's moment takes from a try, never adds), and the target's memory
+# is within 32 MB of where it was.
+# Skips (exit 77) where veth pairs cannot be made.
+set -euo pipefail
+PEER=$1
+ADVERSARY=$2
+source "$(dirname "$0")/../multiproc/pair.sh"
+
+T=ofl$$t
+P=ofl$$p
+quiet_veth_pair_or_skip "$T" "$P"
+
+STATIONS=${LOCKOUT_STATIONS:-4160}
+MIN_SHARE=0.70
+RSS_GROWTH_LIMIT_KB=$((32 << 10))
+if [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
+	RSS_GROWTH_LIMIT_KB=$((4 << 20))
+	echo "note: under a sanitizer: the target's memory is not bounded by this test"
+fi
+DIR=$WORK/rendezvous
+mkdir -p "$DIR"
+# shellcheck disable=SC2086
+start_limited 240 "$WORK/target.json" "$WORK/target.err" "$PEER" -l 0 $EAL_COMMON \
+	"--vdev=net_af_packet0,iface=$T" -- --role target --rendezvous "$DIR" --limit 230
+SERVER_PID=$STARTED_PID
+wait_for_server
+[ -e "$DIR/server" ] || fail "the target did not start"
+# shellcheck disable=SC2086
+start_limited 240 "$WORK/client.json" "$WORK/client.err" "$PEER" -l 1 $EAL_COMMON \
+	"--vdev=net_af_packet0,iface=$P" -- --role client --rendezvous "$DIR" --limit 230
+CLIENT_PID=$STARTED_PID
+for _ in $(seq 600); do
+	[ -e "$DIR/before" ] && break
+	kill -0 "$CLIENT_PID" 2>/dev/null || fail "the client ended before it measured"
+	sleep 0.1
+done
+[ -e "$DIR/before" ] || fail "the client did not measure within 60 s"
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+RSS_BEFORE=$(rss_kb "$SERVER_PID")
+
+set +e
+"$ADVERSARY" --iface "$P" --rendezvous "$DIR" --target-pid "$SERVER_PID" --cases held_lockout \
+	--stations "$STATIONS" --seed "$$" --rss-limit-kb $((1 << 20))
+RC=$?
+set -e
+touch "$DIR/attack-done"
+# For diagnosis: LOCKOUT_PERF=FILE samples the target while the client
+# measures after the attack.
+if [ -n "${LOCKOUT_PERF:-}" ]; then
+	perf record -e cpu-clock -g -p "$SERVER_PID" -o "$LOCKOUT_PERF" >/dev/null 2>&1 &
+	PERF_PID=$!
+fi
+set +e
+wait "$CLIENT_PID"
+CLIENT_RC=$?
+[ -n "${LOCKOUT_PERF:-}" ] && { kill -INT "$PERF_PID"; wait "$PERF_PID"; }
+set -e
+CLIENT_PID=""
+RSS_AFTER=$(rss_kb "$SERVER_PID")
+touch "$DIR/stop"
+cat "$WORK/client.json"
+[ "$RC" = 0 ] || fail "adversary exited $RC"
+[ "$CLIENT_RC" = 0 ] || fail "the client exited $CLIENT_RC"
+GROWN=$((RSS_AFTER - RSS_BEFORE))
+echo "target resident: $RSS_BEFORE kB before the attack, $RSS_AFTER kB after the client's second look ($GROWN kB)"
+[ "$GROWN" -le "$RSS_GROWTH_LIMIT_KB" ] || fail "the target kept $GROWN kB after the attack"
+python3 - "$WORK/client.json" "$MIN_SHARE" <<'PY' || fail "the target serves its peers slower after the attack"
+import json, sys
+rates = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+floor = float(sys.argv[2])
+before = rates["before_MBps"]
+ok = True
+for name in ("after_old_MBps", "after_new_MBps"):
+    share = rates[name] / before if before > 0 else 0
+    print(f"{name}: {rates[name]:.1f} MB/s, {100 * share:.0f} % of {before:.1f} before")
+    ok &= share >= floor
+sys.exit(0 if ok else 1)
+PY
+echo "the target served its old and new peers after the attack"
