@@ -262,6 +262,21 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
     DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv4 address %s; peers named by address get %s\n",
               ctx->port->name().c_str(), ip::format_interface(*ctx->interface).c_str(),
               ctx->udp ? "UDP/IPv4" : "our EtherType (one subnet)");
+  // An af_packet or af_xdp port's interface is the kernel's too: where the
+  // kernel has the port's addresses, it takes the UDP to our endpoints'
+  // ports as its own, so each endpoint's port is held there while the
+  // endpoint has it (dpdk_kernel_ports.h).
+  if (!description.kernel_interface.empty()) {
+    std::optional<ip::Ipv4> shared4;
+    std::optional<ip::Ipv6> shared6;
+    if (ctx->udp && kernel_has_ipv4(ctx->interface->address)) shared4 = ctx->interface->address;
+    if (ctx->udp6 && kernel_has_ipv6(ctx->interface6->address)) shared6 = ctx->interface6->address;
+    ctx->kernel_ports.hold_on(ctx->port->name(), shared4, shared6, p.port_base);
+    if (ctx->kernel_ports.active())
+      DPDK_INFO(FI_LOG_DOMAIN, "%s: the kernel has the port's address too: each endpoint's "
+                "port is held with a kernel socket while the endpoint has it (%s)\n",
+                ctx->port->name().c_str(), ctx->kernel_ports.describe().c_str());
+  }
   if (const std::string& note = ctx->port->unmap_guard_note(); !note.empty()) {
     if (ctx->port->unmap_guard_note_warns())
       DPDK_WARN(FI_LOG_DOMAIN, "%s: %s\n", ctx->port->name().c_str(), note.c_str());

@@ -24,8 +24,11 @@ uint32_t new_session(const void* endpoint) {
   return session != 0 ? session : 1;
 }
 
-// Claims `wanted` (or the lowest free queue id for kAnyQueue).  Lock held.
+// Claims `wanted` (or the lowest free queue id for kAnyQueue) and its UDP
+// port where the kernel shares the port's address (a queue whose port
+// another socket has is passed over, or refused when wanted).  Lock held.
 int claim_queue(PortContext& port, Endpoint* ep, uint16_t wanted) {
+  const std::string& name = port.port->name();
   if (wanted != kAnyQueue) {
     if (wanted >= port.endpoints.size() || port.endpoints[wanted] != nullptr ||
         port.held[wanted]) {
@@ -37,16 +40,34 @@ int claim_queue(PortContext& port, Endpoint* ep, uint16_t wanted) {
                   nic.endpoint_queue_first() + nic.endpoint_queue_count() - 1);
       return -FI_EADDRINUSE;
     }
+    std::string why;
+    if (const int ret = port.kernel_ports.hold(wanted, &why); ret != 0) {
+      DPDK_WARN(FI_LOG_EP_CTRL, "%s: endpoint queue %u refused: %s\n", name.c_str(), wanted,
+                why.c_str());
+      return ret;
+    }
     port.place_endpoint(wanted, ep);
     return wanted;
   }
+  int refused = -FI_ENOSPC;
   for (uint16_t q = 0; q < port.endpoints.size(); ++q) {
-    if (port.endpoints[q] == nullptr && !port.held[q]) {
-      port.place_endpoint(q, ep);
-      return q;
+    if (port.endpoints[q] != nullptr || port.held[q]) continue;
+    std::string why;
+    if (const int ret = port.kernel_ports.hold(q, &why); ret == -FI_EADDRINUSE) {
+      DPDK_INFO(FI_LOG_EP_CTRL, "%s: queue %u passed over: %s\n", name.c_str(), q, why.c_str());
+      refused = ret;
+      continue;
+    } else if (ret != 0) {
+      DPDK_WARN(FI_LOG_EP_CTRL, "%s: endpoint queue %u: %s\n", name.c_str(), q, why.c_str());
+      return ret;
     }
+    port.place_endpoint(q, ep);
+    return q;
   }
-  return -FI_ENOSPC;
+  if (refused == -FI_EADDRINUSE)
+    DPDK_WARN(FI_LOG_EP_CTRL, "%s: every free queue's UDP port is another socket's\n",
+              name.c_str());
+  return refused;
 }
 
 void release(Endpoint* ep) {
@@ -173,8 +194,10 @@ int ep_close(fid* fid) {
     linger(ep);
     drain_datagrams(ep);
     log_stats(ep);
-    if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep)
+    if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep) {
       port.remove_endpoint(ep->queue);
+      port.release_queue_port(ep->queue);
+    }
     port.port->unbind_endpoint_queue(ep->queue);
     ep->release_auth_keys();
     if (ep->is_msg()) say_goodbye(ep);

@@ -48,6 +48,7 @@
 #include "lib/ip/udp6.h"
 #include "lib/proto/frame_codec.h"
 #include "drivers/ofi/dpdk_cq_ring.h"
+#include "drivers/ofi/dpdk_kernel_ports.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_wait.h"
 #include "lib/av/address.h"
@@ -69,6 +70,7 @@ inline constexpr const char* kProviderName = "dpdk";
 inline constexpr const char* kFabricName = "dpdk";
 inline constexpr uint32_t kProviderVersion = FI_VERSION(0, 1);
 inline constexpr uint16_t kMaxEndpointsPerPort = 64;
+static_assert(KernelPorts::kQueues >= kMaxEndpointsPerPort);
 // Transmit, and receive, contexts of one scalable endpoint (domain_attr
 // max_ep_tx_ctx, max_ep_rx_ctx): any mix of the two fits a free port.
 inline constexpr uint16_t kMaxEpContexts = kMaxEndpointsPerPort / 2;
@@ -176,6 +178,14 @@ struct PortContext final : proto::FrameKeeper {
   // Queue ids a scalable endpoint holds for its contexts, open or not
   // (dpdk_sep.cc): no other endpoint may claim them.
   std::bitset<kMaxEndpointsPerPort> held;
+  // The UDP ports of the queues endpoints or `held` have, held in the
+  // kernel where it shares the port's address (dpdk_kernel_ports.h): taken
+  // with a queue, let go when neither has it any more.  Lock held.
+  KernelPorts kernel_ports;
+  void release_queue_port(uint16_t queue) {
+    if (queue < kMaxEndpointsPerPort && endpoints[queue] == nullptr && !held[queue])
+      kernel_ports.release(queue);
+  }
   uint64_t rx_not_ours = 0;
   uint64_t rx_bad_frames = 0;
   uint64_t rx_unsealed = 0;  // frames without a checksum while we want one

@@ -186,7 +186,10 @@ int sep_close(fid* fid) {
     for (const auto* slots : {&sep->rx, &sep->tx})
       for (const Endpoint* ctx : *slots)
         if (ctx != nullptr) return -FI_EBUSY;  // fi_endpoint(3): contexts first
-    for (uint16_t q = 0; q < sep->rx_count + sep->tx_count; ++q) port.held[sep->base + q] = false;
+    for (uint16_t q = 0; q < sep->rx_count + sep->tx_count; ++q) {
+      port.held[sep->base + q] = false;
+      port.release_queue_port(static_cast<uint16_t>(sep->base + q));
+    }
   }
   if (sep->av != nullptr) sep->av->refs--;
   sep->domain->refs--;
@@ -239,8 +242,11 @@ int sep_getname(fid* fid, void* addr, size_t* addrlen) {
 }
 
 // The lowest `count` free, unheld queue ids in a row from `wanted` (any
-// start for kAnyQueue), marked held.  Port lock held.  Returns the first, or
-// -FI_EADDRINUSE (wanted is taken) / -FI_ENOSPC (no such run).
+// start for kAnyQueue), marked held, with their UDP ports where the kernel
+// shares the port's address (a run with a port another socket has is
+// passed over, or refused when wanted).  Port lock held.  Returns the
+// first, or -FI_EADDRINUSE (wanted is taken, or no free run's ports could
+// be held) / -FI_ENOSPC (no such run) / another negative fi_errno.
 int hold_queues(PortContext& port, uint16_t count, uint16_t wanted) {
   auto free_run = [&](uint16_t first) {
     if (first + count > kMaxEndpointsPerPort) return false;
@@ -248,12 +254,37 @@ int hold_queues(PortContext& port, uint16_t count, uint16_t wanted) {
       if (port.endpoints[q] != nullptr || port.held[q]) return false;
     return true;
   };
+  // The run's UDP ports, all or none.
+  auto hold_ports = [&](uint16_t first) {
+    for (uint16_t q = first; q < first + count; ++q) {
+      std::string why;
+      if (const int ret = port.kernel_ports.hold(q, &why); ret != 0) {
+        for (uint16_t taken = first; taken < q; ++taken) port.kernel_ports.release(taken);
+        if (wanted != kAnyQueue)
+          DPDK_WARN(FI_LOG_EP_CTRL, "%s: scalable endpoint at queue %u refused: %s\n",
+                    port.port->name().c_str(), first, why.c_str());
+        else
+          DPDK_INFO(FI_LOG_EP_CTRL, "%s: queues %u to %u passed over: %s\n",
+                    port.port->name().c_str(), first, first + count - 1, why.c_str());
+        return ret;
+      }
+    }
+    return 0;
+  };
   int base = -FI_ENOSPC;
   if (wanted != kAnyQueue) {
     base = free_run(wanted) ? wanted : -FI_EADDRINUSE;
+    if (base >= 0) {
+      if (const int ret = hold_ports(wanted); ret != 0) base = ret;
+    }
   } else {
-    for (uint16_t first = 0; first + count <= kMaxEndpointsPerPort && base < 0; ++first)
-      if (free_run(first)) base = first;
+    for (uint16_t first = 0; first + count <= kMaxEndpointsPerPort && base < 0; ++first) {
+      if (!free_run(first)) continue;
+      const int ret = hold_ports(first);
+      if (ret == 0) base = first;
+      else if (ret == -FI_EADDRINUSE) base = ret;  // the next run, perhaps
+      else return ret;
+    }
   }
   if (base < 0) return base;
   for (uint16_t q = 0; q < count; ++q) port.held[base + q] = true;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lib/av/address.h"
+#include "lib/proto/crc32c.h"
 
 namespace ofi_dpdk::adversarial {
 
@@ -57,6 +58,19 @@ std::vector<uint8_t> seal(const Mac& from, const Mac& to, wire::FrameHeader head
   if (!payload.empty()) std::memcpy(frame.data() + wire::kHeadersSize, payload.data(), payload.size());
   proto::seal_frame(frame.data(), frame.size());
   return frame;
+}
+
+std::vector<uint8_t> seal_udp(wire::FrameHeader header, std::span<const uint8_t> payload) {
+  header.payload_len = static_cast<uint16_t>(payload.size());
+  std::vector<uint8_t> datagram(sizeof(wire::FrameHeader) + payload.size());
+  proto::encode_header(datagram.data(), header);
+  if (!payload.empty())
+    std::memcpy(datagram.data() + sizeof(wire::FrameHeader), payload.data(), payload.size());
+  proto::finish_seal_udp(datagram.data(),
+                         proto::crc32c(proto::begin_seal_udp(datagram.data()),
+                                       datagram.data() + sizeof(wire::FrameHeader),
+                                       payload.size()));
+  return datagram;
 }
 
 std::array<uint8_t, sizeof(wire::HandshakeBody)> handshake_body(uint32_t token,

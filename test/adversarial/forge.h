@@ -39,6 +39,10 @@ wire::FrameHeader header_between(wire::Opcode opcode, const Station& from, const
 // payload_len set to the payload's size, the payload, and the CRC.
 std::vector<uint8_t> seal(const Mac& from, const Mac& to, wire::FrameHeader header,
                           std::span<const uint8_t> payload);
+// The same as a UDP datagram's payload (FI_DPDK_ENCAP=udp): `header`, with
+// payload_len set, then the payload, sealed the UDP way (the CRC covers
+// our header and payload alone).
+std::vector<uint8_t> seal_udp(wire::FrameHeader header, std::span<const uint8_t> payload);
 
 // A HandshakeBody in wire order, and read back from a decoded frame.
 std::array<uint8_t, sizeof(wire::HandshakeBody)> handshake_body(uint32_t token,
