@@ -24,7 +24,7 @@ the ones the bridge carried; the rest were lost between.
 Capture every port of a bridge while a job runs, e.g.
   for p in $(ip -o link show master BRIDGE | awk -F': ' '{print $2}' | sed 's/@.*//'); do
     tcpdump -Z root -i "$p" -s 160 -B 16384 -w "/var/tmp/$p.pcap" & done
-(a snap length of 160 keeps our whole 88-byte header, in UDP too). Capture
+(a snap length of 192 keeps our whole 104-byte header, in UDP/IPv6 too). Capture
 the far end of a veth, not the one a process runs net_af_packet on: the
 PMD bypasses the qdisc, so taps on its own interface never see what it
 sends.
@@ -38,7 +38,7 @@ import sys
 
 OPCODES = {1: "MSG", 2: "TAGGED", 3: "ACK", 4: "RESET", 5: "REQUEST", 6: "RESPONSE",
            7: "HELLO", 8: "HELLO_ACK", 9: "BUNDLE", 10: "DATAGRAM"}
-HEADER_BYTES_READ = 64    # of wire::FrameHeader's 88: every field printed lies in them
+HEADER_BYTES_READ = 84    # of wire::FrameHeader's 104: every field printed lies in them
 ENDPOINTS_PER_PORT = 64   # kMaxEndpointsPerPort: UDP ports port_base + 0..63
 
 
@@ -123,7 +123,7 @@ def decode(time, data, ether_type, port_base, capture):
     (frame.seq, frame.ack, frame.msg_id, frame.msg_len, frame.offset) = struct.unpack(
         ">IIIII", header[16:36])
     frame.payload_len, frame.window = struct.unpack(">HH", header[36:40])
-    frame.conn, frame.ack_conn = struct.unpack(">HH", header[60:64])
+    frame.conn, frame.ack_conn = struct.unpack(">HH", header[80:84])
     frame.source = where(source_address, source_queue)
     frame.destination = where(destination_address, destination_queue)
     return frame

@@ -13,6 +13,7 @@
 #include "lib/av/address.h"
 #include "lib/ip/ipv4.h"
 #include "lib/ip/ipv6.h"
+#include "lib/proto/wire.h"
 
 namespace ofi_dpdk::ofi {
 
@@ -90,9 +91,9 @@ inline constexpr uint64_t kDatagramCaps =
     kAvPrimaryCaps | FI_SOURCE | FI_SOURCE_ERR | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM |
     kAvSecondaryCaps | kTaggedMultiRecvCap;
 // A datagram's largest payload: what one frame carries on every port and
-// path, a standard 1500-byte Ethernet payload less our header (88 bytes),
+// path, a standard 1500-byte Ethernet payload less our header (104 bytes),
 // and on a port that speaks UDP (FI_DPDK_ENCAP) less IPv4 and UDP's too.
-inline constexpr size_t kDatagramMaxMsgSize = 1412;
+inline constexpr size_t kDatagramMaxMsgSize = 1500 - sizeof(wire::FrameHeader);
 inline constexpr size_t datagram_max_msg_size(size_t encap_overhead) {
   return kDatagramMaxMsgSize - encap_overhead;
 }

@@ -327,7 +327,7 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
     // Meant for an earlier incarnation of this endpoint: tell the sender.
     ++stats_.stale_session;
     if (opcode != static_cast<uint8_t>(wire::Opcode::kReset) &&
-        may_answer(connections_.count(peer_key(segment.src_mac, h.src_queue)) != 0))
+        may_answer(connection_by_key(peer_key(segment.src_mac, h.src_queue))))
       emit_reset(segment.src_mac, h);
     return;
   }

@@ -26,12 +26,12 @@
 
 namespace ofi_dpdk::proto {
 
-uint32_t Engine::offer_token(uint64_t key, uint32_t session, uint16_t conn, uint32_t auth_key,
+uint64_t Engine::offer_token(uint64_t key, uint32_t session, uint16_t conn, uint32_t auth_key,
                              uint32_t gen) const {
   return handshake_token(config_.token_secret, key, session, conn, auth_key, gen);
 }
 
-uint32_t Engine::next_nonce() {
+uint64_t Engine::next_nonce() {
   return hello_nonce(config_.token_secret, session_, queue_, ++nonce_counter_);
 }
 
@@ -139,13 +139,13 @@ void Engine::on_hello(const Segment& s) {
   }
   const uint64_t key = peer_key(s.src_mac, h.src_queue);
   auto it = connections_.find(key);
-  const Connection* c = it == connections_.end() ? nullptr : it->second.get();
+  Connection* c = it == connections_.end() ? nullptr : it->second.get();
   // A HELLO for the connection already open (our answer was lost) gets its
   // token again; any other gets the token of a new opening.  Nothing is
   // kept either way.
   const bool open = c != nullptr && c->rx_open && c->peer_session == h.src_session &&
                     c->rx_conn == h.conn && c->auth_key == h.auth_key;
-  if (!may_answer(c != nullptr)) return;
+  if (!may_answer(c)) return;
   emit_hello_ack(s, open ? c->rx_token
                          : offer_token(key, h.src_session, h.conn, h.auth_key,
                                        receive_memory(key, c).gen));
@@ -166,7 +166,7 @@ void Engine::on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns) {
     return;
   }
   std::memcpy(&body, s.payload, sizeof(body));
-  const uint32_t token = be32toh(body.token);
+  const uint64_t token = be64toh(body.token);
   const uint32_t max_payload = be32toh(body.max_payload);
   if (token == 0 || max_payload == 0) {
     ++stats_.bad_frames;
@@ -195,13 +195,25 @@ void Engine::on_reset(Connection* c, const wire::FrameHeader& h) {
   // and the token (or, before the answer, the nonce) it carries counts: a
   // late one, answering a connection we already replaced, or a forged one,
   // must not fail the new one.
-  const uint32_t expected = c == nullptr                          ? 0
+  const uint64_t expected = c == nullptr                          ? 0
                             : c->tx_state == TxState::kOpen  ? c->tx_token
                             : c->tx_state == TxState::kHello ? c->hello_nonce
                                                              : 0;
   if (expected == 0 || h.dst_session != session_ || h.ack_conn != c->tx_conn ||
       h.ack_token != expected) {
-    ++stats_.stale_session;
+    ++stats_.bad_resets;
+    return;
+  }
+  // It must also answer a frame of ours this connection could have sent
+  // now: a segment in flight, or a probe or ack (next_seq).  One that
+  // names any other sequence draws a challenge, not a teardown (as RFC
+  // 5961 has TCP do): a probe, which a peer that really lost our
+  // connection answers with a RESET that passes, and one that did not
+  // with an ack.  (A HELLO's RESET has its nonce alone to show.)
+  if (c->tx_state == TxState::kOpen && (seq_lt(h.ack, c->una) || seq_gt(h.ack, c->next_seq))) {
+    ++stats_.reset_challenges;
+    if (challenges_.allow(clock_ns_, 1'000'000'000ull / kChallengesPerSecond, kChallengeBurst))
+      emit_probe(*c);
     return;
   }
   if (c->peer_session != 0 && h.src_session != c->peer_session) {
@@ -238,7 +250,7 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
     // A segment of a connection we hold no receive half for (closed, timed
     // out, restarted, never opened) or a forgery: it starts nothing.
     ++stats_.bad_tokens;
-    if (may_answer(c != nullptr)) emit_reset(s.src_mac, h);
+    if (may_answer(c)) emit_reset(s.src_mac, h);
     return nullptr;
   }
   // The sender proved its handshake.  A new receive half starts at sequence
@@ -246,7 +258,7 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
   // forgotten (evicted), and gets RESET rather than a half it cannot fill.
   if (h.seq - wire::kInitialSeq >= kMaxWindow) {
     ++stats_.bad_tokens;
-    if (may_answer(c != nullptr)) emit_reset(s.src_mac, h);
+    if (may_answer(c)) emit_reset(s.src_mac, h);
     return nullptr;
   }
   if (c == nullptr) {
@@ -326,23 +338,24 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   ++stats_.hellos_sent;
 }
 
-bool Engine::may_answer(bool known_peer) {
-  // A peer we hold a record for proved a handshake: its answers are not
-  // what a flood of made-up senders can ask for.
-  if (known_peer) return true;
-  const uint64_t interval = std::max<uint64_t>(
-      1'000'000'000ull / std::max<uint32_t>(config_.stranger_answers_per_second, 1), 1);
-  const uint64_t burst = std::max<uint32_t>(config_.stranger_answer_burst, 1);
-  const uint64_t earliest = std::max(stranger_answer_clock_ns_, clock_ns_);
-  if (earliest - clock_ns_ >= interval * burst) {
-    ++stats_.answers_withheld;
-    return false;
-  }
-  stranger_answer_clock_ns_ = earliest + interval;
-  return true;
+bool Engine::may_answer(Connection* c) {
+  // A peer we hold a record for proved a handshake, and has a pace of its
+  // own: a flood in its name (wrong tokens, stale sessions) neither draws
+  // an answer each nor spends the strangers' budget.
+  const bool allowed =
+      c != nullptr
+          ? c->answers.allow(clock_ns_, 1'000'000'000ull / kPeerAnswersPerSecond, kPeerAnswerBurst)
+          : stranger_answers_.allow(
+                clock_ns_,
+                std::max<uint64_t>(1'000'000'000ull /
+                                       std::max<uint32_t>(config_.stranger_answers_per_second, 1),
+                                   1),
+                std::max<uint32_t>(config_.stranger_answer_burst, 1));
+  if (!allowed) ++stats_.answers_withheld;
+  return allowed;
 }
 
-void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
+void Engine::emit_hello_ack(const Segment& s, uint64_t token) {
   const wire::FrameHeader& hello = *s.header;
   OutFrame frame{};
   std::copy(s.src_mac, s.src_mac + 6, frame.dst_mac);
@@ -360,7 +373,7 @@ void Engine::emit_hello_ack(const Segment& s, uint32_t token) {
   h.payload_len = sizeof(wire::HandshakeBody);
   h.msg_len = sizeof(wire::HandshakeBody);
   wire::HandshakeBody body{};
-  body.token = htobe32(token);
+  body.token = htobe64(token);
   body.max_payload = htobe32(payload_offer(s.src_mac));
   if (reaching_ports_) {
     uint16_t ports[std::size(body.reaching_ports)] = {};
@@ -388,6 +401,7 @@ void Engine::emit_reset(const uint8_t mac[6], const wire::FrameHeader& answered)
   h.dst_session = answered.src_session;
   h.ack_conn = answered.conn;
   h.ack_token = answered.token;
+  h.ack = answered.seq;  // which of the sender's frames this answers
   frame.message = nullptr;
   outbox_.push_back(frame);
   ++stats_.resets_sent;

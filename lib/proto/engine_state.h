@@ -248,8 +248,8 @@ struct Connection {
   uint16_t tx_conn = 0;       // our transmit connection's number (wire conn)
   // Transmit side.
   TxState tx_state = TxState::kClosed;
-  uint32_t hello_nonce = 0;          // kHello: what the HELLO_ACK must echo
-  uint32_t tx_token = 0;             // kOpen: what our segments carry
+  uint64_t hello_nonce = 0;          // kHello: what the HELLO_ACK must echo
+  uint64_t tx_token = 0;             // kOpen: what our segments carry
   uint32_t tx_max_payload = 0;       // kOpen: segment size agreed with the peer
   uint32_t payload_offer = 0;        // what our handshakes offer (Engine::payload_offer)
   uint32_t next_seq = wire::kInitialSeq;
@@ -300,6 +300,7 @@ struct Connection {
   uint64_t rto_deadline_ns = 0;      // 0: timer off
   uint8_t probes = 0;                // tail loss probes since the ack last advanced
   uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer
+  AnswerPace answers;                // HELLO_ACKs and RESETs to it (Engine::may_answer)
   // Path MTU discovery by silence (Engine::assess_silent_path): when a
   // retransmission timeout last asked the peer, with a small probe,
   // whether it is there while a large oldest segment goes unanswered (0:
@@ -316,7 +317,7 @@ struct Connection {
   // the token our HELLO_ACK granted).
   bool rx_open = false;
   uint16_t rx_conn = 0;              // the peer's connection we receive on
-  uint32_t rx_token = 0;             // the token its segments carry
+  uint64_t rx_token = 0;             // the token its segments carry
   // Counts receive halves closed: a token is granted for one generation,
   // so a segment of a closed connection cannot open it again.  The last
   // closed connection, whose token must not pass as one of the generation

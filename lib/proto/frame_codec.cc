@@ -1,6 +1,7 @@
 #include "lib/proto/frame_codec.h"
 
 #include "lib/proto/crc32c.h"
+#include "lib/proto/frame_tag.h"
 
 #include <endian.h>
 
@@ -23,7 +24,8 @@ T get(const uint8_t* in, size_t offset) {
 }
 
 constexpr size_t kEtherLead = sizeof(wire::EtherHeader);
-constexpr size_t kChecksumField = offsetof(wire::FrameHeader, checksum);
+constexpr size_t kChecksumField = offsetof(wire::FrameHeader, integrity);
+constexpr size_t kIntegrityBytes = sizeof(wire::FrameHeader::integrity);
 constexpr size_t kFlagsField = offsetof(wire::FrameHeader, flags);
 
 // The CRC-32C (not yet inverted) of the encoded headers from `start`, our
@@ -34,11 +36,28 @@ constexpr size_t kFlagsField = offsetof(wire::FrameHeader, flags);
 // (lead 0) our header starts the cover: routers rewrite the MACs, and the
 // IPv4 header that names the peer has its own checksum.
 uint32_t headers_crc(const uint8_t* start, size_t lead) {
-  static constexpr uint8_t kZero[4] = {};
+  static constexpr uint8_t kZero[kIntegrityBytes] = {};
   const size_t field = lead + kChecksumField;
   uint32_t crc = crc32c(0xFFFFFFFFu, start, field);
-  crc = crc32c(crc, kZero, 4);
-  return crc32c(crc, start + field + 4, lead + sizeof(wire::FrameHeader) - field - 4);
+  crc = crc32c(crc, kZero, kIntegrityBytes);
+  return crc32c(crc, start + field + kIntegrityBytes,
+                lead + sizeof(wire::FrameHeader) - field - kIntegrityBytes);
+}
+
+// The keyed tag over what the CRC would cover, the integrity field as 0.
+uint64_t frame_tag(const FrameKey& key, const uint8_t* start, size_t lead, size_t payload_len) {
+  const size_t field = lead + kChecksumField;
+  const size_t end = lead + sizeof(wire::FrameHeader) + payload_len;
+  FrameKey::Tagger tagger(key);
+  tagger.add(start, field);
+  tagger.add_zeros(kIntegrityBytes);
+  tagger.add(start + field + kIntegrityBytes, end - field - kIntegrityBytes);
+  return tagger.finish();
+}
+
+void set_flag(uint8_t* header, uint16_t flag) {
+  const uint16_t flags = be16toh(get<uint16_t>(header, kFlagsField)) | flag;
+  put(header, kFlagsField, htobe16(flags));
 }
 
 // The checksum of headers and payload, `payload_len` bytes after them.
@@ -47,29 +66,41 @@ uint32_t frame_checksum(const uint8_t* start, size_t lead, size_t payload_len) {
   return ~crc32c(headers_crc(start, lead), start + headers, payload_len);
 }
 
-void set_unsealed(uint8_t* header) {
-  const uint16_t flags = be16toh(get<uint16_t>(header, kFlagsField)) | wire::kFlagUnsealed;
-  put(header, kFlagsField, htobe16(flags));
+void set_unsealed(uint8_t* header) { set_flag(header, wire::kFlagUnsealed); }
+
+void seal_keyed_at(uint8_t* start, size_t lead, size_t payload_len, const FrameKey& key) {
+  set_flag(start + lead, wire::kFlagKeyed);
+  put(start + lead, kChecksumField, htobe64(frame_tag(key, start, lead, payload_len)));
 }
 
 }  // namespace
 
 void seal_frame(uint8_t* frame, size_t length) {
   put(frame, kEtherLead + kChecksumField,
-      htobe32(frame_checksum(frame, kEtherLead, length - wire::kHeadersSize)));
+      htobe64(frame_checksum(frame, kEtherLead, length - wire::kHeadersSize)));
 }
 
 uint32_t begin_seal(const uint8_t* frame) { return headers_crc(frame, kEtherLead); }
 
 void finish_seal(uint8_t* frame, uint32_t crc) {
-  put(frame, kEtherLead + kChecksumField, htobe32(~crc));
+  put(frame, kEtherLead + kChecksumField, htobe64(uint64_t{~crc}));
 }
 
 void mark_unsealed(uint8_t* frame) { set_unsealed(frame + kEtherLead); }
 
+void seal_keyed(uint8_t* frame, size_t length, const FrameKey& key) {
+  seal_keyed_at(frame, kEtherLead, length - wire::kHeadersSize, key);
+}
+
 uint32_t begin_seal_udp(const uint8_t* header) { return headers_crc(header, 0); }
 
-void finish_seal_udp(uint8_t* header, uint32_t crc) { put(header, kChecksumField, htobe32(~crc)); }
+void finish_seal_udp(uint8_t* header, uint32_t crc) {
+  put(header, kChecksumField, htobe64(uint64_t{~crc}));
+}
+
+void seal_keyed_udp(uint8_t* header, size_t length, const FrameKey& key) {
+  seal_keyed_at(header, 0, length - sizeof(wire::FrameHeader), key);
+}
 
 void mark_unsealed_udp(uint8_t* header) { set_unsealed(header); }
 
@@ -83,6 +114,9 @@ const char* decode_result_name(DecodeResult result) {
     case DecodeResult::kBadLength: return "bad length";
     case DecodeResult::kBadChecksum: return "bad checksum";
     case DecodeResult::kUnsealed: return "no checksum (FI_DPDK_CHECKSUM=0 at the sender)";
+    case DecodeResult::kBadTag: return "bad keyed tag (forged, changed, or another job key)";
+    case DecodeResult::kKeyed: return "keyed by a job key this side does not have";
+    case DecodeResult::kNotKeyed: return "not keyed, where a job key is required";
   }
   return "?";
 }
@@ -115,16 +149,17 @@ size_t encode_header(uint8_t* f, const wire::FrameHeader& h) {
   put(f, offsetof(FrameHeader, window), htobe16(h.window));
   put(f, offsetof(FrameHeader, tag), htobe64(h.tag));
   put(f, offsetof(FrameHeader, cq_data), htobe64(h.cq_data));
-  put(f, offsetof(FrameHeader, checksum), uint32_t{0});
+  put(f, offsetof(FrameHeader, integrity), uint64_t{0});
+  put(f, offsetof(FrameHeader, token), htobe64(h.token));
+  put(f, offsetof(FrameHeader, ack_token), htobe64(h.ack_token));
   put(f, offsetof(FrameHeader, conn), htobe16(h.conn));
   put(f, offsetof(FrameHeader, ack_conn), htobe16(h.ack_conn));
   put(f, offsetof(FrameHeader, auth_key), htobe32(h.auth_key));
   put(f, offsetof(FrameHeader, group), htobe32(h.group));
   put(f, offsetof(FrameHeader, src_ep_queue), htobe16(h.src_ep_queue));
   put(f, offsetof(FrameHeader, segment_len), htobe16(h.segment_len));
-  put(f, offsetof(FrameHeader, token), htobe32(h.token));
-  put(f, offsetof(FrameHeader, ack_token), htobe32(h.ack_token));
   put(f, offsetof(FrameHeader, piece_offset), htobe32(h.piece_offset));
+  put(f, offsetof(FrameHeader, reserved), uint32_t{0});
   return sizeof(FrameHeader);
 }
 
@@ -182,7 +217,7 @@ namespace {
 // Our header at `start` + `lead` and its payload, `length` bytes from
 // `start` in all.
 DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, DecodedFrame* out,
-                         bool checksums) {
+                         const FrameCheck& check) {
   using wire::FrameHeader;
   const size_t headers = lead + sizeof(FrameHeader);
   if (length < headers) return DecodeResult::kTruncated;
@@ -211,8 +246,9 @@ DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, Decod
   h.auth_key = be32toh(get<uint32_t>(f, offsetof(FrameHeader, auth_key)));
   h.group = be32toh(get<uint32_t>(f, offsetof(FrameHeader, group)));
   h.src_ep_queue = be16toh(get<uint16_t>(f, offsetof(FrameHeader, src_ep_queue)));
-  h.token = be32toh(get<uint32_t>(f, offsetof(FrameHeader, token)));
-  h.ack_token = be32toh(get<uint32_t>(f, offsetof(FrameHeader, ack_token)));
+  h.token = be64toh(get<uint64_t>(f, offsetof(FrameHeader, token)));
+  h.ack_token = be64toh(get<uint64_t>(f, offsetof(FrameHeader, ack_token)));
+  h.reserved = 0;
   h.segment_len = 0;  // a sender's value means nothing without kFlagPiece
   h.piece_offset = 0;
   if (h.flags & wire::kFlagPiece) {
@@ -240,10 +276,17 @@ DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, Decod
         h.msg_len - (h.offset - h.piece_offset) < h.segment_len)
       return DecodeResult::kBadLength;
   }
-  h.checksum = be32toh(get<uint32_t>(f, offsetof(FrameHeader, checksum)));
-  if (checksums) {
+  h.integrity = be64toh(get<uint64_t>(f, offsetof(FrameHeader, integrity)));
+  if (check.key != nullptr) {
+    // With a job key nothing else passes: not a CRC, not an unsealed frame.
+    if (!(h.flags & wire::kFlagKeyed)) return DecodeResult::kNotKeyed;
+    if (!tags_equal(h.integrity, frame_tag(*check.key, start, lead, h.payload_len)))
+      return DecodeResult::kBadTag;
+  } else if (h.flags & wire::kFlagKeyed) {
+    return DecodeResult::kKeyed;
+  } else if (check.checksums) {
     if (h.flags & wire::kFlagUnsealed) return DecodeResult::kUnsealed;
-    if (h.checksum != frame_checksum(start, lead, h.payload_len))
+    if (h.integrity != frame_checksum(start, lead, h.payload_len))
       return DecodeResult::kBadChecksum;
   }
   out->payload = start + headers;
@@ -253,31 +296,31 @@ DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, Decod
 }  // namespace
 
 DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_type,
-                          DecodedFrame* out, bool checksums) {
+                          DecodedFrame* out, const FrameCheck& check) {
   if (length < sizeof(wire::EtherHeader)) return DecodeResult::kTruncated;
   if (be16toh(get<uint16_t>(frame, 12)) != ether_type)
     return DecodeResult::kNotOurs;
   if (length < wire::kHeadersSize) return DecodeResult::kTruncated;
   std::memcpy(out->dst_mac, frame, 6);
   std::memcpy(out->src_mac, frame + 6, 6);
-  return decode_from(frame, kEtherLead, length, out, checksums);
+  return decode_from(frame, kEtherLead, length, out, check);
 }
 
 DecodeResult decode_udp_payload(const uint8_t* header, size_t length, DecodedFrame* out,
-                                bool checksums) {
-  return decode_from(header, 0, length, out, checksums);
+                                const FrameCheck& check) {
+  return decode_from(header, 0, length, out, check);
 }
 
 bool decode_quoted_header(const uint8_t* header, size_t length, QuotedHeader* out) {
   using wire::FrameHeader;
-  if (length < offsetof(FrameHeader, token) + sizeof(uint32_t) ||
+  if (length < offsetof(FrameHeader, conn) + sizeof(uint16_t) ||
       header[offsetof(FrameHeader, version)] != wire::kWireVersion)
     return false;
   out->opcode = header[offsetof(FrameHeader, opcode)];
   out->dst_queue = be16toh(get<uint16_t>(header, offsetof(FrameHeader, dst_queue)));
   out->src_queue = be16toh(get<uint16_t>(header, offsetof(FrameHeader, src_queue)));
   out->conn = be16toh(get<uint16_t>(header, offsetof(FrameHeader, conn)));
-  out->token = be32toh(get<uint32_t>(header, offsetof(FrameHeader, token)));
+  out->token = be64toh(get<uint64_t>(header, offsetof(FrameHeader, token)));
   out->payload_len = be16toh(get<uint16_t>(header, offsetof(FrameHeader, payload_len)));
   return true;
 }

@@ -28,6 +28,19 @@ enum class DecodeResult : uint8_t {
   kBadLength,       // offset + payload_len beyond msg_len
   kBadChecksum,     // corrupted on the way (the fault injector, a bad link)
   kUnsealed,        // sent without a checksum, to a receiver that wants one
+  kBadTag,          // keyed, and the tag is wrong: forged, changed, or another key
+  kKeyed,           // keyed, to a receiver without a job key
+  kNotKeyed,        // not keyed, to a receiver with a job key
+};
+
+class FrameKey;
+// How received frames are checked: a job key's tag (then nothing else
+// passes), else the CRC unless `checksums` is off (FI_DPDK_CHECKSUM=0).
+struct FrameCheck {
+  FrameCheck(bool checksums_wanted = true, const FrameKey* job_key = nullptr)
+      : checksums(checksums_wanted), key(job_key) {}
+  bool checksums;
+  const FrameKey* key;
 };
 
 const char* decode_result_name(DecodeResult result);
@@ -52,6 +65,9 @@ void finish_seal(uint8_t* frame, uint32_t crc);
 // Instead of seal_frame, on a link without checksums: flags the encoded
 // frame kFlagUnsealed (its checksum field stays 0).
 void mark_unsealed(uint8_t* frame);
+// Instead of seal_frame, with a job key: flags the encoded frame
+// kFlagKeyed and stores its keyed tag (frame_tag.h).
+void seal_keyed(uint8_t* frame, size_t length, const FrameKey& key);
 
 // The UDP encapsulation (FI_DPDK_ENCAP=udp, lib/ip/udp4.h): our header
 // starts a UDP datagram's payload, and its checksum covers our header and
@@ -63,6 +79,7 @@ size_t encode_header(uint8_t* out, const wire::FrameHeader& header);
 uint32_t begin_seal_udp(const uint8_t* header);
 void finish_seal_udp(uint8_t* header, uint32_t crc);
 void mark_unsealed_udp(uint8_t* header);
+void seal_keyed_udp(uint8_t* header, size_t length, const FrameKey& key);
 
 // Writes one entry of a BUNDLE frame's payload (host order in `entry`) to
 // `out`, which must hold sizeof(wire::BundleEntry) bytes; its payload goes
@@ -81,26 +98,27 @@ DecodeResult next_bundle_entry(const uint8_t** cursor, const uint8_t* end,
                                const uint8_t** payload);
 
 // Parses `length` bytes at `frame`.  On kOk fills `out`; otherwise `out` is
-// unspecified.  Never reads past frame + length.  With `checksums` the
-// frame's CRC must be right and kFlagUnsealed frames are refused; without,
-// no CRC is checked.
+// unspecified.  Never reads past frame + length.  With a job key
+// (check.key) only keyed frames with the right tag pass.  Otherwise keyed
+// frames are refused, and with check.checksums the frame's CRC must be
+// right and kFlagUnsealed frames are refused; without, no CRC is checked.
 DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_type,
-                          DecodedFrame* out, bool checksums = true);
+                          DecodedFrame* out, const FrameCheck& check = {});
 // The same for a UDP datagram's payload of `length` bytes at `header`:
 // out's MACs are left as they are (the caller names the peer).
 DecodeResult decode_udp_payload(const uint8_t* header, size_t length, DecodedFrame* out,
-                                bool checksums = true);
+                                const FrameCheck& check = {});
 
 // The start of one of our frames quoted back to us by a router (ICMP
 // "fragmentation needed", "packet too big"): enough to name the sending
-// endpoint's connection.  A quote must reach past `token` (80 bytes of
-// our header): one shorter names nothing we could check.
+// endpoint's connection.  A quote must reach past `conn` (82 bytes of our
+// header): one shorter names nothing we could check.
 struct QuotedHeader {
   uint8_t opcode = 0;
   uint16_t dst_queue = 0;
   uint16_t src_queue = 0;
   uint16_t conn = 0;
-  uint32_t token = 0;
+  uint64_t token = 0;
   uint16_t payload_len = 0;
 };
 bool decode_quoted_header(const uint8_t* header, size_t length, QuotedHeader* out);

@@ -5,10 +5,7 @@ namespace {
 
 inline uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
 
-uint32_t nonzero(uint64_t hash) {
-  const auto value = static_cast<uint32_t>(hash ^ (hash >> 32));
-  return value != 0 ? value : 1;
-}
+uint64_t nonzero(uint64_t hash) { return hash != 0 ? hash : 1; }
 
 }  // namespace
 
@@ -47,13 +44,13 @@ uint64_t keyed_hash(const uint64_t secret[2], const uint64_t* words, size_t coun
   return v0 ^ v1 ^ v2 ^ v3;
 }
 
-uint32_t handshake_token(const uint64_t secret[2], uint64_t key, uint32_t session, uint16_t conn,
+uint64_t handshake_token(const uint64_t secret[2], uint64_t key, uint32_t session, uint16_t conn,
                          uint32_t auth_key, uint32_t gen) {
   const uint64_t words[] = {key, uint64_t{session} << 32 | auth_key, uint64_t{conn} << 32 | gen};
   return nonzero(keyed_hash(secret, words, 3));
 }
 
-uint32_t hello_nonce(const uint64_t secret[2], uint32_t session, uint16_t queue,
+uint64_t hello_nonce(const uint64_t secret[2], uint32_t session, uint16_t queue,
                      uint64_t counter) {
   // All ones first: a word real peer keys do not take, to keep the inputs
   // of nonces and tokens apart.

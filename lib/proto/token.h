@@ -17,12 +17,13 @@ uint64_t keyed_hash(const uint64_t secret[2], const uint64_t* words, size_t coun
 
 // The token granted to a HELLO from peer `key` (peer_key), incarnation
 // `session`, transmit connection `conn`, network key `auth_key`, for the
-// receive half's generation `gen`.  Never 0.
-uint32_t handshake_token(const uint64_t secret[2], uint64_t key, uint32_t session, uint16_t conn,
+// receive half's generation `gen`.  64 bits, never 0.
+uint64_t handshake_token(const uint64_t secret[2], uint64_t key, uint32_t session, uint16_t conn,
                          uint32_t auth_key, uint32_t gen);
 
-// The nonce of an endpoint's `counter`-th HELLO (counting from 1).  Never 0.
-uint32_t hello_nonce(const uint64_t secret[2], uint32_t session, uint16_t queue,
+// The nonce of an endpoint's `counter`-th HELLO (counting from 1).  64
+// bits, never 0.
+uint64_t hello_nonce(const uint64_t secret[2], uint32_t session, uint16_t queue,
                      uint64_t counter);
 
 }  // namespace ofi_dpdk::proto

@@ -422,6 +422,11 @@ struct TransportStats {
            delivery_timeouts = 0,    // sends no receive took within delivery_timeout_ns
            no_memory = 0,            // allocations that failed (answered or waited, never thrown)
            answers_withheld = 0,     // HELLO_ACKs and RESETs over the stranger_answer_* budget
+           // RESETs with a wrong session, connection or token (counted,
+           // never answered), and RESETs with the right token that named a
+           // sequence we could not have sent: each draws a challenge probe
+           // (at most kChallengesPerSecond) instead of a teardown.
+           bad_resets = 0, reset_challenges = 0,
            // Connections whose receive half never took a segment in order,
            // forgotten after their peer was silent for peer_timeout_ns (a
            // station that parked a segment ahead of a gap and went quiet).
@@ -451,6 +456,19 @@ struct TransportStats {
   // Requests taken while this endpoint held its full budget of answers
   // unacknowledged, run once it did not (engine_rma.cc).
   uint64_t requests_deferred = 0;
+};
+
+// A pace for answers a sender can ask for: at most `burst` at once, then
+// one per `interval_ns`.  (A token bucket kept as the time its tokens are
+// spent up to.)
+struct AnswerPace {
+  uint64_t spent_until_ns = 0;
+  bool allow(uint64_t now_ns, uint64_t interval_ns, uint64_t burst) {
+    const uint64_t earliest = spent_until_ns > now_ns ? spent_until_ns : now_ns;
+    if (earliest - now_ns >= interval_ns * burst) return false;
+    spent_until_ns = earliest + interval_ns;
+    return true;
+  }
 };
 
 // The engine's own state (engine_state.h).
@@ -620,7 +638,7 @@ class Engine {
   // off the path knows those.  That connection's segments are cut no
   // larger from now on, and those in flight that are larger go again at
   // once, in pieces (wire::kFlagPiece).  Returns whether it narrowed one.
-  bool on_path_too_big(const uint8_t* link, uint16_t peer_queue, uint16_t conn, uint32_t token,
+  bool on_path_too_big(const uint8_t* link, uint16_t peer_queue, uint16_t conn, uint64_t token,
                        uint32_t payload, uint64_t now_ns);
   // Optional: the source ports this endpoint's HELLO_ACKs name
   // (HandshakeBody::reaching_ports), asked at each answer.
@@ -711,9 +729,9 @@ class Engine {
   void evict(std::unordered_map<uint64_t, std::unique_ptr<Connection>>::iterator victim);
   // The token a HELLO from (key, session, conn, auth_key) is granted for
   // receive generation `gen`; never 0.  Stateless: a HELLO costs nothing.
-  uint32_t offer_token(uint64_t key, uint32_t session, uint16_t conn, uint32_t auth_key,
+  uint64_t offer_token(uint64_t key, uint32_t session, uint16_t conn, uint32_t auth_key,
                        uint32_t gen) const;
-  uint32_t next_nonce();
+  uint64_t next_nonce();
   void on_hello(const Segment& s);
   void on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns);
   void on_reset(Connection* c, const wire::FrameHeader& h);
@@ -745,16 +763,20 @@ class Engine {
   // A lane lost a segment (or its una timed out): it takes a path the
   // connection has not used.  Counted as a path change.
   void move_lane(Connection& c, uint8_t lane);
-  void emit_hello_ack(const Segment& s, uint32_t token);
+  void emit_hello_ack(const Segment& s, uint64_t token);
   // Asks the peer for an ACK (kFlagAckRequest): is it still there?
   void emit_probe(Connection& c);
   // Tells the sender of `h` we hold no receive state for its connection
   // (h.conn, h.token).
   void emit_reset(const uint8_t mac[6], const wire::FrameHeader& h);
-  // Whether a HELLO_ACK or RESET may answer now: always to a peer we hold
-  // a record for, else within the stranger-answer budget
-  // (TransportConfig::stranger_answer_*), counted in answers_withheld when not.
-  bool may_answer(bool known_peer);
+  // Whether a HELLO_ACK or RESET may answer now: to a peer we hold a
+  // record for (`c`), within its own pace (kPeerAnswersPerSecond: a flood
+  // of wrong guesses in its name draws little), else within the
+  // stranger-answer budget (TransportConfig::stranger_answer_*); counted in
+  // answers_withheld when not.
+  bool may_answer(Connection* c);
+  static constexpr uint64_t kPeerAnswersPerSecond = 200;
+  static constexpr uint64_t kPeerAnswerBurst = 16;
   bool accepts_key(uint32_t key) const;
   void on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns);
   // A segment found lost for the first time (fast retransmit): the loss
@@ -1100,7 +1122,11 @@ class Engine {
   // When the stranger-answer budget is whole again (a GCRA clock: each
   // answer moves it one interval later; it may run ahead of clock_ns_ by
   // at most the burst).
-  uint64_t stranger_answer_clock_ns_ = 0;
+  AnswerPace stranger_answers_;
+  // Challenges to RESETs that named an unexpected sequence (on_reset).
+  static constexpr uint64_t kChallengesPerSecond = 1000;
+  static constexpr uint64_t kChallengeBurst = 32;
+  AnswerPace challenges_;
   TransportStats stats_;
   TimeoutReport last_timeout_;
 };

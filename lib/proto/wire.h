@@ -15,7 +15,7 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 9;  // 2: conn and ack_conn; 3: delivery notices;
+inline constexpr uint8_t kWireVersion = 10; // 2: conn and ack_conn; 3: delivery notices;
                                             // 4: auth_key, group, src_ep_queue;
                                             // 5: HELLO handshake, tokens, checksum
                                             //    over the Ethernet header;
@@ -23,7 +23,10 @@ inline constexpr uint8_t kWireVersion = 9;  // 2: conn and ack_conn; 3: delivery
                                             // 7: BUNDLE frames;
                                             // 8: DATAGRAM frames (FI_EP_DGRAM),
                                             //    control messages (FI_EP_MSG);
-                                            // 9: pieces of a segment (kFlagPiece)
+                                            // 9: pieces of a segment (kFlagPiece);
+                                            // 10: 64-bit tokens and nonces, RESETs
+                                            //    name the sequence they answer,
+                                            //    keyed frames (kFlagKeyed)
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -120,6 +123,11 @@ inline constexpr uint16_t kFlagControl = 1u << 11;
 // its pieces cover it.  Never in a BUNDLE.
 inline constexpr uint16_t kFlagPiece = 1u << 12;
 
+// The frame's integrity field holds a keyed tag (frame_tag.h), not a CRC:
+// the sender has a job key.  A receiver with a job key takes only such
+// frames, and one without takes none of them.
+inline constexpr uint16_t kFlagKeyed = 1u << 13;
+
 // The flags a BundleEntry may carry: those that describe one segment.  The
 // frame's own (kFlagAckValid, kFlagAckRequest, kFlagUnsealed) are in the
 // BUNDLE frame's header and hold for every entry.
@@ -141,7 +149,8 @@ struct FrameHeader {
   uint32_t src_session;  // sender's incarnation (epoch), never 0
   uint32_t dst_session;  // receiver's incarnation as the sender knows it, 0 if unknown
   uint32_t seq;          // per-connection sequence number
-  uint32_t ack;          // cumulative ack: next seq expected from the peer
+  uint32_t ack;          // cumulative ack: next seq expected from the peer;
+                         // RESET: the seq of the frame it answers
   uint32_t msg_id;       // per-connection message number
   uint32_t msg_len;      // whole message length in bytes
   uint32_t offset;       // of this segment's payload within the message
@@ -149,8 +158,27 @@ struct FrameHeader {
   uint16_t window;       // receive credits the sender grants the peer
   uint64_t tag;          // tagged messages: the tag; ACK: the SACK bitmap
   uint64_t cq_data;      // remote CQ data when kFlagRemoteData
-  uint32_t checksum;     // CRC-32C of the Ethernet header, this header (this
-                         // field as 0) and the payload
+  // What protects the frame, over the Ethernet header (on our EtherType;
+  // not in UDP), this header (this field as 0) and the payload: the CRC-32C
+  // in the low 32 bits (the high 32 are 0), or with kFlagKeyed the 64-bit
+  // keyed tag of frame_tag.h.
+  uint64_t integrity;
+  // Tokens name a transmit connection unguessably (version 5; 64 bits since
+  // version 10).  The receiving side of a connection grants its token in
+  // the HELLO_ACK; the sender's data segments and probes carry it in
+  // `token`, and the receiving side's acks and RESETs carry it back in
+  // `ack_token`.  A frame whose token its receiver does not hold for that
+  // connection opens nothing and changes nothing: only a completed HELLO
+  // handshake opens a receive half, so a retransmitted segment can never
+  // start a second connection and run twice.
+  //   HELLO:      token = the opener's nonce (ack_token 0)
+  //   HELLO_ACK:  ack_token = that nonce echoed; the granted token is in
+  //               the HandshakeBody
+  //   data, probe: token = the granted token of the sender's connection conn
+  //   acks (kFlagAckValid): ack_token = the token of connection ack_conn
+  //   RESET:      ack_token = the token (or nonce) of the frame it answers
+  uint64_t token;
+  uint64_t ack_token;
   // Connection numbers tell the connections of one pair of incarnations
   // apart: a sender that gave up on a connection (peer timeout, RESET) opens
   // the next one with conn + 1, so stragglers and acks of the old one can
@@ -168,37 +196,23 @@ struct FrameHeader {
   // context of a scalable endpoint its endpoint's first queue.  The
   // receiver names the source (FI_SOURCE) by (src_mac, src_ep_queue).
   uint16_t src_ep_queue;
-  uint16_t segment_len;  // kFlagPiece: the whole segment's payload length; else 0
-  // Tokens name a transmit connection unguessably (version 5).  The
-  // receiving side of a connection grants its token in the HELLO_ACK; the
-  // sender's data segments and probes carry it in `token`, and the
-  // receiving side's acks and RESETs carry it back in `ack_token`.  A frame
-  // whose token its receiver does not hold for that connection opens
-  // nothing and changes nothing: only a completed HELLO handshake opens a
-  // receive half, so a retransmitted segment can never start a second
-  // connection and run twice.
-  //   HELLO:      token = the opener's nonce (ack_token 0)
-  //   HELLO_ACK:  ack_token = that nonce echoed; the granted token is in
-  //               the HandshakeBody
-  //   data, probe: token = the granted token of the sender's connection conn
-  //   acks (kFlagAckValid): ack_token = the token of connection ack_conn
-  //   RESET:      ack_token = the token (or nonce) of the frame it answers
-  uint32_t token;
-  uint32_t ack_token;
+  uint16_t segment_len;   // kFlagPiece: the whole segment's payload length; else 0
   uint32_t piece_offset;  // kFlagPiece: where this piece starts in its segment; else 0
+  uint32_t reserved;      // 0
 };
-static_assert(sizeof(FrameHeader) == 88);
-static_assert(offsetof(FrameHeader, checksum) == 56);
+static_assert(sizeof(FrameHeader) == 104);
 static_assert(offsetof(FrameHeader, src_session) == 8);
 static_assert(offsetof(FrameHeader, payload_len) == 36);
 static_assert(offsetof(FrameHeader, tag) == 40);
-static_assert(offsetof(FrameHeader, conn) == 60);
-static_assert(offsetof(FrameHeader, ack_conn) == 62);
-static_assert(offsetof(FrameHeader, auth_key) == 64);
-static_assert(offsetof(FrameHeader, group) == 68);
-static_assert(offsetof(FrameHeader, src_ep_queue) == 72);
-static_assert(offsetof(FrameHeader, token) == 76);
-static_assert(offsetof(FrameHeader, ack_token) == 80);
+static_assert(offsetof(FrameHeader, integrity) == 56);
+static_assert(offsetof(FrameHeader, token) == 64);
+static_assert(offsetof(FrameHeader, ack_token) == 72);
+static_assert(offsetof(FrameHeader, conn) == 80);
+static_assert(offsetof(FrameHeader, ack_conn) == 82);
+static_assert(offsetof(FrameHeader, auth_key) == 84);
+static_assert(offsetof(FrameHeader, group) == 88);
+static_assert(offsetof(FrameHeader, src_ep_queue) == 92);
+static_assert(offsetof(FrameHeader, piece_offset) == 96);
 
 inline constexpr size_t kHeadersSize = sizeof(EtherHeader) + sizeof(FrameHeader);
 
@@ -264,10 +278,11 @@ static_assert(sizeof(ControlBody) == 8);
 struct HandshakeBody {
   // HELLO_ACK: the token the opener's data segments on this connection
   // carry (never 0).  HELLO: 0.
-  uint32_t token;
+  uint64_t token;
   // The largest frame payload the sender of this frame accepts; each side
   // sends segments of at most the smaller of its own and the peer's.
   uint32_t max_payload;
+  uint32_t reserved;  // 0
   // HELLO_ACK: UDP source ports that the answering side's NIC steers (by
   // RSS) to the queue of the endpoint answering, for frames from the
   // opener; the opener's frames of this connection take them by path (0
@@ -277,7 +292,7 @@ struct HandshakeBody {
 // The first of the dynamic ports (RFC 6335), 49152-65535: source ports
 // are named from these only.
 inline constexpr uint16_t kFirstDynamicPort = 49152;
-static_assert(sizeof(HandshakeBody) == 16);
+static_assert(sizeof(HandshakeBody) == 24);
 
 // The payload of a rendezvous announcement (kFlagRendezvous), big-endian.
 struct RendezvousBody {

@@ -73,10 +73,10 @@ std::vector<uint8_t> seal_udp(wire::FrameHeader header, std::span<const uint8_t>
   return datagram;
 }
 
-std::array<uint8_t, sizeof(wire::HandshakeBody)> handshake_body(uint32_t token,
+std::array<uint8_t, sizeof(wire::HandshakeBody)> handshake_body(uint64_t token,
                                                                 uint32_t max_payload) {
   wire::HandshakeBody body{};
-  body.token = htobe32(token);
+  body.token = htobe64(token);
   body.max_payload = htobe32(max_payload);
   std::array<uint8_t, sizeof(wire::HandshakeBody)> bytes;
   std::memcpy(bytes.data(), &body, sizeof(body));
@@ -87,7 +87,7 @@ std::optional<wire::HandshakeBody> read_handshake_body(const proto::DecodedFrame
   if (frame.header.payload_len < sizeof(wire::HandshakeBody)) return std::nullopt;
   wire::HandshakeBody body;
   std::memcpy(&body, frame.payload, sizeof(body));
-  body.token = be32toh(body.token);
+  body.token = be64toh(body.token);
   body.max_payload = be32toh(body.max_payload);
   return body;
 }

@@ -45,7 +45,7 @@ std::vector<uint8_t> seal(const Mac& from, const Mac& to, wire::FrameHeader head
 std::vector<uint8_t> seal_udp(wire::FrameHeader header, std::span<const uint8_t> payload);
 
 // A HandshakeBody in wire order, and read back from a decoded frame.
-std::array<uint8_t, sizeof(wire::HandshakeBody)> handshake_body(uint32_t token,
+std::array<uint8_t, sizeof(wire::HandshakeBody)> handshake_body(uint64_t token,
                                                                 uint32_t max_payload);
 std::optional<wire::HandshakeBody> read_handshake_body(const proto::DecodedFrame& frame);
 

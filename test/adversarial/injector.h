@@ -24,9 +24,9 @@ using Clock = std::chrono::steady_clock;
 struct LiveConnection {
   bool known = false;
   uint16_t target_conn = 0;    // the target's transmit connection to the peer
-  uint32_t target_token = 0;   // what its segments carry; a RESET must echo it
+  uint64_t target_token = 0;   // what its segments carry; a RESET must echo it
   uint16_t peer_conn = 0;      // the peer's transmit connection, as the target acks it
-  uint32_t peer_token = 0;     // what the peer's segments carry
+  uint64_t peer_token = 0;     // what the peer's segments carry
   uint32_t peer_next_seq = 0;  // the next segment the target expects from the peer
   Clock::time_point seen{};
 };
@@ -35,7 +35,7 @@ struct LiveConnection {
 struct OwnConnection {
   Station self;
   uint16_t conn = 1;
-  uint32_t token = 0;        // granted in the target's HELLO_ACK
+  uint64_t token = 0;        // granted in the target's HELLO_ACK
   uint32_t max_payload = 0;  // the smaller of the target's and ours
 };
 

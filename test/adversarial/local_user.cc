@@ -266,8 +266,8 @@ class LocalUser {
     client.session = static_cast<uint32_t>(rng_()) | 1;
     wire::FrameHeader h = header_between(opcode, server, client);
     h.conn = h.ack_conn = static_cast<uint16_t>(1 + rng_() % 4);
-    h.token = static_cast<uint32_t>(rng_()) | 1;
-    h.ack_token = static_cast<uint32_t>(rng_()) | 1;
+    h.token = rng_() | 1;
+    h.ack_token = rng_() | 1;
     if (opcode == wire::Opcode::kHello) {
       h.dst_session = 0;
       h.ack_token = 0;

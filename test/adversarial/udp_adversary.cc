@@ -301,7 +301,7 @@ class UdpAdversary {
     h.src_queue = h.src_ep_queue = src_queue;
     h.src_session = static_cast<uint32_t>(rng_()) | 1;
     h.conn = 1;
-    h.token = static_cast<uint32_t>(rng_()) | 1;
+    h.token = rng_() | 1;
     h.msg_len = sizeof(wire::HandshakeBody);
     h.payload_len = sizeof(wire::HandshakeBody);
     const auto body = handshake_body(0, 1400);
@@ -543,7 +543,7 @@ class UdpAdversary {
   // on the subnet, quoting the start of a frame the target might have sent
   // the pair's peer: its IPv4 and UDP headers and our header with the
   // given connection number and token.
-  void send_too_big(uint16_t conn, uint32_t token, uint16_t mtu) {
+  void send_too_big(uint16_t conn, uint64_t token, uint16_t mtu) {
     wire::FrameHeader h{};
     h.version = wire::kWireVersion;
     h.opcode = static_cast<uint8_t>(wire::Opcode::kResponse);

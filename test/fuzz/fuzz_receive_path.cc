@@ -170,8 +170,8 @@ class World {
   size_t next_recv_template_ = 0;
   size_t next_send_template_ = 0;
   uint64_t frames_handed_ = 0;
-  uint32_t granted_ = 0;  // token of our latest HELLO_ACK (kAnyToken)
-  uint32_t nonce_ = 0;    // nonce of our latest HELLO (kAnyToken in ack_token)
+  uint64_t granted_ = 0;  // token of our latest HELLO_ACK (kAnyToken)
+  uint64_t nonce_ = 0;    // nonce of our latest HELLO (kAnyToken in ack_token)
   TransportStats last_stats_{};
   // Keyed by the context's id; ordered, so "oldest" is the smallest key.
   std::map<uint64_t, PendingRecv> recvs_;
@@ -416,7 +416,7 @@ void World::check_frame(const OutFrame& frame) {
       nonce_ = h.token;
     } else {
       FUZZ_CHECK(body.token != 0);
-      granted_ = be32toh(body.token);
+      granted_ = be64toh(body.token);
     }
   } else {
     FUZZ_CHECK(frame.message == nullptr && h.payload_len == 0);

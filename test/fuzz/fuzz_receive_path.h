@@ -53,7 +53,7 @@ inline constexpr uint8_t kPeerMac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x0A};
 inline constexpr uint16_t kPeerQueue = 0;
 inline constexpr uint32_t kPeerSession = 0xA0000012;
 
-inline constexpr uint32_t kAnyToken = 0xFFFFFFFF;
+inline constexpr uint64_t kAnyToken = ~uint64_t{0};
 
 // The endpoint takes frames with network key 0 and with kSecondKey (an
 // endpoint enabled with two FI_AUTH_KEY keys); a second sender, queue

@@ -45,8 +45,8 @@ constexpr uint8_t k0 = 0, k20us = 3, k200us = 5, k1ms = 6, k5ms = 8, k10ms = 9, 
 constexpr uint16_t kPeerConn = 1;
 constexpr uint16_t kLocalConn = 1;
 // What the peer's HELLO carries, and the token it grants our connection.
-constexpr uint32_t kPeerNonce = 0x9E11C001;
-constexpr uint32_t kPeerGrant = 0x6EA70001;
+constexpr uint64_t kPeerNonce = 0x9E11C001;
+constexpr uint64_t kPeerGrant = 0x6EA70001;
 
 // A data segment from the peer on the connection its handshake opened:
 // sessions right, our granted token (kAnyToken), no ack.
@@ -131,7 +131,7 @@ FrameHeader ack(uint32_t next_expected, uint16_t window = 64, uint64_t sack = 0)
 // The peer's RESET of our connection: with the token it granted, or
 // (kAnyToken) our HELLO's nonce, before it granted one.
 FrameHeader reset(uint32_t dst_session = kLocalSession, uint16_t ack_conn = kLocalConn,
-                  uint32_t ack_token = kPeerGrant) {
+                  uint64_t ack_token = kPeerGrant) {
   FrameHeader h{};
   h.version = wire::kWireVersion;
   h.opcode = static_cast<uint8_t>(Opcode::kReset);
@@ -164,7 +164,7 @@ FrameHeader hello(uint32_t session = kPeerSession, uint16_t conn = kPeerConn,
 
 // The peer's answer to our HELLO (kAnyToken: the nonce it carried),
 // granting `grant`.
-FrameHeader hello_ack(uint32_t grant = kPeerGrant, uint32_t session = kPeerSession,
+FrameHeader hello_ack(uint64_t grant = kPeerGrant, uint32_t session = kPeerSession,
                       uint16_t ack_conn = kLocalConn, uint32_t max_payload = 256) {
   FrameHeader h = hello(session, 0, max_payload);
   h.opcode = static_cast<uint8_t>(Opcode::kHelloAck);
@@ -186,7 +186,7 @@ std::vector<uint8_t> encode(const FrameHeader& h, const uint8_t* src_mac = kPeer
   if (h.opcode == static_cast<uint8_t>(Opcode::kHello) ||
       h.opcode == static_cast<uint8_t>(Opcode::kHelloAck)) {
     wire::HandshakeBody body{};
-    body.token = htobe32(static_cast<uint32_t>(h.tag));
+    body.token = htobe64(h.tag);
     body.max_payload = htobe32(static_cast<uint32_t>(h.cq_data));
     FrameHeader wire_header = h;
     wire_header.tag = wire_header.cq_data = 0;
@@ -307,7 +307,7 @@ int write_all(const std::filesystem::path& dir) {
     // The send after the RESET opens our next transmit connection, with a
     // HELLO of its own; the peer grants it another token.  That send is a
     // request (msg_id 4); then its response arrives.
-    constexpr uint32_t kGrant2 = kPeerGrant + 1;
+    constexpr uint64_t kGrant2 = kPeerGrant + 1;
     FrameHeader next_ack = ack(2);
     next_ack.ack_conn = kLocalConn + 1;
     next_ack.ack_token = kGrant2;
@@ -382,7 +382,7 @@ int write_all(const std::filesystem::path& dir) {
     // fails the old one's operations once its first segment proves it),
     // then answers the HELLO we send it in turn.
     constexpr uint32_t kNew = kPeerSession + 1;
-    constexpr uint32_t kGrant2 = kPeerGrant + 2;
+    constexpr uint64_t kGrant2 = kPeerGrant + 2;
     FrameHeader next = message(1, 1, 20);
     next.src_session = kNew;
     FrameHeader new_ack = ack(1);
@@ -627,7 +627,7 @@ int write_all(const std::filesystem::path& dir) {
   }
   {
     std::vector<uint8_t> frame = encode(message(1, 1, 32));
-    frame[sizeof(wire::EtherHeader) + offsetof(FrameHeader, checksum)] ^= 0x01;
+    frame[sizeof(wire::EtherHeader) + offsetof(FrameHeader, integrity) + 7] ^= 0x01;
     std::vector<uint8_t> payload = encode(message(1, 1, 32));
     payload.back() ^= 0x80;
     std::vector<uint8_t> source = encode(message(1, 1, 32));

@@ -169,7 +169,7 @@ TEST(Ipv6Endpoints, DatagramsOfThePromisedSize) {
   ASSERT_EQ(fi_getinfo(kVersion, "fd00:9::1", "5", 0, hints, &client_info), 0);
   fi_freeinfo(hints);
   const size_t largest = server_info->ep_attr->max_msg_size;
-  EXPECT_EQ(largest, 1412u - 48u) << "our EtherType's 1412 less IPv6's and UDP's headers";
+  EXPECT_EQ(largest, 1396u - 48u) << "our EtherType's 1396 less IPv6's and UDP's headers";
   EXPECT_EQ(client_info->ep_attr->max_msg_size, largest);
   fid_fabric* fabric = nullptr;
   ASSERT_EQ(fi_fabric(server_info->fabric_attr, &fabric, nullptr), 0);

@@ -90,7 +90,7 @@ TEST(Handshake, AHelloLeavesNoStateAndOnlyItsTokenOpensTheConnection) {
   EXPECT_EQ(answer.header.ack_token, 0xC0FFEEu);
   EXPECT_EQ(answer.header.ack_conn, 3);
   EXPECT_EQ(answer.header.dst_session, 0x5E55u);
-  const uint32_t granted = be32toh(body_of(answer).token);
+  const uint64_t granted = be64toh(body_of(answer).token);
   EXPECT_EQ(granted, handshake_token(config.token_secret, peer_key(stranger, 7), 0x5E55, 3, 0, 0));
   EXPECT_EQ(be32toh(body_of(answer).max_payload), config.max_payload);
   EXPECT_EQ(b.connection_count(), 0u);
@@ -224,7 +224,7 @@ TEST(Handshake, AnswersToStrangersKeepToTheirBudget) {
   first.seq = wire::kInitialSeq;
   first.msg_id = 1;
   first.msg_len = first.payload_len = 4;
-  first.token = be32toh(body_of(b.outbox()[0]).token);
+  first.token = be64toh(body_of(b.outbox()[0]).token);
   b.frames_sent();
   deliver(b, known, first, payload, 1 * kMs);
   ASSERT_EQ(b.connection_count(), 1u);
@@ -370,6 +370,7 @@ TEST(UseAfterFree, ResponseSegmentsAfterTheRequestFailedGoNowhere) {
   reset.dst_session = 0xA0000001;
   reset.ack_conn = c->tx_conn;
   reset.ack_token = c->tx_token;
+  reset.ack = c->next_seq;  // answers our probe or ack
   deliver(a, kMacB, reset, nullptr, p.link.now());
   ASSERT_EQ(a.completions().size(), 1u);
   EXPECT_EQ(a.completions()[0].error, kErrPeerReset);

@@ -36,7 +36,7 @@ struct Station {
   uint16_t queue = 0;
   uint32_t session = 0;
   uint16_t conn = 1;
-  uint32_t token = 0;  // granted by the engine's HELLO_ACK
+  uint64_t token = 0;  // granted by the engine's HELLO_ACK
 };
 
 Station station(uint16_t n) {
@@ -73,7 +73,7 @@ uint32_t handshake(Engine& e, Station& s, uint64_t now) {
         std::memcmp(out.dst_mac, s.mac, 6) != 0)
       continue;
     std::memcpy(&body, out.body, sizeof(body));
-    s.token = be32toh(body.token);
+    s.token = be64toh(body.token);
   }
   e.frames_sent();
   return s.token;

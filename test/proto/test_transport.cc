@@ -1367,7 +1367,10 @@ TEST(TransportHostile, ForgedResetWithWrongSessionIsIgnored) {
   Engine& a = p.net.engine(p.a);
   const Connection* c = a.find(p.net.link.key(p.b));
   const uint32_t peer_session = c->peer_session;
-  const uint64_t stale = a.stats().stale_session;
+  // Refused as meant for another incarnation (stale_session), or as a
+  // RESET that names none of ours (bad_resets).
+  auto refused = [&] { return a.stats().stale_session + a.stats().bad_resets; };
+  const uint64_t stale = refused();
   const auto m = pattern(5000, 124);
   std::vector<uint8_t> in(5000);
   ASSERT_EQ(post_bytes(p.net, p.b, in, ctx(1)), 0);
@@ -1384,7 +1387,7 @@ TEST(TransportHostile, ForgedResetWithWrongSessionIsIgnored) {
     r.ack_token = c->tx_token;  // all right but the session
     deliver(p.net, p.a, kMacB, r, nullptr);
   }
-  EXPECT_EQ(a.stats().stale_session, stale + 3);
+  EXPECT_EQ(refused(), stale + 3);
   EXPECT_EQ(a.stats().peers_failed, 0u);
   EXPECT_EQ(a.outstanding_sends(), 1u);
   EXPECT_EQ(c->peer_session, peer_session);
@@ -1419,16 +1422,17 @@ TEST(TransportHostile, ResetForAnEarlierConnectionIsIgnored) {
   r.dst_session = p.net.link.session(p.a);
   r.ack_conn = static_cast<uint16_t>(current - 1);
   r.ack_token = c->tx_token;
-  const uint64_t stale = a.stats().stale_session;
+  r.ack = c->una;  // answers the segment in flight
+  const uint64_t stale = a.stats().bad_resets;
   deliver(p.net, p.a, kMacB, r, nullptr);
-  EXPECT_EQ(a.stats().stale_session, stale + 1);
+  EXPECT_EQ(a.stats().bad_resets, stale + 1);
   EXPECT_EQ(a.outstanding_sends(), 1u);
   EXPECT_TRUE(p.net.take(p.a).empty());
   // The current connection, but not the token B granted it: a forgery.
   r.ack_conn = current;
   r.ack_token = c->tx_token + 1;
   deliver(p.net, p.a, kMacB, r, nullptr);
-  EXPECT_EQ(a.stats().stale_session, stale + 2);
+  EXPECT_EQ(a.stats().bad_resets, stale + 2);
   EXPECT_EQ(a.outstanding_sends(), 1u);
   EXPECT_TRUE(p.net.take(p.a).empty());
   r.ack_token = c->tx_token;
@@ -1438,6 +1442,49 @@ TEST(TransportHostile, ResetForAnEarlierConnectionIsIgnored) {
   ASSERT_EQ(done.size(), 1u);
   EXPECT_EQ(done[0].error, kErrPeerReset);
   EXPECT_TRUE(conn_newer(c->tx_conn, current));
+}
+
+TEST(TransportHostile, ResetWithTheRightTokenAndAWrongSequenceDrawsAChallenge) {
+  // Expect: a RESET naming A's current connection and its token, but
+  // answering a sequence A could not have sent (behind una, or beyond
+  // next_seq), tears nothing down: A sends a probe (an ACK asking whether B
+  // holds its connection) instead, and its send completes.  A RESET that
+  // answers the segment in flight does tear it down.
+  Pair p(127);
+  p.open();
+  Engine& a = p.net.engine(p.a);
+  const Connection* c = a.find(p.net.link.key(p.b));
+  const auto m = pattern(5000, 127);
+  ASSERT_EQ(send_bytes(p.net, p.a, p.b, m, ctx(2)), 0);
+  ASSERT_NE(c->una, c->next_seq);
+  a.frames_sent();
+  wire::FrameHeader r{};
+  r.version = wire::kWireVersion;
+  r.opcode = static_cast<uint8_t>(wire::Opcode::kReset);
+  r.dst_queue = p.net.link.queue(p.a);
+  r.src_queue = p.net.link.queue(p.b);
+  r.src_session = p.net.link.session(p.b);
+  r.dst_session = p.net.link.session(p.a);
+  r.ack_conn = c->tx_conn;
+  r.ack_token = c->tx_token;
+  for (const uint32_t wrong : {c->una - 1, c->next_seq + 1, c->una + 100000}) {
+    r.ack = wrong;
+    deliver(p.net, p.a, kMacB, r, nullptr);
+  }
+  EXPECT_EQ(a.stats().reset_challenges, 3u);
+  EXPECT_EQ(a.stats().peers_failed, 0u);
+  EXPECT_EQ(a.outstanding_sends(), 1u);
+  size_t probes = 0;
+  for (const OutFrame& out : a.outbox())
+    probes += (out.header.flags & wire::kFlagAckRequest) != 0;
+  EXPECT_EQ(probes, 3u) << "each wrong RESET draws one challenge";
+  a.frames_sent();
+  r.ack = c->una;
+  deliver(p.net, p.a, kMacB, r, nullptr);
+  EXPECT_EQ(a.outstanding_sends(), 0u);
+  auto done = p.net.take(p.a);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].error, kErrPeerReset);
 }
 
 TEST(TransportHostile, AckForSequenceNeverSentIsIgnored) {

@@ -31,12 +31,12 @@ def load_tool():
 
 def our_header(opcode, source_queue, destination_queue, seq=0, ack=0, conn=1, ack_conn=0,
                msg_id=0, msg_len=0, offset=0, payload_len=0, window=0, flags=0):
-    """Our 88-byte header at the offsets the wire protocol gives."""
-    header = bytearray(88)
-    struct.pack_into(">BBHHH", header, 0, 8, opcode, flags, destination_queue, source_queue)
+    """Our 104-byte header at the offsets the wire protocol gives."""
+    header = bytearray(104)
+    struct.pack_into(">BBHHH", header, 0, 10, opcode, flags, destination_queue, source_queue)
     struct.pack_into(">IIIII", header, 16, seq, ack, msg_id, msg_len, offset)
     struct.pack_into(">HH", header, 36, payload_len, window)
-    struct.pack_into(">HH", header, 60, conn, ack_conn)
+    struct.pack_into(">HH", header, 80, conn, ack_conn)
     return bytes(header)
 
 
