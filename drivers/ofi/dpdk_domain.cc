@@ -223,6 +223,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   config.memif_unmap_guard = p.memif_unmap_guard;
   auto ctx = std::make_shared<PortContext>();
   ctx->checksums = p.checksum;
+  if (!p.auth_key.empty()) ctx->frame_key = proto::FrameKey::derive(p.auth_key);
   // The port's addresses are known before it opens: its steering rules
   // match the UDP it will be reached in.
   net::PortDescription description;

@@ -234,7 +234,10 @@ void Endpoint::flush() {
     uint8_t* payload = header + sizeof(wire::FrameHeader);
     if (in_udp) {
       proto::encode_header(header, frame.header);
-      if (port().checksums) {
+      if (port().frame_key) {
+        frame.copy_payload(payload);
+        proto::seal_keyed_udp(header, ours, *port().frame_key);
+      } else if (port().checksums) {
         proto::finish_seal_udp(header, frame.copy_payload(payload, proto::begin_seal_udp(header)));
       } else {
         frame.copy_payload(payload);
@@ -277,7 +280,10 @@ void Endpoint::flush() {
       }
     } else {
       proto::encode_headers(bytes, frame.dst_mac, nic.mac(), nic.ether_type(), frame.header);
-      if (port().checksums) {
+      if (port().frame_key) {
+        frame.copy_payload(payload);
+        proto::seal_keyed(bytes, lead + ours, *port().frame_key);
+      } else if (port().checksums) {
         // The payload is checksummed as it is copied in: one pass over it.
         proto::finish_seal(bytes, frame.copy_payload(payload, proto::begin_seal(bytes)));
       } else {

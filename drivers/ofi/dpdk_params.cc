@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "drivers/ofi/dpdk_prov.h"
+#include "lib/proto/frame_tag.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -151,6 +152,29 @@ Params load() {
                        &p.errors);
   get_number<uint32_t>("routed_mtu", 0, 65000, &p.routed_mtu, &p.errors);
   get_number<uint32_t>("spray_paths", 1, proto::kMaxSprayPaths, &p.spray_paths, &p.errors);
+  {
+    // (Its digits never go to the log: only how many there were.)
+    const std::string key = get_string("auth_key");
+    std::vector<uint8_t> bytes;
+    bool hex = key.size() % 2 == 0;
+    for (size_t i = 0; hex && i < key.size(); i += 2) {
+      auto digit = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+      };
+      const int high = digit(key[i]), low = digit(key[i + 1]);
+      hex = high >= 0 && low >= 0;
+      bytes.push_back(static_cast<uint8_t>(high << 4 | low));
+    }
+    if (!key.empty() && (!hex || bytes.size() < proto::kMinJobKeyBytes ||
+                         bytes.size() > proto::kMaxJobKeyBytes))
+      p.errors += " FI_DPDK_AUTH_KEY=(" + std::to_string(key.size()) +
+                  " characters) (want 32 to 128 hex digits; frames go unkeyed)";
+    else
+      p.auth_key = std::move(bytes);
+  }
   if (p.routed_mtu != 0 && p.routed_mtu < 576) {
     p.errors += " FI_DPDK_ROUTED_MTU=" + std::to_string(p.routed_mtu) + " (0, or 576 to 65000)";
     p.routed_mtu = 1500;
@@ -289,6 +313,12 @@ void define_params(const fi_provider* provider) {
                   "path that loses a segment is replaced; the receiver takes the "
                   "reordering.  1: one path at a time, moved on a retransmission "
                   "timeout (default: 1)");
+  fi_param_define(provider, "auth_key", FI_PARAM_STRING,
+                  "A job key, 32 to 128 hex digits (16 to 64 bytes): every frame then "
+                  "carries a 64-bit keyed tag over its header and payload in place of its "
+                  "CRC, and only frames with a right tag are taken, so nobody without the "
+                  "key can forge, reset or redirect anything.  Every process of the job "
+                  "needs the same key (default: none)");
   fi_param_define(provider, "routed_mtu", FI_PARAM_STRING,
                   "Bytes after the Ethernet header a frame to a peer beyond the gateway may "
                   "have (FI_DPDK_ENCAP=udp): routers' links need not carry the port's MTU, "

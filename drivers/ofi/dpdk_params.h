@@ -51,6 +51,9 @@ struct Params {
   uint32_t neighbour_lifetime_ms = 60000;  // FI_DPDK_NEIGHBOUR_LIFETIME_MS
   uint32_t routed_mtu = 1500;  // FI_DPDK_ROUTED_MTU, 0: the port's own
   uint32_t spray_paths = 1;    // FI_DPDK_SPRAY_PATHS: paths one connection uses at once
+  // FI_DPDK_AUTH_KEY: the job key (16 to 64 bytes), whose keyed tag every
+  // frame carries instead of its CRC (lib/proto/frame_tag.h); empty: none.
+  std::vector<uint8_t> auth_key;
   std::string errors;          // parameter values that were refused, for the log
 };
 

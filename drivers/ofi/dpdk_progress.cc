@@ -110,7 +110,8 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
   const auto result =
       frame->nb_segs == 1
           ? proto::decode_frame(rte_pktmbuf_mtod(frame, const uint8_t*),
-                                rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded, checksums)
+                                rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded,
+                                frame_check())
           : proto::DecodeResult::kTruncated;  // we never send chained frames
   if (result == proto::DecodeResult::kNotOurs) {
     // On a port with an IPv4 address: ARP (dpdk_neighbours.cc), and IPv4,
@@ -128,6 +129,8 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
       ++rx_not_ours;
   } else if (result == proto::DecodeResult::kUnsealed) {
     warn_unsealed();
+  } else if (refused_for_key(result)) {
+    // (counted)
   } else if (result != proto::DecodeResult::kOk) {
     ++rx_bad_frames;
   } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {
@@ -166,6 +169,27 @@ void PortContext::fail_peers_behind(const ip::Ipv6& next_hop) {
       });
     });
   }
+}
+
+bool PortContext::refused_for_key(proto::DecodeResult result) {
+  if (result == proto::DecodeResult::kBadTag) {
+    // Expected of strangers' forgeries: a warning once, the count after.
+    if (rx_bad_tags++ == 0)
+      DPDK_WARN(FI_LOG_EP_DATA, "%s: a frame with a wrong keyed tag was dropped (forged, "
+                "changed on the way, or from a process with another FI_DPDK_AUTH_KEY); "
+                "such frames are counted from now on\n", port->name().c_str());
+    return true;
+  }
+  if (result == proto::DecodeResult::kKeyed || result == proto::DecodeResult::kNotKeyed) {
+    if (rx_key_mismatch++ == 0)
+      DPDK_WARN(FI_LOG_EP_DATA, "%s: frames %s arrive and are dropped: set the same "
+                "FI_DPDK_AUTH_KEY in every process of the job\n", port->name().c_str(),
+                result == proto::DecodeResult::kKeyed
+                    ? "keyed by a job key (FI_DPDK_AUTH_KEY) this process does not have"
+                    : "without the job key's tag this process requires (FI_DPDK_AUTH_KEY)");
+    return true;
+  }
+  return false;
 }
 
 void PortContext::warn_unsealed() {

@@ -47,6 +47,7 @@
 #include "lib/ip/udp4.h"
 #include "lib/ip/udp6.h"
 #include "lib/proto/frame_codec.h"
+#include "lib/proto/frame_tag.h"
 #include "drivers/ofi/dpdk_cq_ring.h"
 #include "drivers/ofi/dpdk_kernel_ports.h"
 #include "drivers/ofi/dpdk_params.h"
@@ -191,6 +192,19 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t rx_unsealed = 0;  // frames without a checksum while we want one
   void warn_unsealed();      // counts one, and says why at the first
   bool checksums = true;     // FI_DPDK_CHECKSUM
+  // The job key's tag keys (FI_DPDK_AUTH_KEY): every frame sent carries a
+  // keyed tag, every frame taken must (lib/proto/frame_tag.h).
+  std::optional<proto::FrameKey> frame_key;
+  proto::FrameCheck frame_check() const {
+    return {checksums, frame_key ? &*frame_key : nullptr};
+  }
+  // Frames refused for their keyed tag: wrong (forged, changed, another
+  // key), or keyed where we have no key, or not keyed where we have one.
+  uint64_t rx_bad_tags = 0;
+  uint64_t rx_key_mismatch = 0;
+  // Counts a frame the decoder refused for its tag or key, and says why at
+  // the first of each kind; false when `result` is not one of those.
+  bool refused_for_key(proto::DecodeResult result);
   uint64_t rx_no_endpoint = 0;
   // The device queue progress() is reading (kNoPolledQueue for frames that
   // never left this process): deliver() tells, per endpoint, whether its

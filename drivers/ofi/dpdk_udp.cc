@@ -248,11 +248,13 @@ bool PortContext::take_datagram(const ip::UdpDatagram& datagram, proto::DecodedF
     return false;
   }
   const auto result =
-      proto::decode_udp_payload(datagram.payload, datagram.payload_length, decoded, checksums);
+      proto::decode_udp_payload(datagram.payload, datagram.payload_length, decoded,
+                                frame_check());
   if (result == proto::DecodeResult::kUnsealed) {
     warn_unsealed();
     return false;
   }
+  if (refused_for_key(result)) return false;
   // The port and the header name the same queue, or a NIC's steering by
   // port would put the frame where its header says it does not belong.
   if (result != proto::DecodeResult::kOk ||

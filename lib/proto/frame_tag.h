@@ -63,12 +63,14 @@ class FrameKey {
 
  private:
   FrameKey() = default;
-  Block128 h_[4];           // H, H^2, H^3, H^4
+  static constexpr int kPowers = 32;
+  Block128 h_[kPowers];     // H, H^2, ... H^32
   uint64_t prf_key_[2]{};   // SipHash key of the last step
   bool portable_only_ = false;
 };
 
-// Which multiply tags take on this CPU: "pclmulqdq" or "portable".
+// Which multiply tags take on this CPU: "vpclmulqdq" (32 blocks a step in
+// 512-bit registers), "pclmulqdq" or "portable".
 const char* frame_tag_path();
 
 // Constant-time comparison of two tags: the time a wrong tag takes to be
