@@ -15,6 +15,7 @@
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_prov.h"
 #include "lib/ip/icmp6.h"
+#include "lib/ip/neighbour_rules.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -51,7 +52,10 @@ std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]) {
 }
 
 void PortContext::solicit_neighbour(const ip::Ipv6& target, uint64_t now) {
-  if (!interface6 || !neighbours6.expect(target, now)) return;
+  if (interface6 && neighbours6.expect(target, now)) send_solicitation(target);
+}
+
+void PortContext::send_solicitation(const ip::Ipv6& target) {
   send_built(ip::kNeighbourFrameSize, [&](uint8_t* out) {
     ip::build_neighbour_solicitation(port->mac(), interface6->address, target, out);
     return ip::kNeighbourFrameSize;
@@ -92,6 +96,63 @@ PortContext::Route PortContext::route_udp6(uint8_t* frame, const uint8_t peer[6]
   return route;
 }
 
+namespace {
+
+// A neighbour discovery message (receive_ipv6), heard as take_arp hears
+// ARP; `to_us`: its frame went to our MAC.  Lock held.
+void take_neighbour_message(PortContext& ctx, const ip::NeighbourMessage& message,
+                            const uint8_t* frame, bool to_us, uint64_t now) {
+  net::Port* const port = ctx.port.get();
+  const ip::Interface6& interface6 = *ctx.interface6;
+  ip::Neighbour6Table& neighbours6 = ctx.neighbours6;
+  const uint8_t* frame_source = frame + 6;
+  const bool advertisement = message.kind == ip::NeighbourMessage::Kind::kAdvertisement;
+  // An advertisement only to our MAC, a solicitation only for our address,
+  // neither our own frame seen again.
+  if (std::memcmp(frame_source, port->mac(), 6) == 0 ||
+      (advertisement ? !to_us : message.target != interface6.address)) {
+    ++ctx.neighbour_messages_ignored;
+    return;
+  }
+  const auto answer = [&] {
+    if (ctx.send_built(ip::kNeighbourFrameSize, [&](uint8_t* out) {
+          ip::build_neighbour_advertisement(message, frame_source, port->mac(), out);
+          return ip::kNeighbourFrameSize;
+        }))
+      ++ctx.neighbour_solicitations_answered;
+  };
+  if (!advertisement && message.source.unspecified()) {
+    // Another node checking for a duplicate of our address: told it is
+    // ours (to all nodes); it teaches nothing.
+    if (ip::station_mac(frame_source)) answer();
+    else ++ctx.neighbour_messages_ignored;
+    return;
+  }
+  // Heard only from a station on the link whose frame carries the MAC it
+  // claims, and only as the answer to a question of ours, as ARP
+  // (lib/ip/neighbour_table.h).
+  if (const auto refusal = ip::refuse_neighbour_claim(message, frame_source, interface6)) {
+    neighbours6.refuse(*refusal);
+    return;
+  }
+  const ip::NeighbourClaim claim = ip::neighbour_claim(message, frame_source);
+  ip::Verdict verdict;
+  if (advertisement) {
+    verdict = neighbours6.take_answer(claim.address, claim.mac, now);
+  } else {
+    // Answered whatever it claims; a solicitor we do not know is asked
+    // back, one that disagrees with a live entry asked again.
+    answer();
+    bool ask_now = false;
+    verdict = neighbours6.take_request(claim.address, claim.mac, now, &ask_now);
+    if (ask_now) ctx.send_solicitation(claim.address);
+  }
+  if (verdict == ip::Verdict::kLearned && !ctx.waiting_frames.empty())
+    ctx.send_waiting(claim.address, claim.mac);
+}
+
+}  // namespace
+
 void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
   const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
   const size_t length = rte_pktmbuf_data_len(frame);
@@ -110,35 +171,7 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
   }
   ip::NeighbourMessage message;
   if (packet.next_header == ip::kNextHeaderIcmp6 && ip::parse_neighbour_message(packet, &message)) {
-    const bool from_a_station =
-        (bytes[6] & 1) == 0 && (!message.has_link_address || (message.link_address[0] & 1) == 0);
-    if (message.kind == ip::NeighbourMessage::Kind::kAdvertisement) {
-      // An answer we asked for (neighbours6.expect): its frames may go.
-      const uint8_t* mac = message.has_link_address ? message.link_address : bytes + 6;
-      if (!from_a_station || !to_us || !neighbours6.take_reply(message.target, mac, now)) {
-        ++neighbour_messages_ignored;
-        return;
-      }
-      if (!waiting_frames.empty()) send_waiting(message.target, mac);
-      return;
-    }
-    // A solicitation for our address from a station (a unicast source, or
-    // :: checking for a duplicate; not our own frame seen again): the
-    // advertisement goes back to it, and we learn it (it will send to us,
-    // and we shall answer), as RFC 4861 section 7.2.3 does.
-    if (message.target != interface6->address || !from_a_station ||
-        std::memcmp(bytes + 6, port->mac(), 6) == 0 ||
-        (!message.source.unspecified() && !interface6->unicast(message.source))) {
-      ++neighbour_messages_ignored;
-      return;
-    }
-    if (message.has_link_address && !message.source.unspecified())
-      neighbours6.learn(message.source, message.link_address, now);
-    if (send_built(ip::kNeighbourFrameSize, [&](uint8_t* out) {
-          ip::build_neighbour_advertisement(message, bytes + 6, port->mac(), out);
-          return ip::kNeighbourFrameSize;
-        }))
-      ++neighbour_solicitations_answered;
+    take_neighbour_message(*this, message, bytes, to_us, now);
     return;
   }
   // The rest is to our address alone, from a unicast sender (our own

@@ -257,10 +257,12 @@ void Endpoint::flush() {
         case PortContext::Route::kWait:
           // An answer to a sender we know nothing of (a HELLO's, a RESET)
           // starts no resolution on the subnet, which strangers could fill
-          // with made-up sources: a real neighbour asked for us (ARP), so
-          // we know it.  The gateway we may have to ask for ourselves (the
-          // router may know us from the kernel's traffic, and never ask).
-          if ((!answers_a_stranger(frame.header) || port().is_gateway(next_hop)) &&
+          // with made-up sources: a real neighbour asked for us (ARP,
+          // neighbour discovery), and we are asking it back.  The gateway
+          // we may have to ask for ourselves (the router may know us from
+          // the kernel's traffic, and never ask).
+          if ((!answers_a_stranger(frame.header) || port().is_gateway(next_hop) ||
+               port().asking_for(next_hop, now)) &&
               port().wait_for_neighbour(next_hop, mbuf, hw_queue, now))
             continue;
           net::free_frame(mbuf);

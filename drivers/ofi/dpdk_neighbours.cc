@@ -17,6 +17,7 @@
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_prov.h"
 #include "lib/ip/arp.h"
+#include "lib/ip/neighbour_rules.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -53,23 +54,37 @@ bool PortContext::send_built(size_t capacity, const std::function<size_t(uint8_t
 
 void PortContext::take_arp(const uint8_t* frame, size_t length, uint64_t now) {
   const auto message = ip::parse_arp(frame, length);
-  if (!message || !interface || message->target_ip != interface->address ||
-      message->sender_ip == 0 || mac_is_zero(message->sender_mac)) {
+  if (!message || !interface || message->target_ip != interface->address) {
     ++arp_ignored;
     return;
   }
+  // A sender we would not send to is neither answered nor heard (a
+  // group or zero MAC, one its frame did not come from, an address off
+  // the subnet).
+  if (const auto refusal = ip::refuse_arp_sender(*message, frame + 6, *interface)) {
+    neighbours.refuse(*refusal);
+    return;
+  }
+  const ip::Ipv4 sender = message->sender_ip;
+  ip::Verdict verdict;
   if (message->op == ip::ArpOp::kRequest) {
-    // It will send to us: we shall need its MAC to answer (RFC 826 learns
-    // the sender of a request for our address).
-    neighbours.learn(message->sender_ip, message->sender_mac, now);
+    // Answered whatever it claims, so that the asker can reach us; heard
+    // only as the answer to a question of ours (lib/ip/neighbour_table.h).
+    // An asker we do not know is asked back, one that disagrees with a
+    // live entry makes us ask again.
     if (send_arp(*this, ip::arp_reply(*message, port->mac()))) ++arp_requests_answered;
+    bool ask_now = false;
+    verdict = neighbours.take_request(sender, message->sender_mac, now, &ask_now);
+    if (ask_now) send_arp(*this, ip::arp_request(port->mac(), interface->address, sender));
   } else if (std::memcmp(message->target_mac, port->mac(), 6) != 0 ||
-             !neighbours.take_reply(message->sender_ip, message->sender_mac, now)) {
+             std::memcmp(frame, port->mac(), 6) != 0) {
     ++arp_ignored;
     return;
+  } else {
+    verdict = neighbours.take_answer(sender, message->sender_mac, now);
   }
-  if (!waiting_frames.empty())
-    send_waiting(ip::mapped_ipv4(message->sender_ip), message->sender_mac);
+  if (verdict == ip::Verdict::kLearned && !waiting_frames.empty())
+    send_waiting(ip::mapped_ipv4(sender), message->sender_mac);
 }
 
 int PortContext::name_ipv6_peer(av::Address& a) const {

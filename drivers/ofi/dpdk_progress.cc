@@ -63,25 +63,50 @@ void log_timeouts(Endpoint* ep) {
             ep->engine->stats().stalled_no_buffer);
 }
 
+namespace {
+
+// What a neighbour table refused, by reason, and what it holds.
+template <typename Table>
+std::string neighbour_summary(const Table& table) {
+  std::string text = "neighbours learned " + std::to_string(table.size()) + ", static " +
+                     std::to_string(table.pinned()) + ", evicted " +
+                     std::to_string(table.evictions()) + "; claims refused " +
+                     std::to_string(table.refusals());
+  const char* separator = " (";
+  for (size_t i = static_cast<size_t>(ip::Verdict::kNotAsked); i < ip::kVerdicts; ++i) {
+    const auto verdict = static_cast<ip::Verdict>(i);
+    if (table.count(verdict) == 0) continue;
+    text += separator;
+    text += ip::verdict_name(verdict);
+    text += " " + std::to_string(table.count(verdict));
+    separator = ", ";
+  }
+  if (table.refusals() != 0) text += ")";
+  return text;
+}
+
+}  // namespace
+
 PortContext::~PortContext() {
   progress_net_remove(this);
   if (interface)
     DPDK_INFO(FI_LOG_DOMAIN,
-              "%s %s: ARP requests answered %lu, ignored %lu; UDP frames in %lu; frames "
+              "%s %s: ARP requests answered %lu, ignored %lu; %s; UDP frames in %lu; frames "
               "held for ARP %lu, lost unresolved %lu; next hops refreshed %lu, given up "
               "%lu; pings answered %lu\n",
               port->name().c_str(), ip::format_interface(*interface).c_str(),
-              arp_requests_answered, arp_ignored, rx_udp, frames_waited,
-              frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
+              arp_requests_answered, arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp,
+              frames_waited, frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
               next_hops_given_up, echo_requests_answered);
   if (interface6)
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
-              "%lu; UDP frames in %lu, from strangers the peer table had no room for %lu; "
+              "%lu; %s; UDP frames in %lu, from strangers the peer table had no room for %lu; "
               "pings answered %lu\n",
               port->name().c_str(), ip::format_interface6(*interface6).c_str(),
-              neighbour_solicitations_answered, neighbour_messages_ignored, rx_udp6,
-              rx_strangers_not_named, echo6_requests_answered);
+              neighbour_solicitations_answered, neighbour_messages_ignored,
+              neighbour_summary(neighbours6).c_str(), rx_udp6, rx_strangers_not_named,
+              echo6_requests_answered);
   if (too_big_taken + too_big_ignored != 0)
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s: routers' packet-too-big words taken %lu, ignored %lu (not naming a "

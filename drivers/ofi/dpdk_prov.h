@@ -299,10 +299,10 @@ struct PortContext final : proto::FrameKeeper {
   std::optional<ip::Interface> interface;
   ip::NeighbourTable neighbours;
   uint64_t arp_requests_answered = 0;
-  uint64_t arp_ignored = 0;  // not for our address, or replies nobody asked for
+  uint64_t arp_ignored = 0;  // not for our address, or a reply not to us
   // An ARP frame received (receive() hands it over): a request for our
-  // address is answered, and its sender learned; a reply we asked for is
-  // learned.  Lock held.
+  // address is answered; the table hears only answers to its questions
+  // (lib/ip/neighbour_table.h, with the refusals it counts).  Lock held.
   void take_arp(const uint8_t* frame, size_t length, uint64_t now);
   // Gives the addresses named by IPv4 alone their link addresses: in UDP
   // their peer ids, at once; else their MACs, from the neighbour table, or
@@ -345,7 +345,7 @@ struct PortContext final : proto::FrameKeeper {
   bool udp6 = false;
   ip::Neighbour6Table neighbours6;
   uint64_t neighbour_solicitations_answered = 0;
-  uint64_t neighbour_messages_ignored = 0;  // not for our address, unasked, or malformed
+  uint64_t neighbour_messages_ignored = 0;  // not for our address, or not to us
   uint64_t echo6_requests_answered = 0;
   uint64_t rx_udp6 = 0;
   uint64_t rx_strangers_not_named = 0;  // UDP/IPv6 from a sender the peer table had no room for
@@ -355,6 +355,9 @@ struct PortContext final : proto::FrameKeeper {
   // (within echo_allowed's pace); the rest is counted as not ours.  Lock
   // held; the frame stays the caller's.
   void receive_ipv6(rte_mbuf* frame, uint64_t now);
+  // A solicitation for `target` from our address, now (solicit_neighbour
+  // first opens the question).  Lock held.
+  void send_solicitation(const ip::Ipv6& target);
   // Sends one frame of at most `capacity` bytes that `build` writes
   // (returning its length, 0 for none) on queue pair 0: the port's own
   // answers (ARP, neighbour discovery, echo).  False when nothing was
@@ -433,6 +436,9 @@ struct PortContext final : proto::FrameKeeper {
   // Asks for a next hop's MAC: ARP for an IPv4-mapped one, a neighbour
   // solicitation for an IPv6 one.  Lock held.
   void ask_next_hop(const ip::Ipv6& next_hop, uint64_t now);
+  // Whether a question for that next hop is open: an answer to a sender
+  // we know nothing of may wait for it (we asked it back).  Lock held.
+  bool asking_for(const ip::Ipv6& next_hop, uint64_t now) const;
   // A neighbour solicitation for `target`, unless kMaxExpected others are
   // being asked for (dpdk_ipv6.cc).  Lock held.
   void solicit_neighbour(const ip::Ipv6& target, uint64_t now);

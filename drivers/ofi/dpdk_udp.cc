@@ -141,6 +141,11 @@ void PortContext::ask_next_hop(const ip::Ipv6& next_hop, uint64_t now) {
     solicit_neighbour(next_hop, now);
 }
 
+bool PortContext::asking_for(const ip::Ipv6& next_hop, uint64_t now) const {
+  if (next_hop.v4_mapped()) return interface && neighbours.asking(ip::ipv4_of_mapped(next_hop), now);
+  return interface6 && neighbours6.asking(next_hop, now);
+}
+
 void PortContext::send_waiting(const ip::Ipv6& neighbour, const uint8_t mac[6]) {
   std::erase_if(resolving, [&](const Resolving& r) { return r.next_hop == neighbour; });
   std::erase_if(waiting_frames, [&](WaitingFrame& waiting) {
