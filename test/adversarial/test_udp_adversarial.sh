@@ -6,8 +6,11 @@
 # veth pair, both ports with addresses on 10.66.0.0/16 so the pair talks in
 # UDP, and udp_adversary on the peer's end sending what strangers on that
 # subnet could (udp_adversary.cc: spoofed HELLOs, broadcasts, an echo and an
-# ARP flood, forged ICMP "fragmentation needed" for the pair; the target's port also has fd00:66::1/64, and the same in
-# IPv6: spoofed HELLOs, echo, solicitation and stranger floods).  Passes when every case passed and both bench processes still
+# ARP flood, forged ICMP "fragmentation needed" for the pair, ARP requests
+# claiming the peer's address and 1200 made-up neighbours; the target's
+# port also has fd00:66::1/64, and the same in IPv6: spoofed HELLOs, a
+# solicitation claiming our address, echo, solicitation and stranger
+# floods).  Passes when every case passed and both bench processes still
 # run at the end.  Skips (exit 77) where veth pairs cannot be made.
 set -euo pipefail
 BENCH=$1
@@ -20,6 +23,9 @@ P=ofu$$p
 quiet_veth_pair_or_skip "$T" "$P"
 
 export FI_DPDK_ENCAP=udp
+# Neighbour entries outlive the test: the target asks for the peer only
+# when an entry went (arp_evict watches for that).
+export FI_DPDK_NEIGHBOUR_LIFETIME_MS=600000
 mkdir -p "$WORK/rendezvous"
 PAIR_ARGS=(--pattern atomic --window 16 --count 100000000 --timeout 200 --size 4096
 	--rendezvous "$WORK/rendezvous")
@@ -46,6 +52,7 @@ fi
 set +e
 "$ADVERSARY" --iface "$P" --target-mac "$(cat "/sys/class/net/$T/address")" \
 	--target-ip 10.66.0.1 --own-ip 10.66.0.3 --avoid 10.66.0.2 --prefix 16 \
+	--avoid-mac "$(cat "/sys/class/net/$P/address")" \
 	--target-ip6 fd00:66::1 --own-ip6 fd00:66::3 \
 	--target-pid "$SERVER_PID" --seed "$$" --rss-limit-kb "$RSS_LIMIT_KB"
 RC=$?

@@ -2,7 +2,9 @@
 // IPv4 address (FI_DPDK_ENCAP=udp), while a live pair runs beside it
 // (test_udp_adversarial.sh).  It sits on the peer's end of a veth pair, so
 // what it sends reaches the target as from the wire, and it sees what the
-// target sends.  Cases, in order:
+// target sends.  It answers the target's ARP requests and neighbour
+// solicitations for its own addresses (--own-ip, --own-ip6), as a
+// neighbour does.  Cases, in order:
 //
 //   answers        (the control) an ARP request for the target's address
 //                  gets a reply, and a HELLO in UDP from that sender a
@@ -24,6 +26,18 @@
 //                  live pair's peer with a guessed connection number and
 //                  token: the target's frames to that peer keep their size
 //                  (as large as before, above 576 bytes).
+//   arp_redirect   ARP requests for the target's address claiming the live
+//                  peer's (--avoid): from a made-up MAC, with the
+//                  broadcast MAC, and with a sender MAC that is not the
+//                  frame's source: the target's frames to the peer keep
+//                  going to the peer's MAC (--avoid-mac), none to the
+//                  claimed one, and keep coming (issue 42, finding 2).
+//   arp_evict      1200 made-up neighbours each ask ARP for the target and
+//                  answer when it asks them back, so that each takes a
+//                  place in its neighbour table (1024): the peer's entry,
+//                  in use, is not evicted (the target never asks for the
+//                  peer again, with FI_DPDK_NEIGHBOUR_LIFETIME_MS long) and
+//                  its frames go nowhere else.
 //
 // With --target-ip6 and --own-ip6 (the target's port has an IPv6 address
 // on a /64 too), the same in IPv6:
@@ -31,6 +45,10 @@
 //   answers6       (the control) a neighbour solicitation for the target's
 //                  address gets an advertisement, a HELLO in UDP/IPv6 from
 //                  that sender a HELLO_ACK, an echo request a reply.
+//   nd_redirect    the target now sends to our IPv6 address (the live pair
+//                  is IPv4): a solicitation from a made-up MAC claiming
+//                  that address: the target's answers to our HELLOs keep
+//                  going to our own MAC, none to the claimed one.
 //   spoofed_hellos6 HELLOs from made-up sources on the prefix that never
 //                  solicited the target: no solicitation and no UDP frame
 //                  toward any of them.
@@ -43,7 +61,7 @@
 //                  its memory stays bounded.
 //
 //   udp_adversary --iface IFACE --target-mac MAC --target-ip A --own-ip B
-//                 --prefix N --target-pid PID [--avoid C] [--port-base P]
+//                 --prefix N --target-pid PID [--avoid C --avoid-mac M] [--port-base P]
 //                 [--target-ip6 A6 --own-ip6 B6] [--rss-limit-kb N] [--seed N]
 //
 // Exit 0 when every case passed, 1 otherwise, 2 on set-up errors.
@@ -55,6 +73,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -79,6 +98,7 @@ struct Options {
   std::string iface;
   Mac target_mac{};
   ip::Ipv4 target_ip = 0, own_ip = 0, avoid_ip = 0;
+  Mac avoid_mac{};
   std::optional<ip::Ipv6> target_ip6, own_ip6;
   unsigned prefix = 24;
   long target_pid = 0;
@@ -126,6 +146,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--target-ip") o.target_ip = address_option(value());
     else if (arg == "--own-ip") o.own_ip = address_option(value());
     else if (arg == "--avoid") o.avoid_ip = address_option(value());
+    else if (arg == "--avoid-mac") o.avoid_mac = mac_option(value());
     else if (arg == "--target-ip6") o.target_ip6 = address6_option(value());
     else if (arg == "--own-ip6") o.own_ip6 = address6_option(value());
     else if (arg == "--prefix") o.prefix = static_cast<unsigned>(std::stoul(value()));
@@ -187,6 +208,10 @@ struct Seen {
   uint64_t hello_acks6_to_us = 0;
   uint64_t echo6_replies = 0;
   size_t largest_to_avoid = 0;         // its largest IPv4 frame to --avoid (the pair's peer)
+  uint64_t to_avoid = 0;               // its UDP frames to --avoid
+  uint64_t to_avoid_elsewhere = 0;     // of those, not to --avoid-mac
+  uint64_t to_watched = 0;             // UDP frames to the MAC a case watches
+  uint64_t udp6_to_our_mac = 0;        // UDP/IPv6 to our address and our MAC
 };
 
 class UdpAdversary {
@@ -208,8 +233,11 @@ class UdpAdversary {
     all &= report("echo_flood", echo_flood());
     all &= report("arp_flood", arp_flood());
     if (o_.avoid_ip != 0) all &= report("forged_too_big", forged_too_big());
+    if (o_.avoid_ip != 0) all &= report("arp_redirect", arp_redirect());
+    if (o_.avoid_ip != 0) all &= report("arp_evict", arp_evict());
     if (o_.target_ip6 && o_.own_ip6) {
       all &= report("answers6", answers6());
+      all &= report("nd_redirect", nd_redirect());
       all &= report("spoofed_hellos6", spoofed_hellos6());
       all &= report("echo6_flood", echo6_flood());
       all &= report("solicitation_flood", solicitation_flood());
@@ -398,16 +426,29 @@ class UdpAdversary {
     return seen;
   }
 
+  // A UDP frame of the target's to `destination_mac`.
+  void take_udp(const uint8_t* destination_mac, Seen* seen) {
+    if (watched_ != Mac{} && std::memcmp(destination_mac, watched_.data(), 6) == 0)
+      ++seen->to_watched;
+  }
+
   void take6(const uint8_t* frame, size_t length, Seen* seen) {
     ip::Ipv6Packet packet;
     if (!o_.own_ip6 || ip::parse_ipv6_packet(frame, length, &packet) != ip::Ipv6Result::kOk)
       return;
     ip::NeighbourMessage message;
     if (ip::parse_neighbour_message(packet, &message)) {
-      if (message.kind == ip::NeighbourMessage::Kind::kSolicitation)
+      if (message.kind == ip::NeighbourMessage::Kind::kSolicitation) {
         seen->solicited.insert(message.target);
-      else if (packet.destination == *o_.own_ip6)
+        if (message.target == *o_.own_ip6) {
+          // A neighbour answers for its own address.
+          uint8_t answer[ip::kNeighbourFrameSize];
+          ip::build_neighbour_advertisement(message, frame + 6, own_mac_.data(), answer);
+          link_.send(answer);
+        }
+      } else if (packet.destination == *o_.own_ip6) {
         ++seen->advertisements_to_us;
+      }
       return;
     }
     if (packet.next_header == ip::kNextHeaderIcmp6 && packet.payload_length >= 8 &&
@@ -418,6 +459,9 @@ class UdpAdversary {
     ip::UdpDatagram udp;
     if (!ip::parse_udp6(packet, &udp)) return;
     seen->udp6_to.insert(packet.destination);
+    take_udp(frame, seen);
+    if (packet.destination == *o_.own_ip6 && std::memcmp(frame, own_mac_.data(), 6) == 0)
+      ++seen->udp6_to_our_mac;
     proto::DecodedFrame decoded;
     if (packet.destination == *o_.own_ip6 &&
         proto::decode_udp_payload(udp.payload, udp.payload_length, &decoded) ==
@@ -429,8 +473,19 @@ class UdpAdversary {
   void take(const uint8_t* frame, size_t length, Seen* seen) {
     if (length >= 14 && frame[12] == 0x86 && frame[13] == 0xDD) return take6(frame, length, seen);
     if (const auto arp = ip::parse_arp(frame, length)) {
-      if (arp->op == ip::ArpOp::kRequest) seen->arp_asked.insert(arp->target_ip);
-      else if (std::memcmp(arp->target_mac, own_mac_.data(), 6) == 0) ++seen->arp_replies_to_us;
+      if (arp->op == ip::ArpOp::kRequest) {
+        seen->arp_asked.insert(arp->target_ip);
+        // A neighbour answers for its own address (ours, and the ones a
+        // case makes up and claims).
+        const auto claimed = claimed_.find(arp->target_ip);
+        if (arp->target_ip == o_.own_ip || claimed != claimed_.end()) {
+          uint8_t answer[ip::kArpFrameSize];
+          ip::build_arp(ip::arp_reply(*arp, claimed == claimed_.end() ? own_mac_.data()
+                                                                      : claimed->second.data()),
+                        answer);
+          link_.send(answer);
+        }
+      } else if (std::memcmp(arp->target_mac, own_mac_.data(), 6) == 0) ++seen->arp_replies_to_us;
       return;
     }
     ip::Ipv4Packet packet;
@@ -446,6 +501,11 @@ class UdpAdversary {
     ip::UdpDatagram udp;
     if (packet.protocol != ip::kProtocolUdp || !ip::parse_udp(packet, &udp)) return;
     seen->udp_to.insert(packet.destination);
+    take_udp(frame, seen);
+    if (packet.destination == o_.avoid_ip) {
+      ++seen->to_avoid;
+      if (std::memcmp(frame, o_.avoid_mac.data(), 6) != 0) ++seen->to_avoid_elsewhere;
+    }
     if (broadcast_mac || packet.destination == broadcast_ || packet.destination == 0xffffffffu)
       ++seen->answers_to_broadcast;
     proto::DecodedFrame decoded;
@@ -596,6 +656,118 @@ class UdpAdversary {
     return r;
   }
 
+  // An ARP request for the target's address from (frame_source,
+  // sender_mac, sender_ip).
+  void send_arp_claim(const Mac& frame_source, const Mac& sender_mac, ip::Ipv4 sender_ip) {
+    uint8_t frame[ip::kArpFrameSize];
+    ip::build_arp(ip::arp_request(sender_mac.data(), sender_ip, o_.target_ip), frame);
+    std::memcpy(frame + 6, frame_source.data(), 6);
+    link_.send(frame);
+  }
+
+  Result arp_redirect() {
+    Result r;
+    if (o_.avoid_mac == Mac{}) {
+      r.fail("--avoid-mac (the live peer's MAC) is needed");
+      return r;
+    }
+    const Seen before = listen(milliseconds(300));
+    if (before.to_avoid == 0 || before.to_avoid_elsewhere != 0) {
+      r.fail("before the attack the target sent the peer " + std::to_string(before.to_avoid) +
+             " frames, " + std::to_string(before.to_avoid_elsewhere) +
+             " elsewhere: nothing to show");
+      return r;
+    }
+    const Mac everyone = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    struct Claim {
+      const char* what;
+      Mac frame_source, sender_mac;
+    };
+    const Mac forged = made_up_mac();
+    const Claim claims[] = {
+        {"a made-up MAC", forged, forged},
+        {"the broadcast MAC", forged, everyone},
+        {"a sender MAC not the frame's source", own_mac_, made_up_mac()},
+    };
+    for (const Claim& claim : claims) {
+      watched_ = claim.sender_mac;
+      Seen after;
+      for (int i = 0; i < 3; ++i) {
+        send_arp_claim(claim.frame_source, claim.sender_mac, o_.avoid_ip);
+        merge(&after, listen(milliseconds(150)));
+      }
+      merge(&after, listen(milliseconds(300)));
+      if (after.to_watched != 0 || after.to_avoid_elsewhere != 0)
+        r.fail(std::to_string(after.to_watched) + " of the target's frames to " + claim.what +
+               " claiming the peer's address, " + std::to_string(after.to_avoid_elsewhere) +
+               " to the peer's address not at its MAC");
+      if (after.to_avoid == 0) r.fail(std::string("the pair stopped after ") + claim.what);
+      r.note(std::string(claim.what) + ": " + std::to_string(after.to_avoid) +
+             " frames to the peer, " + std::to_string(after.to_watched) + " to the claimed MAC");
+    }
+    watched_ = {};
+    return r;
+  }
+
+  Result arp_evict() {
+    Result r;
+    constexpr int kNeighbours = 1200;
+    Seen seen;
+    claimed_.clear();
+    for (int i = 0; i < kNeighbours; ++i) {
+      ip::Ipv4 address = made_up_address();
+      while (claimed_.contains(address)) address = made_up_address();
+      const Mac mac = made_up_mac();
+      claimed_[address] = mac;
+      send_arp_request(mac, address);
+      // Answered within the target's ask-back pool (64 open at once).
+      if (i % 32 == 31) merge(&seen, listen(milliseconds(10)));
+    }
+    merge(&seen, listen(milliseconds(1000)));
+    size_t asked_back = 0;
+    for (const auto& [address, mac] : claimed_) asked_back += seen.arp_asked.count(address);
+    claimed_.clear();
+    if (seen.arp_asked.count(o_.avoid_ip) != 0)
+      r.fail("the target asked for the peer again: its entry was evicted");
+    if (seen.to_avoid_elsewhere != 0)
+      r.fail(std::to_string(seen.to_avoid_elsewhere) + " frames to the peer not at its MAC");
+    if (seen.to_avoid == 0) r.fail("the pair stopped");
+    r.note(std::to_string(kNeighbours) + " neighbours, " + std::to_string(asked_back) +
+           " asked back and answered; " + std::to_string(seen.to_avoid) +
+           " frames to the peer, none elsewhere");
+    return r;
+  }
+
+  Result nd_redirect() {
+    // answers6 left the target sending to our address, at our MAC.
+    Result r;
+    Seen before;
+    for (int i = 0; i < 3 && before.udp6_to_our_mac == 0; ++i) {
+      send_hello6(own_mac_, *o_.own_ip6, 11);
+      merge(&before, listen(milliseconds(300)));
+    }
+    if (before.udp6_to_our_mac == 0) {
+      r.fail("the target sent nothing to our IPv6 address before the attack: nothing to show");
+      return r;
+    }
+    const Mac forged = made_up_mac();
+    watched_ = forged;
+    Seen after;
+    for (int i = 0; i < 3; ++i) {
+      send_solicitation(forged, *o_.own_ip6);
+      merge(&after, listen(milliseconds(100)));
+      send_hello6(own_mac_, *o_.own_ip6, static_cast<uint16_t>(12 + i));
+      merge(&after, listen(milliseconds(300)));
+    }
+    watched_ = {};
+    if (after.to_watched != 0)
+      r.fail(std::to_string(after.to_watched) + " of the target's frames to the claimed MAC");
+    if (after.udp6_to_our_mac == 0) r.fail("the target stopped answering us at our MAC");
+    r.note(std::to_string(after.udp6_to_our_mac) + " frames to us at our MAC, " +
+           std::to_string(after.to_watched) + " to the claimed one");
+    return r;
+  }
+
   Result arp_flood() {
     return bounded_flood("ARP requests", [&] { send_arp_request(made_up_mac(), made_up_address()); });
   }
@@ -709,6 +881,10 @@ class UdpAdversary {
     into->hello_acks6_to_us += more.hello_acks6_to_us;
     into->echo6_replies += more.echo6_replies;
     into->largest_to_avoid = std::max(into->largest_to_avoid, more.largest_to_avoid);
+    into->to_avoid += more.to_avoid;
+    into->to_avoid_elsewhere += more.to_avoid_elsewhere;
+    into->to_watched += more.to_watched;
+    into->udp6_to_our_mac += more.udp6_to_our_mac;
   }
 
   const Options o_;
@@ -716,6 +892,8 @@ class UdpAdversary {
   std::mt19937_64 rng_;
   Mac own_mac_{};
   ip::Ipv4 network_ = 0, broadcast_ = 0;
+  Mac watched_{};                        // a case's forged MAC (zero: none)
+  std::map<ip::Ipv4, Mac> claimed_;      // made-up neighbours we answer ARP for
 };
 
 }  // namespace
