@@ -233,6 +233,11 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   config.udp4 = port_speaks_udp(ctx->interface.has_value(), description.shared);
   config.udp6 = port_speaks_udp(ctx->interface6.has_value(), description.shared);
   config.udp_port_base = p.port_base;
+  // Read before the port opens: starting an af_packet port takes its
+  // interface down and up, which flushes the kernel's neighbours,
+  // permanent ones too.
+  const KernelNeighbours kernel_neighbours = kernel_permanent_neighbours(
+      description.kernel_interface, ip::NeighbourTable::kDefaultCapacity);
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
@@ -249,6 +254,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   ctx->neighbours6 = ip::Neighbour6Table(ip::Neighbour6Table::kDefaultCapacity,
                                          uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
   ctx->udp6 = port_speaks_udp(ctx->interface6.has_value(), ctx->port->shared());
+  ctx->pin_static_neighbours(kernel_neighbours, description.kernel_interface);
   if (ctx->interface6) {
     // Solicitations for our address go to a group (a NIC filters those
     // out unless told); a virtual device passes them anyway.

@@ -87,6 +87,43 @@ void PortContext::take_arp(const uint8_t* frame, size_t length, uint64_t now) {
     send_waiting(ip::mapped_ipv4(sender), message->sender_mac);
 }
 
+namespace {
+
+// Pins each (address, MAC) on the link of `interface` in `table`; returns
+// how many.
+template <typename Table, typename Interface, typename Entries>
+size_t pin_on_link(Table& table, const std::optional<Interface>& interface, const Entries& entries,
+                   const char* source, const std::string& port_name) {
+  size_t pinned = 0;
+  for (const auto& [address, mac] : entries) {
+    if (!interface || !interface->on_link(address) || address == interface->address) continue;
+    if (table.pin(address, mac.data()))
+      ++pinned;
+    else
+      DPDK_WARN(FI_LOG_DOMAIN, "%s: static neighbour from %s not taken: %zu of them already, "
+                "the most\n", port_name.c_str(), source, table.pinned());
+  }
+  return pinned;
+}
+
+}  // namespace
+
+void PortContext::pin_static_neighbours(const KernelNeighbours& kernel,
+                                        const std::string& kernel_interface) {
+  const std::string& name = port->name();
+  // The kernel's first: what FI_DPDK_NEIGHBOURS says of the same address
+  // replaces it.
+  const size_t from_kernel = pin_on_link(neighbours, interface, kernel.ipv4, "the kernel", name) +
+                             pin_on_link(neighbours6, interface6, kernel.ipv6, "the kernel", name);
+  const size_t from_params =
+      pin_on_link(neighbours, interface, params().neighbours, "FI_DPDK_NEIGHBOURS", name) +
+      pin_on_link(neighbours6, interface6, params().neighbours6, "FI_DPDK_NEIGHBOURS", name);
+  if (from_kernel + from_params != 0)
+    DPDK_INFO(FI_LOG_DOMAIN, "%s: %zu static neighbours from FI_DPDK_NEIGHBOURS, %zu the "
+              "kernel's permanent ones on %s\n", name.c_str(), from_params, from_kernel,
+              kernel_interface.empty() ? "(no interface)" : kernel_interface.c_str());
+}
+
 int PortContext::name_ipv6_peer(av::Address& a) const {
   const ip::Ipv6 address{a.ipv6};
   const std::string text = ip::format_ipv6(address);

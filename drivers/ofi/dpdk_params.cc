@@ -62,6 +62,32 @@ void get_number(const char* name, T min, T max, T* out, std::string* errors) {
   *out = value;
 }
 
+// FI_DPDK_NEIGHBOURS: IP=MAC items, comma-separated.  A malformed item, or
+// a MAC no station can have, is refused whole (into the warning), the rest
+// taken.
+void parse_neighbours(std::string_view text, Params* p) {
+  for (std::string_view rest = text; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t equals = item.find('=');
+    std::array<uint8_t, 6> mac{};
+    const std::string_view address = item.substr(0, equals);
+    const bool mac_ok = equals != std::string_view::npos &&
+                        av::parse_mac(item.substr(equals + 1), mac.data()) &&
+                        ip::station_mac(mac.data());
+    if (const auto ipv4 = ip::parse_ipv4(address); mac_ok && ipv4) {
+      p->neighbours.emplace_back(*ipv4, mac);
+    } else if (const auto ipv6 = ip::parse_ipv6(address); mac_ok && ipv6) {
+      p->neighbours6.emplace_back(*ipv6, mac);
+    } else {
+      p->errors += " FI_DPDK_NEIGHBOURS=..." + std::string(item) +
+                   " (want A.B.C.D=MAC or IPV6=MAC, MAC a station's xx:xx:xx:xx:xx:xx)";
+    }
+  }
+}
+
 Params load() {
   Params p;
   p.eal_args = get_string("eal_args");
@@ -150,6 +176,7 @@ Params load() {
   get_number<uint32_t>("resolve_timeout_ms", 1, 600'000, &p.resolve_timeout_ms, &p.errors);
   get_number<uint32_t>("neighbour_lifetime_ms", 1000, 3'600'000, &p.neighbour_lifetime_ms,
                        &p.errors);
+  parse_neighbours(get_string("neighbours"), &p);
   get_number<uint32_t>("routed_mtu", 0, 65000, &p.routed_mtu, &p.errors);
   get_number<uint32_t>("spray_paths", 1, proto::kMaxSprayPaths, &p.spray_paths, &p.errors);
   {
@@ -323,6 +350,13 @@ void define_params(const fi_provider* provider) {
                   "Bytes after the Ethernet header a frame to a peer beyond the gateway may "
                   "have (FI_DPDK_ENCAP=udp): routers' links need not carry the port's MTU, "
                   "and frames go with DF set; 0 takes the port's (default: 1500)");
+  fi_param_define(provider, "neighbours", FI_PARAM_STRING,
+                  "Static neighbours, comma-separated IP=MAC items (10.0.0.2=02:00:00:00:00:02, "
+                  "fd00::2=02:00:00:00:00:03): each port whose subnet or prefix holds the "
+                  "address sends to that MAC without asking, and nothing it receives "
+                  "replaces it.  An af_packet or af_xdp port also takes the kernel's "
+                  "permanent neighbours on its interface (ip neigh ... nud permanent); "
+                  "these items win over them (default: none)");
   fi_param_define(provider, "neighbour_lifetime_ms", FI_PARAM_STRING,
                   "Milliseconds a neighbour's ARP answer is trusted; one in use is asked "
                   "for again after half of it (default: 60000)");

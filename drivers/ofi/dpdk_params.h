@@ -2,6 +2,7 @@
 // (dpdk_params.cc) with fi_param_define so `fi_info -e` documents them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,6 +50,10 @@ struct Params {
   bool encap_udp = true;
   uint32_t resolve_timeout_ms = 3000;  // FI_DPDK_RESOLVE_TIMEOUT_MS
   uint32_t neighbour_lifetime_ms = 60000;  // FI_DPDK_NEIGHBOUR_LIFETIME_MS
+  // FI_DPDK_NEIGHBOURS: static neighbours, pinned on each port whose link
+  // they are on (never asked for, never replaced from the wire).
+  std::vector<std::pair<ip::Ipv4, std::array<uint8_t, 6>>> neighbours;
+  std::vector<std::pair<ip::Ipv6, std::array<uint8_t, 6>>> neighbours6;
   uint32_t routed_mtu = 1500;  // FI_DPDK_ROUTED_MTU, 0: the port's own
   uint32_t spray_paths = 1;    // FI_DPDK_SPRAY_PATHS: paths one connection uses at once
   // FI_DPDK_AUTH_KEY: the job key (16 to 64 bytes), whose keyed tag every
@@ -72,6 +77,16 @@ std::optional<ip::Interface> kernel_interface_address(const std::string& interfa
 std::optional<ip::Interface6> port_interface6(const std::string& port_name,
                                               const std::string& kernel_interface);
 std::optional<ip::Interface6> kernel_interface_address6(const std::string& interface);
+
+// The neighbours the kernel holds permanent on `interface` (what an
+// operator pinned with `ip neigh ... nud permanent`), at most `most` of
+// each family, from rtnetlink (dpdk_kernel_neigh.cc); none when the
+// interface is unknown or netlink does not answer within a second.
+struct KernelNeighbours {
+  std::vector<std::pair<ip::Ipv4, std::array<uint8_t, 6>>> ipv4;
+  std::vector<std::pair<ip::Ipv6, std::array<uint8_t, 6>>> ipv6;
+};
+KernelNeighbours kernel_permanent_neighbours(const std::string& interface, size_t most);
 
 // Registers the parameters with libfabric; called from fi_prov_ini.
 void define_params(const fi_provider* provider);

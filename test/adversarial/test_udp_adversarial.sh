@@ -7,7 +7,8 @@
 # UDP, and udp_adversary on the peer's end sending what strangers on that
 # subnet could (udp_adversary.cc: spoofed HELLOs, broadcasts, an echo and an
 # ARP flood, forged ICMP "fragmentation needed" for the pair, ARP requests
-# claiming the peer's address and 1200 made-up neighbours; the target's
+# claiming the peer's address, static neighbours (FI_DPDK_NEIGHBOURS and
+# the kernel's permanent entry) claimed, and 1200 made-up neighbours; the target's
 # port also has fd00:66::1/64, and the same in IPv6: spoofed HELLOs, a
 # solicitation claiming our address, echo, solicitation and stranger
 # floods).  Passes when every case passed and both bench processes still
@@ -26,11 +27,17 @@ export FI_DPDK_ENCAP=udp
 # Neighbour entries outlive the test: the target asks for the peer only
 # when an entry went (arp_evict watches for that).
 export FI_DPDK_NEIGHBOUR_LIFETIME_MS=600000
+# Static neighbours of the target: one by parameter, one the kernel holds
+# permanent on its interface (static_neighbours).
+STATIC_PARAM=10.66.0.8=02:66:00:00:00:08
+STATIC_KERNEL=10.66.0.9=02:66:00:00:00:09
+ip neigh replace 10.66.0.9 lladdr 02:66:00:00:00:09 nud permanent dev "$T"
 mkdir -p "$WORK/rendezvous"
 PAIR_ARGS=(--pattern atomic --window 16 --count 100000000 --timeout 200 --size 4096
 	--rendezvous "$WORK/rendezvous")
 # shellcheck disable=SC2086
 start_limited 200 "$WORK/server.json" "$WORK/server.err" env FI_DPDK_PORT_ADDR=10.66.0.1/16,fd00:66::1/64 \
+	FI_DPDK_NEIGHBOURS="$STATIC_PARAM" \
 	"$BENCH" -l 0 $EAL_COMMON "--vdev=net_af_packet0,iface=$T" -- --role server "${PAIR_ARGS[@]}"
 SERVER_PID=$STARTED_PID
 wait_for_server
@@ -53,6 +60,7 @@ set +e
 "$ADVERSARY" --iface "$P" --target-mac "$(cat "/sys/class/net/$T/address")" \
 	--target-ip 10.66.0.1 --own-ip 10.66.0.3 --avoid 10.66.0.2 --prefix 16 \
 	--avoid-mac "$(cat "/sys/class/net/$P/address")" \
+	--static "$STATIC_PARAM" --static "$STATIC_KERNEL" \
 	--target-ip6 fd00:66::1 --own-ip6 fd00:66::3 \
 	--target-pid "$SERVER_PID" --seed "$$" --rss-limit-kb "$RSS_LIMIT_KB"
 RC=$?

@@ -32,6 +32,11 @@
 //                  frame's source: the target's frames to the peer keep
 //                  going to the peer's MAC (--avoid-mac), none to the
 //                  claimed one, and keep coming (issue 42, finding 2).
+//   static_neighbours  with --static IP=MAC (FI_DPDK_NEIGHBOURS, or the
+//                  kernel's permanent entry on the target's interface): a
+//                  HELLO from IP is answered at MAC without a question,
+//                  and after an ARP request claiming IP from a made-up MAC
+//                  still at MAC, never at the claimed one.
 //   arp_evict      1200 made-up neighbours each ask ARP for the target and
 //                  answer when it asks them back, so that each takes a
 //                  place in its neighbour table (1024): the peer's entry,
@@ -62,6 +67,7 @@
 //
 //   udp_adversary --iface IFACE --target-mac MAC --target-ip A --own-ip B
 //                 --prefix N --target-pid PID [--avoid C --avoid-mac M] [--port-base P]
+//                 [--static IP=MAC]...
 //                 [--target-ip6 A6 --own-ip6 B6] [--rss-limit-kb N] [--seed N]
 //
 // Exit 0 when every case passed, 1 otherwise, 2 on set-up errors.
@@ -99,6 +105,7 @@ struct Options {
   Mac target_mac{};
   ip::Ipv4 target_ip = 0, own_ip = 0, avoid_ip = 0;
   Mac avoid_mac{};
+  std::vector<std::pair<ip::Ipv4, Mac>> statics;
   std::optional<ip::Ipv6> target_ip6, own_ip6;
   unsigned prefix = 24;
   long target_pid = 0;
@@ -147,6 +154,13 @@ Options parse(int argc, char** argv) {
     else if (arg == "--own-ip") o.own_ip = address_option(value());
     else if (arg == "--avoid") o.avoid_ip = address_option(value());
     else if (arg == "--avoid-mac") o.avoid_mac = mac_option(value());
+    else if (arg == "--static") {
+      const std::string item = value();
+      const size_t equals = item.find('=');
+      if (equals == std::string::npos) setup_error("--static wants IP=MAC: " + item);
+      o.statics.emplace_back(address_option(item.substr(0, equals)),
+                             mac_option(item.substr(equals + 1)));
+    }
     else if (arg == "--target-ip6") o.target_ip6 = address6_option(value());
     else if (arg == "--own-ip6") o.own_ip6 = address6_option(value());
     else if (arg == "--prefix") o.prefix = static_cast<unsigned>(std::stoul(value()));
@@ -234,6 +248,7 @@ class UdpAdversary {
     all &= report("arp_flood", arp_flood());
     if (o_.avoid_ip != 0) all &= report("forged_too_big", forged_too_big());
     if (o_.avoid_ip != 0) all &= report("arp_redirect", arp_redirect());
+    if (!o_.statics.empty()) all &= report("static_neighbours", static_neighbours());
     if (o_.avoid_ip != 0) all &= report("arp_evict", arp_evict());
     if (o_.target_ip6 && o_.own_ip6) {
       all &= report("answers6", answers6());
@@ -278,7 +293,9 @@ class UdpAdversary {
     for (;;) {
       const ip::Ipv4 a = network_ | (static_cast<uint32_t>(rng_()) & (broadcast_ - network_));
       if (a != network_ && a != broadcast_ && a != o_.target_ip && a != o_.own_ip &&
-          a != o_.avoid_ip)
+          a != o_.avoid_ip &&
+          std::none_of(o_.statics.begin(), o_.statics.end(),
+                       [&](const auto& s) { return s.first == a; }))
         return a;
     }
   }
@@ -709,6 +726,40 @@ class UdpAdversary {
     return r;
   }
 
+  Result static_neighbours() {
+    Result r;
+    for (const auto& [address, mac] : o_.statics) {
+      const std::string name = ip::format_ipv4(address);
+      watched_ = mac;
+      Seen first;
+      for (int i = 0; i < 3 && first.to_watched == 0; ++i) {
+        send_hello(own_mac_, address, o_.target_mac, o_.target_ip, o_.port_base,
+                   static_cast<uint16_t>(20 + i));
+        merge(&first, listen(milliseconds(300)));
+      }
+      if (first.to_watched == 0) r.fail("no answer to " + name + " at its static MAC");
+      if (first.arp_asked.count(address) != 0) r.fail(name + " was asked for by ARP");
+      // A claim from the wire changes nothing.
+      const Mac forged = made_up_mac();
+      send_arp_claim(forged, forged, address);
+      (void)listen(milliseconds(100));
+      Seen second;
+      for (int i = 0; i < 3; ++i) {
+        send_hello(own_mac_, address, o_.target_mac, o_.target_ip, o_.port_base,
+                   static_cast<uint16_t>(23 + i));
+        watched_ = forged;
+        const Seen seen = listen(milliseconds(200));
+        if (seen.to_watched != 0) r.fail(name + " answered at the MAC a request claimed");
+        merge(&second, seen);
+      }
+      if (second.udp_to.count(address) == 0)
+        r.fail("no answer to " + name + " after a request claimed it");
+      r.note(name + ": " + std::to_string(first.to_watched) + " answers at its static MAC");
+    }
+    watched_ = {};
+    return r;
+  }
+
   Result arp_evict() {
     Result r;
     constexpr int kNeighbours = 1200;
@@ -733,8 +784,8 @@ class UdpAdversary {
       r.fail(std::to_string(seen.to_avoid_elsewhere) + " frames to the peer not at its MAC");
     if (seen.to_avoid == 0) r.fail("the pair stopped");
     r.note(std::to_string(kNeighbours) + " neighbours, " + std::to_string(asked_back) +
-           " asked back and answered; " + std::to_string(seen.to_avoid) +
-           " frames to the peer, none elsewhere");
+           " asked back and answered; " + std::to_string(seen.to_avoid) + " frames to the peer, " +
+           std::to_string(seen.to_avoid_elsewhere) + " not at its MAC");
     return r;
   }
 
