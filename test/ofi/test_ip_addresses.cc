@@ -268,5 +268,38 @@ TEST(IpEndpoints, AnUnansweredNeighbour) {
   client.close();
 }
 
+// A static neighbour (FI_DPDK_NEIGHBOURS, meson.build: 10.9.0.78) that
+// nobody answers for: never asked for.  With l2 the insert returns at
+// once; in UDP a send to it goes to its MAC at once, and, nobody being
+// there, ends in FI_ETIMEDOUT (FI_DPDK_CONNECT_TIMEOUT_MS), not in
+// FI_EHOSTUNREACH for a next hop that did not answer.
+TEST(IpEndpoints, AStaticNeighbourIsNotAskedFor) {
+  SockaddrDomain client;
+  client.open(FI_SOCKADDR_IN, kClientPort, nullptr, nullptr, 0);
+  TestEndpoint from;
+  ASSERT_EQ(from.open(client.domain, client.av, client.info), 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(9228);
+  inet_pton(AF_INET, "10.9.0.78", &address.sin_addr);
+  fi_addr_t out = FI_ADDR_NOTAVAIL;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(fi_av_insert(client.av, &address, 1, &out, 0, nullptr), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500))
+      << "no ARP question, no wait for its answer";
+  if (in_udp()) {
+    static const std::string kText = "static";
+    ASSERT_EQ(fi_send(from.ep, kText.data(), kText.size(), nullptr, out, from.ep), 0);
+    fi_cq_data_entry entry{};
+    ASSERT_EQ(wait_for_completion(from.tx_cq, &entry, 60), -FI_EAVAIL);
+    fi_cq_err_entry error{};
+    ASSERT_EQ(fi_cq_readerr(from.tx_cq, &error, 0), 1);
+    EXPECT_EQ(error.err, FI_ETIMEDOUT) << "sent to its MAC, never held for ARP";
+    EXPECT_NE(error.prov_errno, 8) << "not kProvNoRoute";
+  }
+  from.close();
+  client.close();
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::test
