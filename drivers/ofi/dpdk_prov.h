@@ -303,12 +303,12 @@ struct PortContext final : proto::FrameKeeper {
   // An ARP frame received (receive() hands it over): a request for our
   // address is answered; the table hears only answers to its questions
   // (lib/ip/neighbour_table.h, with the refusals it counts).  Lock held.
+  void take_arp(const uint8_t* frame, size_t length, uint64_t now);
   // Pins the static neighbours on the port's links when it opens: the
   // kernel's permanent ones on the interface it shares (`kernel`, read
   // before it opened), then FI_DPDK_NEIGHBOURS, which wins
   // (dpdk_neighbours.cc).
   void pin_static_neighbours(const KernelNeighbours& kernel, const std::string& kernel_interface);
-  void take_arp(const uint8_t* frame, size_t length, uint64_t now);
   // Gives the addresses named by IPv4 alone their link addresses: in UDP
   // their peer ids, at once; else their MACs, from the neighbour table, or
   // by asking (ARP, every kArpRetryMs) until each is answered or
