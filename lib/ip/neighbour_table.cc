@@ -246,12 +246,15 @@ bool BasicNeighbourTable<Ip>::find(Ip ip, uint64_t now_ns, uint8_t mac[6], bool*
   if (it == learned_.end() || !fresh(it->second, now_ns)) return false;
   Entry& entry = it->second;
   std::memcpy(mac, entry.mac.data(), 6);
+  // Use order is kept to kUseGrainNs: a frame per peer per grain moves
+  // its entry, the rest only read it.
   if (entry.used_ns == 0) {
     used_.splice(used_.begin(), idle_, entry.use_order);
-  } else if (entry.use_order != used_.begin()) {
+    entry.used_ns = std::max<uint64_t>(now_ns, 1);
+  } else if (now_ns >= entry.used_ns + kUseGrainNs) {
     used_.splice(used_.begin(), used_, entry.use_order);
+    entry.used_ns = now_ns;
   }
-  entry.used_ns = std::max({entry.used_ns, now_ns, uint64_t{1}});
   if (refresh_due != nullptr) *refresh_due = age(now_ns, entry.confirmed_ns) > lifetime_ns_ / 2;
   return true;
 }

@@ -72,6 +72,9 @@ class BasicNeighbourTable {
   // The same address is asked again (ask_back, a disagreeing request's
   // re-probe) at most this often.
   static constexpr uint64_t kReaskNs = 200'000'000;
+  // How finely find() keeps the order of use (an entry's use is stamped
+  // again once this has passed).
+  static constexpr uint64_t kUseGrainNs = 1'000'000;
 
   explicit BasicNeighbourTable(size_t capacity = kDefaultCapacity,
                                uint64_t lifetime_ns = kDefaultLifetimeNs);
