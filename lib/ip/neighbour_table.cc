@@ -228,6 +228,7 @@ Verdict BasicNeighbourTable<Ip>::take_request(Ip ip, const uint8_t mac[6], uint6
     // A neighbour we do not know: we answer it, and ask for it ourselves,
     // so that we can send it what it will ask of us.
     *ask_now = !recently_asked && open(ip, now_ns, true);
+    if (*ask_now) return verdict;  // what every first contact does: no refusal
   }
   if (verdict != Verdict::kKnown) ++verdicts_[static_cast<size_t>(verdict)];
   return verdict;

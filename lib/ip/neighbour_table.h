@@ -104,7 +104,9 @@ class BasicNeighbourTable {
   // know.  *ask_now is set when the port should ask for `ip` now (the
   // question is open already): an address it does not know is asked back
   // (so that we can answer it), a disagreeing live one asked again; each
-  // address at most once per kReaskNs, within the pools' bounds.
+  // address at most once per kReaskNs, within the pools' bounds.  (An
+  // asker asked back is not counted as a refusal; one that could not be
+  // is, as kNotAsked.)
   Verdict take_request(Ip ip, const uint8_t mac[6], uint64_t now_ns, bool* ask_now);
 
   // The MAC of `ip`, if static or confirmed within the lifetime; marks the

@@ -140,6 +140,7 @@ TEST(NeighbourTable, RequestsFromStrangersAreAskedBackNotLearned) {
   bool ask = false;
   EXPECT_EQ(table.take_request(kPeer, kMacA, kSecond, &ask), Verdict::kNotAsked);
   EXPECT_TRUE(ask) << "we ask it ourselves, to be able to answer it";
+  EXPECT_EQ(table.refusals(), 0u) << "a first contact is not a refusal";
   EXPECT_FALSE(table.find(kPeer, kSecond, mac)) << "nothing learned from the request";
   EXPECT_EQ(table.size(), 0u);
   // Its answer to our question is learned.
