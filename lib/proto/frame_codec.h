@@ -36,11 +36,19 @@ enum class DecodeResult : uint8_t {
 class FrameKey;
 // How received frames are checked: a job key's tag (then nothing else
 // passes), else the CRC unless `checksums` is off (FI_DPDK_CHECKSUM=0).
+// A tool that only watches the wire (a capture, the adversarial harness)
+// takes `watch()`: every well-formed frame, keyed or not, nothing checked.
 struct FrameCheck {
   FrameCheck(bool checksums_wanted = true, const FrameKey* job_key = nullptr)
       : checksums(checksums_wanted), key(job_key) {}
+  static FrameCheck watch() {
+    FrameCheck check(false);
+    check.watching = true;
+    return check;
+  }
   bool checksums;
   const FrameKey* key;
+  bool watching = false;
 };
 
 const char* decode_result_name(DecodeResult result);

@@ -81,7 +81,7 @@ const std::vector<std::string> kAllCases = {
     "response_memory", "remote_cq_data",    "evicted_replay"};
 // Cases run only when named (--cases): they need a target set up for them
 // (test_lockout.sh).
-const std::vector<std::string> kNamedOnlyCases = {"held_lockout"};
+const std::vector<std::string> kNamedOnlyCases = {"held_lockout", "on_path_forgeries"};
 
 [[noreturn]] void setup_error(const std::string& what) {
   std::fprintf(stderr, "adversary: %s\n", what.c_str());
@@ -225,6 +225,7 @@ class Adversary {
     if (name == "remote_cq_data") return remote_cq_data();
     if (name == "evicted_replay") return evicted_replay();
     if (name == "held_lockout") return held_lockout();
+    if (name == "on_path_forgeries") return on_path_forgeries();
     return wrong_keys();
   }
 
@@ -637,6 +638,71 @@ class Adversary {
     if (refused * 10 > o_.stations) finding.fail("most stations were not answered");
     if (to_stations > kFramesPerStation * o_.stations)
       finding.fail("the target kept sending to silent stations");
+    return finding;
+  }
+
+  // What a station that sees the pair's frames can forge (test_keyed.sh):
+  // it reads the live connection's tokens and sequences off the wire and
+  // sends, in the peer's name, RESETs that name the target's connection,
+  // its token and every sequence near the one it saw, and a fetch-add in
+  // the peer's connection with its token at the sequence the target
+  // expects next; and HELLOs from made-up stations.  Without a job key
+  // (FI_DPDK_AUTH_KEY) the RESETs tear the pair's connection down (the
+  // known limit of tokens: whoever sees them can use them); with one, the
+  // target takes none of them and answers nothing.
+  Finding on_path_forgeries() {
+    Finding finding;
+    if (!in_.learn_live(std::chrono::seconds(5))) {
+      finding.fail("never saw the live connection's frames: is the pair running?");
+      return finding;
+    }
+    LiveConnection live = in_.live();
+    const uint16_t conn_before = live.target_conn;
+    const uint64_t resets_before = resets_, hello_acks_before = hello_acks_;
+    // Sequences run ahead of a sample by thousands a second: each round
+    // covers the 4096 after a fresh one.
+    constexpr uint32_t kSpread = 4096;
+    constexpr int kRounds = 3;
+    for (int round = 0; round < kRounds; ++round) {
+      if (round != 0 && in_.learn_live(std::chrono::seconds(2))) live = in_.live();
+      for (uint32_t i = 0; i < kSpread; ++i) {
+        wire::FrameHeader h = header_between(wire::Opcode::kReset, in_.peer(), in_.target());
+        h.ack_conn = live.target_conn;
+        h.ack_token = live.target_token;
+        h.ack = live.target_seq + i;
+        in_.send(in_.peer(), in_.target(), h);
+      }
+    }
+    const auto request = read_request(region_.key, region_.address, 8);
+    wire::FrameHeader data = header_between(wire::Opcode::kRequest, in_.peer(), in_.target());
+    data.flags = wire::kFlagLastSegment | wire::kFlagAckNow;
+    data.seq = data.msg_id = live.peer_next_seq;
+    data.msg_len = static_cast<uint32_t>(request.size());
+    data.conn = live.peer_conn;
+    data.token = live.peer_token;
+    in_.send(in_.peer(), in_.target(), data, request);
+    for (int i = 0; i < 64; ++i) {
+      const Station stranger = in_.stranger();
+      wire::FrameHeader hello = header_between(wire::Opcode::kHello, stranger, in_.target());
+      hello.conn = 1;
+      hello.token = in_.random64() | 1;
+      hello.msg_len = sizeof(wire::HandshakeBody);
+      in_.send(stranger, in_.target(), hello, handshake_body(0, kOurMaxPayload));
+    }
+    listen(milliseconds(1500));
+    const uint64_t answers = (resets_ - resets_before) + (hello_acks_ - hello_acks_before);
+    // A RESET taken shows as the target's next connection to the peer.
+    const bool sampled = in_.learn_live(std::chrono::seconds(3));
+    const bool reset = sampled && in_.live().target_conn != conn_before;
+    finding.note(std::to_string(kRounds * kSpread) + " RESETs with the live token at sequences from " +
+                 std::to_string(live.target_seq) + ", a request with the peer's token at " +
+                 std::to_string(live.peer_next_seq) + ", 64 HELLOs: " + std::to_string(answers) +
+                 " answers");
+    if (!sampled) finding.fail("the pair's frames stopped");
+    if (reset) finding.fail("the target took a forged RESET (its connection to the peer went from " +
+                            std::to_string(conn_before) + " to " +
+                            std::to_string(in_.live().target_conn) + ")");
+    if (answers != 0) finding.fail("the target answered forged frames");
     return finding;
   }
 

@@ -13,7 +13,8 @@ constexpr uint32_t kSrcMacAt = 6;
 constexpr uint32_t kEtherTypeAt = 12;
 constexpr uint32_t kOpcodeAt = 14 + 1;
 constexpr uint32_t kFlagsAt = 14 + 2;
-constexpr uint32_t kChecksumAt = 14 + 56;
+// The integrity field's low word: the CRC (or a keyed tag's low half).
+constexpr uint32_t kChecksumAt = 14 + offsetof(wire::FrameHeader, integrity) + 4;
 
 uint32_t high_word(const Mac& mac) {
   return uint32_t{mac[0]} << 24 | uint32_t{mac[1]} << 16 | uint32_t{mac[2]} << 8 | mac[3];
@@ -98,8 +99,10 @@ void Injector::listen(Clock::duration duration, const FrameHandler& seen,
       continue;
     }
     proto::DecodedFrame frame;
-    if (proto::decode_frame(buffer_.data(), length, wire::kDefaultEtherType, &frame) !=
-        proto::DecodeResult::kOk)
+    // Watched, not checked: keyed frames (FI_DPDK_AUTH_KEY) show their
+    // headers to anyone on the path, and the cases read them.
+    if (proto::decode_frame(buffer_.data(), length, wire::kDefaultEtherType, &frame,
+                            proto::FrameCheck::watch()) != proto::DecodeResult::kOk)
       continue;
     const wire::FrameHeader& h = frame.header;
     if (same(frame.dst_mac, peer_.mac) && h.dst_queue == peer_.queue &&
@@ -110,6 +113,16 @@ void Injector::listen(Clock::duration duration, const FrameHandler& seen,
       live_.peer_conn = h.ack_conn;
       live_.peer_token = h.ack_token;
       live_.peer_next_seq = h.ack;
+      live_.target_seq = h.seq;
+      if (h.opcode == static_cast<uint8_t>(wire::Opcode::kBundle)) {
+        // A bundle's own seq is 0: its entries carry theirs.
+        const uint8_t* cursor = frame.payload;
+        wire::FrameHeader entry;
+        const uint8_t* entry_payload;
+        if (proto::next_bundle_entry(&cursor, frame.payload + h.payload_len, h, &entry,
+                                     &entry_payload) == proto::DecodeResult::kOk)
+          live_.target_seq = entry.seq;
+      }
       live_.seen = Clock::now();
     }
     if (h.opcode == static_cast<uint8_t>(wire::Opcode::kHello)) {

@@ -28,6 +28,7 @@ struct LiveConnection {
   uint16_t peer_conn = 0;      // the peer's transmit connection, as the target acks it
   uint64_t peer_token = 0;     // what the peer's segments carry
   uint32_t peer_next_seq = 0;  // the next segment the target expects from the peer
+  uint32_t target_seq = 0;     // the sampled frame's own seq (the target's stream)
   Clock::time_point seen{};
 };
 
