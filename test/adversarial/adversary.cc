@@ -81,7 +81,8 @@ const std::vector<std::string> kAllCases = {
     "response_memory", "remote_cq_data",    "evicted_replay"};
 // Cases run only when named (--cases): they need a target set up for them
 // (test_lockout.sh).
-const std::vector<std::string> kNamedOnlyCases = {"held_lockout", "on_path_forgeries"};
+const std::vector<std::string> kNamedOnlyCases = {"held_lockout", "on_path_forgeries",
+                                                   "out_of_window_resets"};
 
 [[noreturn]] void setup_error(const std::string& what) {
   std::fprintf(stderr, "adversary: %s\n", what.c_str());
@@ -226,6 +227,7 @@ class Adversary {
     if (name == "evicted_replay") return evicted_replay();
     if (name == "held_lockout") return held_lockout();
     if (name == "on_path_forgeries") return on_path_forgeries();
+    if (name == "out_of_window_resets") return out_of_window_resets();
     return wrong_keys();
   }
 
@@ -638,6 +640,37 @@ class Adversary {
     if (refused * 10 > o_.stations) finding.fail("most stations were not answered");
     if (to_stations > kFramesPerStation * o_.stations)
       finding.fail("the target kept sending to silent stations");
+    return finding;
+  }
+
+  // RESETs with the live connection's token, read off the wire, that name
+  // sequences the target's connection cannot have sent now (far behind
+  // and far ahead of the one seen): each draws a challenge, none a
+  // teardown, keyed or not (as RFC 5961 has TCP do).
+  Finding out_of_window_resets() {
+    Finding finding;
+    if (!in_.learn_live(std::chrono::seconds(5))) {
+      finding.fail("never saw the live connection's frames: is the pair running?");
+      return finding;
+    }
+    const LiveConnection live = in_.live();
+    constexpr uint32_t kEach = 2048;
+    for (uint32_t i = 0; i < kEach; ++i) {
+      for (const uint32_t base : {live.target_seq - (1u << 20), live.target_seq + (1u << 20)}) {
+        wire::FrameHeader h = header_between(wire::Opcode::kReset, in_.peer(), in_.target());
+        h.ack_conn = live.target_conn;
+        h.ack_token = live.target_token;
+        h.ack = base + i;
+        in_.send(in_.peer(), in_.target(), h);
+      }
+    }
+    listen(milliseconds(500));
+    const bool sampled = in_.learn_live(std::chrono::seconds(3));
+    finding.note(std::to_string(2 * kEach) + " RESETs with the live token, 2^20 sequences " +
+                 "behind and ahead of " + std::to_string(live.target_seq));
+    if (!sampled) finding.fail("the pair's frames stopped");
+    else if (in_.live().target_conn != live.target_conn)
+      finding.fail("the target took a RESET for a sequence it could not have sent");
     return finding;
   }
 
