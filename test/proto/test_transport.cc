@@ -1487,6 +1487,45 @@ TEST(TransportHostile, ResetWithTheRightTokenAndAWrongSequenceDrawsAChallenge) {
   EXPECT_EQ(done[0].error, kErrPeerReset);
 }
 
+TEST(TransportHostile, WrongGuessesInAPeersNameDrawFewAnswers) {
+  // Expect: 2000 data frames in A's name with guessed tokens, at once,
+  // draw at most the peer's answer burst (16) of RESETs from B, all
+  // counted as bad tokens and withheld answers; a second later the pace
+  // allows answers again; A's own connection is untouched.
+  Pair p(128);
+  p.open();
+  Engine& b = p.net.engine(p.b);
+  const uint8_t payload[16] = {};
+  const TransportStats before = b.stats();
+  b.frames_sent();
+  const auto spray = [&] {
+    size_t resets = 0;
+    for (uint64_t i = 0; i < 2000; ++i) {
+      wire::FrameHeader h = forged_data(p.net, p.a, p.b, 1);
+      h.token = 0x9E3779B97F4A7C15ull * (i + 1);
+      deliver(p.net, p.b, p.net.link.mac(p.a), h, payload);
+    }
+    for (const OutFrame& out : b.outbox())
+      resets += out.header.opcode == static_cast<uint8_t>(wire::Opcode::kReset);
+    b.frames_sent();
+    return resets;
+  };
+  EXPECT_LE(spray(), 16u);
+  EXPECT_EQ(b.stats().bad_tokens, before.bad_tokens + 2000);
+  EXPECT_GE(b.stats().answers_withheld, before.answers_withheld + 2000 - 16);
+  p.net.run_for(1000 * kMs);
+  const size_t later = spray();
+  EXPECT_GE(later, 1u) << "the pace lets answers through again";
+  EXPECT_LE(later, 16u);
+  const auto m = pattern(3000, 128);
+  std::vector<uint8_t> in(3000);
+  ASSERT_EQ(post_bytes(p.net, p.b, in, ctx(1)), 0);
+  ASSERT_EQ(send_bytes(p.net, p.a, p.b, m, ctx(2)), 0);
+  ASSERT_TRUE(p.net.run_until([&] { return !p.net.other[p.b].empty(); }, 100 * kMs));
+  EXPECT_EQ(p.net.take(p.b)[0].error, 0);
+  EXPECT_TRUE(in == m);
+}
+
 TEST(TransportHostile, AckForSequenceNeverSentIsIgnored) {
   // Expect: an ACK (right sessions) acknowledging a seq A never sent, with
   // a zero window, changes nothing: the outstanding send does not complete,
