@@ -212,6 +212,12 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
     return 0;
   }
   const Params& p = params();
+  if (p.auth_key_refused) {
+    // A job key mistyped must not leave frames unkeyed without a word.
+    *error = "FI_DPDK_AUTH_KEY is set but is not 32 to 128 hex digits: no port opens "
+             "unkeyed in its place";
+    return -FI_EINVAL;
+  }
   net::PortConfig config;
   config.queues_wanted = p.queues;
   config.mbufs = pool_size(p, config);
@@ -341,8 +347,10 @@ int domain_open(fid_fabric* fabric_fid, fi_info* info, fid_domain** out, void* c
   if (int ret = acquire_port(*port_id, &domain->port, &error); ret != 0) {
     DPDK_WARN(FI_LOG_DOMAIN, "%s\n", error.c_str());
     delete domain;
-    // (-EBUSY: every slot of a shared port is held.)
-    return ret == -ENOMEM ? -FI_ENOMEM : ret == -EBUSY ? -FI_EBUSY : -FI_ENODEV;
+    // (-EBUSY: every slot of a shared port is held; -FI_EINVAL: a parameter
+    // that must not be passed over, FI_DPDK_AUTH_KEY.)
+    return ret == -ENOMEM ? -FI_ENOMEM : ret == -EBUSY ? -FI_EBUSY
+                         : ret == -FI_EINVAL ? -FI_EINVAL : -FI_ENODEV;
   }
   DPDK_INFO(FI_LOG_DOMAIN, "%s\n", domain->port->port->description().c_str());
   domain->info = fi_dupinfo(info);

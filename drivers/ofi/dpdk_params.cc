@@ -196,11 +196,13 @@ Params load() {
       bytes.push_back(static_cast<uint8_t>(high << 4 | low));
     }
     if (!key.empty() && (!hex || bytes.size() < proto::kMinJobKeyBytes ||
-                         bytes.size() > proto::kMaxJobKeyBytes))
+                         bytes.size() > proto::kMaxJobKeyBytes)) {
       p.errors += " FI_DPDK_AUTH_KEY=(" + std::to_string(key.size()) +
-                  " characters) (want 32 to 128 hex digits; frames go unkeyed)";
-    else
+                  " characters) (want 32 to 128 hex digits; no domain opens)";
+      p.auth_key_refused = true;
+    } else {
       p.auth_key = std::move(bytes);
+    }
   }
   if (p.routed_mtu != 0 && p.routed_mtu < 576) {
     p.errors += " FI_DPDK_ROUTED_MTU=" + std::to_string(p.routed_mtu) + " (0, or 576 to 65000)";

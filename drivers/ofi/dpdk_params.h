@@ -59,6 +59,7 @@ struct Params {
   // FI_DPDK_AUTH_KEY: the job key (16 to 64 bytes), whose keyed tag every
   // frame carries instead of its CRC (lib/proto/frame_tag.h); empty: none.
   std::vector<uint8_t> auth_key;
+  bool auth_key_refused = false;  // set, but not a key: fi_domain fails
   std::string errors;          // parameter values that were refused, for the log
 };
 

@@ -254,7 +254,9 @@ std::optional<FrameKey> FrameKey::derive(std::span<const uint8_t> job_key) {
   // SipHash under a fixed key, one output per purpose, is the derivation.
   uint64_t words[2 + kMaxJobKeyBytes / 8] = {0x6f66692d64706b64ull /* "ofi-dpkd" */,
                                             job_key.size()};
+  // Little-endian words whatever the host: peers derive the same keys.
   std::memcpy(&words[2], job_key.data(), job_key.size());
+  for (size_t i = 2; i < 2 + (job_key.size() + 7) / 8; ++i) words[i] = le64toh(words[i]);
   const size_t count = 2 + (job_key.size() + 7) / 8;
   static constexpr uint64_t kDerivation[2] = {0x7461672d6b657973ull, 0x6a6f622d6b657920ull};
   auto output = [&](uint64_t purpose) {

@@ -1,6 +1,6 @@
 // frame_tag.h: the keyed tag of authenticated frames.  With a job key
-// (FI_DPDK_AUTH_KEY, or a libfabric auth_key of 16 bytes or more) every
-// frame carries, in place of its CRC, 64 bits that only a holder of the key
+// (FI_DPDK_AUTH_KEY; libfabric's 4-byte auth_key is a network key, not
+// this) every frame carries, in place of its CRC, 64 bits that only a holder of the key
 // can compute over what the CRC covers (frame_codec.h).  Nobody without
 // the key can then forge, reset or redirect anything: a frame it made or
 // changed is dropped at the decoder.

@@ -308,15 +308,17 @@ struct TransportConfig {
   // kProvNotTaken.  0: as long as the peer answers.
   uint64_t delivery_timeout_ns = 60'000'000'000;
   // Connections (peers) this endpoint holds.  A peer that completes a
-  // handshake when all are taken evicts the longest-silent connection that
-  // has nothing in progress and has been silent for twice the peer timeout;
-  // with none such, its frames are dropped (connections_refused).
+  // handshake when all are taken evicts, first, the longest-silent
+  // connection whose receive half never took a segment in order, else the
+  // longest-silent one with nothing in progress, silent for twice the peer
+  // timeout; with none such, its frames are dropped (connections_refused).
   size_t max_connections = 4096;
   // Answers to senders we hold no record for (a HELLO_ACK for a HELLO, a
   // RESET for a segment of a connection we do not hold): at most this many
   // at once, and then this many per second.  A flood from made-up senders
   // costs bounded transmit work; a real peer whose answer is held back
-  // asks again on its own timer.  Peers with a record are always answered.
+  // asks again on its own timer.  Peers with a record are answered at a
+  // pace of their own (Engine::kPeerAnswersPerSecond).
   uint32_t stranger_answer_burst = 256;
   uint32_t stranger_answers_per_second = 20'000;
   // Bytes of segments kept ahead of a gap (or while a stalled receive
