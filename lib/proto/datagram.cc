@@ -6,10 +6,14 @@
 // message (tag, source, key, multi-recv buffers); with none that matches it
 // waits as an unexpected message within the unexpected budget, and beyond
 // that budget it is dropped and counted: a stranger's flood costs what the
-// budget allows and no more.
+// budget allows and no more.  Nor can one sender take the budget from the
+// others: once half of it is in use, a sender (datagram_share.h) holding
+// an eighth of it takes no more until a receive frees some; what is left
+// stays for the senders below their share.
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "lib/proto/engine_state.h"
 
@@ -93,6 +97,14 @@ void Engine::on_datagram(const Segment& s) {
     ++stats_.datagrams_dropped;
     return;
   }
+  if (!datagram_shares_) datagram_shares_ = std::make_unique<DatagramShares>();
+  size_t* share = datagram_shares_->bucket(config_.token_secret, s.src_mac);
+  if (*share + cost > config_.unexpected_bytes / DatagramShares::kShareDivisor &&
+      unexpected_bytes_ >= config_.unexpected_bytes / 2) {
+    ++stats_.datagrams_over_share;
+    ++stats_.datagrams_dropped;
+    return;
+  }
   const auto slot = new_unexpected(in.length);
   if (slot == unexpected_.end()) {
     ++stats_.datagrams_dropped;
@@ -110,6 +122,7 @@ void Engine::on_datagram(const Segment& s) {
   if (in.length != 0) std::memcpy(u.bytes.get(), s.payload, in.length);
   u.complete = true;
   u.charged = cost;
+  u.share.set(share, cost);
   unexpected_bytes_ += cost;
   ++stats_.datagrams_received;
 }

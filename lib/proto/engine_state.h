@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lib/proto/transport.h"
+#include "lib/proto/datagram_share.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::proto {
@@ -57,6 +58,7 @@ struct UnexpectedMessage {
   uint32_t session = 0;
   uint16_t conn = 0;
   size_t charged = 0;  // what it holds of the unexpected budget (unexpected_cost)
+  ShareMark share;     // a datagram's: what it holds of its sender's share (datagram.cc)
 };
 
 // What an unexpected message holds of the budget: its bytes and its record

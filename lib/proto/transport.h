@@ -452,6 +452,9 @@ struct TransportStats {
   // frames of the other kind (a datagram at a reliable endpoint, or the
   // reverse; counted in bad_frames too).
   uint64_t datagrams_sent = 0, datagrams_received = 0, datagrams_dropped = 0;
+  // Of those dropped, those whose sender held its share of the budget
+  // while half of it was in use (datagram_share.h).
+  uint64_t datagrams_over_share = 0;
   // FI_EP_MSG control messages taken (handed to the control handler), and
   // messages dropped because the sender filter refused their sender.
   uint64_t control_messages = 0, refused_messages = 0;
@@ -478,6 +481,7 @@ struct TxMessage;
 struct HeldSegment;
 struct Connection;
 struct UnexpectedMessage;
+class DatagramShares;
 struct InboundMessage;
 struct RemoteInbound;
 struct OrderedCompletion;
@@ -1103,6 +1107,10 @@ class Engine {
   std::vector<Completion> completions_;
   PostedReceives own_posted_;
   PostedReceives* posted_ = &own_posted_;  // own_posted_, or a shared context's
+  // FI_EP_DGRAM: each sender's share of the unexpected budget (made with
+  // the first unexpected datagram).  Before the records, which point into
+  // it: it goes after them.
+  std::unique_ptr<DatagramShares> datagram_shares_;
   std::list<UnexpectedMessage> unexpected_;
   // Records of taken unexpected messages, with their buffer when it is
   // small, for the next ones: a stream of small early messages would

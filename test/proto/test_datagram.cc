@@ -5,6 +5,9 @@
 //   - it is matched like a message (tag, source, multi-recv buffers), waits
 //     as unexpected within the budget when no receive is posted, and is
 //     dropped and counted beyond it;
+//   - one sender (one link address, whatever queues its frames name) takes
+//     no more than half the budget, past which it is held to an eighth:
+//     the rest stays for the others, and a receive gives its share back;
 //   - a datagram endpoint and a reliable one take nothing from each other;
 //   - the codec refuses DATAGRAM frames that are not one whole message.
 #include <gtest/gtest.h>
@@ -185,6 +188,119 @@ TEST(Datagram, WaitsForAReceiveWithinTheBudgetAndIsDroppedBeyondIt) {
   EXPECT_EQ(link.engine(b).completions()[0].source_key, link.key(a));
   EXPECT_EQ(buf, message);
   EXPECT_EQ(link.engine(b).unexpected_messages(), 1u);
+}
+
+// A DATAGRAM frame of `length` bytes to engine b (kMacB, queue 4) from
+// whoever `src_mac` and `src_queue` say: a forged sender's.
+std::vector<uint8_t> spoofed_datagram(const uint8_t src_mac[6], uint16_t src_queue,
+                                      uint16_t length) {
+  wire::FrameHeader h{};
+  h.version = wire::kWireVersion;
+  h.opcode = static_cast<uint8_t>(wire::Opcode::kDatagram);
+  h.dst_queue = 4;
+  h.src_queue = h.src_ep_queue = src_queue;
+  h.src_session = 7;
+  h.msg_len = length;
+  h.payload_len = length;
+  std::vector<uint8_t> frame(wire::kHeadersSize + length, 0x3C);
+  encode_headers(frame.data(), kMacB, src_mac, wire::kDefaultEtherType, h);
+  seal_frame(frame.data(), frame.size());
+  return frame;
+}
+
+TEST(Datagram, OneSenderCannotTakeTheBudgetFromTheOthers) {
+  // Room for 40 datagrams of 1000 bytes: an eighth is 5, half is 20.
+  constexpr size_t kRoom = 40;
+  sim::LossyLink link(11);
+  TransportConfig budget = datagram_config();
+  budget.unexpected_bytes = kRoom * unexpected_cost(1000);
+  const size_t a = link.add(datagram_config(), kMacA, 3, 0xA1A1A1A1);
+  const size_t b = link.add(budget, kMacB, 4, 0xB1B1B1B1);
+  const uint8_t flooder[6] = {0x02, 0x66, 0x00, 0x00, 0x00, 0x01};
+  const uint8_t other[6] = {0x02, 0x66, 0x00, 0x00, 0x00, 0x02};
+  // A forged sender floods, naming a new queue each time (the queue is the
+  // sender's to choose: still one sender).
+  for (uint16_t i = 0; i < 64; ++i) {
+    const auto frame = spoofed_datagram(flooder, i, 1000);
+    link.inject(frame.data(), frame.size());
+    link.step();
+  }
+  const TransportStats& stats = link.engine(b).stats();
+  // Expect: it got half the budget, the rest of its frames were dropped as
+  // over its share.
+  EXPECT_EQ(link.engine(b).unexpected_messages(), kRoom / 2);
+  EXPECT_EQ(stats.datagrams_over_share, 64 - kRoom / 2);
+  EXPECT_EQ(stats.datagrams_dropped, 64 - kRoom / 2);
+  // Expect: another sender still gets its eighth, and no more while half is
+  // in use.
+  for (int i = 0; i < 6; ++i) {
+    const auto frame = spoofed_datagram(other, 9, 1000);
+    link.inject(frame.data(), frame.size());
+    link.step();
+  }
+  EXPECT_EQ(link.engine(b).unexpected_messages(), kRoom / 2 + kRoom / 8);
+  EXPECT_EQ(stats.datagrams_over_share, 64 - kRoom / 2 + 1);
+  // Expect: an honest engine's datagrams are all taken.
+  const auto message = pattern(1000, 5);
+  for (int i = 0; i < 3; ++i) {
+    iovec iov{const_cast<uint8_t*>(message.data()), message.size()};
+    SendRequest send;
+    send.iov = &iov;
+    send.iov_count = 1;
+    send.completion = false;
+    ASSERT_EQ(link.engine(a).send(link.address(b), send, link.now()), 0);
+  }
+  for (int i = 0; i < 20; ++i) link.step();
+  EXPECT_EQ(link.engine(b).unexpected_messages(), kRoom / 2 + kRoom / 8 + 3);
+  // Receives take them, oldest first: the flooder's, then the others'.
+  std::vector<uint8_t> buf(1000);
+  size_t from_flooder = 0, from_other = 0, from_a = 0;
+  for (size_t i = 0; i < kRoom / 2 + kRoom / 8 + 3; ++i) {
+    RecvRequest r;
+    r.iov[0] = {buf.data(), buf.size()};
+    r.iov_count = 1;
+    r.context = ctx(100 + i);
+    ASSERT_EQ(link.engine(b).post_recv(r, link.now()), 0);
+  }
+  for (const Completion& done : link.engine(b).completions()) {
+    const uint64_t link_address = done.source_key & 0xFFFFFFFFFFFFull;
+    if (link_address == peer_key(flooder, 0)) ++from_flooder;
+    if (link_address == peer_key(other, 0)) ++from_other;
+    if (done.source_key == link.key(a)) ++from_a;
+  }
+  link.engine(b).completions().clear();
+  EXPECT_EQ(from_flooder, kRoom / 2);
+  EXPECT_EQ(from_other, kRoom / 8);
+  EXPECT_EQ(from_a, 3u);
+  EXPECT_EQ(link.engine(b).unexpected_bytes(), 0u);
+  // Expect: taken, they gave the flooder's share back: its next one waits.
+  const auto frame = spoofed_datagram(flooder, 1, 1000);
+  link.inject(frame.data(), frame.size());
+  link.step();
+  EXPECT_EQ(link.engine(b).unexpected_messages(), 1u);
+  EXPECT_EQ(stats.datagrams_over_share, 64 - kRoom / 2 + 1);
+}
+
+TEST(Datagram, SendersWithinTheirSharesFillTheWholeBudget) {
+  constexpr size_t kRoom = 40;
+  sim::LossyLink link(12);
+  TransportConfig budget = datagram_config();
+  budget.unexpected_bytes = kRoom * unexpected_cost(1000);
+  link.add(datagram_config(), kMacA, 3, 0xA1A1A1A1);
+  const size_t b = link.add(budget, kMacB, 4, 0xB1B1B1B1);
+  // Ten senders, four each (under an eighth), then an eleventh.
+  for (uint8_t sender = 1; sender <= 11; ++sender) {
+    const uint8_t mac[6] = {0x02, 0x67, 0x00, 0x00, 0x00, sender};
+    for (int i = 0; i < 4; ++i) {
+      const auto frame = spoofed_datagram(mac, 1, 1000);
+      link.inject(frame.data(), frame.size());
+      link.step();
+    }
+  }
+  // Expect: the budget is whole in use; only the budget refused the last.
+  EXPECT_EQ(link.engine(b).unexpected_messages(), kRoom);
+  EXPECT_EQ(link.engine(b).stats().datagrams_dropped, 4u);
+  EXPECT_EQ(link.engine(b).stats().datagrams_over_share, 0u);
 }
 
 TEST(Datagram, ALostDatagramIsNeverResent) {
