@@ -8,8 +8,12 @@
 //
 // Every call takes the port lock: the send path reads the table under it,
 // and fi_av_remove reaches into the bound endpoints' transport engines.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -106,27 +110,72 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
   return mirrored;
 }
 
-// An address whose MAC is an IPv6 peer id (its native or string form, as
-// fi_av_lookup or fi_getname gave it): the id is this process's own, so
-// it goes in only where it names a peer this process still knows, pinned
-// from now on, and never in a named AV, whose other processes it names
-// nothing to.
-bool keep_ipv6_peer(Av* av, const av::Address& address) {
-  const auto known = ipv6_of_peer_id(address.mac);
-  uint8_t id[6];
+// An address whose MAC is an IPv6 peer id (resolved from a sockaddr_in6,
+// or its native or string form, as fi_av_lookup gave it): the id is this
+// process's own, so it goes in only where it names a peer this process
+// still knows, and never in a named AV, whose other processes it names
+// nothing to.  The entry holds a named use of the id (ipv6_peers.h) until
+// fi_av_remove or fi_av_close: no stranger takes its place meanwhile.
+// Returns 0 or why not (-FI_EINVAL, -FI_ENOSPC), logged.
+int keep_ipv6_peer(Av* av, const av::Address& address) {
   // (Only a port that speaks UDP/IPv6 sends to one: on another its id
   // would go out as a group MAC.)
-  if (av->shared == nullptr && av->domain->port->udp6 && known &&
-      ipv6_peer_id(*known, true, id) && std::memcmp(id, address.mac, 6) == 0)
-    return true;
+  if (av->shared == nullptr && av->domain->port->udp6 &&
+      hold_ipv6_peer(address.mac, ip::Ipv6Peers::Use::kNamed))
+    return 0;
+  if (av->shared == nullptr && av->domain->port->udp6 && ipv6_of_peer_id(address.mac)) {
+    DPDK_WARN(FI_LOG_AV, "%s: the process names %zu IPv6 peers already, the most it can "
+              "(FI_DPDK_IPV6_PEERS)\n", av::format_mac(address.mac).c_str(), params().ipv6_peers);
+    return -FI_ENOSPC;
+  }
   DPDK_INFO(FI_LOG_AV, "%s: an IPv6 peer's native or string form names it in this process "
             "alone%s: insert its sockaddr_in6\n", av::format_mac(address.mac).c_str(),
-            av->shared != nullptr ? ", not in a named AV" : ", and this one is gone");
-  return false;
+            av->shared != nullptr                 ? ", not in a named AV"
+            : !av->domain->port->udp6 ? ", on a port that reaches IPv6 peers in UDP"
+                                                  : ", and this one is gone");
+  return -FI_EINVAL;
+}
+
+// The IPv6 peer id an entry holds a named use of, given back as the entry
+// goes.  Lock held.
+void forget_ipv6_peer(const av::Entry& entry) {
+  if (ip::is_ipv6_peer_id(entry.address.mac))
+    release_ipv6_peer(entry.address.mac, ip::Ipv6Peers::Use::kNamed);
+}
+
+// Why the `index`-th address of an insert call is none of ours, for the log.
+std::string why_not_an_address(const Av* av, const void* addr, size_t index) {
+  const uint32_t format = static_cast<uint32_t>(av->addr_format);
+  if (format == FI_ADDR_STR) {
+    const char* text = static_cast<const char* const*>(addr)[index];
+    if (text == nullptr) return "its string is NULL";
+    return "\"" + std::string(text, strnlen(text, 128)) + "\" is no fi_dpdk:// address";
+  }
+  const size_t size = address_size(format);
+  const auto* bytes = static_cast<const uint8_t*>(addr) + index * size;
+  if (!is_sockaddr_format(format))
+    return "not a native address of this provider (" + std::to_string(size) + " bytes)";
+  sa_family_t family;
+  std::memcpy(&family, bytes + offsetof(sockaddr, sa_family), sizeof(family));
+  if (family != AF_INET && family != AF_INET6)
+    return "address family " + std::to_string(family) + " is neither AF_INET nor AF_INET6";
+  if (family == AF_INET6 && format == FI_SOCKADDR_IN)
+    return "an AF_INET6 address in an FI_SOCKADDR_IN AV";
+  if (family == AF_INET && format == FI_SOCKADDR_IN6)
+    return "an AF_INET address in an FI_SOCKADDR_IN6 AV";
+  uint16_t port_be;
+  std::memcpy(&port_be, bytes + (family == AF_INET ? offsetof(sockaddr_in, sin_port)
+                                                   : offsetof(sockaddr_in6, sin6_port)),
+              sizeof(port_be));
+  return "port " + std::to_string(ntohs(port_be)) + " is no endpoint's: " +
+         std::to_string(params().port_base) + " to " +
+         std::to_string(params().port_base + kMaxEndpointsPerPort - 1) +
+         " (FI_DPDK_PORT_BASE + queue)";
 }
 
 // Every insert call ends here: `address_at(i)` gives the i-th address (or
-// nullopt when it is not a dpdk address).  Synchronous AVs return the
+// nullopt when it is not a dpdk address: `describe(i)` then says why, for
+// the log; every address refused is logged).  Synchronous AVs return the
 // number inserted; FI_EVENT AVs return 0 and report to the bound EQ: one
 // error entry per failed address (data: its index within the call), then
 // one FI_AV_COMPLETE (data: the number inserted).  Failed addresses get
@@ -140,9 +189,10 @@ bool keep_ipv6_peer(Av* av, const av::Address& address) {
 // that address_at cannot give (resolution failed); FI_EINVAL otherwise.
 // `unresolved`, when given, marks the addresses to insert before their
 // neighbour answered ARP (av::Entry::unresolved).
-template <typename AddressAt>
-int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_addr,
-                     uint64_t flags, void* context, const std::vector<int>* errors = nullptr,
+template <typename AddressAt, typename Describe>
+int insert_addresses(Av* av, size_t count, AddressAt address_at, Describe describe,
+                     fi_addr_t* fi_addr, uint64_t flags, void* context,
+                     const std::vector<int>* errors = nullptr,
                      const std::vector<bool>* unresolved = nullptr) {
   if (flags & ~kInsertFlags) {
     DPDK_INFO(FI_LOG_AV, "insert flags %#lx not supported\n", flags & ~kInsertFlags);
@@ -190,11 +240,17 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
       if (aborted) {
         error = FI_ECANCELED;
       } else if (!address) {
+        // (A reason given in `errors` was logged where it was found.)
         error = errors != nullptr && (*errors)[i] != 0 ? -(*errors)[i] : FI_EINVAL;
+        if (errors == nullptr || (*errors)[i] == 0)
+          DPDK_INFO(FI_LOG_AV, "address %zu not inserted: %s\n", i, describe(i).c_str());
       } else if ((flags & kAuthKeyFlag) && !av->auth_key_table.valid(fi_addr[i])) {
-        error = FI_EINVAL;  // not a key handle
-      } else if (ip::is_ipv6_peer_id(address->mac) && !keep_ipv6_peer(av, *address)) {
+        DPDK_INFO(FI_LOG_AV, "address %zu not inserted: FI_AUTH_KEY, and fi_addr[%zu] %#lx is "
+                  "no key handle of this AV\n", i, i, static_cast<unsigned long>(fi_addr[i]));
         error = FI_EINVAL;
+      } else if (int kept = ip::is_ipv6_peer_id(address->mac) ? keep_ipv6_peer(av, *address) : 0;
+                 kept != 0) {
+        error = -kept;
       } else {
         std::optional<uint64_t> user_id;
         // fi_av(3): an FI_AV_USER_ID AV reports FI_ADDR_NOTAVAIL until
@@ -207,6 +263,14 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, fi_addr_t* fi_a
         if (index < 0) {
           error = from_table_error(index);
           aborted = error == FI_EAGAIN;
+          if (ip::is_ipv6_peer_id(address->mac))
+            release_ipv6_peer(address->mac, ip::Ipv6Peers::Use::kNamed);
+          if (index == -ENOSPC)
+            DPDK_INFO(FI_LOG_AV, "address %zu not inserted: the AV holds its most, %lu "
+                      "entries (rx_ctx_bits, a named AV's count)\n", i,
+                      static_cast<unsigned long>(av->table.limit()));
+          else if (index == -ENOMEM)
+            DPDK_WARN(FI_LOG_AV, "address %zu not inserted: out of memory\n", i);
         } else {
           if (unresolved != nullptr && (*unresolved)[i]) av->table.mark_unresolved(index);
           if (fi_addr != nullptr) fi_addr[i] = static_cast<fi_addr_t>(index);
@@ -260,8 +324,10 @@ std::optional<av::Address> parse_address(const Av* av, const void* addr, size_t 
 
 // Inserts `addresses`, those named by IPv4 alone resolved first (ARP; see
 // PortContext::resolve): one that does not resolve fails with its reason.
+// `describe(i)` says why addresses[i] is empty, when it is.
+template <typename Describe>
 int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
-                    fi_addr_t* fi_addr, uint64_t flags, void* context) {
+                    Describe describe, fi_addr_t* fi_addr, uint64_t flags, void* context) {
   std::vector<av::Address*> named;
   std::vector<size_t> where;
   std::vector<int> errors(addresses.size(), 0);
@@ -269,6 +335,7 @@ int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
     if (!addresses[i]) continue;
     // A sockaddr of 0.0.0.0 (or ::) names no peer.
     if (is_sockaddr_format(av->addr_format) && !addresses[i]->has_ip()) {
+      DPDK_INFO(FI_LOG_AV, "address %zu not inserted: 0.0.0.0 or :: names no peer\n", i);
       errors[i] = -FI_EINVAL;
       addresses[i].reset();
       continue;
@@ -284,7 +351,18 @@ int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
     named.push_back(&*addresses[i]);
     where.push_back(i);
   }
+  // Those named by IPv6 address alone get their peer ids there, each with
+  // a named use taken that the entry, once in, takes over with one of its
+  // own (keep_ipv6_peer): given back below either way.
+  std::vector<bool> named_by_ipv6(named.size());
+  for (size_t k = 0; k < named.size(); ++k)
+    named_by_ipv6[k] = named[k]->ipv4 == 0 && named[k]->has_ipv6() &&
+                       std::all_of(named[k]->mac, named[k]->mac + 6, [](uint8_t b) { return b == 0; });
   const std::vector<int> results = av->domain->port->resolve(named);
+  std::vector<av::Address> resolved_ipv6;
+  for (size_t k = 0; k < results.size(); ++k)
+    if (results[k] == 0 && named_by_ipv6[k] && ip::is_ipv6_peer_id(named[k]->mac))
+      resolved_ipv6.push_back(*named[k]);
   // A neighbour that has not answered yet is still an address (fi_av(3)
   // asks no more): it goes in unresolved, and a send to it fails with
   // FI_EHOSTUNREACH until it answers.  (Not in a named AV, whose entries
@@ -299,23 +377,37 @@ int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
     errors[where[k]] = results[k] == -FI_ETIMEDOUT ? -FI_EHOSTUNREACH : results[k];
     addresses[where[k]].reset();
   }
-  return insert_addresses(
-      av, addresses.size(), [&](size_t i) { return addresses[i]; }, fi_addr, flags, context,
-      &errors, &unresolved);
+  const int ret = insert_addresses(
+      av, addresses.size(), [&](size_t i) { return addresses[i]; }, describe, fi_addr, flags,
+      context, &errors, &unresolved);
+  for (const av::Address& a : resolved_ipv6) release_ipv6_peer(a.mac, ip::Ipv6Peers::Use::kNamed);
+  return ret;
 }
 
 int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr,
               uint64_t flags, void* context) {
   Av* av = from_fid<Av>(av_fid);
-  if (addr == nullptr && count != 0) return -FI_EINVAL;
-  if (count > kMaxInsert) return -FI_EINVAL;
+  if (addr == nullptr && count != 0) {
+    // (fabtests 1.17's fi_dgram_pingpong client, run without -s, asks
+    // fi_getinfo for its own address alone, FI_SOURCE, and inserts the
+    // answer's dest_addr: NULL.)
+    DPDK_INFO(FI_LOG_AV, "fi_av_insert: addr is NULL, count %zu: no address to insert (an "
+              "fi_info from fi_getinfo with FI_SOURCE and no hints->dest_addr has "
+              "dest_addr NULL)\n", count);
+    return -FI_EINVAL;
+  }
+  if (count > kMaxInsert) {
+    DPDK_INFO(FI_LOG_AV, "fi_av_insert: count %zu is more than one call can report\n", count);
+    return -FI_EINVAL;
+  }
+  const auto describe = [&](size_t i) { return why_not_an_address(av, addr, i); };
   if (!is_sockaddr_format(av->addr_format))
     return insert_addresses(
-        av, count, [&](size_t i) { return parse_address(av, addr, i); }, fi_addr, flags,
-        context);
+        av, count, [&](size_t i) { return parse_address(av, addr, i); }, describe, fi_addr,
+        flags, context);
   std::vector<std::optional<av::Address>> addresses(count);
   for (size_t i = 0; i < count; ++i) addresses[i] = parse_address(av, addr, i);
-  return insert_resolved(av, addresses, fi_addr, flags, context);
+  return insert_resolved(av, addresses, describe, fi_addr, flags, context);
 }
 
 // fi_av_insertsvc's and fi_av_insertsym's node and service: a MAC and a
@@ -337,14 +429,16 @@ std::optional<av::Address> node_service_address(const char* node, const char* se
 // these is one failed address, reported like any other.
 int av_insertsvc(fid_av* av_fid, const char* node, const char* service, fi_addr_t* fi_addr,
                  uint64_t flags, void* context) {
-  if (node == nullptr) return -FI_EINVAL;
+  if (node == nullptr) {
+    DPDK_INFO(FI_LOG_AV, "insertsvc: node is NULL\n");
+    return -FI_EINVAL;
+  }
   std::vector<std::optional<av::Address>> address{node_service_address(node, service)};
-  if (!address[0])
-    DPDK_INFO(FI_LOG_AV,
-              "insertsvc: \"%s\" \"%s\" is no MAC, IP address or host name and queue, "
-              "nor fi_dpdk://\n",
-              node, service != nullptr ? service : "(null)");
-  return insert_resolved(from_fid<Av>(av_fid), address, fi_addr, flags, context);
+  const auto describe = [&](size_t) {
+    return "\"" + std::string(node) + "\" \"" + (service != nullptr ? service : "(null)") +
+           "\" is no MAC, IP address or host name and queue, nor fi_dpdk://";
+  };
+  return insert_resolved(from_fid<Av>(av_fid), address, describe, fi_addr, flags, context);
 }
 
 // nodecnt MACs from node (counted as a 48-bit number), or nodecnt IPv4
@@ -354,7 +448,10 @@ int av_insertsvc(fid_av* av_fid, const char* node, const char* service, fi_addr_
 int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* service,
                  size_t svccnt, fi_addr_t* fi_addr, uint64_t flags, void* context) {
   Av* av = from_fid<Av>(av_fid);
-  if (node == nullptr) return -FI_EINVAL;
+  if (node == nullptr) {
+    DPDK_INFO(FI_LOG_AV, "insertsym: node is NULL\n");
+    return -FI_EINVAL;
+  }
   std::optional<av::Address> first = node_service_address(node, service);
   if (!first) {
     DPDK_INFO(FI_LOG_AV,
@@ -383,6 +480,7 @@ int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* s
         [&](size_t i) -> std::optional<av::Address> {
           return av::symmetric_address(*first, svccnt, i);
         },
+        [&](size_t i) { return "address " + std::to_string(i) + " of the range is out of it"; },
         fi_addr, flags, context);
   std::vector<std::optional<av::Address>> addresses(count);
   for (size_t i = 0; i < count; ++i) {
@@ -396,7 +494,9 @@ int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* s
     a.queue = static_cast<uint16_t>(first->queue + i % svccnt);
     addresses[i] = a;
   }
-  return insert_resolved(av, addresses, fi_addr, flags, context);
+  return insert_resolved(
+      av, addresses, [](size_t) { return std::string("it names no peer"); }, fi_addr, flags,
+      context);
 }
 
 #if OFI_DPDK_HAVE_AV_AUTH_KEY
@@ -469,6 +569,7 @@ int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) 
     const av::Entry* entry = av->table.find(fi_addr[i]);
     if (entry == nullptr) continue;  // named twice in this call
     const uint64_t key = av::endpoint_key(entry->address);
+    forget_ipv6_peer(*entry);
     av->table.remove(fi_addr[i]);
     if (av->table.find_endpoint(key) != av::AddressTable::kNone) continue;
     for (Endpoint* ep : av->endpoints) {
@@ -644,6 +745,11 @@ int av_close(fid* fid) {
                 av->name.c_str(), why.c_str());
       ret = unlinked == -EACCES || unlinked == -EPERM ? unlinked : -FI_EIO;
     }
+  }
+  {
+    std::lock_guard guard(av->domain->port->lock);
+    for (uint64_t index = 0; index < av->table.high_water(); ++index)
+      if (const av::Entry* entry = av->table.find(index)) forget_ipv6_peer(*entry);
   }
   if (av->eq != nullptr) av->eq->refs--;
   av->domain->refs--;

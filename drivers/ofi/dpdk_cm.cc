@@ -321,21 +321,41 @@ int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t param
     DPDK_INFO(FI_LOG_EP_CTRL, "fi_connect: no address, or not one of this provider\n");
     return -FI_EINVAL;
   }
-  // Named by IPv4 address: its MAC first (ARP).
+  // Named by IPv4 address: its MAC first (ARP).  Named by IPv6 address:
+  // its peer id, with a named use of it taken (PortContext::name_ipv6_peer).
+  const bool named_by_ipv6 = server->ipv4 == 0 && server->has_ipv6() &&
+                             std::all_of(server->mac, server->mac + 6, [](uint8_t b) { return b == 0; });
   if (const int ret = ep->port().resolve(&*server); ret != 0)
     return ret == -FI_ETIMEDOUT ? -FI_EHOSTUNREACH : ret;
   std::lock_guard guard(ep->port().lock);
-  if (!ep->enabled) return -FI_EOPBADSTATE;
-  if (ep->eq == nullptr) return -FI_ENOEQ;
-  if (ep->cm_state != CmState::kIdle) return -FI_EISCONN;
+  // The server's IPv6 peer id is the endpoint's to keep while it lives (a
+  // stranger's frames cannot take its place, ipv6_peers.h).
+  const bool ipv6_peer = ip::is_ipv6_peer_id(server->mac);
+  if (ipv6_peer && named_by_ipv6) {
+    ep->ipv6_holds.adopt_named(server->mac);
+  } else if (ipv6_peer && !ep->ipv6_holds.hold_named(server->mac)) {
+    DPDK_INFO(FI_LOG_EP_CTRL, "fi_connect: %s names no IPv6 peer this process still knows: "
+              "connect to its sockaddr_in6\n", av::format_mac(server->mac).c_str());
+    return -FI_EINVAL;
+  }
+  const auto refuse = [&](int error) {
+    if (ipv6_peer) ep->ipv6_holds.release_named(server->mac);
+    return error;
+  };
+  if (!ep->enabled) return refuse(-FI_EOPBADSTATE);
+  if (ep->eq == nullptr) return refuse(-FI_ENOEQ);
+  if (ep->cm_state != CmState::kIdle) return refuse(-FI_EISCONN);
   ep->peer = *server;
   ep->connected_to = *server;
   ep->connect_nonce = new_nonce();
   ep->cm_state = CmState::kConnecting;
   const int ret = ep->send_control(*server, static_cast<uint8_t>(wire::ControlKind::kConnect),
                                    ep->connect_nonce, param, paramlen);
-  if (ret != 0) ep->cm_state = CmState::kIdle;
-  return ret;
+  if (ret != 0) {
+    ep->cm_state = CmState::kIdle;
+    return refuse(ret);
+  }
+  return 0;
 }
 
 int ep_accept(fid_ep* ep_fid, const void* param, size_t paramlen) {
@@ -350,16 +370,16 @@ int ep_accept(fid_ep* ep_fid, const void* param, size_t paramlen) {
     std::lock_guard requests(conn_request_lock());
     if (ep->conn_request->answered) return -FI_EINVAL;  // fi_reject came first
     // A client named by IPv6 address came in as a stranger of the peer
-    // table (ipv6_peers.h): accepted, it is the program's peer, and stays.
-    if (ip::is_ipv6_peer_id(ep->conn_request->client.mac)) {
-      const auto address = ipv6_of_peer_id(ep->conn_request->client.mac);
-      uint8_t id[6];
-      if (!address || !ipv6_peer_id(*address, true, id)) {
-        DPDK_INFO(FI_LOG_EP_CTRL, "fi_accept: the IPv6 client is no longer known (%s)\n",
-                  address ? "the process names too many IPv6 peers"
-                          : "its place went to newer strangers");
-        return -FI_ECONNABORTED;
-      }
+    // table (ipv6_peers.h), kept there by the listener's connection with
+    // it: accepted, it is this endpoint's peer, its id held until the
+    // endpoint closes, and given back then.
+    if (ip::is_ipv6_peer_id(ep->conn_request->client.mac) &&
+        !ep->ipv6_holds.hold_named(ep->conn_request->client.mac)) {
+      const bool known = ipv6_of_peer_id(ep->conn_request->client.mac).has_value();
+      DPDK_INFO(FI_LOG_EP_CTRL, "fi_accept: the IPv6 client is no longer known (%s)\n",
+                known ? "the process names its most IPv6 peers at once (FI_DPDK_IPV6_PEERS)"
+                      : "its place went to newer strangers");
+      return -FI_ECONNABORTED;
     }
     ep->conn_request->answered = true;
     ep->peer = ep->conn_request->client;
@@ -373,6 +393,7 @@ int ep_accept(fid_ep* ep_fid, const void* param, size_t paramlen) {
                                    nonce, param, paramlen);
   if (ret != 0) {
     ep->cm_state = CmState::kIdle;
+    if (ip::is_ipv6_peer_id(ep->peer.mac)) ep->ipv6_holds.release_named(ep->peer.mac);
     std::lock_guard requests(conn_request_lock());
     ep->conn_request->answered = false;
   }

@@ -22,7 +22,8 @@ namespace {
 
 struct PeerRegistry {
   std::mutex lock;
-  ip::Ipv6Peers peers;
+  ip::Ipv6Peers peers{ip::Ipv6Peers::kDefaultStrangerCapacity, params().ipv6_peers,
+                      ip::Ipv6Peers::kMaxConnected};
 };
 
 PeerRegistry& registry() {
@@ -36,6 +37,24 @@ bool ipv6_peer_id(const ip::Ipv6& address, bool pinned, uint8_t id[6]) {
   PeerRegistry& r = registry();
   std::lock_guard guard(r.lock);
   return r.peers.id_of(address, pinned, id);
+}
+
+bool hold_ipv6_peer(const uint8_t id[6], ip::Ipv6Peers::Use use) {
+  PeerRegistry& r = registry();
+  std::lock_guard guard(r.lock);
+  return r.peers.hold(id, use);
+}
+
+void release_ipv6_peer(const uint8_t id[6], ip::Ipv6Peers::Use use) {
+  PeerRegistry& r = registry();
+  std::lock_guard guard(r.lock);
+  r.peers.release(id, use);
+}
+
+Ipv6PeerCounts ipv6_peer_counts() {
+  PeerRegistry& r = registry();
+  std::lock_guard guard(r.lock);
+  return {r.peers.pinned(), r.peers.connected(), r.peers.strangers(), r.peers.evictions()};
 }
 
 bool find_ipv6_peer_id(const ip::Ipv6& address, uint8_t id[6]) {

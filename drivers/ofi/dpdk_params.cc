@@ -122,6 +122,7 @@ Params load() {
     p.errors += " FI_DPDK_MR_MODE=" + mr_mode + " (want offered or minimal)";
   }
   get_number<size_t>("max_peers", 16, size_t{1} << 20, &p.max_peers, &p.errors);
+  get_number<size_t>("ipv6_peers", 1, size_t{1} << 20, &p.ipv6_peers, &p.errors);
   get_number<size_t>("unexpected_bytes", 0, size_t{1} << 34, &p.unexpected_bytes, &p.errors);
   get_number<size_t>("rendezvous_bytes", 0, size_t{1} << 34, &p.rendezvous_bytes, &p.errors);
   get_number<size_t>("response_bytes", size_t{1} << 16, size_t{1} << 34, &p.response_bytes,
@@ -257,6 +258,11 @@ void define_params(const fi_provider* provider) {
                   "Peers an endpoint holds connections with; a new one beyond it takes "
                   "the place of one silent for twice the peer timeout, or waits "
                   "(default: 4096)");
+  fi_param_define(provider, "ipv6_peers", FI_PARAM_STRING,
+                  "IPv6 peers the process names at once: addresses in its AVs, servers "
+                  "it connects to and clients it accepts, each for as long as its AV "
+                  "entry or endpoint lives; beyond it fi_av_insert fails -FI_ENOSPC and "
+                  "fi_accept FI_ECONNABORTED (default: 32768)");
   fi_param_define(provider, "unexpected_bytes", FI_PARAM_STRING,
                   "Bytes of messages buffered per endpoint that arrive before a receive "
                   "is posted; beyond it the sender waits (default: 67108864)");

@@ -28,6 +28,7 @@ struct Params {
   bool checksum = true;        // FI_DPDK_CHECKSUM
   bool mr_mode_minimal = false;  // FI_DPDK_MR_MODE=minimal (default: offered)
   size_t max_peers = 4096;     // FI_DPDK_MAX_PEERS
+  size_t ipv6_peers = 32768;   // FI_DPDK_IPV6_PEERS: IPv6 peers the process names at once
   size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
   size_t rendezvous_bytes = 64u << 10;   // FI_DPDK_RENDEZVOUS_BYTES, 0: never
   size_t response_bytes = 64u << 20;     // FI_DPDK_RESPONSE_BYTES

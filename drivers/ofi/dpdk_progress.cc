@@ -98,15 +98,20 @@ PortContext::~PortContext() {
               arp_requests_answered, arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp,
               frames_waited, frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
               next_hops_given_up, echo_requests_answered);
-  if (interface6)
+  if (interface6) {
+    const Ipv6PeerCounts peers = ipv6_peer_counts();
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
               "%lu; %s; UDP frames in %lu, from strangers the peer table had no room for %lu; "
-              "pings answered %lu\n",
+              "pings answered %lu; the process's IPv6 peers: named %zu, held by "
+              "connections %zu, strangers %zu, strangers evicted %lu
+",
               port->name().c_str(), ip::format_interface6(*interface6).c_str(),
               neighbour_solicitations_answered, neighbour_messages_ignored,
               neighbour_summary(neighbours6).c_str(), rx_udp6, rx_strangers_not_named,
-              echo6_requests_answered);
+              echo6_requests_answered, peers.named, peers.connected, peers.strangers,
+              peers.evictions);
+  }
   if (too_big_taken + too_big_ignored != 0)
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s: routers' packet-too-big words taken %lu, ignored %lu (not naming a "
@@ -182,7 +187,12 @@ void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, u
   else if (polled_queue != kNoPolledQueue)
     ++ep.frames_on_other_queue;
   proto::Engine& engine = *ep.engine;
-  contain([&] { engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now); });
+  contain([&] {
+    engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now);
+    // A peer named by an IPv6 peer id the engine now holds a connection
+    // with keeps its id (dpdk_ipv6_holds.h).
+    ep.ipv6_holds.after_frame(engine, decoded.src_mac, decoded.header.src_queue);
+  });
 }
 
 void PortContext::fail_peers_behind(const ip::Ipv6& next_hop) {
@@ -295,7 +305,10 @@ uint32_t PortContext::progress() {
   if (!resolving.empty()) chase_neighbours(now);
   for (Endpoint* ep : open_endpoints()) {
     if (ep == nullptr || !ep->enabled) continue;
-    contain([&] { ep->engine->poll(now); });
+    contain([&] {
+      ep->engine->poll(now);
+      ep->ipv6_holds.sweep_if_due(*ep->engine, now);
+    });
     log_timeouts(ep);
     ep->flush();
   }

@@ -49,6 +49,7 @@
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/frame_tag.h"
 #include "drivers/ofi/dpdk_cq_ring.h"
+#include "drivers/ofi/dpdk_ipv6_holds.h"
 #include "drivers/ofi/dpdk_kernel_ports.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_wait.h"
@@ -151,8 +152,19 @@ KeptIov keep_iov(const iovec* iov, size_t count, uint64_t flags);
 // The process's IPv6 peer ids (lib/ip/ipv6_peers.h, dpdk_ipv6.cc): one
 // table for every port, behind its own lock, as an AV entry's id must name
 // its peer on whichever port sends.  `pinned` for addresses the program
-// named (AV inserts, connects); the receive path's strangers are not.
+// names (AV inserts, connects): one named use taken, which its taker gives
+// back with release_ipv6_peer (fi_av_remove, the endpoint's close); the
+// receive path's strangers take none.
 bool ipv6_peer_id(const ip::Ipv6& address, bool pinned, uint8_t id[6]);
+// One more use of the peer `id` names (Ipv6Peers::hold), and giving one
+// back.  Connection uses are the endpoints' (dpdk_ipv6_holds.h).
+bool hold_ipv6_peer(const uint8_t id[6], ip::Ipv6Peers::Use use);
+void release_ipv6_peer(const uint8_t id[6], ip::Ipv6Peers::Use use);
+struct Ipv6PeerCounts {
+  size_t named, connected, strangers;
+  uint64_t evictions;
+};
+Ipv6PeerCounts ipv6_peer_counts();  // for the logs
 // The id of an address the table holds, making none.
 bool find_ipv6_peer_id(const ip::Ipv6& address, uint8_t id[6]);
 std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]);
@@ -848,6 +860,9 @@ struct Endpoint {
   size_t control_in_flight = 0;     // control messages not acknowledged yet
   std::unique_ptr<ConnRequest> conn_request;
   PassiveEp* listener_of = nullptr;
+  // The IPv6 peers this endpoint's connections, fi_connect and fi_accept
+  // hold in the process's table, given back as they go.  Lock held.
+  Ipv6Holds ipv6_holds;
   // A listener's refusals owed (address, nonce), sent at the end of its
   // next flush: the control handler runs inside the engine, which a send
   // from there would re-enter.
