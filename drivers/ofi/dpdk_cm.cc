@@ -53,6 +53,13 @@ av::Address address_of(uint64_t source_key, uint32_t session) {
   return address;
 }
 
+// A client's address for the log: its IP address if the port knows it.
+std::string address_text(const av::Address& a) {
+  if (a.ipv4 != 0) return ip::format_ipv4(a.ipv4);
+  if (a.has_ipv6()) return ip::format_ipv6(ip::Ipv6{a.ipv6});
+  return av::format_mac(a.mac);
+}
+
 bool same_peer(const av::Address& a, const av::Address& b) {
   return std::memcmp(a.mac, b.mac, 6) == 0 && a.queue == b.queue;
 }
@@ -112,11 +119,28 @@ void on_connect_request(Endpoint* listener, PassiveEp* pep, const av::Address& c
   };
   if (!pep->listening || pep->eq == nullptr) return refuse();
   std::lock_guard guard(conn_request_lock());
-  if (pep->requests.size() >= kMaxPendingConnRequests) {
-    static bool warned = false;
-    if (!std::exchange(warned, true))
+  // Requests accepted or refused stay with their endpoints (requests):
+  // only those still unanswered count.
+  size_t pending = 0, from_source = 0;
+  for (const ConnRequest* r : pep->requests) {
+    if (r->answered) continue;
+    ++pending;
+    if (std::memcmp(r->client.mac, client.mac, 6) == 0) ++from_source;
+  }
+  if (pending >= kMaxPendingConnRequests) {
+    if (pep->refused_full++ == 0)
       DPDK_WARN(FI_LOG_EP_CTRL, "passive endpoint: %zu connection requests unanswered; more are "
-                                "refused\n", pep->requests.size());
+                                "refused\n", pending);
+    return refuse();
+  }
+  if (from_source >= kMaxPendingPerSource) {
+    if (pep->refused_per_source++ == 0) {
+      av::Address named = client;
+      listener->port().name_by_ip(&named);
+      DPDK_WARN(FI_LOG_EP_CTRL, "passive endpoint: %zu connection requests from %s unanswered, "
+                "the most from one source; more from it are refused\n", from_source,
+                address_text(named).c_str());
+    }
     return refuse();
   }
   fi_info* info = fi_dupinfo(pep->info);
@@ -473,6 +497,10 @@ int pep_close(fid* fid) {
         pep->listener->send_control(client, static_cast<uint8_t>(wire::ControlKind::kReject),
                                     nonce, nullptr, 0);
     }
+    if (pep->refused_full + pep->refused_per_source != 0)
+      DPDK_INFO(FI_LOG_EP_CTRL, "passive endpoint: connection requests refused %lu with %zu "
+                "unanswered, %lu with %zu unanswered from their source\n", pep->refused_full,
+                kMaxPendingConnRequests, pep->refused_per_source, kMaxPendingPerSource);
     fi_close(&pep->listener->fid.fid);
   }
   if (pep->domain != nullptr) fi_close(&pep->domain->fid);

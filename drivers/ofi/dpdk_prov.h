@@ -1001,9 +1001,12 @@ struct PassiveEp {
   fid_domain* domain = nullptr;
   Endpoint* listener = nullptr;
   bool listening = false;
-  // Requests handed out, neither accepted nor rejected (port lock): at
-  // most kMaxPendingConnRequests; fi_close ends the unclaimed ones.
+  // Requests handed out, and those accepted or refused by an endpoint that
+  // still holds them (port lock).  At most kMaxPendingConnRequests are
+  // unanswered, kMaxPendingPerSource of them from one source; fi_close
+  // ends the unclaimed ones.
   std::unordered_set<ConnRequest*> requests;
+  uint64_t refused_full = 0, refused_per_source = 0;  // CONNECTs refused so
 };
 // The handle of an FI_CONNREQ event (info->handle): who asked.  fi_endpoint
 // of that info moves it into the new endpoint; fi_reject ends it.
@@ -1020,9 +1023,12 @@ struct ConnRequest {
   bool answered = false; // accepted or rejected
 };
 std::mutex& conn_request_lock();
-// The most connection requests a passive endpoint holds unanswered; more
-// are refused (a stranger's flood costs no more).
+// The most connection requests a passive endpoint holds unanswered, and
+// from one source (a client's link address, MAC or IP: its queues are its
+// to choose); more are refused (a stranger's flood costs no more, and
+// leaves room for the others).
 inline constexpr size_t kMaxPendingConnRequests = 1024;
+inline constexpr size_t kMaxPendingPerSource = 16;
 // Shared contexts (dpdk_shared_ctx.cc).  A shared receive context holds
 // the receives posted to it; the engines of the endpoints bound to it match
 // their messages against those (proto::Engine::share_receives), so a

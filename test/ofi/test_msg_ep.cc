@@ -297,6 +297,55 @@ TEST_F(MsgEp, AnEndpointClosedBeforeAcceptingRefusesItsRequest) {
   EXPECT_EQ(expect_refusal(client_eq_, &client_->fid), "");
 }
 
+TEST_F(MsgEp, OneSourceHoldsAtMostItsShareOfTheUnansweredRequests) {
+  // Every endpoint of this process has the same source (the port's MAC):
+  // kMaxPendingPerSource requests from it wait, the rest are refused.
+  constexpr size_t kMaxPendingPerSource = 16;  // drivers/ofi/dpdk_prov.h
+  constexpr size_t kAsks = kMaxPendingPerSource + 4;
+  std::vector<fid_ep*> clients;
+  std::vector<fid_cq*> cqs(kAsks);
+  for (size_t i = 0; i < kAsks; ++i) {
+    clients.push_back(open_endpoint(info_, client_eq_, &cqs[i]));
+    ASSERT_NE(clients.back(), nullptr);
+    ASSERT_EQ(fi_connect(clients.back(), pep_name_, nullptr, 0), 0);
+  }
+  std::vector<fi_info*> requests;
+  for (size_t i = 0; i < kMaxPendingPerSource; ++i) {
+    const auto request = expect_event(server_eq_, FI_CONNREQ, &pep_->fid);
+    ASSERT_FALSE(request.empty());
+    requests.push_back(info_of(request));
+  }
+  // Expect: four refusals, and no further request.
+  for (size_t i = 0; i < kAsks - kMaxPendingPerSource; ++i) {
+    uint32_t event = 0;
+    fi_eq_cm_entry entry{};
+    ssize_t ret = -FI_EAGAIN;
+    for (int tries = 0; tries < 5000 && ret == -FI_EAGAIN; ++tries)
+      ret = fi_eq_sread(client_eq_, &event, &entry, sizeof(entry), 1, 0);
+    ASSERT_EQ(ret, -FI_EAVAIL);
+    fi_eq_err_entry error{};
+    ASSERT_EQ(fi_eq_readerr(client_eq_, &error, 0), static_cast<ssize_t>(sizeof(error)));
+    EXPECT_EQ(error.err, FI_ECONNREFUSED);
+  }
+  uint32_t event = 0;
+  fi_eq_cm_entry entry{};
+  EXPECT_EQ(fi_eq_sread(server_eq_, &event, &entry, sizeof(entry), 200, 0), -FI_EAGAIN);
+  // An answer makes room: the source's next request is taken.
+  ASSERT_EQ(fi_reject(pep_, requests[0]->handle, nullptr, 0), 0);
+  fid_cq* again_cq = nullptr;
+  fid_ep* again = open_endpoint(info_, client_eq_, &again_cq);
+  ASSERT_NE(again, nullptr);
+  ASSERT_EQ(fi_connect(again, pep_name_, nullptr, 0), 0);
+  const auto taken = expect_event(server_eq_, FI_CONNREQ, &pep_->fid);
+  ASSERT_FALSE(taken.empty());
+  requests.push_back(info_of(taken));
+  for (fi_info* request : requests) fi_freeinfo(request);
+  clients.push_back(again);
+  cqs.push_back(again_cq);
+  for (fid_ep* client : clients) EXPECT_EQ(fi_close(&client->fid), 0);
+  for (fid_cq* cq : cqs) EXPECT_EQ(fi_close(&cq->fid), 0);
+}
+
 TEST_F(MsgEp, BothSidesShuttingDownEachHearTheOther) {
   ASSERT_NO_FATAL_FAILURE(connect());
   ASSERT_EQ(fi_shutdown(client_, 0), 0);
