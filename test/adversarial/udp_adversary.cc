@@ -65,10 +65,31 @@
 //                  which takes a place in the target's IPv6 peer table:
 //                  its memory stays bounded.
 //
+// Two more run only when named (--cases), against the IPv6 peers of
+// test_tables.sh (table_peer.cc), which meet them through --rendezvous DIR:
+//
+//   ipv6_table_flush  the target's peer (rdm-client) made a round of
+//                  messages, a write and a read (DIR/round1), and went
+//                  idle; the target never inserted it.  Then HELLOs in
+//                  UDP/IPv6 from 3,000 made-up sources on the /64, each a
+//                  stranger the target's IPv6 peer table makes room for
+//                  (DIR/flooded).  The peer's second round passes
+//                  (DIR/round2): its entry, which its live connection
+//                  holds, was not among those that made room.
+//   dgram_share    a DGRAM target posts no receive (dgram-target); from one
+//                  forged source (our address), 2,000 datagrams of 1 KiB,
+//                  far more than its unexpected budget holds
+//                  (DIR/flooded).  Then an honest client sends
+//                  --client-datagrams (DIR/sent), the target takes all that
+//                  waits (DIR/drain), and at least half of the client's
+//                  were there (DIR/dgram-result): the flood held only its
+//                  sender's share of the budget.
+//
 //   udp_adversary --iface IFACE --target-mac MAC --target-ip A --own-ip B
 //                 --prefix N --target-pid PID [--avoid C --avoid-mac M] [--port-base P]
 //                 [--static IP=MAC]...
 //                 [--target-ip6 A6 --own-ip6 B6] [--rss-limit-kb N] [--seed N]
+//                 [--cases a,b,...] [--rendezvous DIR] [--client-datagrams N]
 //
 // Exit 0 when every case passed, 1 otherwise, 2 on set-up errors.
 #include <linux/if_ether.h>
@@ -112,6 +133,9 @@ struct Options {
   uint16_t port_base = 9228;
   long rss_limit_kb = 8 * 1024;
   uint64_t seed = 1;
+  std::vector<std::string> cases;  // empty: every case but those run only when named
+  std::string rendezvous;
+  int client_datagrams = 20;
 };
 
 [[noreturn]] void setup_error(const std::string& what) {
@@ -168,8 +192,21 @@ Options parse(int argc, char** argv) {
     else if (arg == "--port-base") o.port_base = static_cast<uint16_t>(std::stoul(value()));
     else if (arg == "--rss-limit-kb") o.rss_limit_kb = std::stol(value());
     else if (arg == "--seed") o.seed = std::stoull(value());
-    else setup_error("unknown option " + arg);
+    else if (arg == "--rendezvous") o.rendezvous = value();
+    else if (arg == "--client-datagrams") o.client_datagrams = std::stoi(value());
+    else if (arg == "--cases") {
+      const std::string list = value();
+      for (size_t start = 0; start <= list.size();) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        if (comma > start) o.cases.push_back(list.substr(start, comma - start));
+        start = comma + 1;
+      }
+    } else setup_error("unknown option " + arg);
   }
+  for (const std::string& name : o.cases)
+    if ((name == "ipv6_table_flush" || name == "dgram_share") &&
+        (o.rendezvous.empty() || !o.target_ip6 || !o.own_ip6))
+      setup_error(name + " needs --rendezvous, --target-ip6 and --own-ip6");
   if (o.iface.empty() || o.target_ip == 0 || o.own_ip == 0 || o.target_pid <= 0 ||
       o.prefix < 8 || o.prefix > 30)
     setup_error("--iface, --target-mac, --target-ip, --own-ip, --prefix (8-30) and "
@@ -239,6 +276,7 @@ class UdpAdversary {
   }
 
   int run() {
+    if (!o_.cases.empty()) return run_named();
     const long rss_before = resident_kb(o_.target_pid);
     bool all = true;
     all &= report("answers", answers());
@@ -271,6 +309,17 @@ class UdpAdversary {
   }
 
  private:
+  int run_named() {
+    bool all = true;
+    for (const std::string& name : o_.cases) {
+      if (name == "answers6") all &= report("answers6", answers6());
+      else if (name == "ipv6_table_flush") all &= report("ipv6_table_flush", ipv6_table_flush());
+      else if (name == "dgram_share") all &= report("dgram_share", dgram_share());
+      else setup_error("no case " + name + " runs alone");
+    }
+    return all ? 0 : 1;
+  }
+
   struct Result {
     bool ok = true;
     std::string detail;
@@ -917,6 +966,102 @@ class UdpAdversary {
     return bounded_flood("HELLOs", [&] {
       send_hello6(made_up_mac(), made_up_address6(), static_cast<uint16_t>(queue++ % 64));
     });
+  }
+
+  // The first line of DIR/name once it appears, within `limit`; "" if it
+  // does not (the target's frames are taken meanwhile, as they come).
+  std::string await(const std::string& name, Clock::duration limit) {
+    const std::string path = o_.rendezvous + "/" + name;
+    const auto end = Clock::now() + limit;
+    while (!std::ifstream(path).good()) {
+      if (Clock::now() > end) return "";
+      (void)listen(milliseconds(20));
+    }
+    std::string line;
+    std::getline(std::ifstream(path) >> std::ws, line);
+    return line;
+  }
+  void put_file(const std::string& name) { std::ofstream(o_.rendezvous + "/" + name) << "\n"; }
+
+  Result ipv6_table_flush() {
+    Result r;
+    const std::string first = await("round1", std::chrono::seconds(60));
+    if (first != "ok") {
+      r.fail("the peer's first round: " + (first.empty() ? "none within 60 s" : first));
+      return r;
+    }
+    constexpr int kSources = 3000;
+    for (int i = 0; i < kSources; ++i) {
+      send_hello6(made_up_mac(), made_up_address6(), static_cast<uint16_t>(i % 64));
+      if (i % 250 == 249) (void)listen(milliseconds(10));
+    }
+    (void)listen(milliseconds(500));  // taken in before the peer speaks again
+    put_file("flooded");
+    const std::string second = await("round2", std::chrono::seconds(90));
+    if (second != "ok")
+      r.fail("the peer's round after the flood: " + (second.empty() ? "none within 90 s" : second));
+    r.note(std::to_string(kSources) + " strangers while the peer was idle; its round after: " +
+           (second.empty() ? "none" : second));
+    return r;
+  }
+
+  // One DATAGRAM frame of `length` bytes in UDP/IPv6 from us to the
+  // target's queue 0.
+  void send_datagram6(uint16_t length) {
+    wire::FrameHeader h{};
+    h.version = wire::kWireVersion;
+    h.opcode = static_cast<uint8_t>(wire::Opcode::kDatagram);
+    h.src_queue = h.src_ep_queue = 1;
+    h.src_session = 0x5eed;
+    h.msg_len = length;
+    h.payload_len = length;
+    std::vector<uint8_t> frame(ip::kUdp6Lead + sizeof(wire::FrameHeader) + length, 0xD6);
+    uint8_t* header = frame.data() + ip::kUdp6Lead;
+    proto::encode_header(header, h);
+    proto::finish_seal_udp(header, proto::crc32c(proto::begin_seal_udp(header),
+                                                 header + sizeof(wire::FrameHeader), length));
+    ip::Udp6Addresses addresses;
+    addresses.source = *o_.own_ip6;
+    addresses.destination = *o_.target_ip6;
+    addresses.source_port = 50001;
+    addresses.destination_port = o_.port_base;
+    ip::encode_udp6(frame.data(), o_.target_mac.data(), own_mac_.data(), addresses,
+                    frame.size() - ip::kUdp6Lead);
+    link_.send(frame);
+  }
+
+  Result dgram_share() {
+    Result r;
+    if (await("ready", std::chrono::seconds(60)).empty()) {
+      r.fail("no DGRAM target within 60 s");
+      return r;
+    }
+    constexpr int kDatagrams = 2000;
+    for (int i = 0; i < kDatagrams; ++i) {
+      send_datagram6(1024);
+      if (i % 100 == 99) (void)listen(milliseconds(5));
+    }
+    (void)listen(milliseconds(500));
+    put_file("flooded");
+    if (await("sent", std::chrono::seconds(60)).empty()) {
+      r.fail("the honest client sent nothing within 60 s");
+      return r;
+    }
+    (void)listen(milliseconds(300));  // its last datagrams taken in
+    put_file("drain");
+    const std::string result = await("dgram-result", std::chrono::seconds(60));
+    unsigned long from_client = 0, others = 0;
+    if (std::sscanf(result.c_str(), "client %lu others %lu", &from_client, &others) != 2) {
+      r.fail("no result from the DGRAM target: '" + result + "'");
+      return r;
+    }
+    if (from_client * 2 < static_cast<unsigned long>(o_.client_datagrams))
+      r.fail("of the honest client's " + std::to_string(o_.client_datagrams) + " datagrams, " +
+             std::to_string(from_client) + " waited for the receives");
+    r.note(std::to_string(kDatagrams) + " datagrams from one forged source; waiting when the "
+           "target took them: " + std::to_string(from_client) + " of the client's " +
+           std::to_string(o_.client_datagrams) + ", " + std::to_string(others) + " forged");
+    return r;
   }
 
   static void merge(Seen* into, const Seen& more) {
