@@ -10,10 +10,15 @@
 #   FAMILY_NOTE         said after "across the router" in each ok line
 # and gets: root, launcher, provider_path, preload (sanitizer_preload.sh),
 # name, work, pids, server_lcore, client_lcore, failures, and
-#   pair LABEL LIMIT PROGRAM ARGS...   PROGRAM ARGS in host b (the server),
-#                                      PROGRAM ARGS SERVER_ADDRESS in host a
-#                                      (the client); a failure unless both
-#                                      exit 0; logs in $work/LABEL-*.log
+#   pair LABEL LIMIT PROGRAM ARGS...   PROGRAM ARGS PAIR_SERVER_ARGS... in
+#                                      host b (the server), PROGRAM ARGS
+#                                      PAIR_CLIENT_ARGS... SERVER_ADDRESS in
+#                                      host a (the client); a failure unless
+#                                      both exit 0; logs in $work/LABEL-*.log
+#   pair_client_refused LABEL LIMIT REGEX PROGRAM ARGS...
+#                                      the same, but the client must fail
+#                                      and its log match REGEX (why); the
+#                                      server, left waiting, is not judged
 #   pingpong LABEL LIMIT ARGS...       pair with fi_pingpong -p dpdk -e rdm
 # Skips (77) without root, iproute2, fi_pingpong or network namespaces.
 # The trap removes the namespaces and stops what still runs.
@@ -56,11 +61,14 @@ server_lcore=${cpus[0]}
 client_lcore=${cpus[1]:-${cpus[0]}}
 failures=0
 
-pair() {
+# run_pair LABEL LIMIT PROGRAM ARGS...: runs the pair; leaves the exit
+# statuses in server_status and client_status.
+run_pair() {
 	local label=$1 limit=$2 program=$3
 	shift 3
-	local server client server_status=0 client_status=0 control=$((20000 + RANDOM % 20000))
-	local server_args=("$@") client_args=("$@")
+	local server client control=$((20000 + RANDOM % 20000))
+	local server_args=("$@" "${PAIR_SERVER_ARGS[@]}") client_args=("$@" "${PAIR_CLIENT_ARGS[@]}")
+	server_status=0 client_status=0
 	if [[ "$(basename "$program")" == fi_pingpong ]]; then
 		server_args+=("${PINGPONG_ARGS[@]}" -B "$control")
 		client_args+=("${PINGPONG_ARGS[@]}" -P "$control")
@@ -90,6 +98,13 @@ pair() {
 	wait "$client" || client_status=$?
 	wait "$server" || server_status=$?
 	pids=()
+}
+PAIR_SERVER_ARGS=()
+PAIR_CLIENT_ARGS=()
+pair() {
+	local label=$1 program=$3
+	run_pair "$@"
+	shift 3
 	if [[ $server_status -eq 0 && $client_status -eq 0 ]]; then
 		echo "ok    $(basename "$program") $* across the router$FAMILY_NOTE"
 		tail -n 1 "$work/$label-client.log" | sed 's/^/      last: /'
@@ -99,6 +114,21 @@ pair() {
 			echo "----- $side:"
 			tail -n 30 "$work/$label-$side.log" | sed 's/^/    /'
 		done
+		failures=$((failures + 1))
+	fi
+}
+pair_client_refused() {
+	local label=$1 limit=$2 regex=$3 program=$4
+	shift 4
+	run_pair "$label" "$limit" "$program" "$@"
+	local why
+	why=$(grep -aE -m 1 "$regex" "$work/$label-client.log" || true)
+	if [[ $client_status -ne 0 && -n "$why" ]]; then
+		echo "ok    $(basename "$program") $* refused at the client, and said why$FAMILY_NOTE"
+		echo "      why: ${why#*<info> }"
+	else
+		echo "FAIL  $(basename "$program") $*: client exit $client_status, reason '$regex' in its log: ${why:-none}"
+		tail -n 30 "$work/$label-client.log" | sed 's/^/    /'
 		failures=$((failures + 1))
 	fi
 }

@@ -20,7 +20,10 @@
 #   4. fabtests 1.17.0 / 2.1.0 (../shared/fabtests, built once by
 #      usertools/dpdk-fi-fabtests.sh --build-only), in-band:
 #      fi_rdm_pingpong, fi_rdm_tagged_bw, fi_rma_bw -o write and
-#      fi_msg_pingpong (FI_EP_MSG) across the router.
+#      fi_msg_pingpong (FI_EP_MSG) across the router; FI_EP_DGRAM by IP
+#      address (dgram_by_ip.sh): fi_dgram, fi_dgram_pingpong with the
+#      client's -s, and without it fabtests 1.17's client refused with the
+#      reason logged (it inserts a NULL address).
 # Then over two routers with two equal-cost paths between them (--paths 2):
 #   5. fi_multi_ep with 8 endpoints a side: frames cross on both paths
 #      (the pairs' source ports hash apart);
@@ -43,6 +46,8 @@ PINGPONG_ARGS=()
 FAMILY_NOTE=""
 # shellcheck source-path=SCRIPTDIR source=router_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/router_common.sh"
+# shellcheck source-path=SCRIPTDIR source=dgram_by_ip.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dgram_by_ip.sh"
 
 # The first of our UDP frames that reaches host b: its source, destination
 # port and TTL, as "SOURCE PORT TTL".
@@ -95,6 +100,7 @@ if fabtests=$(bash "$root/usertools/dpdk-fi-fabtests.sh" --builddir "${OFI_DPDK_
 	pair ft_tagged_bw 60 "$bin/fi_rdm_tagged_bw" -p dpdk -S 65536 -I 500
 	pair ft_rma_write 60 "$bin/fi_rma_bw" -p dpdk -e rdm -o write -S 65536 -I 500
 	pair ft_msg_pingpong 60 "$bin/fi_msg_pingpong" -p dpdk -S 1024 -I 1000
+	dgram_by_ip "10.77.1.2"
 else
 	echo "FAIL  fabtests could not be built: $(echo "$fabtests" | tail -n 3)"
 	failures=$((failures + 1))

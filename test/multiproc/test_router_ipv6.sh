@@ -15,7 +15,8 @@
 #      limit one less than the 64 it left with: the router forwarded it;
 #   3. fabtests' fi_rdm_pingpong and fi_msg_pingpong in-band across the
 #      router (../shared/fabtests, built once by
-#      usertools/dpdk-fi-fabtests.sh --build-only).
+#      usertools/dpdk-fi-fabtests.sh --build-only), and FI_EP_DGRAM by
+#      IPv6 address (dgram_by_ip.sh).
 # Skips (77) without root, iproute2, fi_pingpong or network namespaces.
 # Every process runs under `timeout`; the trap removes the namespaces.
 set -euo pipefail
@@ -27,6 +28,8 @@ PINGPONG_ARGS=(-6)  # its control connection in IPv6
 FAMILY_NOTE=" in IPv6"
 # shellcheck source-path=SCRIPTDIR source=router_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/router_common.sh"
+# shellcheck source-path=SCRIPTDIR source=dgram_by_ip.sh
+source "$(dirname "${BASH_SOURCE[0]}")/dgram_by_ip.sh"
 
 # The first of our UDP/IPv6 frames that reaches host b: its source,
 # destination port, hop limit and UDP checksum, as "SOURCE PORT HOPS SUM".
@@ -64,6 +67,7 @@ if fabtests=$(bash "$root/usertools/dpdk-fi-fabtests.sh" --builddir "${OFI_DPDK_
 	bin=$(find "$OFI_DPDK_BUILD_ROOT" -maxdepth 3 -path '*/fabtests-*/install/bin' -type d | head -1)
 	pair ft_pingpong 60 "$bin/fi_rdm_pingpong" -p dpdk -S 8 -I 2000
 	pair ft_msg_pingpong 60 "$bin/fi_msg_pingpong" -p dpdk -S 1024 -I 1000
+	dgram_by_ip "fd00:77:1::2"
 else
 	echo "FAIL  fabtests could not be built: $(echo "$fabtests" | tail -n 3)"
 	failures=$((failures + 1))
