@@ -355,9 +355,7 @@ int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
   // a named use taken that the entry, once in, takes over with one of its
   // own (keep_ipv6_peer): given back below either way.
   std::vector<bool> named_by_ipv6(named.size());
-  for (size_t k = 0; k < named.size(); ++k)
-    named_by_ipv6[k] = named[k]->ipv4 == 0 && named[k]->has_ipv6() &&
-                       std::all_of(named[k]->mac, named[k]->mac + 6, [](uint8_t b) { return b == 0; });
+  for (size_t k = 0; k < named.size(); ++k) named_by_ipv6[k] = named[k]->named_by_ipv6_alone();
   const std::vector<int> results = av->domain->port->resolve(named);
   std::vector<av::Address> resolved_ipv6;
   for (size_t k = 0; k < results.size(); ++k)

@@ -347,8 +347,7 @@ int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t param
   }
   // Named by IPv4 address: its MAC first (ARP).  Named by IPv6 address:
   // its peer id, with a named use of it taken (PortContext::name_ipv6_peer).
-  const bool named_by_ipv6 = server->ipv4 == 0 && server->has_ipv6() &&
-                             std::all_of(server->mac, server->mac + 6, [](uint8_t b) { return b == 0; });
+  const bool named_by_ipv6 = server->named_by_ipv6_alone();
   if (const int ret = ep->port().resolve(&*server); ret != 0)
     return ret == -FI_ETIMEDOUT ? -FI_EHOSTUNREACH : ret;
   std::lock_guard guard(ep->port().lock);

@@ -51,6 +51,12 @@ struct Address {
   }
   // Named by an IP address of either family.
   bool has_ip() const { return ipv4 != 0 || has_ipv6(); }
+  // Named by an IPv6 address alone: its peer id is still to be given.
+  bool named_by_ipv6_alone() const {
+    for (uint8_t b : mac)
+      if (b != 0) return false;
+    return ipv4 == 0 && has_ipv6();
+  }
 
   bool same_endpoint(const Address& other) const;  // MAC and queue
   bool operator==(const Address&) const = default;

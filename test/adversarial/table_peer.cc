@@ -145,6 +145,11 @@ struct Objects {
   }
 };
 
+void insert(const Objects& o, const void* address, fi_addr_t* fi_addr, const char* what) {
+  const int ret = fi_av_insert(o.av, address, 1, fi_addr, 0, nullptr);
+  check(ret == 1 ? 0 : ret < 0 ? ret : -FI_EINVAL, what);
+}
+
 struct Ep {
   fid_ep* ep = nullptr;
   fid_cq* cq = nullptr;
@@ -259,8 +264,7 @@ int run_rdm_client(const Options& o) {
   Objects objects(info_for(FI_EP_RDM, FI_MSG | FI_RMA, o.peer, 0));
   Ep e = open_ep(objects, objects.info);
   fi_addr_t target = FI_ADDR_UNSPEC;
-  check(fi_av_insert(objects.av, objects.info->dest_addr, 1, &target, 0, nullptr) == 1 ? 0 : -FI_EINVAL,
-        "fi_av_insert of the target");
+  insert(objects, objects.info->dest_addr, &target, "fi_av_insert of the target");
   const std::string first = rdm_round(e, target, 0x11);
   write_file(o, "round1", first.empty() ? "ok" : first);
   if (!first.empty()) return 1;
@@ -280,8 +284,7 @@ int run_dgram_target(const Options& o) {
   Ep e = open_ep(objects, objects.info);
   fi_info* client = info_for(FI_EP_DGRAM, FI_MSG, o.peer, 0);
   fi_addr_t client_addr = FI_ADDR_UNSPEC;
-  check(fi_av_insert(objects.av, client->dest_addr, 1, &client_addr, 0, nullptr) == 1 ? 0 : -FI_EINVAL,
-        "fi_av_insert of the client");
+  insert(objects, client->dest_addr, &client_addr, "fi_av_insert of the client");
   fi_freeinfo(client);
   write_file(o, "ready", "ready");
   // Progress (a read that finds nothing) while no receive is posted.
@@ -323,8 +326,7 @@ int run_dgram_client(const Options& o) {
   Objects objects(info_for(FI_EP_DGRAM, FI_MSG, o.peer, 0));
   Ep e = open_ep(objects, objects.info);
   fi_addr_t target = FI_ADDR_UNSPEC;
-  check(fi_av_insert(objects.av, objects.info->dest_addr, 1, &target, 0, nullptr) == 1 ? 0 : -FI_EINVAL,
-        "fi_av_insert of the target");
+  insert(objects, objects.info->dest_addr, &target, "fi_av_insert of the target");
   if (!wait_idle_for(o, "flooded")) setup_error("no DIR/flooded");
   std::vector<uint8_t> payload(512, 0x5D);
   for (int i = 0; i < o.count; ++i) {
