@@ -333,7 +333,9 @@ struct PortContext final : proto::FrameKeeper {
   // refuse).
   static constexpr uint64_t kArpRetryMs = 200;
   std::vector<int> resolve(const std::vector<av::Address*>& addresses);
-  // resolve() for an address named by IPv6 alone: its peer id (pinned),
+  // resolve() for an address named by IPv6 alone: its peer id, with a
+  // named use of it taken that the caller gives back (release_ipv6_peer:
+  // the AV once its entry holds its own, fi_connect's endpoint at close),
   // or why not (-FI_EADDRNOTAVAIL: the port has no IPv6 address;
   // -FI_EINVAL: no unicast address; -FI_EHOSTUNREACH: off its prefix with
   // no router, or not in UDP; -FI_ENOSPC: the peer table is full).
