@@ -116,6 +116,12 @@ void log_stats(const Endpoint* ep) {
               "for a wrong keyed tag %lu, for a key one side lacks %lu\n",
               ep->queue, port.frame_key ? "has" : "has no", port.rx_bad_tags,
               port.rx_key_mismatch);
+  if (ep->is_datagram())
+    DPDK_INFO(FI_LOG_EP_DATA,
+              "endpoint queue %u: datagrams sent %lu received %lu dropped %lu (no room in the "
+              "unexpected budget, or over their sender's share of it: %lu)\n",
+              ep->queue, s.datagrams_sent, s.datagrams_received, s.datagrams_dropped,
+              s.datagrams_over_share);
   if (s.path_narrowed_by_icmp + s.path_narrowed_by_silence + s.segments_from_pieces != 0)
     DPDK_INFO(FI_LOG_EP_DATA,
               "endpoint queue %u: path MTU: connections narrowed by a router's ICMP %lu, by "
