@@ -104,8 +104,7 @@ PortContext::~PortContext() {
               "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
               "%lu; %s; UDP frames in %lu, from strangers the peer table had no room for %lu; "
               "pings answered %lu; the process's IPv6 peers: named %zu, held by "
-              "connections %zu, strangers %zu, strangers evicted %lu
-",
+              "connections %zu, strangers %zu, strangers evicted %lu\n",
               port->name().c_str(), ip::format_interface6(*interface6).c_str(),
               neighbour_solicitations_answered, neighbour_messages_ignored,
               neighbour_summary(neighbours6).c_str(), rx_udp6, rx_strangers_not_named,
