@@ -88,6 +88,15 @@ std::string read_name(const std::string& path) {
 
 class Fabric {
  public:
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+  // After every endpoint on it closed (its domain is busy till then).
+  ~Fabric() {
+    fi_close(&av_->fid);
+    fi_close(&domain_->fid);
+    fi_close(&fabric_->fid);
+    fi_freeinfo(info_);
+  }
   Fabric() {
     fi_info* hints = fi_allocinfo();
     hints->fabric_attr->prov_name = strdup("dpdk");
@@ -117,6 +126,12 @@ struct Endpoint {
   fid_ep* ep = nullptr;
   fid_cq* cq = nullptr;
   std::string name;
+  void close() {
+    if (ep != nullptr) fi_close(&ep->fid);
+    if (cq != nullptr) fi_close(&cq->fid);
+    ep = nullptr;
+    cq = nullptr;
+  }
 };
 
 Endpoint open_endpoint(const Fabric& f) {
@@ -181,6 +196,7 @@ int run_target(const Options& o) {
   }
   std::printf("{\"role\": \"target\", \"received\": %llu}\n",
               static_cast<unsigned long long>(received));
+  e.close();
   return 0;
 }
 
@@ -290,6 +306,8 @@ int run_client(const Options& o) {
   std::printf("{\"role\": \"client\", \"before_MBps\": %.1f, \"after_old_MBps\": %.1f, "
               "\"after_new_MBps\": %.1f}\n",
               before, after_old, after_new);
+  new_peer.close();
+  old_peer.close();
   return 0;
 }
 

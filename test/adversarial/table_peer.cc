@@ -153,6 +153,13 @@ void insert(const Objects& o, const void* address, fi_addr_t* fi_addr, const cha
 struct Ep {
   fid_ep* ep = nullptr;
   fid_cq* cq = nullptr;
+  // Before the Objects it was opened on go (their domain is busy till then).
+  void close() {
+    if (ep != nullptr) fi_close(&ep->fid);
+    if (cq != nullptr) fi_close(&cq->fid);
+    ep = nullptr;
+    cq = nullptr;
+  }
 };
 
 Ep open_ep(const Objects& o, fi_info* info) {
@@ -274,6 +281,7 @@ int run_rdm_client(const Options& o) {
   write_file(o, "round2", second.empty() ? "ok" : second);
   std::printf("{\"role\": \"rdm-client\", \"round2\": \"%s\"}\n",
               second.empty() ? "ok" : second.c_str());
+  e.close();
   return second.empty() ? 0 : 1;
 }
 
@@ -340,6 +348,7 @@ int run_dgram_client(const Options& o) {
   }
   const std::string why = complete(e, 0, 1);
   write_file(o, "sent", std::to_string(o.count));
+  e.close();
   return why.empty() ? 0 : 1;
 }
 
@@ -457,6 +466,7 @@ int run_msg_asker(const Options& o) {
   write_file(o, "refused-early", std::to_string(refused));
   std::printf("{\"role\": \"msg-asker\", \"asked\": %d, \"refused_early\": %d}\n", o.count,
               refused);
+  for (Ep& e : eps) e.close();
   return 0;
 }
 
@@ -485,8 +495,7 @@ int run_msg_client(const Options& o) {
     return 1;
   }
   check(fi_shutdown(e.ep, 0), "fi_shutdown");
-  fi_close(&e.ep->fid);
-  fi_close(&e.cq->fid);
+  e.close();
   return 0;
 }
 
