@@ -484,7 +484,12 @@ void Engine::take_control(Connection& c, const wire::FrameHeader& h, const uint8
     return;
   }
   ++stats_.control_messages;
-  ack_soon(c);
+  // Acked within this pass, not the next: the sender's connection event
+  // waits on the ack (an accepting side's FI_CONNECTED), and the handler's
+  // own event here may make the application open the next connection at
+  // once; that one's request must not reach the peer before this ack.
+  c.ack_now = true;
+  answer_later(c);
   control_handler_(c.source_key, c.peer_session, payload, h.payload_len);
 }
 
