@@ -174,12 +174,23 @@ TEST_F(Progress, TheSafetyNetLooksAtIdlePriorityWhileTheApplicationPolls) {
   if (!safety_net_on()) GTEST_SKIP() << "FI_DPDK_PROGRESS_NET_MS=0: no safety net";
   open(FI_PROGRESS_MANUAL);
   if (geteuid() != 0) GTEST_SKIP() << "leaving SCHED_IDLE may need privilege: the net stays normal";
-  poll_for(receiver_.rx_cq, std::chrono::milliseconds(200));
-  EXPECT_EQ(safety_net_policy(), SCHED_IDLE) << "while the application polls";
+  // A busy machine may take the poller's CPU for longer than the net's
+  // period now and then, and the net rightly steps in for that moment:
+  // while the application polls, the net must be found idle within a
+  // while, not at one instant.  (The bug this guards against kept it at
+  // normal priority for good.)
+  const auto idle_while_polling = [&] {
+    poll_for(receiver_.rx_cq, std::chrono::milliseconds(200));
+    for (int look = 0; look < 100; ++look) {
+      if (safety_net_policy() == SCHED_IDLE) return true;
+      poll_for(receiver_.rx_cq, std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  EXPECT_TRUE(idle_while_polling()) << "while the application polls";
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(safety_net_policy(), SCHED_OTHER) << "after the application stopped";
-  poll_for(receiver_.rx_cq, std::chrono::milliseconds(200));
-  EXPECT_EQ(safety_net_policy(), SCHED_IDLE) << "polling again";
+  EXPECT_TRUE(idle_while_polling()) << "polling again";
 }
 
 TEST_F(Progress, AutoRunsOnAWorkerLcoreWhenThereIsOneAndStopsAtClose) {
