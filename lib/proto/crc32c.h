@@ -21,6 +21,10 @@ uint32_t crc32c_instruction(uint32_t crc, const uint8_t* data, size_t length);
 // The same with 128-bit folding where the CPU has PCLMULQDQ (else as above),
 // so tests reach that path on CPUs that would take the 512-bit one.
 uint32_t crc32c_fold128_path(uint32_t crc, const uint8_t* data, size_t length);
+// crc32c(crc, data, length) with the 8 bytes at `hole` (hole + 8 <= length)
+// counted as zero: a frame's checksum over its own integrity field, in one
+// call per frame.
+uint32_t crc32c_zero8_at(uint32_t crc, const uint8_t* data, size_t length, size_t hole);
 // Copies `length` bytes from `data` to `out` (not overlapping) and returns
 // crc32c(crc, out, length): in one pass over the bytes where the CPU folds
 // 512 bits at a time, else a memcpy and then the CRC of the copy.

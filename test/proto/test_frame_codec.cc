@@ -276,6 +276,28 @@ TEST(FrameCodec, Crc32cEveryPathAgreesAtEveryLengthAndStart) {
   EXPECT_EQ(crc32c(crc32c(0xFFFFFFFFu, bytes.data(), 3000), bytes.data() + 3000, 6000), whole);
 }
 
+TEST(FrameCodec, Crc32cWithAHoleCountsTheHoleAsZeroAtEveryLengthAndPlace) {
+  // Expect: crc32c_zero8_at gives the table path's CRC of the same bytes
+  // with the eight at the hole zeroed, for every hole 0..80 and length from
+  // hole + 8 to 400 (both sides of the 256-byte switch to folding), at
+  // every alignment 0..7, and leaves the bytes as they were.
+  std::vector<uint8_t> bytes(420);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 40503u >> 5 | 1);
+  const std::vector<uint8_t> before = bytes;
+  for (size_t offset = 0; offset < 8; ++offset) {
+    for (size_t hole = 0; hole <= 80; ++hole) {
+      std::vector<uint8_t> zeroed(bytes.begin() + offset, bytes.end());
+      std::fill_n(zeroed.begin() + hole, 8, 0);
+      for (size_t length = hole + 8; length <= 400; ++length) {
+        ASSERT_EQ(crc32c_zero8_at(0xFFFFFFFFu, bytes.data() + offset, length, hole),
+                  crc32c_portable(0xFFFFFFFFu, zeroed.data(), length))
+            << crc32c_path() << " offset " << offset << " hole " << hole << " length " << length;
+      }
+    }
+  }
+  EXPECT_EQ(bytes, before);
+}
+
 TEST(FrameCodec, Crc32cCopyCopiesAndChecksumsAtEveryLengthAndStart) {
   // Expect: crc32c_copy leaves at `out` exactly the source bytes (and not one
   // byte past them) and returns the table path's CRC of them, for every
