@@ -63,7 +63,7 @@ ssize_t take_entries(Cq* cq, void* buf, size_t count, fi_addr_t* src_addr, bool*
   const bool served = cq->errors.empty() && cq->entries.size() >= std::max<size_t>(count, 1) &&
                       now - port.last_progress_ns.load(std::memory_order_relaxed) <
                           kCqFreshProgressNs;
-  const uint32_t received = served ? 0 : port.progress_if_manual();
+  const uint32_t received = served ? 0 : port.progress_if_manual(now);
   const bool found = !cq->errors.empty() || !cq->entries.empty();
   *yield = port.idle_poll(found || received != 0, now);
   if (!cq->errors.empty()) return -FI_EAVAIL;

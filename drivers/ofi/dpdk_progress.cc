@@ -30,9 +30,7 @@ constexpr uint16_t kRxBurst = 32;  // frames per queue per pass
 // and how the connection looked (the operations it fails say only
 // ETIMEDOUT).  Warned, since it fails a user's operations.
 void log_timeouts(Endpoint* ep) {
-  const uint64_t timeouts = ep->engine->stats().timeouts;
-  if (timeouts == ep->timeouts_logged) return;
-  ep->timeouts_logged = timeouts;
+  ep->timeouts_logged = ep->engine->stats().timeouts;
   const proto::TimeoutReport& r = ep->engine->last_timeout();
   const auto name = [](const uint8_t mac[6], unsigned queue, char (&text)[64]) {
     const auto ipv6 = ipv6_of_peer_id(mac);
@@ -257,9 +255,8 @@ void PortContext::answer(uint64_t now) {
   }
 }
 
-uint32_t PortContext::progress() {
+uint32_t PortContext::progress(uint64_t now) {
   net::Port& nic = *port;
-  const uint64_t now = now_ns();
   last_progress_ns.store(now, std::memory_order_relaxed);
   uint32_t received = 0;
   // Frames endpoints of this port sent each other (Endpoint::flush): they
@@ -308,7 +305,7 @@ uint32_t PortContext::progress() {
       ep->engine->poll(now);
       ep->ipv6_holds.sweep_if_due(*ep->engine, now);
     });
-    log_timeouts(ep);
+    if (ep->engine->stats().timeouts != ep->timeouts_logged) log_timeouts(ep);
     ep->flush();
   }
   // Completions this pass counted may have reached a trigger's threshold.

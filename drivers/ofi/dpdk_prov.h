@@ -52,6 +52,7 @@
 #include "drivers/ofi/dpdk_ipv6_holds.h"
 #include "drivers/ofi/dpdk_kernel_ports.h"
 #include "drivers/ofi/dpdk_params.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 #include "drivers/ofi/dpdk_wait.h"
 #include "lib/av/address.h"
 #include "lib/av/auth_key_table.h"
@@ -132,6 +133,9 @@ struct Av;
 struct Eq;
 struct Cntr;
 
+// Nanoseconds of a monotonic clock: the transport's timers run on it.
+uint64_t now_ns();
+
 // An operation posted with FI_TRIGGER that waits for its counter
 // (fi_trigger(3)); `post` posts it, lock held.
 struct TriggeredOp {
@@ -174,7 +178,7 @@ std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]);
 // software demultiplexer's map from queue id to endpoint.
 struct PortContext final : proto::FrameKeeper {
   std::unique_ptr<net::Port> port;
-  std::mutex lock;
+  PortLock lock;
   // Written through place_endpoint / remove_endpoint only, which keep
   // endpoint_end: each progress pass visits the slots below it, not all 64.
   std::array<Endpoint*, kMaxEndpointsPerPort> endpoints{};
@@ -250,8 +254,10 @@ struct PortContext final : proto::FrameKeeper {
   ~PortContext();
   // Polls the port, hands each frame to its endpoint, runs the endpoints'
   // transport timers and sends what they produced.  Lock held.  Returns the
-  // frames received.
-  uint32_t progress();
+  // frames received.  `now` is the caller's clock read (now_ns()): one
+  // read per API call.
+  uint32_t progress(uint64_t now);
+  uint32_t progress() { return progress(now_ns()); }
   // Triggered operations of this port's endpoints, in the order they go:
   // by threshold, then as posted (dpdk_trigger.cc).  Lock held.
   std::vector<TriggeredOp> triggered;
@@ -289,6 +295,9 @@ struct PortContext final : proto::FrameKeeper {
   // posting when full): skipped while the progress loop owns the port.
   uint32_t progress_if_manual() {
     return auto_progress_users.load(std::memory_order_relaxed) == 0 ? progress() : 0;
+  }
+  uint32_t progress_if_manual(uint64_t now) {
+    return auto_progress_users.load(std::memory_order_relaxed) == 0 ? progress(now) : 0;
   }
   // Whether a thread polling this port (fi_cq_read, fi_cntr_read) should
   // yield its CPU once it dropped the lock: it found nothing to hand out
@@ -1099,9 +1108,6 @@ int requested_queue(const fi_info* info);
 // -FI_EADDRNOTAVAIL when the format cannot carry it.
 int write_name(const fi_info* info, const PortContext& port, av::Address address, void* addr,
                size_t* addrlen);
-
-// Nanoseconds of a monotonic clock: the transport's timers run on it.
-uint64_t now_ns();
 
 // Object constructors, one per file.
 int fabric_open(fi_fabric_attr* attr, fid_fabric** fabric, void* context);

@@ -5,6 +5,7 @@
 // acks and SACK holes) and by the retransmission timer, whose timeout comes
 // from the measured RTT and doubles on each expiry.
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 
 #include "lib/proto/seq.h"
@@ -422,8 +423,11 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     // SACK: segments the receiver holds beyond the cumulative ack.
     uint32_t highest_sacked = c.una;
     bool any_sacked = false;
-    for (int i = 0; i < wire::kSackBits; ++i) {
-      if (!(h.tag >> i & 1)) continue;
+    // Set bits only: most acks carry none.
+    static_assert(wire::kSackBits <= 64, "the SACK map is read as one 64-bit word");
+    for (uint64_t bits = h.tag; bits != 0; bits &= bits - 1) {
+      const int i = std::countr_zero(bits);
+      if (i >= wire::kSackBits) break;
       const uint32_t seq = ack + 1 + static_cast<uint32_t>(i);
       if (!seq_lt(seq, c.next_seq)) break;
       TxSlot& sacked = slot_of(c, seq);
