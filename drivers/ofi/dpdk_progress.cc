@@ -259,6 +259,12 @@ uint32_t PortContext::progress(uint64_t now) {
   net::Port& nic = *port;
   last_progress_ns.store(now, std::memory_order_relaxed);
   uint32_t received = 0;
+  // Frames the endpoints held for later sends to join
+  // (Endpoint::flush_unless_held) leave before the read: none will join
+  // them now that the application polls, and their answers may be back
+  // within this pass (a device that loops back, a fast peer).
+  for (Endpoint* ep : open_endpoints())
+    if (ep != nullptr && ep->enabled && !ep->engine->outbox().empty()) ep->flush();
   // Frames endpoints of this port sent each other (Endpoint::flush): they
   // never went to the device, which would not bring them back.
   if (!looped.empty()) {
@@ -314,8 +320,12 @@ uint32_t PortContext::progress(uint64_t now) {
 }
 
 bool PortContext::idle_poll(bool found_work, uint64_t now) {
+  if (found_work) {  // the common case, before the parameter is read
+    idle_since_ns = 0;
+    return false;
+  }
   const uint64_t after_ns = uint64_t{params().idle_yield_us} * 1000;
-  if (found_work || after_ns == 0) {
+  if (after_ns == 0) {
     idle_since_ns = 0;
     return false;
   }
