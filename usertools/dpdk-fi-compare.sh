@@ -21,6 +21,12 @@
 #   fadd_lat                    fi_fetch_atomic FI_SUM uint64, one at a time, p50 (us)
 #   fadd_rate                   the same, 64 in flight (ops/s)
 #
+# Then, where valgrind is installed, the instructions per message
+# (figure "msgcost"): dpdk-fi-msgcost (app/msgcost) under callgrind, two
+# endpoints of one process, one message at a time, 8 bytes and 4 KiB,
+# dpdk over one net_ring port beside shm (the count is the same on a busy
+# machine: it is the figure to compare the small-message path by).
+#
 # Prints a table with each dpdk figure as a ratio to both peers ("x" is how
 # many times better dpdk is: lower latency or higher rate), and writes every
 # run's JSON to --json (default BUILDDIR/compare.json).  Each run's program
@@ -194,11 +200,14 @@ STOCK = [
      "fadd_lat"),
 ]
 FLOOR = "floor"
+MSGCOST = "msgcost"
 
 want_floor = stock_mode != "off"
+want_msgcost = stock_mode != "only"
 if only:
     wanted = set(only.split(","))
-    unknown = wanted - {f[0] for f in FIGURES} - {f[0] for f in STOCK} - {FLOOR}
+    want_msgcost = MSGCOST in wanted
+    unknown = wanted - {f[0] for f in FIGURES} - {f[0] for f in STOCK} - {FLOOR, MSGCOST}
     if unknown:
         sys.exit(f"dpdk-fi-compare.sh: unknown figure(s): {', '.join(sorted(unknown))}")
     FIGURES = [f for f in FIGURES if f[0] in wanted]
@@ -769,8 +778,55 @@ def against_bench(tables, means):
     return lines
 
 
+MSGCOST_COUNT = 5000
+
+
+def run_msgcost(provider, size):
+    """Instructions per message of dpdk-fi-msgcost under callgrind; None
+    when the run fails."""
+    program = os.path.join(builddir, "app", "msgcost", "dpdk-fi-msgcost")
+    eal = (["-l", "0", "--no-huge", "-m", "512", "--no-shconf", "--no-pci", "--no-telemetry",
+            "--vdev=net_ring0"] if provider == "dpdk" else [])
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+               "--toggle-collect=*measured_loop*", program] + eal + [
+               "--", "--provider", provider, "--size", str(size),
+               "--count", str(MSGCOST_COUNT), "--warmup", "500"]
+    env = dict(os.environ, FI_PROVIDER_PATH=provider_dir)
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None
+    if out.returncode != 0:
+        return None
+    for line in out.stderr.splitlines():
+        if "Collected :" in line:
+            return round(int(line.split(":")[-1].strip()) / MSGCOST_COUNT)
+    return None
+
+
+def msgcost_part():
+    """{size: {provider: instructions}} for dpdk and shm."""
+    costs = {}
+    for size in (8, 4096):
+        costs[str(size)] = {p: run_msgcost(p, size) for p in ("dpdk", "shm")}
+    return costs
+
+
+def print_msgcost(costs):
+    print()
+    print("instructions per message (dpdk-fi-msgcost under callgrind, two endpoints of one"
+          " process, one at a time; dpdk over net_ring):")
+    for size, row in costs.items():
+        dpdk, shm = row["dpdk"], row["shm"]
+        ratio = f" ({dpdk / shm:.2f}x shm's)" if dpdk and shm else ""
+        label = "8 B" if size == "8" else "4 KiB"
+        print(f"  {label}: dpdk {dpdk if dpdk else 'fail'}, shm {shm if shm else 'fail'}{ratio}")
+
+
 bench_table, bench_runs = [], {}
 stock = None
+msgcost = None
 failed = 0
 want_floor = want_floor and "dpdk" in stock_providers
 stock_wanted = bool(STOCK) or want_floor
@@ -791,6 +847,13 @@ if stock_wanted and want_floor:
 if FIGURES:
     bench_table, bench_runs = bench_part()
     failed += sum(1 for row in bench_table for p in providers if row[p] is None)
+if want_msgcost:
+    if shutil.which("valgrind") is None:
+        note("no valgrind: no instruction counts (apt-get install valgrind)")
+    else:
+        msgcost = msgcost_part()
+        print_msgcost(msgcost)
+        failed += sum(1 for row in msgcost.values() for v in row.values() if v is None)
 if stock_wanted:
     tables, stock_runs = stock_part() if STOCK else ({"default": [], "long": []}, {})
     failed += sum(1 for rows in tables.values() for row in rows for p in stock_providers
@@ -834,6 +897,8 @@ record = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "uname": os.uname().releas
           "runs": bench_runs}
 if stock is not None:
     record["stock"] = stock
+if msgcost is not None:
+    record["instructions_per_message"] = msgcost
 with open(json_path, "w") as f:
     json.dump(record, f, indent=1)
 print(f"runs: {json_path}")
