@@ -21,6 +21,13 @@
 #   fadd_lat                    fi_fetch_atomic FI_SUM uint64, one at a time, p50 (us)
 #   fadd_rate                   the same, 64 in flight (ops/s)
 #
+# Then the scaling with threads (figures threads_8B, threads_64KiB): one
+# process, dpdk-fi-bench --role both --threads N, each thread streaming
+# between its own two endpoints on one domain (FI_THREAD_COMPLETION; dpdk
+# over one net_ring port), 8-byte sends (msg/s) and 64 KiB tagged sends
+# (MB/s), with one thread and with two; printed with the two-thread figure
+# over the one-thread figure for each provider (dpdk-shared has no part).
+#
 # Then, where valgrind is installed, the instructions per message
 # (figure "msgcost"): dpdk-fi-msgcost (app/msgcost) under callgrind, two
 # endpoints of one process, one message at a time, 8 bytes and 4 KiB,
@@ -201,17 +208,27 @@ STOCK = [
 ]
 FLOOR = "floor"
 MSGCOST = "msgcost"
+# name, unit, what to read from the JSON, bench args (with --threads N added)
+SCALING = [
+    ("threads_8B", "msg/s", ("msg_rate",),
+     ["--pattern", "bandwidth", "--size", "8", "--window", "64", "--count", n(1000000)]),
+    ("threads_64KiB", "MB/s", ("goodput_MBps",),
+     ["--pattern", "tagged", "--size", "65536", "--window", "64", "--count", n(50000)]),
+]
+SCALING_THREADS = (1, 2)
 
 want_floor = stock_mode != "off"
 want_msgcost = stock_mode != "only"
 if only:
     wanted = set(only.split(","))
     want_msgcost = MSGCOST in wanted
-    unknown = wanted - {f[0] for f in FIGURES} - {f[0] for f in STOCK} - {FLOOR, MSGCOST}
+    unknown = (wanted - {f[0] for f in FIGURES} - {f[0] for f in STOCK} -
+               {f[0] for f in SCALING} - {FLOOR, MSGCOST})
     if unknown:
         sys.exit(f"dpdk-fi-compare.sh: unknown figure(s): {', '.join(sorted(unknown))}")
     FIGURES = [f for f in FIGURES if f[0] in wanted]
     STOCK = [f for f in STOCK if f[0] in wanted]
+    SCALING = [f for f in SCALING if f[0] in wanted]
     want_floor = want_floor and FLOOR in wanted
     if stock_mode == "off" and (STOCK or FLOOR in wanted):
         sys.exit("dpdk-fi-compare.sh: --only names stock figures, but --no-stock")
@@ -221,6 +238,7 @@ if stock_mode == "off":
     STOCK = []
 if stock_mode == "only":
     FIGURES = []
+    SCALING = []
 
 EAL = mem_args.split() + ["--no-pci", "--no-telemetry", "--log-level=lib.eal:error"]
 LIMIT = 120  # seconds a run may take before it is killed
@@ -778,6 +796,62 @@ def against_bench(tables, means):
     return lines
 
 
+def run_threads(provider, args, threads):
+    """One process of dpdk-fi-bench --role both --threads THREADS; its JSON."""
+    common = ["--role", "both", "--timeout", "60", "--threads", str(threads)] + args
+    if provider == "dpdk":
+        prefix = ["--file-prefix", f"cmp{os.getpid()}threads"] if "--in-memory" not in EAL else []
+        command_line = [bench, "-l", "0"] + EAL + prefix + ["--vdev=net_ring0", "--"] + common
+    else:
+        command_line = [bench, "--", "--provider", provider] + common
+    env = dict(os.environ, FI_PROVIDER_PATH=provider_dir, FI_TCP_IFACE="lo")
+    env.pop("FI_PROVIDER", None)
+    try:
+        out = subprocess.run(command_line, capture_output=True, text=True, env=env,
+                             timeout=LIMIT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": "killed at the time limit"}
+    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
+    result = json.loads(lines[-1]) if lines else {}
+    if out.returncode != 0 or not result.get("ok"):
+        result["ok"] = False
+        result["error"] = (out.stderr.strip().splitlines() or ["failed"])[-1]
+    return result
+
+
+def scaling_part():
+    """Each SCALING figure with 1 and 2 threads, per provider (the median
+    of --repeat runs); prints the table and returns its rows."""
+    rows = []
+    scaling_providers = [p for p in providers if p != "dpdk-shared"]
+    for name, unit, path, args in SCALING:
+        row = {"figure": name, "unit": unit}
+        for provider in scaling_providers:
+            for threads in SCALING_THREADS:
+                values = []
+                for _ in range(repeat):
+                    result = run_threads(provider, args, threads)
+                    if not result.get("ok"):
+                        print(f"  {name} over {provider}, {threads} threads: failed:"
+                              f" {result.get('error', '?')}", file=sys.stderr)
+                    elif value(result, path) is not None:
+                        values.append(value(result, path))
+                row[f"{provider} {threads}"] = (statistics.median(values)
+                                                if len(values) == repeat else None)
+        rows.append(row)
+    print()
+    print("scaling (dpdk-fi-bench --role both --threads N: each thread its own two endpoints,"
+          " one domain, FI_THREAD_COMPLETION):")
+    for row in rows:
+        cells = []
+        for provider in scaling_providers:
+            one, two = row[f"{provider} 1"], row[f"{provider} 2"]
+            ratio = f" ({two / one:.2f}x)" if one and two else ""
+            cells.append(f"{provider} {fmt(one, row['unit'])} -> {fmt(two, row['unit'])}{ratio}")
+        print(f"  {row['figure']} ({row['unit']}, 1 -> 2 threads): " + "; ".join(cells))
+    return rows
+
+
 MSGCOST_COUNT = 5000
 
 
@@ -827,6 +901,7 @@ def print_msgcost(costs):
 bench_table, bench_runs = [], {}
 stock = None
 msgcost = None
+scaling = None
 failed = 0
 want_floor = want_floor and "dpdk" in stock_providers
 stock_wanted = bool(STOCK) or want_floor
@@ -847,6 +922,10 @@ if stock_wanted and want_floor:
 if FIGURES:
     bench_table, bench_runs = bench_part()
     failed += sum(1 for row in bench_table for p in providers if row[p] is None)
+if SCALING:
+    scaling = scaling_part()
+    failed += sum(1 for row in scaling for k, v in row.items() if k not in ("figure", "unit")
+                  and v is None)
 if want_msgcost:
     if shutil.which("valgrind") is None:
         note("no valgrind: no instruction counts (apt-get install valgrind)")
@@ -899,6 +978,8 @@ if stock is not None:
     record["stock"] = stock
 if msgcost is not None:
     record["instructions_per_message"] = msgcost
+if scaling is not None:
+    record["scaling"] = scaling
 with open(json_path, "w") as f:
     json.dump(record, f, indent=1)
 print(f"runs: {json_path}")

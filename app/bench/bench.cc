@@ -21,7 +21,13 @@
 //
 //   dpdk-fi-bench [EAL args] -- --role server|client|both --pattern P
 //       [--provider NAME] [--size B] [--max-size B] [--count N] [--window W]
-//       [--senders K] [--rendezvous DIR] [--timeout S] [--seed N]
+//       [--senders K] [--threads N] [--rendezvous DIR] [--timeout S] [--seed N]
+//
+// --threads N (with --role both, --pattern bandwidth or tagged): N
+// threads in this one process, each streaming between its own two
+// endpoints (and their CQs) on one domain asked for FI_THREAD_COMPLETION;
+// the report sums them over the slowest thread's time.  The rate of N
+// threads against one's is how the provider scales with cores.
 //
 // With --provider other than dpdk (shm, "tcp;ofi_rxm", ...) no EAL starts:
 // give no EAL arguments, only the program's own (after "--" or not).
@@ -66,6 +72,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--rendezvous") o.rendezvous = value();
     else if (arg == "--timeout") o.timeout = std::stod(value());
     else if (arg == "--seed") o.seed = std::stoull(value());
+    else if (arg == "--threads") o.threads = std::stoi(value());
     else fail_setup("unknown option " + std::string(arg) + " (see the comment at the top of bench.cc)");
   }
   if (o.role != "server" && o.role != "client" && o.role != "both") fail_setup("bad --role");
@@ -78,6 +85,11 @@ Options parse(int argc, char** argv) {
   if (o.window == 0 || o.window > 512) fail_setup("--window wants 1..512");
   if (o.senders < 1 || o.senders > 8) fail_setup("--senders wants 1..8");
   if (o.pattern == "atomic" && o.role != "both") o.senders = 1;
+  if (o.threads != 0) {
+    if (o.threads < 1 || o.threads > 8) fail_setup("--threads wants 1..8");
+    if (o.role != "both" || (o.pattern != "bandwidth" && o.pattern != "tagged"))
+      fail_setup("--threads goes with --role both and --pattern bandwidth or tagged");
+  }
   return o;
 }
 
@@ -119,6 +131,7 @@ void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
     }
     std::printf("],\"jain_fairness\":%.3f", sum * sum / (r.sender_goodput.size() * squares));
   }
+  if (b.o_.threads > 0) std::printf(",\"threads\":%d", b.o_.threads);
   fi_dpdk_ep_waits waits{};
   b.waits(eps, &waits);
   std::printf(",\"timer_waits\":{\"retransmit_timeouts\":%" PRIu64 ",\"tail_loss_probes\":%" PRIu64
@@ -163,8 +176,39 @@ struct ServerRegion {
   RemoteRegion view;
 };
 
+// --threads: each thread streams between its own two endpoints; one
+// report of the sum (messages, bytes) over the slowest thread's time.
+int run_threads(Bench& b) {
+  const Options& o = b.o_;
+  std::vector<Endpoint> senders, receivers;
+  std::vector<fi_addr_t> receiver_addrs;
+  for (int i = 0; i < o.threads; ++i) {
+    senders.push_back(b.make_endpoint());
+    receivers.push_back(b.make_endpoint());
+    receiver_addrs.push_back(b.insert(receivers.back().name));
+  }
+  std::vector<Result> results(o.threads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < o.threads; ++i)
+    threads.emplace_back(
+        [&, i] { results[i] = pair_stream(b, senders[i], receivers[i], receiver_addrs[i]); });
+  for (auto& thread : threads) thread.join();
+  Result total;
+  for (const Result& r : results) {
+    total.ok = total.ok && r.ok;
+    total.messages += r.messages;
+    total.bytes += r.bytes;
+    total.seconds = std::max(total.seconds, r.seconds);
+  }
+  report(b, total, senders);
+  b.close(senders);
+  b.close(receivers);
+  return total.ok ? 0 : 1;
+}
+
 int run_both(Bench& b) {
   const Options& o = b.o_;
+  if (o.threads > 0) return run_threads(b);
   const int senders = o.pattern == "fanin" || o.pattern == "atomic" ? o.senders : 1;
   // Everything in one process on one port: server endpoint 0, senders after.
   std::vector<Endpoint> server{b.make_endpoint()};

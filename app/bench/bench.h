@@ -32,6 +32,10 @@ struct Options {
   uint64_t count = 10000;
   size_t window = 64;
   int senders = 2;
+  // --threads N (role both, bandwidth or tagged): N threads, each with its
+  // own sending and receiving endpoint, on one domain asked for
+  // FI_THREAD_COMPLETION; 0 when not given.
+  int threads = 0;
   std::string rendezvous = "/tmp/ofi-dpdk-bench";
   double timeout = 30;
   uint64_t seed = 1;
@@ -120,6 +124,10 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed);
 // RMA write or read of --size bytes, --window in flight, into the server's
 // region; then a message tells the server it is done.
 Result rma_client(Bench& b, const Endpoint& e, fi_addr_t peer, const RemoteRegion& region);
+// One thread's stream from `sender` to `receiver` (both its own, in this
+// process; --threads): --window sends in flight, every message checked.
+Result pair_stream(Bench& b, const Endpoint& sender, const Endpoint& receiver,
+                   fi_addr_t receiver_addr);
 // Serves RMA (or atomics) until the client's closing message.
 Result remote_server(Bench& b, const Endpoint& e);
 // Fetch-adds of 1 on one uint64 at the server, --window at a time, from

@@ -37,6 +37,8 @@ void Bench::open() {
   // What any of the three providers compared can work with; FI_MR_LOCAL
   // only if the provider insists (then every buffer is registered).
   hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  // Each thread polls only its own CQs and endpoints: what the level says.
+  if (o_.threads > 0) hints->domain_attr->threading = FI_THREAD_COMPLETION;
   const int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info_);
   fi_freeinfo(hints);
   if (ret != 0)

@@ -297,6 +297,77 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
   return r;
 }
 
+Result pair_stream(Bench& b, const Endpoint& sender, const Endpoint& receiver,
+                   fi_addr_t receiver_addr) {
+  Result r;
+  const size_t window = b.o_.window, size = b.o_.size;
+  Buffers send_slots(b, window, size), receive_slots(b, window, size);
+  const size_t buffer = receive_slots.slot_size();
+  for (size_t i = 0; i < window; ++i) {
+    fill(send_slots.slot(i), size, 0);
+    BENCH_CHECK(post_receive(b.o_, receiver, receive_slots.slot(i), buffer, receive_slots.desc(),
+                             as_context(i)));
+  }
+  std::vector<size_t> free_slots;
+  for (size_t i = 0; i < window; ++i) free_slots.push_back(i);
+  std::vector<void*> done;
+  uint64_t sent = 0, send_completions = 0, received = 0;
+  const auto start = Clock::now();
+  auto last_progress = start;
+  while ((received < b.o_.count || send_completions < b.o_.count) && r.ok) {
+    while (sent < b.o_.count && !free_slots.empty()) {
+      const size_t slot = free_slots.back();
+      stamp(send_slots.slot(slot), size, sent);
+      const ssize_t ret = post_send(b.o_, sender, send_slots.slot(slot), size, send_slots.desc(),
+                                    receiver_addr, as_context(slot));
+      if (ret == -FI_EAGAIN) break;
+      if (ret != 0) {
+        r.ok = false;
+        break;
+      }
+      free_slots.pop_back();
+      ++sent;
+    }
+    done.clear();
+    const ssize_t sends = reap(b, sender.tx_cq, &done);
+    for (void* context : done) free_slots.push_back(from_context(context));
+    send_completions += done.size();
+    // Messages arrive in order (one sender, one receiver, RDM's default
+    // ordering for sends): each must carry the next index.
+    fi_cq_tagged_entry entries[16];
+    const ssize_t n = fi_cq_read(receiver.rx_cq, entries, 16);
+    if (n == -FI_EAVAIL) {
+      fi_cq_tagged_entry one;
+      b.wait(receiver.rx_cq, &one);  // prints the error
+      r.ok = false;
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      const size_t slot = from_context(entries[i].op_context);
+      if (entries[i].len != size || !verify(receive_slots.slot(slot), size, received)) {
+        std::fprintf(stderr, "dpdk-fi-bench: message %" PRIu64 " wrong (%zu bytes)\n", received,
+                     entries[i].len);
+        r.ok = false;
+        break;
+      }
+      ++received;
+      r.bytes += size;
+      BENCH_CHECK(post_receive(b.o_, receiver, receive_slots.slot(slot), buffer,
+                               receive_slots.desc(), entries[i].op_context));
+    }
+    if (sends < 0) r.ok = false;
+    const auto now = Clock::now();
+    if (sends > 0 || n > 0) {
+      last_progress = now;
+    } else if (std::chrono::duration<double>(now - last_progress).count() > b.o_.timeout) {
+      std::fprintf(stderr, "dpdk-fi-bench: thread's stream stalled\n");
+      r.ok = false;
+    }
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.messages = received;
+  return r;
+}
+
 Result rma_client(Bench& b, const Endpoint& e, fi_addr_t peer, const RemoteRegion& region) {
   Result r;
   const bool write = b.o_.pattern == "write";
