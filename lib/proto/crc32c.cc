@@ -51,21 +51,11 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const uint
     wide = __builtin_ia32_crc32di(wide, word);
   }
   crc = static_cast<uint32_t>(wide);
-  // At most seven bytes left: a frame's 14-byte Ethernet lead leaves them
-  // unaligned, and a byte loop here costs more than the words above.
-  if (length & 4) {
-    uint32_t word;
-    std::memcpy(&word, data, 4);
-    crc = __builtin_ia32_crc32si(crc, word);
-    data += 4;
-  }
-  if (length & 2) {
-    uint16_t half;
-    std::memcpy(&half, data, 2);
-    crc = __builtin_ia32_crc32hi(crc, half);
-    data += 2;
-  }
-  if (length & 1) crc = __builtin_ia32_crc32qi(crc, *data);
+  // The last bytes one at a time.  (Steps of 4, 2 and 1 bytes, a few
+  // instructions fewer a frame and 2 ns faster a call alone, took
+  // dpdk-fi-bench's 8-byte message rate between two processes from 2.9 to
+  // 1.9 M/s, repeatably and with the same frames sent; why is not known.)
+  for (; length > 0; --length, ++data) crc = __builtin_ia32_crc32qi(crc, *data);
   return crc;
 }
 
