@@ -259,21 +259,22 @@ uint32_t PortContext::progress(uint64_t now) {
   net::Port& nic = *port;
   last_progress_ns.store(now, std::memory_order_relaxed);
   uint32_t received = 0;
+  // Frames endpoints of this port sent each other (Endpoint::flush): they
+  // never went to the device, which would not bring them back.
+  std::vector<rte_mbuf*> batch;
+  if (!looped.empty()) {
+    batch.swap(looped);
+    looped.reserve(kLoopbackFrames);
+  }
   // Frames the endpoints held for later sends to join
   // (Endpoint::flush_unless_held) leave before the read: none will join
   // them now that the application polls, and their answers may be back
-  // within this pass (a device that loops back, a fast peer).
+  // within this pass (a device that loops back, a fast peer).  (After the
+  // swap: frames they loop back find the queue empty, behind the batch.)
   for (Endpoint* ep : open_endpoints())
     if (ep != nullptr && ep->enabled && !ep->engine->outbox().empty()) ep->flush();
-  // Frames endpoints of this port sent each other (Endpoint::flush): they
-  // never went to the device, which would not bring them back.
-  if (!looped.empty()) {
-    std::vector<rte_mbuf*> batch;
-    batch.swap(looped);
-    looped.reserve(kLoopbackFrames);
-    received += static_cast<uint32_t>(batch.size());
-    for (rte_mbuf* frame : batch) receive(frame, now);
-  }
+  received += static_cast<uint32_t>(batch.size());
+  for (rte_mbuf* frame : batch) receive(frame, now);
   // No RX on a port whose link is down: a memif peer that went away.
   if (nic.link_up()) {
     // A busy queue is read in bursts of burst_frames(), and what they owe
