@@ -221,7 +221,7 @@ want_floor = stock_mode != "off"
 want_msgcost = stock_mode != "only"
 if only:
     wanted = set(only.split(","))
-    want_msgcost = MSGCOST in wanted
+    want_msgcost = MSGCOST in wanted and stock_mode != "only"
     unknown = (wanted - {f[0] for f in FIGURES} - {f[0] for f in STOCK} -
                {f[0] for f in SCALING} - {FLOOR, MSGCOST})
     if unknown:
@@ -812,7 +812,10 @@ def run_threads(provider, args, threads):
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": "killed at the time limit"}
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-    result = json.loads(lines[-1]) if lines else {}
+    try:
+        result = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        result = {}
     if out.returncode != 0 or not result.get("ok"):
         result["ok"] = False
         result["error"] = (out.stderr.strip().splitlines() or ["failed"])[-1]
@@ -861,9 +864,11 @@ def run_msgcost(provider, size):
     program = os.path.join(builddir, "app", "msgcost", "dpdk-fi-msgcost")
     eal = (["-l", "0", "--no-huge", "-m", "512", "--no-shconf", "--no-pci", "--no-telemetry",
             "--vdev=net_ring0"] if provider == "dpdk" else [])
+    # (No "--" for other providers: the program starts EAL only for dpdk.)
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-               "--toggle-collect=*measured_loop*", program] + eal + [
-               "--", "--provider", provider, "--size", str(size),
+               "--toggle-collect=*measured_loop*", program] + eal + (
+               ["--"] if provider == "dpdk" else []) + [
+               "--provider", provider, "--size", str(size),
                "--count", str(MSGCOST_COUNT), "--warmup", "500"]
     env = dict(os.environ, FI_PROVIDER_PATH=provider_dir)
     try:
@@ -880,10 +885,11 @@ def run_msgcost(provider, size):
 
 
 def msgcost_part():
-    """{size: {provider: instructions}} for dpdk and shm."""
+    """{size: {provider: instructions}} for dpdk and shm (those of
+    --providers)."""
     costs = {}
     for size in (8, 4096):
-        costs[str(size)] = {p: run_msgcost(p, size) for p in ("dpdk", "shm")}
+        costs[str(size)] = {p: run_msgcost(p, size) for p in ("dpdk", "shm") if p in providers}
     return costs
 
 
@@ -892,10 +898,11 @@ def print_msgcost(costs):
     print("instructions per message (dpdk-fi-msgcost under callgrind, two endpoints of one"
           " process, one at a time; dpdk over net_ring):")
     for size, row in costs.items():
-        dpdk, shm = row["dpdk"], row["shm"]
+        dpdk, shm = row.get("dpdk"), row.get("shm")
         ratio = f" ({dpdk / shm:.2f}x shm's)" if dpdk and shm else ""
         label = "8 B" if size == "8" else "4 KiB"
-        print(f"  {label}: dpdk {dpdk if dpdk else 'fail'}, shm {shm if shm else 'fail'}{ratio}")
+        cells = ", ".join(f"{p} {v if v else 'fail'}" for p, v in row.items())
+        print(f"  {label}: {cells}{ratio}")
 
 
 bench_table, bench_runs = [], {}

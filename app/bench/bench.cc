@@ -189,9 +189,11 @@ int run_threads(Bench& b) {
   }
   std::vector<Result> results(o.threads);
   std::vector<std::thread> threads;
+  std::latch start_line(o.threads);
   for (int i = 0; i < o.threads; ++i)
-    threads.emplace_back(
-        [&, i] { results[i] = pair_stream(b, senders[i], receivers[i], receiver_addrs[i]); });
+    threads.emplace_back([&, i] {
+      results[i] = pair_stream(b, senders[i], receivers[i], receiver_addrs[i], start_line);
+    });
   for (auto& thread : threads) thread.join();
   Result total;
   for (const Result& r : results) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <latch>
 #include <string>
 #include <vector>
 
@@ -126,8 +127,10 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed);
 Result rma_client(Bench& b, const Endpoint& e, fi_addr_t peer, const RemoteRegion& region);
 // One thread's stream from `sender` to `receiver` (both its own, in this
 // process; --threads): --window sends in flight, every message checked.
+// Waits at `start_line` (every thread's set-up done) before its clock
+// starts, so the threads' runs overlap.
 Result pair_stream(Bench& b, const Endpoint& sender, const Endpoint& receiver,
-                   fi_addr_t receiver_addr);
+                   fi_addr_t receiver_addr, std::latch& start_line);
 // Serves RMA (or atomics) until the client's closing message.
 Result remote_server(Bench& b, const Endpoint& e);
 // Fetch-adds of 1 on one uint64 at the server, --window at a time, from

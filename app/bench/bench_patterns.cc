@@ -298,7 +298,7 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
 }
 
 Result pair_stream(Bench& b, const Endpoint& sender, const Endpoint& receiver,
-                   fi_addr_t receiver_addr) {
+                   fi_addr_t receiver_addr, std::latch& start_line) {
   Result r;
   const size_t window = b.o_.window, size = b.o_.size;
   Buffers send_slots(b, window, size), receive_slots(b, window, size);
@@ -312,6 +312,7 @@ Result pair_stream(Bench& b, const Endpoint& sender, const Endpoint& receiver,
   for (size_t i = 0; i < window; ++i) free_slots.push_back(i);
   std::vector<void*> done;
   uint64_t sent = 0, send_completions = 0, received = 0;
+  start_line.arrive_and_wait();
   const auto start = Clock::now();
   auto last_progress = start;
   while ((received < b.o_.count || send_completions < b.o_.count) && r.ok) {
