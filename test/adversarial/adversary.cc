@@ -692,12 +692,21 @@ class Adversary {
     LiveConnection live = in_.live();
     const uint16_t conn_before = live.target_conn;
     const uint64_t resets_before = resets_, hello_acks_before = hello_acks_;
-    // Sequences run ahead of a sample by thousands a second: each round
-    // covers the 4096 after a fresh one.
+    // Sequences run ahead of a sample by thousands a second, and a RESET
+    // is taken only if it names one the target has in flight when it
+    // arrives: each round covers the 4096 after a fresh sample, until one
+    // is taken (the pair's frames stop, or its connection changes) or 12
+    // rounds went by (a busy machine or a fast pair may outrun a few).
+    // With a key every round is sent, and none may be taken.
     constexpr uint32_t kSpread = 4096;
-    constexpr int kRounds = 3;
-    for (int round = 0; round < kRounds; ++round) {
-      if (round != 0 && in_.learn_live(std::chrono::seconds(2))) live = in_.live();
+    constexpr int kMaxRounds = 12;
+    int rounds = 0;
+    for (; rounds < kMaxRounds; ++rounds) {
+      if (rounds != 0) {
+        if (!in_.learn_live(std::chrono::seconds(2))) break;  // torn down
+        live = in_.live();
+        if (live.target_conn != conn_before) break;  // taken
+      }
       for (uint32_t i = 0; i < kSpread; ++i) {
         wire::FrameHeader h = header_between(wire::Opcode::kReset, in_.peer(), in_.target());
         h.ack_conn = live.target_conn;
@@ -727,7 +736,7 @@ class Adversary {
     // A RESET taken shows as the target's next connection to the peer.
     const bool sampled = in_.learn_live(std::chrono::seconds(3));
     const bool reset = sampled && in_.live().target_conn != conn_before;
-    finding.note(std::to_string(kRounds * kSpread) + " RESETs with the live token at sequences from " +
+    finding.note(std::to_string(rounds * kSpread) + " RESETs with the live token at sequences from " +
                  std::to_string(live.target_seq) + ", a request with the peer's token at " +
                  std::to_string(live.peer_next_seq) + ", 64 HELLOs: " + std::to_string(answers) +
                  " answers");
