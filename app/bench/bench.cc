@@ -327,21 +327,13 @@ int run_client(Bench& b) {
   return r.ok ? 0 : 1;
 }
 
-// The provider the arguments name, before anything else is parsed: only
-// dpdk starts EAL.
-std::string provider_named(int argc, char** argv) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::string_view(argv[i]) == "--provider") return argv[i + 1];
-  return "dpdk";
-}
-
 }  // namespace
 }  // namespace ofi_dpdk::bench
 
 int main(int argc, char** argv) {
   using namespace ofi_dpdk::bench;
   int consumed = 1;
-  if (provider_named(argc, argv) == "dpdk") {
+  if (ofi_dpdk::app::provider_named(argc, argv) == "dpdk") {
     ofi_dpdk::app::point_libfabric_at_provider();
     consumed = fi_dpdk_eal_init(argc, argv);
     if (consumed < 0) fail_setup(std::string("EAL did not start: ") + fi_strerror(-consumed));

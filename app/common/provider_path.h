@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 namespace ofi_dpdk::app {
 
@@ -20,6 +21,14 @@ inline void point_libfabric_at_provider() {
   if (slash == std::string::npos) return;
   dir.resize(slash);
   setenv("FI_PROVIDER_PATH", dir.c_str(), 0);
+}
+
+// The provider the arguments name (`--provider NAME`), before anything
+// else is parsed: only dpdk starts EAL.  dpdk when none is named.
+inline std::string provider_named(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string_view(argv[i]) == "--provider") return argv[i + 1];
+  return "dpdk";
 }
 
 }  // namespace ofi_dpdk::app

@@ -199,12 +199,9 @@ int main(int argc, char** argv) {
   // EAL arguments only for dpdk, and only when given (before "--"); other
   // providers start no EAL, whatever precedes "--".
   int consumed = 1;
-  bool has_separator = false, dpdk = true;
-  for (int i = 1; i < argc; ++i) {
-    has_separator |= std::strcmp(argv[i], "--") == 0;
-    if (std::strcmp(argv[i], "--provider") == 0 && i + 1 < argc)
-      dpdk = std::strcmp(argv[i + 1], "dpdk") == 0;
-  }
+  const bool dpdk = ofi_dpdk::app::provider_named(argc, argv) == "dpdk";
+  bool has_separator = false;
+  for (int i = 1; i < argc; ++i) has_separator |= std::strcmp(argv[i], "--") == 0;
   if (has_separator && dpdk) {
     consumed = fi_dpdk_eal_init(argc, argv);
     if (consumed < 0) setup_error(std::string("EAL: ") + fi_strerror(-consumed));

@@ -1097,7 +1097,9 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
 void forget_context(Endpoint* context);
 // fi_ep_bind of an AV, for endpoints and contexts alike.  Port lock held.
 int bind_av(Endpoint* ep, Av* av);
-// Warns of the engine's peer timeouts not logged yet (dpdk_progress.cc).  Lock held.
+// Warns of the engine's last peer timeout and marks the count logged
+// (dpdk_progress.cc); called when stats().timeouts != timeouts_logged.
+// Lock held.
 void log_timeouts(Endpoint* ep);
 // The queue id info->src_addr asks for: kAnyQueue without one, -FI_EINVAL
 // for a malformed one.
