@@ -11,6 +11,8 @@
 //   claim     claims a slot, prints it, gives it back
 //   poke      writes --pid into slot --slot's owner word, as a process
 //             with that pid would have claimed it
+//   freed     waits up to --seconds for slot --slot's owner word to read
+//             free (the switch has reaped a gone holder)
 //   corrupt   writes out-of-range values into the table's fixed fields
 //             (slots 200, queues_per_slot 0)
 // Exit status: 0 when the role did what it should, 1 otherwise, 2 on bad
@@ -240,6 +242,24 @@ int poke(const Options& o) {
   return 0;
 }
 
+int freed(const Options& o) {
+  SharedPortTable* table = table_of(o);
+  if (table == nullptr) return 1;
+  if (o.slot < 0 || o.slot >= static_cast<int>(ofi_dpdk::net::kMaxSharedProcesses))
+    usage("freed needs --slot 0 to 15");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.seconds);
+  while (table->owner[o.slot].load() != 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "shared_port_peer: slot %d still reads %d after %ld s\n", o.slot,
+                   table->owner[o.slot].load(), o.seconds);
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::printf("slot %d is free\n", o.slot);
+  return 0;
+}
+
 int corrupt(const Options& o) {
   SharedPortTable* table = table_of(o);
   if (table == nullptr) return 1;
@@ -265,6 +285,7 @@ int main(int argc, char** argv) {
   else if (o.role == "exchange") rc = exchange(o);
   else if (o.role == "claim") rc = claim(o);
   else if (o.role == "poke") rc = poke(o);
+  else if (o.role == "freed") rc = freed(o);
   else if (o.role == "corrupt") rc = corrupt(o);
   else usage("unknown role " + o.role);
   std::fflush(nullptr);

@@ -173,6 +173,13 @@ echo "a live holder seen under a gone pid keeps its slot: no newcomer or switch 
 # 4. A damaged table: refused by newcomers, harmless to those attached.
 kill -9 "${holders[@]}"
 wait "${holders[@]}" 2>/dev/null || true
+# A claimer takes whichever slot it finds free first, and skips one the
+# switch is reaping at that instant: c and d must find both reaped to get
+# 1 and 2 in turn.
+for slot in 1 2; do
+	run_peer freed$slot 1 --role freed --slot "$slot" --seconds 30
+	[ "$PEER_RC" = 0 ] || fail "the switch did not free dead holder's slot $slot: $(cat "$WORK/freed$slot.err")"
+done
 start_peer c 0 --role exchange --ready "$WORK/c.ready" --start "$WORK/go2" --done "$WORK/c.done" \
 	--peer-done "$WORK/d.done" --peer-slot 2 --seconds 60
 c_pid=$STARTED_PID
