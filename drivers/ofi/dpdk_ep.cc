@@ -605,6 +605,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   transport.max_outstanding_sends = kQueueDepth;
   transport.max_posted_recvs = kQueueDepth;
   transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;
+  transport.ack_delay_ns = params().ack_delay_us * 1'000ull;
   transport.max_connections = params().max_peers;
   transport.connect_timeout_ns = params().connect_timeout_ms * 1'000'000ull;
   transport.delivery_timeout_ns = params().delivery_timeout_ms * 1'000'000ull;

@@ -129,6 +129,7 @@ Params load() {
                      &p.errors);
   get_number<uint32_t>("bundle_bytes", 0, 8192, &p.bundle_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
+  get_number<uint32_t>("ack_delay_us", 1, 100'000, &p.ack_delay_us, &p.errors);
   get_number<uint32_t>("connect_timeout_ms", 1, 3'600'000, &p.connect_timeout_ms, &p.errors);
   get_number<uint64_t>("delivery_timeout_ms", 0, 86'400'000, &p.delivery_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
@@ -282,6 +283,11 @@ void define_params(const fi_provider* provider) {
                   "Bytes of answers to remote reads and atomics an endpoint holds until "
                   "their initiators acknowledge them, a quarter of it per peer; further "
                   "requests wait.  Each is exceeded by one answer at most (default: 67108864)");
+  fi_param_define(provider, "ack_delay_us", FI_PARAM_STRING,
+                  "Microseconds a receiver may wait before it acknowledges a message "
+                  "nobody waits on (an fi_inject), unless 8 are owed first; a message "
+                  "whose sender waits (a completion, a counter) is acknowledged at the "
+                  "next progress pass (default: 20)");
   fi_param_define(provider, "peer_timeout_ms", FI_PARAM_STRING,
                   "Milliseconds without an answer after which operations to a peer end "
                   "in FI_ETIMEDOUT error completions (default: 5000)");

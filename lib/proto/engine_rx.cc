@@ -463,10 +463,12 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
   in.received += h.payload_len;
   if (in.received == in.length) {
     finish_message(c);
-    // Ack a whole message soon: with manual progress the application may
-    // not call in again for a while, and its peer's send completes on this
-    // ack; but if it answers at once, the answer carries it.
-    ack_soon(c);
+    // Ack a whole message the sender waits on soon: with manual progress
+    // the application may not call in again for a while, and its peer's
+    // send completes on this ack; but if it answers at once, the answer
+    // carries it.  (One nobody waits on is acked with the next kAckEvery
+    // or after the ack delay.)
+    if (h.flags & wire::kFlagAckNow) ack_soon(c);
   }
   return true;
 }

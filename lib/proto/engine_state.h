@@ -127,6 +127,14 @@ struct TxMessage {
     if (response) return wire::Opcode::kResponse;
     return request.tagged ? wire::Opcode::kTagged : wire::Opcode::kMsg;
   }
+  // Someone waits for the ack of its last segment: a completion or
+  // counter, a response's budget, a request's or control message's
+  // sequel.  A send nobody hears of (fi_inject) waits for nothing, and
+  // its ack may ride the receiver's next ack or go after its ack delay.
+  bool ack_awaited() const {
+    return request.completion || request.request || request.control || request.internal ||
+           response || rendezvous;
+  }
   bool response = false;        // answers request response_to, status in cq_data
   LentMark lent;                // a response sent from a region (iov[0], Response::lent_bytes)
   uint32_t response_to = 0;

@@ -132,8 +132,7 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     h.flags |= wire::kFlagRemoteData;
     h.cq_data = m.request.cq_data;
   }
-  if ((slot.flags & wire::kFlagLastSegment) && &m == c.pending.back().get())
-    h.flags |= wire::kFlagAckNow;
+  if ((slot.flags & wire::kFlagLastSegment) && m.ack_awaited()) h.flags |= wire::kFlagAckNow;
   h.seq = seq;
   h.msg_id = m.msg_id;
   h.msg_len = static_cast<uint32_t>(m.wire_length);
@@ -385,8 +384,11 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     }
     // Without a sample yet (only retransmitted segments were acked) the
     // initial or backed-off RTO stays: srtt 0 would mean the minimum.
+    // (The peer may hold the ack of a message nobody waits on for its ack
+    // delay: no timeout before that has passed.)
     if (c.srtt_ns != 0)
-      c.rto_ns = std::clamp(c.srtt_ns + 4 * c.rttvar_ns, config_.min_rto_ns, config_.max_rto_ns);
+      c.rto_ns = std::clamp(c.srtt_ns + 4 * c.rttvar_ns, config_.min_rto_ns + config_.ack_delay_ns,
+                            config_.max_rto_ns);
     c.waiting_since_ns = now_ns;
     c.rto_deadline_ns = c.una == c.next_seq ? 0 : now_ns + c.rto_ns;
     // Messages complete in order, when every segment of theirs is acked.

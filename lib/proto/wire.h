@@ -89,9 +89,10 @@ inline constexpr uint16_t kFlagDeliveryNotice = 1u << 4;
 // asks whether the receiver still holds its connection; the answer is an
 // ACK, or a RESET when it does not.
 inline constexpr uint16_t kFlagAckRequest = 1u << 5;
-// On a data segment: the sender has nothing queued after it, so no later
-// frame will carry the ack: the receiver acks at once instead of after its
-// ack delay (a pingpong would otherwise wait that delay every message).
+// On the last segment of a message whose sender waits on its ack (a
+// completion, a request's answer): the receiver acks at its next pass
+// instead of after its ack delay (a pingpong would otherwise wait that
+// delay every message).  Injects, which nobody waits on, go without it.
 inline constexpr uint16_t kFlagAckNow = 1u << 6;
 // The sender computed no checksum (FI_DPDK_CHECKSUM=0, for links that are
 // only memory): only a receiver configured the same takes the frame.

@@ -1945,11 +1945,10 @@ TEST(TransportAcks, BidirectionalTrafficPiggybacksAcks) {
               static_cast<unsigned long>(acks));
 }
 
-TEST(TransportAcks, LastSegmentWithNothingQueuedIsAckedAtOnce) {
-  // Expect: with a 50 ms ack delay, a lone 3-segment message completes in
-  // well under a millisecond of simulated time: its last segment carries
-  // kFlagAckNow (nothing queued behind it) and B acks at once.  Of two
-  // messages queued together only the second's last segment carries it.
+TEST(TransportAcks, AMessageWhoseSenderWaitsIsAckedAtOnce) {
+  // Expect: with a 50 ms ack delay, a lone 3-segment message with a
+  // completion completes in well under a millisecond of simulated time:
+  // its last segment carries kFlagAckNow and B acks at once.
   TransportConfig config;
   config.ack_delay_ns = 50 * kMs;
   Pair p(18, config);
@@ -1970,9 +1969,11 @@ TEST(TransportAcks, LastSegmentWithNothingQueuedIsAckedAtOnce) {
   EXPECT_EQ(flagged, 1u);
   EXPECT_EQ(last_segments, 1u);
 
-  // A first message longer than any window (300 segments) is still being
-  // cut when the second is queued behind it.
-  Pair q(19);
+  // A message nobody waits on (no completion: fi_inject) does not ask,
+  // though nothing is queued behind it; the one with a completion queued
+  // behind it does.  The first is longer than any window (300 segments),
+  // so it is still being cut when the second is queued.
+  Pair q(19, config);
   q.open();
   const auto long_message = pattern(300 * 1444, 4);
   std::vector<uint8_t> long_in(long_message.size());
@@ -1982,14 +1983,37 @@ TEST(TransportAcks, LastSegmentWithNothingQueuedIsAckedAtOnce) {
     if (h.flags & wire::kFlagLastSegment) last_ids.push_back(h.msg_id);
     if (h.flags & wire::kFlagAckNow) flagged_ids.push_back(h.msg_id);
   };
+  const auto send_unheard = [&](const std::vector<uint8_t>& bytes) {
+    iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
+    SendRequest s;
+    s.iov = &iov;
+    s.iov_count = 1;
+    s.completion = false;
+    s.copy = true;
+    return q.net.engine(q.a).send(q.net.link.address(q.b), s, q.net.link.now());
+  };
   ASSERT_EQ(post_bytes(q.net, q.b, long_in, ctx(3)), 0);
   ASSERT_EQ(post_bytes(q.net, q.b, in2, ctx(4)), 0);
-  ASSERT_EQ(send_bytes(q.net, q.a, q.b, long_message, ctx(5)), 0);
+  ASSERT_EQ(send_unheard(long_message), 0);
   ASSERT_EQ(send_bytes(q.net, q.a, q.b, message, ctx(6)), 0);
-  ASSERT_TRUE(wait_completions(q.net, q.a, 2, 100 * kMs));
+  ASSERT_TRUE(wait_completions(q.net, q.a, 1, 100 * kMs));
   ASSERT_EQ(last_ids.size(), 2u);
-  ASSERT_EQ(flagged_ids.size(), 1u) << "only the message with nothing behind it asks";
+  ASSERT_EQ(flagged_ids.size(), 1u) << "only the message with a completion asks";
   EXPECT_EQ(flagged_ids[0], last_ids[1]);
+
+  // Alone, a message nobody waits on is acked when the ack delay runs out.
+  ASSERT_TRUE(wait_completions(q.net, q.b, 2, 100 * kMs));
+  const Connection* to_b = q.net.engine(q.a).find(q.net.link.key(q.b));
+  ASSERT_NE(to_b, nullptr);
+  const uint64_t delayed_before = q.net.engine(q.b).stats().delayed_acks;
+  ASSERT_EQ(post_bytes(q.net, q.b, in, ctx(7)), 0);
+  const auto short_message = pattern(100, 5);
+  const uint64_t sent_at = q.net.link.now();
+  ASSERT_EQ(send_unheard(short_message), 0);
+  ASSERT_TRUE(wait_completions(q.net, q.b, 3, 10 * kMs));
+  ASSERT_TRUE(q.net.run_until([&] { return to_b->una == to_b->next_seq; }, 100 * kMs));
+  EXPECT_GE(q.net.link.now() - sent_at, config.ack_delay_ns) << "acked before the delay";
+  EXPECT_EQ(q.net.engine(q.b).stats().delayed_acks, delayed_before + 1);
 }
 
 TEST(TransportAcks, OwedAckRidesOnTheNextDataFrame) {
