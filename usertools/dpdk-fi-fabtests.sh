@@ -160,7 +160,7 @@ cat >"$role_script" <<-'EOF'
 	# in 127/8 are the kernel's own too, so one string serves both a
 	# program's TCP socket and fi_getinfo, as 127.0.0.1 does for shm and tcp.
 	#  - out of band (the default): fabtests' -E, each pair on a TCP port of
-	#    its own (-E=PORT, 47600 + the pair's number), endpoint addresses in
+	#    its own (-E=PORT, 29600 + the pair's number), endpoint addresses in
 	#    the native form.  runfabtests.sh ends a failed pair by killing the
 	#    shell that started its server, not the server, so a server waiting
 	#    in accept() for a client that gave up lives on to its timeout; on
@@ -319,9 +319,10 @@ if [[ "${OFI_DPDK_FABTESTS_HUGETLB:-1}" == 1 && "$(eal_memory_args "$builddir")"
 else
 	hugepages_before=
 fi
-# The pairs' out-of-band ports (run-one.sh): 1000 from 47600, beside
-# fabtests' default of 47592.
-export OOB_PORT_BASE=47600
+# The pairs' out-of-band ports (run-one.sh): 1000 from 29600, below the
+# kernel's ephemeral range (32768-60999 by default), where an outgoing
+# connection could hold one (fabtests' own default, 47592, lies inside it).
+export OOB_PORT_BASE=29600
 export FABTESTS_VERSION=$fabtests_version
 unset FI_PROVIDER FI_DPDK_EAL_ARGS
 log=$run_dir/runfabtests.log
