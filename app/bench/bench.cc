@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "app/bench/bench.h"
+#include "app/common/option_number.h"
 #include "app/common/provider_path.h"
 
 namespace ofi_dpdk::bench {
@@ -61,18 +62,25 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) fail_setup("option " + std::string(arg) + " needs a value");
       return argv[++i];
     };
+    // (A value that is not a number is a usage error, exit status 2.)
+    auto number = [&]<typename T>(T* out) {
+      const std::string text = value();
+      const std::optional<T> parsed = app::option_number<T>(text);
+      if (!parsed) fail_setup("option " + std::string(arg) + ": not a number: " + text);
+      *out = *parsed;
+    };
     if (arg == "--provider") o.provider = value();
     else if (arg == "--role") o.role = value();
     else if (arg == "--pattern") o.pattern = value();
-    else if (arg == "--size") o.size = std::stoull(value());
-    else if (arg == "--max-size") o.max_size = std::stoull(value());
-    else if (arg == "--count") o.count = std::stoull(value());
-    else if (arg == "--window") o.window = std::stoull(value());
-    else if (arg == "--senders") o.senders = std::stoi(value());
+    else if (arg == "--size") number(&o.size);
+    else if (arg == "--max-size") number(&o.max_size);
+    else if (arg == "--count") number(&o.count);
+    else if (arg == "--window") number(&o.window);
+    else if (arg == "--senders") number(&o.senders);
     else if (arg == "--rendezvous") o.rendezvous = value();
-    else if (arg == "--timeout") o.timeout = std::stod(value());
-    else if (arg == "--seed") o.seed = std::stoull(value());
-    else if (arg == "--threads") o.threads = std::stoi(value());
+    else if (arg == "--timeout") number(&o.timeout);
+    else if (arg == "--seed") number(&o.seed);
+    else if (arg == "--threads") number(&o.threads);
     else fail_setup("unknown option " + std::string(arg) + " (see the comment at the top of bench.cc)");
   }
   if (o.role != "server" && o.role != "client" && o.role != "both") fail_setup("bad --role");

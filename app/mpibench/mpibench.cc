@@ -40,6 +40,8 @@
 #include <string>
 #include <vector>
 
+#include "app/common/option_number.h"
+
 namespace {
 
 struct Options {
@@ -52,6 +54,18 @@ struct Options {
   int iterations = 0;  // 0: by size
   bool check = false;
 };
+
+// A value that is not a number stops every rank with exit status 2.
+template <typename T>
+T number(const std::string& option, const std::string& text) {
+  const std::optional<T> value = ofi_dpdk::app::option_number<T>(text);
+  if (!value) {
+    std::fprintf(stderr, "dpdk-fi-mpibench: %s: not a number: %s\n", option.c_str(),
+                 text.c_str());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return *value;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -66,16 +80,16 @@ Options parse(int argc, char** argv) {
                                                             : o.rma;
       sizes.clear();
       std::stringstream list(value);
-      for (std::string size; std::getline(list, size, ',');) sizes.push_back(std::stoull(size));
+      for (std::string size; std::getline(list, size, ',');) sizes.push_back(number<size_t>(arg, size));
       ++i;
     } else if (arg == "--window" && value) {
-      o.window = std::max(std::atoi(value), 1);
+      o.window = std::max(number<int>(arg, value), 1);
       ++i;
     } else if (arg == "--alltoall" && value) {
-      o.alltoall = std::stoull(value);
+      o.alltoall = number<size_t>(arg, value);
       ++i;
     } else if (arg == "--iterations" && value) {
-      o.iterations = std::atoi(value);
+      o.iterations = number<int>(arg, value);
       ++i;
     } else if (arg == "--check") {
       o.check = true;

@@ -32,8 +32,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "app/common/option_number.h"
 #include "app/common/provider_path.h"
 
 namespace {
@@ -178,15 +180,17 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) setup_error(arg + " needs a value");
       return argv[++i];
     };
-    try {
-      if (arg == "--provider") o.provider = value();
-      else if (arg == "--size") o.size = std::stoull(value());
-      else if (arg == "--count") o.count = std::stoull(value());
-      else if (arg == "--warmup") o.warmup = std::stoull(value());
-      else setup_error("unknown option " + arg);
-    } catch (const std::logic_error&) {
-      setup_error("bad value for " + arg);
-    }
+    auto number = [&](auto* out) {
+      const std::string text = value();
+      const auto parsed = ofi_dpdk::app::option_number<std::remove_pointer_t<decltype(out)>>(text);
+      if (!parsed) setup_error(arg + ": not a number: " + text);
+      *out = *parsed;
+    };
+    if (arg == "--provider") o.provider = value();
+    else if (arg == "--size") number(&o.size);
+    else if (arg == "--count") number(&o.count);
+    else if (arg == "--warmup") number(&o.warmup);
+    else setup_error("unknown option " + arg);
   }
   if (o.count == 0) setup_error("--count wants at least 1");
   return o;

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "app/common/option_number.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -43,6 +45,13 @@ struct Options {
   std::exit(2);
 }
 
+template <typename T>
+T number(const std::string& option, const std::string& text) {
+  const std::optional<T> value = ofi_dpdk::app::option_number<T>(text);
+  if (!value) fail(option + ": not a number: " + text);
+  return *value;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   bool role = false;
@@ -58,13 +67,13 @@ Options parse(int argc, char** argv) {
       o.server = r == "server";
       role = true;
     } else if (arg == "--size") {
-      o.size = static_cast<uint16_t>(std::stoul(value()));
+      o.size = number<uint16_t>(arg, value());
     } else if (arg == "--count") {
-      o.count = std::stoull(value());
+      o.count = number<uint64_t>(arg, value());
     } else if (arg == "--warmup") {
-      o.warmup = std::stoull(value());
+      o.warmup = number<uint64_t>(arg, value());
     } else if (arg == "--timeout") {
-      o.timeout = std::stod(value());
+      o.timeout = number<double>(arg, value());
     } else {
       fail("unknown argument " + arg);
     }
