@@ -175,6 +175,9 @@ uint32_t Engine::payload_offer(const uint8_t* link) const {
 
 Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
   const uint64_t key = peer_key(mac, queue);
+  // A sender sends to the same peer many times in a row: no hash lookup
+  // then.  (evict forgets it.)
+  if (last_connection_ != nullptr && last_connection_->key == key) return *last_connection_;
   auto& slot = connections_[key];
   if (!slot) {
     slot = std::make_unique<Connection>();
@@ -194,6 +197,7 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
     evicted_gen_.erase(key);
     activate(*slot);
   }
+  last_connection_ = slot.get();
   return *slot;
 }
 
@@ -466,7 +470,7 @@ void Engine::frames_sent() {
     if (message->pull) free_inbound(message->pull.release());
     if (message->pulled_send) retired_.push_back(std::move(message->pulled_send));
     if (spare_messages_.size() < kSpareRecords) {
-      *message = TxMessage{};
+      message->recycle();
       spare_messages_.push_back(std::move(message));
     }
   }
@@ -475,7 +479,7 @@ void Engine::frames_sent() {
 
 int Engine::refuse_no_memory(std::unique_ptr<TxMessage> message) {
   ++stats_.no_memory;
-  *message = TxMessage{};
+  message->recycle();
   if (spare_messages_.size() < kSpareRecords) spare_messages_.push_back(std::move(message));
   return -ENOMEM;
 }
@@ -516,7 +520,7 @@ void Engine::free_inbound(InboundMessage* in) {
     delete in;
     return;
   }
-  *in = InboundMessage{};
+  in->recycle();
   spare_inbound_.emplace_back(in);
 }
 

@@ -123,6 +123,7 @@ void Engine::evict(std::unordered_map<uint64_t, std::unique_ptr<Connection>>::it
   set_stalled(c, false);
   owed_notices_ -= c.owed_notices.size();  // (none: only idle ones, or unproven)
   if (open_bundle_.connection == &c) open_bundle_ = {};
+  if (last_connection_ == &c) last_connection_ = nullptr;
   if (c.active) {
     auto at = std::find(active_.begin(), active_.end(), &c);
     *at = active_.back();

@@ -26,8 +26,10 @@
 
 #include <sys/uio.h>
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <list>
@@ -109,9 +111,16 @@ inline constexpr size_t kSmallCopy = 256;
 inline constexpr size_t kSpareClassBytes = size_t{128} << 10;
 
 inline uint64_t peer_key(const uint8_t mac[6], uint16_t queue) {
-  uint64_t key = queue;
-  for (int i = 0; i < 6; ++i) key = key << 8 | mac[i];
-  return key;
+  // queue << 48, then the MAC's six bytes, mac[0] the most significant.
+  if constexpr (std::endian::native == std::endian::little) {
+    uint64_t bytes = 0;
+    std::memcpy(&bytes, mac, 6);
+    return uint64_t{queue} << 48 | __builtin_bswap64(bytes) >> 16;
+  } else {
+    uint64_t key = queue;
+    for (int i = 0; i < 6; ++i) key = key << 8 | mac[i];
+    return key;
+  }
 }
 
 struct SendRequest {
@@ -995,6 +1004,7 @@ class Engine {
   // records that hold them are declared, so it outlives them.
   size_t lent_out_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  Connection* last_connection_ = nullptr;  // connection()'s last answer, until evicted
   uint16_t last_tx_conn_ = 0;  // numbers transmit connections, to all peers
   uint64_t nonce_counter_ = 0;
   std::vector<HeldSegment*> free_chunks_;

@@ -2069,3 +2069,12 @@ TEST(TransportAcks, OwedAckRidesOnTheNextDataFrame) {
 
 }  // namespace
 }  // namespace ofi_dpdk::proto
+
+TEST(PeerKey, IsTheQueueThenTheMacMostSignificantFirst) {
+  // Expect: the queue in the top 16 bits, then the MAC's bytes in wire
+  // order: keys sort and print as the address reads.
+  const uint8_t mac[6] = {0x02, 0x11, 0x22, 0x33, 0x44, 0xf5};
+  EXPECT_EQ(ofi_dpdk::proto::peer_key(mac, 0x0102), 0x0102'0211'2233'44f5ull);
+  EXPECT_EQ(ofi_dpdk::proto::peer_key(mac, 0), 0x0000'0211'2233'44f5ull);
+  EXPECT_EQ(ofi_dpdk::proto::peer_key(mac, 0xffff), 0xffff'0211'2233'44f5ull);
+}
