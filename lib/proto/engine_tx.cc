@@ -84,7 +84,10 @@ void Engine::forget_sacks(Connection& c) {
 }
 
 void Engine::pump(Connection& c, uint64_t now_ns) {
-  if (c.pending_cut >= c.pending.size()) return;
+  // Messages are cut in queue order, and a response joins ahead of the
+  // uncut ones (queue_response): all are cut when the last one is.  (A
+  // deque's size() costs more than its back().)
+  if (c.pending.empty() || c.pending.back()->fully_segmented) return;
   if (c.tx_state != TxState::kOpen) {
     // No segment before the handshake: it is what makes a retransmission
     // unable to open a second connection at the peer.
