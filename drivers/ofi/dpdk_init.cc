@@ -39,9 +39,7 @@ int ensure_eal() {
     DPDK_WARN(FI_LOG_CORE, "%s\n", status.detail.c_str());
     return -FI_ENODATA;
   }
-  const Params& p = params();
-  if (!p.errors.empty())
-    DPDK_WARN(FI_LOG_CORE, "ignoring bad parameter values:%s\n", p.errors.c_str());
+  const Params& p = params();  // (warns of bad values the first time)
   if (p.eal_args.empty()) {
     DPDK_INFO(FI_LOG_CORE,
               "EAL is not initialised and FI_DPDK_EAL_ARGS is empty: no ports to offer "

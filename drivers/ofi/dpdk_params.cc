@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <string_view>
 
 #include "drivers/ofi/dpdk_prov.h"
@@ -40,11 +41,27 @@ std::string env_name(const char* name) {
   return text;
 }
 
+// The value as the user wrote it.  Read from the environment, where
+// libfabric reads it too, rather than through fi_param_get: the numbers
+// are defined as FI_PARAM_INT or FI_PARAM_SIZE_T (so that fi_info -e
+// shows their type), and libfabric's own conversion takes "abc" for 0.
 std::string get_string(const char* name) {
-  char* value = nullptr;
-  if (fi_param_get_str(&g_provider, name, &value) == FI_SUCCESS && value != nullptr)
-    return value;
-  return {};
+  const char* value = std::getenv(env_name(name).c_str());
+  return value != nullptr ? value : std::string();
+}
+
+// 1, 0 or libfabric's words for a boolean (yes/no, true/false, on/off).
+void get_bool(const char* name, bool* out, std::string* errors) {
+  std::string text = get_string(name);
+  if (text.empty()) return;
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (text == "1" || text == "yes" || text == "true" || text == "on") {
+    *out = true;
+  } else if (text == "0" || text == "no" || text == "false" || text == "off") {
+    *out = false;
+  } else {
+    *errors += " " + env_name(name) + "=" + get_string(name) + " (want 1 or 0)";
+  }
 }
 
 template <typename T>
@@ -110,11 +127,7 @@ Params load() {
     p.errors += " FI_DPDK_MTU=" + std::to_string(p.mtu) + " (0, or 576 to 65000)";
     p.mtu = 9000;
   }
-  {
-    int checksum = 1;
-    get_number<int>("checksum", 0, 1, &checksum, &p.errors);
-    p.checksum = checksum != 0;
-  }
+  get_bool("checksum", &p.checksum, &p.errors);
   const std::string mr_mode = get_string("mr_mode");
   if (mr_mode == "minimal") {
     p.mr_mode_minimal = true;
@@ -231,18 +244,18 @@ void define_params(const fi_provider* provider) {
                   "each endpoint naming to its peers the UDP source ports that land on "
                   "its queue; fail if the device cannot say its key and table) or "
                   "software (demultiplex one shared queue) (default: auto)");
-  fi_param_define(provider, "ethertype", FI_PARAM_STRING,
+  fi_param_define(provider, "ethertype", FI_PARAM_INT,
                   "EtherType of the provider's frames (default: 0x88b5)");
-  fi_param_define(provider, "queues", FI_PARAM_STRING,
+  fi_param_define(provider, "queues", FI_PARAM_INT,
                   "Queue pairs per port to try for rte_flow steering (default: 4)");
-  fi_param_define(provider, "mbufs", FI_PARAM_STRING,
+  fi_param_define(provider, "mbufs", FI_PARAM_INT,
                   "Mbufs in each port's pool (default: 0, sized from queue depths)");
-  fi_param_define(provider, "mtu", FI_PARAM_STRING,
+  fi_param_define(provider, "mtu", FI_PARAM_INT,
                   "Bytes after the Ethernet header a frame may have: set on the device "
                   "where it can be, within its limits (net_memif and net_ring carry any "
                   "size); each pair of endpoints then uses the smaller of their two; 0 "
                   "keeps the device's (default: 9000)");
-  fi_param_define(provider, "checksum", FI_PARAM_STRING,
+  fi_param_define(provider, "checksum", FI_PARAM_BOOL,
                   "1: every frame carries a CRC-32C over its addresses, header and "
                   "payload, and frames whose CRC is wrong are dropped; 0: frames are "
                   "sent without and taken unchecked, for links that are only memory "
@@ -255,64 +268,64 @@ void define_params(const fi_provider* provider) {
                   "fi_getinfo clears every mr_mode bit the provider does not need, as "
                   "fi_mr(3) describes, so regions take the application's requested keys "
                   "and RMA addresses are offsets into them (default: offered)");
-  fi_param_define(provider, "max_peers", FI_PARAM_STRING,
+  fi_param_define(provider, "max_peers", FI_PARAM_INT,
                   "Peers an endpoint holds connections with; a new one beyond it takes "
                   "the place of one silent for twice the peer timeout, or waits "
                   "(default: 4096)");
-  fi_param_define(provider, "ipv6_peers", FI_PARAM_STRING,
+  fi_param_define(provider, "ipv6_peers", FI_PARAM_INT,
                   "IPv6 peers the process names at once: addresses in its AVs, servers "
                   "it connects to and clients it accepts, each for as long as its AV "
                   "entry or endpoint lives; beyond it fi_av_insert fails -FI_ENOSPC and "
                   "fi_accept FI_ECONNABORTED (default: 32768)");
-  fi_param_define(provider, "unexpected_bytes", FI_PARAM_STRING,
+  fi_param_define(provider, "unexpected_bytes", FI_PARAM_SIZE_T,
                   "Bytes of messages buffered per endpoint that arrive before a receive "
                   "is posted; beyond it the sender waits (default: 67108864)");
-  fi_param_define(provider, "bundle_bytes", FI_PARAM_STRING,
+  fi_param_define(provider, "bundle_bytes", FI_PARAM_INT,
                   "Messages of at most this many bytes sent to one peer in a row share "
                   "a frame; a send made while earlier ones to that peer are "
                   "unacknowledged leaves with the next progress call (fi_cq_read, the "
                   "progress thread) so that the sends after it can join.  0: a frame "
                   "per message, sent at once (default: 1024)");
-  fi_param_define(provider, "rendezvous_bytes", FI_PARAM_STRING,
+  fi_param_define(provider, "rendezvous_bytes", FI_PARAM_SIZE_T,
                   "Messages of at least this many bytes are announced and sent once a "
                   "receive takes them, straight into that receive: an early one costs "
                   "the receiver a record, not its bytes.  Smaller ones are sent at once "
                   "and buffered when early.  0: every message is sent at once "
                   "(default: 65536)");
-  fi_param_define(provider, "response_bytes", FI_PARAM_STRING,
+  fi_param_define(provider, "response_bytes", FI_PARAM_SIZE_T,
                   "Bytes of answers to remote reads and atomics an endpoint holds until "
                   "their initiators acknowledge them, a quarter of it per peer; further "
                   "requests wait.  Each is exceeded by one answer at most (default: 67108864)");
-  fi_param_define(provider, "ack_delay_us", FI_PARAM_STRING,
+  fi_param_define(provider, "ack_delay_us", FI_PARAM_INT,
                   "Microseconds a receiver may wait before it acknowledges a message "
                   "nobody waits on (an fi_inject), unless 8 are owed first; a message "
                   "whose sender waits (a completion, a counter) is acknowledged at the "
                   "next progress pass (default: 20)");
-  fi_param_define(provider, "peer_timeout_ms", FI_PARAM_STRING,
+  fi_param_define(provider, "peer_timeout_ms", FI_PARAM_INT,
                   "Milliseconds without an answer after which operations to a peer end "
                   "in FI_ETIMEDOUT error completions (default: 5000)");
-  fi_param_define(provider, "connect_timeout_ms", FI_PARAM_STRING,
+  fi_param_define(provider, "connect_timeout_ms", FI_PARAM_INT,
                   "Milliseconds to wait for a peer that is not there yet: a net_memif "
                   "client's server (fi_domain waits for it), and the answer to the first "
                   "frame of a connection (the operations waiting for it then end in "
                   "FI_ETIMEDOUT); ranks of a job start in any order (default: 30000)");
-  fi_param_define(provider, "delivery_timeout_ms", FI_PARAM_STRING,
+  fi_param_define(provider, "delivery_timeout_ms", FI_PARAM_INT,
                   "Milliseconds a send that waits for the peer's receive (a message of "
                   "FI_DPDK_RENDEZVOUS_BYTES or more, or one sent with FI_DELIVERY_COMPLETE) "
                   "waits for one to take it, however alive the peer; then it ends in an "
                   "FI_ETIMEDOUT error completion.  0: as long as the peer answers "
                   "(default: 60000)");
-  fi_param_define(provider, "progress_lcore", FI_PARAM_STRING,
+  fi_param_define(provider, "progress_lcore", FI_PARAM_INT,
                   "DPDK worker lcore that runs automatic progress for domains opened "
                   "with FI_PROGRESS_AUTO; when it is not an idle worker, or the domain "
                   "is not opened from the main lcore, a thread runs it (default: -1, "
                   "the first idle worker lcore)");
-  fi_param_define(provider, "progress_net_ms", FI_PARAM_STRING,
+  fi_param_define(provider, "progress_net_ms", FI_PARAM_INT,
                   "Under manual progress, a port no fi_* call has progressed for this "
                   "many milliseconds gets a progress pass from a helper thread, so lost "
                   "frames are retransmitted while the application waits elsewhere; 0 "
                   "turns this off (default: 2)");
-  fi_param_define(provider, "idle_yield_us", FI_PARAM_STRING,
+  fi_param_define(provider, "idle_yield_us", FI_PARAM_INT,
                   "A thread that keeps reading an empty CQ or a counter while its port "
                   "receives nothing gives up its CPU (sched_yield) on each read after "
                   "this many microseconds of it, so a peer process waiting for the same "
@@ -344,10 +357,10 @@ void define_params(const fi_provider* provider) {
                   "UDP to port_base + queue / our header: routers forward it) or l2 (their "
                   "MACs, resolved by ARP, and our EtherType: one segment only).  Peers "
                   "named by MAC always get our EtherType (default: udp)");
-  fi_param_define(provider, "port_base", FI_PARAM_STRING,
+  fi_param_define(provider, "port_base", FI_PARAM_INT,
                   "The service port of an endpoint on queue 0; queue N has port_base + N, "
                   "in FI_SOCKADDR_IN addresses and as fi_getinfo's service (default: 9228)");
-  fi_param_define(provider, "spray_paths", FI_PARAM_STRING,
+  fi_param_define(provider, "spray_paths", FI_PARAM_INT,
                   "Paths (UDP source ports) one connection spreads its frames over at "
                   "once, 1 to 8: routers with equal-cost routes then carry one "
                   "connection on several, a resent segment takes another path, and a "
@@ -360,7 +373,7 @@ void define_params(const fi_provider* provider) {
                   "CRC, and only frames with a right tag are taken, so nobody without the "
                   "key can forge, reset or redirect anything.  Every process of the job "
                   "needs the same key (default: none)");
-  fi_param_define(provider, "routed_mtu", FI_PARAM_STRING,
+  fi_param_define(provider, "routed_mtu", FI_PARAM_INT,
                   "Bytes after the Ethernet header a frame to a peer beyond the gateway may "
                   "have (FI_DPDK_ENCAP=udp): routers' links need not carry the port's MTU, "
                   "and frames go with DF set; 0 takes the port's (default: 1500)");
@@ -371,16 +384,16 @@ void define_params(const fi_provider* provider) {
                   "replaces it.  An af_packet or af_xdp port also takes the kernel's "
                   "permanent neighbours on its interface (ip neigh ... nud permanent); "
                   "these items win over them (default: none)");
-  fi_param_define(provider, "neighbour_lifetime_ms", FI_PARAM_STRING,
+  fi_param_define(provider, "neighbour_lifetime_ms", FI_PARAM_INT,
                   "Milliseconds a neighbour's ARP answer is trusted; one in use is asked "
                   "for again after half of it (default: 60000)");
-  fi_param_define(provider, "resolve_timeout_ms", FI_PARAM_STRING,
+  fi_param_define(provider, "resolve_timeout_ms", FI_PARAM_INT,
                   "Milliseconds to wait for the ARP answer of a peer named by IPv4 address "
                   "before fi_av_insert or fi_connect gives up on it (default: 3000)");
-  fi_param_define(provider, "fault_delay_us", FI_PARAM_STRING,
+  fi_param_define(provider, "fault_delay_us", FI_PARAM_INT,
                   "How long the fault injector holds a delayed frame, in microseconds "
                   "(default: 100)");
-  fi_param_define(provider, "fault_seed", FI_PARAM_STRING,
+  fi_param_define(provider, "fault_seed", FI_PARAM_SIZE_T,
                   "Seed of the fault injector's random choices (default: 1)");
 }
 
@@ -408,7 +421,14 @@ const Params& params() {
   // A function-local static: after the first call one load of its guard,
   // where std::call_once went through __tls_get_addr on every call (2 % of
   // a small send, which asks passes_come_anyway()).
-  static const Params loaded = load();
+  static const Params loaded = [] {
+    Params p = load();
+    // Said once, wherever the parameters are first read: in a DPDK program
+    // that started EAL itself as much as where the provider starts it.
+    if (!p.errors.empty())
+      DPDK_WARN(FI_LOG_CORE, "ignoring bad parameter values:%s\n", p.errors.c_str());
+    return p;
+  }();
   return loaded;
 }
 

@@ -190,6 +190,35 @@ else
 		"want exit 0 or 61 and no EAL output"
 fi
 
+# (g) typed parameters, and bad values said wherever they are read
+run g_types -- fi_info -g FI_DPDK_
+if has '^# FI_DPDK_QUEUES: Integer' && has '^# FI_DPDK_CHECKSUM: Boolean' &&
+	has '^# FI_DPDK_UNEXPECTED_BYTES: size_t' && has '^# FI_DPDK_STEERING: String'; then
+	pass "(g) fi_info shows numbers as Integer or size_t, FI_DPDK_CHECKSUM as Boolean"
+else
+	fail "(g) fi_info shows the parameters' types" "want Integer, size_t, Boolean, String"
+fi
+run g_bad FI_LOG_LEVEL=warn FI_DPDK_EAL_ARGS="$ring_args" FI_DPDK_QUEUES=abc \
+	FI_DPDK_CHECKSUM=maybe FI_DPDK_UNEXPECTED_BYTES=-1 -- fi_info -p dpdk
+if [[ $status -eq 0 ]] && has 'ignoring bad parameter values:.*FI_DPDK_QUEUES=abc' &&
+	has 'FI_DPDK_CHECKSUM=maybe' && has 'FI_DPDK_UNEXPECTED_BYTES=-1'; then
+	pass "(g) bad values are warned about and ignored (fi_info still lists the port)"
+else
+	fail "(g) bad values are warned about and ignored" "want exit 0 and the warning naming each"
+fi
+# A program that starts EAL itself (fi_dpdk_eal_init) before fi_getinfo:
+# the warning used to be said only where the provider starts EAL.
+if [[ -x "${OFI_DPDK_MSGCOST:-}" ]]; then
+	# shellcheck disable=SC2086
+	run g_host FI_LOG_LEVEL=warn FI_DPDK_QUEUES=abc -- "$OFI_DPDK_MSGCOST" $ring_args -- \
+		--count 10 --warmup 1
+	if [[ $status -eq 0 ]] && has 'ignoring bad parameter values:.*FI_DPDK_QUEUES=abc'; then
+		pass "(g) a program that starts EAL itself hears of a bad value too"
+	else
+		fail "(g) a program that starts EAL itself hears of a bad value" "no warning"
+	fi
+fi
+
 if ((failures > 0)); then
 	echo "test_fi_info.sh: $failures check(s) failed"
 	exit 1
