@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "lib/ip/byte_order.h"
+
 namespace ofi_dpdk::ip {
 namespace {
 
@@ -20,25 +22,6 @@ constexpr size_t kSenderMac = kBody + 8;
 constexpr size_t kSenderIp = kBody + 14;
 constexpr size_t kTargetMac = kBody + 18;
 constexpr size_t kTargetIp = kBody + 24;
-
-void put16(uint8_t* out, size_t at, uint16_t value) {
-  out[at] = static_cast<uint8_t>(value >> 8);
-  out[at + 1] = static_cast<uint8_t>(value);
-}
-
-void put32(uint8_t* out, size_t at, uint32_t value) {
-  for (int i = 0; i < 4; ++i) out[at + i] = static_cast<uint8_t>(value >> (24 - 8 * i));
-}
-
-uint16_t get16(const uint8_t* in, size_t at) {
-  return static_cast<uint16_t>(in[at] << 8 | in[at + 1]);
-}
-
-uint32_t get32(const uint8_t* in, size_t at) {
-  uint32_t value = 0;
-  for (int i = 0; i < 4; ++i) value = value << 8 | in[at + i];
-  return value;
-}
 
 }  // namespace
 
@@ -65,33 +48,33 @@ void build_arp(const ArpMessage& message, uint8_t out[kArpFrameSize]) {
   std::memset(out, 0, kArpFrameSize);
   std::memcpy(out, message.op == ArpOp::kRequest ? kBroadcast : message.target_mac, 6);
   std::memcpy(out + 6, message.sender_mac, 6);
-  put16(out, 12, kEtherTypeArp);
-  put16(out, kHardwareType, kHardwareEthernet);
-  put16(out, kProtocolType, kProtocolIpv4);
+  put16(out + 12, kEtherTypeArp);
+  put16(out + kHardwareType, kHardwareEthernet);
+  put16(out + kProtocolType, kProtocolIpv4);
   out[kHardwareLength] = 6;
   out[kProtocolLength] = 4;
-  put16(out, kOperation, static_cast<uint16_t>(message.op));
+  put16(out + kOperation, static_cast<uint16_t>(message.op));
   std::memcpy(out + kSenderMac, message.sender_mac, 6);
-  put32(out, kSenderIp, message.sender_ip);
+  put32(out + kSenderIp, message.sender_ip);
   std::memcpy(out + kTargetMac, message.target_mac, 6);
-  put32(out, kTargetIp, message.target_ip);
+  put32(out + kTargetIp, message.target_ip);
 }
 
 std::optional<ArpMessage> parse_arp(const uint8_t* frame, size_t length) {
   if (frame == nullptr || length < kArpLength) return std::nullopt;
-  if (get16(frame, 12) != kEtherTypeArp || get16(frame, kHardwareType) != kHardwareEthernet ||
-      get16(frame, kProtocolType) != kProtocolIpv4 || frame[kHardwareLength] != 6 ||
+  if (get16(frame + 12) != kEtherTypeArp || get16(frame + kHardwareType) != kHardwareEthernet ||
+      get16(frame + kProtocolType) != kProtocolIpv4 || frame[kHardwareLength] != 6 ||
       frame[kProtocolLength] != 4)
     return std::nullopt;
-  const uint16_t op = get16(frame, kOperation);
+  const uint16_t op = get16(frame + kOperation);
   if (op != static_cast<uint16_t>(ArpOp::kRequest) && op != static_cast<uint16_t>(ArpOp::kReply))
     return std::nullopt;
   ArpMessage message;
   message.op = static_cast<ArpOp>(op);
   std::memcpy(message.sender_mac, frame + kSenderMac, 6);
-  message.sender_ip = get32(frame, kSenderIp);
+  message.sender_ip = get32(frame + kSenderIp);
   std::memcpy(message.target_mac, frame + kTargetMac, 6);
-  message.target_ip = get32(frame, kTargetIp);
+  message.target_ip = get32(frame + kTargetIp);
   return message;
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "lib/ip/byte_order.h"
+
 namespace ofi_dpdk::ip {
 namespace {
 
@@ -34,15 +36,13 @@ size_t build_echo_reply(const uint8_t* frame, const Ipv4Packet& packet,
       static_cast<uint8_t>(packet.source >> 8), static_cast<uint8_t>(packet.source)};
   std::memcpy(ip, header, kIpv4HeaderSize);
   const uint16_t ip_checksum = internet_checksum(ip, kIpv4HeaderSize);
-  ip[10] = static_cast<uint8_t>(ip_checksum >> 8);
-  ip[11] = static_cast<uint8_t>(ip_checksum);
+  put16(ip + 10, ip_checksum);
   uint8_t* icmp = ip + kIpv4HeaderSize;
   std::memcpy(icmp, packet.payload, packet.payload_length);
   icmp[0] = kEchoReply;
   icmp[2] = icmp[3] = 0;
   const uint16_t icmp_checksum = internet_checksum(icmp, packet.payload_length);
-  icmp[2] = static_cast<uint8_t>(icmp_checksum >> 8);
-  icmp[3] = static_cast<uint8_t>(icmp_checksum);
+  put16(icmp + 2, icmp_checksum);
   return length;
 }
 

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "lib/ip/byte_order.h"
+
 namespace ofi_dpdk::ip {
 namespace {
 
@@ -13,11 +15,6 @@ constexpr uint8_t kSourceLinkAddress = 1;
 constexpr uint8_t kTargetLinkAddress = 2;
 constexpr size_t kNeighbourMessageSize = 24;  // type, code, checksum, flags, target
 constexpr uint8_t kFlagSolicited = 0x40, kFlagOverride = 0x20;
-
-void put16(uint8_t* out, uint16_t value) {
-  out[0] = static_cast<uint8_t>(value >> 8);
-  out[1] = static_cast<uint8_t>(value);
-}
 
 Ipv6 all_nodes() {
   Ipv6 group;

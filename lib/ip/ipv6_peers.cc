@@ -1,5 +1,7 @@
 #include "lib/ip/ipv6_peers.h"
 
+#include "lib/ip/byte_order.h"
+
 namespace ofi_dpdk::ip {
 namespace {
 
@@ -9,11 +11,11 @@ constexpr uint8_t kIpv6Kind = 0x06;    // udp4.h's IPv4 ids have 0 here
 void write_id(uint32_t handle, uint8_t id[6]) {
   id[0] = kPeerIdMark;
   id[1] = kIpv6Kind;
-  for (int i = 0; i < 4; ++i) id[2 + i] = static_cast<uint8_t>(handle >> (24 - 8 * i));
+  put32(id + 2, handle);
 }
 
 uint32_t handle_of(const uint8_t id[6]) {
-  return uint32_t{id[2]} << 24 | uint32_t{id[3]} << 16 | uint32_t{id[4]} << 8 | id[5];
+  return get32(id + 2);
 }
 
 }  // namespace

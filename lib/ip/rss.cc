@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "lib/ip/byte_order.h"
+
 namespace ofi_dpdk::ip {
 namespace {
 
@@ -19,10 +21,7 @@ uint32_t key_window(std::span<const uint8_t> key, size_t bit) {
   return static_cast<uint32_t>(bits >> (8 - shift));
 }
 
-void put_port(uint8_t* out, uint16_t port) {
-  out[0] = static_cast<uint8_t>(port >> 8);
-  out[1] = static_cast<uint8_t>(port);
-}
+void put_port(uint8_t* out, uint16_t port) { put16(out, port); }
 
 // The hash is linear in its input: the hash of a tuple is the hash of its
 // addresses and destination port XOR that of its source port alone (at

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "lib/ip/byte_order.h"
+
 namespace ofi_dpdk::ip {
 namespace {
 
@@ -9,11 +11,6 @@ constexpr uint8_t kDestinationUnreachable = 3;
 constexpr uint8_t kFragmentationNeeded = 4;
 constexpr uint8_t kPacketTooBig = 2;
 constexpr size_t kIcmpHeaderSize = 8;  // type, code, checksum, 4 bytes of the type's own
-
-uint16_t get16(const uint8_t* in) { return static_cast<uint16_t>(in[0] << 8 | in[1]); }
-uint32_t get32(const uint8_t* in) {
-  return uint32_t{in[0]} << 24 | uint32_t{in[1]} << 16 | uint32_t{in[2]} << 8 | in[3];
-}
 
 // The UDP header at `udp`, with `available` bytes from it on, into `out`.
 bool take_quoted_udp(const uint8_t* udp, size_t available, TooBig* out) {

@@ -2,19 +2,10 @@
 
 #include <cstring>
 
+#include "lib/ip/byte_order.h"
+
 namespace ofi_dpdk::ip {
 namespace {
-
-void put16(uint8_t* out, uint16_t value) {
-  out[0] = static_cast<uint8_t>(value >> 8);
-  out[1] = static_cast<uint8_t>(value);
-}
-void put32(uint8_t* out, uint32_t value) {
-  put16(out, static_cast<uint16_t>(value >> 16));
-  put16(out + 2, static_cast<uint16_t>(value));
-}
-uint16_t get16(const uint8_t* in) { return static_cast<uint16_t>(in[0] << 8 | in[1]); }
-uint32_t get32(const uint8_t* in) { return uint32_t{get16(in)} << 16 | get16(in + 2); }
 
 constexpr uint8_t kPeerIdMark = 0x03;  // group bit and local bit set
 

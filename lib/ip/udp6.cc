@@ -7,17 +7,9 @@
 #include <immintrin.h>
 #endif
 
+#include "lib/ip/byte_order.h"
+
 namespace ofi_dpdk::ip {
-namespace {
-
-void put16(uint8_t* out, uint16_t value) {
-  out[0] = static_cast<uint8_t>(value >> 8);
-  out[1] = static_cast<uint8_t>(value);
-}
-uint16_t get16(const uint8_t* in) { return static_cast<uint16_t>(in[0] << 8 | in[1]); }
-
-}  // namespace
-
 namespace {
 
 // The sum of the 32-bit words (as the CPU loads them) of the first
