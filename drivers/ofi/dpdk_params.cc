@@ -60,7 +60,8 @@ void get_bool(const char* name, bool* out, std::string* errors) {
   } else if (text == "0" || text == "no" || text == "false" || text == "off") {
     *out = false;
   } else {
-    *errors += " " + env_name(name) + "=" + get_string(name) + " (want 1 or 0)";
+    *errors += " " + env_name(name) + "=" + get_string(name) +
+               " (want 1 or 0, yes or no, true or false, on or off)";
   }
 }
 
@@ -142,7 +143,7 @@ Params load() {
                      &p.errors);
   get_number<uint32_t>("bundle_bytes", 0, 8192, &p.bundle_bytes, &p.errors);
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
-  get_number<uint32_t>("ack_delay_us", 1, 100'000, &p.ack_delay_us, &p.errors);
+  get_number<uint32_t>("ack_delay_us", 1, 5'000, &p.ack_delay_us, &p.errors);
   get_number<uint32_t>("connect_timeout_ms", 1, 3'600'000, &p.connect_timeout_ms, &p.errors);
   get_number<uint64_t>("delivery_timeout_ms", 0, 86'400'000, &p.delivery_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
@@ -300,7 +301,8 @@ void define_params(const fi_provider* provider) {
                   "Microseconds a receiver may wait before it acknowledges a message "
                   "nobody waits on (an fi_inject), unless 8 are owed first; a message "
                   "whose sender waits (a completion, a counter) is acknowledged at the "
-                  "next progress pass (default: 20)");
+                  "next progress pass.  1 to 5000; set the same in every process of a job: a "
+                  "sender allows for its own delay before it resends (default: 20)");
   fi_param_define(provider, "peer_timeout_ms", FI_PARAM_INT,
                   "Milliseconds without an answer after which operations to a peer end "
                   "in FI_ETIMEDOUT error completions (default: 5000)");

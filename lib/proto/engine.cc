@@ -769,7 +769,7 @@ void Engine::sweep_idle(uint64_t now_ns) {
   } else if (in_flight && c.srtt_ns != 0 && c.probes < kMaxProbes &&
              now_ns - std::max(c.last_heard_ns,
                                c.tx_slots[c.una & (kMaxWindow - 1)].last_sent_ns) >=
-                 (2 * c.srtt_ns + config_.ack_delay_ns) << c.probes) {
+                 (2 * c.srtt_ns + 2 * config_.ack_delay_ns) << c.probes) {
     // Tail loss probe: nothing heard for two RTTs while data is out.  The
     // last segments or their acks were lost and no later ack will report
     // it; resend the oldest, so the receiver's answer (an ack, with SACK)

@@ -136,6 +136,15 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     h.cq_data = m.request.cq_data;
   }
   if ((slot.flags & wire::kFlagLastSegment) && m.ack_awaited()) h.flags |= wire::kFlagAckNow;
+  // A segment that fills the window asks too: nothing more leaves until an
+  // ack comes, and a small window (after a loss, under kAckEvery) would
+  // otherwise wait the receiver's ack delay every round trip.
+  if (!retransmit) {
+    const uint32_t in_flight = c.next_seq - c.una;
+    if (in_flight >= std::min(c.peer_window, kMaxWindow) ||
+        in_flight - c.sacked_in_flight >= std::max<uint32_t>(c.cwnd_x256 / 256, 1))
+      h.flags |= wire::kFlagAckNow;
+  }
   h.seq = seq;
   h.msg_id = m.msg_id;
   h.msg_len = static_cast<uint32_t>(m.wire_length);

@@ -92,7 +92,8 @@ inline constexpr uint16_t kFlagAckRequest = 1u << 5;
 // On the last segment of a message whose sender waits on its ack (a
 // completion, a request's answer): the receiver acks at its next pass
 // instead of after its ack delay (a pingpong would otherwise wait that
-// delay every message).  Injects, which nobody waits on, go without it.
+// delay every message).  Also on a segment that fills the sender's window.
+// Injects, which nobody waits on, go without it.
 inline constexpr uint16_t kFlagAckNow = 1u << 6;
 // The sender computed no checksum (FI_DPDK_CHECKSUM=0, for links that are
 // only memory): only a receiver configured the same takes the frame.

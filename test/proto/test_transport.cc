@@ -1980,8 +1980,10 @@ TEST(TransportAcks, AMessageWhoseSenderWaitsIsAckedAtOnce) {
   std::vector<uint32_t> flagged_ids, last_ids;
   q.net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
     if (from != q.a || h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) return;
+    // (Segments that fill the window ask too: only the ends count here.)
     if (h.flags & wire::kFlagLastSegment) last_ids.push_back(h.msg_id);
-    if (h.flags & wire::kFlagAckNow) flagged_ids.push_back(h.msg_id);
+    if ((h.flags & wire::kFlagLastSegment) && (h.flags & wire::kFlagAckNow))
+      flagged_ids.push_back(h.msg_id);
   };
   const auto send_unheard = [&](const std::vector<uint8_t>& bytes) {
     iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
@@ -2014,6 +2016,46 @@ TEST(TransportAcks, AMessageWhoseSenderWaitsIsAckedAtOnce) {
   ASSERT_TRUE(q.net.run_until([&] { return to_b->una == to_b->next_seq; }, 100 * kMs));
   EXPECT_GE(q.net.link.now() - sent_at, config.ack_delay_ns) << "acked before the delay";
   EXPECT_EQ(q.net.engine(q.b).stats().delayed_acks, delayed_before + 1);
+}
+
+TEST(TransportAcks, ASegmentThatFillsTheWindowAsksForTheAck) {
+  // Expect: with a 50 ms ack delay and a congestion window of a few
+  // segments (initial 3, grown by the warm-up's acks, under kAckEvery), a
+  // 40-segment message nobody waits on (no completion) is acked whole in
+  // well under the delay: each segment that fills the window carries
+  // kFlagAckNow, and B acks it at once.  Without that, every window would
+  // wait the delay.
+  TransportConfig config;
+  config.ack_delay_ns = 50 * kMs;
+  config.initial_window = 3;
+  Pair p(20, config);
+  p.open();
+  const Connection* to_b = p.net.engine(p.a).find(p.net.link.key(p.b));
+  ASSERT_NE(to_b, nullptr);
+  ASSERT_LT(to_b->cwnd_x256 / 256, 8u) << "the window is not small: the test shows nothing";
+  size_t data_frames = 0, asking = 0;
+  p.net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (from != p.a || h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) return;
+    ++data_frames;
+    if (h.flags & wire::kFlagAckNow) ++asking;
+  };
+  std::vector<uint8_t> in(40 * 1444);
+  ASSERT_EQ(post_bytes(p.net, p.b, in, ctx(1)), 0);
+  const auto message = pattern(40 * 1444, 6);
+  iovec iov{const_cast<uint8_t*>(message.data()), message.size()};
+  SendRequest s;
+  s.iov = &iov;
+  s.iov_count = 1;
+  s.completion = false;
+  s.copy = true;
+  const uint64_t start = p.net.link.now();
+  ASSERT_EQ(p.net.engine(p.a).send(p.net.link.address(p.b), s, p.net.link.now()), 0);
+  ASSERT_TRUE(wait_completions(p.net, p.b, 1, 200 * kMs));
+  ASSERT_TRUE(p.net.run_until([&] { return to_b->una == to_b->next_seq; }, 200 * kMs));
+  EXPECT_LT(p.net.link.now() - start, 5 * kMs) << "the windows waited for the ack delay";
+  EXPECT_GE(data_frames, 40u);
+  EXPECT_GE(asking, 1u) << "no segment that filled the window asked for the ack";
+  EXPECT_LT(asking, data_frames) << "every segment asked";
 }
 
 TEST(TransportAcks, OwedAckRidesOnTheNextDataFrame) {
