@@ -100,6 +100,20 @@ struct fi_dpdk_ep_steering {
 	uint64_t reserved[2];
 };
 
+/* How a port checks the frames it takes (doc/wire-protocol.md,
+ * "Integrity"), and what the checks refused. */
+#define FI_DPDK_CHECK_CRC   1u /* frames carry a CRC-32C, checked here */
+#define FI_DPDK_CHECK_KEYED 2u /* frames carry the job key's tag (FI_DPDK_AUTH_KEY) */
+struct fi_dpdk_port_checks {
+	uint32_t checks;        /* FI_DPDK_CHECK_*; 0: taken unchecked (a memory port) */
+	uint32_t reserved0;
+	uint64_t rx_bad_frames; /* malformed, or a wrong CRC */
+	uint64_t rx_unsealed;   /* without a CRC while we check one */
+	uint64_t rx_bad_tags;   /* a wrong keyed tag */
+	uint64_t rx_key_mismatch; /* keyed where we have no key, or not where we have */
+	uint64_t reserved[3];
+};
+
 struct fi_dpdk_ops_stats {
 	size_t size; /* sizeof(struct fi_dpdk_ops_stats) of the provider */
 	/* ep is a struct fid_ep *; returns 0 or -FI_EINVAL */
@@ -113,6 +127,8 @@ struct fi_dpdk_ops_stats {
 	int (*port_polls)(void *domain, struct fi_dpdk_port_polls *out);
 	/* Present when size reaches past it; ep as for ep_stats. */
 	int (*ep_steering)(void *ep, struct fi_dpdk_ep_steering *out);
+	/* Present when size reaches past it; domain as for port_stats. */
+	int (*port_checks)(void *domain, struct fi_dpdk_port_checks *out);
 };
 
 #ifdef __cplusplus

@@ -192,6 +192,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   // Each transmit burst into a kernel interface is a system call, and the
   // kernel's work on the frames runs inside it.
   port->burst_frames_ = kernel_backed(info) ? 32 : 8;
+  port->memory_only_ = memory_link_limit(info) != 0;
   // net_memif unmaps its rings on EAL's interrupt thread when its peer goes,
   // whatever a poller is doing (unmap_guard.h), on the releases
   // unmap_guard_policy.h names.
@@ -403,6 +404,9 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   // The switch hands frames for our own MAC back, to whichever process
   // owns their queue: ours included.
   port->loops_back_ = true;
+  // Its rings are memory, but the switch forwards frames from its own
+  // device, which may be a wire.
+  port->memory_only_ = false;
   const uint32_t limit = memory_link_limit(info);
   uint16_t mtu = config.mtu == 0 || limit == 0
                      ? uint16_t{RTE_ETHER_MTU}

@@ -123,6 +123,12 @@ class Port {
   // queues: a net_ring vdev (--vdev=net_ring0), whose rings are its own.
   // Other devices, NICs and memif alike, do not.
   bool loops_back() const { return loops_back_; }
+  // Whether a frame crosses only this process's memory or memory shared
+  // with a peer process on this host (net_ring, net_memif; not a shared
+  // port, whose switch may bring frames in from a wire): nothing between
+  // the sender's write and our read can flip a bit, so the frame checksum
+  // guards nothing there (doc/wire-protocol.md, "Integrity").
+  bool memory_only() const { return memory_only_; }
   // What the set-up decided, for the log.
   const std::string& description() const { return description_; }
   // For a net_memif port, whether its bursts hold back the driver's unmaps
@@ -218,7 +224,8 @@ class Port {
   uint32_t max_frame_payload_ = 0;
   uint16_t mtu_ = 0;
   uint16_t aimed_mtu_ = 0;
-  bool loops_back_ = false;  // what configure() sets the device to (0: leave it)
+  bool loops_back_ = false;
+  bool memory_only_ = false;  // what configure() sets the device to (0: leave it)
   uint16_t burst_frames_ = 8;
   bool started_by_us_ = false;
   // Bursts are counted for unmap_guard.h (net_memif, when its imports could

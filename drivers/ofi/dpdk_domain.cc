@@ -95,6 +95,22 @@ int port_polls(void* domain_fid, fi_dpdk_port_polls* out) {
   return 0;
 }
 
+int port_checks(void* domain_fid, fi_dpdk_port_checks* out) {
+  if (domain_fid == nullptr || out == nullptr) return -FI_EINVAL;
+  Domain* domain = from_fid<Domain>(static_cast<fid_domain*>(domain_fid));
+  if (domain->fid.fid.fclass != FI_CLASS_DOMAIN) return -FI_EINVAL;
+  PortContext& ctx = *domain->port;
+  std::lock_guard guard(ctx.lock);
+  *out = {};
+  // With a job key the tag alone is checked (frame_codec.h's FrameCheck).
+  out->checks = ctx.frame_key ? FI_DPDK_CHECK_KEYED : ctx.checksums ? FI_DPDK_CHECK_CRC : 0;
+  out->rx_bad_frames = ctx.rx_bad_frames;
+  out->rx_unsealed = ctx.rx_unsealed;
+  out->rx_bad_tags = ctx.rx_bad_tags;
+  out->rx_key_mismatch = ctx.rx_key_mismatch;
+  return 0;
+}
+
 static_assert(net::rule_bit(net::RuleKind::kEtherType) == FI_DPDK_RULE_ETHERTYPE &&
               net::rule_bit(net::RuleKind::kUdp4) == FI_DPDK_RULE_UDP4 &&
               net::rule_bit(net::RuleKind::kUdp6) == FI_DPDK_RULE_UDP6);
@@ -119,6 +135,7 @@ fi_dpdk_ops_stats g_stats_ops = {
     .ep_waits = ep_waits,
     .port_polls = port_polls,
     .ep_steering = ep_steering,
+    .port_checks = port_checks,
 };
 
 int domain_ops_open(fid*, const char* name, uint64_t, void** ops, void*) {
@@ -228,7 +245,6 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   config.faults = p.faults;
   config.memif_unmap_guard = p.memif_unmap_guard;
   auto ctx = std::make_shared<PortContext>();
-  ctx->checksums = p.checksum;
   if (!p.auth_key.empty()) ctx->frame_key = proto::FrameKey::derive(p.auth_key);
   // The port's addresses are known before it opens: its steering rules
   // match the UDP it will be reached in.
@@ -247,6 +263,16 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
+  // The CRC guards a frame against what a wire or a device does to it: on
+  // memory links nothing does, and both ends of one are such ports (a
+  // net_ring in this process, the two net_memif ends), so both leave it
+  // out alike (doc/wire-protocol.md, "Integrity").  The fault injector's
+  // corruption is the one exception.
+  ctx->checksums = p.checksum.value_or(!ctx->port->memory_only() || p.faults.corrupt > 0);
+  if (!p.checksum && !ctx->checksums)
+    DPDK_INFO(FI_LOG_DOMAIN, "%s: frames carry no CRC-32C and are taken unchecked: the port "
+              "is memory, where nothing corrupts a frame (FI_DPDK_CHECKSUM=1 in every "
+              "process checks them)\n", ctx->port->name().c_str());
   ctx->neighbours = ip::NeighbourTable(ip::NeighbourTable::kDefaultCapacity,
                                        uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
   // A shared port's switch passes our EtherType alone.

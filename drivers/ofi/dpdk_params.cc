@@ -51,7 +51,7 @@ std::string get_string(const char* name) {
 }
 
 // 1, 0 or libfabric's words for a boolean (yes/no, true/false, on/off).
-void get_bool(const char* name, bool* out, std::string* errors) {
+void get_bool(const char* name, std::optional<bool>* out, std::string* errors) {
   std::string text = get_string(name);
   if (text.empty()) return;
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -259,9 +259,9 @@ void define_params(const fi_provider* provider) {
   fi_param_define(provider, "checksum", FI_PARAM_BOOL,
                   "1: every frame carries a CRC-32C over its addresses, header and "
                   "payload, and frames whose CRC is wrong are dropped; 0: frames are "
-                  "sent without and taken unchecked, for links that are only memory "
-                  "(net_memif, net_ring) where nothing corrupts a frame.  Both sides must "
-                  "agree (default: 1)");
+                  "sent without and taken unchecked.  Both sides must agree (default: 1, "
+                  "but 0 on ports that are only memory, net_ring and net_memif, where "
+                  "nothing corrupts a frame, unless FI_DPDK_FAULT_CORRUPT is set)");
   fi_param_define(provider, "mr_mode", FI_PARAM_STRING,
                   "offered: an application that offers FI_MR_PROV_KEY or FI_MR_VIRT_ADDR "
                   "keeps them (each memory region gets a random 64-bit key, which a peer "

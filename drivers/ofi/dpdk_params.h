@@ -25,7 +25,9 @@ struct Params {
   uint16_t queues = 4;         // FI_DPDK_QUEUES
   size_t mbufs = 0;            // FI_DPDK_MBUFS, 0: sized from the attributes
   uint16_t mtu = 9000;         // FI_DPDK_MTU, 0: the device's
-  bool checksum = true;        // FI_DPDK_CHECKSUM
+  // FI_DPDK_CHECKSUM; unset: on, but for links that are memory
+  // (PortContext::checksums, doc/wire-protocol.md "Integrity").
+  std::optional<bool> checksum;
   bool mr_mode_minimal = false;  // FI_DPDK_MR_MODE=minimal (default: offered)
   size_t max_peers = 4096;     // FI_DPDK_MAX_PEERS
   size_t ipv6_peers = 32768;   // FI_DPDK_IPV6_PEERS: IPv6 peers the process names at once

@@ -228,7 +228,8 @@ void PortContext::warn_unsealed() {
   if (rx_unsealed++ == 0)
     DPDK_WARN(FI_LOG_EP_DATA,
               "%s: frames without a checksum arrive and are dropped: the sender has "
-              "FI_DPDK_CHECKSUM=0; set it the same on both sides\n",
+              "FI_DPDK_CHECKSUM=0, or is on a memory port (net_memif) without the "
+              "setting; set FI_DPDK_CHECKSUM the same on both sides\n",
               port->name().c_str());
 }
 

@@ -207,7 +207,7 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t rx_bad_frames = 0;
   uint64_t rx_unsealed = 0;  // frames without a checksum while we want one
   void warn_unsealed();      // counts one, and says why at the first
-  bool checksums = true;     // FI_DPDK_CHECKSUM
+  bool checksums = true;     // FI_DPDK_CHECKSUM, or off on a memory port (acquire_port)
   // The job key's tag keys (FI_DPDK_AUTH_KEY): every frame sent carries a
   // keyed tag, every frame taken must (lib/proto/frame_tag.h).
   std::optional<proto::FrameKey> frame_key;
