@@ -37,6 +37,13 @@ SLURM_PROCID and SLURM_LOCALID).  {rank} and {local_rank} in --socket and
 per host: --iface '{host}0'), and each rank polls on its own CPU, the
 local rank's one among those allowed (round robin).
 
+Telemetry: with --telemetry the program serves DPDK's telemetry socket
+under the file prefix ofi-dpdk-PID (the program's pid, which is the
+launcher's: it execs), where the provider's /ofi_dpdk/ commands list its
+ports and endpoints with their counters: dpdk-telemetry.py -f ofi-dpdk-PID.
+(With --print-only the prefix names the launcher's own pid: set your own
+--file-prefix through --eal-extra instead.)
+
 Memory: --in-memory when free hugepages and a hugetlbfs mount are found,
 otherwise (or with --no-huge) --no-huge -m 512 --no-shconf.
 
@@ -396,12 +403,22 @@ def memory_args(no_huge: bool) -> list[str]:
     return list(NO_HUGE_ARGS)
 
 
+def telemetry_prefix() -> str:
+    """The file prefix of a process run with --telemetry: the launcher's pid,
+    which the program keeps (it is exec'd)."""
+    return f"ofi-dpdk-{os.getpid()}"
+
+
 def eal_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -> list[str]:
     """The whole EAL command line for FI_DPDK_EAL_ARGS. Raises LaunchError."""
     lcore = default_lcore(args.topology, rank) if args.lcore is None else args.lcore
     if lcore not in allowed_cpus():
         raise LaunchError(f"lcore {lcore} is not among this process's CPUs {allowed_cpus()}")
-    eal = ["-l", str(lcore), "--no-telemetry", "--log-level=lib.eal:warning"]
+    eal = ["-l", str(lcore), "--log-level=lib.eal:warning"]
+    # DPDK's telemetry socket sits in the process's runtime directory, named
+    # by its file prefix: without one of its own, the second process of a
+    # host would find the socket taken and EAL would refuse to start.
+    eal += ["--file-prefix", telemetry_prefix()] if args.telemetry else ["--no-telemetry"]
     if args.topology != "pci":
         eal.append("--no-pci")
     eal += device_args(args, rank)
@@ -478,6 +495,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                              f" else {DEFAULT_PROVIDER_DIR} if it exists)")
     parser.add_argument("--eal-extra", default="", metavar='"ARGS"',
                         help="more EAL arguments, appended as they are")
+    parser.add_argument("--telemetry", action="store_true",
+                        help="serve DPDK's telemetry socket (the provider's /ofi_dpdk/"
+                             " commands among DPDK's), under the file prefix ofi-dpdk-PID:"
+                             " read it with dpdk-telemetry.py -f ofi-dpdk-PID")
     parser.add_argument("--print-only", action="store_true",
                         help="do the checks, print the environment as shell exports,"
                              " run nothing")
@@ -489,6 +510,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                                ("switch", ("shared",))):
         if getattr(args, option) is not None and args.topology not in topologies:
             parser.error(f"--{option} applies to --topology {' or '.join(topologies)} only")
+    if args.telemetry and args.topology == "shared":
+        parser.error("--telemetry: a shared port's processes are secondaries of the switch"
+                     " and share its file prefix, so they cannot each serve a socket")
     if args.topology == "af_packet" and args.iface is None:
         parser.error("--topology af_packet needs --iface IF")
     if args.topology == "pci" and args.pci is None:
@@ -531,6 +555,8 @@ def run(argv: Sequence[str]) -> int:
     env = {**os.environ, **updates}
     if shutil.which(program[0], path=env.get("PATH", os.defpath)) is None:
         raise LaunchError(f"program not found: {program[0]}")
+    if args.telemetry:
+        note(f"telemetry: dpdk-telemetry.py -f {telemetry_prefix()}")
     sys.stdout.flush()
     try:
         os.execvpe(program[0], program, env)

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_telemetry.h"
 #include "include/fi_dpdk.h"
 
 namespace ofi_dpdk::ofi {
@@ -222,7 +223,14 @@ int take_auth_key(const fi_info* info, Domain* domain) {
 
 }  // namespace
 
+void for_each_open_port(const std::function<void(uint16_t port_id, PortContext& port)>& visit) {
+  std::lock_guard guard(g_ports_lock);
+  for (auto& [id, weak] : g_ports)
+    if (const auto port = weak.lock()) visit(id, *port);
+}
+
 int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::string* error) {
+  register_telemetry();
   std::lock_guard guard(g_ports_lock);
   if (auto existing = g_ports[port_id].lock()) {
     *out = existing;

@@ -290,8 +290,31 @@ class PrintOnlyTest(LauncherCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("--name applies to", result.stderr)
 
+    def test_telemetry_gets_a_file_prefix_of_its_own(self) -> None:
+        eal = self.eal("--topology", "ring", "--telemetry")
+        self.assertNotIn("--no-telemetry", eal)
+        prefix = eal[eal.index("--file-prefix") + 1]
+        self.assertRegex(prefix, r"^ofi-dpdk-[0-9]+$")
+        self.assertIn("--no-telemetry", self.eal("--topology", "ring"))
+        self.assertNotIn("--file-prefix", self.eal("--topology", "ring"))
+
+    def test_telemetry_refused_on_a_shared_port(self) -> None:
+        result = launch("--topology", "shared", "--telemetry", "--print-only")
+        self.assertEqual(result.returncode, 2)
+        self.assertNotIn("Traceback", result.stderr)
+        self.assertIn("--telemetry", result.stderr)
+
 
 class ExecTest(LauncherCase):
+    def test_telemetry_prefix_names_the_programs_pid(self) -> None:
+        result = launch("--topology", "ring", "--telemetry", "--", "sh", "-c",
+                        'printf "%s|%s" "$$" "$FI_DPDK_EAL_ARGS"')
+        self.assertEqual(result.returncode, 0, result.stderr)
+        pid, eal = result.stdout.split("|")
+        words = shlex.split(eal)
+        self.assertEqual(words[words.index("--file-prefix") + 1], f"ofi-dpdk-{pid}")
+        self.assertIn(f"dpdk-telemetry.py -f ofi-dpdk-{pid}", result.stderr)
+
     def test_exec_sets_environment_and_passes_exit_status(self) -> None:
         result = launch("--topology", "ring", "--", "sh", "-c",
                         'printf "%s|%s" "$FI_PROVIDER" "$FI_DPDK_EAL_ARGS"; exit 7')

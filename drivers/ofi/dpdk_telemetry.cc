@@ -1,0 +1,187 @@
+// dpdk_telemetry.cc: what a running process's ports and endpoints are
+// doing, for an operator outside it.  DPDK's telemetry socket
+// (/var/run/dpdk/<file-prefix>/dpdk_telemetry.v2, read with
+// dpdk-telemetry.py) serves these commands when EAL runs without
+// --no-telemetry:
+//
+//   /ofi_dpdk/ports                 the ids of the ports the provider has open
+//   /ofi_dpdk/port,<id>             a port's frame counters, checks, steering
+//   /ofi_dpdk/endpoints,<id>        the queue ids of the port's open endpoints
+//   /ofi_dpdk/endpoint,<id>,<queue> an endpoint's transport counters
+//
+// The callbacks run on EAL's telemetry thread and take the registry's lock
+// and then each port's, as an fi_* call would: a read costs the data path
+// one lock hand-over, only while someone asks.
+#include "drivers/ofi/dpdk_telemetry.h"
+
+#include <rte_telemetry.h>
+
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+
+#include "drivers/ofi/dpdk_prov.h"
+
+namespace ofi_dpdk::ofi {
+namespace {
+
+void add_count(rte_tel_data* data, const char* name, uint64_t value) {
+#if OFI_DPDK_HAVE_TEL_DICT_UINT
+  rte_tel_data_add_dict_uint(data, name, value);
+#else
+  rte_tel_data_add_dict_u64(data, name, value);
+#endif
+}
+
+// The numbers of `params` ("3" or "3,7"), each below 2^16; false for
+// anything else.
+bool parse_ids(const char* params, uint16_t* first, uint16_t* second) {
+  if (params == nullptr) return false;
+  const std::string_view text(params);
+  const size_t comma = text.find(',');
+  const auto number = [](std::string_view part, uint16_t* out) {
+    unsigned value = 0;
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (error != std::errc() || end != part.data() + part.size() || part.empty() ||
+        value > UINT16_MAX)
+      return false;
+    *out = static_cast<uint16_t>(value);
+    return true;
+  };
+  if (second == nullptr) return comma == std::string_view::npos && number(text, first);
+  return comma != std::string_view::npos && number(text.substr(0, comma), first) &&
+         number(text.substr(comma + 1), second);
+}
+
+int list_ports(const char*, const char*, rte_tel_data* data) {
+  rte_tel_data_start_array(data, RTE_TEL_INT_VAL);
+  for_each_open_port([&](uint16_t id, PortContext&) { rte_tel_data_add_array_int(data, id); });
+  return 0;
+}
+
+int show_port(const char*, const char* params, rte_tel_data* data) {
+  uint16_t wanted = 0;
+  if (!parse_ids(params, &wanted, nullptr)) return -EINVAL;
+  bool found = false;
+  for_each_open_port([&](uint16_t id, PortContext& ctx) {
+    if (id != wanted) return;
+    found = true;
+    std::lock_guard guard(ctx.lock);
+    rte_tel_data_start_dict(data);
+    rte_tel_data_add_dict_string(data, "name", ctx.port->name().c_str());
+    rte_tel_data_add_dict_string(data, "checks",
+                                 ctx.frame_key ? "keyed" : ctx.checksums ? "crc" : "none");
+    rte_tel_data_add_dict_string(data, "steering", net::steering_name(ctx.port->steering()));
+    add_count(data, "queues", ctx.port->queue_pairs());
+    add_count(data, "mtu", ctx.port->mtu());
+    add_count(data, "link_up", ctx.port->link_up() ? 1 : 0);
+    size_t endpoints = 0;
+    for (const Endpoint* ep : ctx.open_endpoints()) endpoints += ep != nullptr;
+    add_count(data, "endpoints", endpoints);
+    add_count(data, "rx_frames", ctx.port->counters().rx_frames);
+    add_count(data, "tx_frames", ctx.port->counters().tx_frames);
+    add_count(data, "rx_not_ours", ctx.rx_not_ours);
+    add_count(data, "rx_no_endpoint", ctx.rx_no_endpoint);
+    add_count(data, "rx_bad_frames", ctx.rx_bad_frames);
+    add_count(data, "rx_unsealed", ctx.rx_unsealed);
+    add_count(data, "rx_bad_tags", ctx.rx_bad_tags);
+    add_count(data, "rx_key_mismatch", ctx.rx_key_mismatch);
+    add_count(data, "no_memory", ctx.no_memory);
+    add_count(data, "kept_frames", ctx.kept_frames.load(std::memory_order_relaxed));
+    add_count(data, "idle_yields", ctx.idle_yields);
+    add_count(data, "neighbours", ctx.neighbours.size());
+    add_count(data, "neighbours6", ctx.neighbours6.size());
+    add_count(data, "frames_waiting_for_neighbour", ctx.waiting_frames.size());
+    add_count(data, "frames_not_resolved", ctx.frames_not_resolved);
+    add_count(data, "rx_udp", ctx.rx_udp);
+    add_count(data, "rx_udp6", ctx.rx_udp6);
+    const net::FaultStats faults = ctx.port->fault_stats();
+    add_count(data, "fault_dropped", faults.dropped);
+    add_count(data, "fault_corrupted", faults.corrupted);
+  });
+  return found ? 0 : -EINVAL;
+}
+
+int list_endpoints(const char*, const char* params, rte_tel_data* data) {
+  uint16_t wanted = 0;
+  if (!parse_ids(params, &wanted, nullptr)) return -EINVAL;
+  bool found = false;
+  for_each_open_port([&](uint16_t id, PortContext& ctx) {
+    if (id != wanted) return;
+    found = true;
+    std::lock_guard guard(ctx.lock);
+    rte_tel_data_start_array(data, RTE_TEL_INT_VAL);
+    for (const Endpoint* ep : ctx.open_endpoints())
+      if (ep != nullptr) rte_tel_data_add_array_int(data, ep->queue);
+  });
+  return found ? 0 : -EINVAL;
+}
+
+int show_endpoint(const char*, const char* params, rte_tel_data* data) {
+  uint16_t wanted_port = 0, wanted_queue = 0;
+  if (!parse_ids(params, &wanted_port, &wanted_queue)) return -EINVAL;
+  bool found = false;
+  for_each_open_port([&](uint16_t id, PortContext& ctx) {
+    if (id != wanted_port) return;
+    std::lock_guard guard(ctx.lock);
+    const auto endpoints = ctx.open_endpoints();
+    if (wanted_queue >= endpoints.size() || endpoints[wanted_queue] == nullptr) return;
+    found = true;
+    const Endpoint& ep = *endpoints[wanted_queue];
+    const proto::TransportStats& s = ep.engine->stats();
+    rte_tel_data_start_dict(data);
+    add_count(data, "queue", ep.queue);
+    add_count(data, "hw_queue", ep.hw_queue);
+    add_count(data, "enabled", ep.enabled ? 1 : 0);
+    add_count(data, "frames_sent", s.frames_sent);
+    add_count(data, "frames_received", s.frames_received);
+    add_count(data, "messages_sent", s.messages_sent);
+    add_count(data, "messages_received", s.messages_received);
+    add_count(data, "retransmitted", s.retransmitted);
+    add_count(data, "acks_sent", s.acks_sent);
+    add_count(data, "duplicates", s.duplicates);
+    add_count(data, "bad_frames", s.bad_frames + s.stale_session + s.out_of_window);
+    add_count(data, "stalled_no_buffer", s.stalled_no_buffer);
+    add_count(data, "fast_retransmits", s.fast_retransmits);
+    add_count(data, "retransmit_timeouts", s.retransmit_timeouts);
+    add_count(data, "tail_loss_probes", s.tail_loss_probes);
+    add_count(data, "window_probes", s.window_probes);
+    add_count(data, "delayed_acks", s.delayed_acks);
+    add_count(data, "timeouts", s.timeouts);
+    add_count(data, "peers_failed", s.peers_failed);
+    add_count(data, "connections_opened", s.connections_opened);
+    add_count(data, "connections_evicted", s.connections_evicted);
+    add_count(data, "requests_served", s.requests_served);
+    add_count(data, "rendezvous_sent", s.rendezvous_sent);
+    add_count(data, "frames_not_sent", ep.frames_not_sent);
+  });
+  return found ? 0 : -EINVAL;
+}
+
+}  // namespace
+
+void register_telemetry() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const struct {
+      const char* command;
+      telemetry_cb callback;
+      const char* help;
+    } commands[] = {
+        {"/ofi_dpdk/ports", list_ports, "The ids of the ports the dpdk provider has open."},
+        {"/ofi_dpdk/port", show_port, "A port's frame counters and settings. Parameter: port id."},
+        {"/ofi_dpdk/endpoints", list_endpoints,
+         "The queue ids of a port's open endpoints. Parameter: port id."},
+        {"/ofi_dpdk/endpoint", show_endpoint,
+         "An endpoint's transport counters. Parameters: port id, queue id."},
+    };
+    for (const auto& command : commands)
+      if (const int ret = rte_telemetry_register_cmd(command.command, command.callback, command.help);
+          ret != 0)
+        DPDK_WARN(FI_LOG_CORE, "telemetry command %s not registered: %s\n", command.command,
+                  std::strerror(-ret));
+  });
+}
+
+}  // namespace ofi_dpdk::ofi
