@@ -1,5 +1,8 @@
 #include "lib/av/address.h"
 
+#include <netinet/ether.h>
+
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -40,15 +43,25 @@ std::string format_mac(const uint8_t mac[6]) {
 }
 
 bool parse_mac(std::string_view text, uint8_t mac[6]) {
+  // Six bytes of two hex digits each, split by ':' or '-' (ether_aton_r
+  // takes one digit too, stops at the sixth byte whatever follows, and
+  // knows only ':').
   if (text.size() != 17) return false;
-  for (int i = 0; i < 6; ++i) {
-    const char* first = text.data() + 3 * i;
-    if (i < 5 && first[2] != ':' && first[2] != '-') return false;
-    unsigned value = 0;
-    auto [end, err] = std::from_chars(first, first + 2, value, 16);
-    if (err != std::errc() || end != first + 2) return false;
-    mac[i] = static_cast<uint8_t>(value);
+  char buffer[18];
+  for (size_t i = 0; i < 17; ++i) {
+    const char c = text[i];
+    if (i % 3 == 2) {
+      if (c != ':' && c != '-') return false;
+      buffer[i] = ':';
+    } else {
+      if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+      buffer[i] = c;
+    }
   }
+  buffer[17] = '\0';
+  ether_addr parsed;
+  if (ether_aton_r(buffer, &parsed) == nullptr) return false;
+  std::memcpy(mac, parsed.ether_addr_octet, 6);
   return true;
 }
 

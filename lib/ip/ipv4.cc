@@ -1,7 +1,8 @@
 #include "lib/ip/ipv4.h"
 
+#include <arpa/inet.h>
+
 #include <charconv>
-#include <cstdio>
 
 namespace ofi_dpdk::ip {
 namespace {
@@ -20,23 +21,22 @@ std::optional<uint32_t> parse_decimal(std::string_view text, size_t digits, uint
 }  // namespace
 
 std::optional<Ipv4> parse_ipv4(std::string_view text) {
-  Ipv4 address = 0;
-  for (int octet = 0; octet < 4; ++octet) {
-    const size_t dot = octet < 3 ? text.find('.') : text.size();
-    if (dot == std::string_view::npos) return std::nullopt;
-    const auto value = parse_decimal(text.substr(0, dot), 3, 255);
-    if (!value) return std::nullopt;
-    address = address << 8 | *value;
-    text = octet < 3 ? text.substr(dot + 1) : std::string_view();
-  }
-  return address;
+  // inet_pton wants a C string (a dotted quad is at most 15 characters),
+  // and would stop at a NUL inside the text.
+  char buffer[INET_ADDRSTRLEN];
+  if (text.size() >= sizeof buffer || text.find('\0') != std::string_view::npos)
+    return std::nullopt;
+  text.copy(buffer, text.size());
+  buffer[text.size()] = '\0';
+  in_addr address{};
+  if (inet_pton(AF_INET, buffer, &address) != 1) return std::nullopt;
+  return ntohl(address.s_addr);
 }
 
 std::string format_ipv4(Ipv4 address) {
-  char text[16];
-  std::snprintf(text, sizeof(text), "%u.%u.%u.%u", address >> 24, (address >> 16) & 0xFF,
-                (address >> 8) & 0xFF, address & 0xFF);
-  return text;
+  const in_addr wire{htonl(address)};
+  char text[INET_ADDRSTRLEN];
+  return inet_ntop(AF_INET, &wire, text, sizeof text);
 }
 
 bool Interface::on_link(Ipv4 other) const {

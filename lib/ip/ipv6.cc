@@ -1,8 +1,10 @@
 #include "lib/ip/ipv6.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <charconv>
-#include <vector>
+#include <cstdio>
 
 #include "lib/ip/ipv4.h"
 
@@ -24,32 +26,6 @@ bool Ipv6::v4_mapped() const {
 
 namespace {
 
-// The groups of one side of "::": 16-bit groups, the last of which may be
-// a dotted IPv4 address (two groups) when `tail_may_be_ipv4`.  False on
-// any syntax error.
-bool parse_groups(std::string_view text, bool tail_may_be_ipv4, std::vector<uint16_t>* groups) {
-  if (text.empty()) return true;
-  while (true) {
-    const size_t colon = text.find(':');
-    const std::string_view group = text.substr(0, colon);
-    if (colon == std::string_view::npos && tail_may_be_ipv4 &&
-        group.find('.') != std::string_view::npos) {
-      const auto v4 = parse_ipv4(group);
-      if (!v4) return false;
-      groups->push_back(static_cast<uint16_t>(*v4 >> 16));
-      groups->push_back(static_cast<uint16_t>(*v4));
-      return true;
-    }
-    if (group.empty() || group.size() > 4) return false;
-    uint16_t value = 0;
-    const auto [end, error] = std::from_chars(group.data(), group.data() + group.size(), value, 16);
-    if (error != std::errc() || end != group.data() + group.size()) return false;
-    groups->push_back(value);
-    if (colon == std::string_view::npos) return true;
-    text = text.substr(colon + 1);
-  }
-}
-
 std::optional<uint32_t> parse_prefix(std::string_view text) {
   if (text.empty() || text.size() > 3) return std::nullopt;
   uint32_t value = 0;
@@ -61,61 +37,35 @@ std::optional<uint32_t> parse_prefix(std::string_view text) {
 }  // namespace
 
 std::optional<Ipv6> parse_ipv6(std::string_view text) {
-  // Hex digits, colons and dots only: from_chars would take a sign.
-  if (text.empty() || text.size() > 45 ||
-      text.find_first_not_of("0123456789abcdefABCDEF:.") != std::string_view::npos)
+  // inet_pton wants a C string, and would stop at a NUL inside the text.
+  char buffer[INET6_ADDRSTRLEN];
+  if (text.size() >= sizeof buffer || text.find('\0') != std::string_view::npos)
     return std::nullopt;
-  std::vector<uint16_t> head, tail;
-  const size_t gap = text.find("::");
-  if (gap == std::string_view::npos) {
-    if (!parse_groups(text, true, &head) || head.size() != 8) return std::nullopt;
-  } else {
-    const std::string_view before = text.substr(0, gap), after = text.substr(gap + 2);
-    if (after.find("::") != std::string_view::npos) return std::nullopt;
-    if (!parse_groups(before, false, &head) || !parse_groups(after, true, &tail) ||
-        head.size() + tail.size() > 7)
-      return std::nullopt;
-    head.resize(8 - tail.size(), 0);
-    head.insert(head.end(), tail.begin(), tail.end());
-  }
+  text.copy(buffer, text.size());
+  buffer[text.size()] = '\0';
   Ipv6 address;
-  for (size_t i = 0; i < 8; ++i) {
-    address.bytes[2 * i] = static_cast<uint8_t>(head[i] >> 8);
-    address.bytes[2 * i + 1] = static_cast<uint8_t>(head[i]);
-  }
+  static_assert(sizeof address.bytes == sizeof(in6_addr));
+  if (inet_pton(AF_INET6, buffer, address.bytes.data()) != 1) return std::nullopt;
   return address;
 }
 
 std::string format_ipv6(const Ipv6& address) {
-  // RFC 5952 section 5: an IPv4-mapped address ends in its dotted quad.
-  if (address.v4_mapped()) return "::ffff:" + format_ipv4(ipv4_of_mapped(address));
-  uint16_t groups[8];
-  for (int i = 0; i < 8; ++i)
-    groups[i] = static_cast<uint16_t>(address.bytes[2 * i] << 8 | address.bytes[2 * i + 1]);
-  int best_start = -1, best_length = 1;  // a run must be two groups or more
-  for (int i = 0; i < 8;) {
-    if (groups[i] != 0) {
-      ++i;
-      continue;
-    }
-    int end = i;
-    while (end < 8 && groups[end] == 0) ++end;
-    if (end - i > best_length) best_start = i, best_length = end - i;
-    i = end;
+  // RFC 5952 (the zeros of the longest run, the first of equal ones,
+  // compressed; lower case; an IPv4-mapped address ends in its dotted
+  // quad), as inet_ntop writes it; but inet_ntop writes the deprecated
+  // IPv4-compatible form (::a.b.c.d) for ::/96 too, which RFC 5952 does
+  // not ask for: those are written in hex here.
+  char text[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, address.bytes.data(), text, sizeof text);
+  std::string result = text;
+  if (!address.v4_mapped() && result.find('.') != std::string::npos) {
+    const unsigned high = address.bytes[12] << 8 | address.bytes[13];
+    const unsigned low = address.bytes[14] << 8 | address.bytes[15];
+    char tail[16];  // (inet_ntop does this only when the 7th group is not 0)
+    std::snprintf(tail, sizeof tail, "%x:%x", high, low);
+    result = result.substr(0, result.rfind(':') + 1) + tail;
   }
-  std::string text;
-  char digits[8];
-  for (int i = 0; i < 8; ++i) {
-    if (i == best_start) {
-      text += "::";
-      i += best_length - 1;
-      continue;
-    }
-    if (!text.empty() && text.back() != ':') text += ':';
-    const auto [end, error] = std::to_chars(digits, digits + sizeof digits, groups[i], 16);
-    text.append(digits, end);
-  }
-  return text;
+  return result;
 }
 
 Ipv6 mapped_ipv4(uint32_t address) {

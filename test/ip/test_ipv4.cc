@@ -15,8 +15,10 @@ TEST(Ipv4, ParsesAndFormatsDottedQuads) {
 TEST(Ipv4, RefusesAnythingElse) {
   for (const char* bad : {"", "10.0.0", "10.0.0.1.2", "10.0.0.256", "10..0.1", "a.b.c.d",
                           "10.0.0.1 ", "-1.0.0.1", "1000.0.0.1", "02:00:00:00:00:01",
-                          "10.0.0.01x"})
+                          "10.0.0.01x", "10.0.0.01", "0x0a.0.0.1", "10.1"})
     EXPECT_FALSE(parse_ipv4(bad)) << bad;
+  // (inet_pton's rules: no leading zeros, no hex, no short forms.)
+  EXPECT_FALSE(parse_ipv4(std::string_view("10.0.0.1\0x", 10)));  // a NUL inside
 }
 
 TEST(Ipv4, InterfaceKnowsItsSubnet) {

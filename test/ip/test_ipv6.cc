@@ -34,6 +34,7 @@ TEST(Ipv6, RefusesAnythingElse) {
         "fe80::1%eth0", "[::1]", "::+1", " ::1", "10.0.0.1", "1:2:3:4:5:6:7:8::",
         "::1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:1.2.3.4"})
     EXPECT_FALSE(parse_ipv6(bad)) << bad;
+  EXPECT_FALSE(parse_ipv6(std::string_view("::1\0:2", 6)));  // a NUL inside
 }
 
 TEST(Ipv6, FormatsAsRfc5952Says) {
@@ -47,6 +48,10 @@ TEST(Ipv6, FormatsAsRfc5952Says) {
   // The longest run, wherever it is.
   EXPECT_EQ(format_ipv6(v6("2001:0:0:1:0:0:0:1")), "2001:0:0:1::1");
   EXPECT_EQ(format_ipv6(v6("fd00:77:1::2")), "fd00:77:1::2");
+  // The deprecated IPv4-compatible form is not asked for: hex, as any other.
+  EXPECT_EQ(format_ipv6(v6("::102:304")), "::102:304");
+  EXPECT_EQ(format_ipv6(v6("::1.2.3.4")), "::102:304");
+  EXPECT_EQ(format_ipv6(v6("::ffff:0:1")), "::ffff:0.0.0.1");  // mapped: dotted
 }
 
 TEST(Ipv6, Ipv4MappedAddressesGoBothWays) {
