@@ -36,8 +36,10 @@
 # with FI_DPDK_ACK_DELAY_US=2000, valgrind's clock being slow).
 #
 # Prints a table with each dpdk figure as a ratio to both peers ("x" is how
-# many times better dpdk is: lower latency or higher rate), and writes every
-# run's JSON to --json (default BUILDDIR/compare.json).  Each run's program
+# many times better dpdk is: lower latency or higher rate), writes every
+# run's JSON to --json (default BUILDDIR/compare.json), and draws it
+# (usertools/dpdk-fi-plot.py: SVG charts and an index.html in a "plots"
+# folder beside the JSON).  Each run's program
 # checks its data; a run that fails shows as "fail".  Measure on a quiet
 # machine: the ratios of one sitting are what count, not the absolute
 # figures.  Needs a build (usertools/dpdk-fi-setup.sh builds one).
@@ -997,5 +999,7 @@ if scaling is not None:
 with open(json_path, "w") as f:
     json.dump(record, f, indent=1)
 print(f"runs: {json_path}")
+# The same figures drawn (a plotting failure does not fail the sitting).
+subprocess.run([sys.executable, os.path.join(tools, "dpdk-fi-plot.py"), json_path])
 sys.exit(1 if failed else 0)
 EOF
