@@ -17,6 +17,10 @@ Topologies and the port each gives the provider:
   memif         memif-server for local rank 0 of a job, memif-client for
                 local rank 1: two ranks of one host, one memif pair
   af_packet     --vdev=net_af_packet0,iface=IF: a kernel interface (veth)
+  af_xdp        --vdev=net_af_xdp0,iface=IF,start_queue=0,queue_count=1: the
+                same interface through an AF_XDP socket (an XDP program
+                hands the interface's frames to it; the kernel's own
+                traffic on the interface then stops)
   pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci)
   shared        one port for all the processes of a host (DPDK's
                 multi-process model): dpdk-fi-switch is the primary and owns
@@ -71,7 +75,8 @@ from pathlib import Path
 from typing import Mapping, NoReturn, Sequence
 
 PROG = "dpdk-fi-run.py"
-TOPOLOGIES = ("ring", "memif", "memif-server", "memif-client", "af_packet", "pci", "shared")
+TOPOLOGIES = ("ring", "memif", "memif-server", "memif-client", "af_packet", "af_xdp", "pci",
+              "shared")
 # (rank, local rank) variables of job starters, most specific first.
 RANK_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
                   ("PMIX_RANK", "PMIX_LOCAL_RANK"),
@@ -256,10 +261,12 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
                 f"bsize={MEMIF_BUFFER}{mac}"]
     if args.topology == "shared":
         return ensure_switch(args)
-    if args.topology == "af_packet":
+    if args.topology in ("af_packet", "af_xdp"):
         iface = for_rank(args.iface, rank)
         if "/" in iface or "," in iface or not (SYS_NET / iface).exists():
             raise LaunchError(f"no network interface '{iface}' (see: ip link)")
+        if args.topology == "af_xdp":
+            return [f"--vdev=net_af_xdp0,iface={iface},start_queue=0,queue_count=1"]
         return [f"--vdev=net_af_packet0,iface={iface}"]
     bdf = normalize_bdf(args.pci)
     device = SYS_PCI / bdf
@@ -473,7 +480,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                              " and, through GW, beyond it (frames in UDP); or an IPv6 one"
                              " (fd00::1/64[@GW]), or both, comma-separated")
     parser.add_argument("--iface", metavar="IF",
-                        help="af_packet: the kernel interface; may name {host}, {rank}"
+                        help="af_packet, af_xdp: the kernel interface; may name {host}, {rank}"
                              " and {local_rank}")
     parser.add_argument("--pci", metavar="BDF", help="pci: the device, e.g. 0000:03:00.0")
     parser.add_argument("--name", metavar="NAME",
@@ -505,7 +512,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     args = parser.parse_args(options)
     for option, topologies in (("socket", ("memif", "memif-server", "memif-client")),
                                ("mac", ("memif", "memif-server", "memif-client")),
-                               ("iface", ("af_packet",)), ("pci", ("pci",)),
+                               ("iface", ("af_packet", "af_xdp")), ("pci", ("pci",)),
                                ("name", ("shared",)), ("processes", ("shared",)),
                                ("switch", ("shared",))):
         if getattr(args, option) is not None and args.topology not in topologies:
@@ -513,8 +520,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     if args.telemetry and args.topology == "shared":
         parser.error("--telemetry: a shared port's processes are secondaries of the switch"
                      " and share its file prefix, so they cannot each serve a socket")
-    if args.topology == "af_packet" and args.iface is None:
-        parser.error("--topology af_packet needs --iface IF")
+    if args.topology in ("af_packet", "af_xdp") and args.iface is None:
+        parser.error(f"--topology {args.topology} needs --iface IF")
     if args.topology == "pci" and args.pci is None:
         parser.error("--topology pci needs --pci BDF")
     if args.socket is None:

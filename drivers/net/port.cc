@@ -29,6 +29,7 @@
 #include "drivers/net/interrupt_thread.h"
 #include "drivers/net/memif_warm.h"
 #include "drivers/net/shared_port.h"
+#include "drivers/net/umem_pool.h"
 #include "drivers/net/unmap_guard.h"
 #include "lib/proto/wire.h"
 
@@ -233,8 +234,25 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   const uint32_t mbufs = pool_mbufs(config, room);
   const std::string pool_name =
       "ofidpdk" + std::to_string(port_id) + "_" + std::to_string(g_pool_serial++);
-  port->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 256, 0, room,
-                                        rte_eth_dev_socket_id(port_id));
+  std::string pool_note;
+  if (is_driver(info, "net_af_xdp")) {
+    // Its UMEM is this pool, which must lie whole inside what the driver
+    // registers (umem_pool.h).
+    std::string why;
+    port->pool_ = create_umem_pool(pool_name, mbufs, 256, room, rte_eth_dev_socket_id(port_id),
+                                   &why);
+    if (port->pool_ == nullptr) {
+      *error = port->name_ + ": cannot lay out a pool of " + std::to_string(mbufs) +
+               " mbufs that net_af_xdp hands to the kernel whole: " + why +
+               " (net_af_packet needs no such pool)";
+      return -ENOMEM;
+    }
+    pool_note = ", pool of " + std::to_string(mbufs) +
+                " mbufs packed for the UMEM (none beyond it)";
+  } else {
+    port->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 256, 0, room,
+                                          rte_eth_dev_socket_id(port_id));
+  }
   if (port->pool_ == nullptr) {
     *error = port->name_ + ": cannot create a pool of " + std::to_string(mbufs) + " mbufs of " +
              std::to_string(room) + " bytes: " + rte_strerror(rte_errno);
@@ -328,7 +346,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   char mac_text[24];
   std::snprintf(mac_text, sizeof mac_text, "%02x:%02x:%02x:%02x:%02x:%02x", port->mac_[0],
                 port->mac_[1], port->mac_[2], port->mac_[3], port->mac_[4], port->mac_[5]);
-  port->description_ += ", MTU " + std::to_string(mtu) + ", MAC " + mac_text;
+  port->description_ += ", MTU " + std::to_string(mtu) + ", MAC " + mac_text + pool_note;
   // A --vdev=net_ringN port; rte_eth_from_rings ports ("net_ring_" and
   // their creator's name) usually cross.
   port->loops_back_ = info.driver_name != nullptr &&

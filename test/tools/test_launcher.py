@@ -146,6 +146,14 @@ class PrintOnlyTest(LauncherCase):
         self.assertIn("--no-pci", eal)
         self.assertIn("--vdev=net_af_packet0,iface=lo", eal)
 
+    def test_af_xdp(self) -> None:
+        eal = self.eal("--topology", "af_xdp", "--iface", "lo")
+        self.assert_common(eal)
+        self.assertIn("--vdev=net_af_xdp0,iface=lo,start_queue=0,queue_count=1", eal)
+        result = launch("--topology", "af_xdp", "--print-only")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--topology af_xdp needs --iface IF", result.stderr)
+
     def job_eal(self, environ: dict[str, str], *args: str) -> list[str]:
         """The EAL words for a rank of a job (its starter's variables set)."""
         env = {k: v for k, v in os.environ.items()
@@ -269,7 +277,8 @@ class PrintOnlyTest(LauncherCase):
     def test_help(self) -> None:
         result = launch("--help")
         self.assertEqual(result.returncode, 0)
-        for topology in ("ring", "memif-server", "memif-client", "af_packet", "pci", "shared"):
+        for topology in ("ring", "memif-server", "memif-client", "af_packet", "af_xdp", "pci",
+                         "shared"):
             self.assertIn(topology, result.stdout)
 
     # --topology shared starts dpdk-fi-switch; only its refusals are tested
