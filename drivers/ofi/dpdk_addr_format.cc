@@ -13,8 +13,8 @@
 #include <cstring>
 
 #include "drivers/ofi/dpdk_attr.h"
+#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_params.h"
-#include "drivers/ofi/dpdk_prov.h"
 
 namespace ofi_dpdk::ofi {
 

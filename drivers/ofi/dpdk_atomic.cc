@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_ops.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_remote_op.h"
 #include "lib/atomic/atomic_table.h"
 

@@ -7,9 +7,14 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_raw_enum.h"
 #include "lib/av/address.h"
+#include "lib/av/auth_key_table.h"
+#include "lib/ip/udp4.h"
+#include "lib/ip/udp6.h"
+#include "ofi_dpdk_config.h"  // which libfabric features the headers have
 
 namespace ofi_dpdk::ofi {
 namespace {

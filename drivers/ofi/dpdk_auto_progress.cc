@@ -18,7 +18,8 @@
 #include <condition_variable>
 #include <thread>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -8,6 +8,8 @@
 //
 // Every call takes the port lock: the send path reads the table under it,
 // and fi_av_remove reaches into the bound endpoints' transport engines.
+#include "drivers/ofi/dpdk_av.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -20,8 +22,15 @@
 #include <string>
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_raw_enum.h"
+#include "ofi_dpdk_config.h"  // which libfabric features the headers have
 
 namespace ofi_dpdk::ofi {
 
@@ -69,7 +78,7 @@ fi_addr_t Av::lookup_source_key(uint32_t key) {
 
 namespace {
 
-// kAuthKeyFlag (dpdk_prov.h) is 0 in 1.x: there no call names a key.
+// kAuthKeyFlag (dpdk_common.h) is 0 in 1.x: there no call names a key.
 #if OFI_DPDK_HAVE_AV_USER_ID
 // 2.x: ids come from fi_av_set_user_id (fi_av(3)).
 constexpr uint64_t kOpenFlags = FI_EVENT | FI_READ | FI_SYMMETRIC | FI_AV_USER_ID;

@@ -21,6 +21,8 @@
 // before accepting refuse it.  Every handler here runs under the port
 // lock; EQ entries take the EQ's lock inside it, requests their own lock
 // inside that.
+#include "drivers/ofi/dpdk_cm.h"
+
 #include <endian.h>
 
 #include <algorithm>
@@ -32,7 +34,14 @@
 #include "drivers/ofi/dpdk_random.h"
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_fabric.h"
+#include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -3,12 +3,17 @@
 // whether or not they also produce a CQ entry: Endpoint::flush bumps it as
 // the transport's completions come out.  Reading or waiting drives manual
 // progress on the counter's port, as fi_cq_read does.
+#include "drivers/ofi/dpdk_cntr.h"
+
 #include <sched.h>
 
 #include <chrono>
 #include <thread>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -1,6 +1,8 @@
 // dpdk_cq.cc: fi_cq.  Reading a CQ drives progress on its port (manual
 // progress), then hands out completions in the CQ's format.  Completions
 // wait in the CQ as long as needed: none is ever dropped (FI_RM_ENABLED).
+#include "drivers/ofi/dpdk_cq.h"
+
 #include <sched.h>
 
 #include <algorithm>
@@ -11,8 +13,12 @@
 #include <cstring>
 #include <thread>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_raw_enum.h"
+#include "ofi_dpdk_config.h"  // which libfabric features the headers have
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -1,12 +1,23 @@
 // dpdk_domain.cc: fi_domain.  A domain is one DPDK port (its name is the
 // ethdev name); domains on the same port share one PortContext.
+#include "drivers/ofi/dpdk_domain.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_fabric.h"
+#include "drivers/ofi/dpdk_getinfo.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_ops.h"
+#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_shared_ctx.h"
 #include "drivers/ofi/dpdk_telemetry.h"
 #include "include/fi_dpdk.h"
+#include "lib/av/auth_key_table.h"
+#include "ofi_dpdk_config.h"  // which libfabric features the headers have
 
 namespace ofi_dpdk::ofi {
 namespace {

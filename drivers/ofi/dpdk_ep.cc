@@ -1,12 +1,26 @@
 // dpdk_ep.cc: fi_endpoint for FI_EP_RDM: binding, enabling, names, options,
 // cancel.  An endpoint owns one queue id at its port: the "queue" of its
 // address, which frames carry as dst_queue.
+#include <rdma/fi_collective.h>
+
 #include <cstring>
 #include <new>
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_av.h"
+#include "drivers/ofi/dpdk_cm.h"
+#include "drivers/ofi/dpdk_cntr.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_cq.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_ops.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_random.h"
+#include "drivers/ofi/dpdk_sep.h"
+#include "drivers/ofi/dpdk_shared_ctx.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

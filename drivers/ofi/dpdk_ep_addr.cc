@@ -7,7 +7,10 @@
 #include <cstring>
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_av.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_endpoint.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -4,7 +4,11 @@
 // replaced by its flags.  Its data-path tables are the endpoint's own; they
 // find the endpoint and the flags through caller_of.  The endpoint refuses
 // to close (-FI_EBUSY) while an alias is open.
-#include "drivers/ofi/dpdk_prov.h"
+#include <rdma/fi_cm.h>
+
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

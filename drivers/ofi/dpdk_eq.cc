@@ -6,13 +6,18 @@
 // progresses the ports of the endpoints bound to it.  Errors are read first: fi_eq_read returns -FI_EAVAIL while
 // any is queued.  fi_eq_sread sleeps on the FI_WAIT_FD descriptor when the
 // EQ has one, and naps between checks otherwise.
+#include "drivers/ofi/dpdk_eq.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <new>
 #include <thread>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_fabric.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 

@@ -1,6 +1,15 @@
 // dpdk_fabric.cc: fi_fabric.  One fabric, "dpdk"; it owns nothing but the
 // count of domains and EQs opened from it.
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_fabric.h"
+
+#include "drivers/ofi/dpdk_cm.h"
+#include "drivers/ofi/dpdk_cntr.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_cq.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

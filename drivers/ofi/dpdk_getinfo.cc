@@ -1,13 +1,15 @@
 // dpdk_getinfo.cc: fi_getinfo for the provider: EAL on first use, one
 // fi_info per usable port, node/service/FI_SOURCE resolution, and a log line
 // at FI_LOG_LEVEL=info for every port passed over.
+#include "drivers/ofi/dpdk_getinfo.h"
+
 #include <cstring>
 #include <optional>
 #include <string_view>
 
 #include "drivers/ofi/dpdk_attr.h"
+#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_params.h"
-#include "drivers/ofi/dpdk_prov.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -3,7 +3,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_getinfo.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_params.h"
 #include "include/fi_dpdk.h"
 #include "lib/eal/eal_args.h"
 #include "lib/eal/eal_bootstrap.h"

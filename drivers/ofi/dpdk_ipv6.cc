@@ -13,7 +13,9 @@
 #include <mutex>
 
 #include "drivers/net/mbuf_handoff.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "lib/ip/icmp6.h"
 #include "lib/ip/neighbour_rules.h"
 

@@ -4,7 +4,8 @@
 
 #include <cstring>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_ipv6_peers.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -3,7 +3,14 @@
 // access are recorded for the RMA issue to enforce.  Keys are the
 // application's or random, as the domain's mr_mode says.
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_mr.h"
+
+#include "drivers/ofi/dpdk_cntr.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_random.h"
 
 namespace ofi_dpdk::ofi {

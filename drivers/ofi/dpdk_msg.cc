@@ -13,7 +13,16 @@
 
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_av.h"
+#include "drivers/ofi/dpdk_cntr.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_cq.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_ops.h"
+#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_shared_ctx.h"
+#include "drivers/ofi/dpdk_trigger.h"
 #include "lib/proto/frame_codec.h"
 
 namespace ofi_dpdk::ofi {

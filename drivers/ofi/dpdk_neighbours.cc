@@ -13,9 +13,11 @@
 #include <thread>
 
 #include "drivers/net/mbuf_handoff.h"
-#include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_params.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "lib/ip/arp.h"
 #include "lib/ip/neighbour_rules.h"
 

@@ -9,8 +9,11 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "lib/av/address.h"
+#include "lib/ip/neighbour_table.h"
 #include "lib/proto/frame_tag.h"
+#include "lib/proto/transport.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -13,7 +13,10 @@
 #include <cstring>
 
 #include "drivers/net/mbuf_handoff.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "lib/ip/arp.h"
 #include "lib/ip/ipv4.h"
 #include "lib/ip/udp4.h"

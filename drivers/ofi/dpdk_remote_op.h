@@ -5,11 +5,13 @@
 #pragma once
 
 #include <endian.h>
+#include <sys/types.h>
 
 #include <cstdint>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "lib/proto/transport.h"
 #include "lib/remote/remote_op.h"
 
 namespace ofi_dpdk::ofi {

@@ -19,8 +19,17 @@
 #include <cstring>
 #include <vector>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_av.h"
+#include "drivers/ofi/dpdk_cntr.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_cq.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_mr.h"
+#include "drivers/ofi/dpdk_ops.h"
+#include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_remote_op.h"
+#include "drivers/ofi/dpdk_trigger.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -30,11 +30,22 @@
 //     context binds CQs and counters of its own direction only, and no AV.
 //   - Data calls on the scalable endpoint itself, and calls of the other
 //     direction on a context, return -FI_EOPNOTSUPP.
+#include "drivers/ofi/dpdk_sep.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_collective.h>
+
 #include <cstring>
 #include <new>
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_av.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_ops.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

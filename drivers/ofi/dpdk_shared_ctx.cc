@@ -1,12 +1,19 @@
 // dpdk_shared_ctx.cc: shared transmit and receive contexts
 // (fi_stx_context, fi_srx_context; fi_endpoint(3)).  See SharedRx and
-// SharedTx in dpdk_prov.h for what is shared and how.
+// SharedTx in dpdk_shared_ctx.h for what is shared and how.
+#include "drivers/ofi/dpdk_shared_ctx.h"
+
+#include <rdma/fi_cm.h>
 #include <rdma/fi_tagged.h>
 
 #include <algorithm>
 #include <new>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_ops.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 

@@ -26,7 +26,10 @@
 //     which is never before it matched.
 #include <cstring>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_ops.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -6,11 +6,17 @@
 // without FI_TRIGGER and with the same context, so its completion reports
 // the fi_triggered_context.  The waiting list is the port's: a progress
 // pass and fi_cntr_add / fi_cntr_set look at it.
+#include "drivers/ofi/dpdk_trigger.h"
+
 #include <rdma/fi_trigger.h>
 
 #include <algorithm>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_cntr.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_cq.h"
+#include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 

@@ -14,7 +14,13 @@
 #include <thread>
 #include <vector>
 
-#include "drivers/ofi/dpdk_prov.h"
+#include "drivers/ofi/dpdk_cntr.h"
+#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_cq.h"
+#include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_fabric.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -300,7 +300,7 @@ TEST_F(MsgEp, AnEndpointClosedBeforeAcceptingRefusesItsRequest) {
 TEST_F(MsgEp, OneSourceHoldsAtMostItsShareOfTheUnansweredRequests) {
   // Every endpoint of this process has the same source (the port's MAC):
   // kMaxPendingPerSource requests from it wait, the rest are refused.
-  constexpr size_t kMaxPendingPerSource = 16;  // drivers/ofi/dpdk_prov.h
+  constexpr size_t kMaxPendingPerSource = 16;  // drivers/ofi/dpdk_cm.h
   constexpr size_t kAsks = kMaxPendingPerSource + 4;
   std::vector<fid_ep*> clients;
   std::vector<fid_cq*> cqs(kAsks);
