@@ -8,6 +8,8 @@
 //   /ofi_dpdk/port,<id>             a port's frame counters, checks, steering
 //   /ofi_dpdk/endpoints,<id>        the queue ids of the port's open endpoints
 //   /ofi_dpdk/endpoint,<id>,<queue> an endpoint's transport counters
+//   /ofi_dpdk/connections,<id>,<queue>  its connections, column by column
+//   /ofi_dpdk/counters,<id>         the port's endpoints' counters, summed
 //
 // The callbacks run on EAL's telemetry thread and take the registry's lock
 // and then each port's, as an fi_* call would: a read costs the data path
@@ -16,10 +18,14 @@
 
 #include <rte_telemetry.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <functional>
 #include <cstring>
 #include <mutex>
 #include <string_view>
+#include <vector>
 
 #include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
@@ -161,6 +167,126 @@ int show_endpoint(const char*, const char* params, rte_tel_data* data) {
   return found ? 0 : -EINVAL;
 }
 
+void add_column_value(rte_tel_data* column, uint64_t value) {
+#if OFI_DPDK_HAVE_TEL_DICT_UINT
+  rte_tel_data_add_array_uint(column, value);
+#else
+  rte_tel_data_add_array_u64(column, value);
+#endif
+}
+
+// The endpoint at queue `queue` of port `port_id`, to `visit` under the
+// port's lock; false when there is none.
+bool with_endpoint(uint16_t port_id, uint16_t queue,
+                   const std::function<void(PortContext&, Endpoint&)>& visit) {
+  bool found = false;
+  for_each_open_port([&](uint16_t id, PortContext& ctx) {
+    if (id != port_id) return;
+    std::lock_guard guard(ctx.lock);
+    const auto endpoints = ctx.open_endpoints();
+    if (queue >= endpoints.size() || endpoints[queue] == nullptr) return;
+    found = true;
+    visit(ctx, *endpoints[queue]);
+  });
+  return found;
+}
+
+int show_connections(const char*, const char* params, rte_tel_data* data) {
+  uint16_t wanted_port = 0, wanted_queue = 0;
+  if (!parse_ids(params, &wanted_port, &wanted_queue)) return -EINVAL;
+  // Column by column: a 22.11 dict holds arrays, not dicts.
+  static constexpr size_t kRoom = RTE_TEL_MAX_ARRAY_ENTRIES;
+  const bool found = with_endpoint(wanted_port, wanted_queue, [&](PortContext&, Endpoint& ep) {
+    std::vector<proto::ConnectionSummary> rows(std::min<size_t>(kRoom, 4096));
+    const size_t total = ep.engine->summarize_connections(rows.data(), rows.size());
+    rows.resize(std::min(total, rows.size()));
+    rte_tel_data_start_dict(data);
+    add_count(data, "connections", total);
+    add_count(data, "shown", rows.size());
+    rte_tel_data* peers = rte_tel_data_alloc();
+    rte_tel_data* transmit = rte_tel_data_alloc();
+    rte_tel_data_start_array(peers, RTE_TEL_STRING_VAL);
+    rte_tel_data_start_array(transmit, RTE_TEL_STRING_VAL);
+    for (const proto::ConnectionSummary& row : rows) {
+      char name[32];
+      std::snprintf(name, sizeof name, "%02x:%02x:%02x:%02x:%02x:%02x/%u", row.peer_mac[0],
+                    row.peer_mac[1], row.peer_mac[2], row.peer_mac[3], row.peer_mac[4],
+                    row.peer_mac[5], row.peer_queue);
+      rte_tel_data_add_array_string(peers, name);
+      rte_tel_data_add_array_string(transmit, row.transmit);
+    }
+    rte_tel_data_add_dict_container(data, "peer", peers, 0);
+    rte_tel_data_add_dict_container(data, "transmit", transmit, 0);
+    const auto column = [&](const char* name, auto field) {
+      rte_tel_data* values = rte_tel_data_alloc();
+      rte_tel_data_start_array(values, RTE_TEL_U64_VAL);
+      for (const proto::ConnectionSummary& row : rows) add_column_value(values, field(row));
+      rte_tel_data_add_dict_container(data, name, values, 0);
+    };
+    using Row = const proto::ConnectionSummary&;
+    column("receiving", [](Row r) -> uint64_t { return r.receiving ? 1 : 0; });
+    column("cwnd", [](Row r) -> uint64_t { return r.cwnd; });
+    column("ssthresh", [](Row r) -> uint64_t { return r.ssthresh; });
+    column("peer_window", [](Row r) -> uint64_t { return r.peer_window; });
+    column("in_flight", [](Row r) -> uint64_t { return r.in_flight; });
+    column("messages_waiting", [](Row r) -> uint64_t { return r.messages_waiting; });
+    column("held_segments", [](Row r) -> uint64_t { return r.held_segments; });
+    column("srtt_us", [](Row r) -> uint64_t { return r.srtt_ns / 1000; });
+    column("rto_us", [](Row r) -> uint64_t { return r.rto_ns / 1000; });
+    column("quiet_ms", [](Row r) -> uint64_t { return r.quiet_ns / 1'000'000; });
+    column("path", [](Row r) -> uint64_t { return r.path; });
+  });
+  return found ? 0 : -EINVAL;
+}
+
+// The transport counters of all of a port's endpoints, summed.
+int show_counters(const char*, const char* params, rte_tel_data* data) {
+  uint16_t wanted = 0;
+  if (!parse_ids(params, &wanted, nullptr)) return -EINVAL;
+  bool found = false;
+  for_each_open_port([&](uint16_t id, PortContext& ctx) {
+    if (id != wanted) return;
+    found = true;
+    std::lock_guard guard(ctx.lock);
+    proto::TransportStats sum;
+    size_t endpoints = 0;
+    for (const Endpoint* ep : ctx.open_endpoints()) {
+      if (ep == nullptr) continue;
+      ++endpoints;
+      const proto::TransportStats& s = ep->engine->stats();
+      sum.frames_sent += s.frames_sent;
+      sum.frames_received += s.frames_received;
+      sum.messages_sent += s.messages_sent;
+      sum.messages_received += s.messages_received;
+      sum.retransmitted += s.retransmitted;
+      sum.fast_retransmits += s.fast_retransmits;
+      sum.retransmit_timeouts += s.retransmit_timeouts;
+      sum.tail_loss_probes += s.tail_loss_probes;
+      sum.timeouts += s.timeouts;
+      sum.duplicates += s.duplicates;
+      sum.bad_frames += s.bad_frames + s.stale_session + s.out_of_window;
+      sum.connections_opened += s.connections_opened;
+      sum.connections_evicted += s.connections_evicted;
+    }
+    rte_tel_data_start_dict(data);
+    add_count(data, "endpoints", endpoints);
+    add_count(data, "frames_sent", sum.frames_sent);
+    add_count(data, "frames_received", sum.frames_received);
+    add_count(data, "messages_sent", sum.messages_sent);
+    add_count(data, "messages_received", sum.messages_received);
+    add_count(data, "retransmitted", sum.retransmitted);
+    add_count(data, "fast_retransmits", sum.fast_retransmits);
+    add_count(data, "retransmit_timeouts", sum.retransmit_timeouts);
+    add_count(data, "tail_loss_probes", sum.tail_loss_probes);
+    add_count(data, "timeouts", sum.timeouts);
+    add_count(data, "duplicates", sum.duplicates);
+    add_count(data, "bad_frames", sum.bad_frames);
+    add_count(data, "connections_opened", sum.connections_opened);
+    add_count(data, "connections_evicted", sum.connections_evicted);
+  });
+  return found ? 0 : -EINVAL;
+}
+
 }  // namespace
 
 void register_telemetry() {
@@ -177,6 +303,11 @@ void register_telemetry() {
          "The queue ids of a port's open endpoints. Parameter: port id."},
         {"/ofi_dpdk/endpoint", show_endpoint,
          "An endpoint's transport counters. Parameters: port id, queue id."},
+        {"/ofi_dpdk/connections", show_connections,
+         "An endpoint's connections, column by column: peer, state, windows, RTT, "
+         "segments in flight. Parameters: port id, queue id."},
+        {"/ofi_dpdk/counters", show_counters,
+         "The transport counters of a port's endpoints, summed. Parameter: port id."},
     };
     for (const auto& command : commands)
       if (const int ret = rte_telemetry_register_cmd(command.command, command.callback, command.help);

@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lib/proto/connection_summary.h"
 #include "lib/proto/response_bytes.h"
 #include "lib/proto/wire.h"
 
@@ -720,6 +721,9 @@ class Engine {
   const TransportStats& stats() const { return stats_; }
   // The last wait that ran out (stats().timeouts counts them).
   const TimeoutReport& last_timeout() const { return last_timeout_; }
+  // Up to `room` connections as an operator sees them (engine_summary.cc);
+  // returns how many the engine holds, which may be more.
+  size_t summarize_connections(ConnectionSummary* out, size_t room) const;
   const TransportConfig& config() const { return config_; }
   // The session of the peer at `key` (peer_key of its address) as this
   // endpoint knows it; 0 when it knows none.

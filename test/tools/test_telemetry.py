@@ -11,6 +11,9 @@ telemetry socket:
   - /ofi_dpdk/endpoints,ID lists both endpoints' queues and
     /ofi_dpdk/endpoint,ID,QUEUE shows each one's messages (sent or
     received) growing;
+  - /ofi_dpdk/connections,ID,QUEUE shows the sender's connection open, with
+    a window and an RTT, in columns of one length; /ofi_dpdk/counters,ID
+    sums both endpoints' messages;
   - malformed or unknown parameters get no data (null), and the process
     goes on serving;
   - /help,/ofi_dpdk/port has the help text.
@@ -148,7 +151,27 @@ def check(process: subprocess.Popen, socket_path: Path) -> None:
                   lambda: messages(client.ask(f"/ofi_dpdk/endpoint,{port},{queue}"))
                   > messages(before))
 
-        for bad in (f"/ofi_dpdk/port,{port + 1}", "/ofi_dpdk/port,abc", "/ofi_dpdk/port",
+        # The sender's connection to the receiver: open, a window, an RTT.
+        def open_connection():
+            for queue in queues:
+                table = client.ask(f"/ofi_dpdk/connections,{port},{queue}")
+                if not table or table["connections"] < 1:
+                    continue
+                if len(table["peer"]) != table["shown"] or len(table["cwnd"]) != table["shown"]:
+                    fail(f"/ofi_dpdk/connections,{port},{queue}: columns of unequal length: {table}")
+                for i in range(table["shown"]):
+                    if table["transmit"][i] == "open" and table["cwnd"][i] >= 1 \
+                            and table["srtt_us"][i] > 0:
+                        return table
+            return None
+        until("an open connection with a window and an RTT", open_connection)
+        counters = client.ask(f"/ofi_dpdk/counters,{port}")
+        if counters["endpoints"] != 2 or counters["messages_sent"] <= 0 or \
+                counters["messages_received"] <= 0:
+            fail(f"/ofi_dpdk/counters,{port}: {counters}")
+
+        for bad in (f"/ofi_dpdk/port,{port + 1}", f"/ofi_dpdk/connections,{port}",
+                    f"/ofi_dpdk/counters,{port + 1}", "/ofi_dpdk/counters,x", "/ofi_dpdk/port,abc", "/ofi_dpdk/port",
                     "/ofi_dpdk/port,99999", f"/ofi_dpdk/endpoint,{port}",
                     f"/ofi_dpdk/endpoint,{port},63", f"/ofi_dpdk/endpoints,{port},1"):
             if client.ask(bad) is not None:
