@@ -30,6 +30,7 @@
 #include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_port.h"
+#include "ofi_dpdk_config.h"  // OFI_DPDK_HAVE_TEL_DICT_UINT: #if reads 0 without it
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -103,8 +103,14 @@ set -e
 CLIENT_PID=""
 end_target flush
 evicted=$(grep -ao "strangers evicted [0-9]*" "$WORK/flush-target.err" | awk '{print $3}' | tail -n 1)
-check "ipv6_table_flush: the idle peer's round after 3,000 strangers ($(cat "$WORK/flush/round2" 2>/dev/null || echo none)), ${evicted:-no} strangers evicted meanwhile" \
-	'[ "$RC" = 0 ] && [ "$CLIENT_RC" = 0 ] && [ "${evicted:-0}" -ge 1000 ]'
+udp_in=$(grep -ao "UDP frames in [0-9]*" "$WORK/flush-target.err" | awk '{print $4}' | tail -n 1)
+# The flood must have overflowed the stranger table (1,024 places) while
+# the peer was idle: evictions prove it.  How many of the 3,000 HELLOs
+# arrive depends on the machine (af_packet's ring overflows while a busy
+# machine keeps the target off its CPU: 1,834 frames in, 784 evicted, in
+# one CI run), so the count is reported, not required.
+check "ipv6_table_flush: the idle peer's round after 3,000 strangers ($(cat "$WORK/flush/round2" 2>/dev/null || echo none)), ${udp_in:-no} UDP frames in, ${evicted:-no} strangers evicted meanwhile" \
+	'[ "$RC" = 0 ] && [ "$CLIENT_RC" = 0 ] && [ "${evicted:-0}" -ge 1 ]'
 
 # 2. The unexpected budget of a DGRAM endpoint under one forged source.
 target dgram dgram-target FI_DPDK_UNEXPECTED_BYTES=262144 FI_LOG_LEVEL=info FI_LOG_PROV=dpdk \
