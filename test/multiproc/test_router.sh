@@ -28,7 +28,7 @@
 #   5. fi_multi_ep with 8 endpoints a side: frames cross on both paths
 #      (the pairs' source ports hash apart);
 #   5b. one connection with FI_DPDK_SPRAY_PATHS=8: both links carry a
-#      fifth of its frames or more;
+#      tenth of its frames or more;
 #   6. a pingpong whose path stops carrying frames mid-run (both ends of
 #      its link get MTU 68: every frame of ours is too big, DF set) still
 #      passes: the connection moves to another path (its client counts
@@ -132,18 +132,20 @@ if [[ -n "${bin:-}" ]]; then
 	fi
 fi
 # 5b. One connection sprayed over 8 paths (FI_DPDK_SPRAY_PATHS): its
-#     frames' source ports hash onto both links, each carrying a fifth of
+#     frames' source ports hash onto both links, each carrying a tenth of
 #     them or more, counted one way (router r's side: host a to host b; the
 #     other way has source ports of its own, which would split even one
-#     path per direction).
+#     path per direction).  A tenth, not a fifth: the router's hash puts
+#     the 8 lanes' ports where it will, and 7 on one link (1/8 on the
+#     other) came up in a CI run (93478 and 14844 frames).
 r_tx() { ip netns exec "$name-r" cat "/sys/class/net/$name-r$1/statistics/tx_packets"; }
 before1=$(r_tx p1) before2=$(r_tx p2)
 FI_DPDK_SPRAY_PATHS=8 pingpong spray 90 -I 2000 -S 65536
 d1=$(($(r_tx p1) - before1)) d2=$(($(r_tx p2) - before2))
-if ((d1 * 5 >= d1 + d2 && d2 * 5 >= d1 + d2)); then
+if ((d1 * 10 >= d1 + d2 && d2 * 10 >= d1 + d2)); then
 	echo "ok    one connection sprayed over 8 paths: $d1 and $d2 frames from a to b on the two links"
 else
-	echo "FAIL  one connection sprayed over 8 paths: $d1 and $d2 frames from a to b (want each >= a fifth)"
+	echo "FAIL  one connection sprayed over 8 paths: $d1 and $d2 frames from a to b (want each >= a tenth)"
 	failures=$((failures + 1))
 fi
 # 6. The path a pingpong takes breaks under it.
