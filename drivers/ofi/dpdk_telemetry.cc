@@ -63,13 +63,9 @@ bool parse_ids(const char* params, uint16_t* first, uint16_t* second) {
          number(text.substr(comma + 1), second);
 }
 
-int list_ports(const char*, const char*, rte_tel_data* data) {
-  rte_tel_data_start_array(data, RTE_TEL_INT_VAL);
-  for_each_open_port([&](uint16_t id, PortContext&) { rte_tel_data_add_array_int(data, id); });
-  return 0;
-}
-
-int show_port(const char*, const char* params, rte_tel_data* data) {
+// Runs `visit` with the port `params` names ("ID") and its lock held: 0,
+// or -EINVAL for a malformed id or a port the provider does not have open.
+int on_port(const char* params, const std::function<void(PortContext&)>& visit) {
   uint16_t wanted = 0;
   if (!parse_ids(params, &wanted, nullptr)) return -EINVAL;
   bool found = false;
@@ -77,6 +73,35 @@ int show_port(const char*, const char* params, rte_tel_data* data) {
     if (id != wanted) return;
     found = true;
     std::lock_guard guard(ctx.lock);
+    visit(ctx);
+  });
+  return found ? 0 : -EINVAL;
+}
+
+// The same for the endpoint `params` names ("ID,QUEUE").
+int on_endpoint(const char* params, const std::function<void(Endpoint&)>& visit) {
+  uint16_t wanted_port = 0, wanted_queue = 0;
+  if (!parse_ids(params, &wanted_port, &wanted_queue)) return -EINVAL;
+  bool found = false;
+  for_each_open_port([&](uint16_t id, PortContext& ctx) {
+    if (id != wanted_port) return;
+    std::lock_guard guard(ctx.lock);
+    const auto endpoints = ctx.open_endpoints();
+    if (wanted_queue >= endpoints.size() || endpoints[wanted_queue] == nullptr) return;
+    found = true;
+    visit(*endpoints[wanted_queue]);
+  });
+  return found ? 0 : -EINVAL;
+}
+
+int list_ports(const char*, const char*, rte_tel_data* data) {
+  rte_tel_data_start_array(data, RTE_TEL_INT_VAL);
+  for_each_open_port([&](uint16_t id, PortContext&) { rte_tel_data_add_array_int(data, id); });
+  return 0;
+}
+
+int show_port(const char*, const char* params, rte_tel_data* data) {
+  return on_port(params, [&](PortContext& ctx) {
     rte_tel_data_start_dict(data);
     rte_tel_data_add_dict_string(data, "name", ctx.port->name().c_str());
     rte_tel_data_add_dict_string(data, "checks",
@@ -109,35 +134,18 @@ int show_port(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "fault_dropped", faults.dropped);
     add_count(data, "fault_corrupted", faults.corrupted);
   });
-  return found ? 0 : -EINVAL;
 }
 
 int list_endpoints(const char*, const char* params, rte_tel_data* data) {
-  uint16_t wanted = 0;
-  if (!parse_ids(params, &wanted, nullptr)) return -EINVAL;
-  bool found = false;
-  for_each_open_port([&](uint16_t id, PortContext& ctx) {
-    if (id != wanted) return;
-    found = true;
-    std::lock_guard guard(ctx.lock);
+  return on_port(params, [&](PortContext& ctx) {
     rte_tel_data_start_array(data, RTE_TEL_INT_VAL);
     for (const Endpoint* ep : ctx.open_endpoints())
       if (ep != nullptr) rte_tel_data_add_array_int(data, ep->queue);
   });
-  return found ? 0 : -EINVAL;
 }
 
 int show_endpoint(const char*, const char* params, rte_tel_data* data) {
-  uint16_t wanted_port = 0, wanted_queue = 0;
-  if (!parse_ids(params, &wanted_port, &wanted_queue)) return -EINVAL;
-  bool found = false;
-  for_each_open_port([&](uint16_t id, PortContext& ctx) {
-    if (id != wanted_port) return;
-    std::lock_guard guard(ctx.lock);
-    const auto endpoints = ctx.open_endpoints();
-    if (wanted_queue >= endpoints.size() || endpoints[wanted_queue] == nullptr) return;
-    found = true;
-    const Endpoint& ep = *endpoints[wanted_queue];
+  return on_endpoint(params, [&](Endpoint& ep) {
     const proto::TransportStats& s = ep.engine->stats();
     rte_tel_data_start_dict(data);
     add_count(data, "queue", ep.queue);
@@ -165,7 +173,6 @@ int show_endpoint(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "rendezvous_sent", s.rendezvous_sent);
     add_count(data, "frames_not_sent", ep.frames_not_sent);
   });
-  return found ? 0 : -EINVAL;
 }
 
 void add_column_value(rte_tel_data* column, uint64_t value) {
@@ -176,28 +183,10 @@ void add_column_value(rte_tel_data* column, uint64_t value) {
 #endif
 }
 
-// The endpoint at queue `queue` of port `port_id`, to `visit` under the
-// port's lock; false when there is none.
-bool with_endpoint(uint16_t port_id, uint16_t queue,
-                   const std::function<void(PortContext&, Endpoint&)>& visit) {
-  bool found = false;
-  for_each_open_port([&](uint16_t id, PortContext& ctx) {
-    if (id != port_id) return;
-    std::lock_guard guard(ctx.lock);
-    const auto endpoints = ctx.open_endpoints();
-    if (queue >= endpoints.size() || endpoints[queue] == nullptr) return;
-    found = true;
-    visit(ctx, *endpoints[queue]);
-  });
-  return found;
-}
-
 int show_connections(const char*, const char* params, rte_tel_data* data) {
-  uint16_t wanted_port = 0, wanted_queue = 0;
-  if (!parse_ids(params, &wanted_port, &wanted_queue)) return -EINVAL;
   // Column by column: a 22.11 dict holds arrays, not dicts.
   static constexpr size_t kRoom = RTE_TEL_MAX_ARRAY_ENTRIES;
-  const bool found = with_endpoint(wanted_port, wanted_queue, [&](PortContext&, Endpoint& ep) {
+  return on_endpoint(params, [&](Endpoint& ep) {
     std::vector<proto::ConnectionSummary> rows(std::min<size_t>(kRoom, 4096));
     const size_t total = ep.engine->summarize_connections(rows.data(), rows.size());
     rows.resize(std::min(total, rows.size()));
@@ -237,18 +226,11 @@ int show_connections(const char*, const char* params, rte_tel_data* data) {
     column("quiet_ms", [](Row r) -> uint64_t { return r.quiet_ns / 1'000'000; });
     column("path", [](Row r) -> uint64_t { return r.path; });
   });
-  return found ? 0 : -EINVAL;
 }
 
 // The transport counters of all of a port's endpoints, summed.
 int show_counters(const char*, const char* params, rte_tel_data* data) {
-  uint16_t wanted = 0;
-  if (!parse_ids(params, &wanted, nullptr)) return -EINVAL;
-  bool found = false;
-  for_each_open_port([&](uint16_t id, PortContext& ctx) {
-    if (id != wanted) return;
-    found = true;
-    std::lock_guard guard(ctx.lock);
+  return on_port(params, [&](PortContext& ctx) {
     proto::TransportStats sum;
     size_t endpoints = 0;
     for (const Endpoint* ep : ctx.open_endpoints()) {
@@ -285,7 +267,6 @@ int show_counters(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "connections_opened", sum.connections_opened);
     add_count(data, "connections_evicted", sum.connections_evicted);
   });
-  return found ? 0 : -EINVAL;
 }
 
 }  // namespace
