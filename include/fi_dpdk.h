@@ -60,7 +60,9 @@ struct fi_dpdk_port_stats {
 	uint64_t fault_corrupted;
 	uint64_t fault_delayed;
 	uint64_t rx_not_ours;        /* wrong EtherType or unknown queue */
-	uint32_t steering;           /* 0: software demultiplexer, 1: rte_flow, 2: RSS */
+	uint32_t steering;           /* 0: software demultiplexer, 1: rte_flow, 2: RSS,
+	                                3: by sender (a net_ring whose TX queue loops back
+	                                to its RX queue: a lane per queue pair) */
 	uint32_t queues;             /* hardware queue pairs in use */
 };
 

@@ -308,7 +308,11 @@ class Tester {
     std::printf("port %s: %u queue pair(s), %s steering, rx %" PRIu64 " tx %" PRIu64
                 " frames, fault injector dropped %" PRIu64 " duplicated %" PRIu64
                 " reordered %" PRIu64 " corrupted %" PRIu64 " delayed %" PRIu64 "\n",
-                info_->domain_attr->name, port.queues, port.steering ? "rte_flow" : "software",
+                info_->domain_attr->name, port.queues,
+                port.steering == 1   ? "rte_flow"
+                : port.steering == 2 ? "RSS"
+                : port.steering == 3 ? "by-sender"
+                                     : "software",
                 port.rx_frames, port.tx_frames, port.fault_dropped, port.fault_duplicated,
                 port.fault_reordered, port.fault_corrupted, port.fault_delayed);
     // The last four columns are the timer waits (fi_dpdk_ep_waits): RTOs,

@@ -158,6 +158,7 @@ const char* steering_name(Steering steering) {
   switch (steering) {
     case Steering::kFlow: return "rte_flow";
     case Steering::kRss: return "RSS";
+    case Steering::kSender: return "by sender";
     case Steering::kSoftware: break;
   }
   return "software";
@@ -261,11 +262,29 @@ int Port::open(uint16_t port_id, const PortConfig& config,
 
   const uint16_t wanted = std::max<uint16_t>(
       1, std::min({config.queues_wanted, info.max_rx_queues, info.max_tx_queues}));
-  const bool try_flow = config.steering != SteeringRequest::kSoftware &&
+  // A --vdev=net_ringN port; rte_eth_from_rings ports ("net_ring_" and
+  // their creator's name) usually cross.
+  port->loops_back_ = info.driver_name != nullptr &&
+                      std::strcmp(info.driver_name, "net_ring") == 0 &&
+                      port->name_.rfind("net_ring", 0) == 0 && port->name_.size() > 8 &&
+                      std::isdigit(static_cast<unsigned char>(port->name_[8]));
+  // Such a port's TX queue q is its RX queue q's ring: a sender picks the
+  // queue its frame arrives on, and each queue pair can serve its own
+  // endpoints (Steering::kSender).
+  const bool by_sender =
+      port->loops_back_ && config.steering == SteeringRequest::kAuto && wanted > 1;
+  const bool try_flow = !by_sender && config.steering != SteeringRequest::kSoftware &&
                         config.steering != SteeringRequest::kRss && wanted > 1;
   const bool rss = config.steering == SteeringRequest::kRss;
-  int ret = port->configure(try_flow || rss ? wanted : 1, error, rss);
-  if (rss) {
+  int ret = port->configure(try_flow || rss || by_sender ? wanted : 1, error, rss);
+  if (by_sender && ret == 0) {
+    ret = port->start(error);
+    if (ret != 0) return ret;
+    port->steering_ = Steering::kSender;
+    port->description_ = port->name_ + ": " + std::to_string(port->queue_pairs_) +
+                         " queue pair(s), steered by sender (each TX queue loops back to "
+                         "its RX queue)";
+  } else if (rss) {
     // Asked for alone: a device without RSS fails the open, as flow does.
     if (ret == 0) ret = port->start(error);
     if (ret == 0 && !port->read_rss(error)) ret = -ENOTSUP;
@@ -347,13 +366,6 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   std::snprintf(mac_text, sizeof mac_text, "%02x:%02x:%02x:%02x:%02x:%02x", port->mac_[0],
                 port->mac_[1], port->mac_[2], port->mac_[3], port->mac_[4], port->mac_[5]);
   port->description_ += ", MTU " + std::to_string(mtu) + ", MAC " + mac_text + pool_note;
-  // A --vdev=net_ringN port; rte_eth_from_rings ports ("net_ring_" and
-  // their creator's name) usually cross.
-  port->loops_back_ = info.driver_name != nullptr &&
-                      std::strcmp(info.driver_name, "net_ring") == 0 &&
-                      port->name_.rfind("net_ring", 0) == 0 && port->name_.size() > 8 &&
-                      std::isdigit(static_cast<unsigned char>(port->name_[8]));
-
   if (config.faults.any()) {
     std::string fault_error;
     port->faults_ = FaultInjector::attach(port_id, port->queue_pairs_, config.faults,
@@ -502,6 +514,7 @@ int Port::configure(uint16_t queue_pairs, std::string* error, bool rss) {
     }
   }
   queue_pairs_ = queue_pairs;
+  counters_.assign(queue_pairs, QueueCounters{});
   return 0;
 }
 
@@ -652,7 +665,8 @@ uint16_t Port::bind_endpoint_queue(uint16_t endpoint_queue, std::string* refused
   if (steering_ == Steering::kSoftware) return 0;
   // RSS: the queue the endpoint's frames are steered to by the source
   // ports it names to its peers (lib/ip/rss.h).
-  if (steering_ == Steering::kRss) return endpoint_queue % queue_pairs_;
+  if (steering_ == Steering::kRss || steering_ == Steering::kSender)
+    return endpoint_queue % queue_pairs_;
   unbind_endpoint_queue(endpoint_queue);  // a queue bound twice keeps one set of rules
   if (endpoint_queue >= queue_pairs_ || endpoint_queue >= std::size(endpoint_rules_)) {
     *refused = "queue " + std::to_string(endpoint_queue) + " is beyond the device's " +
@@ -687,11 +701,20 @@ int Port::accept_multicast() {
   return rte_eth_allmulticast_enable(port_id_);
 }
 
+Port::Counters Port::counters() const {
+  Counters sum;
+  for (const QueueCounters& queue : counters_) {
+    sum.rx_frames += queue.rx_frames;
+    sum.tx_frames += queue.tx_frames;
+  }
+  return sum;
+}
+
 uint16_t Port::rx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
   const GuardedBurst counted(guard_bursts_);
   const uint16_t received = rte_eth_rx_burst(port_id_, queue_base_ + queue, frames, count);
   handoff_acquire(frames, received);
-  counters_.rx_frames += received;
+  counters_[queue].rx_frames += received;
   return received;
 }
 
@@ -701,7 +724,7 @@ uint16_t Port::tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count) {
   const uint16_t sent = shared_table_ != nullptr
                             ? send_shared(frames, count)
                             : rte_eth_tx_burst(port_id_, queue_base_ + queue, frames, count);
-  counters_.tx_frames += sent;
+  counters_[queue].tx_frames += sent;
   return sent;
 }
 

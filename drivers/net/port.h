@@ -33,6 +33,8 @@ enum class Steering : uint8_t {
   kSoftware,  // all endpoints share queue pair 0; the stack demultiplexes
   kFlow,      // rte_flow rules per endpoint send its frames to its own queue
   kRss,       // the device spreads UDP over its queues by its RSS hash (rss())
+  kSender,    // TX queue q arrives on RX queue q (a net_ring of its own): the
+              // sender writes into its destination's queue
 };
 const char* steering_name(Steering steering);
 
@@ -190,7 +192,9 @@ class Port {
     uint64_t rx_frames = 0;
     uint64_t tx_frames = 0;
   };
-  const Counters& counters() const { return counters_; }
+  // Summed over the queue pairs, each counted by whoever polls or writes
+  // it (a lane of the provider, under its locks).
+  Counters counters() const;
   FaultStats fault_stats() const;
 
  private:
@@ -254,7 +258,12 @@ class Port {
   rte_ring* shared_rx_[kMaxSharedProcesses] = {};  // every slot's RX ring: we send into them
   uint32_t share_frames_ = 0;  // what a slot's RX ring may hold before we drop (ring_share)
   uint16_t send_shared(rte_mbuf** frames, uint16_t count);
-  Counters counters_;
+  // A cache line per queue pair: two threads on two queues share none.
+  struct alignas(64) QueueCounters {
+    uint64_t rx_frames = 0;
+    uint64_t tx_frames = 0;
+  };
+  std::vector<QueueCounters> counters_ = std::vector<QueueCounters>(1);
   // link_up()'s cache; several pollers may read and refresh it at once.
   mutable std::atomic<bool> link_up_{false};
   mutable std::atomic<uint64_t> link_read_due_{0};  // rte_get_timer_cycles()

@@ -160,7 +160,7 @@ ssize_t call(fid_ep* ep_fid, const fi_ioc* iov, size_t count, const fi_ioc* comp
   msg.datatype = datatype;
   msg.op = op;
   msg.context = context;
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->atomic_op(msg, compare, compare_count, result, result_count, flags,
                        static_cast<int>(c));
 }
@@ -188,7 +188,7 @@ ssize_t atomic_writemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, uint64_t flags
   if (msg == nullptr) return -FI_EINVAL;
   if (int ret = check_msg_flags(flags); ret != 0) return ret;
   Endpoint* ep = endpoint_of(ep_fid);
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->atomic_op(*msg, nullptr, 0, nullptr, 0, flags, static_cast<int>(Class::kBase));
 }
 
@@ -220,7 +220,7 @@ ssize_t atomic_readwritemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, fi_ioc* re
   if (msg == nullptr) return -FI_EINVAL;
   if (int ret = check_msg_flags(flags); ret != 0) return ret;
   Endpoint* ep = endpoint_of(ep_fid);
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->atomic_op(*msg, nullptr, 0, resultv, result_count, flags,
                        static_cast<int>(Class::kFetch));
 }
@@ -249,7 +249,7 @@ ssize_t atomic_compwritemsg(fid_ep* ep_fid, const fi_msg_atomic* msg, const fi_i
   if (msg == nullptr) return -FI_EINVAL;
   if (int ret = check_msg_flags(flags); ret != 0) return ret;
   Endpoint* ep = endpoint_of(ep_fid);
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->atomic_op(*msg, comparev, compare_count, resultv, result_count, flags,
                        static_cast<int>(Class::kCompare));
 }

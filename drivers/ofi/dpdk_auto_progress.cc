@@ -109,16 +109,29 @@ class ProgressLoop {
     return -1;
   }
 
+  // A pass over each lane in turn, under its lock alone: the application's
+  // threads on other lanes go on meanwhile (PortContext).  A queue pair
+  // that is not the first of its lane is passed over with that lane.
+  static uint32_t pass_each_lane(PortContext& port) {
+    if (port.lanes() == 1) {
+      std::lock_guard guard(port.lock);
+      return port.progress();
+    }
+    uint32_t received = 0;
+    for (uint16_t lane = 0; lane < port.lanes(); ++lane) {
+      std::lock_guard guard(port.lock.lane(lane));
+      if (port.leads_lane(lane)) received += port.progress_lane(lane, now_ns());
+    }
+    return received;
+  }
+
   void run(bool may_sleep) {
     unsigned idle_passes = 0;
     while (!stopping_.load(std::memory_order_relaxed)) {
       uint32_t received = 0;
       {
         std::lock_guard guard(ports_lock_);
-        for (PortContext* port : ports_) {
-          std::lock_guard port_guard(port->lock);
-          received += port->progress();
-        }
+        for (PortContext* port : ports_) received += pass_each_lane(*port);
       }
       if (received != 0) {
         idle_passes = 0;
@@ -223,6 +236,10 @@ class ProgressNet {
       bool needed = false;  // some port's application is away
       for (PortContext* port : ports_) {
         if (port->auto_progress_users.load(std::memory_order_relaxed) != 0) continue;
+        if (port->lanes() > 1) {
+          needed |= look_at_lanes(*port, now, idle_ns);
+          continue;
+        }
         const uint64_t last = port->last_progress_ns.load(std::memory_order_relaxed);
         const bool ours = last == port->safety_net_pass_ns;
         needed |= ours;
@@ -241,6 +258,25 @@ class ProgressNet {
       }
       if (may && idle == needed) idle = set_idle(!needed);
     }
+  }
+
+  // The same look per lane of a port of several: a lane nobody passed over
+  // for idle_ns gets a pass, if its lock is free.  Returns whether some
+  // lane's application is away.
+  static bool look_at_lanes(PortContext& port, uint64_t now, uint64_t idle_ns) {
+    bool needed = false;
+    for (uint16_t lane = 0; lane < port.lanes(); ++lane) {
+      std::unique_lock guard(port.lock.lane(lane), std::try_to_lock);
+      if (!guard.owns_lock() || !port.leads_lane(lane)) continue;
+      const uint64_t last = port.lane_last_progress(lane);
+      const bool ours = last == port.lane_net_pass_ns[lane];
+      needed |= ours;
+      if (last >= now || now - last < idle_ns) continue;
+      needed = true;
+      port.progress_lane(lane, now);
+      port.lane_net_pass_ns[lane] = port.lane_last_progress(lane);
+    }
+    return needed;
   }
 
   std::mutex lock_;  // ports_, stopping_; held while a pass runs, so remove() waits for it

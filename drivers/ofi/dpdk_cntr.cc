@@ -21,8 +21,8 @@ namespace {
 void progress_port(Cntr* cntr) {
   PortContext& port = *cntr->domain->port;
   if (port.auto_progress_users.load(std::memory_order_relaxed) != 0) return;
-  std::lock_guard guard(port.lock);
-  port.progress();
+  LaneGuard guard(port, cntr->lane);
+  port.progress_lane(guard.lane(), now_ns());
 }
 
 // A read of the counter: progress on its port (manual progress), and a
@@ -32,12 +32,13 @@ uint64_t read_value(Cntr* cntr, const std::atomic<uint64_t>& value) {
   PortContext& port = *cntr->domain->port;
   bool yield = false;
   if (port.auto_progress_users.load(std::memory_order_relaxed) == 0) {
-    std::lock_guard guard(port.lock);
-    const uint32_t received = port.progress();
+    LaneGuard guard(port, cntr->lane);
+    const uint64_t now = now_ns();
+    const uint32_t received = port.progress_lane(guard.lane(), now);
     const uint64_t total = cntr->value.load() + cntr->errors.load();
     const bool moved = total != cntr->total_read;
     cntr->total_read = total;
-    yield = port.idle_poll(moved || received != 0, now_ns());
+    yield = port.idle_poll(guard.lane(), moved || received != 0, now);
   }
   // Drained before the load: a change after it signals again, so a
   // caller's fi_trywait never sleeps past a value it has not read.

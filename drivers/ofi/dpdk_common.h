@@ -37,6 +37,9 @@ inline constexpr uint16_t kMaxEndpointsPerPort = 64;
 // max_ep_tx_ctx, max_ep_rx_ctx): any mix of the two fits a free port.
 inline constexpr uint16_t kMaxEpContexts = kMaxEndpointsPerPort / 2;
 inline constexpr uint16_t kAnyQueue = 0xFFFF;
+// The lane (PortContext) of an endpoint, CQ or counter that has none of its
+// own: its calls take the whole port lock.
+inline constexpr uint16_t kWholePort = 0xFFFF;
 inline constexpr size_t kIovLimit = 8;
 // Peer groups (2.x): any 32-bit id but all ones, which with an all-ones
 // index would be FI_ADDR_UNSPEC.

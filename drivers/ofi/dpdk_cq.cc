@@ -59,19 +59,22 @@ constexpr uint64_t kCqFreshProgressNs = 20'000;
 
 // fi_cq_readfrom with the port lock held; *yield: the caller should give
 // up its CPU once it dropped the lock (PortContext::idle_poll).
-ssize_t take_entries(Cq* cq, void* buf, size_t count, fi_addr_t* src_addr, bool* yield) {
+ssize_t take_entries(Cq* cq, uint16_t lane, void* buf, size_t count, fi_addr_t* src_addr,
+                     bool* yield) {
   PortContext& port = *cq->domain->port;
   // What the caller asks for is already here, from a pass moments ago: a
   // burst of completions is read without polling the device once per
   // entry (that pass sent its acks; the next read that finds too few, or
   // comes later, makes the next one).
   const uint64_t now = now_ns();
+  const std::atomic<uint64_t>& last_pass = port.effective_lane(lane) == kWholePort
+                                               ? port.last_progress_ns
+                                               : port.lane_state[lane].last_progress_ns;
   const bool served = cq->errors.empty() && cq->entries.size() >= std::max<size_t>(count, 1) &&
-                      now - port.last_progress_ns.load(std::memory_order_relaxed) <
-                          kCqFreshProgressNs;
-  const uint32_t received = served ? 0 : port.progress_if_manual(now);
+                      now - last_pass.load(std::memory_order_relaxed) < kCqFreshProgressNs;
+  const uint32_t received = served ? 0 : port.progress_if_manual(lane, now);
   const bool found = !cq->errors.empty() || !cq->entries.empty();
-  *yield = port.idle_poll(found || received != 0, now);
+  *yield = port.idle_poll(lane, found || received != 0, now);
   if (!cq->errors.empty()) return -FI_EAVAIL;
   if (cq->entries.empty()) return -FI_EAGAIN;
   const size_t size = entry_size(cq->attr.format);
@@ -92,8 +95,8 @@ ssize_t cq_readfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr
   bool yield = false;
   ssize_t taken;
   {
-    std::lock_guard guard(cq->domain->port->lock);
-    taken = take_entries(cq, buf, count, src_addr, &yield);
+    LaneGuard guard(*cq->domain->port, cq->lane);
+    taken = take_entries(cq, guard.lane(), buf, count, src_addr, &yield);
   }
   if (yield) sched_yield();
   return taken;
@@ -106,8 +109,7 @@ ssize_t cq_read(fid_cq* cq, void* buf, size_t count) {
 ssize_t cq_readerr(fid_cq* cq_fid, fi_cq_err_entry* buf, uint64_t flags) {
   Cq* cq = from_fid<Cq>(cq_fid);
   if (buf == nullptr) return -FI_EINVAL;
-  PortContext& port = *cq->domain->port;
-  std::lock_guard guard(port.lock);
+  LaneGuard guard(*cq->domain->port, cq->lane);
   if (cq->errors.empty()) return -FI_EAGAIN;
   fi_cq_err_entry entry = cq->errors.front();
   const std::vector<uint8_t>& data = cq->error_data.front();
@@ -161,9 +163,8 @@ ssize_t cq_readerr(fid_cq* cq_fid, fi_cq_err_entry* buf, uint64_t flags) {
 }
 
 size_t ready(Cq* cq) {
-  PortContext& port = *cq->domain->port;
-  std::lock_guard guard(port.lock);
-  port.progress_if_manual();
+  LaneGuard guard(*cq->domain->port, cq->lane);
+  cq->domain->port->progress_if_manual(guard.lane(), now_ns());
   return cq->errors.empty() ? cq->entries.size() : SIZE_MAX;
 }
 

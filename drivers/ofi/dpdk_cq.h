@@ -40,6 +40,9 @@ struct Cq {
   std::deque<std::vector<uint8_t>> error_data;
   std::vector<uint8_t> err_data_out;
   std::atomic<int> refs{0};
+  // The lane of the endpoints bound to it (PortContext::assign_lanes): the
+  // lock a read takes and the queues its progress polls.
+  std::atomic<uint16_t> lane{kWholePort};
   // fi_cq(3) attr.size (kDefaultCqSize for 0), a minimum: completions of
   // operations that were posted are never refused nor lost, past it too
   // (they are bounded by the endpoints' queue depths, tx_attr and

@@ -89,9 +89,10 @@ int port_stats(void* domain_fid, fi_dpdk_port_stats* out) {
   out->fault_corrupted = faults.corrupted;
   out->fault_delayed = faults.delayed;
   out->rx_not_ours = ctx.rx_not_ours + ctx.rx_no_endpoint;
-  out->steering = ctx.port->steering() == net::Steering::kFlow  ? 1
-                  : ctx.port->steering() == net::Steering::kRss ? 2
-                                                                 : 0;
+  out->steering = ctx.port->steering() == net::Steering::kFlow     ? 1
+                  : ctx.port->steering() == net::Steering::kRss    ? 2
+                  : ctx.port->steering() == net::Steering::kSender ? 3
+                                                                    : 0;
   out->queues = ctx.port->queue_pairs();
   return 0;
 }
@@ -282,6 +283,9 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
+  // A device whose sender picks the arriving queue gives each queue pair
+  // a lane of its own (PortContext).
+  if (ctx->port->steering() == net::Steering::kSender) ctx->lock.set_count(ctx->port->queue_pairs());
   // The CRC guards a frame against what a wire or a device does to it: on
   // memory links nothing does, and both ends of one are such ports (a
   // net_ring in this process, the two net_memif ends), so both leave it

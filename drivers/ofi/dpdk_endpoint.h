@@ -67,6 +67,8 @@ struct Endpoint {
   bool enabled = false;
   uint16_t queue = kAnyQueue;     // endpoint queue id at the port
   uint16_t hw_queue = 0;          // the port's queue pair serving it
+  // Its lane (PortContext::assign_lanes): the lock its data-path calls take.
+  std::atomic<uint16_t> lane{kWholePort};
   // Frames for it read from the device on hw_queue, and on another queue
   // (fi_dpdk.h's ep_steering).
   uint64_t frames_on_own_queue = 0;

@@ -111,7 +111,7 @@ void log_stats(const Endpoint* ep) {
             "probes %lu, window probes %lu, delayed acks %lu, delivery probes %lu; path "
             "changes %lu; the port's idle reads that yielded the CPU %lu\n",
             ep->queue, s.retransmit_timeouts, s.tail_loss_probes, s.window_probes,
-            s.delayed_acks, s.delivery_probes, s.path_changes, ep->domain->port->idle_yields);
+            s.delayed_acks, s.delivery_probes, s.path_changes, ep->domain->port->idle_yields.get());
   // What peers and strangers cost: the handshakes, the answers the budget
   // held back, the connections made and dropped, and the receive buffers.
   DPDK_INFO(FI_LOG_EP_DATA,
@@ -128,8 +128,8 @@ void log_stats(const Endpoint* ep) {
     DPDK_INFO(FI_LOG_EP_DATA,
               "endpoint queue %u: the port %s a job key (FI_DPDK_AUTH_KEY); frames refused "
               "for a wrong keyed tag %lu, for a key one side lacks %lu\n",
-              ep->queue, port.frame_key ? "has" : "has no", port.rx_bad_tags,
-              port.rx_key_mismatch);
+              ep->queue, port.frame_key ? "has" : "has no", port.rx_bad_tags.get(),
+              port.rx_key_mismatch.get());
   if (ep->is_datagram())
     DPDK_INFO(FI_LOG_EP_DATA,
               "endpoint queue %u: datagrams sent %lu received %lu dropped %lu (no room in the "
@@ -226,6 +226,7 @@ int ep_close(fid* fid) {
     if (ep->queue < port.endpoints.size() && port.endpoints[ep->queue] == ep) {
       port.remove_endpoint(ep->queue);
       port.release_queue_port(ep->queue);
+      port.assign_lanes();
     }
     port.port->unbind_endpoint_queue(ep->queue);
     ep->release_auth_keys();
@@ -386,6 +387,7 @@ int ep_enable(Endpoint* ep) {
     return ret;
   }
   ep->enabled = true;
+  ep->port().assign_lanes();
   return 0;
 }
 

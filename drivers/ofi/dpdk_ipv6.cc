@@ -174,7 +174,7 @@ void take_neighbour_message(PortContext& ctx, const ip::NeighbourMessage& messag
 
 }  // namespace
 
-void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
+void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) {
   const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
   const size_t length = rte_pktmbuf_data_len(frame);
   ip::Ipv6Packet packet;
@@ -232,7 +232,7 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now) {
     return;
   }
   ++rx_udp6;
-  deliver(decoded, frame, now);
+  deliver(decoded, frame, now, polled_queue);
 }
 
 }  // namespace ofi_dpdk::ofi

@@ -117,7 +117,7 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   request.delivery_complete =
       (flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE)) && request.completion;
   const int ret = engine_call([&] { return engine->send(address, request, now_ns()); });
-  if (ret == -EAGAIN) port().progress_if_manual();
+  if (ret == -EAGAIN) port().progress_if_manual(lane.load(std::memory_order_relaxed), now_ns());
   flush_unless_held();
   return engine_errno(ret);
 }
@@ -204,16 +204,23 @@ void Endpoint::flush() {
   rte_mbuf* batch[kTxBatch];
   const uint16_t batch_frames = std::min(nic.burst_frames(), kTxBatch);
   uint16_t count = 0;
+  // On a port of lanes a frame goes into its destination's queue, which
+  // other lanes may write too (PortContext); else into this endpoint's.
+  const bool by_destination = !port().one_lane;
+  const uint16_t own_queue = port().own_transmit_queue(hw_queue);
+  uint16_t batch_queue = own_queue;
   auto transmit = [&] {
     // A full TX ring (the peer's PMD is behind: memif, af_packet) empties
     // as the peer reads it: a few more tries cost less than the
     // retransmission a dropped frame takes.
     uint16_t sent = 0;
+    if (by_destination) port().transmit_locks[batch_queue].lock.lock();
     for (int idle = 0; sent < count && idle < kTxRetries;) {
-      const uint16_t more = port().transmit(hw_queue, batch + sent, count - sent);
+      const uint16_t more = port().transmit(batch_queue, batch + sent, count - sent);
       sent += more;
       idle = more == 0 ? idle + 1 : 0;
     }
+    if (by_destination) port().transmit_locks[batch_queue].lock.unlock();
     // What the port still did not take is lost like a dropped frame; the
     // transport's timers repair it.
     for (uint16_t i = sent; i < count; ++i) net::free_frame(batch[i]);
@@ -272,7 +279,7 @@ void Endpoint::flush() {
           // the kernel's traffic, and never ask).
           if ((!answers_a_stranger(frame.header) || port().is_gateway(next_hop) ||
                port().asking_for(next_hop, now)) &&
-              port().wait_for_neighbour(next_hop, mbuf, hw_queue, now))
+              port().wait_for_neighbour(next_hop, mbuf, own_queue, now))
             continue;
           net::free_frame(mbuf);
           ++frames_not_sent;
@@ -308,6 +315,11 @@ void Endpoint::flush() {
         }
         continue;
       }
+    }
+    if (by_destination) {
+      const uint16_t queue = port().queue_pair_of(frame.header.dst_queue);
+      if (queue != batch_queue && count != 0) transmit();
+      batch_queue = queue;
     }
     batch[count++] = mbuf;
     if (count == batch_frames) transmit();
@@ -415,7 +427,7 @@ ssize_t msg_recvv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t coun
                   fi_addr_t src_addr, void* context) {
   const Caller caller = caller_of(ep_fid);
   Endpoint* ep = caller.ep;
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->post_recv(iov, count, src_addr, context, caller.rx_op_flags, false, 0, 0);
 }
 
@@ -434,7 +446,7 @@ ssize_t msg_recvmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
                                 FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MULTI_RECV |
                                 kAuthKeyFlag | FI_TRIGGER;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->post_recv(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, false, 0,
                        0);
 }
@@ -443,7 +455,7 @@ ssize_t msg_sendv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t coun
                   fi_addr_t dest_addr, void* context) {
   const Caller caller = caller_of(ep_fid);
   Endpoint* ep = caller.ep;
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->send(iov, count, dest_addr, context, caller.tx_op_flags, 0, false, 0);
 }
 
@@ -465,7 +477,7 @@ ssize_t msg_sendmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
     for (size_t i = 0; i < msg->iov_count; ++i) length += msg->msg_iov[i].iov_len;
     if (length > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
   }
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->send(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, msg->data,
                   false, 0);
 }
@@ -475,7 +487,7 @@ ssize_t msg_senddata(fid_ep* ep_fid, const void* buf, size_t len, void*, uint64_
   const Caller caller = caller_of(ep_fid);
   Endpoint* ep = caller.ep;
   iovec iov{const_cast<void*>(buf), len};
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->send(&iov, 1, dest_addr, context, caller.tx_op_flags | FI_REMOTE_CQ_DATA, data,
                   false, 0);
 }
@@ -484,7 +496,7 @@ ssize_t msg_inject(fid_ep* ep_fid, const void* buf, size_t len, fi_addr_t dest_a
   Endpoint* ep = endpoint_of(ep_fid);
   if (len > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
   iovec iov{const_cast<void*>(buf), len};
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->send(&iov, 1, dest_addr, nullptr, FI_INJECT | kNoCompletion, 0, false, 0);
 }
 
@@ -493,7 +505,7 @@ ssize_t msg_injectdata(fid_ep* ep_fid, const void* buf, size_t len, uint64_t dat
   Endpoint* ep = endpoint_of(ep_fid);
   if (len > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
   iovec iov{const_cast<void*>(buf), len};
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->send(&iov, 1, dest_addr, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA | kNoCompletion,
                   data, false, 0);
 }

@@ -41,12 +41,96 @@ namespace ofi_dpdk::ofi {
 
 static_assert(KernelPorts::kQueues >= kMaxEndpointsPerPort);
 
+// A count of something rare (a refused frame) that two lanes' passes may
+// both add to: an atomic, so the count is exact; never on a good frame's
+// path.
+class RareCount {
+ public:
+  uint64_t operator++() { return value_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  uint64_t operator++(int) { return value_.fetch_add(1, std::memory_order_relaxed); }
+  operator uint64_t() const { return value_.load(std::memory_order_relaxed); }
+  uint64_t get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
 // One open ethdev port and what shares it: the port lock serialises the
 // data path of every endpoint on the port, and the endpoint table is the
 // software demultiplexer's map from queue id to endpoint.
+//
+// Lanes.  On a port whose device lets the sender choose the queue a frame
+// arrives on (net::Steering::kSender: a net_ring of several queue pairs,
+// where TX queue q delivers to RX queue q), each queue pair is a lane with
+// a lock of its own, and "the port lock" is every lane's lock in order.
+// The endpoints that share a CQ or a counter, and the queue pairs they
+// receive on, are put in one lane (assign_lanes, at each fi_enable and
+// fi_close); a data-path call, a CQ or counter read and its progress pass
+// then take that lane's lock only and poll that lane's queues, so threads
+// whose endpoints share nothing no longer take turns.  What lanes share is
+// written under the whole port lock (the AV, the endpoint table, lane
+// assignment) or is atomic (the mbuf pool, RareCounts, kept_frames); a
+// sender writes its frame into its destination's queue under that
+// queue's transmit lock.  Everything else (IP on the port, connection
+// management, triggered operations, shared contexts, scalable endpoints)
+// keeps the port in one lane.
 struct PortContext final : proto::FrameKeeper {
   std::unique_ptr<net::Port> port;
-  PortLock lock;
+  LaneLocks lock;
+  // Per lane (indexed by the lane's first queue pair): what a pass over the
+  // lane and its readers keep.  A cache line each.
+  struct alignas(64) LaneState {
+    std::atomic<uint64_t> last_progress_ns{0};
+    uint64_t idle_since_ns = 0;  // idle_poll's, 0: the last poll found work
+  };
+  std::array<LaneState, kMaxLanes> lane_state;
+  // The lane of each queue pair (the first queue pair of its lane); all 0
+  // on a port of one lane.  Written with the whole port lock held.
+  std::array<uint16_t, kMaxLanes> lane_of_queue{};
+  // A sender's lock on the queue it writes into (its destination's, of any
+  // lane): net_ring's rings take one writer at a time.  Ports of several
+  // lanes only.
+  struct alignas(64) TransmitLock {
+    PortLock lock;
+  };
+  std::array<TransmitLock, kMaxLanes> transmit_locks;
+  uint16_t lanes() const { return lock.count(); }
+  // Whether every enabled endpoint is in lane 0 (assign_lanes): then lane
+  // 0's lock keeps every data-path caller out, and a pass under it is a
+  // pass over the whole port (triggers, held frames and all).
+  bool one_lane = true;
+  uint16_t effective_lane(uint16_t lane) const { return one_lane ? kWholePort : lane; }
+  // The queue pairs an enabled endpoint receives on (assign_lanes): on a
+  // port of lanes, the only ones frames come to, and so the only ones a
+  // pass polls and the only lanes the helpers look at.
+  // Until the lanes split every frame goes through queue pair 0, as on a
+  // port of one queue pair.
+  uint32_t occupied_queues = 0;
+  bool polls(uint16_t queue) const {
+    return lanes() == 1 || (one_lane ? queue == 0 : ((occupied_queues >> queue) & 1) != 0);
+  }
+  // The queue pair an endpoint on `hw_queue` sends on when its frames do
+  // not go into their destinations' queues (Endpoint::flush).
+  uint16_t own_transmit_queue(uint16_t hw_queue) const {
+    return lanes() > 1 && one_lane ? 0 : hw_queue;
+  }
+  // Whether `queue` is the first of a lane with endpoints: the lane a
+  // helper passes over by that queue's lock.  Some lane's lock held.
+  bool leads_lane(uint16_t queue) const { return lane_of_queue[queue] == queue && polls(queue); }
+  // Lanes are split only once a data-path call finds lane 0's lock taken
+  // by another thread (LaneGuard): one thread gains nothing from them and
+  // would pay for passes over lanes its calls do not reach, and threads
+  // that never meet need none.  Until then every endpoint is in lane 0.
+  bool lanes_wanted = false;
+  // Splits the port (lane 0's lock held, the port in one lane); returns
+  // whether its lanes changed (the caller's object may be in another now).
+  bool split_lanes();
+  // Puts each enabled endpoint, and the CQs and counters bound to it, in a
+  // lane (sets their `lane`).  Whole port lock held.
+  void assign_lanes();
+  // The queue pair frames for endpoint queue `queue` arrive on, on a port
+  // steered by sender.
+  uint16_t queue_pair_of(uint16_t queue) const { return queue % port->queue_pairs(); }
   // Written through place_endpoint / remove_endpoint only, which keep
   // endpoint_end: each progress pass visits the slots below it, not all 64.
   std::array<Endpoint*, kMaxEndpointsPerPort> endpoints{};
@@ -71,9 +155,9 @@ struct PortContext final : proto::FrameKeeper {
     if (queue < kMaxEndpointsPerPort && endpoints[queue] == nullptr && !held[queue])
       kernel_ports.release(queue);
   }
-  uint64_t rx_not_ours = 0;
-  uint64_t rx_bad_frames = 0;
-  uint64_t rx_unsealed = 0;  // frames without a checksum while we want one
+  RareCount rx_not_ours;
+  RareCount rx_bad_frames;
+  RareCount rx_unsealed;  // frames without a checksum while we want one
   void warn_unsealed();      // counts one, and says why at the first
   bool checksums = true;     // FI_DPDK_CHECKSUM, or off on a memory port (acquire_port)
   // The job key's tag keys (FI_DPDK_AUTH_KEY): every frame sent carries a
@@ -84,31 +168,38 @@ struct PortContext final : proto::FrameKeeper {
   }
   // Frames refused for their keyed tag: wrong (forged, changed, another
   // key), or keyed where we have no key, or not keyed where we have one.
-  uint64_t rx_bad_tags = 0;
-  uint64_t rx_key_mismatch = 0;
+  RareCount rx_bad_tags;
+  RareCount rx_key_mismatch;
   // Counts a frame the decoder refused for its tag or key, and says why at
   // the first of each kind; false when `result` is not one of those.
   bool refused_for_key(proto::DecodeResult result);
-  uint64_t rx_no_endpoint = 0;
-  // The device queue progress() is reading (kNoPolledQueue for frames that
+  RareCount rx_no_endpoint;
+  // The device queue a frame was read from (kNoPolledQueue for frames that
   // never left this process): deliver() tells, per endpoint, whether its
   // frames came on its own queue, which is what rte_flow steering promises.
   static constexpr uint16_t kNoPolledQueue = 0xFFFF;
-  uint16_t polled_queue = kNoPolledQueue;
   // Engine calls that ran out of memory for a record (std::bad_alloc,
   // caught in progress: it never reaches the application or the progress
   // loop); the frame is lost like a dropped one.
-  uint64_t no_memory = 0;
+  RareCount no_memory;
   // Domains on this port opened with FI_PROGRESS_AUTO: while non-zero the
   // progress loop drives the port and fi_* calls need not.
   std::atomic<uint32_t> auto_progress_users{0};
-  // When progress() last ran (now_ns()): the manual-progress safety net
+  // When a pass over the whole port last ran (now_ns()); last_progress()
+  // is the latest of it and the lanes' own: the manual-progress safety net
   // (dpdk_auto_progress.cc) steps in on ports left alone too long.
   std::atomic<uint64_t> last_progress_ns{0};
+  uint64_t last_progress() const;
+  // The same for one lane: its own pass or a pass over the whole port.
+  uint64_t lane_last_progress(uint16_t lane) const {
+    return std::max(last_progress_ns.load(std::memory_order_relaxed),
+                    lane_state[lane].last_progress_ns.load(std::memory_order_relaxed));
+  }
   // The stamp the safety net's own last pass left: while it is still the
   // last one, the application has not come back.  The net's thread alone
   // reads and writes it.
   uint64_t safety_net_pass_ns = 0;
+  std::array<uint64_t, kMaxLanes> lane_net_pass_ns{};  // the same per lane
 
   // Frames from one endpoint of this port to another, delivered by the next
   // progress pass instead of the device: a NIC does not hand a frame back
@@ -124,8 +215,19 @@ struct PortContext final : proto::FrameKeeper {
   // transport timers and sends what they produced.  Lock held.  Returns the
   // frames received.  `now` is the caller's clock read (now_ns()): one
   // read per API call.
-  uint32_t progress(uint64_t now);
+  uint32_t progress(uint64_t now) { return pass(kWholePort, now); }
   uint32_t progress() { return progress(now_ns()); }
+  // The same for one lane (its lock held, or the whole port's): its queues
+  // and endpoints only.  kWholePort is progress().
+  uint32_t progress_lane(uint16_t lane, uint64_t now) { return pass(lane, now); }
+  uint32_t pass(uint16_t lane, uint64_t now, bool helping = false);
+  // After an idle pass of `lane`: a pass over each other lane nobody passed
+  // over for kLaneLeftAloneNs, if its lock is free.  One thread that polls
+  // one endpoint's CQ so still moves the others it talks to, as on a port
+  // of one lane; threads that poll their own lanes never meet here.
+  static constexpr uint64_t kLaneLeftAloneNs = 100'000;
+  void help_lanes_left_alone(uint16_t lane, uint64_t now);
+  bool in_lane(const Endpoint* ep, uint16_t lane) const;
   // Triggered operations of this port's endpoints, in the order they go:
   // by threshold, then as posted (dpdk_trigger.cc).  Lock held.
   std::vector<TriggeredOp> triggered;
@@ -134,14 +236,15 @@ struct PortContext final : proto::FrameKeeper {
   // Forgets `ep`'s (it closes: they never ran).  Lock held.
   void drop_triggers(const Endpoint* ep);
   // Checks one received frame and hands it to its endpoint; frees it.
-  void receive(rte_mbuf* frame, uint64_t now);
+  // `polled_queue`: the device queue it was read from, or kNoPolledQueue.
+  void receive(rte_mbuf* frame, uint64_t now, uint16_t polled_queue = kNoPolledQueue);
   // Runs an engine call of the progress pass, counting (never passing on)
   // a std::bad_alloc.
   template <typename Call>
   void contain(Call&& call);
-  // Mid-pass: each endpoint answers the frames it took (Engine::answer)
-  // and sends its outbox.
-  void answer(uint64_t now);
+  // Mid-pass: each endpoint of `lane` answers the frames it took
+  // (Engine::answer) and sends its outbox.
+  void answer(uint16_t lane, uint64_t now);
   // proto::FrameKeeper: an endpoint keeps a received frame whose segment
   // waits ahead of a gap, if the mbuf is of the port's own pool, up to an
   // eighth of it (the rest stays for the RX ring).  Otherwise the segment
@@ -164,8 +267,8 @@ struct PortContext final : proto::FrameKeeper {
   uint32_t progress_if_manual() {
     return auto_progress_users.load(std::memory_order_relaxed) == 0 ? progress() : 0;
   }
-  uint32_t progress_if_manual(uint64_t now) {
-    return auto_progress_users.load(std::memory_order_relaxed) == 0 ? progress(now) : 0;
+  uint32_t progress_if_manual(uint16_t lane, uint64_t now) {
+    return auto_progress_users.load(std::memory_order_relaxed) == 0 ? pass(lane, now) : 0;
   }
   // Whether a thread polling this port (fi_cq_read, fi_cntr_read) should
   // yield its CPU once it dropped the lock: it found nothing to hand out
@@ -177,9 +280,9 @@ struct PortContext final : proto::FrameKeeper {
   // until the send completes, which needs the peer's answer; with more
   // ranks than CPUs the peer may be waiting for this very CPU.  sched_yield
   // returns at once where nothing else wants the CPU.  Lock held.
-  bool idle_poll(bool found_work, uint64_t now);
-  uint64_t idle_since_ns = 0;  // 0: the last poll found work
-  uint64_t idle_yields = 0;
+  // Per lane (`lane`'s lock held; kWholePort: the port's, lane 0's clock).
+  bool idle_poll(uint16_t lane, bool found_work, uint64_t now);
+  RareCount idle_yields;
   // Sends frames, as many as the port takes; returns how many it took.
   uint16_t transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count);
 
@@ -250,7 +353,7 @@ struct PortContext final : proto::FrameKeeper {
   // to an endpoint's port decoded and delivered, an echo request answered
   // (within echo_allowed's pace); the rest is counted as not ours.  Lock
   // held; the frame stays the caller's.
-  void receive_ipv6(rte_mbuf* frame, uint64_t now);
+  void receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_queue);
   // A solicitation for `target` from our address, now (solicit_neighbour
   // first opens the question).  Lock held.
   void send_solicitation(const ip::Ipv6& target);
@@ -360,7 +463,7 @@ struct PortContext final : proto::FrameKeeper {
   // An IPv4 frame (receive() hands it over): UDP to an endpoint's port is
   // decoded and delivered like ours, an echo request answered (ping), the
   // rest counted.  Lock held; the frame stays the caller's.
-  void receive_ipv4(rte_mbuf* frame, uint64_t now);
+  void receive_ipv4(rte_mbuf* frame, uint64_t now, uint16_t polled_queue);
   // A UDP datagram of either family to one of the endpoints' ports: its
   // payload decoded as our header and payload (dst_mac ours, src_mac the
   // caller's to set), and checked to name the queue of the port it came to.
@@ -395,7 +498,8 @@ struct PortContext final : proto::FrameKeeper {
   void on_too_big(const ip::TooBig& word, uint64_t now);
   uint64_t too_big_taken = 0, too_big_ignored = 0;
   // A decoded frame to the endpoint its header names.  Lock held.
-  void deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now);
+  void deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now,
+               uint16_t polled_queue);
 };
 
 template <typename Call>
@@ -427,5 +531,52 @@ int auto_progress_lcore();
 
 // Finds or opens the port with that id; shared by every domain on it.
 int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::string* error);
+
+// Holds the lock of the lane an endpoint's, CQ's or counter's `lane` names,
+// or the whole port lock for kWholePort and on a port of one lane.  `lane`
+// changes only under the whole port lock: once its lane's lock is held and
+// it still names that lane, it stays so.
+class LaneGuard {
+ public:
+  LaneGuard(PortContext& port, const std::atomic<uint16_t>& lane) : locks_(port.lock) {
+    if (locks_.count() == 1) {
+      locks_.lock();
+      return;
+    }
+    for (;;) {
+      const uint16_t seen = lane.load(std::memory_order_relaxed);
+      if (seen == kWholePort) {
+        locks_.lock();
+        return;
+      }
+      PortLock& lane_lock = locks_.lane(seen);
+      const bool contended = !lane_lock.try_lock();
+      if (contended) lane_lock.lock();
+      if (lane.load(std::memory_order_relaxed) == seen) {
+        // Another thread held the lock of a port not split yet: split it
+        // (lanes_wanted), then take the object's own lane.
+        if (!contended || !port.one_lane || port.lanes_wanted || !port.split_lanes()) {
+          lane_ = seen;
+          return;
+        }
+      }
+      lane_lock.unlock();
+    }
+  }
+  ~LaneGuard() {
+    if (lane_ == kWholePort)
+      locks_.unlock();
+    else
+      locks_.lane(lane_).unlock();
+  }
+  LaneGuard(const LaneGuard&) = delete;
+  LaneGuard& operator=(const LaneGuard&) = delete;
+  // The lane held, kWholePort for the whole port.
+  uint16_t lane() const { return lane_; }
+
+ private:
+  LaneLocks& locks_;
+  uint16_t lane_ = kWholePort;
+};
 
 }  // namespace ofi_dpdk::ofi

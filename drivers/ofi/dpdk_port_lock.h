@@ -1,4 +1,4 @@
-// dpdk_port_lock.h: the port lock's type.
+// dpdk_port_lock.h: the port lock's type, and the lanes' locks the port lock is made of.
 //
 // Every fi_* call and progress pass takes the port lock, six times per
 // small message in a polling loop.  Uncontended, glibc's pthread mutex
@@ -13,6 +13,7 @@
 // 2 (there may be more).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 
@@ -48,6 +49,46 @@ class PortLock {
   void lock_contended(uint32_t seen);  // dpdk_port_lock.cc
   void wake_one();
   std::atomic<uint32_t> state_{kFree};
+};
+
+// The lanes of a port (see PortContext): a lock per lane, and "the port
+// lock" is all of them, taken in lane order.  A port of one lane (every
+// port but a net_ring steered by sender) has one lock, as before lanes.
+// Each lock has a cache line of its own: two threads on two lanes must not
+// pass one line back and forth.
+inline constexpr uint16_t kMaxLanes = 16;
+
+class LaneLocks {
+ public:
+  LaneLocks() = default;
+  LaneLocks(const LaneLocks&) = delete;
+  LaneLocks& operator=(const LaneLocks&) = delete;
+
+  void lock() {
+    for (uint16_t i = 0; i < count_; ++i) locks_[i].lock.lock();
+  }
+  bool try_lock() {
+    for (uint16_t i = 0; i < count_; ++i) {
+      if (locks_[i].lock.try_lock()) continue;
+      while (i-- > 0) locks_[i].lock.unlock();
+      return false;
+    }
+    return true;
+  }
+  void unlock() {
+    for (uint16_t i = count_; i-- > 0;) locks_[i].lock.unlock();
+  }
+  PortLock& lane(uint16_t lane) { return locks_[lane].lock; }
+  uint16_t count() const { return count_; }
+  // Once, when the port opens, before any other thread can see it.
+  void set_count(uint16_t lanes) { count_ = lanes < 1 ? 1 : lanes > kMaxLanes ? kMaxLanes : lanes; }
+
+ private:
+  struct alignas(64) Slot {
+    PortLock lock;
+  };
+  std::array<Slot, kMaxLanes> locks_;
+  uint16_t count_ = 1;
 };
 
 }  // namespace ofi_dpdk::ofi

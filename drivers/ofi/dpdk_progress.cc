@@ -134,7 +134,7 @@ bool PortContext::loop_back(rte_mbuf* frame) {
   return true;
 }
 
-void PortContext::receive(rte_mbuf* frame, uint64_t now) {
+void PortContext::receive(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) {
   net::Port& nic = *port;
   proto::DecodedFrame decoded;
   const auto result =
@@ -152,9 +152,9 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
     if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeArp)
       take_arp(bytes, rte_pktmbuf_data_len(frame), now);
     else if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeIpv4)
-      receive_ipv4(frame, now);
+      receive_ipv4(frame, now, polled_queue);
     else if (interface6 && frame->nb_segs == 1 && type == ip::kEtherTypeIpv6)
-      receive_ipv6(frame, now);
+      receive_ipv6(frame, now, polled_queue);
     else
       ++rx_not_ours;
   } else if (result == proto::DecodeResult::kUnsealed) {
@@ -170,22 +170,32 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now) {
     // for a peer named by IP address (a peer id).
     ++rx_bad_frames;
   } else {
-    deliver(decoded, frame, now);
+    deliver(decoded, frame, now, polled_queue);
   }
   net::free_frame(frame);
 }
 
-void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now) {
+void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now,
+                          uint16_t polled_queue) {
   const uint16_t queue = decoded.header.dst_queue;
   if (queue >= endpoints.size() || endpoints[queue] == nullptr || !endpoints[queue]->enabled) {
     ++rx_no_endpoint;
     return;
   }
   Endpoint& ep = *endpoints[queue];
-  if (polled_queue == ep.hw_queue)
+  if (polled_queue == ep.hw_queue) {
     ++ep.frames_on_own_queue;
-  else if (polled_queue != kNoPolledQueue)
+  } else if (polled_queue != kNoPolledQueue) {
+    // On a port split in lanes, a frame read off another queue than its
+    // endpoint's may be in another lane's pass, which must not touch the
+    // endpoint (a sender writes into its destination's queue: none should
+    // be).
+    if (!one_lane) {
+      ++rx_no_endpoint;
+      return;
+    }
     ++ep.frames_on_other_queue;
+  }
   proto::Engine& engine = *ep.engine;
   contain([&] {
     engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now);
@@ -251,20 +261,50 @@ void PortContext::release(void* frame) {
   net::free_frame(static_cast<rte_mbuf*>(frame));
 }
 
-void PortContext::answer(uint64_t now) {
+bool PortContext::in_lane(const Endpoint* ep, uint16_t lane) const {
+  return ep != nullptr && ep->enabled &&
+         (lane == kWholePort || ep->lane.load(std::memory_order_relaxed) == lane);
+}
+
+void PortContext::answer(uint16_t lane, uint64_t now) {
   for (Endpoint* ep : open_endpoints()) {
-    if (ep == nullptr || !ep->enabled) continue;
+    if (!in_lane(ep, lane)) continue;
     contain([&] { ep->engine->answer(now); });
     ep->flush();
   }
 }
 
-uint32_t PortContext::progress(uint64_t now) {
+uint64_t PortContext::last_progress() const {
+  uint64_t latest = last_progress_ns.load(std::memory_order_relaxed);
+  for (uint16_t lane = 0; lane < lanes(); ++lane)
+    latest = std::max(latest, lane_state[lane].last_progress_ns.load(std::memory_order_relaxed));
+  return latest;
+}
+
+void PortContext::help_lanes_left_alone(uint16_t lane, uint64_t now) {
+  // lane_of_queue changes only under every lane's lock, ours among them.
+  for (uint16_t other = 0; other < lanes(); ++other) {
+    if (other == lane || !leads_lane(other)) continue;
+    const uint64_t last = lane_state[other].last_progress_ns.load(std::memory_order_relaxed);
+    if (last >= now || now - last < kLaneLeftAloneNs) continue;
+    PortLock& other_lock = lock.lane(other);
+    if (!other_lock.try_lock()) continue;
+    pass(other, now, true);
+    other_lock.unlock();
+  }
+}
+
+uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
+  // A port of one lane has only the whole.
+  lane = effective_lane(lane);
+  const bool whole = lane == kWholePort;
   net::Port& nic = *port;
-  last_progress_ns.store(now, std::memory_order_relaxed);
+  (whole ? last_progress_ns : lane_state[lane].last_progress_ns)
+      .store(now, std::memory_order_relaxed);
   uint32_t received = 0;
   // Frames endpoints of this port sent each other (Endpoint::flush): they
-  // never went to the device, which would not bring them back.
+  // never went to the device, which would not bring them back.  (Only on a
+  // port of one lane: a port of several loops back.)
   std::vector<rte_mbuf*> batch;
   if (!looped.empty()) {
     batch.swap(looped);
@@ -276,7 +316,7 @@ uint32_t PortContext::progress(uint64_t now) {
   // within this pass (a device that loops back, a fast peer).  (After the
   // swap: frames they loop back find the queue empty, behind the batch.)
   for (Endpoint* ep : open_endpoints())
-    if (ep != nullptr && ep->enabled && !ep->engine->outbox().empty()) ep->flush();
+    if (in_lane(ep, lane) && !ep->engine->outbox().empty()) ep->flush();
   received += static_cast<uint32_t>(batch.size());
   for (rte_mbuf* frame : batch) receive(frame, now);
   // No RX on a port whose link is down: a memif peer that went away.
@@ -288,30 +328,23 @@ uint32_t PortContext::progress(uint64_t now) {
     // 4 or 8.)
     rte_mbuf* frames[kRxBurst];
     const uint16_t burst = std::min(nic.burst_frames(), kRxBurst);
-    for (uint16_t queue = 0; queue < nic.queue_pairs(); ++queue) {
+    const uint16_t queues = lanes() > 1 && one_lane ? 1 : nic.queue_pairs();
+    for (uint16_t queue = 0; queue < queues; ++queue) {
+      if (!polls(queue) || (!whole && lane_of_queue[queue] != lane)) continue;
       for (uint16_t taken = 0;;) {
         const uint16_t count = nic.rx_burst(queue, frames, burst);
         received += count;
         taken += count;
-        {
-          // Frames handled after these (looped, or on a later pass) are
-          // counted against no queue, whatever a frame's handling throws.
-          struct Polling {
-            uint16_t& polled;
-            ~Polling() { polled = kNoPolledQueue; }
-          } polling{polled_queue};
-          polled_queue = queue;
-          for (uint16_t i = 0; i < count; ++i) receive(frames[i], now);
-        }
+        for (uint16_t i = 0; i < count; ++i) receive(frames[i], now, queue);
         if (count < burst || taken >= kRxBurst) break;
-        answer(now);
+        answer(lane, now);
       }
     }
   }
   // Next hops frames wait for (UDP): asked again, or given up.
-  if (!resolving.empty()) chase_neighbours(now);
+  if (whole && !resolving.empty()) chase_neighbours(now);
   for (Endpoint* ep : open_endpoints()) {
-    if (ep == nullptr || !ep->enabled) continue;
+    if (!in_lane(ep, lane)) continue;
     contain([&] {
       ep->engine->poll(now);
       ep->ipv6_holds.sweep_if_due(*ep->engine, now);
@@ -320,11 +353,14 @@ uint32_t PortContext::progress(uint64_t now) {
     ep->flush();
   }
   // Completions this pass counted may have reached a trigger's threshold.
-  if (!triggered.empty()) run_due_triggers();
+  // (A port with triggered operations has one lane: assign_lanes.)
+  if (whole && !triggered.empty()) run_due_triggers();
+  if (!whole && !helping && received == 0) help_lanes_left_alone(lane, now);
   return received;
 }
 
-bool PortContext::idle_poll(bool found_work, uint64_t now) {
+bool PortContext::idle_poll(uint16_t lane, bool found_work, uint64_t now) {
+  uint64_t& idle_since_ns = lane_state[effective_lane(lane) == kWholePort ? 0 : lane].idle_since_ns;
   if (found_work) {  // the common case, before the parameter is read
     idle_since_ns = 0;
     return false;

@@ -170,7 +170,7 @@ ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRe
   request.completion = cq_entry || counter != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
   const int ret = engine_call([&] { return ep.engine->send(peer, request, now_ns()); });
-  if (ret == -EAGAIN) ep.port().progress_if_manual();
+  if (ret == -EAGAIN) ep.port().progress_if_manual(ep.lane.load(std::memory_order_relaxed), now_ns());
   ep.flush_unless_held();
   return engine_errno(ret);
 }
@@ -190,7 +190,7 @@ ssize_t rma_call(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t peer,
   msg.rma_iov_count = 1;
   msg.context = context;
   msg.data = data;
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->remote(msg, flags, write);
 }
 
@@ -215,7 +215,7 @@ ssize_t rma_readmsg(fid_ep* ep_fid, const fi_msg_rma* msg, uint64_t flags) {
   if (flags & ~kRmaMsgFlags) return -FI_EBADFLAGS;
   if (flags & (FI_INJECT | FI_REMOTE_CQ_DATA)) return -FI_EINVAL;  // meaningless for a read
   Endpoint* ep = endpoint_of(ep_fid);
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->remote(*msg, flags, false);
 }
 
@@ -235,7 +235,7 @@ ssize_t rma_writemsg(fid_ep* ep_fid, const fi_msg_rma* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
   if (flags & ~kRmaMsgFlags) return -FI_EBADFLAGS;
   Endpoint* ep = endpoint_of(ep_fid);
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->remote(*msg, flags, true);
 }
 

@@ -74,7 +74,7 @@ ssize_t tagged_send(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t de
   if (!valid_iov(iov, count)) return -FI_EINVAL;
   if ((flags & FI_INJECT) && iov_length(iov, count) > ep->info->tx_attr->inject_size)
     return -FI_EMSGSIZE;
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->send(iov, count, dest, context, flags, data, true, tag);
 }
 
@@ -123,7 +123,7 @@ ssize_t tagged_recvv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t c
   Endpoint* ep = caller.ep;
   if (!allowed(ep, FI_RECV)) return -FI_EOPNOTSUPP;
   if (!valid_iov(iov, count)) return -FI_EINVAL;
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->post_recv(iov, count, src_addr, context, caller.rx_op_flags & ~kMatchFlags, true, tag,
                        ignore);
 }
@@ -156,7 +156,7 @@ ssize_t tagged_match_op(Endpoint* ep, const fi_msg_tagged& msg, uint64_t flags) 
   const bool peek = flags & FI_PEEK, claim = flags & FI_CLAIM, discard = flags & FI_DISCARD;
   if (peek && claim && discard) return -FI_EBADFLAGS;
   if (claim && msg.context == nullptr) return -FI_EINVAL;  // the claim's key
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   if (!ep->enabled) return -FI_EOPBADSTATE;
   if (peek && ep->rx_cq == nullptr) return -FI_ENOCQ;
   proto::RecvRequest request;
@@ -166,7 +166,7 @@ ssize_t tagged_match_op(Endpoint* ep, const fi_msg_tagged& msg, uint64_t flags) 
     // The peek's completion is its answer: always written.
     request.completion = true;
     request.user_flags &= ~kNoCqEntry;
-    ep->port().progress_if_manual();
+    ep->port().progress_if_manual(ep->lane.load(std::memory_order_relaxed), now_ns());
     const auto action = claim     ? proto::Engine::PeekAction::kClaim
                         : discard ? proto::Engine::PeekAction::kDiscard
                                   : proto::Engine::PeekAction::kPeek;
@@ -197,7 +197,7 @@ ssize_t tagged_recvmsg(fid_ep* ep_fid, const fi_msg_tagged* msg, uint64_t flags)
     return -FI_EINVAL;
   }
   if (flags & (FI_PEEK | FI_CLAIM)) return tagged_match_op(ep, checked, flags);
-  std::lock_guard guard(ep->port().lock);
+  LaneGuard guard(ep->port(), ep->lane);
   return ep->post_recv(checked.msg_iov, checked.iov_count, checked.addr, checked.context, flags,
                        true, checked.tag, checked.ignore);
 }

@@ -204,7 +204,7 @@ bool PortContext::echo_allowed(uint64_t now) {
   return echoes_in_window++ < kEchoesPerSecond;
 }
 
-void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now) {
+void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) {
   const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
   const size_t length = rte_pktmbuf_data_len(frame);
   ip::Ipv4Packet packet;
@@ -245,7 +245,7 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now) {
   if (!take_datagram(datagram, &decoded)) return;
   ++rx_udp;
   ip::peer_id_of(packet.source, decoded.src_mac);
-  deliver(decoded, frame, now);
+  deliver(decoded, frame, now, polled_queue);
 }
 
 bool PortContext::take_datagram(const ip::UdpDatagram& datagram, proto::DecodedFrame* decoded) {

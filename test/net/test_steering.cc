@@ -22,6 +22,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_mbuf.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -72,23 +73,32 @@ class PortSteering : public ::testing::Test {
   std::string error_;
 };
 
-// FI_DPDK_STEERING=auto: rte_flow is tried, net_ring installs no rule, and
-// the port falls back to one queue pair demultiplexed in software.
-TEST_F(PortSteering, AutoFallsBackToSoftware) {
+// FI_DPDK_STEERING=auto on a net_ring of its own (whose TX queue q is its
+// RX queue q's ring): the sender picks the queue, so the port keeps the
+// queue pairs asked for and no rte_flow rule is tried.
+TEST_F(PortSteering, AutoOnALoopingRingIsBySender) {
   ASSERT_EQ(open(net::SteeringRequest::kAuto), 0) << error_;
   ASSERT_NE(port_, nullptr);
-  EXPECT_EQ(port_->steering(), net::Steering::kSoftware);
-  EXPECT_EQ(port_->queue_pairs(), 1);
-  EXPECT_NE(port_->description().find("software"), std::string::npos)
+  EXPECT_EQ(port_->steering(), net::Steering::kSender);
+  EXPECT_EQ(port_->queue_pairs(), 4);
+  EXPECT_NE(port_->description().find("steered by sender"), std::string::npos)
       << port_->description();
-  // Every endpoint queue is served by queue pair 0, with no rule to install.
+  // Endpoint queue 5 is served by queue pair 5 mod 4, with no rule.
   std::string refused;
-  EXPECT_EQ(port_->bind_endpoint_queue(5, &refused), 0);
+  EXPECT_EQ(port_->bind_endpoint_queue(5, &refused), 1);
   EXPECT_EQ(refused, "");
   port_->unbind_endpoint_queue(5);
-  // What the device refused, rule by rule, is in the description.
-  EXPECT_NE(port_->description().find("refused: EtherType: rte_flow_validate"),
-            std::string::npos) << port_->description();
+  // A frame sent on queue pair 2 comes back on queue pair 2, and only there.
+  rte_mbuf* frame = port_->alloc_frame();
+  ASSERT_NE(frame, nullptr);
+  ASSERT_NE(rte_pktmbuf_append(frame, 60), nullptr);
+  ASSERT_EQ(port_->tx_burst(2, &frame, 1), 1);
+  rte_mbuf* got[4];
+  for (uint16_t queue = 0; queue < 4; ++queue) {
+    const uint16_t count = port_->rx_burst(queue, got, 4);
+    EXPECT_EQ(count, queue == 2 ? 1 : 0) << "queue pair " << queue;
+    for (uint16_t i = 0; i < count; ++i) rte_pktmbuf_free(got[i]);
+  }
 }
 
 // FI_DPDK_STEERING=flow: a device without rte_flow queue rules is refused,
@@ -99,7 +109,7 @@ TEST_F(PortSteering, FlowIsRefusedWithoutRteFlow) {
   EXPECT_NE(error_.find("rte_flow"), std::string::npos) << error_;
   // The refusal leaves the port usable.
   ASSERT_EQ(open(net::SteeringRequest::kAuto), 0) << error_;
-  EXPECT_EQ(port_->steering(), net::Steering::kSoftware);
+  EXPECT_EQ(port_->steering(), net::Steering::kSender);
 }
 
 // A port that speaks UDP in both families tries a rule of each kind, and
@@ -115,12 +125,11 @@ TEST_F(PortSteering, EachRuleKindIsTriedAndItsRefusalNamed) {
   for (const char* kind : {"EtherType: rte_flow_validate", "UDP/IPv4: rte_flow_validate",
                            "UDP/IPv6: rte_flow_validate"})
     EXPECT_NE(error_.find(kind), std::string::npos) << kind << " in " << error_;
+  // Auto on this looping ring needs no rule: its senders steer.
   config.steering = net::SteeringRequest::kAuto;
   ASSERT_EQ(net::Port::open(port_id_, config, &port_, &error_), 0) << error_;
-  EXPECT_EQ(port_->steering(), net::Steering::kSoftware);
+  EXPECT_EQ(port_->steering(), net::Steering::kSender);
   EXPECT_EQ(port_->rule_kinds(), 0u);
-  EXPECT_NE(port_->description().find("UDP/IPv6: rte_flow_validate"), std::string::npos)
-      << port_->description();
 }
 
 // FI_DPDK_STEERING=software: no rte_flow attempt, one queue pair.
@@ -130,6 +139,10 @@ TEST_F(PortSteering, SoftwareIsSoftware) {
   EXPECT_EQ(port_->queue_pairs(), 1);
   EXPECT_NE(port_->description().find("software"), std::string::npos)
       << port_->description();
+  // Every endpoint queue is served by queue pair 0, with no rule to install.
+  std::string refused;
+  EXPECT_EQ(port_->bind_endpoint_queue(5, &refused), 0);
+  EXPECT_EQ(refused, "");
 }
 
 // --- the provider -----------------------------------------------------------
@@ -162,8 +175,8 @@ TEST_F(ProviderSteering, FlowRequestFailsDomainOpen) {
 }
 
 // FI_DPDK_STEERING=software, auto or unset: the domain opens, the stats ops
-// say software steering (0) on one queue pair, and the demultiplexer
-// delivers each message to the endpoint it is for.
+// say software steering (0) on one queue pair, or (auto, unset) steering by
+// sender on four, and each message reaches the endpoint it is for.
 TEST_F(ProviderSteering, SoftwareSteeringOnOneQueuePair) {
   if (steering_env() == "flow") GTEST_SKIP() << "FI_DPDK_STEERING=flow: see the test above";
   test::TestDomain d;
@@ -176,8 +189,15 @@ TEST_F(ProviderSteering, SoftwareSteeringOnOneQueuePair) {
   EXPECT_EQ(ops->size, sizeof(fi_dpdk_ops_stats));
   fi_dpdk_port_stats stats{};
   ASSERT_EQ(ops->port_stats(d.domain, &stats), 0);
-  EXPECT_EQ(stats.steering, 0u) << "0: software demultiplexer";
-  EXPECT_EQ(stats.queues, 1u);
+  if (steering_env() == "software") {
+    EXPECT_EQ(stats.steering, 0u) << "0: software demultiplexer";
+    EXPECT_EQ(stats.queues, 1u);
+  } else {
+    // A net_ring of its own is steered by its senders (3), a lane per
+    // queue pair.
+    EXPECT_EQ(stats.steering, 3u) << "3: by sender";
+    EXPECT_EQ(stats.queues, 4u);
+  }
 
   test::TestEndpoint a, b;
   ASSERT_EQ(a.open(d.domain, d.av, d.info), 0);
