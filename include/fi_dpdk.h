@@ -96,7 +96,9 @@ struct fi_dpdk_ep_steering {
 	uint32_t queue;                 /* the endpoint's queue id at the port */
 	uint32_t hw_queue;              /* the device queue pair serving it */
 	uint32_t rules;                 /* FI_DPDK_RULE_* the port installs */
-	uint32_t reserved0;
+	uint32_t lane;                  /* the lane whose lock its calls take (the
+	                                 * first queue pair of the lane), 0xffff:
+	                                 * the whole port's (one lane) */
 	uint64_t frames_on_own_queue;   /* its frames read from hw_queue */
 	uint64_t frames_on_other_queue; /* its frames read from another queue */
 	uint64_t reserved[2];

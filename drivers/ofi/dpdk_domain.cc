@@ -138,6 +138,7 @@ int ep_steering(void* ep_fid, fi_dpdk_ep_steering* out) {
   out->rules = ep->port().port->endpoint_rule_kinds(ep->queue);
   out->frames_on_own_queue = ep->frames_on_own_queue;
   out->frames_on_other_queue = ep->frames_on_other_queue;
+  out->lane = ep->port().lanes() == 1 ? kWholePort : ep->lane.load(std::memory_order_relaxed);
   return 0;
 }
 
