@@ -117,11 +117,14 @@ struct PortContext final : proto::FrameKeeper {
   // Whether `queue` is the first of a lane with endpoints: the lane a
   // helper passes over by that queue's lock.  Some lane's lock held.
   bool leads_lane(uint16_t queue) const { return lane_of_queue[queue] == queue && polls(queue); }
-  // Lanes are split only once a data-path call finds lane 0's lock taken
-  // by another thread (LaneGuard): one thread gains nothing from them and
-  // would pay for passes over lanes its calls do not reach, and threads
-  // that never meet need none.  Until then every endpoint is in lane 0.
+  // Lanes are split only once a data-path call waits for lane 0's lock
+  // while another application thread called last (LaneGuard): one thread
+  // gains nothing from them and would pay for passes over lanes its calls
+  // do not reach, and threads that never meet need none.  (The progress
+  // loop's and the safety net's passes do not count.)  Until then every
+  // endpoint is in lane 0.
   bool lanes_wanted = false;
+  const void* last_caller = nullptr;  // its thread pointer; lane 0's lock
   // Splits the port (lane 0's lock held, the port in one lane); returns
   // whether its lanes changed (the caller's object may be in another now).
   bool split_lanes();
@@ -553,9 +556,18 @@ class LaneGuard {
       const bool contended = !lane_lock.try_lock();
       if (contended) lane_lock.lock();
       if (lane.load(std::memory_order_relaxed) == seen) {
-        // Another thread held the lock of a port not split yet: split it
-        // (lanes_wanted), then take the object's own lane.
-        if (!contended || !port.one_lane || port.lanes_wanted || !port.split_lanes()) {
+        if (!port.one_lane || port.lanes_wanted) {
+          lane_ = seen;
+          return;
+        }
+        // A port not split yet: the application thread that called last
+        // on it.  Waiting here on another application thread's call (not
+        // on a helper's pass) splits it, then the object's own lane is
+        // taken.
+        const void* me = __builtin_thread_pointer();
+        const void* before = port.last_caller;
+        port.last_caller = me;
+        if (!contended || before == me || before == nullptr || !port.split_lanes()) {
           lane_ = seen;
           return;
         }
