@@ -73,4 +73,35 @@ inline void free_frame(rte_mbuf* m) {
 #endif
 }
 
+// The same through `cache`, a mempool cache of the caller's own (one
+// user at a time): gets and puts reach the pool's shared ring only once per
+// cache's worth, in bulk.  Frames of another pool are freed plainly.
+inline rte_mbuf* alloc_frame(rte_mempool* pool, rte_mempool_cache* cache) {
+  void* object = nullptr;
+  if (rte_mempool_generic_get(pool, &object, 1, cache) != 0) return nullptr;
+  auto* m = static_cast<rte_mbuf*>(object);
+#if defined(__SANITIZE_THREAD__)
+  __tsan_acquire(m);
+#endif
+  rte_pktmbuf_reset(m);
+  return m;
+}
+
+inline void free_frame(rte_mbuf* m, rte_mempool* pool, rte_mempool_cache* cache) {
+  while (m != nullptr) {
+    rte_mbuf* next = m->next;
+    rte_mbuf* last_ref = rte_pktmbuf_prefree_seg(m);
+    if (last_ref != nullptr) {
+#if defined(__SANITIZE_THREAD__)
+      __tsan_release(last_ref);
+#endif
+      if (last_ref->pool == pool)
+        rte_mempool_generic_put(pool, reinterpret_cast<void**>(&last_ref), 1, cache);
+      else
+        rte_mbuf_raw_free(last_ref);
+    }
+    m = next;
+  }
+}
+
 }  // namespace ofi_dpdk::net

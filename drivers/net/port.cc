@@ -36,6 +36,10 @@
 namespace ofi_dpdk::net {
 namespace {
 
+// Mbufs a queue pair's own mempool cache holds (Port::alloc_frame(queue)):
+// the pool's ring is met once per this many frames, not once per frame.
+constexpr uint32_t kQueueCacheSize = 128;
+
 std::atomic<uint32_t> g_pool_serial{0};
 
 // The value of devarg `key` of the device (net_memif's bsize, role), or
@@ -281,6 +285,11 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     ret = port->start(error);
     if (ret != 0) return ret;
     port->steering_ = Steering::kSender;
+    for (uint16_t queue = 0; queue < port->queue_pairs_; ++queue) {
+      rte_mempool_cache* cache = rte_mempool_cache_create(kQueueCacheSize, rte_socket_id());
+      if (cache == nullptr) break;  // the pool serves that queue pair plainly
+      port->queue_caches_.push_back(cache);
+    }
     port->description_ = port->name_ + ": " + std::to_string(port->queue_pairs_) +
                          " queue pair(s), steered by sender (each TX queue loops back to "
                          "its RX queue)";
@@ -752,7 +761,7 @@ uint16_t Port::send_shared(rte_mbuf** frames, uint16_t count) {
       dropped = &table.dropped_full;
     }
     dropped->fetch_add(1, std::memory_order_relaxed);
-    free_frame(frame);
+    net::free_frame(frame);
   }
   return count;
 }
@@ -803,6 +812,10 @@ Port::~Port() {
     release_shared_slot(*shared_table_, shared_layout_, shared_slot_, getpid(),
                         shared_rx_[shared_slot_]);
     return;  // (then shared_lock_ lets the slot go)
+  }
+  for (rte_mempool_cache* cache : queue_caches_) {
+    rte_mempool_cache_flush(cache, pool_);
+    rte_mempool_cache_free(cache);
   }
   for (uint16_t q = 0; q < std::size(endpoint_rules_); ++q) unbind_endpoint_queue(q);
   faults_.reset();  // callers hold the port lock: no rx_burst runs now

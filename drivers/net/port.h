@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "drivers/net/fault_injector.h"
+#include "drivers/net/mbuf_handoff.h"
 #include "drivers/net/fault_plan.h"
 #include "drivers/net/shared_port.h"
 #include "drivers/net/steering_rule.h"
@@ -167,6 +168,22 @@ class Port {
   uint16_t tx_burst(uint16_t queue, rte_mbuf** frames, uint16_t count);
   // Returns nullptr when the pool is empty (the caller answers -FI_EAGAIN).
   rte_mbuf* alloc_frame();
+  // The same, and a free, by whoever owns queue pair `queue` now: on a port
+  // steered by sender each queue pair has a mempool cache of its own, so
+  // threads on different queue pairs do not meet on the pool's ring for
+  // every frame (threads the application made have no lcore cache).  Other
+  // ports, and kNoQueue, use the pool as alloc_frame and free_frame do.
+  static constexpr uint16_t kNoQueue = 0xFFFF;
+  rte_mbuf* alloc_frame(uint16_t queue) {
+    return queue < queue_caches_.size() ? net::alloc_frame(pool_, queue_caches_[queue])
+                                        : alloc_frame();
+  }
+  void free_frame(rte_mbuf* frame, uint16_t queue) {
+    if (queue < queue_caches_.size())
+      net::free_frame(frame, pool_, queue_caches_[queue]);
+    else
+      net::free_frame(frame);
+  }
   // Mbufs in the port's pool, and whether a received mbuf is one of them
   // (a shared port or net_ring hands over mbufs of the sender's pool).
   uint32_t pool_size() const;
@@ -243,6 +260,7 @@ class Port {
   bool unmap_guard_note_warns_ = false;
   std::string description_;
   rte_mempool* pool_ = nullptr;
+  std::vector<rte_mempool_cache*> queue_caches_;  // steered by sender only
   std::unique_ptr<FaultInjector> faults_;
   uint32_t rule_kinds_ = 0;
   ip::RssConfig rss_;

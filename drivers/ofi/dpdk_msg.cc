@@ -229,7 +229,7 @@ void Endpoint::flush() {
   };
   uint64_t now = 0;  // read once, for the first frame in UDP
   for (const proto::OutFrame& frame : outbox) {
-    rte_mbuf* mbuf = nic.alloc_frame();
+    rte_mbuf* mbuf = nic.alloc_frame(hw_queue);  // its lane's cache, on a port of lanes
     if (mbuf == nullptr) {
       ++frames_not_sent;
       continue;

@@ -172,7 +172,8 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) 
   } else {
     deliver(decoded, frame, now, polled_queue);
   }
-  net::free_frame(frame);
+  // The queue pair's own cache, on a port of lanes (its lane's lock is held).
+  port->free_frame(frame, polled_queue);
 }
 
 void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now,
