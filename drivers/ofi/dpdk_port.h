@@ -97,9 +97,13 @@ struct PortContext final : proto::FrameKeeper {
   uint16_t lanes() const { return lock.count(); }
   // Whether every enabled endpoint is in lane 0 (assign_lanes): then lane
   // 0's lock keeps every data-path caller out, and a pass under it is a
-  // pass over the whole port (triggers, held frames and all).
+  // pass over the whole port (triggers, held frames and all).  A pass
+  // under another lane's lock then finds no endpoint of its lane (a CQ
+  // whose endpoints closed may still name that lane): it stays a lane pass.
   bool one_lane = true;
-  uint16_t effective_lane(uint16_t lane) const { return one_lane ? kWholePort : lane; }
+  uint16_t effective_lane(uint16_t lane) const {
+    return lanes() == 1 || (one_lane && lane == 0) ? kWholePort : lane;
+  }
   // The queue pairs an enabled endpoint receives on (assign_lanes): on a
   // port of lanes, the only ones frames come to, and so the only ones a
   // pass polls and the only lanes the helpers look at.
