@@ -141,6 +141,7 @@ Engine::Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16
   std::memcpy(mac_, local_mac, 6);
   outbox_.reserve(2 * kMaxWindow);
   answer_due_.reserve(64);
+  quiet_poll_ns_ = config_.ack_delay_ns / 8;
 }
 
 Engine::~Engine() {
@@ -202,6 +203,7 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
 }
 
 int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t now_ns) {
+  touched_ = true;
   if (request.iov_count > kMaxIov || (request.iov == nullptr && request.iov_count != 0))
     return -EINVAL;
   clock_ns_ = std::max(clock_ns_, now_ns);
@@ -306,6 +308,7 @@ bool Engine::accepts_key(uint32_t key) const {
 }
 
 void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
+  touched_ = true;
   const wire::FrameHeader& h = *segment.header;
   ++stats_.frames_received;
   clock_ns_ = std::max(clock_ns_, now_ns);
@@ -398,6 +401,7 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
 }
 
 void Engine::drop_peer(uint64_t key) {
+  touched_ = true;
   auto it = connections_.find(key);
   if (it == connections_.end()) return;
   // What the peer sent us arrived: an application that removes the peer's
@@ -447,6 +451,7 @@ void Engine::move_lane(Connection& c, uint8_t lane) {
 }
 
 void Engine::fail_unreachable(const std::function<bool(const uint8_t* link)>& unreachable) {
+  touched_ = true;
   for (auto& [key, connection] : connections_) {
     if (!unreachable(connection->mac)) continue;
     fail_connection(*connection, kErrHostUnreachable, kProvNoRoute);
@@ -584,6 +589,7 @@ std::unique_ptr<uint8_t[]> Engine::take_copy_buffer(size_t length, size_t* capac
 }
 
 ResponseBytes Engine::response_bytes(size_t length) {
+  touched_ = true;
   size_t capacity = 0;
   std::unique_ptr<uint8_t[]> buffer = take_copy_buffer(length, &capacity);
   if (!buffer) {
@@ -636,6 +642,9 @@ void Engine::activate(Connection& c) {
 
 void Engine::poll(uint64_t now_ns) {
   clock_ns_ = std::max(clock_ns_, now_ns);
+  if (!touched_ && now_ns < next_visit_ns_) return;  // nothing new, no timer due yet
+  touched_ = false;
+  next_visit_ns_ = now_ns + quiet_poll_ns_;
   ++polls_;
   // The pass below answers every connection that has anything to answer
   // (answer_later activated them).
@@ -646,6 +655,7 @@ void Engine::poll(uint64_t now_ns) {
     Connection& c = *active_[i];
     c.answer_listed = false;
     poll_connection(c, now_ns);
+    if (c.ack_at_poll != 0 || c.ack_now) touched_ = true;  // counted in polls
     if (quiescent(c)) {
       c.active = false;
       active_[i] = active_.back();

@@ -293,6 +293,7 @@ void Engine::send_response(Connection& c, uint32_t request_id, Response response
 }
 
 size_t Engine::recall_lent(const void* begin, size_t length) {
+  touched_ = true;
   if (lent_out_ == 0) return 0;  // the common case, checked before every write
   const auto first = reinterpret_cast<uintptr_t>(begin);
   size_t recalled = 0;
@@ -340,6 +341,7 @@ void Engine::drop_outbox_frames(const TxMessage& m) {
 }
 
 size_t Engine::forget_placements(const void* begin, size_t length) {
+  touched_ = true;
   const auto first = reinterpret_cast<uintptr_t>(begin);
   size_t forgotten = 0;
   for (auto& [key, c] : connections_) {

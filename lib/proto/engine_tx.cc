@@ -241,6 +241,7 @@ void Engine::narrow_path(Connection& c, uint32_t payload, uint64_t now_ns) {
 
 bool Engine::on_path_too_big(const uint8_t* link, uint16_t peer_queue, uint16_t conn,
                              uint64_t token, uint32_t payload, uint64_t now_ns) {
+  touched_ = true;
   auto it = connections_.find(peer_key(link, peer_queue));
   if (it == connections_.end()) return false;
   Connection& c = *it->second;

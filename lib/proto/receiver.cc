@@ -298,6 +298,7 @@ void Engine::take_unexpected(const RecvRequest& request,
 }
 
 int Engine::post_recv(const RecvRequest& request, uint64_t now_ns) {
+  touched_ = true;
   clock_ns_ = std::max(clock_ns_, now_ns);
   if (posted_->count >= config_.max_posted_recvs) return -EAGAIN;
   if (request.multi) return post_multi_recv(request);
@@ -306,6 +307,7 @@ int Engine::post_recv(const RecvRequest& request, uint64_t now_ns) {
 }
 
 bool Engine::take_early(const RecvRequest& request, uint64_t now_ns) {
+  touched_ = true;
   clock_ns_ = std::max(clock_ns_, now_ns);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!visible(*it) || !matches(request, it->sender, it->tagged, it->tag)) continue;
@@ -316,6 +318,7 @@ bool Engine::take_early(const RecvRequest& request, uint64_t now_ns) {
 }
 
 int Engine::keep_receive(const RecvRequest& request) {
+  touched_ = true;
   if (posted_->count >= config_.max_posted_recvs) return -EAGAIN;
   keep_posted(request);
   ++posted_->count;
@@ -460,6 +463,7 @@ void Engine::drop_unexpected(std::list<UnexpectedMessage>::iterator it) {
 }
 
 int Engine::peek_recv(const RecvRequest& request, PeekAction action) {
+  touched_ = true;
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!visible(*it) || !matches(request, it->sender, it->tagged, it->tag)) continue;
     // The peek's only result is its completion: made whatever
@@ -485,6 +489,7 @@ int Engine::peek_recv(const RecvRequest& request, PeekAction action) {
 }
 
 int Engine::claim_recv(const RecvRequest& request, bool discard) {
+  touched_ = true;
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!it->reserved || it->claimed || it->reserved_for != request.context) continue;
     if (discard) {
@@ -500,6 +505,7 @@ int Engine::claim_recv(const RecvRequest& request, bool discard) {
 }
 
 int Engine::cancel_recv(void* context) {
+  touched_ = true;
   auto cancel = [&](const RecvRequest& r) {
     Completion done{};
     done.kind = Completion::Kind::kRecv;

@@ -582,7 +582,10 @@ class Engine {
   int keep_receive(const RecvRequest& request);
   // Receives were posted elsewhere (another engine of a shared context):
   // what waited for one may find it now.
-  void receives_changed() { wake_stalled(); }
+  void receives_changed() {
+    touched_ = true;
+    wake_stalled();
+  }
   // Cancels the posted receive with that context: 0 (a kErrCanceled
   // completion follows) or -ENOENT.
   int cancel_recv(void* context);
@@ -1050,6 +1053,17 @@ class Engine {
   // none (quiescent()).  Idle connections are tended a few at a time by
   // the sweep instead (sweep_idle).
   std::vector<Connection*> active_;
+  // Whether poll() must visit the active connections: set by each entry
+  // that may give one work (a frame, a send, a receive, a cancel...), and
+  // kept while an ack waits for a poll to be counted (ack_at_poll,
+  // ack_now).  Otherwise only timers can be due, and a visit every
+  // quiet_poll_ns_ serves them (an eighth of the ack delay; the others are
+  // longer): an application spinning on fi_cq_read, the common idle
+  // pass, costs a compare.  A flag an entry failed to set would delay its
+  // work by that interval, never lose it.
+  bool touched_ = true;
+  uint64_t next_visit_ns_ = 0;
+  uint64_t quiet_poll_ns_ = 0;
   void activate(Connection& c);
   bool quiescent(const Connection& c) const;
   // One connection's timers and sending, for poll.
