@@ -284,6 +284,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const int ret = net::Port::open(port_id, config, &ctx->port, error);
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
+  ctx->idle_yield_ns = uint64_t{p.idle_yield_us} * 1000;
   // A device whose sender picks the arriving queue gives each queue pair
   // a lane of its own (PortContext).
   if (ctx->port->steering() == net::Steering::kSender) ctx->lock.set_count(ctx->port->queue_pairs());

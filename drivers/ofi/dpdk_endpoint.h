@@ -174,8 +174,12 @@ struct Endpoint {
   ssize_t atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare, size_t compare_count,
                     fi_ioc* result, size_t result_count, uint64_t flags, int op_class);
   // The transport's frames go to the port, its completions to the CQs.
-  // Lock held.
-  void flush();
+  // Lock held.  (Inline: most calls, each pass's for each endpoint, find
+  // nothing to do.)
+  void flush() {
+    if (!engine->nothing_to_flush() || !rejects_due.empty()) flush_now();
+  }
+  void flush_now();
   // After a send: flush(), unless the engine holds the outbox for company
   // and a progress pass will come without the application.  Lock held.
   void flush_unless_held();

@@ -289,6 +289,7 @@ struct PortContext final : proto::FrameKeeper {
   // returns at once where nothing else wants the CPU.  Lock held.
   // Per lane (`lane`'s lock held; kWholePort: the port's, lane 0's clock).
   bool idle_poll(uint16_t lane, bool found_work, uint64_t now);
+  uint64_t idle_yield_ns = 0;  // FI_DPDK_IDLE_YIELD_US (acquire_port), 0: never
   RareCount idle_yields;
   // Sends frames, as many as the port takes; returns how many it took.
   uint16_t transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count);

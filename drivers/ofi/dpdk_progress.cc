@@ -366,7 +366,7 @@ bool PortContext::idle_poll(uint16_t lane, bool found_work, uint64_t now) {
     idle_since_ns = 0;
     return false;
   }
-  const uint64_t after_ns = uint64_t{params().idle_yield_us} * 1000;
+  const uint64_t after_ns = idle_yield_ns;
   if (after_ns == 0) {
     idle_since_ns = 0;
     return false;
