@@ -98,4 +98,12 @@ struct Av {
   fi_addr_t lookup_source_key(uint32_t key);
 };
 
+// fi_av_insert, fi_av_insertsvc, fi_av_insertsym (dpdk_av_insert.cc).
+int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr,
+              uint64_t flags, void* context);
+int av_insertsvc(fid_av* av_fid, const char* node, const char* service, fi_addr_t* fi_addr,
+                 uint64_t flags, void* context);
+int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* service,
+                 size_t svccnt, fi_addr_t* fi_addr, uint64_t flags, void* context);
+
 }  // namespace ofi_dpdk::ofi
