@@ -457,7 +457,17 @@ bool Engine::deliver(Connection& c, const wire::FrameHeader& h, const uint8_t* p
   }
   if (c.inbound == nullptr && (h.flags & wire::kFlagRendezvous))
     return take_rendezvous(c, h, payload);
-  if (c.inbound == nullptr && !begin_message(c, h)) return false;
+  bool look_for_receive = true;
+  if (c.inbound == nullptr && h.offset == 0 && h.payload_len == h.msg_len &&
+      !(h.flags & wire::kFlagDeliveryNotice)) {
+    const Whole whole = deliver_whole(c, h, payload);
+    if (whole == Whole::kDelivered) {
+      if (h.flags & wire::kFlagAckNow) ack_soon(c);  // as for any whole message, below
+      return true;
+    }
+    look_for_receive = whole == Whole::kMultiRecv;
+  }
+  if (c.inbound == nullptr && !begin_message(c, h, look_for_receive)) return false;
   InboundMessage& in = *c.inbound;
   place(in, h.offset, payload, h.payload_len);
   in.received += h.payload_len;

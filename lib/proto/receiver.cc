@@ -82,7 +82,7 @@ bool Engine::match_posted(InboundMessage& in) {
   return false;
 }
 
-bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
+bool Engine::begin_message(Connection& c, const wire::FrameHeader& h, bool look_for_receive) {
   const bool tagged = h.opcode == static_cast<uint8_t>(wire::Opcode::kTagged);
   InboundMessage* in = new_inbound();
   in->length = h.msg_len;
@@ -96,7 +96,7 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   in->sender.source_key = c.source_key;
   in->sender.auth_key = c.auth_key;
   in->sender.group = h.group;
-  if (match_posted(*in)) {
+  if (look_for_receive && match_posted(*in)) {
     c.inbound = in;
     return true;
   }
@@ -127,6 +127,42 @@ bool Engine::begin_message(Connection& c, const wire::FrameHeader& h) {
   in->unexpected = slot;
   c.inbound = in;
   return true;
+}
+
+Engine::Whole Engine::deliver_whole(Connection& c, const wire::FrameHeader& h,
+                                    const uint8_t* payload) {
+  const bool tagged = h.opcode == static_cast<uint8_t>(wire::Opcode::kTagged);
+  const Sender sender{c.source_key, c.auth_key, h.group};
+  for (auto it = posted_->list.begin(); it != posted_->list.end(); ++it) {
+    if (!matches(*it, sender, tagged, h.tag)) continue;
+    if (it->multi) return Whole::kMultiRecv;  // its part is cut by match_posted
+    const RecvRequest& recv = *it;
+    const size_t capacity = capacity_of(recv);
+    const size_t placed = std::min<size_t>(h.msg_len, capacity);
+    write_to_user(recv.iov, recv.iov_count, 0, payload, placed);
+    ++stats_.messages_received;
+    Completion done{};
+    done.kind = Completion::Kind::kRecv;
+    done.context = recv.context;
+    done.user_flags = recv.user_flags;
+    done.len = placed;
+    done.buf = recv.iov_count ? recv.iov[0].iov_base : nullptr;
+    done.tagged = tagged;
+    done.tag = h.tag;
+    done.has_data = h.flags & wire::kFlagRemoteData;
+    done.cq_data = h.cq_data;
+    done.source_key = c.source_key;
+    done.auth_key = c.auth_key;
+    if (h.msg_len > capacity) {
+      done.error = kErrTruncated;
+      done.overflow = h.msg_len - capacity;
+    }
+    push_recv_completion(&c, recv, done, recv.completion || done.error != 0);
+    drop_posted(it);
+    --posted_->count;
+    return Whole::kDelivered;
+  }
+  return Whole::kNoReceive;
 }
 
 void Engine::place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length) {

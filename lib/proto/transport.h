@@ -865,7 +865,15 @@ class Engine {
   // it, taking that receive (or a part of a multi-recv buffer); false when
   // none matches.
   bool match_posted(InboundMessage& in);
-  bool begin_message(Connection& c, const wire::FrameHeader& h);
+  // `look_for_receive` false: no posted receive matches (deliver_whole
+  // looked), the message is unexpected.
+  bool begin_message(Connection& c, const wire::FrameHeader& h, bool look_for_receive = true);
+  // A message whole in one frame, wanting no delivery notice, that the
+  // first matching posted receive takes (not a multi-recv buffer): copied
+  // and completed at once, with no InboundMessage.  Otherwise nothing
+  // changed, and begin_message takes it: kNoReceive says none matched.
+  enum class Whole { kDelivered, kNoReceive, kMultiRecv };
+  Whole deliver_whole(Connection& c, const wire::FrameHeader& h, const uint8_t* payload);
   void place(InboundMessage& in, size_t offset, const uint8_t* data, size_t length);
   void finish_message(Connection& c);
   // rendezvous.cc
