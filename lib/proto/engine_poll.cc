@@ -66,9 +66,7 @@ void Engine::activate(Connection& c) {
          !c.answer_listed;
 }
 
-void Engine::poll(uint64_t now_ns) {
-  clock_ns_ = std::max(clock_ns_, now_ns);
-  if (!touched_ && now_ns < next_visit_ns_) return;  // nothing new, no timer due yet
+void Engine::visit_connections(uint64_t now_ns) {
   touched_ = false;
   next_visit_ns_ = now_ns + quiet_poll_ns_;
   ++polls_;

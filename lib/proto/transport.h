@@ -606,7 +606,12 @@ class Engine {
   // A frame addressed to this endpoint (the caller checked dst MAC/queue).
   void on_frame(const Segment& segment, uint64_t now_ns);
   // Timers: retransmission, delayed acks, dead peers; and more sending.
-  void poll(uint64_t now_ns);
+  // (Inline: most calls, an application's idle fi_cq_read, find nothing
+  // touched and no timer due: see touched_.)
+  void poll(uint64_t now_ns) {
+    if (now_ns > clock_ns_) clock_ns_ = now_ns;
+    if (touched_ || now_ns >= next_visit_ns_) visit_connections(now_ns);
+  }
   // Between the bursts of one progress pass: the acks owed (ack_now, on
   // data where some may leave) of the connections that took a data segment
   // since the last poll or answer.  The caller sends the outbox then, so the peer
@@ -1073,6 +1078,7 @@ class Engine {
   uint64_t next_visit_ns_ = 0;
   uint64_t quiet_poll_ns_ = 0;
   void activate(Connection& c);
+  void visit_connections(uint64_t now_ns);
   bool quiescent(const Connection& c) const;
   // One connection's timers and sending, for poll.
   void poll_connection(Connection& c, uint64_t now_ns);
