@@ -34,12 +34,19 @@
 #                      UBSan and LeakSanitizer, for the whole suite; `thread`
 #                      is ThreadSanitizer, for the tests where threads meet
 #                      (unless other meson test arguments are given)
+#   --no-tsan          leave out the ThreadSanitizer part (below)
 #   --summarize FILE   only print the summary of a meson testlog.json file
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
 #                      root, into build-trixie/; runs usertools/dpdk-fi-debian13.sh
 #                      (see its --help) with the other arguments
 #   Any other argument goes to `meson test` unchanged (a test name, --repeat N).
+#
+# With no other argument than --no-hugepages, the run then has a second
+# part: the tests where threads meet, under ThreadSanitizer (what
+# `--sanitize thread` runs, in build-tsan/), and the closing line adds both
+# parts up.  --no-tsan leaves it out; the Debian 13 leg (--debian13) has
+# no such part.
 #
 # Environment: DPDK_FI_TEST_LIMIT, the overall limit for `meson test` in
 # seconds (default 3600). The tests see OFI_DPDK_HUGEPAGES (yes or no) and
@@ -107,7 +114,13 @@ sanitize=""
 setup_args=()
 meson_args=()
 fabtests_set=""
+tsan_part=1
+only_default_args=1
 while (($#)); do
+	case "$1" in
+	--no-hugepages | --no-tsan) ;;
+	*) only_default_args=0 ;;
+	esac
 	case "$1" in
 	--fabtests)
 		(($# >= 2)) || die 1 "--fabtests needs a set (quick, standard, ...)"
@@ -150,6 +163,7 @@ while (($#)); do
 		exec bash "$DPDK_FI_ROOT/usertools/dpdk-fi-debian13.sh" \
 			"${setup_args[@]}" "${meson_args[@]}" "$@"
 		;;
+	--no-tsan) tsan_part=0 ;;
 	-h | --help) usage; exit 0 ;;
 	*) meson_args+=("$1") ;;
 	esac
@@ -193,4 +207,39 @@ status=0
 timeout --kill-after=60 "$limit" meson test -C "$builddir" --print-errorlogs \
 	--num-processes 1 "${meson_args[@]}" || status=$?
 echo
-summarize "$testlog" "$status" "$limit"
+if ! ((tsan_part && only_default_args)); then
+	summarize "$testlog" "$status" "$limit"
+	exit
+fi
+
+# The second part: the threaded tests under ThreadSanitizer, then one
+# closing line for both.  (A part that ends without its closing line
+# counts as one failure.)
+main_status=0
+main_summary=$(summarize "$testlog" "$status" "$limit") || main_status=$?
+echo "$main_summary"
+tsan_log=$(mktemp)
+trap 'rm -f "$tsan_log"' EXIT
+echo
+echo "testing: the threaded tests under ThreadSanitizer (usertools/dpdk-fi-test.sh --sanitize thread)"
+tsan_status=0
+bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" --sanitize thread 2>&1 | tee "$tsan_log" ||
+	tsan_status=$?
+# closing_counts TEXT: "PASSED FAILED SKIPPED" of the last closing line.
+closing_counts() {
+	local line
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$1" | tail -n 1)
+	[[ -n "$line" ]] || { echo "0 1 0"; return; }
+	sed -E 's/^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?.*/\1 \2 \4/' <<<"$line" |
+		awk '{print $1, $2, ($3 == "" ? 0 : $3)}'
+}
+read -r main_passed main_failed main_skipped < <(closing_counts "$main_summary")
+read -r tsan_passed tsan_failed tsan_skipped < <(closing_counts "$(cat "$tsan_log")")
+echo
+echo "both parts: $main_passed passed, $main_failed failed (tests); $tsan_passed passed," \
+	"$tsan_failed failed (ThreadSanitizer)"
+passed=$((main_passed + tsan_passed))
+failed=$((main_failed + tsan_failed))
+skipped=$((main_skipped + tsan_skipped))
+echo "$passed passed, $failed failed$( ((skipped)) && echo ", $skipped skipped")"
+((main_status == 0 && tsan_status == 0 && failed == 0 && passed > 0))
