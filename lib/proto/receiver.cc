@@ -456,7 +456,7 @@ std::list<UnexpectedMessage>::iterator Engine::erase_unexpected(
   }
   if (spare_unexpected_.size() >= kSpareRecords) return unexpected_.erase(it);
   auto next = std::next(it);
-  UnexpectedMessage cleared;
+  UnexpectedMessage cleared{};  // (its receive's iov zeroed: never read, but copied)
   cleared.bytes = std::move(it->bytes);
   cleared.bytes_capacity = it->bytes_capacity;
   *it = std::move(cleared);

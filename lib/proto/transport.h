@@ -141,7 +141,7 @@ struct SendRequest {
   // A request: completes when its response arrives, whose data is placed
   // in response_iov; the completion's error is the response's status.
   bool request = false;
-  iovec response_iov[kMaxIov] = {};
+  iovec response_iov[kMaxIov];  // the first response_iov_count only are read
   size_t response_iov_count = 0;
   bool internal = false;    // a response we send: not an application send
   // FI_DELIVERY_COMPLETE: once acknowledged, the send waits for the
@@ -240,7 +240,9 @@ struct MultiRecv {
 };
 
 struct RecvRequest {
-  iovec iov[kMaxIov] = {};
+  // Only the first iov_count are read: the rest are left unwritten (a
+  // receive posted per message would clear 144 bytes for nothing).
+  iovec iov[kMaxIov];
   size_t iov_count = 0;
   void* context = nullptr;
   uint64_t user_flags = 0;
