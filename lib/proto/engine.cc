@@ -277,13 +277,21 @@ bool Engine::take_payload(TxMessage& message, const SendRequest& request, size_t
     message.iov_count = request.iov_count;
     return true;
   }
-  message.copy = take_copy_buffer(length, &message.copy_capacity);
-  if (!message.copy) return false;
+  // A small copy (an 8-byte fi_inject) rides in the record itself, not in
+  // a buffer taken and given back.
+  const bool small = !message.inline_body && length <= sizeof(message.body);
+  if (small) {
+    message.inline_body = true;
+  } else {
+    message.copy = take_copy_buffer(length, &message.copy_capacity);
+    if (!message.copy) return false;
+  }
+  uint8_t* out = small ? message.body : message.copy.get();
   size_t at = 0;
   for (size_t i = 0; i < request.iov_count; ++i) {
     // An empty iov may have no base (fi_send of 0 bytes with buf NULL).
     if (request.iov[i].iov_len != 0)
-      std::memcpy(message.copy.get() + at, request.iov[i].iov_base, request.iov[i].iov_len);
+      std::memcpy(out + at, request.iov[i].iov_base, request.iov[i].iov_len);
     at += request.iov[i].iov_len;
   }
   message.iov_count = 0;

@@ -293,8 +293,8 @@ void Engine::send_response(Connection& c, uint32_t request_id, Response response
 }
 
 size_t Engine::recall_lent(const void* begin, size_t length) {
-  touched_ = true;
   if (lent_out_ == 0) return 0;  // the common case, checked before every write
+  touched_ = true;
   const auto first = reinterpret_cast<uintptr_t>(begin);
   size_t recalled = 0;
   // False when the bytes are lent from the range and no copy could be had.
