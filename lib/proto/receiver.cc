@@ -136,28 +136,10 @@ Engine::Whole Engine::deliver_whole(Connection& c, const wire::FrameHeader& h,
   for (auto it = posted_->list.begin(); it != posted_->list.end(); ++it) {
     if (!matches(*it, sender, tagged, h.tag)) continue;
     if (it->multi) return Whole::kMultiRecv;  // its part is cut by match_posted
-    const RecvRequest& recv = *it;
-    const size_t capacity = capacity_of(recv);
-    const size_t placed = std::min<size_t>(h.msg_len, capacity);
-    write_to_user(recv.iov, recv.iov_count, 0, payload, placed);
-    ++stats_.messages_received;
-    Completion done{};
-    done.kind = Completion::Kind::kRecv;
-    done.context = recv.context;
-    done.user_flags = recv.user_flags;
-    done.len = placed;
-    done.buf = recv.iov_count ? recv.iov[0].iov_base : nullptr;
-    done.tagged = tagged;
-    done.tag = h.tag;
-    done.has_data = h.flags & wire::kFlagRemoteData;
-    done.cq_data = h.cq_data;
-    done.source_key = c.source_key;
-    done.auth_key = c.auth_key;
-    if (h.msg_len > capacity) {
-      done.error = kErrTruncated;
-      done.overflow = h.msg_len - capacity;
-    }
-    push_recv_completion(&c, recv, done, recv.completion || done.error != 0);
+    complete_recv(&c, *it,
+                  {h.msg_len, tagged, h.tag, (h.flags & wire::kFlagRemoteData) != 0, h.cq_data,
+                   sender},
+                  payload);
     drop_posted(it);
     --posted_->count;
     return Whole::kDelivered;
@@ -178,8 +160,14 @@ void Engine::place(InboundMessage& in, size_t offset, const uint8_t* data, size_
 
 void Engine::complete_recv(Connection* from, const RecvRequest& recv, const InboundMessage& in,
                            const uint8_t* bytes_if_copy) {
+  complete_recv(from, recv, {in.length, in.tagged, in.tag, in.has_data, in.cq_data, in.sender},
+                bytes_if_copy);
+}
+
+void Engine::complete_recv(Connection* from, const RecvRequest& recv,
+                           const ReceivedMessage& message, const uint8_t* bytes_if_copy) {
   const size_t capacity = capacity_of(recv);
-  const size_t placed = std::min(in.length, capacity);
+  const size_t placed = std::min(message.length, capacity);
   if (bytes_if_copy != nullptr) write_to_user(recv.iov, recv.iov_count, 0, bytes_if_copy, placed);
   ++stats_.messages_received;
   Completion done{};
@@ -188,15 +176,15 @@ void Engine::complete_recv(Connection* from, const RecvRequest& recv, const Inbo
   done.user_flags = recv.user_flags;
   done.len = placed;
   done.buf = recv.iov_count ? recv.iov[0].iov_base : nullptr;
-  done.tagged = in.tagged;
-  done.tag = in.tag;
-  done.has_data = in.has_data;
-  done.cq_data = in.cq_data;
-  done.source_key = in.sender.source_key;
-  done.auth_key = in.sender.auth_key;
-  if (in.length > capacity) {
+  done.tagged = message.tagged;
+  done.tag = message.tag;
+  done.has_data = message.has_data;
+  done.cq_data = message.cq_data;
+  done.source_key = message.sender.source_key;
+  done.auth_key = message.sender.auth_key;
+  if (message.length > capacity) {
     done.error = kErrTruncated;
-    done.overflow = in.length - capacity;
+    done.overflow = message.length - capacity;
   }
   push_recv_completion(from, recv, done, recv.completion || done.error != 0);
 }

@@ -966,6 +966,17 @@ class Engine {
   // keep their order (Connection::recv_order); null when it is gone.
   void complete_recv(Connection* from, const RecvRequest& recv, const InboundMessage& in,
                      const uint8_t* bytes_if_copy);
+  // What a receive completion tells of its message.
+  struct ReceivedMessage {
+    size_t length;
+    bool tagged;
+    uint64_t tag;
+    bool has_data;
+    uint64_t cq_data;
+    Sender sender;
+  };
+  void complete_recv(Connection* from, const RecvRequest& recv, const ReceivedMessage& message,
+                     const uint8_t* bytes_if_copy);
   // An error completion for a receive that got no message from `sender`.
   void fail_recv(Connection* from, const RecvRequest& recv, int error, int prov_errno,
                  const Sender& sender);
