@@ -7,6 +7,7 @@ Nothing here starts DPDK; the launcher runs with --print-only or execs sh.
 """
 
 import importlib.util
+import json
 import os
 import shlex
 import shutil
@@ -474,10 +475,13 @@ class FakeProjectRunTest(unittest.TestCase):
             "executable('main', 'main.cc')\n" + tests)
         return root
 
-    def run_tests(self, root: Path, *args: str) -> subprocess.CompletedProcess:
+    def run_tests(self, root: Path, *args: str, tsan: bool = False) -> subprocess.CompletedProcess:
+        """dpdk-fi-test.sh --no-hugepages ARGS; without its ThreadSanitizer
+        part unless `tsan`, as these projects lack the tests it names."""
+        extra = [] if tsan else ["--no-tsan"]
         return subprocess.run(["bash", str(root / "usertools" / "dpdk-fi-test.sh"),
-                               "--no-hugepages", *args], capture_output=True, text=True,
-                              timeout=300, cwd="/")
+                               "--no-hugepages", *extra, *args], capture_output=True,
+                              text=True, timeout=300, cwd="/")
 
     def test_pass_and_skip(self) -> None:
         root = self.project(
@@ -497,6 +501,27 @@ class FakeProjectRunTest(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         result = self.run_tests(root, "--suite", "a")
         self.assertEqual(result.stdout.splitlines()[-1], "1 passed, 0 failed")
+        self.assertEqual(result.returncode, 0)
+
+    def test_second_part_runs_the_threaded_tests_under_tsan(self) -> None:
+        listed = subprocess.run(
+            ["bash", "-c", 'source "$1"; echo "${DPDK_FI_TSAN_TESTS[@]}"', "-",
+             str(REPO / "usertools" / "dpdk_fi_sanitize.sh")],
+            capture_output=True, text=True, check=True).stdout.split()
+        self.assertIn("ofi_threads", listed)
+        root = self.project("".join(f"test('{name}', sh, args: ['-c', 'true'])\n"
+                                    for name in listed) +
+                            "test('plain', sh, args: ['-c', 'true'])\n")
+        result = self.run_tests(root, tsan=True)
+        output = result.stdout + result.stderr
+        self.assertIn("--sanitize thread", output)
+        tsan_log = (root / "build-tsan" / "meson-logs" / "testlog.json").read_text()
+        self.assertEqual(sorted(json.loads(line)["name"] for line in tsan_log.splitlines()),
+                         sorted(listed), output)
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[-2], f"both parts: {len(listed) + 1} passed, 0 failed (tests); "
+                         f"{len(listed)} passed, 0 failed (ThreadSanitizer)", output)
+        self.assertEqual(lines[-1], f"{2 * len(listed) + 1} passed, 0 failed", output)
         self.assertEqual(result.returncode, 0)
 
     def test_build_failure(self) -> None:
