@@ -28,8 +28,11 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "app/common/long_options.h"
+#include "app/common/option_number.h"
 #include "app/common/provider_path.h"
 
 namespace {
@@ -57,25 +60,24 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 0; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> unsigned long long {
-      if (i + 1 >= argc) fail_setup("option " + std::string(arg) + " needs a value");
-      char* end = nullptr;
-      const unsigned long long v = std::strtoull(argv[++i], &end, 10);
-      if (*end != '\0') fail_setup("option " + std::string(arg) + ": not a number");
-      return v;
-    };
-    if (arg == "--count") o.count = value();
-    else if (arg == "--batch") o.batch = value();
-    else if (arg == "--seed") o.seed = value();
-    else if (arg == "--help" || arg == "-h") {
-      std::printf("dpdk-fi-avbench [EAL args] -- [--count N] [--batch B] [--seed S]\n");
-      std::exit(0);
-    } else {
-      fail_setup("unknown option " + std::string(arg));
-    }
-  }
+  auto number = [](const std::string& name, const char* text, auto* out) {
+    const auto parsed = ofi_dpdk::app::option_number<std::remove_pointer_t<decltype(out)>>(text);
+    if (!parsed) fail_setup("option --" + name + ": not a number: " + text);
+    *out = *parsed;
+  };
+  ofi_dpdk::app::read_long_options(
+      "dpdk-fi-avbench", argc, argv,
+      {{"count", true}, {"batch", true}, {"seed", true}, {"help", false}},
+      [&](const std::string& name, const char* value) {
+        if (name == "count") number(name, value, &o.count);
+        else if (name == "batch") number(name, value, &o.batch);
+        else if (name == "seed") number(name, value, &o.seed);
+        else if (name == "help") {
+          std::printf("dpdk-fi-avbench [EAL args] -- [--count N] [--batch B] [--seed S]\n");
+          std::exit(0);
+        }
+      },
+      [](const std::string& why) { fail_setup(why); });
   if (o.count == 0 || o.batch == 0) fail_setup("--count and --batch must be above 0");
   return o;
 }

@@ -48,41 +48,52 @@
 #include <vector>
 
 #include "app/bench/bench.h"
+#include "app/common/long_options.h"
 #include "app/common/option_number.h"
 #include "app/common/provider_path.h"
 
 namespace ofi_dpdk::bench {
 namespace {
 
+constexpr const char* kUsage =
+    "usage: dpdk-fi-bench [EAL args] -- --role server|client|both --pattern P\n"
+    "    [--provider NAME] [--size B] [--max-size B] [--count N] [--window W]\n"
+    "    [--senders K] [--threads N] [--rendezvous DIR] [--timeout S] [--seed N]\n"
+    "patterns: latency bandwidth tagged mixed fanin write read atomic\n";
+
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 0; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) fail_setup("option " + std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    // (A value that is not a number is a usage error, exit status 2.)
-    auto number = [&]<typename T>(T* out) {
-      const std::string text = value();
-      const std::optional<T> parsed = app::option_number<T>(text);
-      if (!parsed) fail_setup("option " + std::string(arg) + ": not a number: " + text);
-      *out = *parsed;
-    };
-    if (arg == "--provider") o.provider = value();
-    else if (arg == "--role") o.role = value();
-    else if (arg == "--pattern") o.pattern = value();
-    else if (arg == "--size") number(&o.size);
-    else if (arg == "--max-size") number(&o.max_size);
-    else if (arg == "--count") number(&o.count);
-    else if (arg == "--window") number(&o.window);
-    else if (arg == "--senders") number(&o.senders);
-    else if (arg == "--rendezvous") o.rendezvous = value();
-    else if (arg == "--timeout") number(&o.timeout);
-    else if (arg == "--seed") number(&o.seed);
-    else if (arg == "--threads") number(&o.threads);
-    else fail_setup("unknown option " + std::string(arg) + " (see the comment at the top of bench.cc)");
-  }
+  // (A value that is not a number is a usage error, exit status 2.)
+  auto number = [&]<typename T>(const std::string& name, const char* text, T* out) {
+    const std::optional<T> parsed = app::option_number<T>(text);
+    if (!parsed) fail_setup("option --" + name + ": not a number: " + text);
+    *out = *parsed;
+  };
+  app::read_long_options(
+      "dpdk-fi-bench", argc, argv,
+      {{"provider", true}, {"role", true}, {"pattern", true}, {"size", true},
+       {"max-size", true}, {"count", true}, {"window", true}, {"senders", true},
+       {"rendezvous", true}, {"timeout", true}, {"seed", true}, {"threads", true},
+       {"help", false}},
+      [&](const std::string& name, const char* value) {
+        if (name == "help") {
+          std::fputs(kUsage, stdout);
+          std::exit(0);
+        }
+        if (name == "provider") o.provider = value;
+        else if (name == "role") o.role = value;
+        else if (name == "pattern") o.pattern = value;
+        else if (name == "size") number(name, value, &o.size);
+        else if (name == "max-size") number(name, value, &o.max_size);
+        else if (name == "count") number(name, value, &o.count);
+        else if (name == "window") number(name, value, &o.window);
+        else if (name == "senders") number(name, value, &o.senders);
+        else if (name == "rendezvous") o.rendezvous = value;
+        else if (name == "timeout") number(name, value, &o.timeout);
+        else if (name == "seed") number(name, value, &o.seed);
+        else if (name == "threads") number(name, value, &o.threads);
+      },
+      [](const std::string& why) { fail_setup(why + "\n" + kUsage); });
   if (o.role != "server" && o.role != "client" && o.role != "both") fail_setup("bad --role");
   static constexpr std::string_view kPatterns[] = {"latency", "bandwidth", "tagged", "mixed",
                                                    "fanin",   "write",     "read",   "atomic"};

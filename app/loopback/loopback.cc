@@ -24,8 +24,11 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "app/common/long_options.h"
+#include "app/common/option_number.h"
 #include "app/common/provider_path.h"
 
 namespace {
@@ -42,44 +45,40 @@ struct Options {
   double timeout = 10;
 };
 
+constexpr const char* kUsage =
+    "usage: dpdk-fi-loopback [EAL args] -- [--pattern pingpong|stream] [--count N]\n"
+    "       [--seconds T] [--size BYTES] [--endpoints N] [--port NAME] [--timeout SECONDS]\n";
+
 [[noreturn]] void usage_error(const char* text) {
-  std::fprintf(stderr,
-               "dpdk-fi-loopback: %s\n"
-               "usage: dpdk-fi-loopback [EAL args] -- [--pattern pingpong|stream] [--count N]\n"
-               "       [--seconds T] [--size BYTES] [--endpoints N] [--port NAME] "
-               "[--timeout SECONDS]\n",
-               text);
+  std::fprintf(stderr, "dpdk-fi-loopback: %s\n%s", text, kUsage);
   std::exit(2);
 }
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 0; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= argc) usage_error("an option lacks its value");
-      return argv[++i];
-    };
-    if (arg == "--pattern") {
-      o.pattern = value();
-    } else if (arg == "--count") {
-      o.count = std::strtoull(value(), nullptr, 10);
-    } else if (arg == "--seconds") {
-      o.seconds = std::strtod(value(), nullptr);
-    } else if (arg == "--size") {
-      o.size = std::strtoull(value(), nullptr, 10);
-    } else if (arg == "--endpoints") {
-      o.endpoints = std::atoi(value());
-    } else if (arg == "--port") {
-      o.port = value();
-    } else if (arg == "--timeout") {
-      o.timeout = std::strtod(value(), nullptr);
-    } else if (arg == "-h" || arg == "--help") {
-      usage_error("help");
-    } else {
-      usage_error(("unknown option " + std::string(arg)).c_str());
-    }
-  }
+  auto number = [](const std::string& name, const char* text, auto* out) {
+    const auto parsed = ofi_dpdk::app::option_number<std::remove_pointer_t<decltype(out)>>(text);
+    if (!parsed) usage_error(("option --" + name + ": not a number: " + text).c_str());
+    *out = *parsed;
+  };
+  ofi_dpdk::app::read_long_options(
+      "dpdk-fi-loopback", argc, argv,
+      {{"pattern", true}, {"count", true}, {"seconds", true}, {"size", true},
+       {"endpoints", true}, {"port", true}, {"timeout", true}, {"help", false}},
+      [&](const std::string& name, const char* value) {
+        if (name == "pattern") o.pattern = value;
+        else if (name == "count") number(name, value, &o.count);
+        else if (name == "seconds") number(name, value, &o.seconds);
+        else if (name == "size") number(name, value, &o.size);
+        else if (name == "endpoints") number(name, value, &o.endpoints);
+        else if (name == "port") o.port = value;
+        else if (name == "timeout") number(name, value, &o.timeout);
+        else if (name == "help") {
+          std::fputs(kUsage, stdout);
+          std::exit(0);
+        }
+      },
+      [](const std::string& why) { usage_error(why.c_str()); });
   if (o.pattern != "pingpong" && o.pattern != "stream") usage_error("unknown pattern");
   if (o.endpoints < 2 || o.endpoints > 16) usage_error("--endpoints wants 2..16");
   if (o.size == 0) usage_error("--size wants at least 1 byte");

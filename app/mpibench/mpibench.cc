@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "app/common/long_options.h"
 #include "app/common/option_number.h"
 
 namespace {
@@ -69,35 +70,36 @@ T number(const std::string& option, const std::string& text) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if ((arg == "--sizes" || arg == "--bandwidth" || arg == "--collectives" || arg == "--rma") &&
-        value) {
-      std::vector<size_t>& sizes = arg == "--sizes"         ? o.sizes
-                                   : arg == "--bandwidth"   ? o.bandwidth
-                                   : arg == "--collectives" ? o.collectives
-                                                            : o.rma;
-      sizes.clear();
-      std::stringstream list(value);
-      for (std::string size; std::getline(list, size, ',');) sizes.push_back(number<size_t>(arg, size));
-      ++i;
-    } else if (arg == "--window" && value) {
-      o.window = std::max(number<int>(arg, value), 1);
-      ++i;
-    } else if (arg == "--alltoall" && value) {
-      o.alltoall = number<size_t>(arg, value);
-      ++i;
-    } else if (arg == "--iterations" && value) {
-      o.iterations = number<int>(arg, value);
-      ++i;
-    } else if (arg == "--check") {
-      o.check = true;
-    } else {
-      std::fprintf(stderr, "dpdk-fi-mpibench: unknown argument %s\n", arg.c_str());
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-  }
+  ofi_dpdk::app::read_long_options(
+      "dpdk-fi-mpibench", argc - 1, argv + 1,
+      {{"sizes", true}, {"bandwidth", true}, {"collectives", true}, {"rma", true},
+       {"window", true}, {"alltoall", true}, {"iterations", true}, {"check", false}},
+      [&](const std::string& name, const char* value) {
+        const std::string option = "--" + name;
+        if (name == "sizes" || name == "bandwidth" || name == "collectives" || name == "rma") {
+          std::vector<size_t>& sizes = name == "sizes"         ? o.sizes
+                                       : name == "bandwidth"   ? o.bandwidth
+                                       : name == "collectives" ? o.collectives
+                                                               : o.rma;
+          sizes.clear();
+          std::stringstream list(value);
+          for (std::string size; std::getline(list, size, ',');)
+            sizes.push_back(number<size_t>(option, size));
+        } else if (name == "window") {
+          o.window = std::max(number<int>(option, value), 1);
+        } else if (name == "alltoall") {
+          o.alltoall = number<size_t>(option, value);
+        } else if (name == "iterations") {
+          o.iterations = number<int>(option, value);
+        } else if (name == "check") {
+          o.check = true;
+        }
+      },
+      [](const std::string& why) {
+        std::fprintf(stderr, "dpdk-fi-mpibench: %s\n", why.c_str());
+        MPI_Abort(MPI_COMM_WORLD, 2);
+        std::exit(2);  // MPI_Abort does not return; the compiler cannot know
+      });
   return o;
 }
 

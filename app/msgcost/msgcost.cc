@@ -35,6 +35,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "app/common/long_options.h"
 #include "app/common/option_number.h"
 #include "app/common/provider_path.h"
 
@@ -174,24 +175,21 @@ __attribute__((noinline)) bool measured_loop(Fabric& f, std::vector<uint8_t>& ou
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) setup_error(arg + " needs a value");
-      return argv[++i];
-    };
-    auto number = [&](auto* out) {
-      const std::string text = value();
-      const auto parsed = ofi_dpdk::app::option_number<std::remove_pointer_t<decltype(out)>>(text);
-      if (!parsed) setup_error(arg + ": not a number: " + text);
-      *out = *parsed;
-    };
-    if (arg == "--provider") o.provider = value();
-    else if (arg == "--size") number(&o.size);
-    else if (arg == "--count") number(&o.count);
-    else if (arg == "--warmup") number(&o.warmup);
-    else setup_error("unknown option " + arg);
-  }
+  auto number = [](const std::string& name, const char* text, auto* out) {
+    const auto parsed = ofi_dpdk::app::option_number<std::remove_pointer_t<decltype(out)>>(text);
+    if (!parsed) setup_error("option --" + name + ": not a number: " + text);
+    *out = *parsed;
+  };
+  ofi_dpdk::app::read_long_options(
+      "dpdk-fi-msgcost", argc, argv,
+      {{"provider", true}, {"size", true}, {"count", true}, {"warmup", true}},
+      [&](const std::string& name, const char* value) {
+        if (name == "provider") o.provider = value;
+        else if (name == "size") number(name, value, &o.size);
+        else if (name == "count") number(name, value, &o.count);
+        else if (name == "warmup") number(name, value, &o.warmup);
+      },
+      [](const std::string& why) { setup_error(why); });
   if (o.count == 0) setup_error("--count wants at least 1");
   return o;
 }

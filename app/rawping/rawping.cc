@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "app/common/long_options.h"
 #include "app/common/option_number.h"
 
 namespace {
@@ -55,29 +56,27 @@ T number(const std::string& option, const std::string& text) {
 Options parse(int argc, char** argv) {
   Options o;
   bool role = false;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) fail(arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--role") {
-      const std::string r = value();
-      if (r != "server" && r != "client") fail("--role server or client");
-      o.server = r == "server";
-      role = true;
-    } else if (arg == "--size") {
-      o.size = number<uint16_t>(arg, value());
-    } else if (arg == "--count") {
-      o.count = number<uint64_t>(arg, value());
-    } else if (arg == "--warmup") {
-      o.warmup = number<uint64_t>(arg, value());
-    } else if (arg == "--timeout") {
-      o.timeout = number<double>(arg, value());
-    } else {
-      fail("unknown argument " + arg);
-    }
-  }
+  ofi_dpdk::app::read_long_options(
+      "dpdk-fi-rawping", argc, argv,
+      {{"role", true}, {"size", true}, {"count", true}, {"warmup", true}, {"timeout", true}},
+      [&](const std::string& name, const char* value) {
+        const std::string option = "--" + name;
+        if (name == "role") {
+          const std::string r = value;
+          if (r != "server" && r != "client") fail("--role server or client");
+          o.server = r == "server";
+          role = true;
+        } else if (name == "size") {
+          o.size = number<uint16_t>(option, value);
+        } else if (name == "count") {
+          o.count = number<uint64_t>(option, value);
+        } else if (name == "warmup") {
+          o.warmup = number<uint64_t>(option, value);
+        } else if (name == "timeout") {
+          o.timeout = number<double>(option, value);
+        }
+      },
+      [](const std::string& why) { fail(why); });
   if (!role) fail("--role server|client is required");
   if (o.size < 60 || o.size > 1500) fail("--size wants 60..1500");
   return o;

@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/common/long_options.h"
 #include "drivers/net/shared_switch.h"
 
 namespace {
@@ -101,42 +102,39 @@ long number(std::string_view option, const char* text, long max, std::string* wh
 
 std::optional<Options> parse(int argc, char** argv, std::string* why) {
   Options options;
-  for (int i = 0; i < argc && why->empty(); ++i) {
-    const std::string_view arg = argv[i];
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (arg == "--quiet") {
-      options.quiet = true;
-      continue;
-    }
-    if (value == nullptr) {
-      *why = arg.starts_with("--") ? std::string(arg) + " needs a value"
-                                   : "unknown option '" + std::string(arg) + "'";
-      break;
-    }
-    ++i;
-    if (arg == "--name") {
-      options.config.name = value;
-    } else if (arg == "--ready-file") {
-      options.ready_file = value;
-    } else if (arg == "--lock-file") {
-      options.lock_file = value;
-    } else if (arg == "--processes") {
-      options.config.slots = static_cast<uint16_t>(number(arg, value, 16, why));
-    } else if (arg == "--ring-size") {
-      options.config.ring_size = static_cast<uint32_t>(number(arg, value, 1 << 20, why));
-    } else if (arg == "--ether-type") {
-      options.config.ether_type = static_cast<uint16_t>(number(arg, value, 0xFFFF, why));
-    } else if (arg == "--mbufs") {
-      options.config.mbufs_per_slot = static_cast<uint32_t>(number(arg, value, 1 << 20, why));
-    } else if (arg == "--mtu") {
-      options.config.mtu = static_cast<uint16_t>(number(arg, value, 65000, why));
-      if (why->empty() && options.config.mtu < 576) *why = "--mtu: 576 to 65000";
-    } else if (arg == "--linger-ms") {
-      options.linger_ms = number(arg, value, 86'400'000, why);
-    } else {
-      *why = "unknown option '" + std::string(arg) + "'";
-    }
-  }
+  ofi_dpdk::app::read_long_options(
+      "dpdk-fi-switch", argc, argv,
+      {{"quiet", false}, {"name", true}, {"ready-file", true}, {"lock-file", true},
+       {"processes", true}, {"ring-size", true}, {"ether-type", true}, {"mbufs", true},
+       {"mtu", true}, {"linger-ms", true}},
+      [&](const std::string& name, const char* value) {
+        if (!why->empty()) return;  // the first error is the one told
+        const std::string option = "--" + name;
+        if (name == "quiet") {
+          options.quiet = true;
+        } else if (name == "name") {
+          options.config.name = value;
+        } else if (name == "ready-file") {
+          options.ready_file = value;
+        } else if (name == "lock-file") {
+          options.lock_file = value;
+        } else if (name == "processes") {
+          options.config.slots = static_cast<uint16_t>(number(option, value, 16, why));
+        } else if (name == "ring-size") {
+          options.config.ring_size = static_cast<uint32_t>(number(option, value, 1 << 20, why));
+        } else if (name == "ether-type") {
+          options.config.ether_type = static_cast<uint16_t>(number(option, value, 0xFFFF, why));
+        } else if (name == "mbufs") {
+          options.config.mbufs_per_slot =
+              static_cast<uint32_t>(number(option, value, 1 << 20, why));
+        } else if (name == "mtu") {
+          options.config.mtu = static_cast<uint16_t>(number(option, value, 65000, why));
+          if (why->empty() && options.config.mtu < 576) *why = "--mtu: 576 to 65000";
+        } else if (name == "linger-ms") {
+          options.linger_ms = number(option, value, 86'400'000, why);
+        }
+      },
+      [](const std::string& why) { usage_error(why); });
   if (!why->empty()) return std::nullopt;
   if (!options.lock_file.empty() && options.ready_file.empty()) {
     *why = "--lock-file goes with --ready-file";
