@@ -341,7 +341,6 @@ void Engine::drop_outbox_frames(const TxMessage& m) {
 }
 
 size_t Engine::forget_placements(const void* begin, size_t length) {
-  touched_ = true;
   const auto first = reinterpret_cast<uintptr_t>(begin);
   size_t forgotten = 0;
   for (auto& [key, c] : connections_) {
@@ -353,6 +352,8 @@ size_t Engine::forget_placements(const void* begin, size_t length) {
     in->region_gone = true;
     ++forgotten;
   }
+  // Only a request that lost its region has something new to do.
+  if (forgotten != 0) touched_ = true;
   return forgotten;
 }
 
