@@ -1,0 +1,450 @@
+// The reliable transport (lib/proto Engine) pacing itself: congestion
+// control under loss and sharing, and delayed and piggybacked acks.
+// Engines over the in-memory lossy link in simulated time (transport_net.h);
+// each test says what it expects in `// Expect:` comments.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lib/proto/frame_codec.h"
+#include "lib/proto/seq.h"
+#include "lib/proto/engine_state.h"
+#include "test/proto/lossy_link.h"
+#include "test/proto/transport_net.h"
+
+namespace ofi_dpdk::proto {
+namespace {
+
+// ===========================================================================
+// 13. Congestion control.
+
+// A stream A to B whose window has opened, and the filter that drops the
+// first transmission of the data segments whose seq is in `lose` (each
+// once), for the two tests below.
+struct LossProbe {
+  explicit LossProbe(uint64_t seed) : net(seed) {
+    config.max_payload = 64;  // many small frames
+    a = net.add(config, kMacA, 0, 0xA0000016);
+    b = net.add(config, kMacB, 0, 0xB0000016);
+    FlowSpec spec;
+    spec.src = a;
+    spec.dst = b;
+    spec.sizes.assign(20000, 1024);
+    spec.send_window = 64;
+    spec.post_ahead = 128;
+    flow = &net.add_flow(spec);
+    net.link.keep = [this](size_t from, const wire::FrameHeader& h) {
+      if (from != a || !wire::opcode_is_data(h.opcode)) return true;
+      for (uint32_t& seq : lose) {
+        if (seq != 0 && h.seq == seq) {
+          seq = 0;
+          return false;
+        }
+      }
+      return true;
+    };
+  }
+  const Connection& sender() { return *net.engine(a).find(net.link.key(b)); }
+
+  TransportConfig config;
+  Net net;
+  size_t a = 0, b = 0;
+  Flow* flow = nullptr;
+  std::vector<uint32_t> lose;
+};
+
+TEST(TransportCongestion, WindowShrinksOnLossAndGrowsBack) {
+  // Expect: a long stream opens the congestion window; a burst of loss
+  // shrinks it to at most 70 % (the multiplicative decrease, CUBIC's beta);
+  // once the loss stops it grows back to at
+  // least 90 % of where it was.
+  LossProbe p(13);  // 1 KiB messages in 64-byte frames: cheap to checksum
+  Net& net = p.net;
+  Flow& f = *p.flow;
+  net.run_for(5 * kMs);
+  const Connection* c = net.engine(p.a).find(net.link.key(p.b));
+  ASSERT_NE(c, nullptr);
+  const uint32_t before = c->cwnd_x256;
+  EXPECT_GE(before, 64u * 256) << "the window never opened";
+
+  net.link.faults().drop = 0.3;
+  uint32_t lowest = before;
+  for (int i = 0; i < 40; ++i) {
+    net.step();
+    lowest = std::min(lowest, c->cwnd_x256);
+  }
+  net.link.faults().drop = 0;
+  for (int i = 0; i < 400; ++i) {
+    net.step();
+    lowest = std::min(lowest, c->cwnd_x256);
+  }
+  EXPECT_LE(lowest, before * 7 / 10) << "before " << before / 256.0 << " segments";
+  ASSERT_TRUE(net.run_until([&] { return c->cwnd_x256 >= before * 9 / 10 || f.done(); },
+                            200 * kMs));
+  EXPECT_GE(c->cwnd_x256, before * 9 / 10)
+      << "before " << before / 256.0 << ", lowest " << lowest / 256.0 << ", now "
+      << c->cwnd_x256 / 256.0;
+  EXPECT_FALSE(f.done()) << "the stream ended before the window could be judged";
+  EXPECT_EQ(f.problems, 0u) << f.first_problem;
+  EXPECT_EQ(f.send_failed, 0u);
+}
+
+TEST(TransportCongestion, ALoneLossCutsTheWindowLessThanARun) {
+  // Expect: with the window open, losing one segment takes the window to
+  // 90 % of where it was, and so does losing two of one window that were
+  // not sent one after the other; losing two in a row (what a full queue
+  // does) takes it to 70 %, also when B's frames arrive one per step, so
+  // that A learns of each loss from a different ack.  The stream goes on
+  // whole each time.
+  struct Case {
+    std::vector<uint32_t> lost;  // past next_seq when the loss starts
+    uint32_t tenths;
+    const char* what;
+    bool paced = false;
+  };
+  const Case cases[] = {{{5}, 9, "one lost"},
+                        {{5, 9}, 9, "two apart"},
+                        {{5, 6}, 7, "two in a row"},
+                        {{5, 6}, 7, "two in a row, one ack each", true}};
+  uint64_t seed = 16;
+  for (const Case& k : cases) {
+    LossProbe p(++seed);
+    if (k.paced) p.net.link.set_bottleneck(p.b, 1, size_t{1} << 20);
+    p.net.run_for(5 * kMs);
+    const Connection& c = p.sender();
+    ASSERT_GE(c.cwnd_x256, 64u * 256) << "the window never opened";
+    const uint32_t before = c.cwnd_x256 / 256;
+    const uint64_t resent = p.net.engine(p.a).stats().fast_retransmits;
+    for (const uint32_t offset : k.lost) p.lose.push_back(c.next_seq + offset);
+    ASSERT_TRUE(p.net.run_until(
+        [&] { return p.net.engine(p.a).stats().fast_retransmits >= resent + k.lost.size(); },
+        50 * kMs))
+        << k.what;
+    // The cut is the first decrease; growth may since have added a little.
+    EXPECT_EQ(c.ssthresh, before * k.tenths / 10) << k.what << " of " << before;
+    EXPECT_EQ(c.cwnd_before_loss, before) << k.what;
+    p.net.run_for(20 * kMs);
+    EXPECT_EQ(p.flow->problems, 0u) << p.flow->first_problem;
+    EXPECT_EQ(p.flow->send_failed, 0u);
+  }
+}
+
+TEST(TransportCongestion, NewDataFlowsWhileAHoleIsRepaired) {
+  // Expect: while a lost segment (and its first repair) waits for its
+  // repair (una stays at it), the
+  // segments the receiver reported holding (SACK) no longer count against
+  // the window, so new segments go out; in flight and not reported stays
+  // within the window; the stream arrives whole.
+  // In slow start, before the window reaches the slot table's 256: then the
+  // congestion window is what limits.
+  LossProbe p(18);
+  const uint32_t hole = wire::kInitialSeq + 40;
+  p.lose = {hole, hole};  // its first repair is lost too: the hole stays open a while
+  p.net.step();
+  const Connection& c = p.sender();
+  ASSERT_TRUE(p.net.run_until([&] { return c.sacked_in_flight > 0; }, 50 * kMs));
+  ASSERT_EQ(c.una, hole);
+  const uint32_t next_at_report = c.next_seq;
+  uint32_t next_while_open = next_at_report;  // next_seq while una is still the hole
+  for (;;) {
+    EXPECT_LE(c.next_seq - c.una - c.sacked_in_flight, c.cwnd_x256 / 256);
+    p.net.step();
+    if (c.una != hole) break;
+    next_while_open = c.next_seq;
+  }
+  EXPECT_GT(p.net.engine(p.a).stats().fast_retransmits, 0u);
+  EXPECT_GT(next_while_open - next_at_report, 0u) << "nothing new was sent while the hole was open";
+  p.net.run_for(20 * kMs);
+  EXPECT_EQ(p.flow->problems, 0u) << p.flow->first_problem;
+  EXPECT_EQ(p.flow->send_failed, 0u);
+}
+
+TEST(TransportCongestion, TwoSendersShareABottleneck) {
+  // Expect: A and C both stream to B through a bottleneck of 8 frames per
+  // step with a 64-frame queue: both finish everything, and while both are
+  // active neither gets less than a quarter of the messages delivered.
+  TransportConfig config;
+  config.max_payload = 64;
+  Net net(14);
+  const size_t a = net.add(config, kMacA, 0, 0xA0000014);
+  const size_t b = net.add(config, kMacB, 0, 0xB0000014);
+  const size_t c = net.add(config, kMacC, 0, 0xC0000014);
+  net.link.set_bottleneck(b, 8, 64);
+  FlowSpec from_a;
+  from_a.src = a;
+  from_a.dst = b;
+  from_a.sizes.assign(3000, 1024);
+  from_a.directed = true;
+  from_a.seed = 141;
+  FlowSpec from_c = from_a;
+  from_c.src = c;
+  from_c.seed = 142;
+  Flow& fa = net.add_flow(from_a);
+  Flow& fc = net.add_flow(from_c);
+
+  ASSERT_TRUE(net.run_until([&] { return net.flows_done(); }, 20 * kSec))
+      << fa.received << " / " << fc.received;
+  for (Flow* f : {&fa, &fc}) {
+    EXPECT_EQ(f->problems, 0u) << f->first_problem;
+    EXPECT_EQ(f->send_failed, 0u);
+  }
+  EXPECT_GT(net.link.counters().congested, 0u) << "the bottleneck never overflowed";
+  const uint64_t from = std::max(fa.received_at.front(), fc.received_at.front());
+  const uint64_t to = std::min(fa.received_at.back(), fc.received_at.back());
+  auto within = [&](const Flow& f) {
+    return std::count_if(f.received_at.begin(), f.received_at.end(),
+                         [&](uint64_t t) { return t >= from && t <= to; });
+  };
+  const double na = static_cast<double>(within(fa)), nc = static_cast<double>(within(fc));
+  ASSERT_GT(na + nc, 1000.0) << "the flows hardly overlapped";
+  EXPECT_GE(na / (na + nc), 0.25) << na << " vs " << nc;
+  EXPECT_GE(nc / (na + nc), 0.25) << na << " vs " << nc;
+  std::printf("[ info     ] overlap %.1f ms: A %.0f, C %.0f messages; %lu frames tail-dropped\n",
+              (to - from) / 1e6, na, nc, static_cast<unsigned long>(net.link.counters().congested));
+}
+
+// ===========================================================================
+// 14. Delayed and piggybacked acks.
+
+TEST(TransportAcks, OneWayStreamCoalescesAcks) {
+  // Expect: in a lossless one-way stream B sends fewer than one ACK frame per
+  // four data frames of A.  The link paces frames to B (2 per step, nothing
+  // dropped) so they do not all arrive in one poll.
+  Net net(15);
+  const size_t a = net.add(TransportConfig{}, kMacA, 0, 0xA0000015);
+  const size_t b = net.add(TransportConfig{}, kMacB, 0, 0xB0000015);
+  net.link.set_bottleneck(b, 2, size_t{1} << 20);
+  uint64_t data = 0, acks = 0;
+  net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (from == a && h.opcode != static_cast<uint8_t>(wire::Opcode::kAck)) ++data;
+    if (from == b && h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) ++acks;
+  };
+  FlowSpec spec;
+  spec.src = a;
+  spec.dst = b;
+  spec.sizes.assign(100, 64 << 10);
+  Flow& f = net.add_flow(spec);
+  ASSERT_TRUE(net.run_until([&] { return f.done(); }, 1 * kSec));
+  EXPECT_EQ(f.problems, 0u) << f.first_problem;
+  EXPECT_GT(data, 1000u);
+  EXPECT_LT(acks * 4, data) << acks << " acks for " << data << " data frames";
+  EXPECT_GE(net.engine(b).stats().acks_sent, acks);
+  std::printf("[ info     ] %lu ACK frames for %lu data frames\n", static_cast<unsigned long>(acks),
+              static_cast<unsigned long>(data));
+}
+
+TEST(TransportAcks, BidirectionalTrafficPiggybacksAcks) {
+  // Expect: with both directions busy (both ends paced as above), nearly
+  // every data frame carries an ack (kFlagAckValid).  (Pure ACKs remain
+  // while both sides are window-limited: then only they keep the ack clock.)
+  Net net(16);
+  const size_t a = net.add(TransportConfig{}, kMacA, 0, 0xA0000016);
+  const size_t b = net.add(TransportConfig{}, kMacB, 0, 0xB0000016);
+  net.link.set_bottleneck(a, 2, size_t{1} << 20);
+  net.link.set_bottleneck(b, 2, size_t{1} << 20);
+  uint64_t data = 0, with_ack = 0, acks = 0;
+  net.link.tap = [&](size_t, size_t, const wire::FrameHeader& h) {
+    if (h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) {
+      ++acks;
+    } else {
+      ++data;
+      if (h.flags & wire::kFlagAckValid) ++with_ack;
+    }
+  };
+  FlowSpec ab;
+  ab.src = a;
+  ab.dst = b;
+  ab.sizes.assign(400, 16 << 10);
+  ab.seed = 161;
+  FlowSpec ba = ab;
+  ba.src = b;
+  ba.dst = a;
+  ba.seed = 162;
+  net.add_flow(ab);
+  net.add_flow(ba);
+  ASSERT_TRUE(net.run_until([&] { return net.flows_done(); }, 1 * kSec));
+  for (const auto& f : net.flows) EXPECT_EQ(f->problems, 0u) << f->first_problem;
+  EXPECT_GT(data, 4000u);
+  EXPECT_GE(with_ack * 100, data * 95) << with_ack << " of " << data << " carry an ack";
+  std::printf("[ info     ] %lu of %lu data frames carry an ack; %lu ACK frames\n",
+              static_cast<unsigned long>(with_ack), static_cast<unsigned long>(data),
+              static_cast<unsigned long>(acks));
+}
+
+TEST(TransportAcks, AMessageWhoseSenderWaitsIsAckedAtOnce) {
+  // Expect: with a 50 ms ack delay, a lone 3-segment message with a
+  // completion completes in well under a millisecond of simulated time:
+  // its last segment carries kFlagAckNow and B acks at once.
+  TransportConfig config;
+  config.ack_delay_ns = 50 * kMs;
+  Pair p(18, config);
+  p.open();
+  uint64_t flagged = 0, last_segments = 0;
+  p.net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (from != p.a || h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) return;
+    if (h.flags & wire::kFlagLastSegment) ++last_segments;
+    if (h.flags & wire::kFlagAckNow) ++flagged;
+  };
+  std::vector<uint8_t> in(4000), in2(4000);
+  ASSERT_EQ(post_bytes(p.net, p.b, in, ctx(1)), 0);
+  const auto message = pattern(3000, 3);
+  const uint64_t start = p.net.link.now();
+  ASSERT_EQ(send_bytes(p.net, p.a, p.b, message, ctx(2)), 0);
+  ASSERT_TRUE(wait_completions(p.net, p.a, 1, 100 * kMs));
+  EXPECT_LT(p.net.link.now() - start, 1 * kMs) << "the send waited for the ack delay";
+  EXPECT_EQ(flagged, 1u);
+  EXPECT_EQ(last_segments, 1u);
+
+  // A message nobody waits on (no completion: fi_inject) does not ask,
+  // though nothing is queued behind it; the one with a completion queued
+  // behind it does.  The first is longer than any window (300 segments),
+  // so it is still being cut when the second is queued.
+  Pair q(19, config);
+  q.open();
+  const auto long_message = pattern(300 * 1444, 4);
+  std::vector<uint8_t> long_in(long_message.size());
+  std::vector<uint32_t> flagged_ids, last_ids;
+  q.net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (from != q.a || h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) return;
+    // (Segments that fill the window ask too: only the ends count here.)
+    if (h.flags & wire::kFlagLastSegment) last_ids.push_back(h.msg_id);
+    if ((h.flags & wire::kFlagLastSegment) && (h.flags & wire::kFlagAckNow))
+      flagged_ids.push_back(h.msg_id);
+  };
+  const auto send_unheard = [&](const std::vector<uint8_t>& bytes) {
+    iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
+    SendRequest s;
+    s.iov = &iov;
+    s.iov_count = 1;
+    s.completion = false;
+    s.copy = true;
+    return q.net.engine(q.a).send(q.net.link.address(q.b), s, q.net.link.now());
+  };
+  ASSERT_EQ(post_bytes(q.net, q.b, long_in, ctx(3)), 0);
+  ASSERT_EQ(post_bytes(q.net, q.b, in2, ctx(4)), 0);
+  ASSERT_EQ(send_unheard(long_message), 0);
+  ASSERT_EQ(send_bytes(q.net, q.a, q.b, message, ctx(6)), 0);
+  ASSERT_TRUE(wait_completions(q.net, q.a, 1, 100 * kMs));
+  ASSERT_EQ(last_ids.size(), 2u);
+  ASSERT_EQ(flagged_ids.size(), 1u) << "only the message with a completion asks";
+  EXPECT_EQ(flagged_ids[0], last_ids[1]);
+
+  // Alone, a message nobody waits on is acked when the ack delay runs out.
+  ASSERT_TRUE(wait_completions(q.net, q.b, 2, 100 * kMs));
+  const Connection* to_b = q.net.engine(q.a).find(q.net.link.key(q.b));
+  ASSERT_NE(to_b, nullptr);
+  const uint64_t delayed_before = q.net.engine(q.b).stats().delayed_acks;
+  ASSERT_EQ(post_bytes(q.net, q.b, in, ctx(7)), 0);
+  const auto short_message = pattern(100, 5);
+  const uint64_t sent_at = q.net.link.now();
+  ASSERT_EQ(send_unheard(short_message), 0);
+  ASSERT_TRUE(wait_completions(q.net, q.b, 3, 10 * kMs));
+  ASSERT_TRUE(q.net.run_until([&] { return to_b->una == to_b->next_seq; }, 100 * kMs));
+  EXPECT_GE(q.net.link.now() - sent_at, config.ack_delay_ns) << "acked before the delay";
+  EXPECT_EQ(q.net.engine(q.b).stats().delayed_acks, delayed_before + 1);
+}
+
+TEST(TransportAcks, ASegmentThatFillsTheWindowAsksForTheAck) {
+  // Expect: with a 50 ms ack delay and a congestion window of a few
+  // segments (initial 3, grown by the warm-up's acks, under kAckEvery), a
+  // 40-segment message nobody waits on (no completion) is acked whole in
+  // well under the delay: each segment that fills the window carries
+  // kFlagAckNow, and B acks it at once.  Without that, every window would
+  // wait the delay.
+  TransportConfig config;
+  config.ack_delay_ns = 50 * kMs;
+  config.initial_window = 3;
+  Pair p(20, config);
+  p.open();
+  const Connection* to_b = p.net.engine(p.a).find(p.net.link.key(p.b));
+  ASSERT_NE(to_b, nullptr);
+  ASSERT_LT(to_b->cwnd_x256 / 256, 8u) << "the window is not small: the test shows nothing";
+  size_t data_frames = 0, asking = 0;
+  p.net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (from != p.a || h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) return;
+    ++data_frames;
+    if (h.flags & wire::kFlagAckNow) ++asking;
+  };
+  std::vector<uint8_t> in(40 * 1444);
+  ASSERT_EQ(post_bytes(p.net, p.b, in, ctx(1)), 0);
+  const auto message = pattern(40 * 1444, 6);
+  iovec iov{const_cast<uint8_t*>(message.data()), message.size()};
+  SendRequest s;
+  s.iov = &iov;
+  s.iov_count = 1;
+  s.completion = false;
+  s.copy = true;
+  const uint64_t start = p.net.link.now();
+  ASSERT_EQ(p.net.engine(p.a).send(p.net.link.address(p.b), s, p.net.link.now()), 0);
+  ASSERT_TRUE(wait_completions(p.net, p.b, 1, 200 * kMs));
+  ASSERT_TRUE(p.net.run_until([&] { return to_b->una == to_b->next_seq; }, 200 * kMs));
+  EXPECT_LT(p.net.link.now() - start, 5 * kMs) << "the windows waited for the ack delay";
+  EXPECT_GE(data_frames, 40u);
+  EXPECT_GE(asking, 1u) << "no segment that filled the window asked for the ack";
+  EXPECT_LT(asking, data_frames) << "every segment asked";
+}
+
+TEST(TransportAcks, OwedAckRidesOnTheNextDataFrame) {
+  // Expect: B owes A an ack (3 segments of a longer message arrived, the
+  // ack delay has not run out) when B sends A a message: that data frame
+  // carries kFlagAckValid with ack = B's next expected seq and B owes
+  // nothing after it; B never sends that ack again as an ACK frame; A takes
+  // it (una moves); both messages arrive.
+  TransportConfig config;
+  config.initial_window = 3;
+  Pair p(17, config);
+  p.open();
+  Engine& a = p.net.engine(p.a);
+  Engine& b = p.net.engine(p.b);
+  std::vector<uint8_t> at_b(20000), at_a(100);
+  ASSERT_EQ(post_bytes(p.net, p.b, at_b, ctx(1)), 0);
+  ASSERT_EQ(post_bytes(p.net, p.a, at_a, ctx(2)), 0);
+  const Connection* to_a = b.find(p.net.link.key(p.a));
+  const Connection* to_b = a.find(p.net.link.key(p.b));
+  const uint32_t expected = to_a->next_expected;
+  const auto long_message = pattern(10 * 1444, 1), reply = pattern(20, 2);
+  ASSERT_EQ(send_bytes(p.net, p.a, p.b, long_message, ctx(3)), 0);
+  ASSERT_TRUE(p.net.run_until([&] { return to_a->next_expected != expected; }, 1 * kMs));
+  ASSERT_GT(to_a->ack_owed, 0u);
+  ASSERT_LT(to_a->ack_owed, 8u);
+  ASSERT_TRUE(b.outbox().empty()) << "B acknowledged before the test could answer";
+
+  const uint32_t owed_ack = to_a->next_expected;
+  ASSERT_EQ(send_bytes(p.net, p.b, p.a, reply, ctx(4)), 0);
+  ASSERT_EQ(b.outbox().size(), 1u);
+  const wire::FrameHeader& h = b.outbox()[0].header;
+  EXPECT_EQ(h.opcode, static_cast<uint8_t>(wire::Opcode::kMsg));
+  EXPECT_TRUE(h.flags & wire::kFlagAckValid);
+  EXPECT_EQ(h.ack, owed_ack);
+  EXPECT_EQ(to_a->ack_owed, 0u);
+
+  uint64_t repeated = 0;
+  p.net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& f) {
+    if (from == p.b && f.opcode == static_cast<uint8_t>(wire::Opcode::kAck) && f.ack == owed_ack)
+      ++repeated;
+  };
+  // A takes the piggybacked ack as soon as the frame arrives (two steps:
+  // out at the end of one, in during the next).
+  p.net.step();
+  p.net.step();
+  EXPECT_EQ(to_b->una, owed_ack);
+  ASSERT_TRUE(p.net.run_until(
+      [&] { return p.net.other[p.a].size() >= 2 && p.net.other[p.b].size() >= 2; }, 10 * kMs));
+  EXPECT_EQ(repeated, 0u) << "B sent the ack it had piggybacked again on its own";
+  for (const Completion& c : p.net.take(p.a)) EXPECT_EQ(c.error, 0);
+  for (const Completion& c : p.net.take(p.b)) EXPECT_EQ(c.error, 0);
+}
+
+}  // namespace
+}  // namespace ofi_dpdk::proto
