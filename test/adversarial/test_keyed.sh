@@ -5,7 +5,7 @@
 # on the path: a live
 # fetch-add pair over net_af_packet on a veth pair, and the adversary on
 # the peer's end, which reads the pair's tokens and sequences off the wire
-# and forges RESETs, a request and HELLOs with them (adversary.cc,
+# and forges RESETs, a request and HELLOs with them (adversary_forgeries.cc,
 # on_path_forgeries).  First without a key: RESETs with the right token
 # that name sequences far from the connection's are challenged, never
 # taken (out_of_window_resets); then, as a control, the forgeries near the

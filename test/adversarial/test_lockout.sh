@@ -9,7 +9,7 @@
 # handshake, park one byte ahead of a gap and fall silent, while the client
 # keeps talking; then the client measures again, on its own endpoint and on
 # a new one.  Passes when the target sent the silent stations little
-# (adversary.cc held_lockout), both rates after are at least half the rate
+# (adversary_parking.cc held_lockout), both rates after are at least half the rate
 # before (the best of three tries before, five after: a busy machine's
 # moment takes from a try, never adds), and the target's memory is within
 # 32 MB of where it was.  The issue asks 70 %: on a quiet machine the rates
