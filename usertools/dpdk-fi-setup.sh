@@ -1,5 +1,6 @@
 #!/bin/bash
-# Usage: usertools/dpdk-fi-setup.sh [--no-hugepages] [--builddir DIR] [--help]
+# Usage: usertools/dpdk-fi-setup.sh [--no-hugepages] [--builddir DIR] [--configure-only]
+#                                   [--help]
 #
 # Prepares this machine for ofi-dpdk and builds it; safe to run again and again.
 #  1. Installs what is missing among the Debian packages the project needs
@@ -16,6 +17,9 @@
 #   --no-hugepages  do not touch hugepages; record "no" (DPDK uses --no-huge)
 #   --builddir DIR  build directory, relative to the repository root
 #                   (default: build)
+#   --configure-only  configure, but build nothing and prepare no VM kit:
+#                   `meson test` builds what the tests it runs need (the
+#                   ThreadSanitizer part of dpdk-fi-test.sh, a few tests)
 # Exit status: 0 ready, 1 a step failed, 2 packages missing and not root.
 set -euo pipefail
 
@@ -31,9 +35,11 @@ HUGE_MIN_FREE_KB=$((256 * 1024)) # what DPDK must find free to use them
 
 builddir=build
 no_hugepages=0
+configure_only=0
 while (($#)); do
 	case "$1" in
 	--no-hugepages) no_hugepages=1 ;;
+	--configure-only) configure_only=1 ;;
 	--builddir)
 		(($# >= 2)) || die 1 "--builddir needs a directory"
 		builddir=$2
@@ -150,6 +156,10 @@ build() {
 		meson setup --reconfigure "$builddir" "$DPDK_FI_ROOT" ||
 			die 1 "meson setup --reconfigure failed; see above and $builddir/meson-logs/meson-log.txt"
 	fi
+	if ((configure_only)); then
+		echo "configured: $builddir (meson test builds what its tests need)"
+		return
+	fi
 	echo "building: ninja -C $builddir"
 	ninja -C "$builddir" || die 1 "the build failed; see the compiler messages above"
 }
@@ -164,5 +174,5 @@ vm_kit() {
 install_packages
 setup_hugepages
 build
-vm_kit
+((configure_only)) || vm_kit
 echo "ready: $builddir"
