@@ -22,6 +22,12 @@
 //   dpdk-fi-bench [EAL args] -- --role server|client|both --pattern P
 //       [--provider NAME] [--size B] [--max-size B] [--count N] [--window W]
 //       [--senders K] [--threads N] [--rendezvous DIR] [--timeout S] [--seed N]
+//       [--interval MS]
+//
+// --interval MS (bandwidth, tagged, mixed, fanin): the receiving side
+// reports each sender's goodput in every MS from the first arrival, as
+// "sender_series_MBps" (one list per sender): how shares move over a run
+// (usertools/dpdk-fi-bottleneck.py draws them).
 //
 // --threads N (with --role both, --pattern bandwidth or tagged): N
 // threads in this one process, each streaming between its own two
@@ -59,6 +65,7 @@ constexpr const char* kUsage =
     "usage: dpdk-fi-bench [EAL args] -- --role server|client|both --pattern P\n"
     "    [--provider NAME] [--size B] [--max-size B] [--count N] [--window W]\n"
     "    [--senders K] [--threads N] [--rendezvous DIR] [--timeout S] [--seed N]\n"
+    "    [--interval MS]\n"
     "patterns: latency bandwidth tagged mixed fanin write read atomic\n";
 
 Options parse(int argc, char** argv) {
@@ -74,7 +81,7 @@ Options parse(int argc, char** argv) {
       {{"provider", true}, {"role", true}, {"pattern", true}, {"size", true},
        {"max-size", true}, {"count", true}, {"window", true}, {"senders", true},
        {"rendezvous", true}, {"timeout", true}, {"seed", true}, {"threads", true},
-       {"help", false}},
+       {"interval", true}, {"help", false}},
       [&](const std::string& name, const char* value) {
         if (name == "help") {
           std::fputs(kUsage, stdout);
@@ -92,6 +99,7 @@ Options parse(int argc, char** argv) {
         else if (name == "timeout") number(name, value, &o.timeout);
         else if (name == "seed") number(name, value, &o.seed);
         else if (name == "threads") number(name, value, &o.threads);
+        else if (name == "interval") number(name, value, &o.interval_ms);
       },
       [](const std::string& why) { fail_setup(why + "\n" + kUsage); });
   if (o.role != "server" && o.role != "client" && o.role != "both") fail_setup("bad --role");
@@ -149,6 +157,16 @@ void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
       squares += r.sender_goodput[i] * r.sender_goodput[i];
     }
     std::printf("],\"jain_fairness\":%.3f", sum * sum / (r.sender_goodput.size() * squares));
+  }
+  if (!r.sender_series.empty()) {
+    std::printf(",\"interval_ms\":%" PRIu64 ",\"sender_series_MBps\":[", b.o_.interval_ms);
+    for (size_t s = 0; s < r.sender_series.size(); ++s) {
+      std::printf("%s[", s ? "," : "");
+      for (size_t i = 0; i < r.sender_series[s].size(); ++i)
+        std::printf("%s%.2f", i ? "," : "", r.sender_series[s][i]);
+      std::printf("]");
+    }
+    std::printf("]");
   }
   if (b.o_.threads > 0) std::printf(",\"threads\":%d", b.o_.threads);
   fi_dpdk_ep_waits waits{};

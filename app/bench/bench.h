@@ -40,6 +40,9 @@ struct Options {
   std::string rendezvous = "/tmp/ofi-dpdk-bench";
   double timeout = 30;
   uint64_t seed = 1;
+  // --interval MS (stream patterns, at the receiving side): each sender's
+  // goodput in every MS from the first arrival, as a time series; 0: none.
+  uint64_t interval_ms = 0;
 
   bool dpdk() const { return provider == "dpdk"; }
   // Patterns that need a registered region at the server.
@@ -78,6 +81,8 @@ struct Result {
   double seconds = 0;
   std::vector<double> latencies_us;
   std::vector<double> sender_goodput;
+  // --interval: per sender, its goodput (MB/s) in each interval.
+  std::vector<std::vector<double>> sender_series;
 };
 
 class Bench {

@@ -242,6 +242,7 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
   std::vector<uint64_t> next(senders, 0);
   std::vector<uint64_t> per_sender_bytes(senders, 0);
   std::vector<Clock::time_point> per_sender_last(senders);
+  std::vector<std::vector<uint64_t>> series_bytes(senders);  // --interval
   const uint64_t total = b.o_.count * static_cast<uint64_t>(senders);
   Clock::time_point start;
   for (uint64_t got = 0; got < total && r.ok; ++got) {
@@ -282,6 +283,14 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
     }
     per_sender_bytes[sender] += entry.len;
     per_sender_last[sender] = Clock::now();
+    if (b.o_.interval_ms != 0) {
+      const auto bucket = static_cast<size_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(per_sender_last[sender] - start)
+              .count() /
+          static_cast<int64_t>(b.o_.interval_ms));
+      if (series_bytes[sender].size() <= bucket) series_bytes[sender].resize(bucket + 1);
+      series_bytes[sender][bucket] += entry.len;
+    }
     r.bytes += entry.len;
     ++r.messages;
     BENCH_CHECK(post_receive(b.o_, e, slots.slot(slot), buffer, slots.desc(), entry.op_context));
@@ -293,6 +302,18 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
   for (int s = 0; s < senders; ++s) {
     const double seconds = std::chrono::duration<double>(per_sender_last[s] - start).count();
     r.sender_goodput.push_back(seconds > 0 ? per_sender_bytes[s] / seconds / 1e6 : 0.0);
+  }
+  // Every sender's series as long as the longest: a sender done early shows
+  // its zeros.  (The last interval is partial and says less.)
+  size_t intervals = 0;
+  for (const auto& series : series_bytes) intervals = std::max(intervals, series.size());
+  for (auto& series : series_bytes) {
+    series.resize(intervals);
+    std::vector<double> rates;
+    for (uint64_t bytes : series)
+      rates.push_back(static_cast<double>(bytes) * 1000.0 /
+                      static_cast<double>(b.o_.interval_ms) / 1e6);
+    r.sender_series.push_back(std::move(rates));
   }
   return r;
 }
