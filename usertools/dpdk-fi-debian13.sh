@@ -59,7 +59,7 @@ SUITE=trixie
 # the kernel the VM of dpdk-fi-vm.sh boots (the root has no apt lists to
 # download it with).
 PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
-	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 iputils-ping procps
+	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 iputils-ping procps nftables
 	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils
 	qemu-system-x86 busybox-static linux-image-amd64)
 BUILDDIR=build-trixie
