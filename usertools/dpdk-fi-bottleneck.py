@@ -17,7 +17,8 @@ Rows, each run alone on the link:
             with the hosts' addresses (UDP/IPv4 across the router)
   tcp-CC N  iperf3 -P N -C CC (the kernel's TCP, congestion control CC)
 and, with --shared, one of ours and one TCP flow at once (the row says
-which share each got while both ran).
+which share each got while both ran), and for reference one CUBIC flow
+beside one of each other --tcp control.
 
 Each row reports aggregate goodput against the link's rate, each sender's
 goodput and Jain's fairness index over them, retransmissions (frames for
@@ -313,6 +314,33 @@ def run_shared(link: Link, algorithm: str, seconds: float, work: Path) -> dict:
             "series_MBps": ours["series_MBps"], "names": ["dpdk", f"tcp-{algorithm}"]}
 
 
+def run_tcp_pair(link: Link, first: str, second: str, seconds: float) -> dict:
+    """The reference for a shared row: two TCP flows, `first` and `second`,
+    started together, each one's goodput over the run."""
+    servers = [iperf_server(link, port) for port in (5203, 5204)]
+    clients = [subprocess.Popen(iperf_client(link, port, 1, algorithm, seconds),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for port, algorithm in ((5203, first), (5204, second))]
+    reports = []
+    for client in clients:
+        out, err = client.communicate(timeout=seconds + 60)
+        try:
+            reports.append(json.loads(out))
+        except json.JSONDecodeError:
+            return {"ok": False, "why": f"iperf3: {out[-300:]}{err[-300:]}"}
+    for server in servers:
+        server.wait(timeout=30)
+    if any("error" in r for r in reports):
+        return {"ok": False, "why": "iperf3: " + "; ".join(r.get("error", "") for r in reports)}
+    rates = [r["end"]["sum_received"]["bits_per_second"] / 8e6 for r in reports]
+    resent = sum(r["end"]["sum_sent"].get("retransmits", 0) for r in reports)
+    sent = sum(r["end"]["sum_sent"]["bytes"] for r in reports) / 1448
+    return {"ok": True, "goodput_MBps": sum(rates), "senders_MBps": rates, "seconds": seconds,
+            "retransmitted_share": resent / max(1, sent),
+            "series_MBps": [stream_series(r)[0] for r in reports if stream_series(r)],
+            "names": [f"tcp-{first}", f"tcp-{second}"]}
+
+
 def measure(link: Link, label: str, run) -> dict:
     before = link.queue_counts()
     pinger = Pinger(link)
@@ -468,6 +496,13 @@ def main() -> int:
                 for cc in args.tcp:
                     rows.append(measure(link, f"dpdk+tcp-{cc}",
                                         lambda cc=cc: run_shared(link, cc, args.seconds, work)))
+                # What TCP's own CUBIC gets beside each other control: the
+                # share to hold ours against.
+                for cc in args.tcp:
+                    if cc != "cubic" and "cubic" in args.tcp:
+                        rows.append(measure(link, f"tcp-cubic+{cc}",
+                                            lambda cc=cc: run_tcp_pair(link, "cubic", cc,
+                                                                       args.seconds)))
             for row in rows:
                 if not row["ok"]:
                     for log in sorted(work.glob("*.log")):
