@@ -168,17 +168,45 @@ def tc_size(text: str) -> int:
     return int(match.group(1)) * {None: 1, "b": 1, "kb": 1024, "mb": 1 << 20}[match.group(2)]
 
 
+def interruptible() -> None:
+    """In a child before exec: SIGINT back to its default.  A shell runs
+    what it starts in the background with SIGINT ignored, which its
+    children inherit; ping and iperf3 stop on SIGINT here, and report."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt(process: subprocess.Popen, limit: float) -> str:
+    """Stops a process with SIGINT (it reports what it has), or kills it
+    after `limit` seconds; returns its output."""
+    process.send_signal(signal.SIGINT)
+    try:
+        out, _ = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, _ = process.communicate()
+    return out or ""
+
+
+def finish(process: subprocess.Popen, limit: float) -> None:
+    """Waits for a process `limit` seconds, then kills it."""
+    try:
+        process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 class Pinger:
     """Round trips from host a to host b every 20 ms while a row runs."""
 
     def __init__(self, link: Link):
         self.process = subprocess.Popen(
             link.in_host("a", ["ping", "-n", "-i", "0.02", HOST_B[0]]),
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            preexec_fn=interruptible)
 
     def stop(self) -> list[float]:
-        self.process.send_signal(signal.SIGINT)
-        out, _ = self.process.communicate(timeout=10)
+        out = interrupt(self.process, 10)
         return [float(m) for m in re.findall(r"time=([\d.]+) ms", out)]
 
 
@@ -231,7 +259,7 @@ def run_ours(link: Link, senders: int, seconds: float, work: Path) -> dict:
     sent = json.loads(client.stdout.strip().splitlines()[-1])
     rates = received.get("sender_goodput_MBps", [received["goodput_MBps"]])
     return {"ok": True, "goodput_MBps": received["goodput_MBps"], "senders_MBps": rates,
-            "seconds": received["seconds"],
+            "seconds": received["seconds"], "first_arrival_unix": received["first_arrival_unix"],
             "retransmitted_share": sent["retransmitted"] / max(1, sent["tx_frames"]),
             "series_MBps": received.get("sender_series_MBps", [])}
 
@@ -269,7 +297,7 @@ def run_tcp(link: Link, streams: int, algorithm: str, seconds: float) -> dict:
     server = iperf_server(link, 5201)
     client = subprocess.run(iperf_client(link, 5201, streams, algorithm, seconds),
                             capture_output=True, text=True, timeout=seconds + 60)
-    server.wait(timeout=30)
+    finish(server, 30)
     try:
         report = json.loads(client.stdout)
     except json.JSONDecodeError:
@@ -287,23 +315,28 @@ def run_tcp(link: Link, streams: int, algorithm: str, seconds: float) -> dict:
 
 def run_shared(link: Link, algorithm: str, seconds: float, work: Path) -> dict:
     """One TCP flow running throughout, one of ours started a second in;
-    each one's goodput over the time ours ran."""
+    each one's goodput over the time ours ran (from its first message's
+    arrival to its last: TCP's intervals wholly inside it)."""
     server = iperf_server(link, 5202)
+    launched = time.time()
     tcp = subprocess.Popen(iperf_client(link, 5202, 1, algorithm, 600), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                           stderr=subprocess.DEVNULL, text=True, preexec_fn=interruptible)
     time.sleep(1.5)
-    started = time.time()
     ours = run_ours(link, 1, seconds / 2, work)  # sized for half the link
-    ended = time.time()
-    tcp.send_signal(signal.SIGINT)
-    out, _ = tcp.communicate(timeout=30)
-    server.wait(timeout=30)
+    out = interrupt(tcp, 30)
+    finish(server, 30)
     if not ours["ok"]:
         return ours
-    report = json.loads(out)
-    origin = report["start"]["timestamp"]["timesecs"]
-    # (iperf3's whole-second start stamp: its intervals may be read up to a
-    # second early, which the 1.5 s lead covers.)
+    try:
+        report = json.loads(out)
+    except json.JSONDecodeError:
+        return {"ok": False, "why": f"iperf3 gave no report: {out[-300:]}"}
+    # Its intervals count from its test's start, a few milliseconds after
+    # the launch (the control connection); its own start stamp is in whole
+    # seconds, too coarse for short rows.
+    origin = launched
+    started = ours["first_arrival_unix"]
+    ended = started + ours["seconds"]
     inside = [i["sum"] for i in report["intervals"]
               if origin + i["sum"]["start"] >= started and origin + i["sum"]["end"] <= ended]
     tcp_rate = (sum(s["bytes"] for s in inside) / sum(s["seconds"] for s in inside) / 1e6
@@ -329,7 +362,7 @@ def run_tcp_pair(link: Link, first: str, second: str, seconds: float) -> dict:
         except json.JSONDecodeError:
             return {"ok": False, "why": f"iperf3: {out[-300:]}{err[-300:]}"}
     for server in servers:
-        server.wait(timeout=30)
+        finish(server, 30)
     if any("error" in r for r in reports):
         return {"ok": False, "why": "iperf3: " + "; ".join(r.get("error", "") for r in reports)}
     rates = [r["end"]["sum_received"]["bits_per_second"] / 8e6 for r in reports]

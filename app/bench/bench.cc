@@ -158,6 +158,8 @@ void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
     }
     std::printf("],\"jain_fairness\":%.3f", sum * sum / (r.sender_goodput.size() * squares));
   }
+  if (r.first_arrival_unix != 0)
+    std::printf(",\"first_arrival_unix\":%.6f", r.first_arrival_unix);
   if (!r.sender_series.empty()) {
     std::printf(",\"interval_ms\":%" PRIu64 ",\"sender_series_MBps\":[", b.o_.interval_ms);
     for (size_t s = 0; s < r.sender_series.size(); ++s) {

@@ -81,6 +81,9 @@ struct Result {
   double seconds = 0;
   std::vector<double> latencies_us;
   std::vector<double> sender_goodput;
+  // When a stream's first message arrived (Unix time, s): where its
+  // seconds lie on another program's clock.
+  double first_arrival_unix = 0;
   // --interval: per sender, its goodput (MB/s) in each interval.
   std::vector<std::vector<double>> sender_series;
 };

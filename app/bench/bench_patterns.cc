@@ -251,7 +251,12 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
       r.ok = false;
       break;
     }
-    if (got == 0) start = Clock::now();  // the clock starts at the first arrival
+    if (got == 0) {  // the clock starts at the first arrival
+      start = Clock::now();
+      r.first_arrival_unix =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count();
+    }
     const size_t slot = from_context(entry.op_context);
     const uint8_t* data = slots.slot(slot);
     // Fixed-size streams carry the index in their first 8 bytes; with
