@@ -109,9 +109,11 @@ void log_stats(const Endpoint* ep) {
   DPDK_INFO(FI_LOG_EP_DATA,
             "endpoint queue %u: waits for a timer: retransmission timeouts %lu, tail loss "
             "probes %lu, window probes %lu, delayed acks %lu, delivery probes %lu; path "
-            "changes %lu; the port's idle reads that yielded the CPU %lu\n",
+            "changes %lu; window cuts for a loss %lu, deepened for a run of losses %lu; the "
+            "port's idle reads that yielded the CPU %lu\n",
             ep->queue, s.retransmit_timeouts, s.tail_loss_probes, s.window_probes,
-            s.delayed_acks, s.delivery_probes, s.path_changes, ep->domain->port->idle_yields.get());
+            s.delayed_acks, s.delivery_probes, s.path_changes, s.window_cuts_loss,
+            s.window_cuts_deepened, ep->domain->port->idle_yields.get());
   // What peers and strangers cost: the handshakes, the answers the budget
   // held back, the connections made and dropped, and the receive buffers.
   DPDK_INFO(FI_LOG_EP_DATA,

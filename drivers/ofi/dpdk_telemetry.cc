@@ -162,6 +162,8 @@ int show_endpoint(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "stalled_no_buffer", s.stalled_no_buffer);
     add_count(data, "fast_retransmits", s.fast_retransmits);
     add_count(data, "retransmit_timeouts", s.retransmit_timeouts);
+    add_count(data, "window_cuts_loss", s.window_cuts_loss);
+    add_count(data, "window_cuts_deepened", s.window_cuts_deepened);
     add_count(data, "tail_loss_probes", s.tail_loss_probes);
     add_count(data, "window_probes", s.window_probes);
     add_count(data, "delayed_acks", s.delayed_acks);
@@ -225,6 +227,9 @@ int show_connections(const char*, const char* params, rte_tel_data* data) {
     column("rto_us", [](Row r) -> uint64_t { return r.rto_ns / 1000; });
     column("quiet_ms", [](Row r) -> uint64_t { return r.quiet_ns / 1'000'000; });
     column("path", [](Row r) -> uint64_t { return r.path; });
+    column("cuts_loss", [](Row r) -> uint64_t { return r.cuts_loss; });
+    column("cuts_deepened", [](Row r) -> uint64_t { return r.cuts_deepened; });
+    column("cuts_timeout", [](Row r) -> uint64_t { return r.cuts_timeout; });
   });
 }
 

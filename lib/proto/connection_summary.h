@@ -20,6 +20,10 @@ struct ConnectionSummary {
   uint64_t srtt_ns = 0, rto_ns = 0;
   uint64_t quiet_ns = 0;        // since the peer was last heard
   uint8_t path = 0;             // the path (UDP source port choice) in use
+  // Congestion window cuts over its life: a loss event's (to 90 %), its
+  // deepening when the losses prove a run (to 70 %), a retransmission
+  // timeout's (to one segment).
+  uint32_t cuts_loss = 0, cuts_deepened = 0, cuts_timeout = 0;
 };
 
 }  // namespace ofi_dpdk::proto

@@ -180,6 +180,7 @@ void Engine::sweep_idle(uint64_t now_ns) {
       const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
       c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
       c.cwnd_x256 = 256;
+      ++c.cuts_timeout;
       c.recovery_seq = c.next_seq;
       // This loss event has had its cut (on_loss): holes SACK reports
       // before una passes recovery_seq take nothing more.

@@ -396,6 +396,10 @@ struct Connection {
   uint32_t loss_cut = 0;
   uint32_t last_lost_seq = 0;
   uint32_t last_lost_frame = 0;
+  // Window cuts by cause, over the connection's life (telemetry): a loss
+  // event's first (to 90 %), its deepening when the losses prove a run
+  // (to 70 %), a retransmission timeout's (to one segment).
+  uint32_t cuts_loss = 0, cuts_deepened = 0, cuts_timeout = 0;
   uint64_t rto_deadline_ns = 0;      // 0: timer off
   uint8_t probes = 0;                // tail loss probes since the ack last advanced
   uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer

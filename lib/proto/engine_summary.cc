@@ -29,6 +29,9 @@ size_t Engine::summarize_connections(ConnectionSummary* out, size_t room) const 
     s.rto_ns = c.rto_ns;
     s.quiet_ns = c.last_heard_ns != 0 && clock_ns_ > c.last_heard_ns ? clock_ns_ - c.last_heard_ns : 0;
     s.path = c.path;
+    s.cuts_loss = c.cuts_loss;
+    s.cuts_deepened = c.cuts_deepened;
+    s.cuts_timeout = c.cuts_timeout;
   }
   return connections_.size();
 }

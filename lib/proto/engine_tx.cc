@@ -518,6 +518,9 @@ void Engine::on_loss(Connection& c, uint32_t seq, uint32_t frame) {
   } else {
     return;  // this event already took its cut
   }
+  // (Counted: an event's first cut, or the one that deepens it.)
+  ++(c.loss_cut == 0 ? c.cuts_loss : c.cuts_deepened);
+  ++(c.loss_cut == 0 ? stats_.window_cuts_loss : stats_.window_cuts_deepened);
   c.loss_cut = run ? 2 : 1;
   target = std::max<uint32_t>(target, 2);
   c.ssthresh = target;

@@ -172,6 +172,11 @@ struct TransportStats {
            delayed_acks = 0,         // acks that left when ack_delay_ns ran out
            delivery_probes = 0,      // liveness probes while sends await a receive
            path_changes = 0;         // a connection moved to another path (Connection::path)
+  // Congestion window cuts by the loss's shape (Engine::on_loss): a loss
+  // event's (to 90 %), and its deepening when the losses prove a run of
+  // frames, as a full queue drops (to 70 %).  A retransmission timeout's
+  // cut is retransmit_timeouts.
+  uint64_t window_cuts_loss = 0, window_cuts_deepened = 0;
   // Path MTU discovery: connections whose segments were made smaller (a
   // router said the path is narrower, or large segments went unanswered
   // while small frames were), pieces sent of segments cut before, and

@@ -231,6 +231,11 @@ TEST(PathMtu, APeerThatFallsSilentForAWhileIsNotANarrowPath) {
   for (const auto& buffer : in) EXPECT_TRUE(buffer == out);
   EXPECT_EQ(pair.engine(pair.a).stats().path_narrowed_by_silence, 0u);
   EXPECT_GT(pair.engine(pair.a).stats().retransmit_timeouts, 1u) << "the silence timed out";
+  // Each timeout with the window open cut it, and the connection's
+  // summary counts those cuts (telemetry's cuts_timeout).
+  ConnectionSummary summary[4];
+  ASSERT_EQ(pair.engine(pair.a).summarize_connections(summary, 4), 1u);
+  EXPECT_EQ(summary[0].cuts_timeout, pair.engine(pair.a).stats().retransmit_timeouts);
 }
 
 TEST(PathMtu, APathWhoseMtuLiesBetweenTheFallbackAndTheSegmentsNarrows) {

@@ -106,7 +106,8 @@ TEST(TransportCongestion, ALoneLossCutsTheWindowLessThanARun) {
   // not sent one after the other; losing two in a row (what a full queue
   // does) takes it to 70 %, also when B's frames arrive one per step, so
   // that A learns of each loss from a different ack.  The stream goes on
-  // whole each time.
+  // whole each time.  Each counts one loss event's cut, and a run one
+  // deepening, on the connection and in the endpoint's counters.
   struct Case {
     std::vector<uint32_t> lost;  // past next_seq when the loss starts
     uint32_t tenths;
@@ -134,6 +135,12 @@ TEST(TransportCongestion, ALoneLossCutsTheWindowLessThanARun) {
     // The cut is the first decrease; growth may since have added a little.
     EXPECT_EQ(c.ssthresh, before * k.tenths / 10) << k.what << " of " << before;
     EXPECT_EQ(c.cwnd_before_loss, before) << k.what;
+    const bool run = k.tenths == 7;
+    EXPECT_EQ(c.cuts_loss, 1u) << k.what;  // one event
+    EXPECT_EQ(c.cuts_deepened, run ? 1u : 0u) << k.what;
+    EXPECT_EQ(p.net.engine(p.a).stats().window_cuts_loss, 1u) << k.what;
+    EXPECT_EQ(p.net.engine(p.a).stats().window_cuts_deepened, run ? 1u : 0u) << k.what;
+    EXPECT_EQ(c.cuts_timeout, 0u) << k.what;
     p.net.run_for(20 * kMs);
     EXPECT_EQ(p.flow->problems, 0u) << p.flow->first_problem;
     EXPECT_EQ(p.flow->send_failed, 0u);
