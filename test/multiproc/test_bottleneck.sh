@@ -15,7 +15,8 @@
 #      with its reason without nft): the run still passes, the router's
 #      rule took packets and the transport resent frames.
 # Figures are not judged: this is a busy machine.  Skips (77) without
-# root, iproute2 (tc), ping or network namespaces.
+# root, iproute2 (tc), ping, network namespaces or the kernel's token
+# bucket queue.
 set -euo pipefail
 if [ "$(id -u)" != 0 ] || ! command -v tc >/dev/null || ! command -v ping >/dev/null; then
 	echo "SKIP: needs root, iproute2 (tc) and ping"
@@ -32,6 +33,19 @@ if ! { ip netns add "$name-probe" && ip netns exec "$name-probe" true; } >/dev/n
 	ip netns del "$name-probe" >/dev/null 2>&1 || true
 	echo "SKIP: network namespaces cannot be made here"
 	exit 77
+fi
+# The kernel's pieces the bench takes: a token bucket queue (sch_tbf) and,
+# for part 2, nftables.
+ip -n "$name-probe" link add "$name-p0" type veth peer name "$name-p1" >/dev/null 2>&1 || true
+if ! ip netns exec "$name-probe" tc qdisc replace dev "$name-p0" root tbf rate 1mbit \
+	burst 32kb limit 64kb >/dev/null 2>&1; then
+	ip netns del "$name-probe"
+	echo "SKIP: this kernel has no token bucket queue (sch_tbf) for tc"
+	exit 77
+fi
+nft_works=0
+if command -v nft >/dev/null && ip netns exec "$name-probe" nft add table inet probe >/dev/null 2>&1; then
+	nft_works=1
 fi
 ip netns del "$name-probe"
 work=$(mktemp -d)
@@ -92,6 +106,8 @@ fi
 
 if ! command -v nft >/dev/null; then
 	echo "SKIP part 2: no nft (apt-get install nftables) for the random loss"
+elif ((nft_works == 0)); then
+	echo "SKIP part 2: nft cannot make a table here (a kernel without nf_tables)"
 elif bottleneck lossy --loss 5; then
 	check "the router's rule dropped packets" 'row["link_losses"] > 0'
 	check "the transport resent frames" 'row["retransmitted_share"] > 0'
