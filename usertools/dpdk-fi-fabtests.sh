@@ -249,6 +249,30 @@ cat >"$role_script" <<-'EOF'
 			args+=("$oob")
 		fi
 		args+=("$(ip_of "$pair" 1)")
+	elif [[ "$(basename "$program")" == fi_multinode* ]]; then
+		# fi_multinode and fi_multinode_coll: -n N ranks started with the
+		# same arguments (server first, then its clients), which meet over
+		# a TCP socket on -s 127.0.0.1 and then talk over the fabric: N
+		# processes of one host on one shared port, as fi_rdm_shared_av's.
+		# (Each on a net_ring of its own, every rank would talk only to
+		# itself: the same MAC and queue on every private port.)  Ranks of
+		# one run join its group; the first of the next run opens a new one.
+		ranks=3
+		for ((i = 0; i + 1 < count; i++)); do
+			[[ "${args[i]}" == -n ]] && ranks=${args[i + 1]}
+		done
+		group=$({
+			flock 9
+			read -r group joined 2>/dev/null <"$here/pairs/multinode" || { group=0; joined=0; }
+			if ((group == 0 || joined >= ranks)); then
+				group=$(( $(cat "$here/pairs/last") + 1 ))
+				echo "$group" >"$here/pairs/last"
+				joined=0
+			fi
+			echo "$group $((joined + 1))" >"$here/pairs/multinode"
+			echo "$group"
+		} 9>"$here/pairs/multinode.lock")
+		port=(--topology shared --name "fimn$group" --processes "$ranks" --ip 127.0.0.1/8)
 	else
 		# One process (unit tests: fi_getinfo_test -s 127.0.0.1, fi_av_test
 		# -g 127.0.0.1): a port that owns runfabtests.sh's address.
