@@ -80,7 +80,11 @@ struct fi_dpdk_ep_waits {
  * (FI_DPDK_IDLE_YIELD_US). */
 struct fi_dpdk_port_polls {
 	uint64_t idle_yields; /* empty reads that gave up the CPU (sched_yield) */
-	uint64_t reserved[3]; /* 0; room for more without a new call */
+	uint64_t cq_passes;   /* progress passes fi_cq_read and readfrom ran */
+	/* Reads of an empty CQ that took the pass another CQ's read had just
+	 * run as their own, instead of running one (one per such pass). */
+	uint64_t cq_shared_passes;
+	uint64_t reserved[1]; /* 0; room for more without a new call */
 };
 
 /* Where an endpoint's frames arrive.  With rte_flow steering (port_stats'

@@ -67,12 +67,31 @@ ssize_t take_entries(Cq* cq, uint16_t lane, void* buf, size_t count, fi_addr_t* 
   // entry (that pass sent its acks; the next read that finds too few, or
   // comes later, makes the next one).
   const uint64_t now = now_ns();
-  const std::atomic<uint64_t>& last_pass = port.effective_lane(lane) == kWholePort
-                                               ? port.last_progress_ns
-                                               : port.lane_state[lane].last_progress_ns;
+  const bool whole = port.effective_lane(lane) == kWholePort;
+  PortContext::LaneState& state = port.lane_state[whole ? 0 : lane];
+  const uint64_t since_pass =
+      now - (whole ? port.last_progress_ns : state.last_progress_ns).load(std::memory_order_relaxed);
   const bool served = cq->errors.empty() && cq->entries.size() >= std::max<size_t>(count, 1) &&
-                      now - last_pass.load(std::memory_order_relaxed) < kCqFreshProgressNs;
-  const uint32_t received = served ? 0 : port.progress_if_manual(lane, now);
+                      since_pass < kCqFreshProgressNs;
+  // An empty CQ takes the pass another CQ's read just ran as its own, once
+  // per such pass: an application that polls its send and receive CQs in
+  // turn then makes one pass per round, not one per read.  A CQ read again
+  // with nothing between makes the next pass itself, so whoever polls one
+  // CQ alone keeps the port moving, and what arrives after a pass waits at
+  // most one read of the round.  (By count, not by clock: the same on a
+  // busy machine.)
+  const bool passed_for_it = cq->errors.empty() && cq->entries.empty() &&
+                             state.last_pass_reader != cq &&
+                             cq->shared_pass != state.reader_passes;
+  uint32_t received = 0;
+  if (passed_for_it) {
+    cq->shared_pass = state.reader_passes;
+    ++state.shared_passes;
+  } else if (!served) {
+    received = port.progress_if_manual(lane, now);
+    ++state.reader_passes;
+    state.last_pass_reader = cq;
+  }
   const bool found = !cq->errors.empty() || !cq->entries.empty();
   *yield = port.idle_poll(lane, found || received != 0, now);
   if (!cq->errors.empty()) return -FI_EAVAIL;

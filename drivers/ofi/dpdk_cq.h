@@ -55,6 +55,10 @@ struct Cq {
   bool full() const { return entries.size() + errors.size() >= capacity; }
   WaitFd wait_fd;                     // FI_WAIT_FD: readable while not empty
   std::atomic<bool> signaled{false};  // fi_cq_signal: the next sread returns
+  // The lane pass (LaneState::reader_passes) whose progress a read of this
+  // CQ last took as its own instead of making one (take_entries).  Lane
+  // lock held.
+  uint64_t shared_pass = 0;
 
   bool empty() const { return entries.empty() && errors.empty(); }
   void push(const Completion& completion) {

@@ -105,6 +105,10 @@ int port_polls(void* domain_fid, fi_dpdk_port_polls* out) {
   std::lock_guard guard(ctx.lock);
   *out = {};
   out->idle_yields = ctx.idle_yields;
+  for (const PortContext::LaneState& lane : ctx.lane_state) {
+    out->cq_passes += lane.reader_passes;
+    out->cq_shared_passes += lane.shared_passes;
+  }
   return 0;
 }
 

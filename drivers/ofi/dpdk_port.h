@@ -82,6 +82,11 @@ struct PortContext final : proto::FrameKeeper {
   struct alignas(64) LaneState {
     std::atomic<uint64_t> last_progress_ns{0};
     uint64_t idle_since_ns = 0;  // idle_poll's, 0: the last poll found work
+    // The passes CQ reads ran on the lane, and the CQ whose read ran the
+    // latest (dpdk_cq.cc's take_entries); compared, never dereferenced.
+    uint64_t reader_passes = 0;
+    const void* last_pass_reader = nullptr;
+    uint64_t shared_passes = 0;  // reads that took another's pass instead
   };
   std::array<LaneState, kMaxLanes> lane_state;
   // The lane of each queue pair (the first queue pair of its lane); all 0
