@@ -224,6 +224,9 @@ def provider_env(link: Link, host: str, iface: str, address: str, lcore: int) ->
             key, _, value = line[len("export "):].partition("=")
             env[key] = shlex.split(value)[0] if value else ""
     eal = shlex.split(env.pop("FI_DPDK_EAL_ARGS"))
+    # dpdk-fi-bench picks its provider with --provider; the launcher's
+    # FI_PROVIDER would only repeat it, so the environment stays as the
+    # caller's.
     env.pop("FI_PROVIDER", None)
     return env, eal
 
@@ -516,7 +519,6 @@ def main() -> int:
                                check=True)
             pinger = Pinger(link)
             time.sleep(1)
-            unloaded = {"p50": 0.0, "p99": 0.0}
             rtts = pinger.stop()
             unloaded = {"p50": percentile(rtts, 50), "p99": percentile(rtts, 99)}
             for n in args.senders:
