@@ -357,7 +357,35 @@ set +e
 # Elsewhere the default, so that the new /proc cannot reach the host's.
 propagation=()
 mountpoint -q / || propagation=(--propagation unchanged)
+# The namespace's processes are killed when runfabtests.sh ends; a shared
+# port's switch (fi_rdm_shared_av, fi_multinode) lingers 2 s after its last
+# process, and killed it would leave its hugepages and runtime files (with
+# its secondaries' sockets) for the next gate's ports of the same name.  So
+# the switches are told to stop first, and given the time to clean up.
+in_namespace='
+	"$@"
+	status=$?
+	switches=
+	for comm in /proc/[0-9]*/comm; do
+		[[ "$(cat "$comm" 2>/dev/null)" == dpdk-fi-switch ]] || continue
+		pid=${comm#/proc/}
+		switches+=" ${pid%/comm}"
+	done
+	[[ -n "$switches" ]] || exit "$status"
+	kill -TERM $switches 2>/dev/null
+	for ((tenths = 0; tenths < 150; tenths++)); do
+		running=0
+		for pid in $switches; do
+			state=$(cut -d " " -f 3 "/proc/$pid/stat" 2>/dev/null) || continue
+			[[ "$state" == Z ]] || running=1
+		done
+		((running)) || exit "$status"
+		sleep 0.1
+	done
+	echo "dpdk-fi-fabtests: switches $switches did not stop in 15 s" >&2
+	exit "$status"'
 (cd "$run_dir" && unshare --pid --fork --mount-proc "${propagation[@]}" \
+	bash -c "$in_namespace" in-namespace \
 	"$installed/bin/runfabtests.sh" -v -p "$run_dir/bin" -T "$timeout_s" -t "$tests" \
 	"${extra[@]}" "${where[@]}") 2>&1 | tee "$log"
 set -e

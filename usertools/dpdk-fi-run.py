@@ -316,23 +316,48 @@ def dpdk_runtime_dir(prefix: str) -> Path:
     return Path(os.environ.get("XDG_RUNTIME_DIR", "/tmp")) / "dpdk" / prefix
 
 
+def started_since_boot(pid: int) -> float | None:
+    """When PID started, in seconds of CLOCK_BOOTTIME; None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        # Fields after the command name, which is in parentheses: 22 is the
+        # 20th of them, in clock ticks since boot.
+        return int(stat[stat.rindex(")") + 1:].split()[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def file_owner_alive(pid: int, path: Path) -> bool:
+    """Whether the process that made runtime file PATH (named for PID) runs:
+    PID runs and started no later than PATH was written.  A process killed
+    without EAL's cleanup leaves its files, and its pid may since belong to
+    another (a pid namespace started again, as fabtests' gate does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    started = started_since_boot(pid)
+    try:
+        written = path.stat().st_mtime - (time.clock_gettime(time.CLOCK_REALTIME)
+                                          - time.clock_gettime(time.CLOCK_BOOTTIME))
+    except OSError:
+        return True
+    # A second of slack for clock ticks and a stepped wall clock.
+    return started is None or started <= written + 1.0
+
+
 def live_secondaries(prefix: str) -> list[int]:
     """Pids of DPDK secondaries of PREFIX still running (mp_socket_PID_...)."""
     pids = []
     try:
-        names = [p.name for p in dpdk_runtime_dir(prefix).iterdir()]
+        files = list(dpdk_runtime_dir(prefix).iterdir())
     except OSError:
         return pids
-    for name in names:
-        match = re.fullmatch(r"mp_socket_(\d+)_.*", name)
-        if not match:
-            continue
-        try:
-            os.kill(int(match.group(1)), 0)
-            pids.append(int(match.group(1)))
-        except ProcessLookupError:
-            pass
-        except PermissionError:
+    for path in files:
+        match = re.fullmatch(r"mp_socket_(\d+)_.*", path.name)
+        if match and file_owner_alive(int(match.group(1)), path):
             pids.append(int(match.group(1)))
     return pids
 

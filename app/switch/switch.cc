@@ -194,7 +194,9 @@ bool secondaries_attached() {
     int32_t pid = 0;
     const char* first = file.data() + kSocket.size();
     const auto [end, err] = std::from_chars(first, file.data() + file.size(), pid);
-    if (err == std::errc() && end != first && ofi_dpdk::net::pid_alive(pid)) return true;
+    if (err == std::errc() && end != first &&
+        ofi_dpdk::net::file_owner_alive(pid, entry.path().c_str()))
+      return true;
   }
   return false;
 }
@@ -220,7 +222,8 @@ void remove_files_of_gone_secondaries() {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(rte_eal_get_runtime_dir(), ec)) {
     const int32_t pid = runtime_file_pid(entry.path().filename().string());
-    if (pid > 0 && !ofi_dpdk::net::pid_alive(pid)) std::filesystem::remove(entry.path(), ec);
+    if (pid > 0 && !ofi_dpdk::net::file_owner_alive(pid, entry.path().c_str()))
+      std::filesystem::remove(entry.path(), ec);
   }
 }
 

@@ -8,13 +8,17 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <endian.h>
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <mutex>
 
 #include "drivers/net/mbuf_handoff.h"
@@ -137,7 +141,52 @@ int shared_destination(const SharedPortLayout& layout, const SharedPortTable& ta
   return slot;
 }
 
+namespace {
+
 bool pid_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+// When process `pid` started, in seconds of CLOCK_BOOTTIME (field 22 of
+// /proc/PID/stat, in clock ticks since boot); negative if unknown.
+double start_seconds_since_boot(int32_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  FILE* file = std::fopen(path.c_str(), "r");
+  if (file == nullptr) return -1;
+  char line[1024];
+  const bool read = std::fgets(line, sizeof line, file) != nullptr;
+  std::fclose(file);
+  // The command name (field 2) is in parentheses and may hold spaces:
+  // count the fields after its closing one.
+  const char* at = read ? std::strrchr(line, ')') : nullptr;
+  if (at == nullptr) return -1;
+  unsigned long long start_ticks = 0;
+  // Fields 3 to 21 skipped (each a word), then 22.
+  if (std::sscanf(at + 1, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"
+                          " %*s %*s %*s %llu", &start_ticks) != 1)
+    return -1;
+  return static_cast<double>(start_ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double seconds_of(const timespec& time) {
+  return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+bool file_owner_alive(int32_t pid, const char* path) {
+  if (!pid_alive(pid)) return false;
+  struct stat status;
+  timespec now_real, now_boot;
+  const double started = start_seconds_since_boot(pid);
+  if (stat(path, &status) != 0 || started < 0 || clock_gettime(CLOCK_REALTIME, &now_real) != 0 ||
+      clock_gettime(CLOCK_BOOTTIME, &now_boot) != 0)
+    return true;  // cannot tell: as before, the pid decides
+  const double written_since_boot = seconds_of(status.st_mtim) - (seconds_of(now_real) -
+                                                                  seconds_of(now_boot));
+  // A second of slack for clock ticks and a stepped wall clock: an owner
+  // writes its files after it starts, and a reused pid comes much later.
+  constexpr double kSlackSeconds = 1.0;
+  return started <= written_since_boot + kSlackSeconds;
+}
 
 std::string shared_pool_name(uint16_t port_id, uint16_t slot) {
   return "fisw_p" + std::to_string(port_id) + "_" + std::to_string(slot);

@@ -187,8 +187,13 @@ void release_shared_slot(SharedPortTable& table, const SharedPortLayout& layout,
 // Frees every frame in a slot's RX ring; only its consumer may call it (its
 // owner, or whoever set the slot to kSlotDraining).  Returns how many.
 uint32_t drain_shared_ring(rte_ring* ring);
-// Whether process `pid` of our pid namespace runs: for EAL's runtime files
-// (app/switch); who holds a slot is its lock's business.
-bool pid_alive(int32_t pid);
+// Whether the process that made EAL runtime file `path` (named for `pid`)
+// still runs: `pid` of our pid namespace runs and started no later than
+// the file was written.  For app/switch; who holds a slot is its lock's
+// business.
+// A process killed without EAL's cleanup leaves its files, and its pid may
+// since belong to another process (soon after a pid namespace restarts,
+// as fabtests' gate runs each release in one of its own).
+bool file_owner_alive(int32_t pid, const char* path);
 
 }  // namespace ofi_dpdk::net

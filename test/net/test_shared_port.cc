@@ -11,10 +11,13 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -313,6 +316,27 @@ TEST_F(SharedPort, ALiveHolderUnderAPidOthersCannotSeeKeepsItsSlot) {
   EXPECT_EQ(table.owner[1].load(), gone);
   EXPECT_EQ(deliver(*a, *b, 40), 1);
   table.owner[1].store(getpid());  // (so that b gives it back)
+}
+
+// EAL's runtime files of a process killed without its cleanup stay, named
+// for its pid; once that pid is another process's (a pid namespace started
+// again), the file is still known for a dead owner's.
+TEST(RuntimeFile, BelongsToALiveOwnerOnlyIfItStartedBeforeTheFileWasWritten) {
+  char path[] = "/tmp/test_shared_port_runtime_XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  EXPECT_TRUE(file_owner_alive(getpid(), path)) << "written after we started";
+  const timespec an_hour_ago[2] = {{time(nullptr) - 3600, 0}, {time(nullptr) - 3600, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, path, an_hour_ago, 0), 0);
+  EXPECT_FALSE(file_owner_alive(getpid(), path)) << "written an hour before we started";
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  ASSERT_EQ(utimensat(AT_FDCWD, path, nullptr, 0), 0);
+  EXPECT_FALSE(file_owner_alive(gone, path)) << "its owner is gone";
+  unlink(path);
 }
 
 // A secondary that scribbles over the table's fixed fields (all of them

@@ -381,6 +381,44 @@ class HugepageDetectionTest(LauncherCase):
         self.assertFalse(self.run_py.socket_is_listening(Path("/run/x/none.sock"), table))
 
 
+class RuntimeFileOwnerTest(LauncherCase):
+    """A secondary killed without EAL's cleanup leaves mp_socket_PID_...;
+    once PID is another process's, the file is still a dead owner's."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.run_py = load_launcher()
+
+    def test_owner_started_before_the_file(self) -> None:
+        path = self.tmp / "mp_socket_x"
+        path.write_text("")
+        self.assertTrue(self.run_py.file_owner_alive(os.getpid(), path))
+        an_hour_ago = path.stat().st_mtime - 3600
+        os.utime(path, (an_hour_ago, an_hour_ago))
+        self.assertFalse(self.run_py.file_owner_alive(os.getpid(), path))
+
+    def test_gone_owner(self) -> None:
+        child = subprocess.Popen(["true"])
+        child.wait()
+        path = self.tmp / f"mp_socket_{child.pid}_1"
+        path.write_text("")
+        self.assertFalse(self.run_py.file_owner_alive(child.pid, path))
+
+    def test_live_secondaries_skips_files_older_than_their_pid(self) -> None:
+        runtime = self.tmp / "dpdk" / "pfx"
+        runtime.mkdir(parents=True)
+        (runtime / f"mp_socket_{os.getpid()}_1").write_text("")
+        newcomer = subprocess.Popen(["sleep", "60"])
+        self.addCleanup(newcomer.wait)
+        self.addCleanup(newcomer.kill)
+        stale = runtime / f"mp_socket_{newcomer.pid}_2"
+        stale.write_text("")
+        an_hour_ago = stale.stat().st_mtime - 3600
+        os.utime(stale, (an_hour_ago, an_hour_ago))
+        self.run_py.dpdk_runtime_dir = lambda prefix: self.tmp / "dpdk" / prefix
+        self.assertEqual(self.run_py.live_secondaries("pfx"), [os.getpid()])
+
+
 class TestlogSummaryTest(unittest.TestCase):
     """dpdk-fi-test.sh --summarize FILE: the table and the closing line."""
 
