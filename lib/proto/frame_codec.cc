@@ -157,7 +157,9 @@ size_t encode_header(uint8_t* f, const wire::FrameHeader& h) {
   put(f, offsetof(FrameHeader, src_ep_queue), htobe16(h.src_ep_queue));
   put(f, offsetof(FrameHeader, segment_len), htobe16(h.segment_len));
   put(f, offsetof(FrameHeader, piece_offset), htobe32(h.piece_offset));
-  put(f, offsetof(FrameHeader, reserved), uint32_t{0});
+  put(f, offsetof(FrameHeader, duplicate_delta),
+      htobe16(static_cast<uint16_t>(h.duplicate_delta)));
+  put(f, offsetof(FrameHeader, duplicate_copies), htobe16(h.duplicate_copies));
   return sizeof(FrameHeader);
 }
 
@@ -246,7 +248,13 @@ DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, Decod
   h.src_ep_queue = be16toh(get<uint16_t>(f, offsetof(FrameHeader, src_ep_queue)));
   h.token = be64toh(get<uint64_t>(f, offsetof(FrameHeader, token)));
   h.ack_token = be64toh(get<uint64_t>(f, offsetof(FrameHeader, ack_token)));
-  h.reserved = 0;
+  h.duplicate_delta = 0;
+  h.duplicate_copies = 0;
+  if ((h.flags & wire::kFlagDuplicate) && h.opcode == static_cast<uint8_t>(wire::Opcode::kAck)) {
+    h.duplicate_delta =
+        static_cast<int16_t>(be16toh(get<uint16_t>(f, offsetof(FrameHeader, duplicate_delta))));
+    h.duplicate_copies = be16toh(get<uint16_t>(f, offsetof(FrameHeader, duplicate_copies)));
+  }
   h.segment_len = 0;  // a sender's value means nothing without kFlagPiece
   h.piece_offset = 0;
   if (h.flags & wire::kFlagPiece) {

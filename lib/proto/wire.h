@@ -129,6 +129,11 @@ inline constexpr uint16_t kFlagPiece = 1u << 12;
 // the sender has a job key.  A receiver with a job key takes only such
 // frames, and one without takes none of them.
 inline constexpr uint16_t kFlagKeyed = 1u << 13;
+// On an ACK: duplicate_delta and duplicate_copies report a segment that
+// arrived more than once, so that its sender can tell a needless
+// retransmission from a repair (a spurious timeout, whose cut it undoes).
+// A receiver that knows nothing of it ignores the flag and both fields.
+inline constexpr uint16_t kFlagDuplicate = 1u << 14;
 
 // The flags a BundleEntry may carry: those that describe one segment.  The
 // frame's own (kFlagAckValid, kFlagAckRequest, kFlagUnsealed) are in the
@@ -200,7 +205,12 @@ struct FrameHeader {
   uint16_t src_ep_queue;
   uint16_t segment_len;   // kFlagPiece: the whole segment's payload length; else 0
   uint32_t piece_offset;  // kFlagPiece: where this piece starts in its segment; else 0
-  uint32_t reserved;      // 0
+  // ACK with kFlagDuplicate: the segment at sequence ack + duplicate_delta
+  // arrived duplicate_copies more times than once since the last such
+  // report (wire-protocol.md, "Undoing a spurious timeout"); else both 0.
+  // (Until these were named the 4 bytes were reserved and sent as 0.)
+  int16_t duplicate_delta;
+  uint16_t duplicate_copies;
 };
 static_assert(sizeof(FrameHeader) == 104);
 static_assert(offsetof(FrameHeader, src_session) == 8);
@@ -215,6 +225,7 @@ static_assert(offsetof(FrameHeader, auth_key) == 84);
 static_assert(offsetof(FrameHeader, group) == 88);
 static_assert(offsetof(FrameHeader, src_ep_queue) == 92);
 static_assert(offsetof(FrameHeader, piece_offset) == 96);
+static_assert(offsetof(FrameHeader, duplicate_delta) == 100);
 
 inline constexpr size_t kHeadersSize = sizeof(EtherHeader) + sizeof(FrameHeader);
 

@@ -77,6 +77,42 @@ TEST(FrameCodec, FieldsAreBigEndianOnTheWire) {
   EXPECT_EQ(frame[14 + 8], 0xA1);  // src_session's high byte first
 }
 
+// An ACK's duplicate report (kFlagDuplicate) travels in the header's last
+// four bytes, big-endian, the delta signed; without the flag, or on any
+// other frame, the decoder reads nothing there.
+TEST(FrameCodec, AnAckCarriesItsDuplicateReportAndNothingElseDoes) {
+  wire::FrameHeader ack = sample_header(0);
+  ack.opcode = static_cast<uint8_t>(wire::Opcode::kAck);
+  ack.msg_len = ack.offset = 0;
+  ack.flags = wire::kFlagAckValid | wire::kFlagDuplicate;
+  ack.duplicate_delta = -3;
+  ack.duplicate_copies = 513;
+  auto frame = frame_with(ack, 0);
+  EXPECT_EQ(frame[14 + 100], 0xFF);  // -3, high byte first
+  EXPECT_EQ(frame[14 + 101], 0xFD);
+  EXPECT_EQ(frame[14 + 102], 0x02);  // 513
+  EXPECT_EQ(frame[14 + 103], 0x01);
+  DecodedFrame out;
+  ASSERT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kOk);
+  EXPECT_EQ(out.header.duplicate_delta, -3);
+  EXPECT_EQ(out.header.duplicate_copies, 513);
+
+  ack.flags = wire::kFlagAckValid;  // the fields without the flag
+  frame = frame_with(ack, 0);
+  ASSERT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kOk);
+  EXPECT_EQ(out.header.duplicate_delta, 0);
+  EXPECT_EQ(out.header.duplicate_copies, 0);
+
+  wire::FrameHeader data = sample_header(4);  // the flag on a data segment
+  data.flags |= wire::kFlagDuplicate;
+  data.duplicate_delta = 5;
+  data.duplicate_copies = 1;
+  frame = frame_with(data, 4);
+  ASSERT_EQ(decode_frame(frame.data(), frame.size(), kType, &out), DecodeResult::kOk);
+  EXPECT_EQ(out.header.duplicate_delta, 0);
+  EXPECT_EQ(out.header.duplicate_copies, 0);
+}
+
 TEST(FrameCodec, EthernetPaddingIsAccepted) {
   auto frame = frame_with(sample_header(4), 4);
   frame.resize(frame.size() + 20, 0);  // a short frame padded to 60+ bytes
