@@ -107,11 +107,13 @@ void log_stats(const Endpoint* ep) {
             s.stale_session, s.bad_frames, s.stalled_no_buffer, s.timeouts, s.messages_sent,
             s.messages_received);
   DPDK_INFO(FI_LOG_EP_DATA,
-            "endpoint queue %u: waits for a timer: retransmission timeouts %lu, tail loss "
+            "endpoint queue %u: waits for a timer: retransmission timeouts %lu (cuts undone "
+            "%lu), tail loss "
             "probes %lu, window probes %lu, delayed acks %lu, delivery probes %lu; path "
             "changes %lu; window cuts for a loss %lu, deepened for a run of losses %lu; the "
             "port's idle reads that yielded the CPU %lu\n",
-            ep->queue, s.retransmit_timeouts, s.tail_loss_probes, s.window_probes,
+            ep->queue, s.retransmit_timeouts, s.timeout_cuts_undone, s.tail_loss_probes,
+            s.window_probes,
             s.delayed_acks, s.delivery_probes, s.path_changes, s.window_cuts_loss,
             s.window_cuts_deepened, ep->domain->port->idle_yields.get());
   // What peers and strangers cost: the handshakes, the answers the budget

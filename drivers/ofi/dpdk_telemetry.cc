@@ -164,6 +164,7 @@ int show_endpoint(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "retransmit_timeouts", s.retransmit_timeouts);
     add_count(data, "window_cuts_loss", s.window_cuts_loss);
     add_count(data, "window_cuts_deepened", s.window_cuts_deepened);
+    add_count(data, "timeout_cuts_undone", s.timeout_cuts_undone);
     add_count(data, "tail_loss_probes", s.tail_loss_probes);
     add_count(data, "window_probes", s.window_probes);
     add_count(data, "delayed_acks", s.delayed_acks);
@@ -230,6 +231,7 @@ int show_connections(const char*, const char* params, rte_tel_data* data) {
     column("cuts_loss", [](Row r) -> uint64_t { return r.cuts_loss; });
     column("cuts_deepened", [](Row r) -> uint64_t { return r.cuts_deepened; });
     column("cuts_timeout", [](Row r) -> uint64_t { return r.cuts_timeout; });
+    column("cuts_undone", [](Row r) -> uint64_t { return r.cuts_undone; });
   });
 }
 

@@ -22,8 +22,9 @@ struct ConnectionSummary {
   uint8_t path = 0;             // the path (UDP source port choice) in use
   // Congestion window cuts over its life: a loss event's (to 90 %), its
   // deepening when the losses prove a run (to 70 %), a retransmission
-  // timeout's (to one segment).
-  uint32_t cuts_loss = 0, cuts_deepened = 0, cuts_timeout = 0;
+  // timeout's (to one segment), and the timeout cuts undone (the peer
+  // reported the resent segment arrived twice).
+  uint32_t cuts_loss = 0, cuts_deepened = 0, cuts_timeout = 0, cuts_undone = 0;
 };
 
 }  // namespace ofi_dpdk::proto

@@ -176,6 +176,9 @@ void Engine::sweep_idle(uint64_t now_ns) {
                                                : SilentPath::kNotInQuestion;
     forget_sacks(c);
     ++(c.peer_window != 0 ? stats_.retransmit_timeouts : stats_.window_probes);
+    // What the cut below takes, should the peer prove it needless.
+    const uint32_t cwnd_x256_before = c.cwnd_x256, ssthresh_before = c.ssthresh;
+    const uint64_t rto_before = c.rto_ns;
     if (c.peer_window != 0) {
       const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
       c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
@@ -193,6 +196,14 @@ void Engine::sweep_idle(uint64_t now_ns) {
       silent_narrow(c, now_ns);  // the oldest goes again, in pieces
     else
       emit_segment(c, c.una, now_ns, true);
+    // The resend armed it, or a tail loss probe of this segment did.
+    Connection::TimeoutUndo& undo = c.timeout_undo;
+    if (c.peer_window != 0 && undo.armed && undo.seq == c.una && !undo.cut_saved) {
+      undo.cut_saved = true;
+      undo.cwnd_x256 = cwnd_x256_before;
+      undo.ssthresh = ssthresh_before;
+      undo.rto_ns = rto_before;
+    }
     // A small frame a live peer answers whatever the path's MTU: the
     // answer tells a narrow path from a dead one at the next timeout.
     if (size == SilentPath::kProbe) {

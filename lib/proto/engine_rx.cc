@@ -170,6 +170,20 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
   if (unexpected_bytes_ < unexpected_before) wake_stalled();
 }
 
+namespace {
+
+// One more copy of segment `seq`, which we had already, for the next ACK.
+void note_duplicate(Connection& c, uint32_t seq) {
+  if (c.duplicate_copies != 0 && c.duplicate_seq == seq) {
+    if (c.duplicate_copies < UINT16_MAX) ++c.duplicate_copies;
+  } else {
+    c.duplicate_seq = seq;
+    c.duplicate_copies = 1;
+  }
+}
+
+}  // namespace
+
 void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   const wire::FrameHeader& h = *s.header;
   answer_later(c);
@@ -190,6 +204,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     }
     ++stats_.duplicates;
     c.ack_now = true;  // our ack may have been lost
+    note_duplicate(c, seq);
     return;
   }
   const uint32_t distance = seq - c.next_expected;
@@ -230,6 +245,8 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
   HeldSegment*& slot = slot_of(c, seq);
   if (slot != nullptr) {
     ++stats_.duplicates;
+    c.ack_now = true;
+    note_duplicate(c, seq);
   } else if (HeldSegment* chunk = take_chunk(c)) {
     chunk->header = h;
     chunk->in_pieces = false;

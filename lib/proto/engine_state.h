@@ -400,6 +400,25 @@ struct Connection {
   // event's first (to 90 %), its deepening when the losses prove a run
   // (to 70 %), a retransmission timeout's (to one segment).
   uint32_t cuts_loss = 0, cuts_deepened = 0, cuts_timeout = 0;
+  // What undoes a retransmission timeout's cut when it was needless: the
+  // original segment was late, not lost (a descheduled peer, a queue that
+  // held it).  The first repair of a segment sent once arms it (a tail
+  // loss probe's or the timeout's, emit_segment); the timeout keeps the
+  // window, threshold and RTO it cut (poll_connection).  If the peer then
+  // reports as many extra copies of that segment as we resent
+  // (kFlagDuplicate), every copy arrived, the original too, and on_ack
+  // puts them back.  A loss cut since disarms it.
+  struct TimeoutUndo {
+    bool armed = false;
+    bool cut_saved = false;
+    uint32_t seq = 0;                // the segment repaired
+    uint16_t retransmissions = 0;    // copies of it resent since armed
+    uint16_t reported = 0;           // extra copies the peer reported
+    uint32_t cwnd_x256 = 0;          // before the timeout's cut
+    uint32_t ssthresh = 0;
+    uint64_t rto_ns = 0;
+  } timeout_undo;
+  uint32_t cuts_undone = 0;          // timeout cuts undone, over the connection's life
   uint64_t rto_deadline_ns = 0;      // 0: timer off
   uint8_t probes = 0;                // tail loss probes since the ack last advanced
   uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer
@@ -474,6 +493,12 @@ struct Connection {
   uint32_t ack_owed = 0;              // segments received since our last ack
   uint64_t ack_due_ns = 0;
   bool ack_now = false;
+  // Extra copies of a whole segment of the peer's that arrived after we
+  // had it, since the last ACK (0: none): the next ACK reports them
+  // (kFlagDuplicate), so that a sender whose timeout resent it learns
+  // whether its original arrived.  Copies of another segment replace them.
+  uint32_t duplicate_seq = 0;
+  uint16_t duplicate_copies = 0;
   // An ack owed for a whole message (or one its sender asked for at once,
   // kFlagAckNow): sent by the poll numbered this (Engine::polls_), the one
   // of the progress pass after the message's, unless a data frame to the

@@ -32,6 +32,7 @@ size_t Engine::summarize_connections(ConnectionSummary* out, size_t room) const 
     s.cuts_loss = c.cuts_loss;
     s.cuts_deepened = c.cuts_deepened;
     s.cuts_timeout = c.cuts_timeout;
+    s.cuts_undone = c.cuts_undone;
   }
   return connections_.size();
 }

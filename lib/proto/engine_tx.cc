@@ -65,6 +65,7 @@ void Engine::reset_transmit(Connection& c) {
   c.sacked_in_flight = 0;
   c.loss_cut = 0;
   c.cwnd_before_loss = 0;
+  c.timeout_undo = {};
   c.rto_deadline_ns = 0;
   // The outbox's open frame names this connection's old numbers and token.
   if (open_bundle_.connection == &c) open_bundle_ = {};
@@ -181,6 +182,17 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
   slot.last_sent_ns = now_ns;
   if (slot.transmissions < 255) ++slot.transmissions;
   if (retransmit) ++stats_.retransmitted;
+  if (retransmit) {
+    Connection::TimeoutUndo& undo = c.timeout_undo;
+    if (undo.armed && seq == undo.seq) {
+      if (undo.retransmissions < UINT16_MAX) ++undo.retransmissions;
+    } else if (slot.transmissions == 2 && (!undo.armed || seq_lt(undo.seq, c.una))) {
+      undo = {};  // (one acknowledged since is forgotten)
+      undo.armed = true;
+      undo.seq = seq;
+      undo.retransmissions = 1;
+    }
+  }
   // The data frame carried our ack: nothing owed any more.
   if (c.rx_open) {
     c.ack_owed = 0;
@@ -305,6 +317,15 @@ void Engine::emit_ack(Connection& c) {
   wire::FrameHeader h = base_header(c, static_cast<uint8_t>(wire::Opcode::kAck));
   h.seq = c.next_seq;
   h.tag = sack_bits(c);
+  if (c.duplicate_copies != 0) {
+    const int32_t delta = static_cast<int32_t>(c.duplicate_seq - h.ack);
+    if (delta >= INT16_MIN && delta <= INT16_MAX) {
+      h.flags |= wire::kFlagDuplicate;
+      h.duplicate_delta = static_cast<int16_t>(delta);
+      h.duplicate_copies = c.duplicate_copies;
+    }
+    c.duplicate_copies = 0;
+  }
   OutFrame frame;
   std::copy(c.mac, c.mac + 6, frame.dst_mac);
   uint8_t lane;
@@ -348,6 +369,14 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     // neither its window nor its answer to our SYN counts.
     if (seq_gt(ack, c.next_seq)) ++stats_.bad_frames;
     return;
+  }
+  if ((h.flags & wire::kFlagDuplicate) && c.timeout_undo.armed &&
+      ack + static_cast<uint32_t>(static_cast<int32_t>(h.duplicate_delta)) == c.timeout_undo.seq) {
+    Connection::TimeoutUndo& undo = c.timeout_undo;
+    undo.reported = static_cast<uint16_t>(
+        std::min<uint32_t>(uint32_t{undo.reported} + h.duplicate_copies, UINT16_MAX));
+    // As many extra copies as we resent: the original arrived too.
+    if (undo.cut_saved && undo.reported >= undo.retransmissions) undo_timeout_cut(c);
   }
   const uint32_t previous_window = c.peer_window;
   c.peer_window = h.window;
@@ -522,9 +551,26 @@ void Engine::on_loss(Connection& c, uint32_t seq, uint32_t frame) {
   ++(c.loss_cut == 0 ? c.cuts_loss : c.cuts_deepened);
   ++(c.loss_cut == 0 ? stats_.window_cuts_loss : stats_.window_cuts_deepened);
   c.loss_cut = run ? 2 : 1;
+  c.timeout_undo = {};  // a loss since: the timeout's window is no guide
   target = std::max<uint32_t>(target, 2);
   c.ssthresh = target;
   c.cwnd_x256 = std::min(c.cwnd_x256, target * 256);
+}
+
+void Engine::undo_timeout_cut(Connection& c) {
+  // The peer had the segment before our timeout resent it: nothing was
+  // lost, the cut and the backed-off RTO were for a late answer.  The
+  // window comes back (with what it regrew since, if more), and a loss
+  // from here on is a new event with a cut of its own.
+  const Connection::TimeoutUndo& undo = c.timeout_undo;
+  c.cwnd_x256 = std::max(c.cwnd_x256, undo.cwnd_x256);
+  c.ssthresh = undo.ssthresh;
+  c.rto_ns = undo.rto_ns;  // (for the next timer: the one running stays)
+  c.loss_cut = 0;
+  c.recovery_seq = c.una;
+  c.timeout_undo = {};
+  ++c.cuts_undone;
+  ++stats_.timeout_cuts_undone;
 }
 
 void Engine::complete_send(Connection& c, TxMessage& m, int error, int prov_errno) {

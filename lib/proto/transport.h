@@ -368,6 +368,7 @@ class Engine {
   // A segment found lost for the first time (fast retransmit): the loss
   // event's window cut (engine_tx.cc).
   void on_loss(Connection& c, uint32_t seq, uint32_t frame);
+  void undo_timeout_cut(Connection& c);
   void complete_send(Connection& c, TxMessage& m, int error, int prov_errno);
   // Message records from the free lists (or the heap), and back: a record
   // per send and per message received would otherwise be an allocation.

@@ -177,6 +177,9 @@ struct TransportStats {
   // frames, as a full queue drops (to 70 %).  A retransmission timeout's
   // cut is retransmit_timeouts.
   uint64_t window_cuts_loss = 0, window_cuts_deepened = 0;
+  // Retransmission timeouts whose cut was undone: the peer reported that
+  // the segment the timeout resent arrived twice (kFlagDuplicate).
+  uint64_t timeout_cuts_undone = 0;
   // Path MTU discovery: connections whose segments were made smaller (a
   // router said the path is narrower, or large segments went unanswered
   // while small frames were), pieces sent of segments cut before, and

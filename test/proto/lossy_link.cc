@@ -81,7 +81,7 @@ size_t LossyLink::raw_destination(const std::vector<uint8_t>& bytes) const {
   return route(bytes.data(), be16toh(queue));
 }
 
-void LossyLink::launch(std::vector<uint8_t> bytes) {
+void LossyLink::launch(std::vector<uint8_t> bytes, uint64_t extra_steps) {
   if (random_.chance(faults_.drop)) {
     ++counters_.dropped;
     return;
@@ -96,7 +96,7 @@ void LossyLink::launch(std::vector<uint8_t> bytes) {
       frame[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
       ++counters_.corrupted;
     }
-    uint64_t due = steps_ + 1;
+    uint64_t due = steps_ + 1 + extra_steps;
     if (random_.chance(faults_.reorder)) {
       due += 1 + random_.below(faults_.max_hold_steps);
       ++counters_.reordered;
@@ -123,7 +123,7 @@ void LossyLink::send_outbox(size_t i) {
     // As the provider writes frames: the payload checksummed as it is copied.
     finish_seal(bytes.data(),
                 out.copy_payload(bytes.data() + wire::kHeadersSize, begin_seal(bytes.data())));
-    launch(std::move(bytes));
+    launch(std::move(bytes), delay ? delay(i, out.header) : 0);
   }
   engine.frames_sent();
 }

@@ -99,6 +99,9 @@ class LossyLink {
   // Optional: the same by the frame's path (OutFrame::path: the route a
   // router would choose by its source port).
   std::function<bool(size_t from, uint8_t path)> keep_path;
+  // Optional: extra steps a frame leaving engine `from` spends on the wire:
+  // late, not lost (frames held until the same step keep their order).
+  std::function<uint64_t(size_t from, const wire::FrameHeader&)> delay;
   // Optional: sees every frame handed to an engine (decoded, host order).
   std::function<void(size_t from, size_t to, const wire::FrameHeader&)> tap;
 
@@ -153,7 +156,7 @@ class LossyLink {
   };
 
   void send_outbox(size_t i);
-  void launch(std::vector<uint8_t> bytes);
+  void launch(std::vector<uint8_t> bytes, uint64_t extra_steps = 0);
   size_t route(const uint8_t mac[6], uint16_t queue) const;
   size_t raw_destination(const std::vector<uint8_t>& bytes) const;
   void hand_over(std::vector<uint8_t> bytes);

@@ -147,6 +147,68 @@ TEST(TransportCongestion, ALoneLossCutsTheWindowLessThanARun) {
   }
 }
 
+// A's frames stop reaching B for `stall_ns` from now: held and then
+// delivered in order (the peer was descheduled, late not lost), or dropped.
+// Returns when the stall has ended and what it caused has settled.
+void stall(LossProbe& p, uint64_t stall_ns, bool lose) {
+  Net& net = p.net;
+  const uint64_t until = net.link.steps() + stall_ns / net.link.step_ns();
+  auto in_stall = [&net, &p, until](size_t from) {
+    return from == p.a && net.link.steps() < until;
+  };
+  if (lose) {
+    net.link.keep = [in_stall](size_t from, const wire::FrameHeader&) { return !in_stall(from); };
+  } else {
+    net.link.delay = [in_stall, &net, until](size_t from, const wire::FrameHeader&) -> uint64_t {
+      return in_stall(from) ? until - net.link.steps() : 0;
+    };
+  }
+  net.run_for(stall_ns + 2 * kMs);
+}
+
+TEST(TransportCongestion, ATimeoutForLateSegmentsIsUndone) {
+  // Expect: B hears nothing of A for three minimum RTOs, then gets all of
+  // it in order (a descheduled peer): A's tail loss probes and timeouts
+  // resent the oldest segment, the timeouts cut the window to one segment,
+  // and B reports each extra copy it got (kFlagDuplicate).  As many
+  // copies came as A resent, so the original was not lost: the cut is
+  // undone and the window is back where it was.  The control: the same stall losing A's frames instead keeps its cut.
+  for (const bool lose : {false, true}) {
+    SCOPED_TRACE(lose ? "frames lost" : "frames late");
+    LossProbe p(lose ? 41 : 40);
+    p.net.run_for(5 * kMs);
+    const Connection& c = p.sender();
+    ASSERT_GE(c.cwnd_x256, 64u * 256) << "the window never opened";
+    const uint32_t before = c.cwnd_x256;
+    stall(p, 3 * p.config.min_rto_ns, lose);
+    const TransportStats& stats = p.net.engine(p.a).stats();
+    std::printf("[ info     ] %s: %lu tail loss probes, %lu timeouts, %lu undone\n",
+                lose ? "lost" : "late", static_cast<unsigned long>(stats.tail_loss_probes),
+                static_cast<unsigned long>(stats.retransmit_timeouts),
+                static_cast<unsigned long>(stats.timeout_cuts_undone));
+    // Probes first, then timeouts: the undo counts every copy.
+    EXPECT_GE(stats.tail_loss_probes, 1u);
+    EXPECT_GE(c.cuts_timeout, 1u);
+    EXPECT_EQ(stats.retransmit_timeouts, c.cuts_timeout);
+    if (!lose) {
+      EXPECT_GE(p.net.engine(p.b).stats().duplicates, 1u);
+      EXPECT_EQ(c.cuts_undone, 1u);
+      EXPECT_EQ(stats.timeout_cuts_undone, 1u);
+      // (The window may regrow by itself after the stall; the threshold
+      // shows the cut: half the window, or what it was.)
+      EXPECT_GE(c.ssthresh * 256, before) << "the cut was not undone";
+      EXPECT_GE(c.cwnd_x256, before) << "the window was not given back";
+    } else {
+      EXPECT_EQ(c.cuts_undone, 0u);
+      EXPECT_EQ(stats.timeout_cuts_undone, 0u);
+      EXPECT_LT(c.ssthresh * 256, before) << "the cut of a real loss was undone";
+    }
+    p.net.run_for(20 * kMs);
+    EXPECT_EQ(p.flow->problems, 0u) << p.flow->first_problem;
+    EXPECT_EQ(p.flow->send_failed, 0u);
+  }
+}
+
 TEST(TransportCongestion, NewDataFlowsWhileAHoleIsRepaired) {
   // Expect: while a lost segment (and its first repair) waits for its
   // repair (una stays at it), the
