@@ -70,6 +70,7 @@ Options parse(int argc, char** argv) {
           o.size = number<uint16_t>(option, value);
         } else if (name == "count") {
           o.count = number<uint64_t>(option, value);
+          if (o.count == 0) fail("--count: at least one round trip");  // the median of none
         } else if (name == "warmup") {
           o.warmup = number<uint64_t>(option, value);
         } else if (name == "timeout") {

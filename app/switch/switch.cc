@@ -120,6 +120,7 @@ std::optional<Options> parse(int argc, char** argv, std::string* why) {
           options.lock_file = value;
         } else if (name == "processes") {
           options.config.slots = static_cast<uint16_t>(number(option, value, 16, why));
+          if (options.config.slots == 0 && why->empty()) *why = "--processes: 1 to 16";
         } else if (name == "ring-size") {
           options.config.ring_size = static_cast<uint32_t>(number(option, value, 1 << 20, why));
         } else if (name == "ether-type") {

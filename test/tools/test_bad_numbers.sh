@@ -48,6 +48,7 @@ expect_usage_error "bench --threads 2x" --threads "$bench" "${eal[@]}" -- --thre
 expect_usage_error "bench --timeout 1e999" --timeout "$bench" "${eal[@]}" -- --timeout 1e999
 expect_usage_error "rawping --size 70000" --size "$rawping" "${eal[@]}" -- --role server --size 70000
 expect_usage_error "rawping --count ''" --count "$rawping" "${eal[@]}" -- --role server --count ''
+expect_exit "rawping --count 0" 2 "at least one round trip" "$rawping" "${eal[@]}" -- --role client --count 0
 expect_usage_error "msgcost --count abc" --count "$msgcost" --provider shm --count abc
 expect_usage_error "bench --count=abc" --count "$bench" "${eal[@]}" -- --count=abc
 expect_usage_error "loopback --count 1x" --count "$loopback" "${eal[@]}" -- --count 1x
