@@ -22,7 +22,7 @@
 #                      the sanitizers
 #   --fabtests SET     run only libfabric's gate with runfabtests.sh -t SET
 #                      (quick, standard, ...) over dpdk, built from
-#                      ../shared/fabtests (usertools/dpdk-fi-fabtests.sh,
+#                      ../shared/fabtests (devtools/dpdk-fi-fabtests.sh,
 #                      doc/fabtests.md); its exit status is this one's.  The
 #                      default run has -t quick (suite fabtests)
 #   --builddir DIR     build directory (default: build)
@@ -38,7 +38,7 @@
 #   --summarize FILE   only print the summary of a meson testlog.json file
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
-#                      root, into build-trixie/; runs usertools/dpdk-fi-debian13.sh
+#                      root, into build-trixie/; runs devtools/dpdk-fi-debian13.sh
 #                      (see its --help) with the other arguments
 #   Any other argument goes to `meson test` unchanged (a test name, --repeat N).
 #
@@ -160,7 +160,7 @@ while (($#)); do
 	--debian13)
 		shift
 		if [[ -n "$fabtests_set" ]]; then set -- --fabtests "$fabtests_set" "$@"; fi
-		exec bash "$DPDK_FI_ROOT/usertools/dpdk-fi-debian13.sh" \
+		exec bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" \
 			"${setup_args[@]}" "${meson_args[@]}" "$@"
 		;;
 	--no-tsan) tsan_part=0 ;;
@@ -170,8 +170,8 @@ while (($#)); do
 	shift
 done
 if [[ -n "$sanitize" ]]; then
-	# shellcheck source-path=SCRIPTDIR source=dpdk_fi_sanitize.sh
-	source "$DPDK_FI_ROOT/usertools/dpdk_fi_sanitize.sh"
+	# shellcheck source-path=SCRIPTDIR source=../devtools/dpdk_fi_sanitize.sh
+	source "$DPDK_FI_ROOT/devtools/dpdk_fi_sanitize.sh"
 	[[ "$builddir" != build ]] || builddir=$(sanitize_builddir "$sanitize")
 	sanitize_configure "$sanitize" "$(abs_builddir "$builddir")"
 	sanitize_environment "$sanitize"
@@ -197,8 +197,8 @@ OFI_DPDK_EAL_MEM_ARGS=$(eal_memory_args "$builddir")
 export OFI_DPDK_HUGEPAGES OFI_DPDK_EAL_MEM_ARGS
 
 if [[ -n "$fabtests_set" ]]; then
-	echo "testing: usertools/dpdk-fi-fabtests.sh --tests $fabtests_set (overall limit ${limit} s)"
-	exec timeout --kill-after=60 "$limit" bash "$DPDK_FI_ROOT/usertools/dpdk-fi-fabtests.sh" \
+	echo "testing: devtools/dpdk-fi-fabtests.sh --tests $fabtests_set (overall limit ${limit} s)"
+	exec timeout --kill-after=60 "$limit" bash "$DPDK_FI_ROOT/devtools/dpdk-fi-fabtests.sh" \
 		--builddir "$builddir" --tests "$fabtests_set"
 fi
 

@@ -2,7 +2,7 @@
 // main; bench_fabric.cc: the libfabric objects and the rendezvous;
 // bench_patterns.cc: each pattern's loops).  The benchmark runs over any
 // libfabric provider, so the same program measures dpdk, shm and
-// tcp;ofi_rxm side by side (usertools/dpdk-fi-compare.sh).
+// tcp;ofi_rxm side by side (devtools/dpdk-fi-compare.sh).
 #pragma once
 
 #include <rdma/fabric.h>

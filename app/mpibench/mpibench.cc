@@ -12,7 +12,7 @@
 // MPI_Put and MPI_Get of each --rma size, MPI_Accumulate of one int64 sum,
 // MPI_Fetch_and_op (sum) and MPI_Compare_and_swap of one int64.  Rank 0
 // prints one JSON object.  Any
-// transport Open MPI offers runs it: usertools/dpdk-fi-mpi-compare.sh runs
+// transport Open MPI offers runs it: devtools/dpdk-fi-mpi-compare.sh runs
 // it over dpdk and over Open MPI's own paths in one sitting.
 //
 //   mpirun -np N dpdk-fi-mpibench [--sizes 0,8,4096,65536,1048576,4194304]

@@ -18,7 +18,7 @@
 #      for its gateway again at least twice while the connection was live,
 #      and no frame lost to an unresolved next hop.
 #   4. fabtests 1.17.0 / 2.1.0 (../shared/fabtests, built once by
-#      usertools/dpdk-fi-fabtests.sh --build-only), in-band:
+#      devtools/dpdk-fi-fabtests.sh --build-only), in-band:
 #      fi_rdm_pingpong, fi_rdm_tagged_bw, fi_rma_bw -o write and
 #      fi_msg_pingpong (FI_EP_MSG) across the router; FI_EP_DGRAM by IP
 #      address (dgram_by_ip.sh): fi_dgram, fi_dgram_pingpong with the
@@ -93,7 +93,7 @@ else
 fi
 # 4. libfabric's fabtests, in-band (the client names the server by address
 #    and fabtests' default service, 9228: its queue 0).
-if fabtests=$(bash "$root/usertools/dpdk-fi-fabtests.sh" --builddir "${OFI_DPDK_BUILD_ROOT:?}" \
+if fabtests=$(bash "$root/devtools/dpdk-fi-fabtests.sh" --builddir "${OFI_DPDK_BUILD_ROOT:?}" \
 	--build-only 2>&1); then
 	bin=$(find "$OFI_DPDK_BUILD_ROOT" -maxdepth 3 -path '*/fabtests-*/install/bin' -type d | head -1)
 	pair ft_pingpong 60 "$bin/fi_rdm_pingpong" -p dpdk -S 8 -I 2000

@@ -15,7 +15,7 @@
 #      limit one less than the 64 it left with: the router forwarded it;
 #   3. fabtests' fi_rdm_pingpong and fi_msg_pingpong in-band across the
 #      router (../shared/fabtests, built once by
-#      usertools/dpdk-fi-fabtests.sh --build-only), and FI_EP_DGRAM by
+#      devtools/dpdk-fi-fabtests.sh --build-only), and FI_EP_DGRAM by
 #      IPv6 address (dgram_by_ip.sh).
 # Skips (77) without root, iproute2, fi_pingpong or network namespaces.
 # Every process runs under `timeout`; the trap removes the namespaces.
@@ -62,7 +62,7 @@ else
 fi
 pingpong all_sizes 120 -I 5 -S all -c
 
-if fabtests=$(bash "$root/usertools/dpdk-fi-fabtests.sh" --builddir "${OFI_DPDK_BUILD_ROOT:?}" \
+if fabtests=$(bash "$root/devtools/dpdk-fi-fabtests.sh" --builddir "${OFI_DPDK_BUILD_ROOT:?}" \
 	--build-only 2>&1); then
 	bin=$(find "$OFI_DPDK_BUILD_ROOT" -maxdepth 3 -path '*/fabtests-*/install/bin' -type d | head -1)
 	pair ft_pingpong 60 "$bin/fi_rdm_pingpong" -p dpdk -S 8 -I 2000

@@ -486,7 +486,7 @@ class TestlogSummaryTest(unittest.TestCase):
         # --help is answered before anything is built or mounted.
         result = self.run_script("--debian13", "--help")
         self.assertEqual(result.returncode, 0)
-        self.assertIn("usertools/dpdk-fi-debian13.sh", result.stdout)
+        self.assertIn("devtools/dpdk-fi-debian13.sh", result.stdout)
         self.assertIn("--rebuild-root", result.stdout)
         self.assertIn("trixie", result.stdout)
 
@@ -500,13 +500,14 @@ class TestlogSummaryTest(unittest.TestCase):
 @unittest.skipUnless(shutil.which("meson") and shutil.which("ninja"), "needs meson and ninja")
 class FakeProjectRunTest(unittest.TestCase):
     """dpdk-fi-test.sh end to end on a tiny meson project beside a copy of the
-    usertools: set-up (no hugepages touched), build, meson test, summary."""
+    usertools and devtools: set-up (no hugepages touched), build, meson test, summary."""
 
     def project(self, tests: str, source: str = "int main() { return 0; }\n") -> Path:
         root = Path(tempfile.mkdtemp(prefix="dpdk-fi-fake."))
         self.addCleanup(shutil.rmtree, root, ignore_errors=True)
-        shutil.copytree(REPO / "usertools", root / "usertools",
-                        ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+        for tools in ("usertools", "devtools"):
+            shutil.copytree(REPO / tools, root / tools,
+                            ignore=shutil.ignore_patterns("*.py", "__pycache__"))
         (root / "main.cc").write_text(source)
         (root / "meson.build").write_text(
             "project('fake', 'cpp')\nsh = find_program('sh')\n"
@@ -544,7 +545,7 @@ class FakeProjectRunTest(unittest.TestCase):
     def test_second_part_runs_the_threaded_tests_under_tsan(self) -> None:
         listed = subprocess.run(
             ["bash", "-c", 'source "$1"; echo "${DPDK_FI_TSAN_TESTS[@]}"', "-",
-             str(REPO / "usertools" / "dpdk_fi_sanitize.sh")],
+             str(REPO / "devtools" / "dpdk_fi_sanitize.sh")],
             capture_output=True, text=True, check=True).stdout.split()
         self.assertIn("ofi_threads", listed)
         root = self.project("".join(f"test('{name}', sh, args: ['-c', 'true'])\n"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""usertools/dpdk-fi-plot.py on comparison JSON written here (the shape
+"""devtools/dpdk-fi-plot.py on comparison JSON written here (the shape
 dpdk-fi-compare.sh writes; no DPDK):
   - every chart is well-formed SVG; the latency charts draw one line per
     provider through its percentiles, the bar charts one bar per figure and
@@ -18,7 +18,7 @@ import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-PLOTTER = Path(__file__).resolve().parents[2] / "usertools" / "dpdk-fi-plot.py"
+PLOTTER = Path(__file__).resolve().parents[2] / "devtools" / "dpdk-fi-plot.py"
 SVG = "{http://www.w3.org/2000/svg}"
 
 

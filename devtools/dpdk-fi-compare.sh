@@ -1,8 +1,8 @@
 #!/bin/bash
-# Usage: usertools/dpdk-fi-compare.sh [--builddir DIR] [--json FILE] [--quick]
-#                                     [--providers "dpdk shm tcp;ofi_rxm"]
-#                                     [--only FIGURE[,FIGURE...]] [--repeat N]
-#                                     [--stock | --no-stock | --stock-only] [--help]
+# Usage: devtools/dpdk-fi-compare.sh [--builddir DIR] [--json FILE] [--quick]
+#                                    [--providers "dpdk shm tcp;ofi_rxm"]
+#                                    [--only FIGURE[,FIGURE...]] [--repeat N]
+#                                    [--stock | --no-stock | --stock-only] [--help]
 #
 # Measures the dpdk provider against libfabric's shm and tcp;ofi_rxm
 # providers, in one sitting, with the same program (dpdk-fi-bench, two
@@ -38,7 +38,7 @@
 # Prints a table with each dpdk figure as a ratio to both peers ("x" is how
 # many times better dpdk is: lower latency or higher rate), writes every
 # run's JSON to --json (default BUILDDIR/compare.json), and draws it
-# (usertools/dpdk-fi-plot.py: SVG charts and an index.html in a "plots"
+# (devtools/dpdk-fi-plot.py: SVG charts and an index.html in a "plots"
 # folder beside the JSON).  Each run's program
 # checks its data; a run that fails shows as "fail".  Measure on a quiet
 # machine: the ratios of one sitting are what count, not the absolute
@@ -48,7 +48,7 @@
 # what users quote, beside our own program.  First the floor: dpdk-fi-rawping
 # (app/rawping), 64-byte frames to and fro over a memif pair with no
 # provider, its one-way mean, p50 and p99.  Then fabtests' benchmarks
-# (built by usertools/dpdk-fi-fabtests.sh --build-only into
+# (built by devtools/dpdk-fi-fabtests.sh --build-only into
 # BUILDDIR/fabtests-VERSION when missing), two processes each: dpdk through
 # usertools/dpdk-fi-run.py on a new memif pair, shm, tcp;ofi_rxm (not
 # dpdk-shared), addresses out of band (-E):
@@ -88,8 +88,8 @@
 #   --stock-only     the floor and the stock programs, no dpdk-fi-bench
 set -euo pipefail
 
-# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+# shellcheck source-path=SCRIPTDIR source=../usertools/dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 # The comparison itself is a Python program, in three parts that each
 # define one function printing its part (no file over 800 lines); python3
 # reads them whole from stdin, as one program.
@@ -141,5 +141,5 @@ fi
 fabtests=$(fabtests_version) || fabtests=""
 
 exec python3 - "$bench" "$builddir/drivers/ofi" "$json" "$providers" "$only" "$quick" \
-	"$mem_args" "$repeat" "$stock" "$fabtests" "$builddir" "$DPDK_FI_ROOT/usertools" \
+	"$mem_args" "$repeat" "$stock" "$fabtests" "$builddir" "$DPDK_FI_ROOT" \
 	< <(compare_py_bench; compare_py_stock; compare_py_sitting)

@@ -10,7 +10,7 @@ compare_py_stock() {
 	cat <<'EOF'
 # --- The stock programs ---------------------------------------------------
 
-LAUNCHER = os.path.join(tools, "dpdk-fi-run.py")
+LAUNCHER = os.path.join(repo, "usertools", "dpdk-fi-run.py")
 RAWPING = os.path.join(builddir, "app", "rawping", "dpdk-fi-rawping")
 FABTESTS_BIN = os.path.join(builddir, f"fabtests-{fabtests_version}", "install", "bin")
 STOCK_LIMIT = {"default": 120, "long": 300}  # seconds a run may take before it is killed
@@ -30,7 +30,7 @@ def build_fabtests():
     if not fabtests_version:
         return "no fabtests release for the libfabric pkg-config finds (or no libfabric-dev)"
     # Its progress is no part of our tables: to stderr.
-    status = subprocess.run([os.path.join(tools, "dpdk-fi-fabtests.sh"), "--build-only",
+    status = subprocess.run([os.path.join(repo, "devtools", "dpdk-fi-fabtests.sh"), "--build-only",
                              "--builddir", builddir], stdout=sys.stderr,
                             stdin=subprocess.DEVNULL).returncode
     if status == 77:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws the comparison command's JSON (usertools/dpdk-fi-compare.sh) as
+"""Draws the comparison command's JSON (devtools/dpdk-fi-compare.sh) as
 charts a reader can look at: SVG files and an index.html that shows them
 with the figures' table.  Needs nothing beyond Python 3.
 

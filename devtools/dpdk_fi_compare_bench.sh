@@ -21,7 +21,7 @@ import tempfile
 import time
 
 bench, provider_dir, json_path, providers, only, quick, mem_args, repeat = sys.argv[1:9]
-stock_mode, fabtests_version, builddir, tools = sys.argv[9:13]
+stock_mode, fabtests_version, builddir, repo = sys.argv[9:13]
 repeat = int(repeat)
 providers = providers.split()
 quick = quick == "1"

@@ -209,7 +209,7 @@ with open(json_path, "w") as f:
     json.dump(record, f, indent=1)
 print(f"runs: {json_path}")
 # The same figures drawn (a plotting failure does not fail the sitting).
-subprocess.run([sys.executable, os.path.join(tools, "dpdk-fi-plot.py"), json_path])
+subprocess.run([sys.executable, os.path.join(repo, "devtools", "dpdk-fi-plot.py"), json_path])
 sys.exit(1 if failed else 0)
 EOF
 }

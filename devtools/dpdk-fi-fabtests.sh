@@ -1,7 +1,7 @@
 #!/bin/bash
-# Usage: usertools/dpdk-fi-fabtests.sh [--builddir DIR] [--tests SET] [--timeout S]
-#                                      [--tarballs DIR] [--build-only] [--keep]
-#                                      [--provider NAME] [-- RUNFABTESTS-ARGS...]
+# Usage: devtools/dpdk-fi-fabtests.sh [--builddir DIR] [--tests SET] [--timeout S]
+#                                     [--tarballs DIR] [--build-only] [--keep]
+#                                     [--provider NAME] [-- RUNFABTESTS-ARGS...]
 #
 # libfabric's own gate over the provider: fabtests' runfabtests.sh, as
 # released with libfabric, run over dpdk.
@@ -59,8 +59,8 @@
 # buffers in ordinary pages (see STOCK_MALLOC_TUNABLES below).
 set -euo pipefail
 
-# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+# shellcheck source-path=SCRIPTDIR source=../usertools/dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 
 builddir=build
 tests=quick

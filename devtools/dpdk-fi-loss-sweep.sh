@@ -1,6 +1,6 @@
 #!/bin/bash
-# Usage: usertools/dpdk-fi-loss-sweep.sh [--builddir DIR] [--rates "0 0.01 0.05"]
-#                                        [--count N] [--help]
+# Usage: devtools/dpdk-fi-loss-sweep.sh [--builddir DIR] [--rates "0 0.01 0.05"]
+#                                       [--count N] [--help]
 #
 # Runs dpdk-fi-bench between two processes over net_memif at each receive
 # drop rate of the fault injector (FI_DPDK_FAULT_DROP, applied on both
@@ -16,8 +16,8 @@
 #   --size B        bandwidth message size (default: 8192)
 set -euo pipefail
 
-# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+# shellcheck source-path=SCRIPTDIR source=../usertools/dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 
 builddir=build
 rates="0 0.01 0.05"

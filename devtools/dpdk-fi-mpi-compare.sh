@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: usertools/dpdk-fi-mpi-compare.sh [--builddir DIR] [--ranks N] [--help]
+# Usage: devtools/dpdk-fi-mpi-compare.sh [--builddir DIR] [--ranks N] [--help]
 #
 # Open MPI over the dpdk provider against Open MPI's own transports, in one
 # sitting, with the same program, dpdk-fi-mpibench (app/mpibench), measuring
@@ -38,8 +38,8 @@
 # transport alike.  Takes about 3 minutes.
 set -euo pipefail
 
-# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+# shellcheck source-path=SCRIPTDIR source=../usertools/dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 
 builddir=build
 ranks=8

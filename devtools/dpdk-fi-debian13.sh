@@ -1,6 +1,6 @@
 #!/bin/bash
-# Usage: usertools/dpdk-fi-debian13.sh [--rebuild-root] [DPDK-FI-TEST-ARGS...]
-#        usertools/dpdk-fi-debian13.sh [--rebuild-root] --command 'SHELL-COMMAND'
+# Usage: devtools/dpdk-fi-debian13.sh [--rebuild-root] [DPDK-FI-TEST-ARGS...]
+#        devtools/dpdk-fi-debian13.sh [--rebuild-root] --command 'SHELL-COMMAND'
 #        (usertools/dpdk-fi-test.sh --debian13 [ARGS...] runs this script)
 #
 # The Debian 13 leg: builds ofi-dpdk against libfabric 2.1 and DPDK 24.11 and
@@ -51,8 +51,8 @@
 # otherwise), 1 when the root could not be built or entered, 2 when not root.
 set -euo pipefail
 
-# shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
+# shellcheck source-path=SCRIPTDIR source=../usertools/dpdk_fi_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 
 SUITE=trixie
 # dpdk-fi-setup.sh's PACKAGES, plus procps (sysctl, for the veth test) and
