@@ -74,7 +74,7 @@ import time
 from pathlib import Path
 from typing import Mapping, NoReturn, Sequence
 
-PROG = "dpdk-fi-run.py"
+PROG = Path(__file__).name  # dpdk-fi-run.py in the source tree, dpdk-fi-run installed
 TOPOLOGIES = ("ring", "memif", "memif-server", "memif-client", "af_packet", "af_xdp", "pci",
               "shared")
 # (rank, local rank) variables of job starters, most specific first.
@@ -83,6 +83,12 @@ RANK_VARIABLES = (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
                   ("PMI_RANK", "MPI_LOCALRANKID"),
                   ("SLURM_PROCID", "SLURM_LOCALID"))
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Installed (the ofi-dpdk package, meson install), there is no repository
+# beside the launcher: libfabric's provider folder and PATH serve.
+IN_SOURCE_TREE = (REPO_ROOT / "usertools" / "dpdk-fi-setup.sh").is_file()
+HUGEPAGES_FIX = ("run usertools/dpdk-fi-setup.sh as root" if IN_SOURCE_TREE else
+                 "as root: echo 512 > /proc/sys/vm/nr_hugepages and mount hugetlbfs"
+                 " on /dev/hugepages")
 DEFAULT_PROVIDER_DIR = REPO_ROOT / "build" / "drivers" / "ofi"
 DEFAULT_SOCKET = Path("/run/ofi-dpdk/memif.sock")
 # memif ring buffer bytes: one 9000-byte frame and its Ethernet header fit.
@@ -370,8 +376,7 @@ def ensure_switch(args: argparse.Namespace) -> list[str]:
                           " primary's memory); drop --no-huge")
     available, why = hugepages_available()
     if not available:
-        raise LaunchError(f"--topology shared needs hugepages: {why} (run"
-                          " usertools/dpdk-fi-setup.sh as root)")
+        raise LaunchError(f"--topology shared needs hugepages: {why} ({HUGEPAGES_FIX})")
     prefix = f"ofidpdk-{args.name}"
     try:
         SWITCH_DIR.mkdir(parents=True, exist_ok=True)
@@ -431,7 +436,7 @@ def memory_args(no_huge: bool) -> list[str]:
     available, why = hugepages_available()
     if available:
         return ["--in-memory"]
-    note(f"{why}; DPDK runs with --no-huge (run usertools/dpdk-fi-setup.sh as root to fix)")
+    note(f"{why}; DPDK runs with --no-huge (to fix, {HUGEPAGES_FIX})")
     return list(NO_HUGE_ARGS)
 
 
@@ -516,7 +521,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--switch", metavar="PROGRAM",
                         help="shared: the dpdk-fi-switch to start (default: the one built"
                              " beside the provider in use, else"
-                             f" {DEFAULT_SWITCH}, else from PATH)")
+                             + (f" {DEFAULT_SWITCH}, else" if IN_SOURCE_TREE else "")
+                             + " from PATH)")
     parser.add_argument("--lcore", type=int, metavar="N",
                         help="the EAL main lcore (default: the first CPU this process may"
                              " use; the second for memif-client)")
@@ -524,7 +530,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="run DPDK without hugepages even if some are available")
     parser.add_argument("--provider-path", metavar="DIR",
                         help="where libdpdk-fi.so is (default: FI_PROVIDER_PATH if set,"
-                             f" else {DEFAULT_PROVIDER_DIR} if it exists)")
+                             + (f" else {DEFAULT_PROVIDER_DIR} if it exists)" if IN_SOURCE_TREE
+                                else " else libfabric's own provider folder)"))
     parser.add_argument("--eal-extra", default="", metavar='"ARGS"',
                         help="more EAL arguments, appended as they are")
     parser.add_argument("--telemetry", action="store_true",

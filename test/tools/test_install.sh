@@ -3,8 +3,8 @@
 #   - the provider in libfabric's provider folder, fi_dpdk.h, fi_dpdk(7),
 #     dpdk-fi-switch, dpdk-fi-run (the launcher, as a command), and
 #     dpdk-fi-mpibench where MPI was found at configure time;
-#   - dpdk-fi.pc: a C program that calls fi_dpdk_eal_ready() compiles and
-#     links with `pkg-config --cflags --libs dpdk-fi` alone, and runs
+#   - ofi-dpdk.pc: a C program that calls fi_dpdk_eal_ready() compiles and
+#     links with `pkg-config --cflags --libs ofi-dpdk` alone, and runs
 #     against the installed library (it prints 0: EAL is not up);
 #   - the installed launcher runs (--help) with nothing of the repository
 #     beside it.
@@ -35,11 +35,11 @@ launcher=$(one dpdk-fi-run)
 if [ -e "$builddir/app/mpibench/dpdk-fi-mpibench" ]; then
 	one dpdk-fi-mpibench >/dev/null
 fi
-pc=$(one dpdk-fi.pc)
+pc=$(one ofi-dpdk.pc)
 
 # The .pc names paths under the prefix; the sysroot puts them in DESTDIR.
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$root
-flags=$(pkg-config --cflags --libs dpdk-fi) || fail "pkg-config dpdk-fi"
+flags=$(pkg-config --cflags --libs ofi-dpdk) || fail "pkg-config ofi-dpdk"
 case "$flags" in *-ldpdk-fi*) ;; *) fail "pkg-config's flags lack -ldpdk-fi: $flags" ;; esac
 cat >"$work/program.c" <<'EOF'
 #include <fi_dpdk.h>
@@ -58,4 +58,4 @@ ready=$(LD_LIBRARY_PATH=$(dirname "$provider") "$work/program") ||
 
 "$launcher" --help >"$work/help.txt" 2>&1 || { cat "$work/help.txt" >&2; fail "dpdk-fi-run --help"; }
 grep -q -- '--topology' "$work/help.txt" || fail "dpdk-fi-run --help does not show --topology"
-echo "installed: provider, header, man page, switch, launcher, dpdk-fi.pc; a program built from the .pc runs"
+echo "installed: provider, header, man page, switch, launcher, ofi-dpdk.pc; a program built from the .pc runs"
