@@ -55,13 +55,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 
 SUITE=trixie
-# dpdk-fi-setup.sh's PACKAGES, plus procps (sysctl, for the veth test) and
-# the kernel the VM of dpdk-fi-vm.sh boots (the root has no apt lists to
-# download it with).
+# dpdk-fi-setup.sh's PACKAGES, plus procps (sysctl, for the veth test), the
+# kernel the VM of dpdk-fi-vm.sh boots (the root has no apt lists to
+# download it with), build-essential and debhelper
+# (devtools/dpdk-fi-package.sh builds the Debian 13 packages here).
 PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
 	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 iputils-ping procps nftables
 	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils
-	qemu-system-x86 busybox-static linux-image-amd64)
+	qemu-system-x86 busybox-static linux-image-amd64 build-essential debhelper)
 BUILDDIR=build-trixie
 
 rebuild_root=0
@@ -107,17 +108,6 @@ give_up() {
 	note "the Debian 13 leg needs root (debootstrapping, chroot, mounts)"
 	echo "0 passed, 1 failed"
 	exit 2
-}
-
-# debian_mirror: the first http(s) URI of a Debian (not security) archive in
-# the apt sources, in either format.
-debian_mirror() {
-	local uri
-	uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-		/etc/apt/sources.list.d/*.sources 2>/dev/null |
-		grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v security | head -n 1 || true)
-	uri=${uri%% }
-	echo "${uri:-http://deb.debian.org/debian}"
 }
 
 cache=${DPDK_FI_DEBIAN13_CACHE:-/var/cache/ofi-dpdk}

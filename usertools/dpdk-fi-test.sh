@@ -35,6 +35,7 @@
 #                      is ThreadSanitizer, for the tests where threads meet
 #                      (unless other meson test arguments are given)
 #   --no-tsan          leave out the ThreadSanitizer part (below)
+#   --no-package       leave out the package part (below)
 #   --summarize FILE   only print the summary of a meson testlog.json file
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
@@ -42,11 +43,12 @@
 #                      (see its --help) with the other arguments
 #   Any other argument goes to `meson test` unchanged (a test name, --repeat N).
 #
-# With no other argument than --no-hugepages, the run then has a second
-# part: the tests where threads meet, under ThreadSanitizer (what
-# `--sanitize thread` runs, in build-tsan/), and the closing line adds both
-# parts up.  --no-tsan leaves it out; the Debian 13 leg (--debian13) has
-# no such part.
+# With no other argument than --no-hugepages, the run then has more parts:
+# the tests where threads meet, under ThreadSanitizer (what `--sanitize
+# thread` runs, in build-tsan/; not on the Debian 13 leg), and the Debian
+# package of the leg's release, built and installed into a clean root
+# (devtools/dpdk-fi-package.sh, about 5 minutes); the closing line adds
+# the parts up.  --no-tsan and --no-package leave them out.
 #
 # Environment: DPDK_FI_TEST_LIMIT, the overall limit for `meson test` in
 # seconds (default 3600). The tests see OFI_DPDK_HUGEPAGES (yes or no) and
@@ -115,10 +117,12 @@ setup_args=()
 meson_args=()
 fabtests_set=""
 tsan_part=1
+package_part=1
+debian13=0
 only_default_args=1
 while (($#)); do
 	case "$1" in
-	--no-hugepages | --no-tsan) ;;
+	--no-hugepages | --no-tsan | --no-package | --debian13) ;;
 	*) only_default_args=0 ;;
 	esac
 	case "$1" in
@@ -159,16 +163,79 @@ while (($#)); do
 		;;
 	--debian13)
 		shift
-		if [[ -n "$fabtests_set" ]]; then set -- --fabtests "$fabtests_set" "$@"; fi
-		exec bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" \
-			"${setup_args[@]}" "${meson_args[@]}" "$@"
+		debian13_args=("${setup_args[@]}" "${meson_args[@]}")
+		if [[ -n "$fabtests_set" ]]; then debian13_args+=(--fabtests "$fabtests_set"); fi
+		for arg in "$@"; do
+			case "$arg" in
+			--rebuild-root | --no-hugepages) ;;
+			--no-package) package_part=0 ;;
+			*) only_default_args=0 ;;
+			esac
+			[[ "$arg" == --no-package ]] || debian13_args+=("$arg")
+		done
+		[[ ${#meson_args[@]} == 0 && -z "$fabtests_set" ]] || only_default_args=0
+		debian13=1
+		break
 		;;
 	--no-tsan) tsan_part=0 ;;
+	--no-package) package_part=0 ;;
 	-h | --help) usage; exit 0 ;;
 	*) meson_args+=("$1") ;;
 	esac
 	shift
 done
+# The default run is made of parts (the tests; the threaded tests under
+# ThreadSanitizer; the Debian package), each ending with its own
+# "N passed, N failed" line, and one closing line adds them up. A part
+# that ends without its closing line counts as one failure.
+part_names=() part_passed=0 part_failed=0 part_skipped=0 part_status=0 part_lines=()
+# closing_counts TEXT: "PASSED FAILED SKIPPED" of the last closing line.
+closing_counts() {
+	local line
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$1" | tail -n 1 || true)
+	[[ -n "$line" ]] || { echo "0 1 0"; return; }
+	sed -E 's/^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?.*/\1 \2 \4/' <<<"$line" |
+		awk '{print $1, $2, ($3 == "" ? 0 : $3)}'
+}
+# add_part NAME STATUS OUTPUT: counts a part that ran.
+add_part() {
+	local passed failed skipped
+	read -r passed failed skipped < <(closing_counts "$3")
+	part_lines+=("$passed passed, $failed failed ($1)")
+	part_passed=$((part_passed + passed))
+	part_failed=$((part_failed + failed))
+	part_skipped=$((part_skipped + skipped))
+	(($2 == 0)) || part_status=1
+}
+# run_part NAME COMMAND...: runs a part, its output streaming through.
+run_part() {
+	local name=$1 log status=0
+	shift
+	log=$(mktemp)
+	echo
+	echo "testing: the $name part ($*)"
+	"$@" 2>&1 | tee "$log" || status=${PIPESTATUS[0]}
+	add_part "$name" "$status" "$(cat "$log")"
+	rm -f "$log"
+}
+close_parts() {
+	echo
+	local IFS=';'
+	echo "all parts: ${part_lines[*]}" | sed 's/;/; /g'
+	echo "$part_passed passed, $part_failed failed$( ((part_skipped)) && echo ", $part_skipped skipped")"
+	((part_status == 0 && part_failed == 0 && part_passed > 0))
+}
+
+if ((debian13)); then
+	if ! ((only_default_args && package_part)); then
+		exec bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${debian13_args[@]}"
+	fi
+	run_part tests bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${debian13_args[@]}"
+	run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" --suite trixie
+	close_parts
+	exit
+fi
+
 if [[ -n "$sanitize" ]]; then
 	# shellcheck source-path=SCRIPTDIR source=../devtools/dpdk_fi_sanitize.sh
 	source "$DPDK_FI_ROOT/devtools/dpdk_fi_sanitize.sh"
@@ -210,39 +277,20 @@ status=0
 timeout --kill-after=60 "$limit" meson test -C "$builddir" --print-errorlogs \
 	--num-processes 1 "${meson_args[@]}" || status=$?
 echo
-if ! ((tsan_part && only_default_args)); then
+if ! ((only_default_args && (tsan_part || package_part))); then
 	summarize "$testlog" "$status" "$limit"
 	exit
 fi
-
-# The second part: the threaded tests under ThreadSanitizer, then one
-# closing line for both.  (A part that ends without its closing line
-# counts as one failure.)
 main_status=0
 main_summary=$(summarize "$testlog" "$status" "$limit") || main_status=$?
 echo "$main_summary"
-tsan_log=$(mktemp)
-trap 'rm -f "$tsan_log"' EXIT
-echo
-echo "testing: the threaded tests under ThreadSanitizer (usertools/dpdk-fi-test.sh --sanitize thread)"
-tsan_status=0
-bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" --sanitize thread 2>&1 | tee "$tsan_log" ||
-	tsan_status=$?
-# closing_counts TEXT: "PASSED FAILED SKIPPED" of the last closing line.
-closing_counts() {
-	local line
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$1" | tail -n 1)
-	[[ -n "$line" ]] || { echo "0 1 0"; return; }
-	sed -E 's/^([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?.*/\1 \2 \4/' <<<"$line" |
-		awk '{print $1, $2, ($3 == "" ? 0 : $3)}'
-}
-read -r main_passed main_failed main_skipped < <(closing_counts "$main_summary")
-read -r tsan_passed tsan_failed tsan_skipped < <(closing_counts "$(cat "$tsan_log")")
-echo
-echo "both parts: $main_passed passed, $main_failed failed (tests); $tsan_passed passed," \
-	"$tsan_failed failed (ThreadSanitizer)"
-passed=$((main_passed + tsan_passed))
-failed=$((main_failed + tsan_failed))
-skipped=$((main_skipped + tsan_skipped))
-echo "$passed passed, $failed failed$( ((skipped)) && echo ", $skipped skipped")"
-((main_status == 0 && tsan_status == 0 && failed == 0 && passed > 0))
+add_part tests "$main_status" "$main_summary"
+# The second part: the tests where threads meet, under ThreadSanitizer.
+if ((tsan_part)); then
+	run_part ThreadSanitizer bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" --sanitize thread
+fi
+# The third: the Debian package, built and installed into a clean root.
+if ((package_part)); then
+	run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh"
+fi
+close_parts

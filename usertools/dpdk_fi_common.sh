@@ -59,3 +59,14 @@ fabtests_version() {
 	*) return 1 ;;
 	esac
 }
+
+# debian_mirror: the first http(s) URI of a Debian (not security) archive in
+# the apt sources, in either format.
+debian_mirror() {
+	local uri
+	uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+		/etc/apt/sources.list.d/*.sources 2>/dev/null |
+		grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v security | head -n 1 || true)
+	uri=${uri%% }
+	echo "${uri:-http://deb.debian.org/debian}"
+}

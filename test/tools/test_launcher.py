@@ -514,10 +514,12 @@ class FakeProjectRunTest(unittest.TestCase):
             "executable('main', 'main.cc')\n" + tests)
         return root
 
-    def run_tests(self, root: Path, *args: str, tsan: bool = False) -> subprocess.CompletedProcess:
+    def run_tests(self, root: Path, *args: str, tsan: bool = False,
+                  package: bool = False) -> subprocess.CompletedProcess:
         """dpdk-fi-test.sh --no-hugepages ARGS; without its ThreadSanitizer
-        part unless `tsan`, as these projects lack the tests it names."""
-        extra = [] if tsan else ["--no-tsan"]
+        part unless `tsan`, as these projects lack the tests it names, and
+        without its package part unless `package`."""
+        extra = ([] if tsan else ["--no-tsan"]) + ([] if package else ["--no-package"])
         return subprocess.run(["bash", str(root / "usertools" / "dpdk-fi-test.sh"),
                                "--no-hugepages", *extra, *args], capture_output=True,
                               text=True, timeout=300, cwd="/")
@@ -558,9 +560,34 @@ class FakeProjectRunTest(unittest.TestCase):
         self.assertEqual(sorted(json.loads(line)["name"] for line in tsan_log.splitlines()),
                          sorted(listed), output)
         lines = result.stdout.splitlines()
-        self.assertEqual(lines[-2], f"both parts: {len(listed) + 1} passed, 0 failed (tests); "
+        self.assertEqual(lines[-2], f"all parts: {len(listed) + 1} passed, 0 failed (tests); "
                          f"{len(listed)} passed, 0 failed (ThreadSanitizer)", output)
         self.assertEqual(lines[-1], f"{2 * len(listed) + 1} passed, 0 failed", output)
+        self.assertEqual(result.returncode, 0)
+
+    def test_package_part_counts_in_the_closing_line(self) -> None:
+        # The package part is devtools/dpdk-fi-package.sh; here a stand-in
+        # that fails the way it does (its own closing line, status 1), and
+        # then one that ends without a closing line (one failure).
+        root = self.project("test('ok', sh, args: ['-c', 'true'])\n")
+        package = root / "devtools" / "dpdk-fi-package.sh"
+        package.write_text("echo 'lintian found errors'\necho '0 passed, 1 failed'\nexit 1\n")
+        result = self.run_tests(root, package=True)
+        output = result.stdout + result.stderr
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[-2], "all parts: 1 passed, 0 failed (tests); "
+                         "0 passed, 1 failed (package)", output)
+        self.assertEqual(lines[-1], "1 passed, 1 failed", output)
+        self.assertEqual(result.returncode, 1)
+        package.write_text("exit 0\n")
+        result = self.run_tests(root, package=True)
+        self.assertEqual(result.stdout.splitlines()[-1], "1 passed, 1 failed",
+                         result.stdout + result.stderr)
+        self.assertEqual(result.returncode, 1)
+        package.write_text("echo '1 passed, 0 failed'\n")
+        result = self.run_tests(root, package=True)
+        self.assertEqual(result.stdout.splitlines()[-1], "2 passed, 0 failed",
+                         result.stdout + result.stderr)
         self.assertEqual(result.returncode, 0)
 
     def test_build_failure(self) -> None:
