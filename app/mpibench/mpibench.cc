@@ -73,10 +73,20 @@ Options parse(int argc, char** argv) {
   ofi_dpdk::app::read_long_options(
       "dpdk-fi-mpibench", argc - 1, argv + 1,
       {{"sizes", true}, {"bandwidth", true}, {"collectives", true}, {"rma", true},
-       {"window", true}, {"alltoall", true}, {"iterations", true}, {"check", false}},
+       {"window", true}, {"alltoall", true}, {"iterations", true}, {"check", false},
+       {"help", false}},
       [&](const std::string& name, const char* value) {
         const std::string option = "--" + name;
-        if (name == "sizes" || name == "bandwidth" || name == "collectives" || name == "rma") {
+        if (name == "help") {
+          int rank = 0;
+          MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+          if (rank == 0)
+            std::printf("usage: dpdk-fi-mpibench [--sizes B,...] [--bandwidth B,...] "
+                        "[--collectives B,...] [--rma B,...] [--window N] [--alltoall B] "
+                        "[--iterations N] [--check] [--help]\n");
+          MPI_Finalize();
+          std::exit(0);
+        } else if (name == "sizes" || name == "bandwidth" || name == "collectives" || name == "rma") {
           std::vector<size_t>& sizes = name == "sizes"         ? o.sizes
                                        : name == "bandwidth"   ? o.bandwidth
                                        : name == "collectives" ? o.collectives

@@ -182,9 +182,13 @@ Options parse(int argc, char** argv) {
   };
   ofi_dpdk::app::read_long_options(
       "dpdk-fi-msgcost", argc, argv,
-      {{"provider", true}, {"size", true}, {"count", true}, {"warmup", true}},
+      {{"provider", true}, {"size", true}, {"count", true}, {"warmup", true}, {"help", false}},
       [&](const std::string& name, const char* value) {
-        if (name == "provider") o.provider = value;
+        if (name == "help") {
+          std::printf("usage: dpdk-fi-msgcost [EAL args] -- [--provider NAME] [--size B] "
+                      "[--count N] [--warmup N] [--help]\n");
+          std::exit(0);
+        } else if (name == "provider") o.provider = value;
         else if (name == "size") number(name, value, &o.size);
         else if (name == "count") number(name, value, &o.count);
         else if (name == "warmup") number(name, value, &o.warmup);

@@ -58,10 +58,15 @@ Options parse(int argc, char** argv) {
   bool role = false;
   ofi_dpdk::app::read_long_options(
       "dpdk-fi-rawping", argc, argv,
-      {{"role", true}, {"size", true}, {"count", true}, {"warmup", true}, {"timeout", true}},
+      {{"role", true}, {"size", true}, {"count", true}, {"warmup", true}, {"timeout", true},
+       {"help", false}},
       [&](const std::string& name, const char* value) {
         const std::string option = "--" + name;
-        if (name == "role") {
+        if (name == "help") {
+          std::printf("usage: dpdk-fi-rawping [EAL args] -- --role server|client [--size B] "
+                      "[--count N] [--warmup N] [--timeout S] [--help]\n");
+          std::exit(0);
+        } else if (name == "role") {
           const std::string r = value;
           if (r != "server" && r != "client") fail("--role server or client");
           o.server = r == "server";

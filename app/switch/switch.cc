@@ -70,14 +70,13 @@ struct Options {
   bool quiet = false;
 };
 
+constexpr const char* kUsage =
+    "usage: dpdk-fi-switch [EAL options] -- [--name NAME] [--processes N] "
+    "[--ring-size N] [--ether-type T] [--mbufs N] [--mtu N] [--linger-ms MS] "
+    "[--ready-file PATH [--lock-file PATH]] [--quiet] [--help]\n";
+
 [[noreturn]] void usage_error(const std::string& why) {
-  std::fprintf(stderr,
-               "dpdk-fi-switch: %s\n"
-               "usage: dpdk-fi-switch [EAL options] -- [--name NAME] [--processes N] "
-               "[--ring-size N] [--ether-type T] [--mbufs N] [--mtu N] [--linger-ms MS] "
-               "[--ready-file PATH "
-               "[--lock-file PATH]] [--quiet]\n",
-               why.c_str());
+  std::fprintf(stderr, "dpdk-fi-switch: %s\n%s", why.c_str(), kUsage);
   std::exit(2);
 }
 
@@ -106,11 +105,14 @@ std::optional<Options> parse(int argc, char** argv, std::string* why) {
       "dpdk-fi-switch", argc, argv,
       {{"quiet", false}, {"name", true}, {"ready-file", true}, {"lock-file", true},
        {"processes", true}, {"ring-size", true}, {"ether-type", true}, {"mbufs", true},
-       {"mtu", true}, {"linger-ms", true}},
+       {"mtu", true}, {"linger-ms", true}, {"help", false}},
       [&](const std::string& name, const char* value) {
         if (!why->empty()) return;  // the first error is the one told
         const std::string option = "--" + name;
-        if (name == "quiet") {
+        if (name == "help") {
+          std::printf("%s", kUsage);
+          std::exit(0);
+        } else if (name == "quiet") {
           options.quiet = true;
         } else if (name == "name") {
           options.config.name = value;

@@ -59,5 +59,7 @@ expect_exit "bench stray" 2 "unexpected argument stray" "$bench" --provider shm 
 expect_exit "bench --se (senders or seed)" 2 "unknown or ambiguous option --se" "$bench" --provider shm --se 8
 expect_exit "bench --help" 0 "usage: dpdk-fi-bench" "$bench" --provider shm --help
 expect_exit "loopback --help" 0 "usage: dpdk-fi-loopback" "$loopback" "${eal[@]}" -- --help
+expect_exit "rawping --help" 0 "usage: dpdk-fi-rawping" "$rawping" "${eal[@]}" -- --help
+expect_exit "msgcost --help" 0 "usage: dpdk-fi-msgcost" "$msgcost" --provider shm --help
 [ "$failures" = 0 ] || exit 1
 echo "every bad number and bad option was refused with exit status 2, naming it"
