@@ -51,11 +51,10 @@ struct Options {
   std::exit(2);
 }
 
-#define CHECK(call)                                                     \
-  do {                                                                  \
-    const int check_ret = static_cast<int>(call);                       \
-    if (check_ret != 0)                                                 \
-      fail_setup(std::string(#call) + ": " + fi_strerror(-check_ret)); \
+#define CHECK(call)                                                                      \
+  do {                                                                                   \
+    const int check_ret = static_cast<int>(call);                                        \
+    if (check_ret != 0) fail_setup(std::string(#call) + ": " + fi_strerror(-check_ret)); \
   } while (0)
 
 Options parse(int argc, char** argv) {
@@ -69,9 +68,12 @@ Options parse(int argc, char** argv) {
       "dpdk-fi-avbench", argc, argv,
       {{"count", true}, {"batch", true}, {"seed", true}, {"help", false}},
       [&](const std::string& name, const char* value) {
-        if (name == "count") number(name, value, &o.count);
-        else if (name == "batch") number(name, value, &o.batch);
-        else if (name == "seed") number(name, value, &o.seed);
+        if (name == "count")
+          number(name, value, &o.count);
+        else if (name == "batch")
+          number(name, value, &o.batch);
+        else if (name == "seed")
+          number(name, value, &o.seed);
         else if (name == "help") {
           std::printf("dpdk-fi-avbench [EAL args] -- [--count N] [--batch B] [--seed S]\n");
           std::exit(0);
@@ -93,13 +95,22 @@ size_t resident_bytes() {
 // The i-th address, native form: MAC 02:00 + 32 bits of i / 64, queue i % 64.
 void make_address(size_t i, uint8_t* out) {
   const uint64_t node = i / 64;
-  const uint8_t bytes[kNativeSize] = {0xDF, 1, 0x02, 0x00,
+  const uint8_t bytes[kNativeSize] = {0xDF,
+                                      1,
+                                      0x02,
+                                      0x00,
                                       static_cast<uint8_t>(node >> 24),
                                       static_cast<uint8_t>(node >> 16),
                                       static_cast<uint8_t>(node >> 8),
                                       static_cast<uint8_t>(node),
-                                      0, static_cast<uint8_t>(i % 64),
-                                      0, 0, 0, 0, 0, 0};
+                                      0,
+                                      static_cast<uint8_t>(i % 64),
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      0,
+                                      0};
   std::memcpy(out, bytes, kNativeSize);
 }
 
@@ -185,7 +196,6 @@ int main(int argc, char** argv) {
       "\"inserts_per_s\":%.0f,\"lookups_per_s\":%.0f,\"lookup_ns\":%.1f,"
       "\"removes_per_s\":%.0f,\"rss_bytes_per_entry\":%.1f,\"ok\":%s}\n",
       o.count, o.batch, insert_s, n / insert_s, n / lookup_s, lookup_s * 1e9 / n, n / remove_s,
-      static_cast<double>(rss_after - std::min(rss_before, rss_after)) / n,
-      ok ? "true" : "false");
+      static_cast<double>(rss_after - std::min(rss_before, rss_after)) / n, ok ? "true" : "false");
   return ok ? 0 : 1;
 }

@@ -78,28 +78,51 @@ Options parse(int argc, char** argv) {
   };
   app::read_long_options(
       "dpdk-fi-bench", argc, argv,
-      {{"provider", true}, {"role", true}, {"pattern", true}, {"size", true},
-       {"max-size", true}, {"count", true}, {"window", true}, {"senders", true},
-       {"rendezvous", true}, {"timeout", true}, {"seed", true}, {"threads", true},
-       {"interval", true}, {"help", false}},
+      {{"provider", true},
+       {"role", true},
+       {"pattern", true},
+       {"size", true},
+       {"max-size", true},
+       {"count", true},
+       {"window", true},
+       {"senders", true},
+       {"rendezvous", true},
+       {"timeout", true},
+       {"seed", true},
+       {"threads", true},
+       {"interval", true},
+       {"help", false}},
       [&](const std::string& name, const char* value) {
         if (name == "help") {
           std::fputs(kUsage, stdout);
           std::exit(0);
         }
-        if (name == "provider") o.provider = value;
-        else if (name == "role") o.role = value;
-        else if (name == "pattern") o.pattern = value;
-        else if (name == "size") number(name, value, &o.size);
-        else if (name == "max-size") number(name, value, &o.max_size);
-        else if (name == "count") number(name, value, &o.count);
-        else if (name == "window") number(name, value, &o.window);
-        else if (name == "senders") number(name, value, &o.senders);
-        else if (name == "rendezvous") o.rendezvous = value;
-        else if (name == "timeout") number(name, value, &o.timeout);
-        else if (name == "seed") number(name, value, &o.seed);
-        else if (name == "threads") number(name, value, &o.threads);
-        else if (name == "interval") number(name, value, &o.interval_ms);
+        if (name == "provider")
+          o.provider = value;
+        else if (name == "role")
+          o.role = value;
+        else if (name == "pattern")
+          o.pattern = value;
+        else if (name == "size")
+          number(name, value, &o.size);
+        else if (name == "max-size")
+          number(name, value, &o.max_size);
+        else if (name == "count")
+          number(name, value, &o.count);
+        else if (name == "window")
+          number(name, value, &o.window);
+        else if (name == "senders")
+          number(name, value, &o.senders);
+        else if (name == "rendezvous")
+          o.rendezvous = value;
+        else if (name == "timeout")
+          number(name, value, &o.timeout);
+        else if (name == "seed")
+          number(name, value, &o.seed);
+        else if (name == "threads")
+          number(name, value, &o.threads);
+        else if (name == "interval")
+          number(name, value, &o.interval_ms);
       },
       [](const std::string& why) { fail_setup(why + "\n" + kUsage); });
   if (o.role != "server" && o.role != "client" && o.role != "both") fail_setup("bad --role");
@@ -129,24 +152,26 @@ double percentile(std::vector<double> v, double p) {
 void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
   fi_dpdk_port_stats port;
   b.port_stats(&port);
-  std::printf("{\"provider\":\"%s\",\"role\":\"%s\",\"pattern\":\"%s\",\"ok\":%s,\"size\":%zu,"
-              "\"window\":%zu,\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64
-              ",\"seconds\":%.6f,\"goodput_MBps\":%.2f,\"msg_rate\":%.0f",
-              b.o_.provider.c_str(), b.o_.role.c_str(), b.o_.pattern.c_str(),
-              r.ok ? "true" : "false", b.o_.size, b.o_.window, r.messages, r.bytes, r.seconds,
-              r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
-              r.seconds > 0 ? r.messages / r.seconds : 0.0);
+  std::printf(
+      "{\"provider\":\"%s\",\"role\":\"%s\",\"pattern\":\"%s\",\"ok\":%s,\"size\":%zu,"
+      "\"window\":%zu,\"messages\":%" PRIu64 ",\"bytes\":%" PRIu64
+      ",\"seconds\":%.6f,\"goodput_MBps\":%.2f,\"msg_rate\":%.0f",
+      b.o_.provider.c_str(), b.o_.role.c_str(), b.o_.pattern.c_str(), r.ok ? "true" : "false",
+      b.o_.size, b.o_.window, r.messages, r.bytes, r.seconds,
+      r.seconds > 0 ? r.bytes / r.seconds / 1e6 : 0.0,
+      r.seconds > 0 ? r.messages / r.seconds : 0.0);
   if (!r.latencies_us.empty()) {
     // The mean and the worst beside the percentiles: the stock benchmarks
     // report means, which a few stalls in the tail move far from the median.
     double sum = 0;
     for (double v : r.latencies_us) sum += v;
-    std::printf(",\"latency_us\":{\"mean\":%.2f,\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,"
-                "\"p999\":%.2f,\"max\":%.2f}",
-                sum / static_cast<double>(r.latencies_us.size()), percentile(r.latencies_us, 50),
-                percentile(r.latencies_us, 90), percentile(r.latencies_us, 99),
-                percentile(r.latencies_us, 99.9),
-                *std::max_element(r.latencies_us.begin(), r.latencies_us.end()));
+    std::printf(
+        ",\"latency_us\":{\"mean\":%.2f,\"p50\":%.2f,\"p90\":%.2f,\"p99\":%.2f,"
+        "\"p999\":%.2f,\"max\":%.2f}",
+        sum / static_cast<double>(r.latencies_us.size()), percentile(r.latencies_us, 50),
+        percentile(r.latencies_us, 90), percentile(r.latencies_us, 99),
+        percentile(r.latencies_us, 99.9),
+        *std::max_element(r.latencies_us.begin(), r.latencies_us.end()));
   }
   if (r.sender_goodput.size() > 1) {
     double sum = 0, squares = 0;
@@ -158,8 +183,7 @@ void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
     }
     std::printf("],\"jain_fairness\":%.3f", sum * sum / (r.sender_goodput.size() * squares));
   }
-  if (r.first_arrival_unix != 0)
-    std::printf(",\"first_arrival_unix\":%.6f", r.first_arrival_unix);
+  if (r.first_arrival_unix != 0) std::printf(",\"first_arrival_unix\":%.6f", r.first_arrival_unix);
   if (!r.sender_series.empty()) {
     std::printf(",\"interval_ms\":%" PRIu64 ",\"sender_series_MBps\":[", b.o_.interval_ms);
     for (size_t s = 0; s < r.sender_series.size(); ++s) {
@@ -383,8 +407,9 @@ int main(int argc, char** argv) {
   prepare_pattern(std::max(o.size, o.max_size));
   Bench b(o);
   b.open();
-  const int status = o.role == "both" ? run_both(b) : o.role == "server" ? run_server(b)
-                                                                         : run_client(b);
+  const int status = o.role == "both"     ? run_both(b)
+                     : o.role == "server" ? run_server(b)
+                                          : run_client(b);
   b.finish();
   return status;
 }

@@ -52,10 +52,10 @@ struct Options {
 // Ends the program with status 2 and the message.
 [[noreturn]] void fail_setup(const std::string& text);
 
-#define BENCH_CHECK(call)                                                                \
-  do {                                                                                   \
-    const int check_ret = static_cast<int>(call);                                        \
-    if (check_ret != 0)                                                                  \
+#define BENCH_CHECK(call)                                                                 \
+  do {                                                                                    \
+    const int check_ret = static_cast<int>(call);                                         \
+    if (check_ret != 0)                                                                   \
       ::ofi_dpdk::bench::fail_setup(std::string(#call) + ": " + fi_strerror(-check_ret)); \
   } while (0)
 

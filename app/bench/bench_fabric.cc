@@ -42,8 +42,8 @@ void Bench::open() {
   const int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info_);
   fi_freeinfo(hints);
   if (ret != 0)
-    fail_setup("provider " + o_.provider + " offers no endpoint for this pattern (fi_getinfo: " +
-               fi_strerror(-ret) + ")");
+    fail_setup("provider " + o_.provider +
+               " offers no endpoint for this pattern (fi_getinfo: " + fi_strerror(-ret) + ")");
   local_mr_ = (info_->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
   BENCH_CHECK(fi_fabric(info_->fabric_attr, &fabric_, nullptr));
   BENCH_CHECK(fi_domain(fabric_, info_, &domain_, nullptr));

@@ -107,8 +107,12 @@ class SizeSequence {
 
 constexpr uint64_t kTag = 0x5EED;
 
-void* as_context(size_t n) { return reinterpret_cast<void*>(n + 1); }
-size_t from_context(void* context) { return reinterpret_cast<uintptr_t>(context) - 1; }
+void* as_context(size_t n) {
+  return reinterpret_cast<void*>(n + 1);
+}
+size_t from_context(void* context) {
+  return reinterpret_cast<uintptr_t>(context) - 1;
+}
 
 ssize_t post_receive(const Options& o, const Endpoint& e, void* buf, size_t len, void* desc,
                      void* context) {
@@ -202,8 +206,10 @@ Result stream_client(Bench& b, const Endpoint& e, fi_addr_t peer, uint64_t seed)
     while (sent < b.o_.count && !free_slots.empty()) {
       const size_t slot = free_slots.back();
       const size_t size = b.o_.pattern == "mixed" ? sizes.next() : b.o_.size;
-      if (b.o_.pattern == "mixed") fill(slots.slot(slot), size, sent);  // the last 8 bytes move
-      else stamp(slots.slot(slot), size, sent);
+      if (b.o_.pattern == "mixed")
+        fill(slots.slot(slot), size, sent);  // the last 8 bytes move
+      else
+        stamp(slots.slot(slot), size, sent);
       const ssize_t ret =
           post_send(b.o_, e, slots.slot(slot), size, slots.desc(), peer, as_context(slot));
       if (ret == -FI_EAGAIN) break;
@@ -316,8 +322,8 @@ Result stream_server(Bench& b, const Endpoint& e, int senders, uint64_t seed) {
     series.resize(intervals);
     std::vector<double> rates;
     for (uint64_t bytes : series)
-      rates.push_back(static_cast<double>(bytes) * 1000.0 /
-                      static_cast<double>(b.o_.interval_ms) / 1e6);
+      rates.push_back(static_cast<double>(bytes) * 1000.0 / static_cast<double>(b.o_.interval_ms) /
+                      1e6);
     r.sender_series.push_back(std::move(rates));
   }
   return r;
@@ -412,11 +418,10 @@ Result rma_client(Bench& b, const Endpoint& e, fi_addr_t peer, const RemoteRegio
       const size_t slot = free_slots.back();
       // Each operation has its own --size slice of the server's region.
       const uint64_t at = region.address + slot * slots.slot_size();
-      const ssize_t ret =
-          write ? fi_write(e.ep, slots.slot(slot), b.o_.size, slots.desc(), peer, at, region.key,
-                           as_context(slot))
-                : fi_read(e.ep, slots.slot(slot), b.o_.size, slots.desc(), peer, at, region.key,
-                          as_context(slot));
+      const ssize_t ret = write ? fi_write(e.ep, slots.slot(slot), b.o_.size, slots.desc(), peer,
+                                           at, region.key, as_context(slot))
+                                : fi_read(e.ep, slots.slot(slot), b.o_.size, slots.desc(), peer, at,
+                                          region.key, as_context(slot));
       if (ret == -FI_EAGAIN) break;
       if (ret != 0) {
         std::fprintf(stderr, "dpdk-fi-bench: fi_%s: %s\n", write ? "write" : "read",
@@ -492,9 +497,8 @@ Result atomic_clients(Bench& b, std::vector<Endpoint>& clients, fi_addr_t server
       while (issued < b.o_.count && !free_slots.empty()) {
         const size_t slot = free_slots.back();
         const ssize_t ret = fi_fetch_atomic(
-            e.ep, results.slot(b.o_.window), 1, results.desc(), results.slot(slot),
-            results.desc(), server, counter.address, counter.key, FI_UINT64, FI_SUM,
-            as_context(slot));
+            e.ep, results.slot(b.o_.window), 1, results.desc(), results.slot(slot), results.desc(),
+            server, counter.address, counter.key, FI_UINT64, FI_SUM, as_context(slot));
         if (ret == -FI_EAGAIN) break;
         if (ret != 0) {
           std::fprintf(stderr, "dpdk-fi-bench: fi_fetch_atomic: %s\n",
@@ -514,7 +518,8 @@ Result atomic_clients(Bench& b, std::vector<Endpoint>& clients, fi_addr_t server
       const auto now = Clock::now();
       for (void* context : done) {
         const size_t slot = from_context(context);
-        latencies[who].push_back(std::chrono::duration<double, std::micro>(now - posted[slot]).count());
+        latencies[who].push_back(
+            std::chrono::duration<double, std::micro>(now - posted[slot]).count());
         uint64_t value;
         std::memcpy(&value, results.slot(slot), sizeof(value));
         fetched[who].push_back(value);

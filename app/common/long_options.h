@@ -49,8 +49,7 @@ void read_long_options(const char* program, int count, char** args,
     const int found = getopt_long(argc, argv.data(), "+:", table.data(), nullptr);
     if (found == -1) break;
     if (found == ':') fail("option " + std::string(argv[optind - 1]) + " needs a value");
-    if (found < kFirstIndex)
-      fail("unknown or ambiguous option " + std::string(argv[optind - 1]));
+    if (found < kFirstIndex) fail("unknown or ambiguous option " + std::string(argv[optind - 1]));
     const LongOption& o = options.begin()[found - kFirstIndex];
     on_option(std::string(o.name), o.takes_value ? optarg : nullptr);
   }

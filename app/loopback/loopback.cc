@@ -63,16 +63,29 @@ Options parse_options(int argc, char** argv) {
   };
   ofi_dpdk::app::read_long_options(
       "dpdk-fi-loopback", argc, argv,
-      {{"pattern", true}, {"count", true}, {"seconds", true}, {"size", true},
-       {"endpoints", true}, {"port", true}, {"timeout", true}, {"help", false}},
+      {{"pattern", true},
+       {"count", true},
+       {"seconds", true},
+       {"size", true},
+       {"endpoints", true},
+       {"port", true},
+       {"timeout", true},
+       {"help", false}},
       [&](const std::string& name, const char* value) {
-        if (name == "pattern") o.pattern = value;
-        else if (name == "count") number(name, value, &o.count);
-        else if (name == "seconds") number(name, value, &o.seconds);
-        else if (name == "size") number(name, value, &o.size);
-        else if (name == "endpoints") number(name, value, &o.endpoints);
-        else if (name == "port") o.port = value;
-        else if (name == "timeout") number(name, value, &o.timeout);
+        if (name == "pattern")
+          o.pattern = value;
+        else if (name == "count")
+          number(name, value, &o.count);
+        else if (name == "seconds")
+          number(name, value, &o.seconds);
+        else if (name == "size")
+          number(name, value, &o.size);
+        else if (name == "endpoints")
+          number(name, value, &o.endpoints);
+        else if (name == "port")
+          o.port = value;
+        else if (name == "timeout")
+          number(name, value, &o.timeout);
         else if (name == "help") {
           std::fputs(kUsage, stdout);
           std::exit(0);
@@ -85,13 +98,13 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-#define CHECK(call)                                                                 \
-  do {                                                                              \
-    int check_ret = static_cast<int>(call);                                         \
-    if (check_ret != 0) {                                                           \
+#define CHECK(call)                                                                       \
+  do {                                                                                    \
+    int check_ret = static_cast<int>(call);                                               \
+    if (check_ret != 0) {                                                                 \
       std::fprintf(stderr, "dpdk-fi-loopback: %s: %s\n", #call, fi_strerror(-check_ret)); \
-      std::exit(2);                                                                 \
-    }                                                                               \
+      std::exit(2);                                                                       \
+    }                                                                                     \
   } while (0)
 
 struct Peer {
@@ -126,8 +139,10 @@ class Tester {
     int ret = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info_);
     fi_freeinfo(hints);
     if (ret != 0) {
-      std::fprintf(stderr, "dpdk-fi-loopback: no dpdk port to test (fi_getinfo: %s); "
-                           "FI_LOG_LEVEL=info says why\n", fi_strerror(-ret));
+      std::fprintf(stderr,
+                   "dpdk-fi-loopback: no dpdk port to test (fi_getinfo: %s); "
+                   "FI_LOG_LEVEL=info says why\n",
+                   fi_strerror(-ret));
       std::exit(2);
     }
     if (o_.size > info_->ep_attr->max_msg_size) {
@@ -166,8 +181,8 @@ class Tester {
       fi_av_straddr(av_, name, text, &text_len);
       std::printf("endpoint %zu: %s\n", static_cast<size_t>(&p - peers_.data()), text);
     }
-    CHECK(fi_open_ops(&domain_->fid, FI_DPDK_STATS_OPS_NAME, 0,
-                      reinterpret_cast<void**>(&stats_), nullptr));
+    CHECK(fi_open_ops(&domain_->fid, FI_DPDK_STATS_OPS_NAME, 0, reinterpret_cast<void**>(&stats_),
+                      nullptr));
   }
 
   // Runs the pattern between endpoint pairs (0,1), (2,3), ...  Returns
@@ -317,8 +332,8 @@ class Tester {
     // The last four columns are the timer waits (fi_dpdk_ep_waits): RTOs,
     // tail loss probes, window probes, delayed acks.
     std::printf("%-9s %10s %10s %10s %13s %12s %10s %7s %7s %7s %7s\n", "endpoint", "sent",
-                "received", "mismatched", "retransmitted", "bad frames", "no buffer", "rto",
-                "tlp", "winprb", "delack");
+                "received", "mismatched", "retransmitted", "bad frames", "no buffer", "rto", "tlp",
+                "winprb", "delack");
     const bool has_waits =
         stats_->size >= offsetof(fi_dpdk_ops_stats, ep_waits) + sizeof(stats_->ep_waits);
     for (size_t i = 0; i < peers_.size(); ++i) {
@@ -359,7 +374,7 @@ int main(int argc, char** argv) {
   tester.open();
   const bool ok = tester.run();
   tester.close();
-  std::printf("%s\n", ok ? "loopback: all messages arrived once, bytes verified"
-                         : "loopback: MISMATCH");
+  std::printf("%s\n",
+              ok ? "loopback: all messages arrived once, bytes verified" : "loopback: MISMATCH");
   return ok ? 0 : 1;
 }

@@ -61,8 +61,7 @@ template <typename T>
 T number(const std::string& option, const std::string& text) {
   const std::optional<T> value = ofi_dpdk::app::option_number<T>(text);
   if (!value) {
-    std::fprintf(stderr, "dpdk-fi-mpibench: %s: not a number: %s\n", option.c_str(),
-                 text.c_str());
+    std::fprintf(stderr, "dpdk-fi-mpibench: %s: not a number: %s\n", option.c_str(), text.c_str());
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   return *value;
@@ -72,8 +71,14 @@ Options parse(int argc, char** argv) {
   Options o;
   ofi_dpdk::app::read_long_options(
       "dpdk-fi-mpibench", argc - 1, argv + 1,
-      {{"sizes", true}, {"bandwidth", true}, {"collectives", true}, {"rma", true},
-       {"window", true}, {"alltoall", true}, {"iterations", true}, {"check", false},
+      {{"sizes", true},
+       {"bandwidth", true},
+       {"collectives", true},
+       {"rma", true},
+       {"window", true},
+       {"alltoall", true},
+       {"iterations", true},
+       {"check", false},
        {"help", false}},
       [&](const std::string& name, const char* value) {
         const std::string option = "--" + name;
@@ -81,12 +86,14 @@ Options parse(int argc, char** argv) {
           int rank = 0;
           MPI_Comm_rank(MPI_COMM_WORLD, &rank);
           if (rank == 0)
-            std::printf("usage: dpdk-fi-mpibench [--sizes B,...] [--bandwidth B,...] "
-                        "[--collectives B,...] [--rma B,...] [--window N] [--alltoall B] "
-                        "[--iterations N] [--check] [--help]\n");
+            std::printf(
+                "usage: dpdk-fi-mpibench [--sizes B,...] [--bandwidth B,...] "
+                "[--collectives B,...] [--rma B,...] [--window N] [--alltoall B] "
+                "[--iterations N] [--check] [--help]\n");
           MPI_Finalize();
           std::exit(0);
-        } else if (name == "sizes" || name == "bandwidth" || name == "collectives" || name == "rma") {
+        } else if (name == "sizes" || name == "bandwidth" || name == "collectives" ||
+                   name == "rma") {
           std::vector<size_t>& sizes = name == "sizes"         ? o.sizes
                                        : name == "bandwidth"   ? o.bandwidth
                                        : name == "collectives" ? o.collectives
@@ -214,8 +221,8 @@ double alltoall(const Options& o, int ranks, size_t bytes) {
   for (int i = 0; i < count + 3; ++i) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double start = MPI_Wtime();
-    MPI_Alltoall(out.data(), static_cast<int>(bytes), MPI_BYTE, in.data(),
-                 static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Alltoall(out.data(), static_cast<int>(bytes), MPI_BYTE, in.data(), static_cast<int>(bytes),
+                 MPI_BYTE, MPI_COMM_WORLD);
     double took = MPI_Wtime() - start, slowest = 0;
     MPI_Allreduce(&took, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (i >= 3) calls.push_back(slowest * 1e6);
@@ -302,9 +309,8 @@ OneSided one_sided(const Options& o, int rank, MPI_Comm pair, bool* ok) {
         std::memset(out.data(), (size + i) & 0xff, bytes);
         MPI_Put(out.data(), size, MPI_BYTE, 1, 0, size, MPI_BYTE, win);
       }));
-      result.get.push_back(timed(count, [&](int) {
-        MPI_Get(in.data(), size, MPI_BYTE, 1, 0, size, MPI_BYTE, win);
-      }));
+      result.get.push_back(timed(
+          count, [&](int) { MPI_Get(in.data(), size, MPI_BYTE, 1, 0, size, MPI_BYTE, win); }));
       // Every get read the last put back.
       if (std::memcmp(in.data(), out.data(), bytes) != 0) *ok = false;
     }

@@ -185,13 +185,18 @@ Options parse(int argc, char** argv) {
       {{"provider", true}, {"size", true}, {"count", true}, {"warmup", true}, {"help", false}},
       [&](const std::string& name, const char* value) {
         if (name == "help") {
-          std::printf("usage: dpdk-fi-msgcost [EAL args] -- [--provider NAME] [--size B] "
-                      "[--count N] [--warmup N] [--help]\n");
+          std::printf(
+              "usage: dpdk-fi-msgcost [EAL args] -- [--provider NAME] [--size B] "
+              "[--count N] [--warmup N] [--help]\n");
           std::exit(0);
-        } else if (name == "provider") o.provider = value;
-        else if (name == "size") number(name, value, &o.size);
-        else if (name == "count") number(name, value, &o.count);
-        else if (name == "warmup") number(name, value, &o.warmup);
+        } else if (name == "provider")
+          o.provider = value;
+        else if (name == "size")
+          number(name, value, &o.size);
+        else if (name == "count")
+          number(name, value, &o.count);
+        else if (name == "warmup")
+          number(name, value, &o.warmup);
       },
       [](const std::string& why) { setup_error(why); });
   if (o.count == 0) setup_error("--count wants at least 1");
@@ -245,7 +250,8 @@ int main(int argc, char** argv) {
   const FrameCounts before = frame_counts(f);
   const auto start = std::chrono::steady_clock::now();
   if (!measured_loop(f, out, in, o.count)) return 1;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const FrameCounts after = frame_counts(f);
   const auto per_message = [&](uint64_t from, uint64_t to) {
     return static_cast<double>(to - from) / static_cast<double>(o.count);

@@ -12,11 +12,11 @@
 // after --count round trips (the server when the client's last frame is
 // back, or --timeout seconds without a frame).  Exit status: 0, 1 on a
 // timeout, 2 on set-up errors.
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
-#include <rte_cycles.h>
 
 #include <algorithm>
 #include <chrono>
@@ -58,13 +58,18 @@ Options parse(int argc, char** argv) {
   bool role = false;
   ofi_dpdk::app::read_long_options(
       "dpdk-fi-rawping", argc, argv,
-      {{"role", true}, {"size", true}, {"count", true}, {"warmup", true}, {"timeout", true},
+      {{"role", true},
+       {"size", true},
+       {"count", true},
+       {"warmup", true},
+       {"timeout", true},
        {"help", false}},
       [&](const std::string& name, const char* value) {
         const std::string option = "--" + name;
         if (name == "help") {
-          std::printf("usage: dpdk-fi-rawping [EAL args] -- --role server|client [--size B] "
-                      "[--count N] [--warmup N] [--timeout S] [--help]\n");
+          std::printf(
+              "usage: dpdk-fi-rawping [EAL args] -- --role server|client [--size B] "
+              "[--count N] [--warmup N] [--timeout S] [--help]\n");
           std::exit(0);
         } else if (name == "role") {
           const std::string r = value;
@@ -121,8 +126,8 @@ rte_mbuf* receive_one(double timeout) {
     if (++polls % 4096 != 0) continue;
     const auto now = Clock::now();
     if (deadline == Clock::time_point{})
-      deadline = now + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(timeout));
+      deadline =
+          now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
     else if (now > deadline)
       return nullptr;
   }
@@ -171,10 +176,11 @@ int ping(const Options& o, rte_mempool* pool) {
   const auto at = [&](double p) {
     return sorted[std::min(sorted.size() - 1, static_cast<size_t>(p / 100 * sorted.size()))];
   };
-  std::printf("{\"program\":\"dpdk-fi-rawping\",\"size\":%u,\"count\":%zu,\"one_way_us\":{"
-              "\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}}\n",
-              o.size, sorted.size(), sum / static_cast<double>(sorted.size()), at(50), at(90),
-              at(99), at(99.9), sorted.back());
+  std::printf(
+      "{\"program\":\"dpdk-fi-rawping\",\"size\":%u,\"count\":%zu,\"one_way_us\":{"
+      "\"mean\":%.3f,\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}}\n",
+      o.size, sorted.size(), sum / static_cast<double>(sorted.size()), at(50), at(90), at(99),
+      at(99.9), sorted.back());
   return 0;
 }
 

@@ -25,8 +25,8 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/file.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,7 +60,9 @@ constexpr uint64_t kNeverUsedMs = 60'000;
 // How long EAL's cleanup may take before we leave without it (stop_eal).
 constexpr std::chrono::seconds kCleanupLimit{10};
 
-void on_signal(int) { g_stop.store(true); }
+void on_signal(int) {
+  g_stop.store(true);
+}
 
 struct Options {
   ofi_dpdk::net::SharedSwitch::Config config;
@@ -89,11 +91,11 @@ long number(std::string_view option, const char* text, long max, std::string* wh
   long value = 0;
   const std::string_view s(text);
   const int base = s.starts_with("0x") ? 16 : 10;
-  const auto [end, err] = std::from_chars(s.data() + (base == 16 ? 2 : 0), s.data() + s.size(),
-                                          value, base);
+  const auto [end, err] =
+      std::from_chars(s.data() + (base == 16 ? 2 : 0), s.data() + s.size(), value, base);
   if (err != std::errc() || end != s.data() + s.size() || value < 0 || value > max) {
-    *why = std::string(option) + ": '" + text + "' is not a number from 0 to " +
-           std::to_string(max);
+    *why =
+        std::string(option) + ": '" + text + "' is not a number from 0 to " + std::to_string(max);
     return -1;
   }
   return value;
@@ -103,9 +105,17 @@ std::optional<Options> parse(int argc, char** argv, std::string* why) {
   Options options;
   ofi_dpdk::app::read_long_options(
       "dpdk-fi-switch", argc, argv,
-      {{"quiet", false}, {"name", true}, {"ready-file", true}, {"lock-file", true},
-       {"processes", true}, {"ring-size", true}, {"ether-type", true}, {"mbufs", true},
-       {"mtu", true}, {"linger-ms", true}, {"help", false}},
+      {{"quiet", false},
+       {"name", true},
+       {"ready-file", true},
+       {"lock-file", true},
+       {"processes", true},
+       {"ring-size", true},
+       {"ether-type", true},
+       {"mbufs", true},
+       {"mtu", true},
+       {"linger-ms", true},
+       {"help", false}},
       [&](const std::string& name, const char* value) {
         if (!why->empty()) return;  // the first error is the one told
         const std::string option = "--" + name;
@@ -259,8 +269,9 @@ void stop_eal(const std::string& prefix) {
   std::thread watchdog([&] {
     std::unique_lock guard(lock);
     if (done_changed.wait_for(guard, kCleanupLimit, [&] { return done; })) return;
-    std::fprintf(stderr, "dpdk-fi-switch: EAL's cleanup did not finish in %lld s (a process "
-                         "died holding its memory lock?): leaving without it\n",
+    std::fprintf(stderr,
+                 "dpdk-fi-switch: EAL's cleanup did not finish in %lld s (a process "
+                 "died holding its memory lock?): leaving without it\n",
                  static_cast<long long>(kCleanupLimit.count()));
     remove_files();
     std::fflush(nullptr);  // (_Exit flushes nothing: the report above included)
@@ -276,7 +287,9 @@ void stop_eal(const std::string& prefix) {
   remove_files();
 }
 
-bool busy(const ofi_dpdk::net::SharedSwitch& sw) { return sw.in_use() || secondaries_attached(); }
+bool busy(const ofi_dpdk::net::SharedSwitch& sw) {
+  return sw.in_use() || secondaries_attached();
+}
 
 bool may_stop(const Options& options, const ofi_dpdk::net::SharedSwitch& sw, int* lock) {
   if (options.lock_file.empty()) return true;
@@ -357,11 +370,11 @@ int main(int argc, char** argv) {
     std::filesystem::rename(part, options.ready_file);
   }
   if (!options.quiet)
-    std::printf("dpdk-fi-switch: port %s (id %u), %u processes of %u endpoint queues each, "
-                "file prefix %s\n",
-                sw->port_name().c_str(), sw->port_id(), sw->layout().slots,
-                sw->layout().queues_per_slot,
-                prefix.c_str());
+    std::printf(
+        "dpdk-fi-switch: port %s (id %u), %u processes of %u endpoint queues each, "
+        "file prefix %s\n",
+        sw->port_name().c_str(), sw->port_id(), sw->layout().slots, sw->layout().queues_per_slot,
+        prefix.c_str());
   std::fflush(stdout);
 
   // Poll while frames flow; when idle, give the CPU to the processes it
@@ -407,16 +420,18 @@ int main(int argc, char** argv) {
     }
   }
   if (busy(*sw))
-    std::fprintf(stderr, "dpdk-fi-switch: stopping while processes still use the port: "
-                         "they can no longer attach, open or take over slots\n");
+    std::fprintf(stderr,
+                 "dpdk-fi-switch: stopping while processes still use the port: "
+                 "they can no longer attach, open or take over slots\n");
   if (!options.quiet)
-    std::printf("dpdk-fi-switch: forwarded %lu frames from TX queues; dropped %lu for no "
-                "process, %lu on a full queue, %lu over a slot's share, %lu not ours\n",
-                static_cast<unsigned long>(table.forwarded.load()),
-                static_cast<unsigned long>(table.dropped_no_owner.load()),
-                static_cast<unsigned long>(table.dropped_full.load()),
-                static_cast<unsigned long>(table.dropped_share.load()),
-                static_cast<unsigned long>(table.dropped_foreign.load()));
+    std::printf(
+        "dpdk-fi-switch: forwarded %lu frames from TX queues; dropped %lu for no "
+        "process, %lu on a full queue, %lu over a slot's share, %lu not ours\n",
+        static_cast<unsigned long>(table.forwarded.load()),
+        static_cast<unsigned long>(table.dropped_no_owner.load()),
+        static_cast<unsigned long>(table.dropped_full.load()),
+        static_cast<unsigned long>(table.dropped_share.load()),
+        static_cast<unsigned long>(table.dropped_foreign.load()));
   if (!options.ready_file.empty() && stop_lock < 0) std::filesystem::remove(options.ready_file);
   sw.reset();
   stop_eal(prefix);

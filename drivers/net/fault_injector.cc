@@ -35,8 +35,7 @@ struct HeldFrame {
 class Counter {
  public:
   void add(uint64_t n) {
-    value_.store(value_.load(std::memory_order_relaxed) + n,
-                 std::memory_order_relaxed);
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
   uint64_t get() const { return value_.load(std::memory_order_relaxed); }
 
@@ -47,8 +46,7 @@ class Counter {
 // Counts kept on the stack during one callback and published once at its
 // end, so that readers cost the hot path one store per counter per burst.
 struct BurstCounts {
-  uint32_t dropped = 0, duplicated = 0, reordered = 0, corrupted = 0,
-           delayed = 0, passed = 0;
+  uint32_t dropped = 0, duplicated = 0, reordered = 0, corrupted = 0, delayed = 0, passed = 0;
 };
 
 uint64_t us_to_cycles(uint64_t us, uint64_t hz) {
@@ -91,8 +89,7 @@ struct alignas(RTE_CACHE_LINE_SIZE) FaultInjector::QueueState {
   uint16_t process(rte_mbuf** pkts, uint16_t nb_pkts, uint16_t max_pkts);
   bool hold(rte_mbuf* m, HoldKind kind, uint64_t due_cycles);
   bool corrupt(rte_mbuf** m);
-  uint32_t release(rte_mbuf** pkts, uint32_t total, uint32_t max_pkts,
-                   uint64_t now);
+  uint32_t release(rte_mbuf** pkts, uint32_t total, uint32_t max_pkts, uint64_t now);
   void publish(const BurstCounts& counts);
   void free_held();
 
@@ -117,16 +114,15 @@ namespace {
 // pkts[0, nb_pkts), on every call, empty ones included, which is what lets
 // held frames leave even when no new frame arrives.  pkts has room for
 // max_pkts entries.  Returns how many entries of pkts the caller gets.
-uint16_t on_rx_burst(uint16_t /*port_id*/, uint16_t /*queue*/, rte_mbuf* pkts[],
-                     uint16_t nb_pkts, uint16_t max_pkts, void* user_param) {
+uint16_t on_rx_burst(uint16_t /*port_id*/, uint16_t /*queue*/, rte_mbuf* pkts[], uint16_t nb_pkts,
+                     uint16_t max_pkts, void* user_param) {
   auto* queue = static_cast<FaultInjector::QueueState*>(user_param);
   return queue->process(pkts, nb_pkts, max_pkts);
 }
 
 }  // namespace
 
-uint16_t FaultInjector::QueueState::process(rte_mbuf** pkts, uint16_t nb_pkts,
-                                            uint16_t max_pkts) {
+uint16_t FaultInjector::QueueState::process(rte_mbuf** pkts, uint16_t nb_pkts, uint16_t max_pkts) {
   ++call;
   if (nb_pkts == 0 && nb_held == 0) return 0;
   handoff_acquire(pkts, nb_pkts);  // runs inside rx_burst, before Port's acquire
@@ -199,8 +195,7 @@ uint16_t FaultInjector::QueueState::process(rte_mbuf** pkts, uint16_t nb_pkts,
   return static_cast<uint16_t>(total);
 }
 
-bool FaultInjector::QueueState::hold(rte_mbuf* m, HoldKind kind,
-                                     uint64_t due_cycles) {
+bool FaultInjector::QueueState::hold(rte_mbuf* m, HoldKind kind, uint64_t due_cycles) {
   if (nb_held == kMaxHeldFrames) return false;
   held[nb_held++] = HeldFrame{m, due_cycles, call, kind};
   return true;
@@ -213,8 +208,7 @@ bool FaultInjector::QueueState::hold(rte_mbuf* m, HoldKind kind,
 bool FaultInjector::QueueState::corrupt(rte_mbuf** m) {
   const uint32_t len = rte_pktmbuf_pkt_len(*m);
   if (len <= kEthHeaderLen) return false;
-  const uint32_t target =
-      kEthHeaderLen + plan.random_below(len - kEthHeaderLen);
+  const uint32_t target = kEthHeaderLen + plan.random_below(len - kEthHeaderLen);
   const uint8_t bit = static_cast<uint8_t>(1u << (plan.random_u32() & 7));
 
   uint32_t offset = target;
@@ -241,8 +235,8 @@ bool FaultInjector::QueueState::corrupt(rte_mbuf** m) {
 // from the newest end (this burst's tail first), so a busy queue delays
 // held frames by one call instead of starving them, and carried frames
 // keep their order because they go first next time.
-uint32_t FaultInjector::QueueState::release(rte_mbuf** pkts, uint32_t total,
-                                            uint32_t max_pkts, uint64_t now) {
+uint32_t FaultInjector::QueueState::release(rte_mbuf** pkts, uint32_t total, uint32_t max_pkts,
+                                            uint64_t now) {
   rte_mbuf* carry[kMaxHeldFrames];
   rte_mbuf* ready[kMaxHeldFrames];
   uint32_t nc = 0;
@@ -261,8 +255,7 @@ uint32_t FaultInjector::QueueState::release(rte_mbuf** pkts, uint32_t total,
         due = now >= h.due_cycles;
         break;
       case HoldKind::kReorder:
-        due = since > 0 && (fresh || since >= kReorderMaxCalls ||
-                            now >= h.due_cycles);
+        due = since > 0 && (fresh || since >= kReorderMaxCalls || now >= h.due_cycles);
         break;
     }
     if (!due) {
@@ -325,10 +318,11 @@ void FaultInjector::QueueState::free_held() {
 
 FaultInjector::FaultInjector(uint16_t port_id) : port_id_(port_id) {}
 
-FaultInjector::~FaultInjector() { detach_all(); }
+FaultInjector::~FaultInjector() {
+  detach_all();
+}
 
-std::unique_ptr<FaultInjector> FaultInjector::attach(uint16_t port_id,
-                                                     uint16_t nb_rx_queues,
+std::unique_ptr<FaultInjector> FaultInjector::attach(uint16_t port_id, uint16_t nb_rx_queues,
                                                      const FaultConfig& config,
                                                      std::string* error) {
   if (!config.any()) return nullptr;
@@ -342,8 +336,8 @@ std::unique_ptr<FaultInjector> FaultInjector::attach(uint16_t port_id,
   if (nb_rx_queues == 0) {
     return fail("fault injector: no RX queue to attach to");
   }
-  for (double rate : {config.drop, config.reorder, config.duplicate,
-                      config.corrupt, config.delay}) {
+  for (double rate :
+       {config.drop, config.reorder, config.duplicate, config.corrupt, config.delay}) {
     if (!(rate >= 0 && rate <= 1)) {
       return fail("fault injector: rates must lie in [0, 1]");
     }
@@ -356,14 +350,12 @@ std::unique_ptr<FaultInjector> FaultInjector::attach(uint16_t port_id,
     // stream, so that queues do not make the same choices in lockstep.
     const uint64_t seed = config.seed ^ (q * 0xd1b54a32d192ed03ULL);
     auto state = std::make_unique<QueueState>(config, seed, hz);
-    state->callback =
-        rte_eth_add_rx_callback(port_id, q, &on_rx_burst, state.get());
+    state->callback = rte_eth_add_rx_callback(port_id, q, &on_rx_burst, state.get());
     if (state->callback == nullptr) {
       const int err = rte_errno;
       // The destructor of `injector` removes the callbacks added so far.
-      return fail("fault injector: cannot add an RX callback on port " +
-                  std::to_string(port_id) + " queue " + std::to_string(q) +
-                  ": " + rte_strerror(err));
+      return fail("fault injector: cannot add an RX callback on port " + std::to_string(port_id) +
+                  " queue " + std::to_string(q) + ": " + rte_strerror(err));
     }
     injector->queues_.push_back(std::move(state));
   }

@@ -59,10 +59,8 @@ class FaultInjector {
   // may be inside rte_eth_rx_burst on this port while callbacks are
   // removed.  The provider keeps it by holding its port lock (or having the
   // port stopped); the tests poll from the thread that detaches.
-  static std::unique_ptr<FaultInjector> attach(uint16_t port_id,
-                                               uint16_t nb_rx_queues,
-                                               const FaultConfig& config,
-                                               std::string* error);
+  static std::unique_ptr<FaultInjector> attach(uint16_t port_id, uint16_t nb_rx_queues,
+                                               const FaultConfig& config, std::string* error);
 
   // Removes the callbacks and, under the threading rule above, frees their
   // memory at once (rte_eth_remove_rx_callback leaves that to the caller

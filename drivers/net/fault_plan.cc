@@ -49,28 +49,32 @@ std::optional<double> parse_rate(std::string_view text) {
 
 const char* fault_action_name(FaultAction action) {
   switch (action) {
-    case FaultAction::kPass: return "pass";
-    case FaultAction::kDrop: return "drop";
-    case FaultAction::kDuplicate: return "duplicate";
-    case FaultAction::kReorder: return "reorder";
-    case FaultAction::kCorrupt: return "corrupt";
-    case FaultAction::kDelay: return "delay";
+    case FaultAction::kPass:
+      return "pass";
+    case FaultAction::kDrop:
+      return "drop";
+    case FaultAction::kDuplicate:
+      return "duplicate";
+    case FaultAction::kReorder:
+      return "reorder";
+    case FaultAction::kCorrupt:
+      return "corrupt";
+    case FaultAction::kDelay:
+      return "delay";
   }
   return "?";
 }
 
 FaultPlan::FaultPlan(const FaultConfig& config) : state_(config.seed) {
   // Same order as kOrder.
-  const double rates[kActions] = {config.drop, config.reorder,
-                                  config.duplicate, config.corrupt,
+  const double rates[kActions] = {config.drop, config.reorder, config.duplicate, config.corrupt,
                                   config.delay};
   double cumulative = 0;
   for (int i = 0; i < kActions; ++i) {
     cumulative = std::fmin(1.0, cumulative + clamp_rate(rates[i]));
     // Rounding, not truncation, so that a rate of 1 is exactly 2^53 and
     // every draw (< 2^53) falls below it.
-    thresholds_[i] =
-        static_cast<uint64_t>(std::llround(cumulative * kTwoPow53));
+    thresholds_[i] = static_cast<uint64_t>(std::llround(cumulative * kTwoPow53));
   }
   active_ = thresholds_[kActions - 1] > 0;
 }

@@ -65,15 +65,14 @@ class FaultPlan {
 
   // Uniform in [0, bound) for bound > 0, by multiply-and-shift (no division).
   uint32_t random_below(uint32_t bound) {
-    return static_cast<uint32_t>(
-        (static_cast<uint64_t>(random_u32()) * bound) >> 32);
+    return static_cast<uint32_t>((static_cast<uint64_t>(random_u32()) * bound) >> 32);
   }
 
  private:
   static constexpr int kActions = 5;
-  static constexpr FaultAction kOrder[kActions] = {
-      FaultAction::kDrop, FaultAction::kReorder, FaultAction::kDuplicate,
-      FaultAction::kCorrupt, FaultAction::kDelay};
+  static constexpr FaultAction kOrder[kActions] = {FaultAction::kDrop, FaultAction::kReorder,
+                                                   FaultAction::kDuplicate, FaultAction::kCorrupt,
+                                                   FaultAction::kDelay};
 
   // splitmix64: one 64-bit word of state, every seed (0 included) is good,
   // and the output passes the usual statistical batteries.

@@ -2,9 +2,9 @@
 
 #include <net/if.h>
 
+#include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_devargs.h>
-#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
@@ -12,21 +12,21 @@
 #include <rte_ring.h>
 #include <rte_version.h>
 
+#include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <thread>
-#include <unistd.h>
-#include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 #include "drivers/net/fault_injector.h"
-#include "drivers/net/mbuf_handoff.h"
 #include "drivers/net/interrupt_thread.h"
+#include "drivers/net/mbuf_handoff.h"
 #include "drivers/net/memif_warm.h"
 #include "drivers/net/shared_port.h"
 #include "drivers/net/umem_pool.h"
@@ -129,7 +129,8 @@ std::vector<uint16_t> available_ports() {
 
 std::optional<uint16_t> find_port(std::string_view id_or_name) {
   uint16_t port_id = 0;
-  auto [end, err] = std::from_chars(id_or_name.data(), id_or_name.data() + id_or_name.size(), port_id);
+  auto [end, err] =
+      std::from_chars(id_or_name.data(), id_or_name.data() + id_or_name.size(), port_id);
   if (err == std::errc() && end == id_or_name.data() + id_or_name.size())
     return rte_eth_dev_is_valid_port(port_id) ? std::optional(port_id) : std::nullopt;
   const std::string name(id_or_name);
@@ -160,16 +161,20 @@ bool describe_port(uint16_t port_id, PortDescription* out) {
 
 const char* steering_name(Steering steering) {
   switch (steering) {
-    case Steering::kFlow: return "rte_flow";
-    case Steering::kRss: return "RSS";
-    case Steering::kSender: return "by sender";
-    case Steering::kSoftware: break;
+    case Steering::kFlow:
+      return "rte_flow";
+    case Steering::kRss:
+      return "RSS";
+    case Steering::kSender:
+      return "by sender";
+    case Steering::kSoftware:
+      break;
   }
   return "software";
 }
 
-int Port::open(uint16_t port_id, const PortConfig& config,
-               std::unique_ptr<Port>* out, std::string* error) {
+int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>* out,
+               std::string* error) {
   if (!rte_eth_dev_is_valid_port(port_id)) {
     *error = "port " + std::to_string(port_id) + " does not exist";
     return -ENODEV;
@@ -209,8 +214,9 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     if (choice.guard) {
       port->guard_bursts_ = guard_unmaps_of("librte_net_memif.so");
       if (!port->guard_bursts_) {
-        port->unmap_guard_note_ += "; but net_memif's munmap cannot be redirected (a static "
-                                   "DPDK build?): a poller may fault when the memif peer goes";
+        port->unmap_guard_note_ +=
+            "; but net_memif's munmap cannot be redirected (a static "
+            "DPDK build?): a poller may fault when the memif peer goes";
         port->unmap_guard_note_warns_ = true;
       }
     }
@@ -221,8 +227,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   if (rte_eal_process_type() == RTE_PROC_SECONDARY) {
     // A secondary may not configure a port; the primary's is in use.
     *error = port->name_ + " belongs to the primary process of this file prefix" +
-             (is_driver(info, "net_ring") ? " (a shared port whose dpdk-fi-switch stopped?)"
-                                          : "");
+             (is_driver(info, "net_ring") ? " (a shared port whose dpdk-fi-switch stopped?)" : "");
     return -ENODEV;
   }
   // Mbufs hold a whole frame of the MTU we aim for; a device that ends up
@@ -244,16 +249,16 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     // Its UMEM is this pool, which must lie whole inside what the driver
     // registers (umem_pool.h).
     std::string why;
-    port->pool_ = create_umem_pool(pool_name, mbufs, 256, room, rte_eth_dev_socket_id(port_id),
-                                   &why);
+    port->pool_ =
+        create_umem_pool(pool_name, mbufs, 256, room, rte_eth_dev_socket_id(port_id), &why);
     if (port->pool_ == nullptr) {
       *error = port->name_ + ": cannot lay out a pool of " + std::to_string(mbufs) +
                " mbufs that net_af_xdp hands to the kernel whole: " + why +
                " (net_af_packet needs no such pool)";
       return -ENOMEM;
     }
-    pool_note = ", pool of " + std::to_string(mbufs) +
-                " mbufs packed for the UMEM (none beyond it)";
+    pool_note =
+        ", pool of " + std::to_string(mbufs) + " mbufs packed for the UMEM (none beyond it)";
   } else {
     port->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), mbufs, 256, 0, room,
                                           rte_eth_dev_socket_id(port_id));
@@ -308,7 +313,8 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     // its queue pair 0 with software steering (users of kind 2 in design.md).
     port->steering_ = Steering::kSoftware;
     port->queue_pairs_ = 1;
-    port->description_ = port->name_ + ": started by the host program; sharing "
+    port->description_ = port->name_ +
+                         ": started by the host program; sharing "
                          "queue pair 0, software steering";
     error->clear();
   } else if (ret != 0) {
@@ -322,8 +328,10 @@ int Port::open(uint16_t port_id, const PortConfig& config,
         try_flow ? port->rule_kinds_taken(port->wanted_rule_kinds(), false, &refused) : 0;
     if (try_flow && kinds == 0) {
       if (config.steering == SteeringRequest::kFlow) {
-        *error = port->name_ + ": FI_DPDK_STEERING=flow, but the device validates no "
-                 "rte_flow queue rule (" + refused + ")";
+        *error = port->name_ +
+                 ": FI_DPDK_STEERING=flow, but the device validates no "
+                 "rte_flow queue rule (" +
+                 refused + ")";
         return -ENOTSUP;
       }
       ret = port->configure(1, error);
@@ -337,8 +345,10 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     const bool use_flow = kinds != 0;
     if (try_flow && !use_flow && port->queue_pairs_ > 1) {
       if (config.steering == SteeringRequest::kFlow) {
-        *error = port->name_ + ": FI_DPDK_STEERING=flow, but the device installs no "
-                 "rte_flow queue rule (" + refused + ")";
+        *error = port->name_ +
+                 ": FI_DPDK_STEERING=flow, but the device installs no "
+                 "rte_flow queue rule (" +
+                 refused + ")";
         return -ENOTSUP;
       }
       stop_device(port_id);
@@ -350,8 +360,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
     port->steering_ = use_flow ? Steering::kFlow : Steering::kSoftware;
     port->rule_kinds_ = kinds;
     port->description_ = port->name_ + ": " + std::to_string(port->queue_pairs_) +
-                         " queue pair(s), " + steering_name(port->steering_) +
-                         " steering";
+                         " queue pair(s), " + steering_name(port->steering_) + " steering";
     if (use_flow) {
       std::string taken;
       for (int k = 0; k < kRuleKinds; ++k)
@@ -377,8 +386,7 @@ int Port::open(uint16_t port_id, const PortConfig& config,
   port->description_ += ", MTU " + std::to_string(mtu) + ", MAC " + mac_text + pool_note;
   if (config.faults.any()) {
     std::string fault_error;
-    port->faults_ = FaultInjector::attach(port_id, port->queue_pairs_, config.faults,
-                                          &fault_error);
+    port->faults_ = FaultInjector::attach(port_id, port->queue_pairs_, config.faults, &fault_error);
     if (!port->faults_) {
       *error = port->name_ + ": fault injector: " + fault_error;
       return -ENOTSUP;
@@ -428,8 +436,7 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   port->shared_slot_ = slot;
   port->shared_lock_ = std::move(lock);
   for (uint16_t other = 0; other < layout.slots; ++other) {
-    port->shared_rx_[other] =
-        rte_ring_lookup(shared_ring_name(layout.name, "rx", other).c_str());
+    port->shared_rx_[other] = rte_ring_lookup(shared_ring_name(layout.name, "rx", other).c_str());
     if (port->shared_rx_[other] == nullptr) {
       *error = name + ": no RX ring for slot " + std::to_string(other) + " of the shared port";
       return -ENODEV;
@@ -544,15 +551,16 @@ int Port::start(std::string* error) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (ret != 0 || !memif_client) break;
     // The handshake takes milliseconds with a server that is ready.
-    const auto handshake_end = std::min(
-        deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
+    const auto handshake_end =
+        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
     while (!read_link() && std::chrono::steady_clock::now() < handshake_end)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (read_link()) break;
     stop_device(port_id_);  // the server may be turning us away meanwhile
     if (waited_out()) {
-      *error = name_ + ": the memif server did not take the connection within "
-                       "FI_DPDK_CONNECT_TIMEOUT_MS (" +
+      *error = name_ +
+               ": the memif server did not take the connection within "
+               "FI_DPDK_CONNECT_TIMEOUT_MS (" +
                std::to_string(config_.connect_timeout_ms) + " ms)";
       return -ETIMEDOUT;
     }
@@ -608,9 +616,9 @@ uint16_t Port::send_shared(rte_mbuf** frames, uint16_t count) {
   SharedPortTable& table = *shared_table_;
   for (uint16_t i = 0; i < count; ++i) {
     rte_mbuf* frame = frames[i];
-    const int slot = shared_destination(shared_layout_, table,
-                                        rte_pktmbuf_mtod(frame, const uint8_t*),
-                                        rte_pktmbuf_data_len(frame));
+    const int slot =
+        shared_destination(shared_layout_, table, rte_pktmbuf_mtod(frame, const uint8_t*),
+                           rte_pktmbuf_data_len(frame));
     std::atomic<uint64_t>* dropped;
     if (slot < 0) {
       dropped = slot == kSharedNotOurs ? &table.dropped_foreign : &table.dropped_no_owner;
@@ -627,11 +635,17 @@ uint16_t Port::send_shared(rte_mbuf** frames, uint16_t count) {
   return count;
 }
 
-rte_mbuf* Port::alloc_frame() { return net::alloc_frame(pool_); }
+rte_mbuf* Port::alloc_frame() {
+  return net::alloc_frame(pool_);
+}
 
-uint32_t Port::pool_size() const { return pool_ != nullptr ? pool_->size : 0; }
+uint32_t Port::pool_size() const {
+  return pool_ != nullptr ? pool_->size : 0;
+}
 
-bool Port::owns(const rte_mbuf* frame) const { return pool_ != nullptr && frame->pool == pool_; }
+bool Port::owns(const rte_mbuf* frame) const {
+  return pool_ != nullptr && frame->pool == pool_;
+}
 
 bool Port::link_up() const {
   // One poller reads the device when it is due; the others take the cache.
@@ -664,7 +678,9 @@ bool Port::read_link() const {
   return up;
 }
 
-FaultStats Port::fault_stats() const { return faults_ ? faults_->stats() : FaultStats{}; }
+FaultStats Port::fault_stats() const {
+  return faults_ ? faults_->stats() : FaultStats{};
+}
 
 Port::~Port() {
   if (shared_table_ != nullptr) {
@@ -679,7 +695,7 @@ Port::~Port() {
     rte_mempool_cache_free(cache);
   }
   for (uint16_t q = 0; q < std::size(endpoint_rules_); ++q) unbind_endpoint_queue(q);
-  faults_.reset();  // callers hold the port lock: no rx_burst runs now
+  faults_.reset();                            // callers hold the port lock: no rx_burst runs now
   if (started_by_us_) stop_device(port_id_);  // not beside the driver's own handlers
   // The pool stays: mbufs may still sit in a device ring we no longer own
   // after a host-started port; for ours, the stopped device released them.

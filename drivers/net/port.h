@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "drivers/net/fault_injector.h"
-#include "drivers/net/mbuf_handoff.h"
 #include "drivers/net/fault_plan.h"
+#include "drivers/net/mbuf_handoff.h"
 #include "drivers/net/shared_port.h"
 #include "drivers/net/steering_rule.h"
 #include "drivers/net/unmap_guard_policy.h"
@@ -44,10 +44,10 @@ const char* steering_name(Steering steering);
 enum class SteeringRequest : uint8_t { kAuto, kSoftware, kFlow, kRss };
 
 struct PortConfig {
-  uint16_t queues_wanted = 4;   // queue pairs to try for rte_flow steering
+  uint16_t queues_wanted = 4;  // queue pairs to try for rte_flow steering
   uint16_t rx_descriptors = 512;
   uint16_t tx_descriptors = 512;
-  uint32_t mbufs = 8191;        // pool size in default-sized mbufs; sized by the caller
+  uint32_t mbufs = 8191;  // pool size in default-sized mbufs; sized by the caller
   // The MTU frames should get (FI_DPDK_MTU): set on the device where it can
   // be, within its limits; 0 keeps the device's.
   uint16_t mtu = 9000;
@@ -93,8 +93,8 @@ class Port {
   // Opens `port_id`: configures and starts it, unless the host program has
   // started it already, in which case its set-up is kept and queue pair 0 is
   // shared.  Returns 0, or a negative errno with the reason in *error.
-  static int open(uint16_t port_id, const PortConfig& config,
-                  std::unique_ptr<Port>* out, std::string* error);
+  static int open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>* out,
+                  std::string* error);
   ~Port();
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;

@@ -28,8 +28,8 @@ bool Port::read_rss(std::string* error) {
     char offloads[24];
     std::snprintf(offloads, sizeof offloads, "%#llx",
                   static_cast<unsigned long long>(info.flow_type_rss_offloads));
-    *error = name_ + ": the device does not hash UDP over IPv4 and IPv6 (RSS offloads " +
-             offloads + ")";
+    *error =
+        name_ + ": the device does not hash UDP over IPv4 and IPv6 (RSS offloads " + offloads + ")";
     return false;
   }
   ip::RssConfig rss;
@@ -63,15 +63,16 @@ bool Port::read_rss(std::string* error) {
   for (auto& group : groups) group.mask = ~uint64_t{0};
   const int ret = size == 0 ? -ENOTSUP : rte_eth_dev_rss_reta_query(port_id_, groups.data(), size);
   if (ret != 0) {
-    *error = name_ + ": rte_eth_dev_rss_reta_query(" + std::to_string(size) + " entries): " +
-             rte_strerror(-ret);
+    *error = name_ + ": rte_eth_dev_rss_reta_query(" + std::to_string(size) +
+             " entries): " + rte_strerror(-ret);
     return false;
   }
   for (uint16_t i = 0; i < size; ++i)
     rss.reta.push_back(groups[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE]);
   if (!rss.usable()) {
-    *error = name_ + ": an RSS key of " + std::to_string(rss.key.size()) + " bytes and a table of " +
-             std::to_string(size) + " entries: not a configuration rss.h can predict";
+    *error = name_ + ": an RSS key of " + std::to_string(rss.key.size()) +
+             " bytes and a table of " + std::to_string(size) +
+             " entries: not a configuration rss.h can predict";
     return false;
   }
   rss_ = std::move(rss);
@@ -146,8 +147,7 @@ uint16_t Port::bind_endpoint_queue(uint16_t endpoint_queue, std::string* refused
 }
 
 void Port::unbind_endpoint_queue(uint16_t endpoint_queue) {
-  if (steering_ != Steering::kFlow || endpoint_queue >= std::size(endpoint_rules_))
-    return;
+  if (steering_ != Steering::kFlow || endpoint_queue >= std::size(endpoint_rules_)) return;
   for (rte_flow*& rule : endpoint_rules_[endpoint_queue]) {
     if (rule == nullptr) continue;
     rte_flow_error flow_error{};

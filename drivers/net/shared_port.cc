@@ -1,11 +1,11 @@
 #include "drivers/net/shared_port.h"
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <rte_eal.h>
 #include <rte_mbuf.h>
 #include <rte_memzone.h>
 #include <rte_ring.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -18,8 +18,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <string>
 #include <mutex>
+#include <string>
 
 #include "drivers/net/mbuf_handoff.h"
 #include "lib/proto/wire.h"
@@ -101,8 +101,8 @@ int read_shared_layout(const SharedPortTable& table, SharedPortLayout* layout, s
   std::memcpy(copy.mac, table.mac, sizeof(copy.mac));
   copy.switch_pid = table.switch_pid;
   if (copy.slots == 0 || copy.slots > kMaxSharedProcesses) {
-    *why = "slots " + std::to_string(copy.slots) + ", not 1 to " +
-           std::to_string(kMaxSharedProcesses);
+    *why =
+        "slots " + std::to_string(copy.slots) + ", not 1 to " + std::to_string(kMaxSharedProcesses);
     return -EINVAL;
   }
   if (copy.queues_per_slot == 0 ||
@@ -126,8 +126,7 @@ int read_shared_layout(const SharedPortTable& table, SharedPortLayout* layout, s
 
 int shared_destination(const SharedPortLayout& layout, const SharedPortTable& table,
                        const uint8_t* frame, uint32_t length) {
-  constexpr size_t kDstQueueAt =
-      sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue);
+  constexpr size_t kDstQueueAt = sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue);
   uint16_t ether_type_be;
   uint16_t dst_queue_be;
   if (length < kDstQueueAt + sizeof(dst_queue_be)) return kSharedNotOurs;
@@ -143,7 +142,9 @@ int shared_destination(const SharedPortLayout& layout, const SharedPortTable& ta
 
 namespace {
 
-bool pid_alive(int32_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+bool pid_alive(int32_t pid) {
+  return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
 
 // When process `pid` started, in seconds of CLOCK_BOOTTIME (field 22 of
 // /proc/PID/stat, in clock ticks since boot); negative if unknown.
@@ -160,8 +161,10 @@ double start_seconds_since_boot(int32_t pid) {
   if (at == nullptr) return -1;
   unsigned long long start_ticks = 0;
   // Fields 3 to 21 skipped (each a word), then 22.
-  if (std::sscanf(at + 1, "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"
-                          " %*s %*s %*s %llu", &start_ticks) != 1)
+  if (std::sscanf(at + 1,
+                  "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"
+                  " %*s %*s %*s %llu",
+                  &start_ticks) != 1)
     return -1;
   return static_cast<double>(start_ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
@@ -180,8 +183,8 @@ bool file_owner_alive(int32_t pid, const char* path) {
   if (stat(path, &status) != 0 || started < 0 || clock_gettime(CLOCK_REALTIME, &now_real) != 0 ||
       clock_gettime(CLOCK_BOOTTIME, &now_boot) != 0)
     return true;  // cannot tell: as before, the pid decides
-  const double written_since_boot = seconds_of(status.st_mtim) - (seconds_of(now_real) -
-                                                                  seconds_of(now_boot));
+  const double written_since_boot =
+      seconds_of(status.st_mtim) - (seconds_of(now_real) - seconds_of(now_boot));
   // A second of slack for clock ticks and a stepped wall clock: an owner
   // writes its files after it starts, and a reused pid comes much later.
   constexpr double kSlackSeconds = 1.0;
@@ -199,9 +202,13 @@ std::string shared_slot_lock_path(const SharedPortLayout& layout, uint16_t slot)
          std::to_string(layout.switch_pid) + "_slot" + std::to_string(slot);
 }
 
-SlotLock::SlotLock(int fd) : fd_(fd), pid_(getpid()) { remember_lock(fd); }
+SlotLock::SlotLock(int fd) : fd_(fd), pid_(getpid()) {
+  remember_lock(fd);
+}
 
-SlotLock::~SlotLock() { close_if_ours(); }
+SlotLock::~SlotLock() {
+  close_if_ours();
+}
 
 SlotLock::SlotLock(SlotLock&& other) noexcept : fd_(other.fd_), pid_(other.pid_) {
   other.fd_ = -1;

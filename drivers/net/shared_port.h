@@ -80,10 +80,10 @@ inline uint32_t ring_share(uint32_t pool_mbufs) {
 struct SharedPortTable {
   uint32_t magic;
   uint16_t version;
-  char name[16];               // the switch's --name: rings are named after it
-  uint16_t slots;              // queue pairs, one per attached process
-  uint16_t queues_per_slot;    // endpoint queue ids each slot owns
-  uint16_t ether_type;         // frames of other types are dropped
+  char name[16];             // the switch's --name: rings are named after it
+  uint16_t slots;            // queue pairs, one per attached process
+  uint16_t queues_per_slot;  // endpoint queue ids each slot owns
+  uint16_t ether_type;       // frames of other types are dropped
   uint8_t mac[6];
   int32_t switch_pid;
   // The pid holding each slot, as the holder sees it; 0 when free;
@@ -94,10 +94,10 @@ struct SharedPortTable {
   // Frames the switch moved from TX queues, and frames dropped by anyone
   // (the switch or a sending process): the switch's exit report, tests.
   std::atomic<uint64_t> forwarded;
-  std::atomic<uint64_t> dropped_no_owner;   // dst_queue of a free slot, or beyond
-  std::atomic<uint64_t> dropped_full;       // the owner's RX ring was full
-  std::atomic<uint64_t> dropped_foreign;    // another MAC, EtherType, or runt
-  std::atomic<uint64_t> dropped_share;      // the owner's RX ring held its share (kShareOfPool)
+  std::atomic<uint64_t> dropped_no_owner;  // dst_queue of a free slot, or beyond
+  std::atomic<uint64_t> dropped_full;      // the owner's RX ring was full
+  std::atomic<uint64_t> dropped_foreign;   // another MAC, EtherType, or runt
+  std::atomic<uint64_t> dropped_share;     // the owner's RX ring held its share (kShareOfPool)
 };
 
 // The table's fixed fields, checked once and copied: every process routes
@@ -110,7 +110,7 @@ struct SharedPortLayout {
   uint16_t queues_per_slot = 0;  // at least 1; slots * queues_per_slot <= kSharedEndpointQueues
   uint16_t ether_type = 0;
   uint8_t mac[6] = {};
-  int32_t switch_pid = 0;        // > 0; names the slots' lock files
+  int32_t switch_pid = 0;  // > 0; names the slots' lock files
 };
 
 // Checks the fixed fields of a table (find_shared_table checked its magic

@@ -48,8 +48,7 @@ SharedSwitch* SharedSwitch::create(const Config& config, std::string* error) {
     sw->rx_[slot] = rte_ring_create(shared_ring_name(config.name, "rx", slot).c_str(),
                                     config.ring_size, SOCKET_ID_ANY, RING_F_SC_DEQ);
     sw->tx_[slot] = rte_ring_create(shared_ring_name(config.name, "tx", slot).c_str(),
-                                    config.ring_size, SOCKET_ID_ANY,
-                                    RING_F_SP_ENQ | RING_F_SC_DEQ);
+                                    config.ring_size, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (sw->rx_[slot] == nullptr || sw->tx_[slot] == nullptr) {
       *error = "cannot create the rings of slot " + std::to_string(slot) + ": " +
                rte_strerror(rte_errno);
@@ -167,8 +166,7 @@ uint32_t SharedSwitch::reap_dead_owners() {
     if (holder == 0 || !take_slot_lock(slot, true)) continue;
     if (table_->owner[slot].compare_exchange_strong(holder, kSlotDraining)) {
       // While it drains, the slot takes no frames, and claimers wait.
-      table_->dropped_no_owner.fetch_add(drain_shared_ring(rx_[slot]),
-                                         std::memory_order_relaxed);
+      table_->dropped_no_owner.fetch_add(drain_shared_ring(rx_[slot]), std::memory_order_relaxed);
       table_->owner[slot].store(0);
       ++reaped;
     }
@@ -204,8 +202,8 @@ uint32_t SharedSwitch::forward() {
   for (uint16_t slot = 0; slot < layout_.slots; ++slot) outs[slot] = by_slot[slot];
   uint32_t moved = 0;
   for (uint16_t from = 0; from < layout_.slots; ++from) {
-    const unsigned got = rte_ring_sc_dequeue_burst(tx_[from], reinterpret_cast<void**>(taken),
-                                                   kBurst, nullptr);
+    const unsigned got =
+        rte_ring_sc_dequeue_burst(tx_[from], reinterpret_cast<void**>(taken), kBurst, nullptr);
     if (got == 0) continue;
     handoff_acquire(taken, got);
     moved += got;

@@ -23,7 +23,7 @@ class SharedSwitch {
   struct Config {
     std::string name = "shared0";  // the device is net_ring_<name>
     uint16_t slots = 8;
-    uint32_t ring_size = 4096;     // frames each ring holds (a power of 2)
+    uint32_t ring_size = 4096;  // frames each ring holds (a power of 2)
     uint16_t ether_type = 0x88B5;
     // Each slot's pool (shared_pool_name): mbufs, and the frame size they
     // hold (FI_DPDK_MTU's default).

@@ -22,9 +22,12 @@ std::string reason(const char* call, const rte_flow_error& error, const char* fa
 
 const char* rule_kind_name(RuleKind kind) {
   switch (kind) {
-    case RuleKind::kEtherType: return "EtherType";
-    case RuleKind::kUdp4: return "UDP/IPv4";
-    case RuleKind::kUdp6: return "UDP/IPv6";
+    case RuleKind::kEtherType:
+      return "EtherType";
+    case RuleKind::kUdp4:
+      return "UDP/IPv4";
+    case RuleKind::kUdp6:
+      return "UDP/IPv6";
   }
   return "?";
 }
@@ -56,7 +59,8 @@ SteeringRule::SteeringRule(const Match& match, uint16_t hw_queue) {
   udp_spec_.hdr.dst_port = rte_cpu_to_be_16(uint16_t(match.udp_port_base + match.endpoint_queue));
   udp_mask_.hdr.dst_port = 0xffff;
   pattern_[0].type = RTE_FLOW_ITEM_TYPE_ETH;
-  pattern_[1].type = match.kind == RuleKind::kUdp4 ? RTE_FLOW_ITEM_TYPE_IPV4 : RTE_FLOW_ITEM_TYPE_IPV6;
+  pattern_[1].type =
+      match.kind == RuleKind::kUdp4 ? RTE_FLOW_ITEM_TYPE_IPV4 : RTE_FLOW_ITEM_TYPE_IPV6;
   pattern_[2] = {RTE_FLOW_ITEM_TYPE_UDP, &udp_spec_, nullptr, &udp_mask_};
   pattern_[3].type = RTE_FLOW_ITEM_TYPE_END;
 }

@@ -25,7 +25,9 @@ inline constexpr int kRuleKinds = 3;
 // "EtherType", "UDP/IPv4", "UDP/IPv6": for logs.
 const char* rule_kind_name(RuleKind kind);
 // The kinds as bits (1 << kind), as fi_dpdk.h's FI_DPDK_RULE_* give them.
-inline constexpr uint32_t rule_bit(RuleKind kind) { return 1u << static_cast<unsigned>(kind); }
+inline constexpr uint32_t rule_bit(RuleKind kind) {
+  return 1u << static_cast<unsigned>(kind);
+}
 
 // What a rule matches and where it sends it; the rte_flow items point into
 // the object itself, so it stays where it was made.

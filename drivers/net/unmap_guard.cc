@@ -67,7 +67,9 @@ BurstSlot* claim_slot() {
   return nullptr;
 }
 
-int membarrier(int command) { return static_cast<int>(syscall(__NR_membarrier, command, 0, 0)); }
+int membarrier(int command) {
+  return static_cast<int>(syscall(__NR_membarrier, command, 0, 0));
+}
 
 void use_membarrier_if_offered() {
   const int offered = membarrier(MEMBARRIER_CMD_QUERY);
@@ -155,18 +157,25 @@ int visit(dl_phdr_info* object, size_t, void* data) {
         plt_relocations =
             reinterpret_cast<const ElfW(Rela)*>(dynamic_address(*object, entry->d_un.d_ptr));
         break;
-      case DT_PLTRELSZ: plt_bytes = entry->d_un.d_val; break;
-      case DT_PLTREL: plt_is_rela = entry->d_un.d_val == DT_RELA; break;
+      case DT_PLTRELSZ:
+        plt_bytes = entry->d_un.d_val;
+        break;
+      case DT_PLTREL:
+        plt_is_rela = entry->d_un.d_val == DT_RELA;
+        break;
       case DT_RELA:
         relocations =
             reinterpret_cast<const ElfW(Rela)*>(dynamic_address(*object, entry->d_un.d_ptr));
         break;
-      case DT_RELASZ: bytes = entry->d_un.d_val; break;
-      default: break;
+      case DT_RELASZ:
+        bytes = entry->d_un.d_val;
+        break;
+      default:
+        break;
     }
   }
   if (symbols == nullptr || names == nullptr || !plt_is_rela) return 1;
-  auto scan = [&](const ElfW(Rela)* table, size_t table_bytes) {
+  auto scan = [&](const ElfW(Rela) * table, size_t table_bytes) {
     if (table == nullptr) return;
     for (size_t i = 0; i < table_bytes / sizeof(ElfW(Rela)); ++i) {
       const uint32_t type = ELF64_R_TYPE(table[i].r_info);

@@ -65,7 +65,7 @@ UnmapGuardChoice choose_memif_unmap_guard(UnmapGuardRequest request,
                                           const DpdkRelease& built) {
   const bool seen = running && memif_unmap_race_seen_on(*running);
   const std::string release = running ? "DPDK " + to_string(*running)
-                                       : std::string("this DPDK (its version is not understood)");
+                                      : std::string("this DPDK (its version is not understood)");
   UnmapGuardChoice choice;
   switch (request) {
     case UnmapGuardRequest::kAuto:

@@ -200,8 +200,8 @@ size_t address_size(uint32_t format) {
 
 std::string address_string(uint32_t format, const av::Address& address) {
   if (speaks_ipv6(format, address))
-    return "fi_sockaddr_in6://[" + ip::format_ipv6(ip::Ipv6{address.ipv6}) + "]:" +
-           std::to_string(service_port(address.queue));
+    return "fi_sockaddr_in6://[" + ip::format_ipv6(ip::Ipv6{address.ipv6}) +
+           "]:" + std::to_string(service_port(address.queue));
   if (is_sockaddr_format(format))
     return "fi_sockaddr_in://" + ip::format_ipv4(address.ipv4) + ":" +
            std::to_string(service_port(address.queue));

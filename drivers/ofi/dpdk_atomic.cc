@@ -3,9 +3,9 @@
 // the operands (and compare values) follow.  The target (lib/remote's
 // Target) checks key, range and access, then applies the op through
 // lib/atomic's dispatch table with real CPU atomics, so concurrent atomics
-// from any peer or lcore on the same element never tear.  Fetch and compare atomics get the old values back in
-// the response, which the transport keeps until acknowledged: a
-// retransmitted request is never executed twice.
+// from any peer or lcore on the same element never tear.  Fetch and compare atomics get the old
+// values back in the response, which the transport keeps until acknowledged: a retransmitted
+// request is never executed twice.
 #include <algorithm>
 #include <cstring>
 
@@ -40,9 +40,8 @@ size_t total(const fi_ioc* iov, size_t count) {
 
 }  // namespace
 
-ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
-                            size_t compare_count, fi_ioc* result, size_t result_count,
-                            uint64_t flags, int op_class) {
+ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare, size_t compare_count,
+                            fi_ioc* result, size_t result_count, uint64_t flags, int op_class) {
   const auto c = static_cast<Class>(op_class);
   if (!enabled) return -FI_EOPBADSTATE;
   if (!has_cap(FI_ATOMIC) || !has_cap(c == Class::kBase ? FI_WRITE : FI_READ))
@@ -124,8 +123,7 @@ ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare,
       request.response_iov[i] = {result[i].addr, result[i].count * size};
     request.response_iov_count = result_count;
   }
-  return send_request(*this, peer, request, c == Class::kBase ? write_cntr : read_cntr,
-                      flags);
+  return send_request(*this, peer, request, c == Class::kBase ? write_cntr : read_cntr, flags);
 }
 
 namespace {
@@ -141,7 +139,6 @@ int check_msg_flags(uint64_t flags) {
   if (flags & FI_TAGGED) return -FI_EOPNOTSUPP;
   return (flags & ~kAtomicMsgFlags) ? -FI_EBADFLAGS : 0;
 }
-
 
 ssize_t call(fid_ep* ep_fid, const fi_ioc* iov, size_t count, const fi_ioc* compare,
              size_t compare_count, fi_ioc* result, size_t result_count, fi_addr_t dest,
@@ -178,8 +175,7 @@ ssize_t atomic_write(fid_ep* ep, const void* buf, size_t count, void*, fi_addr_t
 }
 
 ssize_t atomic_writev(fid_ep* ep, const fi_ioc* iov, void**, size_t count, fi_addr_t dest,
-                      uint64_t addr, uint64_t key, fi_datatype datatype, fi_op op,
-                      void* context) {
+                      uint64_t addr, uint64_t key, fi_datatype datatype, fi_op op, void* context) {
   return call(ep, iov, count, nullptr, 0, nullptr, 0, dest, addr, key, datatype, op, context,
               caller_of(ep).tx_op_flags, Class::kBase);
 }
@@ -209,8 +205,8 @@ ssize_t atomic_readwrite(fid_ep* ep, const void* buf, size_t count, void*, void*
 }
 
 ssize_t atomic_readwritev(fid_ep* ep, const fi_ioc* iov, void**, size_t count, fi_ioc* resultv,
-                          void**, size_t result_count, fi_addr_t dest, uint64_t addr,
-                          uint64_t key, fi_datatype datatype, fi_op op, void* context) {
+                          void**, size_t result_count, fi_addr_t dest, uint64_t addr, uint64_t key,
+                          fi_datatype datatype, fi_op op, void* context) {
   return call(ep, iov, count, nullptr, 0, resultv, result_count, dest, addr, key, datatype, op,
               context, caller_of(ep).tx_op_flags, Class::kFetch);
 }
@@ -237,8 +233,8 @@ ssize_t atomic_compwrite(fid_ep* ep, const void* buf, size_t count, void*, const
 
 ssize_t atomic_compwritev(fid_ep* ep, const fi_ioc* iov, void**, size_t count,
                           const fi_ioc* comparev, void**, size_t compare_count, fi_ioc* resultv,
-                          void**, size_t result_count, fi_addr_t dest, uint64_t addr,
-                          uint64_t key, fi_datatype datatype, fi_op op, void* context) {
+                          void**, size_t result_count, fi_addr_t dest, uint64_t addr, uint64_t key,
+                          fi_datatype datatype, fi_op op, void* context) {
   return call(ep, iov, count, comparev, compare_count, resultv, result_count, dest, addr, key,
               datatype, op, context, caller_of(ep).tx_op_flags, Class::kCompare);
 }

@@ -107,7 +107,9 @@ void fill_defaults(fi_info* info) {
   f->api_version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
 }
 
-bool exceeds(size_t requested, size_t offered) { return requested > offered; }
+bool exceeds(size_t requested, size_t offered) {
+  return requested > offered;
+}
 
 #define DPDK_REQUIRE(cond, text) \
   do {                           \
@@ -146,16 +148,14 @@ bool endpoint_auth_key_acceptable(const uint8_t* key, size_t size) {
   return size == 0 || endpoint_network_key(key, size) != av::kNoAuthKey;
 }
 
-bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version,
-                std::string* why) {
+bool ep_matches(const fi_ep_attr* o, const fi_ep_attr* h, uint32_t version, std::string* why) {
   DPDK_REQUIRE(h->type == FI_EP_UNSPEC || h->type == o->type,
                o->type == FI_EP_RDM   ? "ep_attr->type is not FI_EP_RDM"
                : o->type == FI_EP_MSG ? "ep_attr->type is not FI_EP_MSG"
                                       : "ep_attr->type is not FI_EP_DGRAM");
   DPDK_REQUIRE(h->protocol == FI_PROTO_UNSPEC || h->protocol == o->protocol,
                "ep_attr->protocol is not ours");
-  DPDK_REQUIRE(h->protocol_version <= o->protocol_version,
-               "ep_attr->protocol_version too new");
+  DPDK_REQUIRE(h->protocol_version <= o->protocol_version, "ep_attr->protocol_version too new");
   DPDK_REQUIRE(!exceeds(h->max_msg_size, o->max_msg_size), "ep_attr->max_msg_size too large");
   DPDK_REQUIRE(h->msg_prefix_size == 0, "ep_attr->msg_prefix_size: no prefix mode");
   DPDK_REQUIRE(!exceeds(h->max_order_raw_size, o->max_order_raw_size),
@@ -221,8 +221,10 @@ bool domain_matches(const fi_domain_attr* o, const fi_domain_attr* h, uint32_t v
   DPDK_REQUIRE(!exceeds(h->ep_cnt, o->ep_cnt), "domain_attr->ep_cnt too large");
   DPDK_REQUIRE(!exceeds(h->tx_ctx_cnt, o->tx_ctx_cnt), "domain_attr->tx_ctx_cnt too large");
   DPDK_REQUIRE(!exceeds(h->rx_ctx_cnt, o->rx_ctx_cnt), "domain_attr->rx_ctx_cnt too large");
-  DPDK_REQUIRE(!exceeds(h->max_ep_tx_ctx, o->max_ep_tx_ctx), "domain_attr->max_ep_tx_ctx too large");
-  DPDK_REQUIRE(!exceeds(h->max_ep_rx_ctx, o->max_ep_rx_ctx), "domain_attr->max_ep_rx_ctx too large");
+  DPDK_REQUIRE(!exceeds(h->max_ep_tx_ctx, o->max_ep_tx_ctx),
+               "domain_attr->max_ep_tx_ctx too large");
+  DPDK_REQUIRE(!exceeds(h->max_ep_rx_ctx, o->max_ep_rx_ctx),
+               "domain_attr->max_ep_rx_ctx too large");
   DPDK_REQUIRE(!exceeds(h->max_ep_stx_ctx, o->max_ep_stx_ctx),
                "domain_attr->max_ep_stx_ctx: one shared transmit context per endpoint");
   DPDK_REQUIRE(!exceeds(h->max_ep_srx_ctx, o->max_ep_srx_ctx),
@@ -348,8 +350,7 @@ bool info_matches(const fi_info* o, const fi_info* h, uint32_t version, std::str
   if (h->tx_attr != nullptr && !tx_matches(o->tx_attr, h->tx_attr, why)) return false;
   if (h->rx_attr != nullptr && !rx_matches(o->rx_attr, h->rx_attr, type_caps, why)) return false;
   if (h->ep_attr != nullptr && !ep_matches(o->ep_attr, h->ep_attr, version, why)) return false;
-  if (h->domain_attr != nullptr &&
-      !domain_matches(o->domain_attr, h->domain_attr, version, why))
+  if (h->domain_attr != nullptr && !domain_matches(o->domain_attr, h->domain_attr, version, why))
     return false;
   if (h->fabric_attr != nullptr && h->fabric_attr->name != nullptr)
     DPDK_REQUIRE(std::strcmp(h->fabric_attr->name, kFabricName) == 0,
@@ -385,8 +386,8 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
   // passed over ports that cannot give it (no IPv4 address).
   if (h->addr_format != FI_FORMAT_UNSPEC && o->addr_format != h->addr_format) {
     const auto source = info_address(o, true);
-    o->addr_format = h->addr_format == FI_SOCKADDR ? static_cast<uint32_t>(FI_SOCKADDR_IN)
-                                                   : h->addr_format;
+    o->addr_format =
+        h->addr_format == FI_SOCKADDR ? static_cast<uint32_t>(FI_SOCKADDR_IN) : h->addr_format;
     if (source) set_info_address(o, true, *source);
   }
   if (h->ep_attr != nullptr) {
@@ -400,8 +401,8 @@ void narrow_info(fi_info* o, const fi_info* h, uint32_t version) {
     fi_domain_attr* d = o->domain_attr;
     if (h->domain_attr->threading != FI_THREAD_UNSPEC) d->threading = h->domain_attr->threading;
     if (h->domain_attr->resource_mgmt != FI_RM_UNSPEC)
-      d->resource_mgmt = h->domain_attr->resource_mgmt == FI_RM_DISABLED ? FI_RM_ENABLED
-                                                                         : d->resource_mgmt;
+      d->resource_mgmt =
+          h->domain_attr->resource_mgmt == FI_RM_DISABLED ? FI_RM_ENABLED : d->resource_mgmt;
     if (h->domain_attr->control_progress != FI_PROGRESS_UNSPEC)
       d->control_progress = h->domain_attr->control_progress;
     if (h->domain_attr->data_progress != FI_PROGRESS_UNSPEC)

@@ -19,14 +19,14 @@ namespace ofi_dpdk::ofi {
 
 // What getinfo knows of a port.
 struct PortFacts {
-  std::string name;       // the ethdev name: the domain name
+  std::string name;  // the ethdev name: the domain name
   uint8_t mac[6];
-  size_t max_msg_size;      // ep_attr->max_msg_size
-  size_t unexpected_bytes;  // rx_attr->total_buffered_recv
-  uint32_t ipv4 = 0;        // its IPv4 address (FI_DPDK_PORT_ADDR); 0: none
+  size_t max_msg_size;             // ep_attr->max_msg_size
+  size_t unexpected_bytes;         // rx_attr->total_buffered_recv
+  uint32_t ipv4 = 0;               // its IPv4 address (FI_DPDK_PORT_ADDR); 0: none
   std::array<uint8_t, 16> ipv6{};  // its IPv6 address; all zero: none
-  bool udp = false;         // reaches peers in UDP/IPv4 (port_speaks_udp)
-  bool udp6 = false;        // reaches peers in UDP/IPv6
+  bool udp = false;                // reaches peers in UDP/IPv4 (port_speaks_udp)
+  bool udp6 = false;               // reaches peers in UDP/IPv6
 };
 
 // fi_av (doc/address-vector.md).  FI_AV_USER_ID is in no class in the 1.17
@@ -69,9 +69,9 @@ inline constexpr uint64_t kModifierCaps =
 // or on two (memif, veths, a bridge); FI_REMOTE_COMM: other hosts.
 // FI_TRIGGER: threshold-triggered operations (dpdk_trigger.cc), granted when
 // asked for.
-inline constexpr uint64_t kSecondaryCaps =
-    FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV |
-    kAvSecondaryCaps | kTaggedMultiRecvCap | FI_TRIGGER;
+inline constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM |
+                                           FI_RMA_EVENT | FI_SOURCE_ERR | FI_MULTI_RECV |
+                                           kAvSecondaryCaps | kTaggedMultiRecvCap | FI_TRIGGER;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kModifierCaps | kSecondaryCaps;
 // Reported without being asked for: costless secondary capabilities.
 // (FI_TAGGED_MULTI_RECV, libfabric 2.x, only when asked for: fabtests 2.1
@@ -128,8 +128,7 @@ fi_info* make_prov_attr_only_info();
 
 // Checks `offer` against `hints` as fi_getinfo(3) says.  Returns true if it
 // matches; otherwise false with the first reason in *why.
-bool info_matches(const fi_info* offer, const fi_info* hints, uint32_t version,
-                  std::string* why);
+bool info_matches(const fi_info* offer, const fi_info* hints, uint32_t version, std::string* why);
 
 // Narrows a matching offer to the hints: the requested primary caps and
 // modifiers, requested values where the provider may return them.

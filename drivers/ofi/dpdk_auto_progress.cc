@@ -4,11 +4,11 @@
 // its own.  The loop takes each port's lock in turn and runs the same
 // PortContext::progress() that fi_cq_read runs under manual progress, so the
 // two modes share one data path.
+#include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
-#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -78,8 +78,7 @@ class ProgressLoop {
       return;
     }
     thread_ = std::thread([this] { run(/*may_sleep=*/true); });
-    DPDK_INFO(FI_LOG_DOMAIN,
-              "automatic progress on a thread: no idle DPDK worker lcore%s\n",
+    DPDK_INFO(FI_LOG_DOMAIN, "automatic progress on a thread: no idle DPDK worker lcore%s\n",
               params().progress_lcore >= 0 ? " (FI_DPDK_PROGRESS_LCORE is not one)" : "");
   }
 
@@ -103,8 +102,7 @@ class ProgressLoop {
     RTE_LCORE_FOREACH_WORKER(id) {
       if (wanted >= 0 && id != static_cast<unsigned>(wanted)) continue;
       if (rte_eal_get_lcore_state(id) != WAIT) continue;
-      if (rte_eal_remote_launch(run_on_lcore, &instance(), id) == 0)
-        return static_cast<int>(id);
+      if (rte_eal_remote_launch(run_on_lcore, &instance(), id) == 0) return static_cast<int>(id);
     }
     return -1;
   }
@@ -288,11 +286,21 @@ class ProgressNet {
 
 }  // namespace
 
-void progress_net_add(PortContext* port) { ProgressNet::instance().add(port); }
-void progress_net_remove(PortContext* port) { ProgressNet::instance().remove(port); }
+void progress_net_add(PortContext* port) {
+  ProgressNet::instance().add(port);
+}
+void progress_net_remove(PortContext* port) {
+  ProgressNet::instance().remove(port);
+}
 
-void auto_progress_add(PortContext* port) { ProgressLoop::instance().add(port); }
-void auto_progress_remove(PortContext* port) { ProgressLoop::instance().remove(port); }
-int auto_progress_lcore() { return ProgressLoop::instance().lcore(); }
+void auto_progress_add(PortContext* port) {
+  ProgressLoop::instance().add(port);
+}
+void auto_progress_remove(PortContext* port) {
+  ProgressLoop::instance().remove(port);
+}
+int auto_progress_lcore() {
+  return ProgressLoop::instance().lcore();
+}
 
 }  // namespace ofi_dpdk::ofi

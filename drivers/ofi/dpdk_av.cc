@@ -53,18 +53,26 @@ uint32_t Av::network_key_of(fi_addr_t addr) {
   return table.network_key(addr & index_mask);  // every receive context: the entry's key
 }
 
-bool Av::auth_key_handle_valid(fi_addr_t handle) { return auth_key_table.valid(handle); }
+bool Av::auth_key_handle_valid(fi_addr_t handle) {
+  return auth_key_table.valid(handle);
+}
 
-uint32_t Av::network_key_of_handle(fi_addr_t handle) { return auth_key_table.key(handle); }
+uint32_t Av::network_key_of_handle(fi_addr_t handle) {
+  return auth_key_table.key(handle);
+}
 
-std::vector<std::pair<fi_addr_t, uint32_t>> Av::auth_keys() { return auth_key_table.entries(); }
+std::vector<std::pair<fi_addr_t, uint32_t>> Av::auth_keys() {
+  return auth_key_table.entries();
+}
 
 fi_addr_t Av::auth_key_handle_of(uint32_t key) {
   const uint64_t handle = auth_key_table.handle_of(key);
   return handle == av::AuthKeyTable::kNone ? FI_ADDR_NOTAVAIL : handle;
 }
 
-void Av::auth_key_use(fi_addr_t handle, int delta) { auth_key_table.use(handle, delta); }
+void Av::auth_key_use(fi_addr_t handle, int delta) {
+  auth_key_table.use(handle, delta);
+}
 
 fi_addr_t Av::lookup_source_key(uint32_t key) {
   const uint64_t handle = auth_key_table.handle_of(key);
@@ -126,8 +134,9 @@ int remove_auth_keys(Av* av, const fi_addr_t* handles, size_t count) {
 int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) {
   Av* av = from_fid<Av>(av_fid);
   if ((flags & FI_AV_USER_ID) && (av->user_ids || av->domain->av_auth_keys)) {
-    DPDK_INFO(FI_LOG_AV, "remove flag FI_AV_USER_ID: not with an AV opened FI_AV_USER_ID or "
-                         "an FI_AV_AUTH_KEY domain\n");
+    DPDK_INFO(FI_LOG_AV,
+              "remove flag FI_AV_USER_ID: not with an AV opened FI_AV_USER_ID or "
+              "an FI_AV_AUTH_KEY domain\n");
     return -FI_EINVAL;
   }
 #if OFI_DPDK_HAVE_AV_AUTH_KEY
@@ -236,15 +245,16 @@ int av_insert_auth_key(fid_av* av_fid, const void* auth_key, size_t auth_key_siz
                        fi_addr_t* fi_addr, uint64_t flags) {
   Av* av = from_fid<Av>(av_fid);
   if (!av->domain->av_auth_keys) {
-    DPDK_INFO(FI_LOG_AV, "fi_av_insert_auth_key: the domain's auth_key_size is not "
-                         "FI_AV_AUTH_KEY\n");
+    DPDK_INFO(FI_LOG_AV,
+              "fi_av_insert_auth_key: the domain's auth_key_size is not "
+              "FI_AV_AUTH_KEY\n");
     return -FI_EINVAL;
   }
   if (flags != 0) return -FI_EBADFLAGS;
   if (auth_key == nullptr || fi_addr == nullptr) return -FI_EINVAL;
   if (auth_key_size != av::kAuthKeySize) {
-    DPDK_INFO(FI_LOG_AV, "fi_av_insert_auth_key: a key is %zu bytes, not %zu\n",
-              av::kAuthKeySize, auth_key_size);
+    DPDK_INFO(FI_LOG_AV, "fi_av_insert_auth_key: a key is %zu bytes, not %zu\n", av::kAuthKeySize,
+              auth_key_size);
     return -FI_EINVAL;
   }
   uint32_t key;
@@ -410,8 +420,8 @@ int open_shared(Av* av, fi_av_attr* attr) {
   // same whatever map_addr each process gives.
   if (attr->map_addr == nullptr) attr->map_addr = const_cast<void*>(av->shared->fi_addr_array());
   DPDK_INFO(FI_LOG_AV, "named AV \"%s\": %s %s, %u entries\n", attr->name,
-            av->shared->created() ? "created" : "opened",
-            av->shared->object_name().c_str(), av->shared->capacity());
+            av->shared->created() ? "created" : "opened", av->shared->object_name().c_str(),
+            av->shared->capacity());
   return 0;
 }
 

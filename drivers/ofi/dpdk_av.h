@@ -25,7 +25,7 @@ struct Av {
   fid_av fid;
   Domain* domain;
   fi_av_attr attr;
-  int addr_format;  // the domain's: native, FI_ADDR_STR or FI_SOCKADDR(_IN)
+  int addr_format;         // the domain's: native, FI_ADDR_STR or FI_SOCKADDR(_IN)
   av::AddressTable table;  // fi_addr -> 16-byte entry; (MAC, queue) -> fi_addr
   // A named AV: the node's table, which `table` mirrors (refresh()).
   std::unique_ptr<av::SharedTable> shared;
@@ -99,8 +99,8 @@ struct Av {
 };
 
 // fi_av_insert, fi_av_insertsvc, fi_av_insertsym (dpdk_av_insert.cc).
-int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr,
-              uint64_t flags, void* context);
+int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags,
+              void* context);
 int av_insertsvc(fid_av* av_fid, const char* node, const char* service, fi_addr_t* fi_addr,
                  uint64_t flags, void* context);
 int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* service,

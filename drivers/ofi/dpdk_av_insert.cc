@@ -36,10 +36,14 @@ constexpr size_t kMaxInsert = std::numeric_limits<int>::max();
 
 int from_table_error(int64_t ret) {
   switch (ret) {
-    case -ENOSPC: return FI_ENOSPC;
-    case -EAGAIN: return FI_EAGAIN;
-    case -EIO: return FI_EIO;
-    default: return FI_ENOMEM;
+    case -ENOSPC:
+      return FI_ENOSPC;
+    case -EAGAIN:
+      return FI_EAGAIN;
+    case -EIO:
+      return FI_EIO;
+    default:
+      return FI_ENOMEM;
   }
 }
 
@@ -77,18 +81,21 @@ int keep_ipv6_peer(Av* av, const av::Address& address) {
       hold_ipv6_peer(address.mac, ip::Ipv6Peers::Use::kNamed))
     return 0;
   if (av->shared == nullptr && av->domain->port->udp6 && ipv6_of_peer_id(address.mac)) {
-    DPDK_WARN(FI_LOG_AV, "%s: the process names %zu IPv6 peers already, the most it can "
-              "(FI_DPDK_IPV6_PEERS)\n", av::format_mac(address.mac).c_str(), params().ipv6_peers);
+    DPDK_WARN(FI_LOG_AV,
+              "%s: the process names %zu IPv6 peers already, the most it can "
+              "(FI_DPDK_IPV6_PEERS)\n",
+              av::format_mac(address.mac).c_str(), params().ipv6_peers);
     return -FI_ENOSPC;
   }
-  DPDK_INFO(FI_LOG_AV, "%s: an IPv6 peer's native or string form names it in this process "
-            "alone%s: insert its sockaddr_in6\n", av::format_mac(address.mac).c_str(),
-            av->shared != nullptr                 ? ", not in a named AV"
+  DPDK_INFO(FI_LOG_AV,
+            "%s: an IPv6 peer's native or string form names it in this process "
+            "alone%s: insert its sockaddr_in6\n",
+            av::format_mac(address.mac).c_str(),
+            av->shared != nullptr     ? ", not in a named AV"
             : !av->domain->port->udp6 ? ", on a port that reaches IPv6 peers in UDP"
-                                                  : ", and this one is gone");
+                                      : ", and this one is gone");
   return -FI_EINVAL;
 }
-
 
 // Why the `index`-th address of an insert call is none of ours, for the log.
 std::string why_not_an_address(const Av* av, const void* addr, size_t index) {
@@ -111,11 +118,12 @@ std::string why_not_an_address(const Av* av, const void* addr, size_t index) {
   if (family == AF_INET && format == FI_SOCKADDR_IN6)
     return "an AF_INET address in an FI_SOCKADDR_IN6 AV";
   uint16_t port_be;
-  std::memcpy(&port_be, bytes + (family == AF_INET ? offsetof(sockaddr_in, sin_port)
-                                                   : offsetof(sockaddr_in6, sin6_port)),
+  std::memcpy(&port_be,
+              bytes + (family == AF_INET ? offsetof(sockaddr_in, sin_port)
+                                         : offsetof(sockaddr_in6, sin6_port)),
               sizeof(port_be));
-  return "port " + std::to_string(ntohs(port_be)) + " is no endpoint's: " +
-         std::to_string(params().port_base) + " to " +
+  return "port " + std::to_string(ntohs(port_be)) +
+         " is no endpoint's: " + std::to_string(params().port_base) + " to " +
          std::to_string(params().port_base + kMaxEndpointsPerPort - 1) +
          " (FI_DPDK_PORT_BASE + queue)";
 }
@@ -151,13 +159,15 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, Describe descri
     return -FI_EINVAL;
   }
   if ((flags & FI_AV_USER_ID) && (av->user_ids || av->domain->av_auth_keys)) {
-    DPDK_INFO(FI_LOG_AV, "insert flag FI_AV_USER_ID: not with an AV opened FI_AV_USER_ID or "
-                         "an FI_AV_AUTH_KEY domain; use fi_av_set_user_id\n");
+    DPDK_INFO(FI_LOG_AV,
+              "insert flag FI_AV_USER_ID: not with an AV opened FI_AV_USER_ID or "
+              "an FI_AV_AUTH_KEY domain; use fi_av_set_user_id\n");
     return -FI_EINVAL;
   }
   if ((flags & kAuthKeyFlag) && !av->domain->av_auth_keys) {
-    DPDK_INFO(FI_LOG_AV, "insert flag FI_AUTH_KEY needs a domain with auth_key_size "
-                         "FI_AV_AUTH_KEY\n");
+    DPDK_INFO(FI_LOG_AV,
+              "insert flag FI_AUTH_KEY needs a domain with auth_key_size "
+              "FI_AV_AUTH_KEY\n");
     return -FI_EINVAL;
   }
   if ((flags & (FI_AV_USER_ID | kAuthKeyFlag)) && fi_addr == nullptr && count != 0) {
@@ -192,8 +202,10 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, Describe descri
         if (errors == nullptr || (*errors)[i] == 0)
           DPDK_INFO(FI_LOG_AV, "address %zu not inserted: %s\n", i, describe(i).c_str());
       } else if ((flags & kAuthKeyFlag) && !av->auth_key_table.valid(fi_addr[i])) {
-        DPDK_INFO(FI_LOG_AV, "address %zu not inserted: FI_AUTH_KEY, and fi_addr[%zu] %#lx is "
-                  "no key handle of this AV\n", i, i, static_cast<unsigned long>(fi_addr[i]));
+        DPDK_INFO(FI_LOG_AV,
+                  "address %zu not inserted: FI_AUTH_KEY, and fi_addr[%zu] %#lx is "
+                  "no key handle of this AV\n",
+                  i, i, static_cast<unsigned long>(fi_addr[i]));
         error = FI_EINVAL;
       } else if (int kept = ip::is_ipv6_peer_id(address->mac) ? keep_ipv6_peer(av, *address) : 0;
                  kept != 0) {
@@ -213,9 +225,10 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, Describe descri
           if (ip::is_ipv6_peer_id(address->mac))
             release_ipv6_peer(address->mac, ip::Ipv6Peers::Use::kNamed);
           if (index == -ENOSPC)
-            DPDK_INFO(FI_LOG_AV, "address %zu not inserted: the AV holds its most, %lu "
-                      "entries (rx_ctx_bits, a named AV's count)\n", i,
-                      static_cast<unsigned long>(av->table.limit()));
+            DPDK_INFO(FI_LOG_AV,
+                      "address %zu not inserted: the AV holds its most, %lu "
+                      "entries (rx_ctx_bits, a named AV's count)\n",
+                      i, static_cast<unsigned long>(av->table.limit()));
           else if (index == -ENOMEM)
             DPDK_WARN(FI_LOG_AV, "address %zu not inserted: out of memory\n", i);
         } else {
@@ -247,8 +260,8 @@ int insert_addresses(Av* av, size_t count, AddressAt address_at, Describe descri
     }
   }
   if (failed != 0)
-    DPDK_INFO(FI_LOG_AV, "%zu of %zu addresses not inserted; the first, %zu: %s\n", failed,
-              count, first_failed, fi_strerror(first_error));
+    DPDK_INFO(FI_LOG_AV, "%zu of %zu addresses not inserted; the first, %zu: %s\n", failed, count,
+              first_failed, fi_strerror(first_error));
   if (!async) return static_cast<int>(inserted);
   for (const fi_eq_err_entry& entry : failures) av->eq->push_error(entry);
   fi_eq_entry done{};
@@ -273,8 +286,8 @@ std::optional<av::Address> parse_address(const Av* av, const void* addr, size_t 
 // PortContext::resolve): one that does not resolve fails with its reason.
 // `describe(i)` says why addresses[i] is empty, when it is.
 template <typename Describe>
-int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
-                    Describe describe, fi_addr_t* fi_addr, uint64_t flags, void* context) {
+int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses, Describe describe,
+                    fi_addr_t* fi_addr, uint64_t flags, void* context) {
   std::vector<av::Address*> named;
   std::vector<size_t> where;
   std::vector<int> errors(addresses.size(), 0);
@@ -331,16 +344,18 @@ int insert_resolved(Av* av, std::vector<std::optional<av::Address>>& addresses,
 
 }  // namespace
 
-int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr,
-              uint64_t flags, void* context) {
+int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr, uint64_t flags,
+              void* context) {
   Av* av = from_fid<Av>(av_fid);
   if (addr == nullptr && count != 0) {
     // (fabtests 1.17's fi_dgram_pingpong client, run without -s, asks
     // fi_getinfo for its own address alone, FI_SOURCE, and inserts the
     // answer's dest_addr: NULL.)
-    DPDK_INFO(FI_LOG_AV, "fi_av_insert: addr is NULL, count %zu: no address to insert (an "
+    DPDK_INFO(FI_LOG_AV,
+              "fi_av_insert: addr is NULL, count %zu: no address to insert (an "
               "fi_info from fi_getinfo with FI_SOURCE and no hints->dest_addr has "
-              "dest_addr NULL)\n", count);
+              "dest_addr NULL)\n",
+              count);
     return -FI_EINVAL;
   }
   if (count > kMaxInsert) {
@@ -350,8 +365,8 @@ int av_insert(fid_av* av_fid, const void* addr, size_t count, fi_addr_t* fi_addr
   const auto describe = [&](size_t i) { return why_not_an_address(av, addr, i); };
   if (!is_sockaddr_format(av->addr_format))
     return insert_addresses(
-        av, count, [&](size_t i) { return parse_address(av, addr, i); }, describe, fi_addr,
-        flags, context);
+        av, count, [&](size_t i) { return parse_address(av, addr, i); }, describe, fi_addr, flags,
+        context);
   std::vector<std::optional<av::Address>> addresses(count);
   for (size_t i = 0; i < count; ++i) addresses[i] = parse_address(av, addr, i);
   return insert_resolved(av, addresses, describe, fi_addr, flags, context);
@@ -415,13 +430,12 @@ int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* s
   // IP addresses count up as numbers (an IPv6 one in its last 32 bits).
   const uint32_t low = first->ipv4 != 0 ? first->ipv4 : ip::ipv4_of_mapped(ip::Ipv6{first->ipv6});
   if (nodecnt != 0 && svccnt != 0) {
-    const bool fits = first->has_ip()
-                          ? nodecnt - 1 <= 0xFFFFFFFFu - low &&
-                                svccnt - 1 <= size_t{av::kMaxQueue} - first->queue
-                          : av::symmetric_range_fits(*first, nodecnt, svccnt);
+    const bool fits = first->has_ip() ? nodecnt - 1 <= 0xFFFFFFFFu - low &&
+                                            svccnt - 1 <= size_t{av::kMaxQueue} - first->queue
+                                      : av::symmetric_range_fits(*first, nodecnt, svccnt);
     if (__builtin_mul_overflow(nodecnt, svccnt, &count) || count > kMaxInsert || !fits) {
-      DPDK_INFO(FI_LOG_AV, "insertsym: %zu nodes x %zu queues from %s runs out of range\n",
-                nodecnt, svccnt, node);
+      DPDK_INFO(FI_LOG_AV, "insertsym: %zu nodes x %zu queues from %s runs out of range\n", nodecnt,
+                svccnt, node);
       return -FI_EINVAL;
     }
   }
@@ -440,7 +454,8 @@ int av_insertsym(fid_av* av_fid, const char* node, size_t nodecnt, const char* s
     if (first->ipv4 != 0) {
       a.ipv4 = node_number;
     } else {
-      for (int b = 0; b < 4; ++b) a.ipv6[12 + b] = static_cast<uint8_t>(node_number >> (24 - 8 * b));
+      for (int b = 0; b < 4; ++b)
+        a.ipv6[12 + b] = static_cast<uint8_t>(node_number >> (24 - 8 * b));
     }
     a.queue = static_cast<uint16_t>(first->queue + i % svccnt);
     addresses[i] = a;

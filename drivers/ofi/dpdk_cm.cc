@@ -138,17 +138,20 @@ void on_connect_request(Endpoint* listener, PassiveEp* pep, const av::Address& c
   }
   if (pending >= kMaxPendingConnRequests) {
     if (pep->refused_full++ == 0)
-      DPDK_WARN(FI_LOG_EP_CTRL, "passive endpoint: %zu connection requests unanswered; more are "
-                                "refused\n", pending);
+      DPDK_WARN(FI_LOG_EP_CTRL,
+                "passive endpoint: %zu connection requests unanswered; more are "
+                "refused\n",
+                pending);
     return refuse();
   }
   if (from_source >= kMaxPendingPerSource) {
     if (pep->refused_per_source++ == 0) {
       av::Address named = client;
       listener->port().name_by_ip(&named);
-      DPDK_WARN(FI_LOG_EP_CTRL, "passive endpoint: %zu connection requests from %s unanswered, "
-                "the most from one source; more from it are refused\n", from_source,
-                address_text(named).c_str());
+      DPDK_WARN(FI_LOG_EP_CTRL,
+                "passive endpoint: %zu connection requests from %s unanswered, "
+                "the most from one source; more from it are refused\n",
+                from_source, address_text(named).c_str());
     }
     return refuse();
   }
@@ -216,8 +219,8 @@ void release_conn_request(std::unique_ptr<ConnRequest> request) {
   if (request->pep != nullptr) request->pep->requests.erase(request.get());
 }
 
-int Endpoint::send_control(const av::Address& to, uint8_t kind, uint32_t nonce,
-                           const void* data, size_t length) {
+int Endpoint::send_control(const av::Address& to, uint8_t kind, uint32_t nonce, const void* data,
+                           size_t length) {
   length = std::min(length, wire::kMaxConnectionData);
   uint8_t message[sizeof(wire::ControlBody) + wire::kMaxConnectionData];
   wire::ControlBody body{};
@@ -291,8 +294,8 @@ void Endpoint::on_control(uint64_t source_key, uint32_t session, const uint8_t* 
       return;
     case wire::ControlKind::kShutdown:
       // Also after our own fi_shutdown: each side hears of the other's.
-      if (cm_state == CmState::kIdle || cm_state == CmState::kConnecting ||
-          shutdown_reported || !same_peer(from, peer))
+      if (cm_state == CmState::kIdle || cm_state == CmState::kConnecting || shutdown_reported ||
+          !same_peer(from, peer))
         return;
       if (!connected_reported) {
         // Our ACCEPT arrived (the peer shut the connection down), though
@@ -366,8 +369,10 @@ int ep_connect(fid_ep* ep_fid, const void* addr, const void* param, size_t param
   if (ipv6_peer && named_by_ipv6) {
     ep->ipv6_holds.adopt_named(server->mac);
   } else if (ipv6_peer && !ep->ipv6_holds.hold_named(server->mac)) {
-    DPDK_INFO(FI_LOG_EP_CTRL, "fi_connect: %s names no IPv6 peer this process still knows: "
-              "connect to its sockaddr_in6\n", av::format_mac(server->mac).c_str());
+    DPDK_INFO(FI_LOG_EP_CTRL,
+              "fi_connect: %s names no IPv6 peer this process still knows: "
+              "connect to its sockaddr_in6\n",
+              av::format_mac(server->mac).c_str());
     return -FI_EINVAL;
   }
   const auto refuse = [&](int error) {
@@ -502,13 +507,15 @@ int pep_close(fid* fid) {
         pep->requests.clear();
       }
       for (const auto& [client, nonce] : refused)
-        pep->listener->send_control(client, static_cast<uint8_t>(wire::ControlKind::kReject),
-                                    nonce, nullptr, 0);
+        pep->listener->send_control(client, static_cast<uint8_t>(wire::ControlKind::kReject), nonce,
+                                    nullptr, 0);
     }
     if (pep->refused_full + pep->refused_per_source != 0)
-      DPDK_INFO(FI_LOG_EP_CTRL, "passive endpoint: connection requests refused %lu with %zu "
-                "unanswered, %lu with %zu unanswered from their source\n", pep->refused_full,
-                kMaxPendingConnRequests, pep->refused_per_source, kMaxPendingPerSource);
+      DPDK_INFO(FI_LOG_EP_CTRL,
+                "passive endpoint: connection requests refused %lu with %zu "
+                "unanswered, %lu with %zu unanswered from their source\n",
+                pep->refused_full, kMaxPendingConnRequests, pep->refused_per_source,
+                kMaxPendingPerSource);
     fi_close(&pep->listener->fid.fid);
   }
   if (pep->domain != nullptr) fi_close(&pep->domain->fid);
@@ -587,8 +594,7 @@ int pep_setname(fid* fid, void* addr, size_t addrlen) {
       (wanted->has_ipv6() &&
        (!port.interface6 || ip::Ipv6{wanted->ipv6} != port.interface6->address));
   if (other_mac || other_ip) {
-    DPDK_INFO(FI_LOG_EP_CTRL, "fi_setname: not an address of port %s\n",
-              port.port->name().c_str());
+    DPDK_INFO(FI_LOG_EP_CTRL, "fi_setname: not an address of port %s\n", port.port->name().c_str());
     return -FI_EADDRNOTAVAIL;
   }
   if (wanted->queue == kAnyQueue || wanted->queue == pep->listener->queue) return 0;
@@ -675,7 +681,9 @@ fi_ops_cm g_pep_cm_ops = {
 
 }  // namespace
 
-fi_ops_cm* msg_cm_ops() { return &g_msg_cm_ops; }
+fi_ops_cm* msg_cm_ops() {
+  return &g_msg_cm_ops;
+}
 
 int take_passive_address(Domain* domain, const fi_info* info, uint32_t* session) {
   if (info == nullptr || info->handle == nullptr || info->handle->fclass != FI_CLASS_PEP)
@@ -683,8 +691,9 @@ int take_passive_address(Domain* domain, const fi_info* info, uint32_t* session)
   auto* pep = reinterpret_cast<PassiveEp*>(info->handle);
   Endpoint* listener = pep->listener;
   if (listener == nullptr || &listener->port() != domain->port.get()) {
-    DPDK_INFO(FI_LOG_EP_CTRL, "fi_endpoint: info->handle is a passive endpoint whose address "
-                              "went to another endpoint, or of another port\n");
+    DPDK_INFO(FI_LOG_EP_CTRL,
+              "fi_endpoint: info->handle is a passive endpoint whose address "
+              "went to another endpoint, or of another port\n");
     return -FI_EINVAL;
   }
   uint16_t queue;

@@ -42,12 +42,12 @@ struct PassiveEp {
 // (conn_request_lock()), taken after any port lock.
 struct ConnRequest {
   ::fid fid;
-  PassiveEp* pep;        // null once the passive endpoint closed
+  PassiveEp* pep;  // null once the passive endpoint closed
   av::Address client;
-  av::Address listener;  // the passive endpoint's address, which it asked
-  uint32_t nonce = 0;    // the CONNECT's, which the answer echoes
-  bool claimed = false;  // an endpoint holds it (one fi_endpoint per request)
-  bool answered = false; // accepted or rejected
+  av::Address listener;   // the passive endpoint's address, which it asked
+  uint32_t nonce = 0;     // the CONNECT's, which the answer echoes
+  bool claimed = false;   // an endpoint holds it (one fi_endpoint per request)
+  bool answered = false;  // accepted or rejected
 };
 std::mutex& conn_request_lock();
 // The most connection requests a passive endpoint holds unanswered, and

@@ -112,7 +112,8 @@ int cntr_wait(fid_cntr* fid, uint64_t threshold, int timeout) {
     if (cntr->wait_fd.is_open()) {
       // The progress loop signals the descriptor; sleep on it.
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-      cntr->wait_fd.wait(timeout < 0 ? 10 : static_cast<int>(std::min<int64_t>(left.count() + 1, 10)));
+      cntr->wait_fd.wait(timeout < 0 ? 10
+                                     : static_cast<int>(std::min<int64_t>(left.count() + 1, 10)));
       cntr->wait_fd.drain();
     } else {
       std::this_thread::yield();
@@ -183,10 +184,10 @@ int cntr_open(fid_domain* domain_fid, fi_cntr_attr* attr, fid_cntr** out, void* 
   cntr->fid.fid.context = context;
   cntr->fid.fid.ops = &g_cntr_fid_ops;
   cntr->fid.ops = &g_cntr_ops;
-  const int opened =
-      wanted.wait_obj == FI_WAIT_FD    ? cntr->wait_fd.open()
-      : wanted.wait_obj == FI_WAIT_SET ? join_wait_set(wanted.wait_set, &cntr->fid.fid, &cntr->wait_fd)
-                                       : 0;
+  const int opened = wanted.wait_obj == FI_WAIT_FD ? cntr->wait_fd.open()
+                     : wanted.wait_obj == FI_WAIT_SET
+                         ? join_wait_set(wanted.wait_set, &cntr->fid.fid, &cntr->wait_fd)
+                         : 0;
   if (opened != 0) {
     delete cntr;
     return opened;

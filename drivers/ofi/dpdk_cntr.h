@@ -21,7 +21,7 @@ struct Cntr {
   WaitFd wait_fd;  // FI_WAIT_FD: signalled on every change
   std::atomic<int> refs{0};
   std::atomic<uint16_t> lane{kWholePort};  // as Cq::lane
-  uint64_t total_read = 0;  // value + errors at the last read; port lock
+  uint64_t total_read = 0;                 // value + errors at the last read; port lock
 
   void add(uint64_t n) {
     value.fetch_add(n);

@@ -72,8 +72,7 @@ template <typename R, typename... Args>
 struct NotSupported<R (*)(Args...)> {
   static R call(Args...) { return static_cast<R>(-FI_ENOSYS); }
 };
-#define DPDK_ENOSYS(table, member) \
-  ::ofi_dpdk::ofi::NotSupported<decltype(table::member)>::call
+#define DPDK_ENOSYS(table, member) ::ofi_dpdk::ofi::NotSupported<decltype(table::member)>::call
 
 // Fills a data-path slot that this kind of object does not offer (a
 // receive context's sends): the call returns -FI_EOPNOTSUPP.
@@ -136,12 +135,18 @@ int engine_call(Call&& call) {
 
 inline ssize_t engine_errno(int ret) {
   switch (ret) {
-    case 0: return 0;
-    case -EAGAIN: return -FI_EAGAIN;
-    case -ENOMEM: return -FI_ENOMEM;
-    case -EMSGSIZE: return -FI_EMSGSIZE;
-    case -ENOENT: return -FI_ENOENT;
-    default: return -FI_EINVAL;
+    case 0:
+      return 0;
+    case -EAGAIN:
+      return -FI_EAGAIN;
+    case -ENOMEM:
+      return -FI_ENOMEM;
+    case -EMSGSIZE:
+      return -FI_EMSGSIZE;
+    case -ENOENT:
+      return -FI_ENOENT;
+    default:
+      return -FI_EINVAL;
   }
 }
 

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -25,11 +25,16 @@ namespace {
 
 size_t entry_size(fi_cq_format format) {
   switch (format) {
-    case FI_CQ_FORMAT_CONTEXT: return sizeof(fi_cq_entry);
-    case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
-    case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
-    case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
-    default: return 0;
+    case FI_CQ_FORMAT_CONTEXT:
+      return sizeof(fi_cq_entry);
+    case FI_CQ_FORMAT_MSG:
+      return sizeof(fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA:
+      return sizeof(fi_cq_data_entry);
+    case FI_CQ_FORMAT_TAGGED:
+      return sizeof(fi_cq_tagged_entry);
+    default:
+      return 0;
   }
 }
 
@@ -45,8 +50,7 @@ void write_entry(fi_cq_format format, const Completion& c, void* out) {
       *static_cast<fi_cq_data_entry*>(out) = {c.op_context, c.flags, c.len, c.buf, c.data};
       break;
     case FI_CQ_FORMAT_TAGGED:
-      *static_cast<fi_cq_tagged_entry*>(out) = {c.op_context, c.flags, c.len, c.buf, c.data,
-                                                c.tag};
+      *static_cast<fi_cq_tagged_entry*>(out) = {c.op_context, c.flags, c.len, c.buf, c.data, c.tag};
       break;
     default:
       break;
@@ -70,7 +74,8 @@ ssize_t take_entries(Cq* cq, uint16_t lane, void* buf, size_t count, fi_addr_t* 
   const bool whole = port.effective_lane(lane) == kWholePort;
   PortContext::LaneState& state = port.lane_state[whole ? 0 : lane];
   const uint64_t since_pass =
-      now - (whole ? port.last_progress_ns : state.last_progress_ns).load(std::memory_order_relaxed);
+      now -
+      (whole ? port.last_progress_ns : state.last_progress_ns).load(std::memory_order_relaxed);
   const bool served = cq->errors.empty() && cq->entries.size() >= std::max<size_t>(count, 1) &&
                       since_pass < kCqFreshProgressNs;
   // An empty CQ takes the pass another CQ's read just ran as its own, once
@@ -81,8 +86,7 @@ ssize_t take_entries(Cq* cq, uint16_t lane, void* buf, size_t count, fi_addr_t* 
   // most one read of the round.  (By count, not by clock: the same on a
   // busy machine.)
   const bool passed_for_it = cq->errors.empty() && cq->entries.empty() &&
-                             state.last_pass_reader != cq &&
-                             cq->shared_pass != state.reader_passes;
+                             state.last_pass_reader != cq && cq->shared_pass != state.reader_passes;
   uint32_t received = 0;
   if (passed_for_it) {
     cq->shared_pass = state.reader_passes;
@@ -162,8 +166,7 @@ ssize_t cq_readerr(fid_cq* cq_fid, fi_cq_err_entry* buf, uint64_t flags) {
     // else FI_ADDR_NOTAVAIL; the endpoint pushed that as the error's source.
     // Other errors report none.
     if (FI_VERSION_GE(cq->domain->api_version, FI_VERSION(1, 20))) {
-      entry.src_addr =
-          entry.err == FI_EADDRNOTAVAIL ? cq->error_sources.front() : FI_ADDR_NOTAVAIL;
+      entry.src_addr = entry.err == FI_EADDRNOTAVAIL ? cq->error_sources.front() : FI_ADDR_NOTAVAIL;
       *buf = entry;
     } else {
       std::memcpy(buf, &entry, offsetof(fi_cq_err_entry, src_addr));
@@ -191,15 +194,16 @@ size_t ready(Cq* cq) {
 // until `cond` of them are, or an error), fi_cq_signal, or the timeout
 // (-FI_EAGAIN).  With a descriptor the progress loop fills the CQ and we
 // sleep on it; without, the caller's thread drives progress.
-ssize_t cq_sreadfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr,
-                     const void* cond, int timeout) {
+ssize_t cq_sreadfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_addr, const void* cond,
+                     int timeout) {
   Cq* cq = from_fid<Cq>(cq_fid);
   if (cq->attr.wait_obj == FI_WAIT_NONE) return -FI_EINVAL;
   size_t threshold = 1;
   // fi_cq(3): with FI_CQ_COND_THRESHOLD "the cond field is interpreted as
   // a size_t threshold value" -- the pointer's value itself, at most count.
   if (cq->attr.wait_cond == FI_CQ_COND_THRESHOLD)
-    threshold = std::clamp<size_t>(reinterpret_cast<uintptr_t>(cond), 1, std::max<size_t>(count, 1));
+    threshold =
+        std::clamp<size_t>(reinterpret_cast<uintptr_t>(cond), 1, std::max<size_t>(count, 1));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout);
   for (;;) {
     if (cq->signaled.exchange(false)) return -FI_EAGAIN;
@@ -209,7 +213,8 @@ ssize_t cq_sreadfrom(fid_cq* cq_fid, void* buf, size_t count, fi_addr_t* src_add
     if (cq->wait_fd.is_open()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
       // Short naps: the threshold and fi_cq_signal are checked between them.
-      cq->wait_fd.wait(timeout < 0 ? 10 : static_cast<int>(std::min<int64_t>(left.count() + 1, 10)));
+      cq->wait_fd.wait(timeout < 0 ? 10
+                                   : static_cast<int>(std::min<int64_t>(left.count() + 1, 10)));
     } else {
       std::this_thread::yield();
     }
@@ -281,8 +286,10 @@ int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* contex
   if (attr == nullptr) return -FI_EINVAL;
   fi_cq_attr wanted = *attr;
   const auto format = raw_value(wanted.format);
-  if (format == FI_CQ_FORMAT_UNSPEC) wanted.format = FI_CQ_FORMAT_CONTEXT;
-  else if (format < FI_CQ_FORMAT_CONTEXT || format > FI_CQ_FORMAT_TAGGED) return -FI_ENOSYS;
+  if (format == FI_CQ_FORMAT_UNSPEC)
+    wanted.format = FI_CQ_FORMAT_CONTEXT;
+  else if (format < FI_CQ_FORMAT_CONTEXT || format > FI_CQ_FORMAT_TAGGED)
+    return -FI_ENOSYS;
   if (entry_size(wanted.format) == 0) return -FI_ENOSYS;
   if (!wait_object_supported(wanted.wait_obj, wanted.wait_set)) {
     DPDK_INFO(FI_LOG_CQ,
@@ -306,9 +313,10 @@ int cq_open(fid_domain* domain_fid, fi_cq_attr* attr, fid_cq** out, void* contex
   cq->fid.fid.context = context;
   cq->fid.fid.ops = &g_cq_fid_ops;
   cq->fid.ops = &g_cq_ops;
-  const int opened = wanted.wait_obj == FI_WAIT_FD    ? cq->wait_fd.open()
-                     : wanted.wait_obj == FI_WAIT_SET ? join_wait_set(wanted.wait_set, &cq->fid.fid, &cq->wait_fd)
-                                                      : 0;
+  const int opened = wanted.wait_obj == FI_WAIT_FD ? cq->wait_fd.open()
+                     : wanted.wait_obj == FI_WAIT_SET
+                         ? join_wait_set(wanted.wait_set, &cq->fid.fid, &cq->wait_fd)
+                         : 0;
   if (opened != 0) {
     delete cq;
     return opened;

@@ -57,8 +57,8 @@ int ep_stats(void* ep_fid, fi_dpdk_ep_stats* out) {
   if (ep == nullptr) return -FI_EINVAL;
   std::lock_guard guard(ep->port().lock);
   const proto::TransportStats& s = ep->engine->stats();
-  *out = {s.frames_sent, s.frames_received, s.messages_sent, s.messages_received,
-          s.retransmitted, s.bad_frames + s.stale_session + s.out_of_window,
+  *out = {s.frames_sent,       s.frames_received, s.messages_sent,
+          s.messages_received, s.retransmitted,   s.bad_frames + s.stale_session + s.out_of_window,
           s.stalled_no_buffer};
   return 0;
 }
@@ -92,7 +92,7 @@ int port_stats(void* domain_fid, fi_dpdk_port_stats* out) {
   out->steering = ctx.port->steering() == net::Steering::kFlow     ? 1
                   : ctx.port->steering() == net::Steering::kRss    ? 2
                   : ctx.port->steering() == net::Steering::kSender ? 3
-                                                                    : 0;
+                                                                   : 0;
   out->queues = ctx.port->queue_pairs();
   return 0;
 }
@@ -210,8 +210,9 @@ uint32_t pool_size(const Params& p, const net::PortConfig& config) {
 // endpoints naming no key use; FI_AV_AUTH_KEY (2.x) with auth_key NULL,
 // keys from the AV.  Anything else is -FI_EINVAL.
 int take_auth_key(const fi_info* info, Domain* domain) {
-  const uint32_t version = info->fabric_attr != nullptr ? info->fabric_attr->api_version
-                                                        : FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+  const uint32_t version = info->fabric_attr != nullptr
+                               ? info->fabric_attr->api_version
+                               : FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
   if (FI_VERSION_LT(version, FI_VERSION(1, 5))) return 0;
   const fi_domain_attr* attr = info->domain_attr;
 #if OFI_DPDK_HAVE_AV_AUTH_KEY
@@ -229,8 +230,9 @@ int take_auth_key(const fi_info* info, Domain* domain) {
   if (attr->auth_key_size == av::kAuthKeySize && attr->auth_key != nullptr)
     std::memcpy(&key, attr->auth_key, sizeof(key));
   if (key == av::kNoAuthKey) {
-    DPDK_INFO(FI_LOG_DOMAIN, "auth_key: %zu bytes, a nonzero network key, or "
-                             "auth_key_size 0 (got %zu bytes%s)\n",
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "auth_key: %zu bytes, a nonzero network key, or "
+              "auth_key_size 0 (got %zu bytes%s)\n",
               av::kAuthKeySize, attr->auth_key_size, attr->auth_key == nullptr ? ", NULL" : "");
     return -FI_EINVAL;
   }
@@ -256,8 +258,9 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   const Params& p = params();
   if (p.auth_key_refused) {
     // A job key mistyped must not leave frames unkeyed without a word.
-    *error = "FI_DPDK_AUTH_KEY is set but is not 32 to 128 hex digits: no port opens "
-             "unkeyed in its place";
+    *error =
+        "FI_DPDK_AUTH_KEY is set but is not 32 to 128 hex digits: no port opens "
+        "unkeyed in its place";
     return -FI_EINVAL;
   }
   net::PortConfig config;
@@ -291,7 +294,8 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   ctx->idle_yield_ns = uint64_t{p.idle_yield_us} * 1000;
   // A device whose sender picks the arriving queue gives each queue pair
   // a lane of its own (PortContext).
-  if (ctx->port->steering() == net::Steering::kSender) ctx->lock.set_count(ctx->port->queue_pairs());
+  if (ctx->port->steering() == net::Steering::kSender)
+    ctx->lock.set_count(ctx->port->queue_pairs());
   // The CRC guards a frame against what a wire or a device does to it: on
   // memory links nothing does, and both ends of one are such ports (a
   // net_ring in this process, the two net_memif ends), so both leave it
@@ -299,17 +303,20 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   // corruption is the one exception.
   ctx->checksums = p.checksum.value_or(!ctx->port->memory_only() || p.faults.corrupt > 0);
   if (!p.checksum && !ctx->checksums)
-    DPDK_INFO(FI_LOG_DOMAIN, "%s: frames carry no CRC-32C and are taken unchecked: the port "
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "%s: frames carry no CRC-32C and are taken unchecked: the port "
               "is memory, where nothing corrupts a frame (FI_DPDK_CHECKSUM=1 in every "
-              "process checks them)\n", ctx->port->name().c_str());
+              "process checks them)\n",
+              ctx->port->name().c_str());
   ctx->neighbours = ip::NeighbourTable(ip::NeighbourTable::kDefaultCapacity,
                                        uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
   // A shared port's switch passes our EtherType alone.
   ctx->udp = port_speaks_udp(ctx->interface.has_value(), ctx->port->shared());
   if (ctx->interface6 && ctx->port->shared()) {
-    DPDK_INFO(FI_LOG_DOMAIN, "%s: a shared port's switch passes our EtherType alone: its "
-              "IPv6 address %s is not used\n", ctx->port->name().c_str(),
-              ip::format_interface6(*ctx->interface6).c_str());
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "%s: a shared port's switch passes our EtherType alone: its "
+              "IPv6 address %s is not used\n",
+              ctx->port->name().c_str(), ip::format_interface6(*ctx->interface6).c_str());
     ctx->interface6.reset();
   }
   ctx->neighbours6 = ip::Neighbour6Table(ip::Neighbour6Table::kDefaultCapacity,
@@ -320,7 +327,8 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
     // Solicitations for our address go to a group (a NIC filters those
     // out unless told); a virtual device passes them anyway.
     const int multicast = ctx->port->accept_multicast();
-    DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv6 address %s (multicast %s); peers named by IPv6 "
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "%s: IPv6 address %s (multicast %s); peers named by IPv6 "
               "address get %s\n",
               ctx->port->name().c_str(), ip::format_interface6(*ctx->interface6).c_str(),
               multicast == 0 ? "accepted" : "left to the device",
@@ -341,7 +349,8 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
     if (ctx->udp6 && kernel_has_ipv6(ctx->interface6->address)) shared6 = ctx->interface6->address;
     ctx->kernel_ports.hold_on(ctx->port->name(), shared4, shared6, p.port_base);
     if (ctx->kernel_ports.active())
-      DPDK_INFO(FI_LOG_DOMAIN, "%s: the kernel has the port's address too: each endpoint's "
+      DPDK_INFO(FI_LOG_DOMAIN,
+                "%s: the kernel has the port's address too: each endpoint's "
                 "port is held with a kernel socket while the endpoint has it (%s)\n",
                 ctx->port->name().c_str(), ctx->kernel_ports.describe().c_str());
   }
@@ -355,7 +364,8 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   // belong to the other processes, as if held by them.
   const net::Port& nic = *ctx->port;
   for (uint16_t q = 0; q < kMaxEndpointsPerPort; ++q)
-    if (q < nic.endpoint_queue_first() || q - nic.endpoint_queue_first() >= nic.endpoint_queue_count())
+    if (q < nic.endpoint_queue_first() ||
+        q - nic.endpoint_queue_first() >= nic.endpoint_queue_count())
       ctx->held[q] = true;
   // Frames to the port's own MAC are passed over in software; with another
   // open port of the same MAC they could be that port's, so they go to the
@@ -404,8 +414,10 @@ int domain_open(fid_fabric* fabric_fid, fi_info* info, fid_domain** out, void* c
     delete domain;
     // (-EBUSY: every slot of a shared port is held; -FI_EINVAL: a parameter
     // that must not be passed over, FI_DPDK_AUTH_KEY.)
-    return ret == -ENOMEM ? -FI_ENOMEM : ret == -EBUSY ? -FI_EBUSY
-                         : ret == -FI_EINVAL ? -FI_EINVAL : -FI_ENODEV;
+    return ret == -ENOMEM      ? -FI_ENOMEM
+           : ret == -EBUSY     ? -FI_EBUSY
+           : ret == -FI_EINVAL ? -FI_EINVAL
+                               : -FI_ENODEV;
   }
   DPDK_INFO(FI_LOG_DOMAIN, "%s\n", domain->port->port->description().c_str());
   domain->info = fi_dupinfo(info);

@@ -65,19 +65,19 @@ struct Endpoint {
   bool tx_selective = false;
   bool rx_selective = false;
   bool enabled = false;
-  uint16_t queue = kAnyQueue;     // endpoint queue id at the port
-  uint16_t hw_queue = 0;          // the port's queue pair serving it
+  uint16_t queue = kAnyQueue;  // endpoint queue id at the port
+  uint16_t hw_queue = 0;       // the port's queue pair serving it
   // Its lane (PortContext::assign_lanes): the lock its data-path calls take.
   std::atomic<uint16_t> lane{kWholePort};
   // Frames for it read from the device on hw_queue, and on another queue
   // (fi_dpdk.h's ep_steering).
   uint64_t frames_on_own_queue = 0;
   uint64_t frames_on_other_queue = 0;
-  uint32_t session = 0;           // this incarnation, random, never 0
+  uint32_t session = 0;  // this incarnation, random, never 0
   uint64_t tx_op_flags = 0;
   uint64_t rx_op_flags = 0;
   size_t min_multi_recv = kDefaultMinMultiRecv;  // FI_OPT_MIN_MULTI_RECV
-  std::unique_ptr<proto::Engine> engine;  // the reliable transport
+  std::unique_ptr<proto::Engine> engine;         // the reliable transport
   // RMA and atomics at this endpoint as a target (lib/remote): its regions,
   // counters and CQ as the target sees them (dpdk_rma.cc), and the target
   // serving the engine's requests.  Declared after the engine: gone first.
@@ -90,8 +90,8 @@ struct Endpoint {
   std::vector<uint32_t> auth_keys;
   uint32_t transmit_key = 0;
   std::vector<fi_addr_t> auth_key_handles;
-  uint64_t frames_not_sent = 0;   // mbuf pool empty or TX ring full
-  uint64_t timeouts_logged = 0;   // engine stats().timeouts already logged (log_timeouts)
+  uint64_t frames_not_sent = 0;  // mbuf pool empty or TX ring full
+  uint64_t timeouts_logged = 0;  // engine stats().timeouts already logged (log_timeouts)
   // FI_EP_MSG (dpdk_cm.cc): the connection and the peer it is with (its
   // address; a connecting endpoint's `peer` is the passive endpoint's
   // until the ACCEPT names the new one); the request fi_accept answers;
@@ -104,7 +104,7 @@ struct Endpoint {
   // Frames still go between the two endpoints' own queues (`peer`).
   std::optional<av::Address> connection_name;
   std::optional<av::Address> connected_to;
-  uint32_t connect_nonce = 0;      // what the answer to our CONNECT echoes
+  uint32_t connect_nonce = 0;       // what the answer to our CONNECT echoes
   bool connected_reported = false;  // FI_CONNECTED is on the EQ
   bool shutdown_reported = false;   // FI_SHUTDOWN is on the EQ
   size_t control_in_flight = 0;     // control messages not acknowledged yet
@@ -162,8 +162,8 @@ struct Endpoint {
   bool peer_groups() const;
   // Send path: one message to `dest`.  Lock held.  Returns 0, -FI_EAGAIN
   // when tx_attr->size sends are in progress, -FI_EMSGSIZE, -FI_EINVAL.
-  ssize_t send(const iovec* iov, size_t iov_count, fi_addr_t dest, void* context,
-               uint64_t flags, uint64_t data, bool tagged, uint64_t tag);
+  ssize_t send(const iovec* iov, size_t iov_count, fi_addr_t dest, void* context, uint64_t flags,
+               uint64_t data, bool tagged, uint64_t tag);
   // Posts a receive; a message that came first completes it at once.
   ssize_t post_recv(const iovec* iov, size_t iov_count, fi_addr_t source, void* context,
                     uint64_t flags, bool tagged, uint64_t tag, uint64_t ignore);
@@ -225,7 +225,9 @@ inline Caller caller_of(fid_ep* fid) {
   Endpoint* ep = from_fid<Endpoint>(fid);
   return {ep, ep->tx_op_flags, ep->rx_op_flags};
 }
-inline Endpoint* endpoint_of(fid_ep* fid) { return caller_of(fid).ep; }
+inline Endpoint* endpoint_of(fid_ep* fid) {
+  return caller_of(fid).ep;
+}
 
 // Opens an endpoint whose queue id `claim` picks and records under the port
 // lock (it returns the queue id or a negative fabric errno); shared by

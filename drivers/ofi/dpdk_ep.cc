@@ -32,8 +32,8 @@ uint32_t new_session(const void* endpoint) {
   uint32_t session = 0;
   if (!kernel_random(&session, sizeof(session))) {
     DPDK_WARN(FI_LOG_EP_CTRL, "getrandom failed: the session comes from the clock\n");
-    session = static_cast<uint32_t>(now_ns() ^ (now_ns() >> 32) ^
-                                    reinterpret_cast<uintptr_t>(endpoint));
+    session =
+        static_cast<uint32_t>(now_ns() ^ (now_ns() >> 32) ^ reinterpret_cast<uintptr_t>(endpoint));
   }
   return session != 0 ? session : 1;
 }
@@ -44,8 +44,7 @@ uint32_t new_session(const void* endpoint) {
 int claim_queue(PortContext& port, Endpoint* ep, uint16_t wanted) {
   const std::string& name = port.port->name();
   if (wanted != kAnyQueue) {
-    if (wanted >= port.endpoints.size() || port.endpoints[wanted] != nullptr ||
-        port.held[wanted]) {
+    if (wanted >= port.endpoints.size() || port.endpoints[wanted] != nullptr || port.held[wanted]) {
       const net::Port& nic = *port.port;
       if (wanted < port.endpoints.size() && nic.shared() && port.endpoints[wanted] == nullptr)
         DPDK_INFO(FI_LOG_EP_CTRL,
@@ -113,8 +112,7 @@ void log_stats(const Endpoint* ep) {
             "changes %lu; window cuts for a loss %lu, deepened for a run of losses %lu; the "
             "port's idle reads that yielded the CPU %lu\n",
             ep->queue, s.retransmit_timeouts, s.timeout_cuts_undone, s.tail_loss_probes,
-            s.window_probes,
-            s.delayed_acks, s.delivery_probes, s.path_changes, s.window_cuts_loss,
+            s.window_probes, s.delayed_acks, s.delivery_probes, s.path_changes, s.window_cuts_loss,
             s.window_cuts_deepened, ep->domain->port->idle_yields.get());
   // What peers and strangers cost: the handshakes, the answers the budget
   // held back, the connections made and dropped, and the receive buffers.
@@ -123,10 +121,10 @@ void log_stats(const Endpoint* ep) {
             "connections opened %lu evicted %lu refused %lu, unproven forgotten %lu, bad "
             "tokens %lu, wrong key %lu, bad resets %lu, resets challenged %lu; held segments "
             "expired %lu reclaimed %lu, reorder pool full %lu, no memory %lu\n",
-            ep->queue, s.hellos_sent, s.hellos_answered, s.answers_withheld,
-            s.connections_opened, s.connections_evicted, s.connections_refused,
-            s.unproven_forgotten, s.bad_tokens, s.wrong_key, s.bad_resets, s.reset_challenges,
-            s.held_expired, s.held_reclaimed, s.reorder_full, s.no_memory);
+            ep->queue, s.hellos_sent, s.hellos_answered, s.answers_withheld, s.connections_opened,
+            s.connections_evicted, s.connections_refused, s.unproven_forgotten, s.bad_tokens,
+            s.wrong_key, s.bad_resets, s.reset_challenges, s.held_expired, s.held_reclaimed,
+            s.reorder_full, s.no_memory);
   const PortContext& port = *ep->domain->port;
   if (port.frame_key || port.rx_bad_tags + port.rx_key_mismatch != 0)
     DPDK_INFO(FI_LOG_EP_DATA,
@@ -191,8 +189,7 @@ void drain_datagrams(Endpoint* ep) {
 // first one to a peer waits for the handshake).  Lock held.
 void say_goodbye(Endpoint* ep) {
   constexpr uint64_t kGoodbyeNs = 500'000'000;
-  const bool connected =
-      ep->cm_state == CmState::kConnected || ep->cm_state == CmState::kAccepting;
+  const bool connected = ep->cm_state == CmState::kConnected || ep->cm_state == CmState::kAccepting;
   if (ep->enabled && connected &&
       ep->send_control(ep->peer, static_cast<uint8_t>(wire::ControlKind::kShutdown), 0, nullptr,
                        0) == 0)
@@ -380,9 +377,10 @@ int ep_enable(Endpoint* ep) {
   // A queue beyond the device's is expected with many endpoints; a rule
   // the device took for the probe and refuses now is not.
   if (!refused.empty() && ep->queue < ep->port().port->queue_pairs())
-    DPDK_WARN(FI_LOG_EP_CTRL, "%s: endpoint queue %u: steering rule refused (%s); its "
-              "frames are found in software\n", ep->port().port->name().c_str(), ep->queue,
-              refused.c_str());
+    DPDK_WARN(FI_LOG_EP_CTRL,
+              "%s: endpoint queue %u: steering rule refused (%s); its "
+              "frames are found in software\n",
+              ep->port().port->name().c_str(), ep->queue, refused.c_str());
   else if (!refused.empty())
     DPDK_INFO(FI_LOG_EP_CTRL, "%s: %s: its frames are found in software\n",
               ep->port().port->name().c_str(), refused.c_str());
@@ -513,7 +511,6 @@ fi_ops_cm g_cm_ops = {
     .join = DPDK_ENOSYS(fi_ops_cm, join),
 };
 
-
 fi_ops_collective g_collective_ops = {
     .size = sizeof(fi_ops_collective),
     .barrier = DPDK_ENOSYS(fi_ops_collective, barrier),
@@ -578,8 +575,9 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
       info->ep_attr->auth_key_size != 0) {
     auth_key = endpoint_network_key(info->ep_attr->auth_key, info->ep_attr->auth_key_size);
     if (auth_key == 0 || domain->av_auth_keys) {
-      DPDK_INFO(FI_LOG_EP_CTRL, "ep_attr->auth_key: 4 bytes, a nonzero network key, and none "
-                                "in a domain with FI_AV_AUTH_KEY\n");
+      DPDK_INFO(FI_LOG_EP_CTRL,
+                "ep_attr->auth_key: 4 bytes, a nonzero network key, and none "
+                "in a domain with FI_AV_AUTH_KEY\n");
       return -FI_EINVAL;
     }
   }
@@ -607,8 +605,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   }
   proto::TransportConfig transport;
   // IPv4 and UDP take their share of every frame where the port speaks UDP.
-  transport.max_payload =
-      domain->port->port->max_frame_payload() - domain->port->encap_overhead();
+  transport.max_payload = domain->port->port->max_frame_payload() - domain->port->encap_overhead();
   transport.max_msg_size = kMaxMsgSize;
   if (info->ep_attr->type == FI_EP_DGRAM) {
     // One frame a message, the size fi_getinfo promised on every port.
@@ -638,8 +635,8 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
     transport.token_secret[1] ^= reinterpret_cast<uintptr_t>(ep);
   }
   transport.encap_overhead = domain->port->encap_overhead();
-  ep->engine = std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue,
-                                               ep->session);
+  ep->engine =
+      std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue, ep->session);
   ep->engine->set_frame_keeper(domain->port.get());
   {
     // Beyond the gateway, frames fit FI_DPDK_ROUTED_MTU: a router's links

@@ -48,8 +48,7 @@ int Endpoint::destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* gro
   if (is_msg()) {
     // fi_msg(3): a connected endpoint ignores dest_addr; its peer is the
     // one the connection names.
-    if (cm_state != CmState::kConnected && cm_state != CmState::kAccepting)
-      return -FI_ENOTCONN;
+    if (cm_state != CmState::kConnected && cm_state != CmState::kAccepting) return -FI_ENOTCONN;
     std::memcpy(out->mac, peer.mac, 6);
     out->queue = peer.queue;
     out->session = peer.session;

@@ -13,7 +13,9 @@
 namespace ofi_dpdk::ofi {
 namespace {
 
-EndpointAlias* alias_of(fid* fid) { return reinterpret_cast<EndpointAlias*>(fid); }
+EndpointAlias* alias_of(fid* fid) {
+  return reinterpret_cast<EndpointAlias*>(fid);
+}
 
 int alias_close(fid* fid) {
   EndpointAlias* alias = alias_of(fid);
@@ -94,8 +96,8 @@ int open_alias(Endpoint* ep, struct fi_alias* request) {
   alias->tx_op_flags = ep->tx_op_flags;
   alias->rx_op_flags = ep->rx_op_flags;
   uint64_t set = flags;
-  if (const int ret = op_flags_control(&alias->tx_op_flags, &alias->rx_op_flags, FI_SETOPSFLAG,
-                                       &set);
+  if (const int ret =
+          op_flags_control(&alias->tx_op_flags, &alias->rx_op_flags, FI_SETOPSFLAG, &set);
       ret != 0) {
     delete alias;
     return ret;

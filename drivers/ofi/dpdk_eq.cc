@@ -3,9 +3,9 @@
 // index within the call, then one FI_AV_COMPLETE; connection management of
 // FI_EP_MSG endpoints, dpdk_cm.cc) or by the application with
 // fi_eq_write.  Connection events arrive through a port: reading the EQ
-// progresses the ports of the endpoints bound to it.  Errors are read first: fi_eq_read returns -FI_EAVAIL while
-// any is queued.  fi_eq_sread sleeps on the FI_WAIT_FD descriptor when the
-// EQ has one, and naps between checks otherwise.
+// progresses the ports of the endpoints bound to it.  Errors are read first: fi_eq_read returns
+// -FI_EAVAIL while any is queued.  fi_eq_sread sleeps on the FI_WAIT_FD descriptor when the EQ has
+// one, and naps between checks otherwise.
 #include "drivers/ofi/dpdk_eq.h"
 
 #include <algorithm>
@@ -148,8 +148,7 @@ ssize_t eq_readerr(fid_eq* eq_fid, fi_eq_err_entry* buf, uint64_t flags) {
   return sizeof(fi_eq_err_entry);
 }
 
-ssize_t eq_write(fid_eq* eq_fid, uint32_t event, const void* buf, size_t len,
-                 uint64_t flags) {
+ssize_t eq_write(fid_eq* eq_fid, uint32_t event, const void* buf, size_t len, uint64_t flags) {
   Eq* eq = from_fid<Eq>(eq_fid);
   if (!(eq->attr.flags & FI_WRITE)) return -FI_EINVAL;
   if (buf == nullptr && len != 0) return -FI_EINVAL;
@@ -243,9 +242,10 @@ int eq_open(fid_fabric* fabric_fid, fi_eq_attr* attr, fid_eq** out, void* contex
   eq->fid.fid.context = context;
   eq->fid.fid.ops = &g_eq_fid_ops;
   eq->fid.ops = &g_eq_ops;
-  const int opened = attr->wait_obj == FI_WAIT_FD    ? eq->wait_fd.open()
-                     : attr->wait_obj == FI_WAIT_SET ? join_wait_set(attr->wait_set, &eq->fid.fid, &eq->wait_fd)
-                                                     : 0;
+  const int opened = attr->wait_obj == FI_WAIT_FD ? eq->wait_fd.open()
+                     : attr->wait_obj == FI_WAIT_SET
+                         ? join_wait_set(attr->wait_set, &eq->fid.fid, &eq->wait_fd)
+                         : 0;
   if (opened != 0) {
     delete eq;
     return opened;

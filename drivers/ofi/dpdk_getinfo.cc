@@ -75,9 +75,7 @@ struct Request {
   bool sockaddr_format = false;  // hints->addr_format asks for sockaddrs
   bool ipv6_format = false;      // hints->addr_format is FI_SOCKADDR_IN6
 
-  bool by_ipv4() const {
-    return (source && source->ipv4 != 0) || (dest && dest->ipv4 != 0);
-  }
+  bool by_ipv4() const { return (source && source->ipv4 != 0) || (dest && dest->ipv4 != 0); }
   bool by_ipv6() const {
     return (source && source->has_ipv6()) || (dest && dest->has_ipv6()) || ipv6_format;
   }
@@ -85,8 +83,8 @@ struct Request {
 
 // Turns node, service, FI_SOURCE and the hints' addresses into a request.
 // Returns false (after logging) when they cannot be parsed.
-bool parse_request(const char* node, const char* service, uint64_t flags,
-                   const fi_info* hints, Request* request) {
+bool parse_request(const char* node, const char* service, uint64_t flags, const fi_info* hints,
+                   Request* request) {
   const bool have_node_or_service = node != nullptr || service != nullptr;
   std::optional<uint16_t> queue;
   if (service != nullptr) {
@@ -245,7 +243,8 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
   request.ipv6_format = hints != nullptr && hints->addr_format == FI_SOCKADDR_IN6;
   if ((request.by_ipv4() || request.by_ipv6()) && hints != nullptr &&
       hints->addr_format == FI_ADDR_STR) {
-    DPDK_INFO(FI_LOG_CORE, "an IP node has no FI_ADDR_STR form: ask for FI_SOCKADDR_IN or "
+    DPDK_INFO(FI_LOG_CORE,
+              "an IP node has no FI_ADDR_STR form: ask for FI_SOCKADDR_IN or "
               "FI_SOCKADDR_IN6\n");
     return -FI_ENODATA;
   }

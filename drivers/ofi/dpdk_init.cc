@@ -52,8 +52,7 @@ int ensure_eal() {
   }
   auto words = eal::split_command_line(p.eal_args);
   if (!words) {
-    DPDK_WARN(FI_LOG_CORE, "FI_DPDK_EAL_ARGS has an unterminated quote: %s\n",
-              p.eal_args.c_str());
+    DPDK_WARN(FI_LOG_CORE, "FI_DPDK_EAL_ARGS has an unterminated quote: %s\n", p.eal_args.c_str());
     return -FI_ENODATA;
   }
   words->insert(words->begin(), "libdpdk-fi");
@@ -118,8 +117,7 @@ int fi_dpdk_eal_init(int argc, char** argv) {
 
 int fi_dpdk_eal_ready(void) {
   const auto state = ofi_dpdk::eal::eal_status().state;
-  return state == ofi_dpdk::eal::EalState::kOurs ||
-         state == ofi_dpdk::eal::EalState::kHostOwned;
+  return state == ofi_dpdk::eal::EalState::kOurs || state == ofi_dpdk::eal::EalState::kHostOwned;
 }
 
 }  // extern "C"

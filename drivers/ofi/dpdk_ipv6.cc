@@ -85,8 +85,7 @@ void PortContext::send_solicitation(const ip::Ipv6& target) {
 
 PortContext::Route PortContext::route_udp6(uint8_t* frame, const uint8_t peer[6],
                                            uint16_t source_port, uint16_t dst_queue,
-                                           size_t udp_payload, uint64_t now,
-                                           ip::Ipv6* next_hop) {
+                                           size_t udp_payload, uint64_t now, ip::Ipv6* next_hop) {
   const auto destination = ipv6_of_peer_id(peer);
   // A peer id the table let go (a stranger's, evicted), or a queue no
   // endpoint has: as if off every route.
@@ -145,8 +144,10 @@ void take_neighbour_message(PortContext& ctx, const ip::NeighbourMessage& messag
   if (!advertisement && message.source.unspecified()) {
     // Another node checking for a duplicate of our address: told it is
     // ours (to all nodes); it teaches nothing.
-    if (ip::station_mac(frame_source)) answer();
-    else ++ctx.neighbour_messages_ignored;
+    if (ip::station_mac(frame_source))
+      answer();
+    else
+      ++ctx.neighbour_messages_ignored;
     return;
   }
   // Heard only from a station on the link whose frame carries the MAC it

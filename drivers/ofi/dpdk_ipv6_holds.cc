@@ -28,7 +28,8 @@ void Ipv6Holds::note_connection(const proto::Engine& engine, uint64_t key) {
   id_of_key(key, id);
   it->second = hold_ipv6_peer(id, Use::kConnection);
   if (!it->second && holds_refused_++ == 0)
-    DPDK_WARN(FI_LOG_EP_DATA, "the IPv6 peer table holds %zu peers for live connections alone, "
+    DPDK_WARN(FI_LOG_EP_DATA,
+              "the IPv6 peer table holds %zu peers for live connections alone, "
               "its most: a connection with a further one may lose its peer to strangers\n",
               ip::Ipv6Peers::kMaxConnected);
 }

@@ -61,8 +61,8 @@ ip::Ipv6 default_router6(const std::string& interface) {
                     next_hop, &flags, name) != 5)
       continue;
     constexpr unsigned kRouteUp = 0x1, kRouteGateway = 0x2;
-    if (interface != name || prefix != 0 || std::string_view(destination).find_first_not_of('0') !=
-                                                std::string_view::npos ||
+    if (interface != name || prefix != 0 ||
+        std::string_view(destination).find_first_not_of('0') != std::string_view::npos ||
         (flags & (kRouteUp | kRouteGateway)) != (kRouteUp | kRouteGateway))
       continue;
     for (int i = 0; i < 16; ++i) {
@@ -83,8 +83,8 @@ std::optional<ip::Interface6> kernel_interface_address6(const std::string& inter
   if (getifaddrs(&all) != 0) return std::nullopt;
   std::optional<ip::Interface6> found;
   for (const ifaddrs* a = all; a != nullptr && !found; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_netmask == nullptr ||
-        a->ifa_addr->sa_family != AF_INET6 || interface != a->ifa_name)
+    if (a->ifa_addr == nullptr || a->ifa_netmask == nullptr || a->ifa_addr->sa_family != AF_INET6 ||
+        interface != a->ifa_name)
       continue;
     ip::Interface6 address;
     std::memcpy(address.address.bytes.data(),
@@ -112,13 +112,13 @@ std::optional<ip::Interface> kernel_interface_address(const std::string& interfa
   if (getifaddrs(&all) != 0) return std::nullopt;
   std::optional<ip::Interface> found;
   for (const ifaddrs* a = all; a != nullptr && !found; a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || a->ifa_netmask == nullptr ||
-        a->ifa_addr->sa_family != AF_INET || interface != a->ifa_name)
+    if (a->ifa_addr == nullptr || a->ifa_netmask == nullptr || a->ifa_addr->sa_family != AF_INET ||
+        interface != a->ifa_name)
       continue;
     ip::Interface address;
     address.address = ntohl(reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr.s_addr);
-    address.prefix_length = static_cast<uint8_t>(std::popcount(
-        reinterpret_cast<const sockaddr_in*>(a->ifa_netmask)->sin_addr.s_addr));
+    address.prefix_length = static_cast<uint8_t>(
+        std::popcount(reinterpret_cast<const sockaddr_in*>(a->ifa_netmask)->sin_addr.s_addr));
     found = address;
   }
   freeifaddrs(all);

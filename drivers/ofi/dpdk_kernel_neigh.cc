@@ -23,8 +23,7 @@ namespace {
 // One RTM_NEWNEIGH message: its entry, when it is a permanent one on
 // `ifindex` with an Ethernet address.
 void take_neighbour(const nlmsghdr* header, int ifindex, size_t most, KernelNeighbours* out) {
-  if (header->nlmsg_type != RTM_NEWNEIGH || header->nlmsg_len < NLMSG_LENGTH(sizeof(ndmsg)))
-    return;
+  if (header->nlmsg_type != RTM_NEWNEIGH || header->nlmsg_len < NLMSG_LENGTH(sizeof(ndmsg))) return;
   const auto* entry = static_cast<const ndmsg*>(NLMSG_DATA(header));
   if (entry->ndm_ifindex != ifindex || (entry->ndm_state & NUD_PERMANENT) == 0 ||
       (entry->ndm_family != AF_INET && entry->ndm_family != AF_INET6))
@@ -33,8 +32,8 @@ void take_neighbour(const nlmsghdr* header, int ifindex, size_t most, KernelNeig
   size_t address_length = 0;
   const uint8_t* mac = nullptr;
   int left = static_cast<int>(header->nlmsg_len - NLMSG_LENGTH(sizeof(ndmsg)));
-  for (auto* attribute = reinterpret_cast<const rtattr*>(
-           reinterpret_cast<const uint8_t*>(entry) + NLMSG_ALIGN(sizeof(ndmsg)));
+  for (auto* attribute = reinterpret_cast<const rtattr*>(reinterpret_cast<const uint8_t*>(entry) +
+                                                         NLMSG_ALIGN(sizeof(ndmsg)));
        RTA_OK(attribute, left); attribute = RTA_NEXT(attribute, left)) {
     const auto* data = static_cast<const uint8_t*>(RTA_DATA(attribute));
     if (attribute->rta_type == NDA_DST) {

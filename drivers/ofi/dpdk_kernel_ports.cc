@@ -25,18 +25,20 @@ bool kernel_has(int family, const void* bytes, size_t length) {
   bool found = false;
   for (const ifaddrs* a = all; a != nullptr && !found; a = a->ifa_next) {
     if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != family) continue;
-    const void* own = family == AF_INET
-                          ? static_cast<const void*>(
-                                &reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr)
-                          : static_cast<const void*>(
-                                &reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr);
+    const void* own =
+        family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr)
+            : static_cast<const void*>(
+                  &reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr);
     found = std::memcmp(own, bytes, length) == 0;
   }
   freeifaddrs(all);
   return found;
 }
 
-in_addr in_addr_of(ip::Ipv4 address) { return in_addr{htonl(address)}; }
+in_addr in_addr_of(ip::Ipv4 address) {
+  return in_addr{htonl(address)};
+}
 
 in6_addr in6_addr_of(const ip::Ipv6& address) {
   in6_addr a;
@@ -44,8 +46,7 @@ in6_addr in6_addr_of(const ip::Ipv6& address) {
   return a;
 }
 
-std::string endpoint_text(int family, const ip::Ipv4* ipv4, const ip::Ipv6* ipv6,
-                          uint16_t port) {
+std::string endpoint_text(int family, const ip::Ipv4* ipv4, const ip::Ipv6* ipv6, uint16_t port) {
   if (family == AF_INET) return ip::format_ipv4(*ipv4) + ":" + std::to_string(port);
   return "[" + ip::format_ipv6(*ipv6) + "]:" + std::to_string(port);
 }
@@ -119,8 +120,8 @@ std::string holder_of(int family, const uint8_t* bytes, uint16_t port) {
       const size_t words = table6 ? 4 : 1;
       if (std::strlen(local) != 8 * words) continue;
       for (size_t w = 0; w < words; ++w) {
-        const uint32_t word = static_cast<uint32_t>(
-            std::strtoul(std::string(local + 8 * w, 8).c_str(), nullptr, 16));
+        const uint32_t word =
+            static_cast<uint32_t>(std::strtoul(std::string(local + 8 * w, 8).c_str(), nullptr, 16));
         std::memcpy(address + 4 * w, &word, 4);
       }
       const uint8_t kAny[16] = {};
@@ -260,6 +261,8 @@ void KernelPorts::release(uint16_t queue) {
   held = {};
 }
 
-bool KernelPorts::holds(uint16_t queue) const { return queue < kQueues && held_[queue].taken; }
+bool KernelPorts::holds(uint16_t queue) const {
+  return queue < kQueues && held_[queue].taken;
+}
 
 }  // namespace ofi_dpdk::ofi

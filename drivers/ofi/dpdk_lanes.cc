@@ -68,14 +68,12 @@ void PortContext::assign_lanes() {
     single |= needs_one_lane(*ep);
     const uint16_t queue = ep->hw_queue;
     occupied |= uint32_t{1} << queue;
-    for (const void* object : {static_cast<const void*>(ep->tx_cq),
-                               static_cast<const void*>(ep->rx_cq),
-                               static_cast<const void*>(ep->send_cntr),
-                               static_cast<const void*>(ep->recv_cntr),
-                               static_cast<const void*>(ep->read_cntr),
-                               static_cast<const void*>(ep->write_cntr),
-                               static_cast<const void*>(ep->remote_read_cntr),
-                               static_cast<const void*>(ep->remote_write_cntr)})
+    for (const void* object :
+         {static_cast<const void*>(ep->tx_cq), static_cast<const void*>(ep->rx_cq),
+          static_cast<const void*>(ep->send_cntr), static_cast<const void*>(ep->recv_cntr),
+          static_cast<const void*>(ep->read_cntr), static_cast<const void*>(ep->write_cntr),
+          static_cast<const void*>(ep->remote_read_cntr),
+          static_cast<const void*>(ep->remote_write_cntr)})
       bind(object, queue);
   }
   bool all_in_zero = true;
@@ -116,7 +114,8 @@ bool PortContext::split_lanes() {
   lanes_wanted = true;
   assign_lanes();
   for (uint16_t lane = lanes(); lane-- > 1;) lock.lane(lane).unlock();
-  DPDK_INFO(FI_LOG_DOMAIN, "%s: two threads met on its lock: its %u queue pairs are now "
+  DPDK_INFO(FI_LOG_DOMAIN,
+            "%s: two threads met on its lock: its %u queue pairs are now "
             "lanes of their own where nothing binds their endpoints together\n",
             port->name().c_str(), static_cast<unsigned>(lanes()));
   return !one_lane;

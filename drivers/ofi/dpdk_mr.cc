@@ -64,7 +64,9 @@ int mr_bind(fid* mr_fid, fid* bfid, uint64_t flags) {
 
 // fi_mr_enable: regions are usable from fi_mr_reg on (mr_mode has no
 // FI_MR_RMA_EVENT), so enabling one is allowed and changes nothing.
-int mr_control(fid*, int command, void*) { return command == FI_ENABLE ? 0 : -FI_ENOSYS; }
+int mr_control(fid*, int command, void*) {
+  return command == FI_ENABLE ? 0 : -FI_ENOSYS;
+}
 
 fi_ops g_mr_fid_ops = {
     .size = sizeof(fi_ops),

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_attr.h"
@@ -34,7 +34,6 @@ namespace {
 constexpr uint16_t kTxBatch = 32;
 // Tries in a row that send nothing before the rest of a batch is dropped.
 constexpr int kTxRetries = 64;
-
 
 }  // namespace
 
@@ -61,14 +60,13 @@ struct TscClock {
 };
 
 const TscClock* tsc_clock() {
-  static const TscClock* clock = [] () -> const TscClock* {
+  static const TscClock* clock = []() -> const TscClock* {
     const uint64_t hz = rte_get_tsc_hz();
     if (hz == 0) return nullptr;
     static TscClock c;
     c.ns0 = monotonic_ns();
     c.tsc0 = rte_get_tsc_cycles();
-    c.ns_per_tick_fixed =
-        static_cast<uint64_t>((WideProduct{1'000'000'000} << kTickShift) / hz);
+    c.ns_per_tick_fixed = static_cast<uint64_t>((WideProduct{1'000'000'000} << kTickShift) / hz);
     return &c;
   }();
   return clock;
@@ -99,8 +97,8 @@ ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void*
   if (flags & FI_TRIGGER) {
     return trigger(context, [kept = keep_iov(iov, iov_count, flags), dest, context, flags, data,
                              tagged, tag](Endpoint& ep) {
-      return ep.send(kept.parts.data(), kept.parts.size(), dest, context, flags & ~FI_TRIGGER,
-                     data, tagged, tag);
+      return ep.send(kept.parts.data(), kept.parts.size(), dest, context, flags & ~FI_TRIGGER, data,
+                     tagged, tag);
     });
   }
   proto::PeerAddress address;
@@ -136,9 +134,8 @@ void Endpoint::flush_unless_held() {
   if (!(port().passes_come_anyway() && engine->holding_bundle())) flush();
 }
 
-ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source,
-                            void* context, uint64_t flags, bool tagged, uint64_t tag,
-                            uint64_t ignore) {
+ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source, void* context,
+                            uint64_t flags, bool tagged, uint64_t tag, uint64_t ignore) {
   if (!enabled) return -FI_EOPBADSTATE;
   if (iov_count > kIovLimit || (iov == nullptr && iov_count != 0)) return -FI_EINVAL;
   if (flags & FI_TRIGGER) {
@@ -244,7 +241,8 @@ void Endpoint::flush_now() {
     const bool in_udp = port().in_udp(frame.dst_mac);
     const size_t lead = in_udp ? PortContext::udp_lead(frame.dst_mac) : sizeof(wire::EtherHeader);
     const size_t ours = sizeof(wire::FrameHeader) + frame.header.payload_len;
-    auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(lead + ours)));
+    auto* bytes =
+        reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(lead + ours)));
     if (bytes == nullptr) {
       net::free_frame(mbuf);
       ++frames_not_sent;
@@ -270,8 +268,8 @@ void Endpoint::flush_now() {
           frame.source_port != 0
               ? frame.source_port
               : ip::flow_source_port(frame.header.src_queue, frame.header.dst_queue, frame.path);
-      switch (port().route_udp(bytes, frame.dst_mac, source_port, frame.header.dst_queue, ours,
-                               now, &next_hop)) {
+      switch (port().route_udp(bytes, frame.dst_mac, source_port, frame.header.dst_queue, ours, now,
+                               &next_hop)) {
         case PortContext::Route::kSend:
           break;
         case PortContext::Route::kWait:
@@ -349,7 +347,7 @@ void Endpoint::flush_now() {
     }
     // fi_cntr(3): counters count every completion, with or without a CQ
     // entry; errors go to the error value.
-    Cntr* cntr = !is_send                     ? recv_cntr
+    Cntr* cntr = !is_send                       ? recv_cntr
                  : (done.user_flags & FI_READ)  ? read_cntr
                  : (done.user_flags & FI_WRITE) ? write_cntr
                                                 : send_cntr;
@@ -370,16 +368,16 @@ void Endpoint::flush_now() {
     }
     // Errors always reach the CQ (fi_cq(3)), successes only when asked for.
     if (suppressed) continue;
-    const fi_addr_t source = done.kind == proto::Completion::Kind::kRecv && av != nullptr &&
-                                     has_cap(FI_SOURCE)
-                                 ? av->lookup_source(done.source_key)
-                                 : FI_ADDR_NOTAVAIL;
+    const fi_addr_t source =
+        done.kind == proto::Completion::Kind::kRecv && av != nullptr && has_cap(FI_SOURCE)
+            ? av->lookup_source(done.source_key)
+            : FI_ADDR_NOTAVAIL;
     uint64_t flags = done.user_flags & ~kPrivateOpFlags;
     if (done.kind == proto::Completion::Kind::kRecv && done.has_data) flags |= FI_REMOTE_CQ_DATA;
     if (done.multi_released) flags |= FI_MULTI_RECV;
     // (A known sender may have FI_ADDR_NOTAVAIL as its user id.)
-    if (done.error == 0 && done.kind == proto::Completion::Kind::kRecv &&
-        has_cap(FI_SOURCE_ERR) && av != nullptr && !av->knows_sender(done.source_key)) {
+    if (done.error == 0 && done.kind == proto::Completion::Kind::kRecv && has_cap(FI_SOURCE_ERR) &&
+        av != nullptr && !av->knows_sender(done.source_key)) {
       // fi_cq(3) FI_SOURCE_ERR: a sender the AV does not know is reported
       // as an error whose err_data is its address, ready for fi_av_insert.
       fi_cq_err_entry error{};
@@ -399,11 +397,11 @@ void Endpoint::flush_now() {
       continue;
     }
     if (done.error != 0) {
-      DPDK_INFO(FI_LOG_EP_DATA, "%s ends in error %d (%s), context %p\n",
-                is_send ? "an operation" : "a receive", done.error,
-                done.prov_errno != 0 ? proto::prov_errno_text(done.prov_errno)
-                                     : fi_strerror(done.error),
-                done.context);
+      DPDK_INFO(
+          FI_LOG_EP_DATA, "%s ends in error %d (%s), context %p\n",
+          is_send ? "an operation" : "a receive", done.error,
+          done.prov_errno != 0 ? proto::prov_errno_text(done.prov_errno) : fi_strerror(done.error),
+          done.context);
       fi_cq_err_entry error{};
       error.op_context = done.context;
       error.flags = flags;
@@ -417,8 +415,8 @@ void Endpoint::flush_now() {
       cq->push_error(error, source);
       continue;
     }
-    cq->push({done.context, flags, done.len, done.buf, done.has_data ? done.cq_data : 0,
-              done.tag, source});
+    cq->push({done.context, flags, done.len, done.buf, done.has_data ? done.cq_data : 0, done.tag,
+              source});
   }
   engine->completions().clear();
   if (!rejects_due.empty()) send_due_rejects();  // a listener's, owed since its frames came
@@ -435,8 +433,7 @@ ssize_t msg_recvv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t coun
   return ep->post_recv(iov, count, src_addr, context, caller.rx_op_flags, false, 0, 0);
 }
 
-ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src_addr,
-                 void* context) {
+ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src_addr, void* context) {
   iovec iov{buf, len};
   return msg_recvv(ep, &iov, &desc, 1, src_addr, context);
 }
@@ -446,13 +443,11 @@ ssize_t msg_recvmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   Endpoint* ep = endpoint_of(ep_fid);
   // fi_msg(3) lists the completion levels for both calls; on a receive
   // they ask nothing more than its completion, which we give.
-  constexpr uint64_t kAllowed = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA |
-                                FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_MULTI_RECV |
-                                kAuthKeyFlag | FI_TRIGGER;
+  constexpr uint64_t kAllowed = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA | FI_INJECT_COMPLETE |
+                                FI_TRANSMIT_COMPLETE | FI_MULTI_RECV | kAuthKeyFlag | FI_TRIGGER;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
   LaneGuard guard(ep->port(), ep->lane);
-  return ep->post_recv(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, false, 0,
-                       0);
+  return ep->post_recv(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, false, 0, 0);
 }
 
 ssize_t msg_sendv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t count,
@@ -473,8 +468,8 @@ ssize_t msg_sendmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
   Endpoint* ep = endpoint_of(ep_fid);
   constexpr uint64_t kAllowed = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE |
-                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
-                                FI_REMOTE_CQ_DATA | FI_MORE | FI_TRIGGER;
+                                FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA |
+                                FI_MORE | FI_TRIGGER;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
   if ((flags & FI_INJECT) && msg->iov_count <= kIovLimit) {
     size_t length = 0;
@@ -482,8 +477,8 @@ ssize_t msg_sendmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
     if (length > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
   }
   LaneGuard guard(ep->port(), ep->lane);
-  return ep->send(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, msg->data,
-                  false, 0);
+  return ep->send(msg->msg_iov, msg->iov_count, msg->addr, msg->context, flags, msg->data, false,
+                  0);
 }
 
 ssize_t msg_senddata(fid_ep* ep_fid, const void* buf, size_t len, void*, uint64_t data,
@@ -492,8 +487,8 @@ ssize_t msg_senddata(fid_ep* ep_fid, const void* buf, size_t len, void*, uint64_
   Endpoint* ep = caller.ep;
   iovec iov{const_cast<void*>(buf), len};
   LaneGuard guard(ep->port(), ep->lane);
-  return ep->send(&iov, 1, dest_addr, context, caller.tx_op_flags | FI_REMOTE_CQ_DATA, data,
-                  false, 0);
+  return ep->send(&iov, 1, dest_addr, context, caller.tx_op_flags | FI_REMOTE_CQ_DATA, data, false,
+                  0);
 }
 
 ssize_t msg_inject(fid_ep* ep_fid, const void* buf, size_t len, fi_addr_t dest_addr) {
@@ -510,8 +505,8 @@ ssize_t msg_injectdata(fid_ep* ep_fid, const void* buf, size_t len, uint64_t dat
   if (len > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;
   iovec iov{const_cast<void*>(buf), len};
   LaneGuard guard(ep->port(), ep->lane);
-  return ep->send(&iov, 1, dest_addr, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA | kNoCompletion,
-                  data, false, 0);
+  return ep->send(&iov, 1, dest_addr, nullptr, FI_INJECT | FI_REMOTE_CQ_DATA | kNoCompletion, data,
+                  false, 0);
 }
 
 }  // namespace

@@ -43,7 +43,8 @@ bool send_arp(PortContext& ctx, const ip::ArpMessage& message) {
 bool PortContext::send_built(size_t capacity, const std::function<size_t(uint8_t*)>& build) {
   rte_mbuf* frame = port->alloc_frame();
   if (frame == nullptr) return false;
-  auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(frame, static_cast<uint16_t>(capacity)));
+  auto* bytes =
+      reinterpret_cast<uint8_t*>(rte_pktmbuf_append(frame, static_cast<uint16_t>(capacity)));
   const size_t length = bytes == nullptr ? 0 : build(bytes);
   if (length != 0) {
     rte_pktmbuf_trim(frame, static_cast<uint16_t>(capacity - length));
@@ -52,7 +53,6 @@ bool PortContext::send_built(size_t capacity, const std::function<size_t(uint8_t
   net::free_frame(frame);
   return false;
 }
-
 
 void PortContext::take_arp(const uint8_t* frame, size_t length, uint64_t now) {
   const auto message = ip::parse_arp(frame, length);
@@ -102,8 +102,10 @@ size_t pin_on_link(Table& table, const std::optional<Interface>& interface, cons
     if (table.pin(address, mac.data()))
       ++pinned;
     else
-      DPDK_WARN(FI_LOG_DOMAIN, "%s: static neighbour from %s not taken: %zu of them already, "
-                "the most\n", port_name.c_str(), source, table.pinned());
+      DPDK_WARN(FI_LOG_DOMAIN,
+                "%s: static neighbour from %s not taken: %zu of them already, "
+                "the most\n",
+                port_name.c_str(), source, table.pinned());
   }
   return pinned;
 }
@@ -121,8 +123,10 @@ void PortContext::pin_static_neighbours(const KernelNeighbours& kernel,
       pin_on_link(neighbours, interface, params().neighbours, "FI_DPDK_NEIGHBOURS", name) +
       pin_on_link(neighbours6, interface6, params().neighbours6, "FI_DPDK_NEIGHBOURS", name);
   if (from_kernel + from_params != 0)
-    DPDK_INFO(FI_LOG_DOMAIN, "%s: %zu static neighbours from FI_DPDK_NEIGHBOURS, %zu the "
-              "kernel's permanent ones on %s\n", name.c_str(), from_params, from_kernel,
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "%s: %zu static neighbours from FI_DPDK_NEIGHBOURS, %zu the "
+              "kernel's permanent ones on %s\n",
+              name.c_str(), from_params, from_kernel,
               kernel_interface.empty() ? "(no interface)" : kernel_interface.c_str());
 }
 
@@ -135,20 +139,22 @@ int PortContext::name_ipv6_peer(av::Address& a) const {
     return -FI_EADDRNOTAVAIL;
   }
   if (!interface6->unicast(address)) {
-    DPDK_INFO(FI_LOG_AV, "%s names no peer: unspecified, loopback, multicast or "
-              "IPv4-mapped\n", text.c_str());
+    DPDK_INFO(FI_LOG_AV,
+              "%s names no peer: unspecified, loopback, multicast or "
+              "IPv4-mapped\n",
+              text.c_str());
     return -FI_EINVAL;
   }
   if (!udp6) {
-    DPDK_INFO(FI_LOG_AV, "%s: peers named by IPv6 address travel in UDP, and %s\n",
-              text.c_str(), port->shared() ? "a shared port carries our EtherType only"
-                                           : "FI_DPDK_ENCAP=l2");
+    DPDK_INFO(FI_LOG_AV, "%s: peers named by IPv6 address travel in UDP, and %s\n", text.c_str(),
+              port->shared() ? "a shared port carries our EtherType only" : "FI_DPDK_ENCAP=l2");
     return -FI_EHOSTUNREACH;
   }
   if (interface6->next_hop(address).unspecified()) {
-    DPDK_INFO(FI_LOG_AV, "%s is not on %s's prefix %s, and it has no router "
-              "(FI_DPDK_PORT_ADDR=IPV6/N@ROUTER)\n", text.c_str(), port->name().c_str(),
-              ip::format_interface6(*interface6).c_str());
+    DPDK_INFO(FI_LOG_AV,
+              "%s is not on %s's prefix %s, and it has no router "
+              "(FI_DPDK_PORT_ADDR=IPV6/N@ROUTER)\n",
+              text.c_str(), port->name().c_str(), ip::format_interface6(*interface6).c_str());
     return -FI_EHOSTUNREACH;
   }
   // Its frames wait for the next hop's advertisement, if they must.
@@ -184,7 +190,8 @@ std::vector<int> PortContext::resolve(const std::vector<av::Address*>& addresses
     } else if (a.ipv4 == interface->address) {
       std::memcpy(a.mac, port->mac(), 6);
     } else if (!interface->on_link(a.ipv4)) {
-      DPDK_INFO(FI_LOG_AV, "%s is not on %s's subnet %s, and nothing reaches beyond it (that "
+      DPDK_INFO(FI_LOG_AV,
+                "%s is not on %s's subnet %s, and nothing reaches beyond it (that "
                 "takes a gateway, FI_DPDK_PORT_ADDR=A.B.C.D/N@GW, and FI_DPDK_ENCAP=udp)\n",
                 ip::format_ipv4(a.ipv4).c_str(), port->name().c_str(),
                 ip::format_interface(*interface).c_str());

@@ -1,8 +1,8 @@
 #include "drivers/ofi/dpdk_params.h"
 
 #include <rdma/fi_errno.h>
-#include <rte_config.h>
 #include <rdma/providers/fi_prov.h>
+#include <rte_config.h>
 
 #include <cctype>
 #include <charconv>
@@ -176,7 +176,8 @@ Params load() {
     if (item.empty()) continue;
     const size_t equals = item.find('=');
     const std::string_view name = equals == std::string_view::npos ? "" : item.substr(0, equals);
-    const std::string_view value = equals == std::string_view::npos ? item : item.substr(equals + 1);
+    const std::string_view value =
+        equals == std::string_view::npos ? item : item.substr(equals + 1);
     if (const auto interface = ip::parse_interface(value))
       p.port_addrs.emplace_back(std::string(name), *interface);
     else if (const auto interface6 = ip::parse_interface6(value))
@@ -214,8 +215,8 @@ Params load() {
       hex = high >= 0 && low >= 0;
       bytes.push_back(static_cast<uint8_t>(high << 4 | low));
     }
-    if (!key.empty() && (!hex || bytes.size() < proto::kMinJobKeyBytes ||
-                         bytes.size() > proto::kMaxJobKeyBytes)) {
+    if (!key.empty() &&
+        (!hex || bytes.size() < proto::kMinJobKeyBytes || bytes.size() > proto::kMaxJobKeyBytes)) {
       p.errors += " FI_DPDK_AUTH_KEY=(" + std::to_string(key.size()) +
                   " characters) (want 32 to 128 hex digits; no domain opens)";
       p.auth_key_refused = true;

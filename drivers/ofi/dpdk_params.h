@@ -18,41 +18,42 @@ struct fi_provider;
 namespace ofi_dpdk::ofi {
 
 struct Params {
-  std::string eal_args;        // FI_DPDK_EAL_ARGS
-  std::string ports;           // FI_DPDK_PORTS: ids or names, comma-separated
+  std::string eal_args;  // FI_DPDK_EAL_ARGS
+  std::string ports;     // FI_DPDK_PORTS: ids or names, comma-separated
   net::SteeringRequest steering = net::SteeringRequest::kAuto;  // FI_DPDK_STEERING
-  uint16_t ether_type = 0x88B5;                               // FI_DPDK_ETHERTYPE
-  uint16_t queues = 4;         // FI_DPDK_QUEUES
-  size_t mbufs = 0;            // FI_DPDK_MBUFS, 0: sized from the attributes
-  uint16_t mtu = 9000;         // FI_DPDK_MTU, 0: the device's
+  uint16_t ether_type = 0x88B5;                                 // FI_DPDK_ETHERTYPE
+  uint16_t queues = 4;                                          // FI_DPDK_QUEUES
+  size_t mbufs = 0;     // FI_DPDK_MBUFS, 0: sized from the attributes
+  uint16_t mtu = 9000;  // FI_DPDK_MTU, 0: the device's
   // FI_DPDK_CHECKSUM; unset: on, but for links that are memory
   // (PortContext::checksums, doc/wire-protocol.md "Integrity").
   std::optional<bool> checksum;
-  bool mr_mode_minimal = false;  // FI_DPDK_MR_MODE=minimal (default: offered)
-  size_t max_peers = 4096;     // FI_DPDK_MAX_PEERS
-  size_t ipv6_peers = 32768;   // FI_DPDK_IPV6_PEERS: IPv6 peers the process names at once
-  size_t unexpected_bytes = 64u << 20;  // FI_DPDK_UNEXPECTED_BYTES
+  bool mr_mode_minimal = false;          // FI_DPDK_MR_MODE=minimal (default: offered)
+  size_t max_peers = 4096;               // FI_DPDK_MAX_PEERS
+  size_t ipv6_peers = 32768;             // FI_DPDK_IPV6_PEERS: IPv6 peers the process names at once
+  size_t unexpected_bytes = 64u << 20;   // FI_DPDK_UNEXPECTED_BYTES
   size_t rendezvous_bytes = 64u << 10;   // FI_DPDK_RENDEZVOUS_BYTES, 0: never
   size_t response_bytes = 64u << 20;     // FI_DPDK_RESPONSE_BYTES
-  uint32_t bundle_bytes = 1024;  // FI_DPDK_BUNDLE_BYTES, 0: a frame per segment
-  uint64_t peer_timeout_ms = 5000;      // FI_DPDK_PEER_TIMEOUT_MS
-  uint32_t ack_delay_us = 20;           // FI_DPDK_ACK_DELAY_US
-  uint32_t connect_timeout_ms = 30000;  // FI_DPDK_CONNECT_TIMEOUT_MS
+  uint32_t bundle_bytes = 1024;          // FI_DPDK_BUNDLE_BYTES, 0: a frame per segment
+  uint64_t peer_timeout_ms = 5000;       // FI_DPDK_PEER_TIMEOUT_MS
+  uint32_t ack_delay_us = 20;            // FI_DPDK_ACK_DELAY_US
+  uint32_t connect_timeout_ms = 30000;   // FI_DPDK_CONNECT_TIMEOUT_MS
   uint64_t delivery_timeout_ms = 60000;  // FI_DPDK_DELIVERY_TIMEOUT_MS, 0: no limit
-  int progress_lcore = -1;     // FI_DPDK_PROGRESS_LCORE, -1: first idle worker
-  uint32_t progress_net_ms = 2;  // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
-  uint32_t idle_yield_us = 5;    // FI_DPDK_IDLE_YIELD_US, 0: never yield
-  net::FaultConfig faults;     // FI_DPDK_FAULT_*
-  net::UnmapGuardRequest memif_unmap_guard = net::UnmapGuardRequest::kAuto;  // FI_DPDK_MEMIF_UNMAP_GUARD
+  int progress_lcore = -1;               // FI_DPDK_PROGRESS_LCORE, -1: first idle worker
+  uint32_t progress_net_ms = 2;          // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
+  uint32_t idle_yield_us = 5;            // FI_DPDK_IDLE_YIELD_US, 0: never yield
+  net::FaultConfig faults;               // FI_DPDK_FAULT_*
+  net::UnmapGuardRequest memif_unmap_guard =
+      net::UnmapGuardRequest::kAuto;  // FI_DPDK_MEMIF_UNMAP_GUARD
   // FI_DPDK_PORT_ADDR: ports' IPv4 addresses, by port name ("" for the
   // entry that names none: every other port's).
   std::vector<std::pair<std::string, ip::Interface>> port_addrs;
   std::vector<std::pair<std::string, ip::Interface6>> port_addrs6;  // and IPv6 ones
-  uint16_t port_base = 9228;   // FI_DPDK_PORT_BASE: the service port of queue 0
+  uint16_t port_base = 9228;  // FI_DPDK_PORT_BASE: the service port of queue 0
   // FI_DPDK_ENCAP: peers named by IPv4 address are reached in UDP/IPv4
   // (udp, the default) or resolved to MACs and sent our EtherType (l2).
   bool encap_udp = true;
-  uint32_t resolve_timeout_ms = 3000;  // FI_DPDK_RESOLVE_TIMEOUT_MS
+  uint32_t resolve_timeout_ms = 3000;      // FI_DPDK_RESOLVE_TIMEOUT_MS
   uint32_t neighbour_lifetime_ms = 60000;  // FI_DPDK_NEIGHBOUR_LIFETIME_MS
   // FI_DPDK_NEIGHBOURS: static neighbours, pinned on each port whose link
   // they are on (never asked for, never replaced from the wire).
@@ -64,7 +65,7 @@ struct Params {
   // frame carries instead of its CRC (lib/proto/frame_tag.h); empty: none.
   std::vector<uint8_t> auth_key;
   bool auth_key_refused = false;  // set, but not a key: fi_domain fails
-  std::string errors;          // parameter values that were refused, for the log
+  std::string errors;             // parameter values that were refused, for the log
 };
 
 // The IPv4 interface of the port of that ethdev name: FI_DPDK_PORT_ADDR's

@@ -43,10 +43,9 @@ void PortContext::learn_path(const uint8_t* link, uint32_t payload, uint64_t now
     // Full: what expired goes; failing that, what expires first.
     std::erase_if(learned_paths, [now](const auto& entry) { return entry.second.until_ns <= now; });
     if (learned_paths.size() >= kMaxLearnedPaths)
-      learned_paths.erase(std::min_element(learned_paths.begin(), learned_paths.end(),
-                                           [](const auto& a, const auto& b) {
-                                             return a.second.until_ns < b.second.until_ns;
-                                           }));
+      learned_paths.erase(std::min_element(
+          learned_paths.begin(), learned_paths.end(),
+          [](const auto& a, const auto& b) { return a.second.until_ns < b.second.until_ns; }));
   }
   learned_paths.emplace(key_of(link), LearnedPath{payload, until});
 }
@@ -87,12 +86,13 @@ void PortContext::on_too_big(const ip::TooBig& word, uint64_t now) {
   // No path is believed narrower than each family's minimum (RFC 791's
   // 576 bytes, RFC 8200's 1280).
   const uint32_t mtu = std::max<uint32_t>(word.mtu, ipv6 ? 1280 : 576);
-  const uint32_t payload = mtu - encap_overhead() - static_cast<uint32_t>(sizeof(wire::FrameHeader));
+  const uint32_t payload =
+      mtu - encap_overhead() - static_cast<uint32_t>(sizeof(wire::FrameHeader));
   Endpoint& ep = *endpoints[quoted.src_queue];
   bool narrowed = false;
   contain([&] {
-    narrowed = ep.engine->on_path_too_big(link, quoted.dst_queue, quoted.conn, quoted.token,
-                                          payload, now);
+    narrowed =
+        ep.engine->on_path_too_big(link, quoted.dst_queue, quoted.conn, quoted.token, payload, now);
   });
   if (!narrowed) {
     ++too_big_ignored;

@@ -27,7 +27,9 @@ struct Poll {
   std::vector<Member> members;
 };
 
-bool is_cq(const fid* object) { return object->fclass == FI_CLASS_CQ; }
+bool is_cq(const fid* object) {
+  return object->fclass == FI_CLASS_CQ;
+}
 
 std::atomic<int>& refs_of(fid* object) {
   return is_cq(object) ? from_fid<Cq>(object)->refs : from_fid<Cntr>(object)->refs;

@@ -170,14 +170,12 @@ struct PortContext final : proto::FrameKeeper {
   RareCount rx_not_ours;
   RareCount rx_bad_frames;
   RareCount rx_unsealed;  // frames without a checksum while we want one
-  void warn_unsealed();      // counts one, and says why at the first
-  bool checksums = true;     // FI_DPDK_CHECKSUM, or off on a memory port (acquire_port)
+  void warn_unsealed();   // counts one, and says why at the first
+  bool checksums = true;  // FI_DPDK_CHECKSUM, or off on a memory port (acquire_port)
   // The job key's tag keys (FI_DPDK_AUTH_KEY): every frame sent carries a
   // keyed tag, every frame taken must (lib/proto/frame_tag.h).
   std::optional<proto::FrameKey> frame_key;
-  proto::FrameCheck frame_check() const {
-    return {checksums, frame_key ? &*frame_key : nullptr};
-  }
+  proto::FrameCheck frame_check() const { return {checksums, frame_key ? &*frame_key : nullptr}; }
   // Frames refused for their keyed tag: wrong (forged, changed, another
   // key), or keyed where we have no key, or not keyed where we have one.
   RareCount rx_bad_tags;
@@ -387,8 +385,9 @@ struct PortContext final : proto::FrameKeeper {
   // IPv6 ones' where the port reaches peers in UDP/IPv6 (a frame's size is
   // the port's, whichever peer it is for).
   uint32_t encap_overhead() const {
-    return udp6 ? static_cast<uint32_t>(ip::kUdp6Overhead)
-                : udp ? static_cast<uint32_t>(ip::kUdp4Overhead) : 0;
+    return udp6  ? static_cast<uint32_t>(ip::kUdp6Overhead)
+           : udp ? static_cast<uint32_t>(ip::kUdp4Overhead)
+                 : 0;
   }
   // The largest payload of a frame to the peer of link address `link`:
   // for one beyond the gateway, what FI_DPDK_ROUTED_MTU leaves of a frame,
@@ -401,8 +400,8 @@ struct PortContext final : proto::FrameKeeper {
   // peer at `link`, its endpoint queue `peer_queue`, to endpoint queue
   // `queue` should come from for this port's RSS to put them on `hw_queue`
   // (proto::ReachingPorts); 0 on other ports, or for a peer not in UDP.
-  size_t reaching_ports(const uint8_t* link, uint16_t peer_queue, uint16_t queue,
-                        uint16_t hw_queue, std::span<uint16_t> out) const;
+  size_t reaching_ports(const uint8_t* link, uint16_t peer_queue, uint16_t queue, uint16_t hw_queue,
+                        std::span<uint16_t> out) const;
   enum class Route : uint8_t {
     kSend,         // addressed to its next hop
     kLoopBack,     // to an endpoint of this port
@@ -415,8 +414,8 @@ struct PortContext final : proto::FrameKeeper {
   // in place: IPv6's checksum covers it) is `udp_payload` bytes, and says
   // where it goes; *next_hop is the neighbour it waits for (an IPv4 one
   // IPv4-mapped).  Lock held.
-  Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t source_port,
-                  uint16_t dst_queue, size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
+  Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t source_port, uint16_t dst_queue,
+                  size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
   // Whether frames to the peer of link address `link` travel in UDP on
   // this port, and the bytes before our header then.
   bool in_udp(const uint8_t link[6]) const {
@@ -455,8 +454,8 @@ struct PortContext final : proto::FrameKeeper {
   // being asked for (dpdk_ipv6.cc).  Lock held.
   void solicit_neighbour(const ip::Ipv6& target, uint64_t now);
   // route_udp for a peer named by IPv6 address (dpdk_ipv6.cc).
-  Route route_udp6(uint8_t* frame, const uint8_t peer[6], uint16_t source_port,
-                   uint16_t dst_queue, size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
+  Route route_udp6(uint8_t* frame, const uint8_t peer[6], uint16_t source_port, uint16_t dst_queue,
+                   size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
   struct WaitingFrame {
     ip::Ipv6 next_hop;
     uint16_t hw_queue;

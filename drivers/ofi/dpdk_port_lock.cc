@@ -36,6 +36,8 @@ void PortLock::lock_contended(uint32_t seen) {
     futex(&state_, FUTEX_WAIT_PRIVATE, kTakenWithSleepers);
 }
 
-void PortLock::wake_one() { futex(&state_, FUTEX_WAKE_PRIVATE, 1); }
+void PortLock::wake_one() {
+  futex(&state_, FUTEX_WAKE_PRIVATE, 1);
+}
 
 }  // namespace ofi_dpdk::ofi

@@ -35,7 +35,7 @@ constexpr uint16_t kRxBurst = 32;  // frames per queue per pass
 void log_timeouts(Endpoint* ep) {
   ep->timeouts_logged = ep->engine->stats().timeouts;
   const proto::TimeoutReport& r = ep->engine->last_timeout();
-  const auto name = [](const uint8_t mac[6], unsigned queue, char (&text)[64]) {
+  const auto name = [](const uint8_t mac[6], unsigned queue, char(&text)[64]) {
     const auto ipv6 = ipv6_of_peer_id(mac);
     if (ip::is_peer_id(mac))
       std::snprintf(text, sizeof text, "%s queue %u",
@@ -43,8 +43,8 @@ void log_timeouts(Endpoint* ep) {
     else if (ipv6)
       std::snprintf(text, sizeof text, "%s queue %u", ip::format_ipv6(*ipv6).c_str(), queue);
     else
-      std::snprintf(text, sizeof text, "%02x:%02x:%02x:%02x:%02x:%02x queue %u", mac[0],
-                    mac[1], mac[2], mac[3], mac[4], mac[5], queue);
+      std::snprintf(text, sizeof text, "%02x:%02x:%02x:%02x:%02x:%02x queue %u", mac[0], mac[1],
+                    mac[2], mac[3], mac[4], mac[5], queue);
   };
   uint8_t peer_mac[6];
   for (int i = 0; i < 6; ++i) peer_mac[i] = static_cast<uint8_t>(r.peer >> (40 - 8 * i));
@@ -58,10 +58,9 @@ void log_timeouts(Endpoint* ep) {
             "receive half %s, next expected %u, %u held; frames not sent %lu, segments met a "
             "closed window %lu\n",
             self, proto::timeout_wait_text(r.wait), peer, r.waited_ns / 1'000'000,
-            r.quiet_ns / 1'000'000, r.in_flight, r.retransmits, r.peer_window,
-            r.rto_ns / 1'000'000, r.awaiting, r.una, r.rx_stalled ? "stalled" : "open",
-            r.next_expected, r.rx_buffered, ep->frames_not_sent,
-            ep->engine->stats().stalled_no_buffer);
+            r.quiet_ns / 1'000'000, r.in_flight, r.retransmits, r.peer_window, r.rto_ns / 1'000'000,
+            r.awaiting, r.una, r.rx_stalled ? "stalled" : "open", r.next_expected, r.rx_buffered,
+            ep->frames_not_sent, ep->engine->stats().stalled_no_buffer);
 }
 
 namespace {
@@ -95,10 +94,10 @@ PortContext::~PortContext() {
               "%s %s: ARP requests answered %lu, ignored %lu; %s; UDP frames in %lu; frames "
               "held for ARP %lu, lost unresolved %lu; next hops refreshed %lu, given up "
               "%lu; pings answered %lu\n",
-              port->name().c_str(), ip::format_interface(*interface).c_str(),
-              arp_requests_answered, arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp,
-              frames_waited, frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
-              next_hops_given_up, echo_requests_answered);
+              port->name().c_str(), ip::format_interface(*interface).c_str(), arp_requests_answered,
+              arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp, frames_waited,
+              frames_not_resolved + waiting_frames.size(), neighbour_refreshes, next_hops_given_up,
+              echo_requests_answered);
   if (interface6) {
     const Ipv6PeerCounts peers = ipv6_peer_counts();
     DPDK_INFO(FI_LOG_DOMAIN,
@@ -148,7 +147,8 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) 
     // our UDP frames and ping (dpdk_udp.cc); with an IPv6 address, neighbour
     // discovery and ping (dpdk_ipv6.cc).  Other protocols are not ours.
     const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
-    const uint16_t type = rte_pktmbuf_data_len(frame) >= 14 ? uint16_t(bytes[12] << 8 | bytes[13]) : 0;
+    const uint16_t type =
+        rte_pktmbuf_data_len(frame) >= 14 ? uint16_t(bytes[12] << 8 | bytes[13]) : 0;
     if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeArp)
       take_arp(bytes, rte_pktmbuf_data_len(frame), now);
     else if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeIpv4)
@@ -210,9 +210,8 @@ void PortContext::fail_peers_behind(const ip::Ipv6& next_hop) {
   for (Endpoint* ep : open_endpoints()) {
     if (ep == nullptr || !ep->enabled) continue;
     contain([&] {
-      ep->engine->fail_unreachable([&](const uint8_t* link) {
-        return in_udp(link) && next_hop_of(link) == next_hop;
-      });
+      ep->engine->fail_unreachable(
+          [&](const uint8_t* link) { return in_udp(link) && next_hop_of(link) == next_hop; });
     });
   }
 }
@@ -221,15 +220,19 @@ bool PortContext::refused_for_key(proto::DecodeResult result) {
   if (result == proto::DecodeResult::kBadTag) {
     // Expected of strangers' forgeries: a warning once, the count after.
     if (rx_bad_tags++ == 0)
-      DPDK_WARN(FI_LOG_EP_DATA, "%s: a frame with a wrong keyed tag was dropped (forged, "
+      DPDK_WARN(FI_LOG_EP_DATA,
+                "%s: a frame with a wrong keyed tag was dropped (forged, "
                 "changed on the way, or from a process with another FI_DPDK_AUTH_KEY); "
-                "such frames are counted from now on\n", port->name().c_str());
+                "such frames are counted from now on\n",
+                port->name().c_str());
     return true;
   }
   if (result == proto::DecodeResult::kKeyed || result == proto::DecodeResult::kNotKeyed) {
     if (rx_key_mismatch++ == 0)
-      DPDK_WARN(FI_LOG_EP_DATA, "%s: frames %s arrive and are dropped: set the same "
-                "FI_DPDK_AUTH_KEY in every process of the job\n", port->name().c_str(),
+      DPDK_WARN(FI_LOG_EP_DATA,
+                "%s: frames %s arrive and are dropped: set the same "
+                "FI_DPDK_AUTH_KEY in every process of the job\n",
+                port->name().c_str(),
                 result == proto::DecodeResult::kKeyed
                     ? "keyed by a job key (FI_DPDK_AUTH_KEY) this process does not have"
                     : "without the job key's tag this process requires (FI_DPDK_AUTH_KEY)");
@@ -246,7 +249,6 @@ void PortContext::warn_unsealed() {
               "setting; set FI_DPDK_CHECKSUM the same on both sides\n",
               port->name().c_str());
 }
-
 
 bool PortContext::keep(void* frame) {
   auto* mbuf = static_cast<rte_mbuf*>(frame);

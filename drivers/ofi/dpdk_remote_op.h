@@ -16,14 +16,14 @@
 
 namespace ofi_dpdk::ofi {
 
+using remote::kRemoteOpSize;
 using remote::RemoteKind;
 using remote::RemoteOp;
-using remote::kRemoteOpSize;
 using wire::kRemoteHasData;
 
 // Sends an RMA or atomic request to `peer`: copied at the call (only its
-// header with request.copy_header), completed by the response; a CQ entry as the endpoint's selective completion and
-// `flags` say, and `counter` (may be null) counts it.  Lock held.
+// header with request.copy_header), completed by the response; a CQ entry as the endpoint's
+// selective completion and `flags` say, and `counter` (may be null) counts it.  Lock held.
 ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRequest& request,
                      Cntr* counter, uint64_t flags);
 

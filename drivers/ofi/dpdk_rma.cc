@@ -59,8 +59,8 @@ int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, u
   if (!virtual_addressing(domain) && addr < mr.offset) return FI_EFAULT;
   if (start < base || start - base > mr.len || length > mr.len - (start - base)) return FI_EFAULT;
   *out = reinterpret_cast<uint8_t*>(start);
-  *region_cntr = (access & FI_REMOTE_WRITE) && ep.has_cap(FI_RMA_EVENT) ? mr.remote_write_cntr
-                                                                         : nullptr;
+  *region_cntr =
+      (access & FI_REMOTE_WRITE) && ep.has_cap(FI_RMA_EVENT) ? mr.remote_write_cntr : nullptr;
   return 0;
 }
 
@@ -117,8 +117,8 @@ ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
   if (local > kMaxMsgSize - kRemoteOpSize) return -FI_EMSGSIZE;
   if ((flags & FI_INJECT) && local > info->tx_attr->inject_size) return -FI_EMSGSIZE;
   if (flags & FI_TRIGGER) {
-    return trigger(msg.context, [kept = keep_iov(msg.msg_iov, msg.iov_count, flags),
-                                 remote_iov, msg, flags, write](Endpoint& ep) {
+    return trigger(msg.context, [kept = keep_iov(msg.msg_iov, msg.iov_count, flags), remote_iov,
+                                 msg, flags, write](Endpoint& ep) {
       fi_msg_rma later = msg;
       later.msg_iov = kept.parts.data();
       later.iov_count = kept.parts.size();
@@ -170,7 +170,8 @@ ssize_t send_request(Endpoint& ep, const proto::PeerAddress& peer, proto::SendRe
   request.completion = cq_entry || counter != nullptr;
   if (!cq_entry) request.user_flags |= kNoCqEntry;
   const int ret = engine_call([&] { return ep.engine->send(peer, request, now_ns()); });
-  if (ret == -EAGAIN) ep.port().progress_if_manual(ep.lane.load(std::memory_order_relaxed), now_ns());
+  if (ret == -EAGAIN)
+    ep.port().progress_if_manual(ep.lane.load(std::memory_order_relaxed), now_ns());
   ep.flush_unless_held();
   return engine_errno(ret);
 }
@@ -200,15 +201,14 @@ ssize_t rma_read(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, uint64
   return rma_call(ep, &iov, 1, src, addr, key, context, caller_of(ep).tx_op_flags, 0, false);
 }
 
-ssize_t rma_readv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
-                  uint64_t addr, uint64_t key, void* context) {
-  return rma_call(ep, iov, count, src, addr, key, context, caller_of(ep).tx_op_flags, 0,
-                  false);
+ssize_t rma_readv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src, uint64_t addr,
+                  uint64_t key, void* context) {
+  return rma_call(ep, iov, count, src, addr, key, context, caller_of(ep).tx_op_flags, 0, false);
 }
 
 constexpr uint64_t kRmaMsgFlags = FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA |
-                                  FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
-                                  FI_DELIVERY_COMPLETE | FI_FENCE | FI_TRIGGER;
+                                  FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
+                                  FI_FENCE | FI_TRIGGER;
 
 ssize_t rma_readmsg(fid_ep* ep_fid, const fi_msg_rma* msg, uint64_t flags) {
   if (msg == nullptr) return -FI_EINVAL;
@@ -227,8 +227,7 @@ ssize_t rma_write(fid_ep* ep, const void* buf, size_t len, void*, fi_addr_t dest
 
 ssize_t rma_writev(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t dest,
                    uint64_t addr, uint64_t key, void* context) {
-  return rma_call(ep, iov, count, dest, addr, key, context, caller_of(ep).tx_op_flags, 0,
-                  true);
+  return rma_call(ep, iov, count, dest, addr, key, context, caller_of(ep).tx_op_flags, 0, true);
 }
 
 ssize_t rma_writemsg(fid_ep* ep_fid, const fi_msg_rma* msg, uint64_t flags) {
@@ -245,8 +244,8 @@ ssize_t rma_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest, uint
   return rma_call(ep, &iov, 1, dest, addr, key, nullptr, FI_INJECT | kNoCompletion, 0, true);
 }
 
-ssize_t rma_writedata(fid_ep* ep, const void* buf, size_t len, void*, uint64_t data,
-                      fi_addr_t dest, uint64_t addr, uint64_t key, void* context) {
+ssize_t rma_writedata(fid_ep* ep, const void* buf, size_t len, void*, uint64_t data, fi_addr_t dest,
+                      uint64_t addr, uint64_t key, void* context) {
   iovec iov{const_cast<void*>(buf), len};
   return rma_call(ep, &iov, 1, dest, addr, key, context,
                   caller_of(ep).tx_op_flags | FI_REMOTE_CQ_DATA, data, true);

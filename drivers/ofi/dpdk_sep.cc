@@ -85,8 +85,7 @@ fi_ops_msg* rx_context_msg_ops() {
 // modifiers (all of them when the endpoint named none, fi_getinfo(3)),
 // narrowed to `requested` when that is non-zero.  Returns false when
 // `requested` asks for more than the endpoint has in this direction.
-bool context_caps(uint64_t endpoint_caps, Endpoint::Role role, uint64_t requested,
-                  uint64_t* out) {
+bool context_caps(uint64_t endpoint_caps, Endpoint::Role role, uint64_t requested, uint64_t* out) {
   const bool tx = role == Endpoint::Role::kTxContext;
   const uint64_t direction_caps = tx ? kTxCaps : kRxCaps;
   const uint64_t direction_modifiers = tx ? kTxModifiers : kRxModifiers;
@@ -148,8 +147,7 @@ int open_context(fid_ep* sep_fid, int index, Attr* attr, fid_ep** out, void* con
     own->caps = caps & (tx ? kTxCaps : kRxCaps);
     if (attr != nullptr) own->op_flags = attr->op_flags;
   }
-  const uint16_t queue =
-      static_cast<uint16_t>(sep->base + (tx ? sep->rx_count : 0) + index);
+  const uint16_t queue = static_cast<uint16_t>(sep->base + (tx ? sep->rx_count : 0) + index);
   std::vector<Endpoint*>& slots = tx ? sep->tx : sep->rx;
   Endpoint* ctx = nullptr;
   const int ret = open_endpoint(
@@ -292,9 +290,12 @@ int hold_queues(PortContext& port, uint16_t count, uint16_t wanted) {
     for (uint16_t first = 0; first + count <= kMaxEndpointsPerPort && base < 0; ++first) {
       if (!free_run(first)) continue;
       const int ret = hold_ports(first);
-      if (ret == 0) base = first;
-      else if (ret == -FI_EADDRINUSE) base = ret;  // the next run, perhaps
-      else return ret;
+      if (ret == 0)
+        base = first;
+      else if (ret == -FI_EADDRINUSE)
+        base = ret;  // the next run, perhaps
+      else
+        return ret;
     }
   }
   if (base < 0) return base;
@@ -419,8 +420,7 @@ void set_no_rma_atomic_ops(fid_ep* fid) {
 
 void forget_context(Endpoint* context) {
   ScalableEp* sep = context->parent;
-  std::vector<Endpoint*>& slots =
-      context->role == Endpoint::Role::kTxContext ? sep->tx : sep->rx;
+  std::vector<Endpoint*>& slots = context->role == Endpoint::Role::kTxContext ? sep->tx : sep->rx;
   if (context->index < static_cast<int>(slots.size()) && slots[context->index] == context)
     slots[context->index] = nullptr;
 }
@@ -434,8 +434,9 @@ int scalable_ep_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* 
   const size_t rx_count = info->ep_attr->rx_ctx_cnt == 0 ? 1 : info->ep_attr->rx_ctx_cnt;
   const size_t tx_count = info->ep_attr->tx_ctx_cnt == 0 ? 1 : info->ep_attr->tx_ctx_cnt;
   if (rx_count > kMaxEpContexts || tx_count > kMaxEpContexts) {
-    DPDK_INFO(FI_LOG_EP_CTRL, "scalable endpoint: %zu receive and %zu transmit contexts; at "
-                              "most %u of each\n",
+    DPDK_INFO(FI_LOG_EP_CTRL,
+              "scalable endpoint: %zu receive and %zu transmit contexts; at "
+              "most %u of each\n",
               rx_count, tx_count, kMaxEpContexts);
     return -FI_EINVAL;
   }
@@ -462,8 +463,7 @@ int scalable_ep_open(fid_domain* domain_fid, fi_info* info, fid_ep** out, void* 
   sep->tx_count = static_cast<uint16_t>(tx_count);
   {
     std::lock_guard guard(domain->port->lock);
-    const int base =
-        hold_queues(*domain->port, static_cast<uint16_t>(rx_count + tx_count), wanted);
+    const int base = hold_queues(*domain->port, static_cast<uint16_t>(rx_count + tx_count), wanted);
     if (base < 0) {
       DPDK_INFO(FI_LOG_EP_CTRL, "scalable endpoint: no %zu free queue ids in a row%s\n",
                 rx_count + tx_count, wanted != kAnyQueue ? " at the source address" : "");

@@ -24,8 +24,8 @@ namespace ofi_dpdk::ofi {
 struct SharedRx {
   fid_ep fid;
   Domain* domain;
-  uint64_t op_flags = 0;           // rx_attr->op_flags
-  proto::PostedReceives posted;    // port lock
+  uint64_t op_flags = 0;             // rx_attr->op_flags
+  proto::PostedReceives posted;      // port lock
   std::vector<Endpoint*> endpoints;  // bound (port lock)
   // A receive for all the bound endpoints (Endpoint::post_recv routes
   // there): an early message of one of them takes it, else it waits for

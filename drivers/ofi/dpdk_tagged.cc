@@ -39,8 +39,8 @@ constexpr uint64_t kTsendmsgFlags = FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLE
                                     FI_MATCH_COMPLETE | FI_REMOTE_CQ_DATA | FI_MORE | FI_TRIGGER;
 // fi_msg(3)'s receive flags (as msg_recvmsg takes them) plus the tagged ones.
 constexpr uint64_t kTrecvmsgFlags = FI_COMPLETION | FI_MORE | FI_REMOTE_CQ_DATA |
-                                    FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_PEEK |
-                                    FI_CLAIM | FI_DISCARD | kAuthKeyFlag | FI_MULTI_RECV | FI_TRIGGER;
+                                    FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_PEEK | FI_CLAIM |
+                                    FI_DISCARD | kAuthKeyFlag | FI_MULTI_RECV | FI_TRIGGER;
 constexpr uint64_t kMatchFlags = FI_PEEK | FI_CLAIM | FI_DISCARD;
 
 // The endpoint was opened with FI_TAGGED and, when it names modifiers at
@@ -67,8 +67,8 @@ size_t iov_length(const iovec* iov, size_t count) {
 // Every send variant ends here.  Returns what Endpoint::send does, or
 // -FI_EOPNOTSUPP without FI_TAGGED, -FI_EINVAL for a bad iov,
 // -FI_EMSGSIZE for an inject above inject_size.
-ssize_t tagged_send(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t dest,
-                    void* context, uint64_t flags, uint64_t data, uint64_t tag) {
+ssize_t tagged_send(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t dest, void* context,
+                    uint64_t flags, uint64_t data, uint64_t tag) {
   Endpoint* ep = endpoint_of(ep_fid);
   if (!allowed(ep, FI_SEND)) return -FI_EOPNOTSUPP;
   if (!valid_iov(iov, count)) return -FI_EINVAL;
@@ -84,8 +84,8 @@ ssize_t tagged_sendv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t c
   return tagged_send(ep_fid, iov, count, dest_addr, context, flags, 0, tag);
 }
 
-ssize_t tagged_tsend(fid_ep* ep_fid, const void* buf, size_t len, void* desc,
-                     fi_addr_t dest_addr, uint64_t tag, void* context) {
+ssize_t tagged_tsend(fid_ep* ep_fid, const void* buf, size_t len, void* desc, fi_addr_t dest_addr,
+                     uint64_t tag, void* context) {
   iovec iov{const_cast<void*>(buf), len};
   return tagged_sendv(ep_fid, &iov, &desc, 1, dest_addr, tag, context);
 }
@@ -97,8 +97,8 @@ ssize_t tagged_sendmsg(fid_ep* ep_fid, const fi_msg_tagged* msg, uint64_t flags)
                      msg->data, msg->tag);
 }
 
-ssize_t tagged_senddata(fid_ep* ep_fid, const void* buf, size_t len, void* /*desc*/,
-                        uint64_t data, fi_addr_t dest_addr, uint64_t tag, void* context) {
+ssize_t tagged_senddata(fid_ep* ep_fid, const void* buf, size_t len, void* /*desc*/, uint64_t data,
+                        fi_addr_t dest_addr, uint64_t tag, void* context) {
   iovec iov{const_cast<void*>(buf), len};
   const uint64_t flags = caller_of(ep_fid).tx_op_flags | FI_REMOTE_CQ_DATA;
   return tagged_send(ep_fid, &iov, 1, dest_addr, context, flags, data, tag);

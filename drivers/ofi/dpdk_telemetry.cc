@@ -21,8 +21,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -105,7 +105,9 @@ int show_port(const char*, const char* params, rte_tel_data* data) {
     rte_tel_data_start_dict(data);
     rte_tel_data_add_dict_string(data, "name", ctx.port->name().c_str());
     rte_tel_data_add_dict_string(data, "checks",
-                                 ctx.frame_key ? "keyed" : ctx.checksums ? "crc" : "none");
+                                 ctx.frame_key   ? "keyed"
+                                 : ctx.checksums ? "crc"
+                                                 : "none");
     rte_tel_data_add_dict_string(data, "steering", net::steering_name(ctx.port->steering()));
     add_count(data, "queues", ctx.port->queue_pairs());
     add_count(data, "mtu", ctx.port->mtu());
@@ -299,7 +301,8 @@ void register_telemetry() {
          "The transport counters of a port's endpoints, summed. Parameter: port id."},
     };
     for (const auto& command : commands)
-      if (const int ret = rte_telemetry_register_cmd(command.command, command.callback, command.help);
+      if (const int ret =
+              rte_telemetry_register_cmd(command.command, command.callback, command.help);
           ret != 0)
         DPDK_WARN(FI_LOG_CORE, "telemetry command %s not registered: %s\n", command.command,
                   std::strerror(-ret));

@@ -56,9 +56,9 @@ ssize_t Endpoint::trigger(void* context, std::function<ssize_t(Endpoint&)> post)
     return post(*this);
   if (triggered_waiting >= info->tx_attr->size) return -FI_EAGAIN;
   // fi_trigger(3): in the order of the thresholds, then as posted.
-  const auto at = std::upper_bound(
-      own.triggered.begin(), own.triggered.end(), threshold,
-      [](uint64_t value, const TriggeredOp& op) { return value < op.threshold; });
+  const auto at =
+      std::upper_bound(own.triggered.begin(), own.triggered.end(), threshold,
+                       [](uint64_t value, const TriggeredOp& op) { return value < op.threshold; });
   try {
     own.triggered.insert(at, TriggeredOp{this, context, counter, threshold, std::move(post)});
   } catch (const std::bad_alloc&) {

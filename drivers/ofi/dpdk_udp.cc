@@ -23,10 +23,9 @@ namespace ofi_dpdk::ofi {
 
 PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
                                           uint16_t source_port, uint16_t dst_queue,
-                                          size_t udp_payload, uint64_t now,
-                                          ip::Ipv6* next_hop) {
-  if (ip::is_ipv6_peer_id(peer)) return route_udp6(frame, peer, source_port, dst_queue,
-                                                   udp_payload, now, next_hop);
+                                          size_t udp_payload, uint64_t now, ip::Ipv6* next_hop) {
+  if (ip::is_ipv6_peer_id(peer))
+    return route_udp6(frame, peer, source_port, dst_queue, udp_payload, now, next_hop);
   ip::Udp4Addresses addresses;
   addresses.source = interface->address;
   addresses.destination = ip::address_of_peer_id(peer);
@@ -114,12 +113,13 @@ ip::Ipv6 PortContext::next_hop_of(const uint8_t link[6]) const {
 
 bool PortContext::is_gateway(const ip::Ipv6& next_hop) const {
   if (next_hop.v4_mapped())
-    return interface && interface->gateway != 0 && ip::ipv4_of_mapped(next_hop) == interface->gateway;
+    return interface && interface->gateway != 0 &&
+           ip::ipv4_of_mapped(next_hop) == interface->gateway;
   return interface6 && !interface6->gateway.unspecified() && next_hop == interface6->gateway;
 }
 
-bool PortContext::wait_for_neighbour(const ip::Ipv6& next_hop, rte_mbuf* frame,
-                                     uint16_t hw_queue, uint64_t now) {
+bool PortContext::wait_for_neighbour(const ip::Ipv6& next_hop, rte_mbuf* frame, uint16_t hw_queue,
+                                     uint64_t now) {
   const bool asked = std::any_of(resolving.begin(), resolving.end(),
                                  [&](const Resolving& r) { return r.next_hop == next_hop; });
   if (!asked && resolving.size() >= kMaxResolving) return false;
@@ -144,7 +144,8 @@ void PortContext::ask_next_hop(const ip::Ipv6& next_hop, uint64_t now) {
 }
 
 bool PortContext::asking_for(const ip::Ipv6& next_hop, uint64_t now) const {
-  if (next_hop.v4_mapped()) return interface && neighbours.asking(ip::ipv4_of_mapped(next_hop), now);
+  if (next_hop.v4_mapped())
+    return interface && neighbours.asking(ip::ipv4_of_mapped(next_hop), now);
   return interface6 && neighbours6.asking(next_hop, now);
 }
 
@@ -181,8 +182,10 @@ void PortContext::chase_neighbours(uint64_t now) {
   });
   for (const ip::Ipv6& dead : given_up) {
     ++next_hops_given_up;
-    DPDK_INFO(FI_LOG_EP_DATA, "%s: %s did not answer %s within %u ms: operations to peers "
-              "behind it fail with FI_EHOSTUNREACH\n", port->name().c_str(),
+    DPDK_INFO(FI_LOG_EP_DATA,
+              "%s: %s did not answer %s within %u ms: operations to peers "
+              "behind it fail with FI_EHOSTUNREACH\n",
+              port->name().c_str(),
               dead.v4_mapped() ? ip::format_ipv4(ip::ipv4_of_mapped(dead)).c_str()
                                : ip::format_ipv6(dead).c_str(),
               dead.v4_mapped() ? "ARP" : "neighbour discovery", params().resolve_timeout_ms);
@@ -250,13 +253,13 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
 
 bool PortContext::take_datagram(const ip::UdpDatagram& datagram, proto::DecodedFrame* decoded) {
   const uint16_t base = params().port_base;
-  if (datagram.destination_port < base || datagram.destination_port - base >= kMaxEndpointsPerPort) {
+  if (datagram.destination_port < base ||
+      datagram.destination_port - base >= kMaxEndpointsPerPort) {
     ++rx_not_ours;
     return false;
   }
   const auto result =
-      proto::decode_udp_payload(datagram.payload, datagram.payload_length, decoded,
-                                frame_check());
+      proto::decode_udp_payload(datagram.payload, datagram.payload_length, decoded, frame_check());
   if (result == proto::DecodeResult::kUnsealed) {
     warn_unsealed();
     return false;

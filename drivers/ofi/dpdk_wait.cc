@@ -1,11 +1,11 @@
 // dpdk_wait.cc: eventfd wait objects (see dpdk_wait.h).
 #include "drivers/ofi/dpdk_wait.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 #include <sys/eventfd.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -19,20 +19,19 @@ namespace {
 // The kernel of one cell.  Operand, compare and result are packet buffers
 // without alignment, hence memcpy; the target is aligned (apply() checks).
 template <Class kClass, fi_op Op, typename T>
-void run(void* target, const void* operand, const void* compare, void* result,
-         size_t count) {
+void run(void* target, const void* operand, const void* compare, void* result, size_t count) {
   auto* target_bytes = static_cast<unsigned char*>(target);
   for (size_t i = 0; i < count; ++i) {
     const size_t offset = i * sizeof(T);
     T operand_value{};
     T compare_value{};
     if constexpr (Op != FI_ATOMIC_READ) {
-      std::memcpy(static_cast<void*>(&operand_value), static_cast<const unsigned char*>(operand) + offset,
-                  sizeof(T));
+      std::memcpy(static_cast<void*>(&operand_value),
+                  static_cast<const unsigned char*>(operand) + offset, sizeof(T));
     }
     if constexpr (kClass == Class::kCompare) {
-      std::memcpy(static_cast<void*>(&compare_value), static_cast<const unsigned char*>(compare) + offset,
-                  sizeof(T));
+      std::memcpy(static_cast<void*>(&compare_value),
+                  static_cast<const unsigned char*>(compare) + offset, sizeof(T));
     }
     const T old_value = apply_element<Op, T>(target_bytes + offset, operand_value, compare_value);
     if constexpr (kClass != Class::kBase) {
@@ -45,8 +44,7 @@ template <Class kClass, size_t kOp, size_t kDatatype>
 constexpr AtomicFn make_cell() {
   constexpr auto op = static_cast<fi_op>(kOp);
   using T = typename ElementOf<static_cast<fi_datatype>(kDatatype)>::type;
-  if constexpr (kIsElement<T> && is_in_class(kClass, op) &&
-                kOpDefinedOn<op, T>) {
+  if constexpr (kIsElement<T> && is_in_class(kClass, op) && kOpDefinedOn<op, T>) {
     return &run<kClass, op, T>;
   } else {
     return nullptr;
@@ -90,8 +88,7 @@ constexpr TypeInfo make_type_info() {
 }
 
 template <size_t... kDatatypes>
-constexpr std::array<TypeInfo, kDatatypeSlots> make_type_infos(
-    std::index_sequence<kDatatypes...>) {
+constexpr std::array<TypeInfo, kDatatypeSlots> make_type_infos(std::index_sequence<kDatatypes...>) {
   return {make_type_info<kDatatypes>()...};
 }
 
@@ -108,9 +105,8 @@ bool in_table(fi_op op, fi_datatype datatype, Class op_class) {
   const auto op_index = static_cast<long long>(op);
   const auto datatype_index = static_cast<long long>(datatype);
   const auto class_index = static_cast<unsigned>(op_class);
-  return op_index >= 0 && op_index < static_cast<long long>(kOpSlots) &&
-         datatype_index >= 0 && datatype_index < static_cast<long long>(kDatatypeSlots) &&
-         class_index < kClassCount;
+  return op_index >= 0 && op_index < static_cast<long long>(kOpSlots) && datatype_index >= 0 &&
+         datatype_index < static_cast<long long>(kDatatypeSlots) && class_index < kClassCount;
 }
 
 const TypeInfo* type_info(fi_datatype datatype) {
@@ -176,8 +172,8 @@ int query(fi_datatype datatype, fi_op op, Class op_class, size_t* size_out) noex
   return 0;
 }
 
-int apply(fi_op op, fi_datatype datatype, Class op_class, void* target,
-          const void* operand, const void* compare, void* result, size_t count) noexcept {
+int apply(fi_op op, fi_datatype datatype, Class op_class, void* target, const void* operand,
+          const void* compare, void* result, size_t count) noexcept {
   if (!detail::in_table(op, datatype, op_class)) return -FI_EINVAL;
   const AtomicFn kernel = find(op, datatype, op_class);
   if (!kernel) return -FI_EOPNOTSUPP;

@@ -60,8 +60,8 @@ inline constexpr size_t kDatatypeSlots = static_cast<size_t>(FI_LONG_DOUBLE_COMP
 // checks: target aligned to required_alignment(), the buffers the class
 // needs are present.  operand, compare and result need no alignment (they are
 // usually packet payload); none of them may overlap the target.
-using AtomicFn = void (*)(void* target, const void* operand, const void* compare,
-                          void* result, size_t count);
+using AtomicFn = void (*)(void* target, const void* operand, const void* compare, void* result,
+                          size_t count);
 
 // Integers from the wire become enum values only through these: casting a
 // number outside an enum's range (-1 for fi_op) is undefined behaviour.
@@ -99,8 +99,7 @@ int query(fi_datatype datatype, fi_op op, Class op_class, size_t* size_out) noex
 // out-of-table op/datatype/class, count 0, count * size overflowing,
 // a target not aligned to required_alignment(), or a missing buffer.
 // Nothing is applied when it returns an error.
-int apply(fi_op op, fi_datatype datatype, Class op_class, void* target,
-          const void* operand, const void* compare, void* result,
-          size_t count) noexcept;
+int apply(fi_op op, fi_datatype datatype, Class op_class, void* target, const void* operand,
+          const void* compare, void* result, size_t count) noexcept;
 
 }  // namespace ofi_dpdk::atomic

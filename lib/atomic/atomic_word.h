@@ -27,11 +27,11 @@ namespace ofi_dpdk::atomic::detail {
 // that may alias anything keep the compiler's type-based alias analysis out.
 template <size_t kBytes>
 struct WordOf;
-#define OFI_DPDK_WORD(bytes, integer)                              \
-  template <>                                                      \
-  struct WordOf<bytes> {                                           \
-    using type = integer;                                          \
-    typedef integer __attribute__((may_alias)) in_memory;          \
+#define OFI_DPDK_WORD(bytes, integer)                     \
+  template <>                                             \
+  struct WordOf<bytes> {                                  \
+    using type = integer;                                 \
+    typedef integer __attribute__((may_alias)) in_memory; \
   }
 OFI_DPDK_WORD(1, uint8_t);
 OFI_DPDK_WORD(2, uint16_t);
@@ -143,8 +143,8 @@ T apply_element(void* target, const T& operand, const T& compare) {
     } else if constexpr (kIsInteger<T> && Op == FI_CSWAP) {
       // Integer equality is bit equality (not so for floats: NaN, -0.0).
       Word expected = to_bits(compare, Word{});
-      __atomic_compare_exchange_n(word, &expected, operand_bits, /*weak=*/false,
-                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+      __atomic_compare_exchange_n(word, &expected, operand_bits, /*weak=*/false, __ATOMIC_SEQ_CST,
+                                  __ATOMIC_SEQ_CST);
       return from_bits<T>(expected);
     }
   }

@@ -22,9 +22,17 @@ namespace ofi_dpdk::atomic::detail {
 
 constexpr bool is_in_class(Class op_class, fi_op op) {
   switch (op) {
-    case FI_MIN: case FI_MAX: case FI_SUM: case FI_PROD:
-    case FI_LOR: case FI_LAND: case FI_BOR: case FI_BAND:
-    case FI_LXOR: case FI_BXOR: case FI_ATOMIC_WRITE:
+    case FI_MIN:
+    case FI_MAX:
+    case FI_SUM:
+    case FI_PROD:
+    case FI_LOR:
+    case FI_LAND:
+    case FI_BOR:
+    case FI_BAND:
+    case FI_LXOR:
+    case FI_BXOR:
+    case FI_ATOMIC_WRITE:
 #if OFI_DPDK_HAVE_FI_DIFF
     // fi_atomic(3) (2.1) lists no class for it; it has FI_SUM's shape.
     case FI_DIFF:
@@ -32,8 +40,13 @@ constexpr bool is_in_class(Class op_class, fi_op op) {
       return op_class == Class::kBase || op_class == Class::kFetch;
     case FI_ATOMIC_READ:
       return op_class == Class::kFetch;
-    case FI_CSWAP: case FI_CSWAP_NE: case FI_CSWAP_LE: case FI_CSWAP_LT:
-    case FI_CSWAP_GE: case FI_CSWAP_GT: case FI_MSWAP:
+    case FI_CSWAP:
+    case FI_CSWAP_NE:
+    case FI_CSWAP_LE:
+    case FI_CSWAP_LT:
+    case FI_CSWAP_GE:
+    case FI_CSWAP_GT:
+    case FI_MSWAP:
       return op_class == Class::kCompare;
     default:
       return false;
@@ -239,35 +252,53 @@ struct CompareRule {
 
 struct Equal {
   template <typename T>
-  bool operator()(const T& a, const T& b) const { return a == b; }
+  bool operator()(const T& a, const T& b) const {
+    return a == b;
+  }
 };
 struct NotEqual {
   template <typename T>
-  bool operator()(const T& a, const T& b) const { return a != b; }
+  bool operator()(const T& a, const T& b) const {
+    return a != b;
+  }
 };
 struct LessEqual {
   template <typename T>
-  bool operator()(const T& a, const T& b) const { return a <= b; }
+  bool operator()(const T& a, const T& b) const {
+    return a <= b;
+  }
 };
 struct Less {
   template <typename T>
-  bool operator()(const T& a, const T& b) const { return a < b; }
+  bool operator()(const T& a, const T& b) const {
+    return a < b;
+  }
 };
 struct GreaterEqual {
   template <typename T>
-  bool operator()(const T& a, const T& b) const { return a >= b; }
+  bool operator()(const T& a, const T& b) const {
+    return a >= b;
+  }
 };
 struct Greater {
   template <typename T>
-  bool operator()(const T& a, const T& b) const { return a > b; }
+  bool operator()(const T& a, const T& b) const {
+    return a > b;
+  }
 };
 
-template <> struct Rule<FI_CSWAP> : CompareRule<Equal, false> {};
-template <> struct Rule<FI_CSWAP_NE> : CompareRule<NotEqual, false> {};
-template <> struct Rule<FI_CSWAP_LE> : CompareRule<LessEqual, true> {};
-template <> struct Rule<FI_CSWAP_LT> : CompareRule<Less, true> {};
-template <> struct Rule<FI_CSWAP_GE> : CompareRule<GreaterEqual, true> {};
-template <> struct Rule<FI_CSWAP_GT> : CompareRule<Greater, true> {};
+template <>
+struct Rule<FI_CSWAP> : CompareRule<Equal, false> {};
+template <>
+struct Rule<FI_CSWAP_NE> : CompareRule<NotEqual, false> {};
+template <>
+struct Rule<FI_CSWAP_LE> : CompareRule<LessEqual, true> {};
+template <>
+struct Rule<FI_CSWAP_LT> : CompareRule<Less, true> {};
+template <>
+struct Rule<FI_CSWAP_GE> : CompareRule<GreaterEqual, true> {};
+template <>
+struct Rule<FI_CSWAP_GT> : CompareRule<Greater, true> {};
 
 template <>
 struct Rule<FI_MSWAP> {

@@ -98,8 +98,8 @@ inline constexpr bool kIsArithmetic = kIsOrdered<T> || kIsComplex<T>;
 // int (uint16_t * uint16_t would overflow int: undefined behaviour).
 template <typename T>
 struct WrapType {
-  using type = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned,
-                                  std::make_unsigned_t<T>>;
+  using type =
+      std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 };
 template <>
 struct WrapType<Int128> {
@@ -135,9 +135,10 @@ T wrapping_mul(T a, T b) {
 template <typename T>
 inline constexpr size_t kValueBytes = sizeof(T);
 template <>
-inline constexpr size_t kValueBytes<long double> =
-    (std::numeric_limits<long double>::digits == 64 && sizeof(long double) > 10)
-        ? 10
-        : sizeof(long double);
+inline constexpr size_t kValueBytes<long double> = (std::numeric_limits<long double>::digits ==
+                                                        64 &&
+                                                    sizeof(long double) > 10)
+                                                       ? 10
+                                                       : sizeof(long double);
 
 }  // namespace ofi_dpdk::atomic::detail

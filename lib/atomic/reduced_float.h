@@ -60,8 +60,8 @@ float widen(ReducedFloat<kFormat> x) {
   const uint32_t exponent = (bits >> kMantissaBits) & kExponentOnes;
   const uint32_t mantissa = bits & kMantissaMask;
   uint32_t out;
-  const bool special = exponent == kExponentOnes &&
-                       (kFormat.has_infinity || mantissa == kMantissaMask);
+  const bool special =
+      exponent == kExponentOnes && (kFormat.has_infinity || mantissa == kMantissaMask);
   if (special) {
     out = sign | 0x7F800000u | (mantissa << (23 - kMantissaBits));
   } else if (exponent != 0) {
@@ -86,8 +86,7 @@ float widen(ReducedFloat<kFormat> x) {
 // sign.  A NaN stays NaN with its sign and as much payload as fits (quiet if
 // none does; E4M3's one NaN otherwise).
 template <typename Result>
-  requires kIsReducedFloat<Result>
-Result narrow(float value) {
+requires kIsReducedFloat<Result> Result narrow(float value) {
   constexpr FloatFormat kFormat = Result::kFormat;
   using Bits = typename Result::Bits;
   constexpr unsigned kMantissaBits = kFormat.mantissa_bits;
@@ -121,8 +120,8 @@ Result narrow(float value) {
   constexpr int kMinExponent = 1 - kBias;
   // The result's unit in the last place: that of value's binade, or of the
   // subnormals below the smallest normal.
-  int result_quantum = (leading > kMinExponent ? leading : kMinExponent) -
-                       static_cast<int>(kMantissaBits);
+  int result_quantum =
+      (leading > kMinExponent ? leading : kMinExponent) - static_cast<int>(kMantissaBits);
   const int shift = result_quantum - quantum;  // >= 1: kFormat is narrower than float
   uint32_t rounded = 0;
   if (shift <= 25) {  // beyond that, |value| < half the smallest subnormal
@@ -132,16 +131,17 @@ Result narrow(float value) {
     if (rest > half || (rest == half && (rounded & 1))) ++rounded;
   }
   if (rounded <= kMantissaMask) return make(rounded);  // zero or subnormal
-  if (rounded == (2u << kMantissaBits)) {  // rounding carried into the next binade
+  if (rounded == (2u << kMantissaBits)) {              // rounding carried into the next binade
     rounded >>= 1;
     ++result_quantum;
   }
-  const auto biased = static_cast<uint32_t>(result_quantum + static_cast<int>(kMantissaBits) + kBias);
+  const auto biased =
+      static_cast<uint32_t>(result_quantum + static_cast<int>(kMantissaBits) + kBias);
   const uint32_t fraction = rounded & kMantissaMask;
-  const bool overflow = kFormat.has_infinity
-                            ? biased >= kExponentOnes
-                            : biased > kExponentOnes ||
-                                  (biased == kExponentOnes && fraction == kMantissaMask);
+  const bool overflow =
+      kFormat.has_infinity
+          ? biased >= kExponentOnes
+          : biased > kExponentOnes || (biased == kExponentOnes && fraction == kMantissaMask);
   if (overflow) return make(kOverflow);
   return make((biased << kMantissaBits) | fraction);
 }

@@ -48,7 +48,9 @@ void lock(uint32_t index) {
   }
 }
 
-void unlock(uint32_t index) { g_stripes[index].held.store(false, std::memory_order_release); }
+void unlock(uint32_t index) {
+  g_stripes[index].held.store(false, std::memory_order_release);
+}
 
 }  // namespace
 

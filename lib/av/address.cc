@@ -20,8 +20,7 @@ void to_native(const Address& a, uint8_t* out) {
   out[8] = static_cast<uint8_t>(a.queue >> 8);
   out[9] = static_cast<uint8_t>(a.queue);
   out[10] = out[11] = 0;
-  for (int i = 0; i < 4; ++i)
-    out[12 + i] = static_cast<uint8_t>(a.session >> (24 - 8 * i));
+  for (int i = 0; i < 4; ++i) out[12 + i] = static_cast<uint8_t>(a.session >> (24 - 8 * i));
 }
 
 std::optional<Address> from_native(const void* in, size_t length) {
@@ -37,8 +36,8 @@ std::optional<Address> from_native(const void* in, size_t length) {
 
 std::string format_mac(const uint8_t mac[6]) {
   char text[18];
-  std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0],
-                mac[1], mac[2], mac[3], mac[4], mac[5]);
+  std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+                mac[4], mac[5]);
   return text;
 }
 
@@ -100,8 +99,7 @@ std::optional<Address> from_string(std::string_view text) {
   const size_t slash = text.find('/');
   if (!parse_number(text.substr(0, slash), 10, &a.queue)) return std::nullopt;
   if (slash != std::string_view::npos &&
-      (text.size() - slash - 1 > 8 ||
-       !parse_number(text.substr(slash + 1), 16, &a.session)))
+      (text.size() - slash - 1 > 8 || !parse_number(text.substr(slash + 1), 16, &a.session)))
     return std::nullopt;
   return a;
 }

@@ -194,8 +194,8 @@ uint64_t AddressTable::find_endpoint(uint64_t key) const {
 
 size_t AddressTable::memory_bytes() const {
   return entries_.capacity() * sizeof(Entry) + user_ids_.capacity() * sizeof(uint64_t) +
-         network_keys_.capacity() * sizeof(uint32_t) +
-         slots_.capacity() * sizeof(Slot) + free_.size() * sizeof(uint32_t);
+         network_keys_.capacity() * sizeof(uint32_t) + slots_.capacity() * sizeof(Slot) +
+         free_.size() * sizeof(uint32_t);
 }
 
 }  // namespace ofi_dpdk::av

@@ -43,7 +43,9 @@ inline uint64_t endpoint_key(const uint8_t mac[6], uint16_t queue) {
   for (int i = 0; i < 6; ++i) key = key << 8 | mac[i];
   return key;
 }
-inline uint64_t endpoint_key(const Address& a) { return endpoint_key(a.mac, a.queue); }
+inline uint64_t endpoint_key(const Address& a) {
+  return endpoint_key(a.mac, a.queue);
+}
 
 class AddressTable {
  public:
@@ -99,7 +101,7 @@ class AddressTable {
     return network_keys_[index];
   }
 
-  size_t count() const { return count_; }          // indices in use
+  size_t count() const { return count_; }                // indices in use
   size_t high_water() const { return entries_.size(); }  // 1 + highest index ever used
   // Bytes the table holds now (capacities, not sizes).
   size_t memory_bytes() const;
@@ -121,7 +123,7 @@ class AddressTable {
   void unlink(uint64_t index, uint32_t hash);
 
   std::vector<Entry> entries_;
-  std::vector<uint64_t> user_ids_;  // empty until the first user id
+  std::vector<uint64_t> user_ids_;      // empty until the first user id
   std::vector<uint32_t> network_keys_;  // empty until the first network key
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> free_;
   std::vector<Slot> slots_;  // power-of-two size, or empty

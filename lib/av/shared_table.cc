@@ -33,12 +33,10 @@ constexpr auto kReadyWait = std::chrono::seconds(1);
 // clean-up that ran at the same moment; a few rounds always suffice.
 constexpr int kOpenRounds = 8;
 
-
 // The fi_addr array follows the entries.
 std::atomic<uint64_t>* fi_addrs_of(void* base, uint32_t capacity) {
-  return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<uint8_t*>(base) +
-                                                  sizeof(SharedHeader) +
-                                                  size_t{capacity} * sizeof(SharedEntry));
+  return reinterpret_cast<std::atomic<uint64_t>*>(
+      static_cast<uint8_t*>(base) + sizeof(SharedHeader) + size_t{capacity} * sizeof(SharedEntry));
 }
 
 void pack(const Address& a, uint32_t words[3]) {
@@ -107,7 +105,8 @@ int initialise(SharedHeader* header, uint32_t capacity, uint64_t map_addr, void*
   // address is as good a token as any, and the same for every opener.
   header->map_addr = map_addr != 0 ? map_addr : reinterpret_cast<uintptr_t>(base);
   std::atomic<uint64_t>* fi_addrs = fi_addrs_of(base, capacity);
-  for (uint32_t i = 0; i < capacity; ++i) fi_addrs[i].store(kSharedNoFiAddr, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < capacity; ++i)
+    fi_addrs[i].store(kSharedNoFiAddr, std::memory_order_relaxed);
   header->high_water.store(0, std::memory_order_relaxed);
   header->generation.store(0, std::memory_order_relaxed);
   header->count = 0;
@@ -387,8 +386,10 @@ int SharedTable::lock() {
   }
   if (ret == EOWNERDEAD) {
     repair();
-    if (pthread_mutex_consistent(&header_->lock) == 0) ret = 0;
-    else pthread_mutex_unlock(&header_->lock);
+    if (pthread_mutex_consistent(&header_->lock) == 0)
+      ret = 0;
+    else
+      pthread_mutex_unlock(&header_->lock);
   }
   if (ret != 0) {
     problem_ = "its writers' lock cannot be taken: " + std::string(strerror(ret));
@@ -532,8 +533,8 @@ int SharedTable::remove_locked(uint64_t index) {
       !(entries_[index].state.load(std::memory_order_relaxed) & kValid))
     return -ENOENT;
   if (h.count == 0) {
-    problem_ = "its header is corrupt: index " + std::to_string(index) +
-               " is in use but the count is 0";
+    problem_ =
+        "its header is corrupt: index " + std::to_string(index) + " is in use but the count is 0";
     return -EIO;
   }
   std::atomic<uint32_t>& state = entries_[index].state;

@@ -40,7 +40,9 @@ EalStatus current() {
 
 // rte_lcore_count() is 0 until rte_eal_init has succeeded in this process:
 // the one public sign that the host program already did it.
-bool eal_is_up() { return rte_lcore_count() > 0; }
+bool eal_is_up() {
+  return rte_lcore_count() > 0;
+}
 
 // What rte_eal_init writes to the process's stdout (its usage text, on
 // bad arguments) and stderr (its log), each held in a memory file while it
@@ -113,17 +115,15 @@ std::string complaints(const std::string& output) {
   std::istringstream lines(output);
   std::string line, found;
   while (std::getline(lines, line)) {
-    const bool telling = line.find("unrecognized option") != std::string::npos ||
-                         line.find("invalid") != std::string::npos ||
-                         line.find("Invalid") != std::string::npos ||
-                         line.find("FATAL") != std::string::npos ||
-                         line.find("requires an argument") != std::string::npos ||
-                         line.find("Error") != std::string::npos ||
-                         // why memory or a secondary's attach failed
-                         line.find("Cannot") != std::string::npos ||
-                         line.find("Could not") != std::string::npos ||
-                         line.find("couldn't") != std::string::npos ||
-                         line.find("ailed") != std::string::npos;
+    const bool telling =
+        line.find("unrecognized option") != std::string::npos ||
+        line.find("invalid") != std::string::npos || line.find("Invalid") != std::string::npos ||
+        line.find("FATAL") != std::string::npos ||
+        line.find("requires an argument") != std::string::npos ||
+        line.find("Error") != std::string::npos ||
+        // why memory or a secondary's attach failed
+        line.find("Cannot") != std::string::npos || line.find("Could not") != std::string::npos ||
+        line.find("couldn't") != std::string::npos || line.find("ailed") != std::string::npos;
     if (!telling || found.find(line) != std::string::npos) continue;
     found += (found.empty() ? "" : "; ") + line;
   }

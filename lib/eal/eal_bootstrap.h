@@ -9,12 +9,12 @@
 namespace ofi_dpdk::eal {
 
 enum class EalState {
-  kDown,        // nobody initialised EAL yet
-  kOurs,        // we initialised it
-  kHostOwned,   // the host program called rte_eal_init itself
-  kFailed,      // our rte_eal_init failed: EAL cannot be retried in this process
-  kForked,      // EAL came up in the process this one was forked from: DPDK
-                // does not survive fork (its threads, its queues are the parent's)
+  kDown,       // nobody initialised EAL yet
+  kOurs,       // we initialised it
+  kHostOwned,  // the host program called rte_eal_init itself
+  kFailed,     // our rte_eal_init failed: EAL cannot be retried in this process
+  kForked,     // EAL came up in the process this one was forked from: DPDK
+               // does not survive fork (its threads, its queues are the parent's)
 };
 
 struct EalStatus {

@@ -18,8 +18,12 @@ inline void put32(uint8_t* out, uint32_t value) {
   put16(out + 2, static_cast<uint16_t>(value));
 }
 
-inline uint16_t get16(const uint8_t* in) { return static_cast<uint16_t>(in[0] << 8 | in[1]); }
+inline uint16_t get16(const uint8_t* in) {
+  return static_cast<uint16_t>(in[0] << 8 | in[1]);
+}
 
-inline uint32_t get32(const uint8_t* in) { return uint32_t{get16(in)} << 16 | get16(in + 2); }
+inline uint32_t get32(const uint8_t* in) {
+  return uint32_t{get16(in)} << 16 | get16(in + 2);
+}
 
 }  // namespace ofi_dpdk::ip

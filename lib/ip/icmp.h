@@ -15,7 +15,7 @@ namespace ofi_dpdk::ip {
 // always enough) back to the request's sender MAC (the router, for an
 // off-link sender), from `our_mac`, and returns its length.  0, nothing
 // written, for anything but a whole echo request with a correct checksum.
-size_t build_echo_reply(const uint8_t* frame, const Ipv4Packet& packet,
-                        const uint8_t our_mac[6], uint8_t* out, size_t capacity);
+size_t build_echo_reply(const uint8_t* frame, const Ipv4Packet& packet, const uint8_t our_mac[6],
+                        uint8_t* out, size_t capacity);
 
 }  // namespace ofi_dpdk::ip

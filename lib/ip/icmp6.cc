@@ -43,16 +43,16 @@ uint8_t* icmp6_headers(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src
 
 void seal_icmp6(uint8_t* message, size_t length, const Ipv6& source, const Ipv6& destination) {
   message[2] = message[3] = 0;
-  ChecksumSum sum = pseudo_header_sum(source, destination, static_cast<uint32_t>(length),
-                                      kNextHeaderIcmp6);
+  ChecksumSum sum =
+      pseudo_header_sum(source, destination, static_cast<uint32_t>(length), kNextHeaderIcmp6);
   sum.add(message, length);
   put16(message + 2, sum.checksum());
 }
 
 bool sums_correctly(const Ipv6Packet& packet) {
-  ChecksumSum sum = pseudo_header_sum(packet.source, packet.destination,
-                                      static_cast<uint32_t>(packet.payload_length),
-                                      kNextHeaderIcmp6);
+  ChecksumSum sum =
+      pseudo_header_sum(packet.source, packet.destination,
+                        static_cast<uint32_t>(packet.payload_length), kNextHeaderIcmp6);
   sum.add(packet.payload, packet.payload_length);
   return sum.verifies();
 }
@@ -62,8 +62,8 @@ void neighbour_frame(uint8_t type, uint8_t flags, const Ipv6& target, uint8_t op
                      const uint8_t dst_mac[6], const uint8_t mac[6], const Ipv6& source,
                      const Ipv6& destination, uint8_t out[kNeighbourFrameSize]) {
   constexpr size_t length = kNeighbourMessageSize + 8;
-  uint8_t* message = icmp6_headers(out, dst_mac, mac, source, destination, length,
-                                   kNeighbourHopLimit);
+  uint8_t* message =
+      icmp6_headers(out, dst_mac, mac, source, destination, length, kNeighbourHopLimit);
   std::memset(message, 0, length);
   message[0] = type;
   message[4] = flags;
@@ -81,8 +81,7 @@ void build_neighbour_solicitation(const uint8_t mac[6], const Ipv6& source, cons
   const Ipv6 group = solicited_node(target);
   uint8_t group_mac[6];
   multicast_mac(group, group_mac);
-  neighbour_frame(kSolicitation, 0, target, kSourceLinkAddress, group_mac, mac, source, group,
-                  out);
+  neighbour_frame(kSolicitation, 0, target, kSourceLinkAddress, group_mac, mac, source, group, out);
 }
 
 void build_neighbour_advertisement(const NeighbourMessage& solicitation,
@@ -119,9 +118,8 @@ bool parse_neighbour_message(const Ipv6Packet& packet, NeighbourMessage* out) {
   if (parsed.target.multicast()) return false;
   parsed.solicited = (message[4] & kFlagSolicited) != 0;
   parsed.override = (message[4] & kFlagOverride) != 0;
-  const uint8_t wanted = parsed.kind == NeighbourMessage::Kind::kSolicitation
-                             ? kSourceLinkAddress
-                             : kTargetLinkAddress;
+  const uint8_t wanted = parsed.kind == NeighbourMessage::Kind::kSolicitation ? kSourceLinkAddress
+                                                                              : kTargetLinkAddress;
   for (size_t at = kNeighbourMessageSize; at < packet.payload_length;) {
     if (packet.payload_length - at < 2) return false;
     const size_t length = size_t{message[at + 1]} * 8;
@@ -142,8 +140,8 @@ bool parse_neighbour_message(const Ipv6Packet& packet, NeighbourMessage* out) {
   return true;
 }
 
-size_t build_echo6_reply(const uint8_t* frame, const Ipv6Packet& packet,
-                         const uint8_t our_mac[6], uint8_t* out, size_t capacity) {
+size_t build_echo6_reply(const uint8_t* frame, const Ipv6Packet& packet, const uint8_t our_mac[6],
+                         uint8_t* out, size_t capacity) {
   if (packet.next_header != kNextHeaderIcmp6 || packet.payload_length < 8 ||
       packet.payload[0] != kEchoRequest || packet.payload[1] != 0 || !sums_correctly(packet))
     return 0;

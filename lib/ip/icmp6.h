@@ -58,7 +58,7 @@ bool parse_neighbour_message(const Ipv6Packet& packet, NeighbourMessage* out);
 // always enough) back to the request's sender MAC, from `our_mac`, and
 // returns its length.  0, nothing written, for anything but a whole echo
 // request with a correct checksum.
-size_t build_echo6_reply(const uint8_t* frame, const Ipv6Packet& packet,
-                         const uint8_t our_mac[6], uint8_t* out, size_t capacity);
+size_t build_echo6_reply(const uint8_t* frame, const Ipv6Packet& packet, const uint8_t our_mac[6],
+                         uint8_t* out, size_t capacity);
 
 }  // namespace ofi_dpdk::ip

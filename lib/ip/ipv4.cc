@@ -13,8 +13,7 @@ std::optional<uint32_t> parse_decimal(std::string_view text, size_t digits, uint
   if (text.empty() || text.size() > digits) return std::nullopt;
   uint32_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value > max)
-    return std::nullopt;
+  if (error != std::errc() || end != text.data() + text.size() || value > max) return std::nullopt;
   return value;
 }
 
@@ -92,8 +91,7 @@ std::optional<Interface> parse_interface(std::string_view text) {
 }
 
 std::string format_interface(const Interface& interface) {
-  std::string text =
-      format_ipv4(interface.address) + "/" + std::to_string(interface.prefix_length);
+  std::string text = format_ipv4(interface.address) + "/" + std::to_string(interface.prefix_length);
   if (interface.gateway != 0) text += "@" + format_ipv4(interface.gateway);
   return text;
 }

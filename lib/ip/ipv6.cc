@@ -149,8 +149,7 @@ std::optional<Interface6> parse_interface6(std::string_view text) {
 }
 
 std::string format_interface6(const Interface6& interface) {
-  std::string text =
-      format_ipv6(interface.address) + "/" + std::to_string(interface.prefix_length);
+  std::string text = format_ipv6(interface.address) + "/" + std::to_string(interface.prefix_length);
   if (!interface.gateway.unspecified()) text += "@" + format_ipv6(interface.gateway);
   return text;
 }

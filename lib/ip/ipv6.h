@@ -17,12 +17,12 @@ namespace ofi_dpdk::ip {
 struct Ipv6 {
   std::array<uint8_t, 16> bytes{};  // network order; all zero is "none" (::)
 
-  auto operator<=>(const Ipv6&) const = default;  // byte order, as in sets
-  bool unspecified() const;                                    // ::
-  bool multicast() const { return bytes[0] == 0xFF; }          // ff00::/8
+  auto operator<=>(const Ipv6&) const = default;       // byte order, as in sets
+  bool unspecified() const;                            // ::
+  bool multicast() const { return bytes[0] == 0xFF; }  // ff00::/8
   bool link_local() const { return bytes[0] == 0xFE && (bytes[1] & 0xC0) == 0x80; }  // fe80::/10
-  bool loopback() const;                                       // ::1
-  bool v4_mapped() const;                                      // ::ffff:0:0/96
+  bool loopback() const;                                                             // ::1
+  bool v4_mapped() const;  // ::ffff:0:0/96
 };
 
 // Text forms of RFC 4291 section 2.2: eight groups of up to four hex

@@ -20,12 +20,12 @@ uint32_t handle_of(const uint8_t id[6]) {
 
 }  // namespace
 
-bool is_ipv6_peer_id(const uint8_t id[6]) { return id[0] == kPeerIdMark && id[1] == kIpv6Kind; }
+bool is_ipv6_peer_id(const uint8_t id[6]) {
+  return id[0] == kPeerIdMark && id[1] == kIpv6Kind;
+}
 
 Ipv6Peers::Ipv6Peers(size_t stranger_capacity, size_t max_named, size_t max_connected)
-    : stranger_capacity_(stranger_capacity),
-      max_named_(max_named),
-      max_connected_(max_connected) {}
+    : stranger_capacity_(stranger_capacity), max_named_(max_named), max_connected_(max_connected) {}
 
 void Ipv6Peers::touch(Entry& entry) {
   if (entry.kind() == Class::kStranger)

@@ -10,20 +10,30 @@ namespace {
 // How long before `now_ns` `then_ns` was; 0 when it is later: callers read
 // their clocks at different moments (a pass's start, a flush's), so a
 // stamp may be a little ahead of the time it is compared with.
-uint64_t age(uint64_t now_ns, uint64_t then_ns) { return now_ns > then_ns ? now_ns - then_ns : 0; }
+uint64_t age(uint64_t now_ns, uint64_t then_ns) {
+  return now_ns > then_ns ? now_ns - then_ns : 0;
+}
 
 }  // namespace
 
 const char* verdict_name(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kLearned: return "learned";
-    case Verdict::kKnown: return "known";
-    case Verdict::kNotAsked: return "not asked";
-    case Verdict::kBadMac: return "bad MAC";
-    case Verdict::kForgedSender: return "sender not the frame's source";
-    case Verdict::kOffLink: return "sender off the link";
-    case Verdict::kConflict: return "disagrees with a live entry";
-    case Verdict::kFull: return "table full of entries in use";
+    case Verdict::kLearned:
+      return "learned";
+    case Verdict::kKnown:
+      return "known";
+    case Verdict::kNotAsked:
+      return "not asked";
+    case Verdict::kBadMac:
+      return "bad MAC";
+    case Verdict::kForgedSender:
+      return "sender not the frame's source";
+    case Verdict::kOffLink:
+      return "sender off the link";
+    case Verdict::kConflict:
+      return "disagrees with a live entry";
+    case Verdict::kFull:
+      return "table full of entries in use";
   }
   return "?";
 }
@@ -206,8 +216,7 @@ template <typename Ip>
 Verdict BasicNeighbourTable<Ip>::take_request(Ip ip, const uint8_t mac[6], uint64_t now_ns,
                                               bool* ask_now) {
   *ask_now = false;
-  if (station_mac(mac) && open_question(ip, now_ns) != nullptr)
-    return take_answer(ip, mac, now_ns);
+  if (station_mac(mac) && open_question(ip, now_ns) != nullptr) return take_answer(ip, mac, now_ns);
   Verdict verdict = Verdict::kNotAsked;
   Mac claimed;
   std::memcpy(claimed.data(), mac, 6);

@@ -39,15 +39,15 @@ namespace ofi_dpdk::ip {
 // What became of a neighbour message's claim.  The first two change
 // nothing that was trusted; the rest are refusals, counted by reason.
 enum class Verdict : uint8_t {
-  kLearned,        // recorded, as the answer to an open question
-  kKnown,          // the table already says the same: nothing to do
-  kNotAsked,       // no open question of ours for that address
-  kBadMac,         // a broadcast, multicast (group bit) or all-zero MAC
-  kForgedSender,   // the message's sender MAC is not its frame's source
-  kOffLink,        // the sender's address is no unicast neighbour's on the
-                   // interface's link (off it, a broadcast, ours)
-  kConflict,       // a live or static entry says otherwise: kept
-  kFull,           // every learned entry is in use: none was evicted
+  kLearned,       // recorded, as the answer to an open question
+  kKnown,         // the table already says the same: nothing to do
+  kNotAsked,      // no open question of ours for that address
+  kBadMac,        // a broadcast, multicast (group bit) or all-zero MAC
+  kForgedSender,  // the message's sender MAC is not its frame's source
+  kOffLink,       // the sender's address is no unicast neighbour's on the
+                  // interface's link (off it, a broadcast, ours)
+  kConflict,      // a live or static entry says otherwise: kept
+  kFull,          // every learned entry is in use: none was evicted
 };
 inline constexpr size_t kVerdicts = 8;
 // The verdict's name, for logs ("not asked", "bad MAC" ...).
@@ -135,7 +135,7 @@ class BasicNeighbourTable {
   struct Entry {
     Mac mac;
     uint64_t confirmed_ns;
-    uint64_t used_ns;  // 0: never used
+    uint64_t used_ns;                            // 0: never used
     typename std::list<Ip>::iterator use_order;  // in used_ if used_ns, else idle_
   };
   struct Question {

@@ -16,19 +16,20 @@ constexpr uint32_t kPorts = 65536 - kFirstPort;
 uint32_t key_window(std::span<const uint8_t> key, size_t bit) {
   const size_t byte = bit / 8, shift = bit % 8;
   uint64_t bits = 0;
-  for (size_t i = 0; i < 5; ++i)
-    bits = bits << 8 | (byte + i < key.size() ? key[byte + i] : 0);
+  for (size_t i = 0; i < 5; ++i) bits = bits << 8 | (byte + i < key.size() ? key[byte + i] : 0);
   return static_cast<uint32_t>(bits >> (8 - shift));
 }
 
-void put_port(uint8_t* out, uint16_t port) { put16(out, port); }
+void put_port(uint8_t* out, uint16_t port) {
+  put16(out, port);
+}
 
 // The hash is linear in its input: the hash of a tuple is the hash of its
 // addresses and destination port XOR that of its source port alone (at
 // the source port's offset), so the search hashes two bytes per port.
 template <size_t N>
-size_t reaching_ports(const RssConfig& rss, std::array<uint8_t, N> tuple,
-                      uint16_t queue, uint16_t first, std::span<uint16_t> out) {
+size_t reaching_ports(const RssConfig& rss, std::array<uint8_t, N> tuple, uint16_t queue,
+                      uint16_t first, std::span<uint16_t> out) {
   if (!rss.usable() || out.empty()) return 0;
   // A queue the table never names has no ports: no search through all.
   if (std::find(rss.reta.begin(), rss.reta.end(), queue) == rss.reta.end()) return 0;
@@ -61,8 +62,8 @@ std::array<uint8_t, 12> tuple4(Ipv4 source, Ipv4 destination, uint16_t source_po
   return tuple;
 }
 
-std::array<uint8_t, 36> tuple6(const Ipv6& source, const Ipv6& destination,
-                               uint16_t source_port, uint16_t destination_port) {
+std::array<uint8_t, 36> tuple6(const Ipv6& source, const Ipv6& destination, uint16_t source_port,
+                               uint16_t destination_port) {
   std::array<uint8_t, 36> tuple{};
   for (int i = 0; i < 16; ++i) {
     tuple[i] = source.bytes[i];
@@ -88,8 +89,8 @@ bool RssConfig::usable() const {
   return size != 0 && (size & (size - 1)) == 0 && key.size() >= 36 + 4;
 }
 
-uint32_t udp4_rss_hash(const RssConfig& rss, Ipv4 source, Ipv4 destination,
-                       uint16_t source_port, uint16_t destination_port) {
+uint32_t udp4_rss_hash(const RssConfig& rss, Ipv4 source, Ipv4 destination, uint16_t source_port,
+                       uint16_t destination_port) {
   return toeplitz_hash(rss.key, tuple4(source, destination, source_port, destination_port));
 }
 

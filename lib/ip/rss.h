@@ -41,8 +41,8 @@ struct RssConfig {
 // The RSS hash a receiver computes for a UDP frame (the tuple's order is
 // the NICs': source address, destination address, source port,
 // destination port, all in network order).
-uint32_t udp4_rss_hash(const RssConfig& rss, Ipv4 source, Ipv4 destination,
-                       uint16_t source_port, uint16_t destination_port);
+uint32_t udp4_rss_hash(const RssConfig& rss, Ipv4 source, Ipv4 destination, uint16_t source_port,
+                       uint16_t destination_port);
 uint32_t udp6_rss_hash(const RssConfig& rss, const Ipv6& source, const Ipv6& destination,
                        uint16_t source_port, uint16_t destination_port);
 

@@ -58,8 +58,7 @@ bool parse_packet_too_big(const Ipv6Packet& packet, TooBig* out) {
   if ((quoted[0] >> 4) != 6 || quoted[6] != kProtocolUdp) return false;
   std::memcpy(out->source.bytes.data(), quoted + 8, 16);
   std::memcpy(out->destination.bytes.data(), quoted + 24, 16);
-  return take_quoted_udp(quoted + kIpv6HeaderSize, length - kIcmpHeaderSize - kIpv6HeaderSize,
-                         out);
+  return take_quoted_udp(quoted + kIpv6HeaderSize, length - kIcmpHeaderSize - kIpv6HeaderSize, out);
 }
 
 }  // namespace ofi_dpdk::ip

@@ -17,9 +17,13 @@ void peer_id_of(Ipv4 address, uint8_t id[6]) {
   put32(id + 2, address);
 }
 
-bool is_peer_id(const uint8_t id[6]) { return id[0] == kPeerIdMark && id[1] == 0; }
+bool is_peer_id(const uint8_t id[6]) {
+  return id[0] == kPeerIdMark && id[1] == 0;
+}
 
-Ipv4 address_of_peer_id(const uint8_t id[6]) { return get32(id + 2); }
+Ipv4 address_of_peer_id(const uint8_t id[6]) {
+  return get32(id + 2);
+}
 
 uint16_t flow_source_port(uint16_t src_queue, uint16_t dst_queue, uint8_t path) {
   // A 32-bit mix of the pair (multiply, xor-shift), then an odd stride per

@@ -89,7 +89,9 @@ void ChecksumSum::add_words(const uint8_t* bytes, size_t length, WordSummer sum_
   if (i < length) sum_ += uint64_t{bytes[i]} << 8;  // the odd byte, padded with 0
 }
 
-void ChecksumSum::add16(uint16_t value) { sum_ += value; }
+void ChecksumSum::add16(uint16_t value) {
+  sum_ += value;
+}
 
 uint16_t ChecksumSum::checksum() const {
   uint64_t folded = sum_;

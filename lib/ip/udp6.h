@@ -67,8 +67,8 @@ void encode_udp6(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6
 
 enum class Ipv6Result : uint8_t {
   kOk,
-  kNotIpv6,     // another EtherType
-  kMalformed,   // too short, not version 6, a payload length beyond the frame
+  kNotIpv6,    // another EtherType
+  kMalformed,  // too short, not version 6, a payload length beyond the frame
 };
 
 // An IPv6 packet in an Ethernet frame: its fixed header, checked against

@@ -78,8 +78,7 @@ bool Engine::join_bundle(Connection& c, const wire::FrameHeader& h, const TxMess
 }
 
 bool Engine::holding_bundle() const {
-  if (open_bundle_.connection == nullptr || open_bundle_.frame + 1 != outbox_.size())
-    return false;
+  if (open_bundle_.connection == nullptr || open_bundle_.frame + 1 != outbox_.size()) return false;
   // A frame held before this one (another peer's) is closed: send both
   // rather than hold frames that nothing more can join.
   if (outbox_.size() != 1) return false;
@@ -90,7 +89,8 @@ bool Engine::holding_bundle() const {
   // send after a quiet spell (a pingpong's every message), which goes now.
   if (!seq_lt(c.una, first_seq)) return false;
   // Full for the largest message that could join: send it.
-  return bundle_body(frame) + sizeof(wire::BundleEntry) + config_.bundle_bytes <= c.tx_max_payload &&
+  return bundle_body(frame) + sizeof(wire::BundleEntry) + config_.bundle_bytes <=
+             c.tx_max_payload &&
          bundle_used_ + 2 <= kBundleStore;
 }
 

@@ -7,19 +7,19 @@
 namespace ofi_dpdk::proto {
 
 struct ConnectionSummary {
-  uint8_t peer_mac[6] = {};     // the peer's link address (a peer id in UDP)
+  uint8_t peer_mac[6] = {};  // the peer's link address (a peer id in UDP)
   uint16_t peer_queue = 0;
-  const char* transmit = "";    // "closed", "hello" (handshake asked) or "open"
-  bool receiving = false;       // the peer's half toward us is open
-  uint32_t cwnd = 0;            // congestion window, segments
+  const char* transmit = "";  // "closed", "hello" (handshake asked) or "open"
+  bool receiving = false;     // the peer's half toward us is open
+  uint32_t cwnd = 0;          // congestion window, segments
   uint32_t ssthresh = 0;
-  uint32_t peer_window = 0;     // what the peer's last ack allowed, segments
-  uint32_t in_flight = 0;       // segments sent and not acknowledged
+  uint32_t peer_window = 0;       // what the peer's last ack allowed, segments
+  uint32_t in_flight = 0;         // segments sent and not acknowledged
   uint32_t messages_waiting = 0;  // messages not wholly acknowledged
-  uint32_t held_segments = 0;   // received ahead of a gap
+  uint32_t held_segments = 0;     // received ahead of a gap
   uint64_t srtt_ns = 0, rto_ns = 0;
-  uint64_t quiet_ns = 0;        // since the peer was last heard
-  uint8_t path = 0;             // the path (UDP source port choice) in use
+  uint64_t quiet_ns = 0;  // since the peer was last heard
+  uint8_t path = 0;       // the path (UDP source port choice) in use
   // Congestion window cuts over its life: a loss event's (to 90 %), its
   // deepening when the losses prove a run (to 70 %), a retransmission
   // timeout's (to one segment), and the timeout cuts undone (the peer

@@ -43,7 +43,7 @@ constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
 // lib/proto is built without DPDK's -march: the instructions are asked for
 // per function and used only where the CPU has them.
 __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const uint8_t* data,
-                                                         size_t length) {
+                                                        size_t length) {
   uint64_t wide = crc;
   for (; length >= 8; length -= 8, data += 8) {
     uint64_t word;
@@ -61,9 +61,8 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const uint
 
 // crc32c_zero8_at's instruction path: the three pieces in one call, the
 // hole as one CRC step of a zero word.
-__attribute__((target("sse4.2"))) uint32_t crc32c_sse42_zero8_at(uint32_t crc,
-                                                                  const uint8_t* data,
-                                                                  size_t length, size_t hole) {
+__attribute__((target("sse4.2"))) uint32_t crc32c_sse42_zero8_at(uint32_t crc, const uint8_t* data,
+                                                                 size_t length, size_t hole) {
   crc = crc32c_sse42(crc, data, hole);
   crc = static_cast<uint32_t>(__builtin_ia32_crc32di(crc, 0));
   return crc32c_sse42(crc, data + hole + 8, length - hole - 8);
@@ -110,7 +109,7 @@ const FoldConstants& fold_constants() {
   return k;
 }
 
-constexpr size_t kFoldRound = 256;          // bytes per round of four 512-bit lanes
+constexpr size_t kFoldRound = 256;  // bytes per round of four 512-bit lanes
 constexpr size_t kFoldMinimum = 2 * kFoldRound;
 
 #define OFI_DPDK_FOLD_TARGET __attribute__((target("avx512f,avx512bw,vpclmulqdq,pclmul,sse4.2")))
@@ -177,7 +176,9 @@ OFI_DPDK_FOLD_TARGET uint32_t fold512_pass(uint32_t crc, uint8_t* out, const uin
   // Four lanes into the last.
   alignas(64) uint8_t lanes[64];
   _mm512_store_si512(lanes, acc);
-  auto lane_at = [&](int i) { return _mm_load_si128(reinterpret_cast<const __m128i*>(lanes + 16 * i)); };
+  auto lane_at = [&](int i) {
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(lanes + 16 * i));
+  };
   __m128i lane = lane_at(3);
   lane = _mm_xor_si128(lane, fold128(lane_at(2), k.by_128));
   lane = _mm_xor_si128(lane, fold128(lane_at(1), k.by_256));
@@ -214,8 +215,7 @@ OFI_DPDK_FOLD128_TARGET __m128i pair(const uint64_t by[2]) {
   return _mm_set_epi64x(static_cast<long long>(by[1]), static_cast<long long>(by[0]));
 }
 
-OFI_DPDK_FOLD128_TARGET uint32_t crc32c_fold128(uint32_t crc, const uint8_t* data,
-                                                size_t length) {
+OFI_DPDK_FOLD128_TARGET uint32_t crc32c_fold128(uint32_t crc, const uint8_t* data, size_t length) {
   constexpr size_t kRound = 64;
   if (length < 4 * kRound) return crc32c_sse42(crc, data, length);
   const FoldConstants& k = fold_constants();
@@ -261,7 +261,9 @@ Path pick_path() {
 // gives the same value.)
 const Path chosen_path = pick_path();
 
-Path path() { return chosen_path; }
+Path path() {
+  return chosen_path;
+}
 #endif
 
 }  // namespace
@@ -273,7 +275,8 @@ uint32_t crc32c_portable(uint32_t crc, const uint8_t* data, size_t length) {
 
 uint32_t crc32c_fold128_path(uint32_t crc, const uint8_t* data, size_t length) {
 #if defined(__x86_64__)
-  if (path() == Path::kFold128 || path() == Path::kFold512) return crc32c_fold128(crc, data, length);
+  if (path() == Path::kFold128 || path() == Path::kFold512)
+    return crc32c_fold128(crc, data, length);
 #endif
   return crc32c_instruction(crc, data, length);
 }
@@ -288,10 +291,14 @@ uint32_t crc32c_instruction(uint32_t crc, const uint8_t* data, size_t length) {
 uint32_t crc32c(uint32_t crc, const uint8_t* data, size_t length) {
 #if defined(__x86_64__)
   switch (path()) {
-    case Path::kFold512: return crc32c_fold512(crc, data, length);
-    case Path::kFold128: return crc32c_fold128(crc, data, length);
-    case Path::kInstruction: return crc32c_sse42(crc, data, length);
-    case Path::kTable: break;
+    case Path::kFold512:
+      return crc32c_fold512(crc, data, length);
+    case Path::kFold128:
+      return crc32c_fold128(crc, data, length);
+    case Path::kInstruction:
+      return crc32c_sse42(crc, data, length);
+    case Path::kTable:
+      break;
   }
 #endif
   return crc32c_portable(crc, data, length);
@@ -321,10 +328,14 @@ uint32_t crc32c_copy(uint32_t crc, uint8_t* out, const uint8_t* data, size_t len
 const char* crc32c_path() {
 #if defined(__x86_64__)
   switch (path()) {
-    case Path::kFold512: return "vpclmulqdq";
-    case Path::kFold128: return "pclmulqdq";
-    case Path::kInstruction: return "sse4.2";
-    case Path::kTable: break;
+    case Path::kFold512:
+      return "vpclmulqdq";
+    case Path::kFold128:
+      return "pclmulqdq";
+    case Path::kInstruction:
+      return "sse4.2";
+    case Path::kTable:
+      break;
   }
 #endif
   return "table";

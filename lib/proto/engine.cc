@@ -11,34 +11,52 @@
 #include <cstring>
 #include <new>
 
-#include "lib/proto/seq.h"
 #include "lib/proto/crc32c.h"
 #include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
+#include "lib/proto/seq.h"
 
 namespace ofi_dpdk::proto {
 
 const char* prov_errno_text(int prov_errno) {
   switch (prov_errno) {
-    case kProvPeerTimeout: return "peer did not acknowledge within the peer timeout (FI_DPDK_PEER_TIMEOUT_MS)";
-    case kProvPeerRestarted: return "peer restarted: its new incarnation does not know this connection";
-    case kProvAnswerLost: return "the peer took the request, but its answer was lost when its connection to us was reset";
-    case kProvSendGone: return "the sender no longer holds the announced message (its send failed or was given up)";
-    case kProvMaybeDelivered: return "the peer received the whole message, then its connection failed before it confirmed delivery: a receive there may have taken it (resending may deliver it twice)";
-    case kProvNotTaken: return "the peer is alive, but no receive took the message within FI_DPDK_DELIVERY_TIMEOUT_MS";
-    case kProvNoRoute: return "no route to the peer: the next hop toward its IPv4 address did not answer ARP within FI_DPDK_RESOLVE_TIMEOUT_MS";
-    default: return "no provider-specific error";
+    case kProvPeerTimeout:
+      return "peer did not acknowledge within the peer timeout (FI_DPDK_PEER_TIMEOUT_MS)";
+    case kProvPeerRestarted:
+      return "peer restarted: its new incarnation does not know this connection";
+    case kProvAnswerLost:
+      return "the peer took the request, but its answer was lost when its connection to us was "
+             "reset";
+    case kProvSendGone:
+      return "the sender no longer holds the announced message (its send failed or was given up)";
+    case kProvMaybeDelivered:
+      return "the peer received the whole message, then its connection failed before it confirmed "
+             "delivery: a receive there may have taken it (resending may deliver it twice)";
+    case kProvNotTaken:
+      return "the peer is alive, but no receive took the message within "
+             "FI_DPDK_DELIVERY_TIMEOUT_MS";
+    case kProvNoRoute:
+      return "no route to the peer: the next hop toward its IPv4 address did not answer ARP within "
+             "FI_DPDK_RESOLVE_TIMEOUT_MS";
+    default:
+      return "no provider-specific error";
   }
 }
 
 const char* timeout_wait_text(TimeoutReport::Wait wait) {
   switch (wait) {
-    case TimeoutReport::Wait::kHandshake: return "handshake not answered";
-    case TimeoutReport::Wait::kAcknowledge: return "data not acknowledged";
-    case TimeoutReport::Wait::kResponses: return "answers to requests stopped";
-    case TimeoutReport::Wait::kDelivery: return "peer silent while sends wait for its receives";
-    case TimeoutReport::Wait::kReceive: return "peer stopped sending in the middle of a message";
-    case TimeoutReport::Wait::kNone: break;
+    case TimeoutReport::Wait::kHandshake:
+      return "handshake not answered";
+    case TimeoutReport::Wait::kAcknowledge:
+      return "data not acknowledged";
+    case TimeoutReport::Wait::kResponses:
+      return "answers to requests stopped";
+    case TimeoutReport::Wait::kDelivery:
+      return "peer silent while sends wait for its receives";
+    case TimeoutReport::Wait::kReceive:
+      return "peer stopped sending in the middle of a message";
+    case TimeoutReport::Wait::kNone:
+      break;
   }
   return "none";
 }
@@ -51,8 +69,10 @@ bool prov_errno_known(int prov_errno) {
     case kProvSendGone:
     case kProvMaybeDelivered:
     case kProvNotTaken:
-    case kProvNoRoute: return true;
-    default: return false;
+    case kProvNoRoute:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -116,8 +136,9 @@ uint32_t OutFrame::copy_payload(uint8_t* out, uint32_t crc) const {
     copy_payload(out);
     return crc32c(crc, out, header.payload_len);
   }
-  copy_from(*message, offset, header.payload_len, out,
-            [&](uint8_t* to, const uint8_t* from, size_t n) { crc = crc32c_copy(crc, to, from, n); });
+  copy_from(
+      *message, offset, header.payload_len, out,
+      [&](uint8_t* to, const uint8_t* from, size_t n) { crc = crc32c_copy(crc, to, from, n); });
   return crc;
 }
 
@@ -152,9 +173,15 @@ uint32_t Engine::peer_session(uint64_t key) const {
   return c != nullptr ? c->peer_session : 0;
 }
 
-size_t Engine::unexpected_messages() const { return unexpected_.size(); }
-size_t Engine::chunk_size() const { return sizeof(HeldSegment) + config_.max_payload; }
-size_t Engine::reorder_pool_bytes() const { return chunks_allocated_ * chunk_size(); }
+size_t Engine::unexpected_messages() const {
+  return unexpected_.size();
+}
+size_t Engine::chunk_size() const {
+  return sizeof(HeldSegment) + config_.max_payload;
+}
+size_t Engine::reorder_pool_bytes() const {
+  return chunks_allocated_ * chunk_size();
+}
 
 uint32_t Engine::payload_offer(const uint8_t* link) const {
   const uint32_t limit = path_limit_ ? path_limit_(link) : 0;

@@ -16,13 +16,13 @@
 // only the sender of the frame can take it for real.  Sessions tell
 // incarnations apart; a new one fails the old one's operations only once it
 // proved its handshake (a forged HELLO from a peer's address costs nothing).
+#include <endian.h>
 #include <algorithm>
 #include <cstring>
-#include <endian.h>
 
+#include "lib/proto/engine_state.h"
 #include "lib/proto/seq.h"
 #include "lib/proto/token.h"
-#include "lib/proto/engine_state.h"
 
 namespace ofi_dpdk::proto {
 
@@ -53,8 +53,8 @@ namespace {
 bool nothing_in_progress(const Connection& c) {
   return c.pending.empty() && c.una == c.next_seq && c.awaiting_response.empty() &&
          c.awaiting_delivery.empty() && c.inbound == nullptr && c.remote == nullptr &&
-         c.deferred_requests.empty() && c.owed_notices.empty() &&
-         c.recv_order.empty() && c.pulls_out == 0;
+         c.deferred_requests.empty() && c.owed_notices.empty() && c.recv_order.empty() &&
+         c.pulls_out == 0;
 }
 
 }  // namespace
@@ -147,9 +147,9 @@ void Engine::on_hello(const Segment& s) {
   const bool open = c != nullptr && c->rx_open && c->peer_session == h.src_session &&
                     c->rx_conn == h.conn && c->auth_key == h.auth_key;
   if (!may_answer(c)) return;
-  emit_hello_ack(s, open ? c->rx_token
-                         : offer_token(key, h.src_session, h.conn, h.auth_key,
-                                       receive_memory(key, c).gen));
+  emit_hello_ack(
+      s, open ? c->rx_token
+              : offer_token(key, h.src_session, h.conn, h.auth_key, receive_memory(key, c).gen));
 }
 
 void Engine::on_hello_ack(Connection* c, const Segment& s, uint64_t now_ns) {
@@ -196,7 +196,7 @@ void Engine::on_reset(Connection* c, const wire::FrameHeader& h) {
   // and the token (or, before the answer, the nonce) it carries counts: a
   // late one, answering a connection we already replaced, or a forged one,
   // must not fail the new one.
-  const uint64_t expected = c == nullptr                          ? 0
+  const uint64_t expected = c == nullptr                     ? 0
                             : c->tx_state == TxState::kOpen  ? c->tx_token
                             : c->tx_state == TxState::kHello ? c->hello_nonce
                                                              : 0;
@@ -348,9 +348,9 @@ bool Engine::may_answer(Connection* c) {
           ? c->answers.allow(clock_ns_, 1'000'000'000ull / kPeerAnswersPerSecond, kPeerAnswerBurst)
           : stranger_answers_.allow(
                 clock_ns_,
-                std::max<uint64_t>(1'000'000'000ull /
-                                       std::max<uint32_t>(config_.stranger_answers_per_second, 1),
-                                   1),
+                std::max<uint64_t>(
+                    1'000'000'000ull / std::max<uint32_t>(config_.stranger_answers_per_second, 1),
+                    1),
                 std::max<uint32_t>(config_.stranger_answer_burst, 1));
   if (!allowed) ++stats_.answers_withheld;
   return allowed;

@@ -113,8 +113,8 @@ void Engine::sweep_idle(uint64_t now_ns) {
         // from a peer silent since, to which we have nothing open: an
         // honest sender repairs its first segment within peer_timeout_ns.
         // Its record goes (as evicted: nothing of it opens again).
-        if (c.rx_open && c.next_expected == wire::kInitialSeq &&
-            c.tx_state != TxState::kOpen && now_ns - c.last_heard_ns >= config_.peer_timeout_ns) {
+        if (c.rx_open && c.next_expected == wire::kInitialSeq && c.tx_state != TxState::kOpen &&
+            now_ns - c.last_heard_ns >= config_.peer_timeout_ns) {
           ++stats_.unproven_forgotten;
           evict(it);
         }
@@ -152,8 +152,8 @@ void Engine::sweep_idle(uint64_t now_ns) {
     // talks but never acks (it drops our segments) times out.
     const bool stalled = c.peer_window == 0 && c.stalled_since_ns != 0 &&
                          now_ns - c.stalled_since_ns < config_.stall_timeout_ns;
-    const uint64_t since = stalled ? std::max(c.last_heard_ns, c.waiting_since_ns)
-                                   : c.waiting_since_ns;
+    const uint64_t since =
+        stalled ? std::max(c.last_heard_ns, c.waiting_since_ns) : c.waiting_since_ns;
     if (now_ns - since >= config_.peer_timeout_ns) {
       note_timeout(c, TimeoutReport::Wait::kAcknowledge, since, now_ns);
       fail_connection(c, kErrTimedOut, kProvPeerTimeout);
@@ -172,8 +172,7 @@ void Engine::sweep_idle(uint64_t now_ns) {
       c.size_probe_ns = 0;
       c.size_probes_answered = 0;
     }
-    const SilentPath size = c.peer_window != 0 ? assess_silent_path(c)
-                                               : SilentPath::kNotInQuestion;
+    const SilentPath size = c.peer_window != 0 ? assess_silent_path(c) : SilentPath::kNotInQuestion;
     forget_sacks(c);
     ++(c.peer_window != 0 ? stats_.retransmit_timeouts : stats_.window_probes);
     // What the cut below takes, should the peer prove it needless.
@@ -213,8 +212,8 @@ void Engine::sweep_idle(uint64_t now_ns) {
     c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
     c.rto_deadline_ns = now_ns + c.rto_ns;
   } else if (in_flight && c.srtt_ns != 0 && c.probes < kMaxProbes &&
-             now_ns - std::max(c.last_heard_ns,
-                               c.tx_slots[c.una & (kMaxWindow - 1)].last_sent_ns) >=
+             now_ns -
+                     std::max(c.last_heard_ns, c.tx_slots[c.una & (kMaxWindow - 1)].last_sent_ns) >=
                  (2 * c.srtt_ns + 2 * config_.ack_delay_ns) << c.probes) {
     // Tail loss probe: nothing heard for two RTTs while data is out.  The
     // last segments or their acks were lost and no later ack will report

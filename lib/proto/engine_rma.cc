@@ -11,8 +11,8 @@
 #include <cstring>
 #include <new>
 
-#include "lib/proto/seq.h"
 #include "lib/proto/engine_state.h"
+#include "lib/proto/seq.h"
 
 namespace ofi_dpdk::proto {
 
@@ -177,8 +177,7 @@ void Engine::run_request(Connection& c, RemoteHold in) {
   else if (sender_filter_ && !sender_filter_(c.source_key))
     response.status = kErrNoHandler;  // not a peer this endpoint serves
   else if (request_handler_)
-    response = request_handler_(c.source_key, in->bytes.get(), in->head,
-                                in->length - in->head);
+    response = request_handler_(c.source_key, in->bytes.get(), in->head, in->length - in->head);
   else
     response.status = kErrNoHandler;
   // The answer is queued before the bytes go back: giving them back wakes
@@ -517,9 +516,9 @@ void Engine::drop_remote(Connection& c, int error, int prov_errno) {
   for (auto* waits : {&c.awaiting_response, &c.awaiting_delivery}) {
     auto it = waits->find(id);
     if (it == waits->end()) continue;
-    complete_send(c, *it->second, error,
-                  waits == &c.awaiting_delivery ? delivery_errno(*it->second, prov_errno)
-                                                : prov_errno);
+    complete_send(
+        c, *it->second, error,
+        waits == &c.awaiting_delivery ? delivery_errno(*it->second, prov_errno) : prov_errno);
     retired_.push_back(std::move(it->second));
     waits->erase(it);
   }

@@ -11,15 +11,17 @@
 #include <cstring>
 #include <new>
 
-#include "lib/proto/seq.h"
 #include "lib/proto/engine_state.h"
+#include "lib/proto/seq.h"
 
 namespace ofi_dpdk::proto {
 namespace {
 
 constexpr uint32_t kAckEvery = 8;
 
-HeldSegment*& slot_of(Connection& c, uint32_t seq) { return c.rx_slots[seq & (kMaxWindow - 1)]; }
+HeldSegment*& slot_of(Connection& c, uint32_t seq) {
+  return c.rx_slots[seq & (kMaxWindow - 1)];
+}
 
 const uint8_t* payload_of(const HeldSegment* held) {
   return held->frame != nullptr ? held->payload : reinterpret_cast<const uint8_t*>(held + 1);
@@ -505,8 +507,7 @@ void Engine::take_control(Connection& c, const wire::FrameHeader& h, const uint8
   // message fits the protocol; a sender that splits one stalls its own
   // stream (its next segment continues nothing).
   const bool whole = h.opcode == static_cast<uint8_t>(wire::Opcode::kMsg) && h.offset == 0 &&
-                     h.payload_len == h.msg_len &&
-                     h.msg_len >= sizeof(wire::ControlBody) &&
+                     h.payload_len == h.msg_len && h.msg_len >= sizeof(wire::ControlBody) &&
                      h.msg_len <= sizeof(wire::ControlBody) + wire::kMaxConnectionData;
   if (!whole || !control_handler_) {
     ++stats_.bad_frames;

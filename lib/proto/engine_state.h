@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/proto/transport.h"
 #include "lib/proto/datagram_share.h"
+#include "lib/proto/transport.h"
 #include "lib/proto/wire.h"
 
 namespace ofi_dpdk::proto {
@@ -72,7 +72,7 @@ inline constexpr size_t unexpected_cost(size_t length) {
 struct InboundMessage {
   bool to_user = false;
   Sender sender;
-  RecvRequest recv;                       // when to_user
+  RecvRequest recv;  // when to_user
   size_t capacity = 0;
   std::list<UnexpectedMessage>::iterator unexpected;  // when !to_user
   size_t length = 0;
@@ -82,9 +82,9 @@ struct InboundMessage {
   uint64_t tag = 0;
   bool has_data = false;
   uint64_t cq_data = 0;
-  bool notify = false;  // kFlagDeliveryNotice
+  bool notify = false;           // kFlagDeliveryNotice
   uint64_t requests_before = 0;  // Connection::requests_deferred when it came
-  bool discard = false;  // from a sender the filter refuses: placed nowhere
+  bool discard = false;          // from a sender the filter refuses: placed nowhere
 
   // As new, for the next message, but for recv.iov past recv.iov_count,
   // which every use writes before it reads (see TxMessage::recycle).
@@ -173,8 +173,8 @@ struct TxMessage {
     return request.completion || request.request || request.control || request.internal ||
            response || rendezvous;
   }
-  bool response = false;        // answers request response_to, status in cq_data
-  LentMark lent;                // a response sent from a region (iov[0], Response::lent_bytes)
+  bool response = false;  // answers request response_to, status in cq_data
+  LentMark lent;          // a response sent from a region (iov[0], Response::lent_bytes)
   uint32_t response_to = 0;
   iovec iov[kMaxIov];
   size_t iov_count;
@@ -186,8 +186,8 @@ struct TxMessage {
   // What the stream carries: `length` bytes, or for a rendezvous
   // announcement and a pull only their 16-byte body.
   size_t wire_length = 0;
-  uint16_t extra_flags = 0;     // kFlag* every segment of it carries
-  bool inline_body = false;     // the payload is `body`, not iov or copy
+  uint16_t extra_flags = 0;  // kFlag* every segment of it carries
+  bool inline_body = false;  // the payload is `body`, not iov or copy
   uint8_t body[16];
   // A send of rendezvous_bytes or more: announced, and its data sent from
   // `iov` once the receiver pulls it; meanwhile it waits in
@@ -208,7 +208,7 @@ struct TxMessage {
   bool waits_for_receiver = false;
   bool unanswered_request = false;  // counted in Connection::requests_unanswered
   uint64_t waiting_since_ns = 0;
-  size_t next_offset = 0;       // bytes cut into segments so far
+  size_t next_offset = 0;  // bytes cut into segments so far
   uint32_t segments_unacked = 0;
   bool fully_segmented = false;
 
@@ -323,7 +323,7 @@ struct OrderedCompletion {
   bool ready = false;
   bool barrier = false;
   uint64_t requests_before = 0;  // a barrier's: Connection::requests_deferred then
-  bool wanted = true;    // the receive asked for its completion (else only a release shows)
+  bool wanted = true;            // the receive asked for its completion (else only a release shows)
   std::shared_ptr<MultiRecv> multi;  // settled when it leaves (Engine::settle_recv)
   Completion done{};
 };
@@ -347,17 +347,17 @@ struct Connection {
   uint16_t tx_conn = 0;       // our transmit connection's number (wire conn)
   // Transmit side.
   TxState tx_state = TxState::kClosed;
-  uint64_t hello_nonce = 0;          // kHello: what the HELLO_ACK must echo
-  uint64_t tx_token = 0;             // kOpen: what our segments carry
-  uint32_t tx_max_payload = 0;       // kOpen: segment size agreed with the peer
-  uint32_t payload_offer = 0;        // what our handshakes offer (Engine::payload_offer)
+  uint64_t hello_nonce = 0;     // kHello: what the HELLO_ACK must echo
+  uint64_t tx_token = 0;        // kOpen: what our segments carry
+  uint32_t tx_max_payload = 0;  // kOpen: segment size agreed with the peer
+  uint32_t payload_offer = 0;   // what our handshakes offer (Engine::payload_offer)
   uint32_t next_seq = wire::kInitialSeq;
   uint32_t una = wire::kInitialSeq;  // oldest unacknowledged
   uint32_t next_msg_id = 1;
   std::deque<std::unique_ptr<TxMessage>> pending;  // not fully acked, in order
-  size_t pending_cut = 0;            // index of the first message not fully cut
+  size_t pending_cut = 0;                          // index of the first message not fully cut
   std::unique_ptr<TxSlot[]> tx_slots;
-  uint32_t cwnd_x256 = 0;            // congestion window in 1/256 segments
+  uint32_t cwnd_x256 = 0;  // congestion window in 1/256 segments
   uint32_t ssthresh = kMaxWindow;
   uint32_t peer_window = kMaxWindow;
   uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
@@ -385,7 +385,7 @@ struct Connection {
   }
   uint32_t last_ack = 0;
   uint32_t dupacks = 0;
-  uint32_t recovery_seq = 0;         // no new window cut until una passes this
+  uint32_t recovery_seq = 0;  // no new window cut until una passes this
   // Segments in flight the peer reported holding (SACK): they left the
   // network, so they count against the window no more (on_ack, pump).
   uint32_t sacked_in_flight = 0;
@@ -411,18 +411,18 @@ struct Connection {
   struct TimeoutUndo {
     bool armed = false;
     bool cut_saved = false;
-    uint32_t seq = 0;                // the segment repaired
-    uint16_t retransmissions = 0;    // copies of it resent since armed
-    uint16_t reported = 0;           // extra copies the peer reported
-    uint32_t cwnd_x256 = 0;          // before the timeout's cut
+    uint32_t seq = 0;              // the segment repaired
+    uint16_t retransmissions = 0;  // copies of it resent since armed
+    uint16_t reported = 0;         // extra copies the peer reported
+    uint32_t cwnd_x256 = 0;        // before the timeout's cut
     uint32_t ssthresh = 0;
     uint64_t rto_ns = 0;
   } timeout_undo;
-  uint32_t cuts_undone = 0;          // timeout cuts undone, over the connection's life
-  uint64_t rto_deadline_ns = 0;      // 0: timer off
-  uint8_t probes = 0;                // tail loss probes since the ack last advanced
-  uint64_t last_heard_ns = 0;        // last frame that proved it came from the peer
-  AnswerPace answers;                // HELLO_ACKs and RESETs to it (Engine::may_answer)
+  uint32_t cuts_undone = 0;      // timeout cuts undone, over the connection's life
+  uint64_t rto_deadline_ns = 0;  // 0: timer off
+  uint8_t probes = 0;            // tail loss probes since the ack last advanced
+  uint64_t last_heard_ns = 0;    // last frame that proved it came from the peer
+  AnswerPace answers;            // HELLO_ACKs and RESETs to it (Engine::may_answer)
   // Path MTU discovery by silence (Engine::assess_silent_path): when a
   // retransmission timeout last asked the peer, with a small probe,
   // whether it is there while a large oldest segment goes unanswered (0:
@@ -433,13 +433,13 @@ struct Connection {
   uint64_t size_probe_ns = 0;
   uint8_t size_probes_answered = 0;
   uint64_t last_pure_ack_ns = 0;
-  uint64_t waiting_since_ns = 0;     // first unanswered send (or HELLO)
-  uint64_t stalled_since_ns = 0;     // the peer's window went to 0 (0: open)
+  uint64_t waiting_since_ns = 0;  // first unanswered send (or HELLO)
+  uint64_t stalled_since_ns = 0;  // the peer's window went to 0 (0: open)
   // Receive side: open once the peer proved its handshake (a segment with
   // the token our HELLO_ACK granted).
   bool rx_open = false;
-  uint16_t rx_conn = 0;              // the peer's connection we receive on
-  uint64_t rx_token = 0;             // the token its segments carry
+  uint16_t rx_conn = 0;   // the peer's connection we receive on
+  uint64_t rx_token = 0;  // the token its segments carry
   // Counts receive halves closed: a token is granted for one generation,
   // so a segment of a closed connection cannot open it again.  The last
   // closed connection, whose token must not pass as one of the generation
@@ -448,11 +448,11 @@ struct Connection {
   uint32_t closed_session = 0;
   uint16_t closed_conn = 0;
   uint32_t next_expected = wire::kInitialSeq;
-  uint64_t rx_progress_ns = 0;       // a segment was last taken in order
+  uint64_t rx_progress_ns = 0;               // a segment was last taken in order
   std::unique_ptr<HeldSegment*[]> rx_slots;  // kMaxWindow, by seq; null: absent
   uint32_t rx_buffered = 0;
-  uint64_t held_since_ns = 0;        // rx_buffered last went from 0 to 1
-  InboundMessage* inbound = nullptr;  // message being assembled
+  uint64_t held_since_ns = 0;              // rx_buffered last went from 0 to 1
+  InboundMessage* inbound = nullptr;       // message being assembled
   struct RemoteInbound* remote = nullptr;  // or request / response being assembled
   // Requests taken whole while our answers to this peer filled a budget
   // (responses_full), run in arrival order once they do not: the stream
@@ -478,9 +478,9 @@ struct Connection {
   // our kFlagAckRequest probes, however long its application takes.
   std::unordered_map<uint32_t, std::unique_ptr<TxMessage>> awaiting_delivery;
   uint64_t probe_sent_ns = 0;
-  bool rx_stalled = false;            // advertised window 0 (set_stalled)
-  uint32_t responses_pending = 0;     // our responses the initiator has not acked
-  size_t response_bytes = 0;          // what they hold (TxMessage::response_charge)
+  bool rx_stalled = false;         // advertised window 0 (set_stalled)
+  uint32_t responses_pending = 0;  // our responses the initiator has not acked
+  size_t response_bytes = 0;       // what they hold (TxMessage::response_charge)
   // Our sends to this peer that wait for its receives (rendezvous, delivery
   // notices), queued or acknowledged: at most half the endpoint's budget.
   uint32_t receiver_waits = 0;
@@ -490,7 +490,7 @@ struct Connection {
   // next request (Engine::send).
   uint32_t requests_unanswered = 0;
   uint64_t next_delivery_check_ns = 0;  // poll's next look for waits past delivery_timeout_ns
-  uint32_t ack_owed = 0;              // segments received since our last ack
+  uint32_t ack_owed = 0;                // segments received since our last ack
   uint64_t ack_due_ns = 0;
   bool ack_now = false;
   // Extra copies of a whole segment of the peer's that arrived after we
@@ -506,11 +506,11 @@ struct Connection {
   // application (a pingpong, an RPC) then costs one frame each way, not
   // two.  0: none deferred.
   uint64_t ack_at_poll = 0;
-  bool answer_listed = false;         // in Engine::answer_due_
+  bool answer_listed = false;  // in Engine::answer_due_
   // Receive completions of this peer's messages leave in the order the
   // messages were taken: while a pull is out, later ones queue behind it.
   std::vector<OrderedCompletion> recv_order;  // empty (no allocation) unless a pull is out
-  uint32_t pulls_out = 0;  // our pulls to this peer not finished
+  uint32_t pulls_out = 0;                     // our pulls to this peer not finished
 };
 
 // What a connection assembles when its stream carries a request or a

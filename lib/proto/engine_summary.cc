@@ -27,7 +27,8 @@ size_t Engine::summarize_connections(ConnectionSummary* out, size_t room) const 
     s.held_segments = c.rx_buffered;
     s.srtt_ns = c.srtt_ns;
     s.rto_ns = c.rto_ns;
-    s.quiet_ns = c.last_heard_ns != 0 && clock_ns_ > c.last_heard_ns ? clock_ns_ - c.last_heard_ns : 0;
+    s.quiet_ns =
+        c.last_heard_ns != 0 && clock_ns_ > c.last_heard_ns ? clock_ns_ - c.last_heard_ns : 0;
     s.path = c.path;
     s.cuts_loss = c.cuts_loss;
     s.cuts_deepened = c.cuts_deepened;

@@ -8,13 +8,15 @@
 #include <bit>
 #include <cerrno>
 
-#include "lib/proto/seq.h"
 #include "lib/proto/engine_state.h"
+#include "lib/proto/seq.h"
 
 namespace ofi_dpdk::proto {
 namespace {
 
-TxSlot& slot_of(Connection& c, uint32_t seq) { return c.tx_slots[seq & (kMaxWindow - 1)]; }
+TxSlot& slot_of(Connection& c, uint32_t seq) {
+  return c.tx_slots[seq & (kMaxWindow - 1)];
+}
 
 }  // namespace
 
@@ -72,11 +74,12 @@ void Engine::reset_transmit(Connection& c) {
   c.probes = 0;
   c.waiting_since_ns = 0;
   c.stalled_since_ns = 0;
-  if (c.tx_slots)
-    std::fill(c.tx_slots.get(), c.tx_slots.get() + kMaxWindow, TxSlot{});
+  if (c.tx_slots) std::fill(c.tx_slots.get(), c.tx_slots.get() + kMaxWindow, TxSlot{});
 }
 
-void Engine::arm_rto(Connection& c, uint64_t now_ns) { c.rto_deadline_ns = now_ns + c.rto_ns; }
+void Engine::arm_rto(Connection& c, uint64_t now_ns) {
+  c.rto_deadline_ns = now_ns + c.rto_ns;
+}
 
 void Engine::forget_sacks(Connection& c) {
   if (c.sacked_in_flight == 0) return;
@@ -227,7 +230,8 @@ void Engine::emit_pieces(Connection& c, uint32_t seq, const wire::FrameHeader& h
 }
 
 uint32_t Engine::fallback_payload(uint32_t payload) const {
-  const uint32_t overhead = config_.encap_overhead + static_cast<uint32_t>(sizeof(wire::FrameHeader));
+  const uint32_t overhead =
+      config_.encap_overhead + static_cast<uint32_t>(sizeof(wire::FrameHeader));
   for (const uint32_t mtu : kFallbackMtus)
     if (mtu > overhead && mtu - overhead < payload) return mtu - overhead;
   return 0;
@@ -419,7 +423,8 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
         c.srtt_ns = rtt_sample;
         c.rttvar_ns = rtt_sample / 2;
       } else {
-        const uint64_t delta = c.srtt_ns > rtt_sample ? c.srtt_ns - rtt_sample : rtt_sample - c.srtt_ns;
+        const uint64_t delta =
+            c.srtt_ns > rtt_sample ? c.srtt_ns - rtt_sample : rtt_sample - c.srtt_ns;
         c.rttvar_ns = (3 * c.rttvar_ns + delta) / 4;
         c.srtt_ns = (7 * c.srtt_ns + rtt_sample) / 8;
       }

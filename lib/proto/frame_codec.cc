@@ -64,7 +64,9 @@ uint32_t frame_checksum(const uint8_t* start, size_t lead, size_t payload_len) {
                           lead + kChecksumField);
 }
 
-void set_unsealed(uint8_t* header) { set_flag(header, wire::kFlagUnsealed); }
+void set_unsealed(uint8_t* header) {
+  set_flag(header, wire::kFlagUnsealed);
+}
 
 void seal_keyed_at(uint8_t* start, size_t lead, size_t payload_len, const FrameKey& key) {
   set_flag(start + lead, wire::kFlagKeyed);
@@ -78,19 +80,25 @@ void seal_frame(uint8_t* frame, size_t length) {
       htobe64(frame_checksum(frame, kEtherLead, length - wire::kHeadersSize)));
 }
 
-uint32_t begin_seal(const uint8_t* frame) { return headers_crc(frame, kEtherLead); }
+uint32_t begin_seal(const uint8_t* frame) {
+  return headers_crc(frame, kEtherLead);
+}
 
 void finish_seal(uint8_t* frame, uint32_t crc) {
   put(frame, kEtherLead + kChecksumField, htobe64(uint64_t{~crc}));
 }
 
-void mark_unsealed(uint8_t* frame) { set_unsealed(frame + kEtherLead); }
+void mark_unsealed(uint8_t* frame) {
+  set_unsealed(frame + kEtherLead);
+}
 
 void seal_keyed(uint8_t* frame, size_t length, const FrameKey& key) {
   seal_keyed_at(frame, kEtherLead, length - wire::kHeadersSize, key);
 }
 
-uint32_t begin_seal_udp(const uint8_t* header) { return headers_crc(header, 0); }
+uint32_t begin_seal_udp(const uint8_t* header) {
+  return headers_crc(header, 0);
+}
 
 void finish_seal_udp(uint8_t* header, uint32_t crc) {
   put(header, kChecksumField, htobe64(uint64_t{~crc}));
@@ -100,28 +108,40 @@ void seal_keyed_udp(uint8_t* header, size_t length, const FrameKey& key) {
   seal_keyed_at(header, 0, length - sizeof(wire::FrameHeader), key);
 }
 
-void mark_unsealed_udp(uint8_t* header) { set_unsealed(header); }
+void mark_unsealed_udp(uint8_t* header) {
+  set_unsealed(header);
+}
 
 const char* decode_result_name(DecodeResult result) {
   switch (result) {
-    case DecodeResult::kOk: return "ok";
-    case DecodeResult::kNotOurs: return "not ours";
-    case DecodeResult::kTruncated: return "truncated";
-    case DecodeResult::kBadVersion: return "bad version";
-    case DecodeResult::kBadOpcode: return "bad opcode";
-    case DecodeResult::kBadLength: return "bad length";
-    case DecodeResult::kBadChecksum: return "bad checksum";
-    case DecodeResult::kUnsealed: return "no checksum (FI_DPDK_CHECKSUM=0 at the sender)";
-    case DecodeResult::kBadTag: return "bad keyed tag (forged, changed, or another job key)";
-    case DecodeResult::kKeyed: return "keyed by a job key this side does not have";
-    case DecodeResult::kNotKeyed: return "not keyed, where a job key is required";
+    case DecodeResult::kOk:
+      return "ok";
+    case DecodeResult::kNotOurs:
+      return "not ours";
+    case DecodeResult::kTruncated:
+      return "truncated";
+    case DecodeResult::kBadVersion:
+      return "bad version";
+    case DecodeResult::kBadOpcode:
+      return "bad opcode";
+    case DecodeResult::kBadLength:
+      return "bad length";
+    case DecodeResult::kBadChecksum:
+      return "bad checksum";
+    case DecodeResult::kUnsealed:
+      return "no checksum (FI_DPDK_CHECKSUM=0 at the sender)";
+    case DecodeResult::kBadTag:
+      return "bad keyed tag (forged, changed, or another job key)";
+    case DecodeResult::kKeyed:
+      return "keyed by a job key this side does not have";
+    case DecodeResult::kNotKeyed:
+      return "not keyed, where a job key is required";
   }
   return "?";
 }
 
-size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
-                      const uint8_t src_mac[6], uint16_t ether_type,
-                      const wire::FrameHeader& h) {
+size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6],
+                      uint16_t ether_type, const wire::FrameHeader& h) {
   using wire::FrameHeader;
   std::memcpy(out, dst_mac, 6);
   std::memcpy(out + 6, src_mac, 6);
@@ -157,8 +177,7 @@ size_t encode_header(uint8_t* f, const wire::FrameHeader& h) {
   put(f, offsetof(FrameHeader, src_ep_queue), htobe16(h.src_ep_queue));
   put(f, offsetof(FrameHeader, segment_len), htobe16(h.segment_len));
   put(f, offsetof(FrameHeader, piece_offset), htobe32(h.piece_offset));
-  put(f, offsetof(FrameHeader, duplicate_delta),
-      htobe16(static_cast<uint16_t>(h.duplicate_delta)));
+  put(f, offsetof(FrameHeader, duplicate_delta), htobe16(static_cast<uint16_t>(h.duplicate_delta)));
   put(f, offsetof(FrameHeader, duplicate_copies), htobe16(h.duplicate_copies));
   return sizeof(FrameHeader);
 }
@@ -205,8 +224,7 @@ DecodeResult next_bundle_entry(const uint8_t** cursor, const uint8_t* end,
   h.cq_data = be64toh(get<uint64_t>(in, offsetof(BundleEntry, cq_data)));
   in += sizeof(BundleEntry);
   if (static_cast<size_t>(end - in) < h.payload_len) return DecodeResult::kTruncated;
-  if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len)
-    return DecodeResult::kBadLength;
+  if (h.offset > h.msg_len || h.msg_len - h.offset < h.payload_len) return DecodeResult::kBadLength;
   *payload = in;
   *cursor = in + h.payload_len;
   return DecodeResult::kOk;
@@ -306,8 +324,7 @@ DecodeResult decode_from(const uint8_t* start, size_t lead, size_t length, Decod
 DecodeResult decode_frame(const uint8_t* frame, size_t length, uint16_t ether_type,
                           DecodedFrame* out, const FrameCheck& check) {
   if (length < sizeof(wire::EtherHeader)) return DecodeResult::kTruncated;
-  if (be16toh(get<uint16_t>(frame, 12)) != ether_type)
-    return DecodeResult::kNotOurs;
+  if (be16toh(get<uint16_t>(frame, 12)) != ether_type) return DecodeResult::kNotOurs;
   if (length < wire::kHeadersSize) return DecodeResult::kTruncated;
   std::memcpy(out->dst_mac, frame, 6);
   std::memcpy(out->src_mac, frame + 6, 6);

@@ -21,16 +21,16 @@ struct DecodedFrame {
 
 enum class DecodeResult : uint8_t {
   kOk,
-  kNotOurs,         // another EtherType: not for this stack
-  kTruncated,       // shorter than the headers, or than payload_len says
+  kNotOurs,    // another EtherType: not for this stack
+  kTruncated,  // shorter than the headers, or than payload_len says
   kBadVersion,
   kBadOpcode,
-  kBadLength,       // offset + payload_len beyond msg_len
-  kBadChecksum,     // corrupted on the way (the fault injector, a bad link)
-  kUnsealed,        // sent without a checksum, to a receiver that wants one
-  kBadTag,          // keyed, and the tag is wrong: forged, changed, or another key
-  kKeyed,           // keyed, to a receiver without a job key
-  kNotKeyed,        // not keyed, to a receiver with a job key
+  kBadLength,    // offset + payload_len beyond msg_len
+  kBadChecksum,  // corrupted on the way (the fault injector, a bad link)
+  kUnsealed,     // sent without a checksum, to a receiver that wants one
+  kBadTag,       // keyed, and the tag is wrong: forged, changed, or another key
+  kKeyed,        // keyed, to a receiver without a job key
+  kNotKeyed,     // not keyed, to a receiver with a job key
 };
 
 class FrameKey;
@@ -56,9 +56,8 @@ const char* decode_result_name(DecodeResult result);
 // Writes the Ethernet header and `header` (host order) to `out`, which must
 // hold wire::kHeadersSize bytes.  Returns the bytes written.  (The frame of
 // our own EtherType; the UDP encapsulation's follow below.)
-size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6],
-                      const uint8_t src_mac[6], uint16_t ether_type,
-                      const wire::FrameHeader& header);
+size_t encode_headers(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6],
+                      uint16_t ether_type, const wire::FrameHeader& header);
 
 // Computes the checksum over a complete frame (headers written by
 // encode_headers, payload in place) and stores it.  `length` is

@@ -105,30 +105,29 @@ OFI_DPDK_TAG_TARGET inline void multiply_into(__m128i a, __m128i b, __m128i& lo,
                                               __m128i& hi) {
   lo = _mm_xor_si128(lo, _mm_clmulepi64_si128(a, b, 0x00));
   hi = _mm_xor_si128(hi, _mm_clmulepi64_si128(a, b, 0x11));
-  mid = _mm_xor_si128(mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x01),
-                                         _mm_clmulepi64_si128(a, b, 0x10)));
+  mid = _mm_xor_si128(
+      mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x01), _mm_clmulepi64_si128(a, b, 0x10)));
 }
 
 OFI_DPDK_TAG_TARGET inline __m128i reduce(__m128i lo, __m128i mid, __m128i hi) {
-  const __m128i low = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));    // p1:p0
-  const __m128i high = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));   // p3:p2
+  const __m128i low = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));   // p1:p0
+  const __m128i high = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));  // p3:p2
   const __m128i r = _mm_set_epi64x(0, static_cast<long long>(kReduction));
-  const __m128i a = _mm_clmulepi64_si128(high, r, 0x00);  // p2 * 0x87
-  const __m128i b = _mm_clmulepi64_si128(high, r, 0x01);  // p3 * 0x87
+  const __m128i a = _mm_clmulepi64_si128(high, r, 0x00);                  // p2 * 0x87
+  const __m128i b = _mm_clmulepi64_si128(high, r, 0x01);                  // p3 * 0x87
   const __m128i c = _mm_clmulepi64_si128(_mm_srli_si128(b, 8), r, 0x00);  // q2 * 0x87
   return _mm_xor_si128(_mm_xor_si128(low, a), _mm_xor_si128(_mm_slli_si128(b, 8), c));
 }
 
-OFI_DPDK_TAG_TARGET Block128 absorb_pclmul(Block128 start, const Block128* key,
-                                           const uint8_t* data, size_t blocks) {
+OFI_DPDK_TAG_TARGET Block128 absorb_pclmul(Block128 start, const Block128* key, const uint8_t* data,
+                                           size_t blocks) {
   const __m128i h1 = to_m128(key[0]), h2 = to_m128(key[1]), h3 = to_m128(key[2]),
                 h4 = to_m128(key[3]);
   // Blocks are little-endian words: the host's order on x86.
   __m128i acc = to_m128(start);
   for (; blocks >= 4; blocks -= 4, data += 64) {
     __m128i lo = _mm_setzero_si128(), mid = _mm_setzero_si128(), hi = _mm_setzero_si128();
-    const __m128i m0 =
-        _mm_xor_si128(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(data)));
+    const __m128i m0 = _mm_xor_si128(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(data)));
     multiply_into(m0, h4, lo, mid, hi);
     multiply_into(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16)), h3, lo, mid, hi);
     multiply_into(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 32)), h2, lo, mid, hi);
@@ -137,8 +136,8 @@ OFI_DPDK_TAG_TARGET Block128 absorb_pclmul(Block128 start, const Block128* key,
   }
   for (; blocks > 0; --blocks, data += 16) {
     __m128i lo = _mm_setzero_si128(), mid = _mm_setzero_si128(), hi = _mm_setzero_si128();
-    multiply_into(_mm_xor_si128(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(data))),
-                  h1, lo, mid, hi);
+    multiply_into(_mm_xor_si128(acc, _mm_loadu_si128(reinterpret_cast<const __m128i*>(data))), h1,
+                  lo, mid, hi);
     acc = reduce(lo, mid, hi);
   }
   Block128 out;
@@ -156,8 +155,7 @@ OFI_DPDK_TAG_TARGET Block128 absorb_pclmul(Block128 start, const Block128* key,
 // VPCLMULQDQ: four blocks to a 512-bit register, 32 a step against
 // H^32..H^1, one reduction per step: only the first block's product waits
 // for the step before, so the multiplies of a step run side by side.
-#define OFI_DPDK_TAG512_TARGET \
-  __attribute__((target("avx512f,avx512bw,vpclmulqdq,pclmul,sse4.1")))
+#define OFI_DPDK_TAG512_TARGET __attribute__((target("avx512f,avx512bw,vpclmulqdq,pclmul,sse4.1")))
 
 // The key's powers for one register: lane i holds H^(first - i).
 OFI_DPDK_TAG512_TARGET inline __m512i powers(const Block128* key, int first) {
@@ -174,8 +172,8 @@ OFI_DPDK_TAG512_TARGET inline __m512i powers(const Block128* key, int first) {
 // Karatsuba: three multiplies a product, the middle one of the halves'
 // sums (`folded` holds lo ^ hi of each key power in its low half); the
 // middle terms are completed once a step (mid ^= lo ^ hi, by linearity).
-OFI_DPDK_TAG512_TARGET inline void multiply_into(__m512i a, __m512i b, __m512i folded,
-                                                 __m512i& lo, __m512i& mid, __m512i& hi) {
+OFI_DPDK_TAG512_TARGET inline void multiply_into(__m512i a, __m512i b, __m512i folded, __m512i& lo,
+                                                 __m512i& mid, __m512i& hi) {
   lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(a, b, 0x00));
   hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(a, b, 0x11));
   const __m512i halves = _mm512_xor_si512(a, _mm512_maskz_shuffle_epi32(0xFFFF, a, _MM_PERM_BADC));
@@ -184,7 +182,8 @@ OFI_DPDK_TAG512_TARGET inline void multiply_into(__m512i a, __m512i b, __m512i f
 
 // The XOR of a register's four lanes.
 OFI_DPDK_TAG512_TARGET inline __m128i fold_lanes(__m512i z) {
-  const __m256i y = _mm256_xor_si256(_mm512_castsi512_si256(z), _mm512_maskz_extracti64x4_epi64(0xF, z, 1));
+  const __m256i y =
+      _mm256_xor_si256(_mm512_castsi512_si256(z), _mm512_maskz_extracti64x4_epi64(0xF, z, 1));
   return _mm_xor_si128(_mm256_castsi256_si128(y), _mm256_extracti128_si256(y, 1));
 }
 
@@ -197,8 +196,7 @@ OFI_DPDK_TAG512_TARGET Block128 absorb_vpclmul(Block128 start, const Block128* k
   }
   __m128i acc = to_m128(start);
   for (; blocks >= 32; blocks -= 32, data += 512) {
-    __m512i lo = _mm512_setzero_si512(), mid = _mm512_setzero_si512(),
-            hi = _mm512_setzero_si512();
+    __m512i lo = _mm512_setzero_si512(), mid = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
     for (int i = 1; i < 8; ++i)
       multiply_into(_mm512_loadu_si512(data + 64 * i), k[i], folded[i], lo, mid, hi);
     const __m512i first = _mm512_xor_si512(_mm512_loadu_si512(data), _mm512_zextsi128_si512(acc));
@@ -229,7 +227,9 @@ Path cpu_path() {
 }
 #else
 enum class Path : uint8_t { kPortable };
-Path cpu_path() { return Path::kPortable; }
+Path cpu_path() {
+  return Path::kPortable;
+}
 #endif
 
 Block128 absorb(bool portable_only, Block128 acc, const Block128* h, const uint8_t* data,
@@ -237,8 +237,7 @@ Block128 absorb(bool portable_only, Block128 acc, const Block128* h, const uint8
 #if defined(__x86_64__)
   if (!portable_only) {
     // The wide path pays its set-up back from a few hundred bytes on.
-    if (cpu_path() == Path::kVpclmul && blocks >= 32)
-      return absorb_vpclmul(acc, h, data, blocks);
+    if (cpu_path() == Path::kVpclmul && blocks >= 32) return absorb_vpclmul(acc, h, data, blocks);
     if (cpu_path() != Path::kPortable) return absorb_pclmul(acc, h, data, blocks);
   }
 #endif
@@ -253,7 +252,7 @@ std::optional<FrameKey> FrameKey::derive(std::span<const uint8_t> job_key) {
   // The key's bytes as words (zero-padded), behind a label and the length:
   // SipHash under a fixed key, one output per purpose, is the derivation.
   uint64_t words[2 + kMaxJobKeyBytes / 8] = {0x6f66692d64706b64ull /* "ofi-dpkd" */,
-                                            job_key.size()};
+                                             job_key.size()};
   // Little-endian words whatever the host: peers derive the same keys.
   std::memcpy(&words[2], job_key.data(), job_key.size());
   for (size_t i = 2; i < 2 + (job_key.size() + 7) / 8; ++i) words[i] = le64toh(words[i]);
@@ -321,10 +320,13 @@ uint64_t FrameKey::tag_portable(const uint8_t* data, size_t length) const {
 const char* frame_tag_path() {
   switch (cpu_path()) {
 #if defined(__x86_64__)
-    case Path::kVpclmul: return "vpclmulqdq";
-    case Path::kPclmul: return "pclmulqdq";
+    case Path::kVpclmul:
+      return "vpclmulqdq";
+    case Path::kPclmul:
+      return "pclmulqdq";
 #endif
-    case Path::kPortable: break;
+    case Path::kPortable:
+      break;
   }
   return "portable";
 }

@@ -64,8 +64,8 @@ class FrameKey {
  private:
   FrameKey() = default;
   static constexpr int kPowers = 32;
-  Block128 h_[kPowers];     // H, H^2, ... H^32
-  uint64_t prf_key_[2]{};   // SipHash key of the last step
+  Block128 h_[kPowers];    // H, H^2, ... H^32
+  uint64_t prf_key_[2]{};  // SipHash key of the last step
   bool portable_only_ = false;
 };
 

@@ -19,7 +19,9 @@ namespace ofi_dpdk::proto {
 namespace {
 
 // A message a receive or a peek may still take.
-bool visible(const UnexpectedMessage& u) { return !u.claimed && !u.reserved && !u.discarded; }
+bool visible(const UnexpectedMessage& u) {
+  return !u.claimed && !u.reserved && !u.discarded;
+}
 
 // The bytes [offset, offset + length) of r's iov, as an iov of their own
 // (one empty entry where the buffer ends, so buf still points there).
@@ -136,10 +138,10 @@ Engine::Whole Engine::deliver_whole(Connection& c, const wire::FrameHeader& h,
   for (auto it = posted_->list.begin(); it != posted_->list.end(); ++it) {
     if (!matches(*it, sender, tagged, h.tag)) continue;
     if (it->multi) return Whole::kMultiRecv;  // its part is cut by match_posted
-    complete_recv(&c, *it,
-                  {h.msg_len, tagged, h.tag, (h.flags & wire::kFlagRemoteData) != 0, h.cq_data,
-                   sender},
-                  payload);
+    complete_recv(
+        &c, *it,
+        {h.msg_len, tagged, h.tag, (h.flags & wire::kFlagRemoteData) != 0, h.cq_data, sender},
+        payload);
     drop_posted(it);
     --posted_->count;
     return Whole::kDelivered;
@@ -563,14 +565,13 @@ int Engine::cancel_recv(void* context) {
   return -ENOENT;
 }
 
-void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it,
-                             const RecvRequest* into) {
+void Engine::pull_unexpected(std::list<UnexpectedMessage>::iterator it, const RecvRequest* into) {
   const UnexpectedMessage& u = *it;
   Connection* c = connection_by_key(u.connection_key);
   // The data is only where the announcement came from: the same connection
   // of the same incarnation.  Once it is gone, so is the message.
-  const bool live = c != nullptr && c->rx_open && c->rx_conn == u.conn &&
-                    c->peer_session == u.session;
+  const bool live =
+      c != nullptr && c->rx_open && c->rx_conn == u.conn && c->peer_session == u.session;
   std::unique_ptr<InboundMessage> in(new_inbound());  // back to the spares in frames_sent
   *in = view_of(u);
   if (into != nullptr) {

@@ -172,10 +172,9 @@ void Engine::finish_pull(Connection& c, TxMessage& pull, int error, int prov_err
   if (!in.to_user) return;  // a discard: nothing to report
   // By index: reporting a receive may add to recv_order (when the slot is
   // gone, bound_order gave its turn up), which moves its elements.
-  const auto found = std::find_if(c.recv_order.begin(), c.recv_order.end(),
-                                  [&](const OrderedCompletion& o) {
-                                    return !o.ready && o.pull_id == pull.msg_id;
-                                  });
+  const auto found = std::find_if(
+      c.recv_order.begin(), c.recv_order.end(),
+      [&](const OrderedCompletion& o) { return !o.ready && o.pull_id == pull.msg_id; });
   const bool has_slot = found != c.recv_order.end();
   const size_t slot = static_cast<size_t>(found - c.recv_order.begin());
   if (has_slot) filling_ = &c.recv_order[slot];

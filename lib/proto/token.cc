@@ -3,9 +3,13 @@
 namespace ofi_dpdk::proto {
 namespace {
 
-inline uint64_t rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
+inline uint64_t rotl(uint64_t x, int b) {
+  return (x << b) | (x >> (64 - b));
+}
 
-uint64_t nonzero(uint64_t hash) { return hash != 0 ? hash : 1; }
+uint64_t nonzero(uint64_t hash) {
+  return hash != 0 ? hash : 1;
+}
 
 }  // namespace
 
@@ -50,8 +54,7 @@ uint64_t handshake_token(const uint64_t secret[2], uint64_t key, uint32_t sessio
   return nonzero(keyed_hash(secret, words, 3));
 }
 
-uint64_t hello_nonce(const uint64_t secret[2], uint32_t session, uint16_t queue,
-                     uint64_t counter) {
+uint64_t hello_nonce(const uint64_t secret[2], uint32_t session, uint16_t queue, uint64_t counter) {
   // All ones first: a word real peer keys do not take, to keep the inputs
   // of nonces and tokens apart.
   const uint64_t words[] = {~uint64_t{0}, uint64_t{session} << 32 | queue, counter};

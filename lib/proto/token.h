@@ -23,7 +23,6 @@ uint64_t handshake_token(const uint64_t secret[2], uint64_t key, uint32_t sessio
 
 // The nonce of an endpoint's `counter`-th HELLO (counting from 1).  64
 // bits, never 0.
-uint64_t hello_nonce(const uint64_t secret[2], uint32_t session, uint16_t queue,
-                     uint64_t counter);
+uint64_t hello_nonce(const uint64_t secret[2], uint32_t session, uint16_t queue, uint64_t counter);
 
 }  // namespace ofi_dpdk::proto

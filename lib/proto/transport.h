@@ -112,7 +112,6 @@ class FrameKeeper {
   ~FrameKeeper() = default;
 };
 
-
 class Engine {
  public:
   Engine(const TransportConfig& config, const uint8_t local_mac[6], uint16_t local_queue,
@@ -572,7 +571,8 @@ class Engine {
   std::list<UnexpectedMessage>::iterator new_unexpected(size_t length, bool with_bytes = true);
   // Takes `it` out of unexpected_ (into the spares), giving its share of the
   // unexpected budget back; returns the next.
-  std::list<UnexpectedMessage>::iterator erase_unexpected(std::list<UnexpectedMessage>::iterator it);
+  std::list<UnexpectedMessage>::iterator erase_unexpected(
+      std::list<UnexpectedMessage>::iterator it);
   // Drops an unexpected message now, or when whole if it is still arriving.
   void drop_unexpected(std::list<UnexpectedMessage>::iterator it);
   // Gives it to a receive now, or when whole if it is still arriving.
@@ -596,7 +596,7 @@ class Engine {
   size_t lent_out_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   Connection* last_connection_ = nullptr;  // connection()'s last answer, until evicted
-  uint16_t last_tx_conn_ = 0;  // numbers transmit connections, to all peers
+  uint16_t last_tx_conn_ = 0;              // numbers transmit connections, to all peers
   uint64_t nonce_counter_ = 0;
   std::vector<HeldSegment*> free_chunks_;
   size_t chunks_allocated_ = 0;
@@ -605,7 +605,7 @@ class Engine {
   // new record for the same peer accepts no token the old one would have
   // refused; at most max_connections of them.
   struct ReceiveMemory {
-    uint32_t gen = 0;            // Connection::rx_gen
+    uint32_t gen = 0;             // Connection::rx_gen
     uint32_t closed_session = 0;  // Connection::closed_session
     uint16_t closed_conn = 0;     // Connection::closed_conn
   };
@@ -740,7 +740,7 @@ class Engine {
   static constexpr size_t kMaxDeferredRequests = 4096;
   static constexpr size_t kMaxDeferredPerConnection = 256;
   uint64_t last_data_ns_ = 0;
-  uint64_t polls_ = 0;  // poll() calls so far (Connection::ack_at_poll)
+  uint64_t polls_ = 0;     // poll() calls so far (Connection::ack_at_poll)
   uint64_t clock_ns_ = 0;  // the latest time a caller handed in
   // When the stranger-answer budget is whole again (a GCRA clock: each
   // answer moves it one interval later; it may run ahead of clock_ns_ by

@@ -17,10 +17,10 @@ struct TransportConfig {
   // connection sends at most the smaller of ours and the peer's (HELLO).
   uint32_t max_payload = 1444;
   uint64_t max_msg_size = uint64_t{1} << 30;
-  size_t unexpected_bytes = 64u << 20;   // buffered before a receive is posted
-  size_t max_outstanding_sends = 1024;   // tx_attr->size
-  size_t max_posted_recvs = 1024;        // rx_attr->size
-  uint32_t initial_window = 16;          // congestion window at start, segments
+  size_t unexpected_bytes = 64u << 20;  // buffered before a receive is posted
+  size_t max_outstanding_sends = 1024;  // tx_attr->size
+  size_t max_posted_recvs = 1024;       // rx_attr->size
+  uint32_t initial_window = 16;         // congestion window at start, segments
   uint64_t min_rto_ns = 2'000'000;
   uint64_t max_rto_ns = 200'000'000;
   uint64_t initial_rto_ns = 10'000'000;
@@ -108,70 +108,69 @@ struct TransportConfig {
 struct TimeoutReport {
   enum class Wait : uint8_t {
     kNone,
-    kHandshake,     // a HELLO nobody answered within connect_timeout_ns
-    kAcknowledge,   // data in flight the peer did not acknowledge
-    kResponses,     // requests acknowledged whose answers stopped coming
-    kDelivery,      // sends waiting for a receive, the peer silent
-    kReceive,       // a message or request the peer stopped sending midway
+    kHandshake,    // a HELLO nobody answered within connect_timeout_ns
+    kAcknowledge,  // data in flight the peer did not acknowledge
+    kResponses,    // requests acknowledged whose answers stopped coming
+    kDelivery,     // sends waiting for a receive, the peer silent
+    kReceive,      // a message or request the peer stopped sending midway
   };
   Wait wait = Wait::kNone;
-  uint64_t peer = 0;            // the connection's key (peer_key)
-  uint64_t waited_ns = 0;       // since the wait began (or its last progress)
-  uint64_t quiet_ns = 0;        // since the peer was last heard from
-  uint32_t in_flight = 0;       // segments sent, not acknowledged
-  uint32_t peer_window = 0;     // the window the peer last advertised
+  uint64_t peer = 0;         // the connection's key (peer_key)
+  uint64_t waited_ns = 0;    // since the wait began (or its last progress)
+  uint64_t quiet_ns = 0;     // since the peer was last heard from
+  uint32_t in_flight = 0;    // segments sent, not acknowledged
+  uint32_t peer_window = 0;  // the window the peer last advertised
   uint64_t rto_ns = 0;
-  uint32_t retransmits = 0;     // of the oldest segment in flight
-  size_t awaiting = 0;          // requests or sends waiting for an answer
+  uint32_t retransmits = 0;  // of the oldest segment in flight
+  size_t awaiting = 0;       // requests or sends waiting for an answer
   // The receive half: whether we hold our window closed, the next segment
   // we expect, and segments parked ahead of a gap.
   bool rx_stalled = false;
   uint32_t next_expected = 0;
   uint32_t rx_buffered = 0;
-  uint32_t una = 0;             // our oldest unacknowledged segment
+  uint32_t una = 0;  // our oldest unacknowledged segment
 };
 const char* timeout_wait_text(TimeoutReport::Wait wait);
 
 struct TransportStats {
-  uint64_t frames_sent = 0, frames_received = 0, retransmitted = 0, acks_sent = 0,
-           resets_sent = 0, duplicates = 0, out_of_window = 0, stale_session = 0,
-           bad_frames = 0, stalled_no_buffer = 0, fast_retransmits = 0, timeouts = 0,
-           messages_sent = 0, messages_received = 0, peers_failed = 0,
-           requests_served = 0,
+  uint64_t frames_sent = 0, frames_received = 0, retransmitted = 0, acks_sent = 0, resets_sent = 0,
+           duplicates = 0, out_of_window = 0, stale_session = 0, bad_frames = 0,
+           stalled_no_buffer = 0, fast_retransmits = 0, timeouts = 0, messages_sent = 0,
+           messages_received = 0, peers_failed = 0, requests_served = 0,
            bundled_segments = 0,  // segments sent inside a BUNDLE frame (frames_sent counts frames)
-           wrong_key = 0,  // frames with a network key this endpoint was not enabled with
-           hellos_sent = 0, hellos_answered = 0,
+      wrong_key = 0,              // frames with a network key this endpoint was not enabled with
+      hellos_sent = 0, hellos_answered = 0,
            connections_opened = 0,   // receive halves opened by a completed handshake
-           connections_evicted = 0,  // idle connections dropped to make room
-           connections_refused = 0,  // handshakes completed when no room was left
-           reorder_full = 0,         // segments dropped: the reorder pool was spent
-           bad_tokens = 0,           // frames whose token names no connection we hold
-           rendezvous_sent = 0,      // sends announced instead of sent eagerly
-           pulls_sent = 0,           // announced messages a receive pulled (or discarded)
-           pulls_served = 0,         // pulls answered with a send's data
-           held_expired = 0,         // segments held ahead of a gap dropped by hold_timeout_ns
-           held_reclaimed = 0,       // held segments dropped for a connection below its share
-           sends_refused_peer_share = 0,  // sends refused: their peer holds its share of the budget
-           delivery_timeouts = 0,    // sends no receive took within delivery_timeout_ns
-           no_memory = 0,            // allocations that failed (answered or waited, never thrown)
-           answers_withheld = 0,     // HELLO_ACKs and RESETs over the stranger_answer_* budget
-           // RESETs with a wrong session, connection or token (counted,
-           // never answered), and RESETs with the right token that named a
-           // sequence we could not have sent: each draws a challenge probe
-           // (at most kChallengesPerSecond) instead of a teardown.
-           bad_resets = 0, reset_challenges = 0,
+      connections_evicted = 0,       // idle connections dropped to make room
+      connections_refused = 0,       // handshakes completed when no room was left
+      reorder_full = 0,              // segments dropped: the reorder pool was spent
+      bad_tokens = 0,                // frames whose token names no connection we hold
+      rendezvous_sent = 0,           // sends announced instead of sent eagerly
+      pulls_sent = 0,                // announced messages a receive pulled (or discarded)
+      pulls_served = 0,              // pulls answered with a send's data
+      held_expired = 0,              // segments held ahead of a gap dropped by hold_timeout_ns
+      held_reclaimed = 0,            // held segments dropped for a connection below its share
+      sends_refused_peer_share = 0,  // sends refused: their peer holds its share of the budget
+      delivery_timeouts = 0,         // sends no receive took within delivery_timeout_ns
+      no_memory = 0,                 // allocations that failed (answered or waited, never thrown)
+      answers_withheld = 0,          // HELLO_ACKs and RESETs over the stranger_answer_* budget
+      // RESETs with a wrong session, connection or token (counted,
+      // never answered), and RESETs with the right token that named a
+      // sequence we could not have sent: each draws a challenge probe
+      // (at most kChallengesPerSecond) instead of a teardown.
+      bad_resets = 0, reset_challenges = 0,
            // Connections whose receive half never took a segment in order,
            // forgotten after their peer was silent for peer_timeout_ns (a
            // station that parked a segment ahead of a gap and went quiet).
-           unproven_forgotten = 0;
+      unproven_forgotten = 0;
   // Timer events: each is a wait the sender's next step sat behind.  On a
   // link that loses nothing, an exchange that keeps answering needs none.
   uint64_t retransmit_timeouts = 0,  // RTOs with the window open (loss assumed)
-           tail_loss_probes = 0,     // oldest segment resent after two quiet RTTs
-           window_probes = 0,        // a closed window probed (RTO under it, or persist)
-           delayed_acks = 0,         // acks that left when ack_delay_ns ran out
-           delivery_probes = 0,      // liveness probes while sends await a receive
-           path_changes = 0;         // a connection moved to another path (Connection::path)
+      tail_loss_probes = 0,          // oldest segment resent after two quiet RTTs
+      window_probes = 0,             // a closed window probed (RTO under it, or persist)
+      delayed_acks = 0,              // acks that left when ack_delay_ns ran out
+      delivery_probes = 0,           // liveness probes while sends await a receive
+      path_changes = 0;              // a connection moved to another path (Connection::path)
   // Congestion window cuts by the loss's shape (Engine::on_loss): a loss
   // event's (to 90 %), and its deepening when the losses prove a run of
   // frames, as a full queue drops (to 70 %).  A retransmission timeout's

@@ -28,13 +28,13 @@ inline constexpr uint32_t kMaxWindow = 256;
 
 // Error codes of completions: libfabric's positive errno values, so the
 // provider passes them through (FI_ETIMEDOUT, FI_EIO, FI_ETRUNC, FI_ECANCELED).
-inline constexpr int kErrTimedOut = 110;   // FI_ETIMEDOUT
-inline constexpr int kErrPeerReset = 5;    // FI_EIO; prov_errno says why
-inline constexpr int kErrTruncated = 265;  // FI_ETRUNC
-inline constexpr int kErrCanceled = 125;   // FI_ECANCELED
-inline constexpr int kErrNoHandler = 95;   // FI_EOPNOTSUPP: the peer serves no requests
-inline constexpr int kErrTooLarge = 90;    // FI_EMSGSIZE: a request above the peer's budget
-inline constexpr int kErrNoMessage = 42;   // FI_ENOMSG: a peek found no matching message
+inline constexpr int kErrTimedOut = 110;     // FI_ETIMEDOUT
+inline constexpr int kErrPeerReset = 5;      // FI_EIO; prov_errno says why
+inline constexpr int kErrTruncated = 265;    // FI_ETRUNC
+inline constexpr int kErrCanceled = 125;     // FI_ECANCELED
+inline constexpr int kErrNoHandler = 95;     // FI_EOPNOTSUPP: the peer serves no requests
+inline constexpr int kErrTooLarge = 90;      // FI_EMSGSIZE: a request above the peer's budget
+inline constexpr int kErrNoMessage = 42;     // FI_ENOMSG: a peek found no matching message
 inline constexpr int kErrKeyRejected = 129;  // FI_EKEYREJECTED: the region closed under the request
 inline constexpr int kErrNoMemory = 12;      // FI_ENOMEM: the target could not allocate for it
 inline constexpr int kErrHostUnreachable = 113;  // FI_EHOSTUNREACH: no route to the peer
@@ -64,7 +64,7 @@ bool prov_errno_known(int prov_errno);
 struct PeerAddress {
   uint8_t mac[6] = {};
   uint16_t queue = 0;
-  uint32_t session = 0;  // 0: learn it from the peer
+  uint32_t session = 0;   // 0: learn it from the peer
   uint32_t auth_key = 0;  // the network key the connection's frames carry
 };
 
@@ -109,21 +109,21 @@ struct SendRequest {
   uint64_t tag = 0;
   bool has_data = false;
   uint64_t cq_data = 0;
-  bool copy = false;        // inject: keep a copy, the caller reuses the buffer now
+  bool copy = false;  // inject: keep a copy, the caller reuses the buffer now
   // Without copy: the first iov (a request's header, made on the caller's
   // stack) is copied; the others are sent from until the send completes.
   bool copy_header = false;
-  bool completion = true;   // false: no completion at all (fi_inject)
+  bool completion = true;  // false: no completion at all (fi_inject)
   // A request: completes when its response arrives, whose data is placed
   // in response_iov; the completion's error is the response's status.
   bool request = false;
   iovec response_iov[kMaxIov];  // the first response_iov_count only are read
   size_t response_iov_count = 0;
-  bool internal = false;    // a response we send: not an application send
+  bool internal = false;  // a response we send: not an application send
   // FI_DELIVERY_COMPLETE: once acknowledged, the send waits for the
   // receiver's delivery notice (a receive took it) before it completes.
   bool delivery_complete = false;
-  uint32_t group = 0;       // the peer group the message is sent to
+  uint32_t group = 0;  // the peer group the message is sent to
   // A control message (wire::kFlagControl): the iov is a ControlBody and
   // its data, taken by the peer's control handler.
   bool control = false;
@@ -155,8 +155,8 @@ struct Response {
 };
 // A control message (wire::kFlagControl) from the peer whose address is
 // `source_key` (incarnation `session`): a whole ControlBody and its data.
-using ControlHandler = std::function<void(uint64_t source_key, uint32_t session,
-                                          const uint8_t* body, size_t length)>;
+using ControlHandler =
+    std::function<void(uint64_t source_key, uint32_t session, const uint8_t* body, size_t length)>;
 
 // Whether messages and requests from the peer whose address is
 // `source_key` are taken (FI_EP_MSG: only the connected peer's).
@@ -209,10 +209,10 @@ using RequestPlacer = std::function<Placement(uint64_t peer_key, const uint8_t* 
 // the next bytes; shared by the posted receive and the parts cut from it.
 struct MultiRecv {
   size_t capacity = 0;
-  size_t used = 0;         // bytes handed to messages so far
-  size_t min_free = 0;     // FI_OPT_MIN_MULTI_RECV when posted
-  size_t in_flight = 0;    // messages given a part that have not completed
-  bool released = false;   // off the posted list: the last completion says so
+  size_t used = 0;        // bytes handed to messages so far
+  size_t min_free = 0;    // FI_OPT_MIN_MULTI_RECV when posted
+  size_t in_flight = 0;   // messages given a part that have not completed
+  bool released = false;  // off the posted list: the last completion says so
 };
 
 struct RecvRequest {
@@ -230,7 +230,7 @@ struct RecvRequest {
   // FI_AUTH_KEY: only messages whose frames carried this network key.
   bool match_auth_key = false;
   uint32_t auth_key = 0;
-  uint32_t group = 0;       // takes only messages sent to this peer group
+  uint32_t group = 0;  // takes only messages sent to this peer group
   bool completion = true;
   std::shared_ptr<MultiRecv> multi;  // FI_MULTI_RECV (untagged only)
 };
@@ -250,17 +250,17 @@ struct Completion {
   enum class Kind : uint8_t { kSend, kRecv } kind;
   void* context;
   uint64_t user_flags;
-  int error;           // 0, or a kErr* value
-  int prov_errno;      // ProvErrno
-  size_t len;          // bytes sent, or bytes placed
-  size_t overflow;     // bytes that did not fit (kErrTruncated)
-  void* buf;           // first receive buffer
+  int error;        // 0, or a kErr* value
+  int prov_errno;   // ProvErrno
+  size_t len;       // bytes sent, or bytes placed
+  size_t overflow;  // bytes that did not fit (kErrTruncated)
+  void* buf;        // first receive buffer
   bool tagged;
   uint64_t tag;
   bool has_data;
   uint64_t cq_data;
-  uint64_t source_key; // recv: the sender's peer_key (address, not connection)
-  uint32_t auth_key;   // recv: the network key the message came with
+  uint64_t source_key;  // recv: the sender's peer_key (address, not connection)
+  uint32_t auth_key;    // recv: the network key the message came with
   // FI_MULTI_RECV: the buffer this receive was placed in is released.  With
   // release_only the completion is that alone, no message (fi_cq(3)).
   bool multi_released;

@@ -15,18 +15,18 @@ namespace ofi_dpdk::wire {
 
 // IEEE 802 "local experimental" EtherType; FI_DPDK_ETHERTYPE overrides it.
 inline constexpr uint16_t kDefaultEtherType = 0x88B5;
-inline constexpr uint8_t kWireVersion = 10; // 2: conn and ack_conn; 3: delivery notices;
-                                            // 4: auth_key, group, src_ep_queue;
-                                            // 5: HELLO handshake, tokens, checksum
-                                            //    over the Ethernet header;
-                                            // 6: rendezvous (kFlagRendezvous, kFlagPull);
-                                            // 7: BUNDLE frames;
-                                            // 8: DATAGRAM frames (FI_EP_DGRAM),
-                                            //    control messages (FI_EP_MSG);
-                                            // 9: pieces of a segment (kFlagPiece);
-                                            // 10: 64-bit tokens and nonces, RESETs
-                                            //    name the sequence they answer,
-                                            //    keyed frames (kFlagKeyed)
+inline constexpr uint8_t kWireVersion = 10;  // 2: conn and ack_conn; 3: delivery notices;
+                                             // 4: auth_key, group, src_ep_queue;
+                                             // 5: HELLO handshake, tokens, checksum
+                                             //    over the Ethernet header;
+                                             // 6: rendezvous (kFlagRendezvous, kFlagPull);
+                                             // 7: BUNDLE frames;
+                                             // 8: DATAGRAM frames (FI_EP_DGRAM),
+                                             //    control messages (FI_EP_MSG);
+                                             // 9: pieces of a segment (kFlagPiece);
+                                             // 10: 64-bit tokens and nonces, RESETs
+                                             //    name the sequence they answer,
+                                             //    keyed frames (kFlagKeyed)
 
 struct EtherHeader {
   uint8_t dst_mac[6];
@@ -36,17 +36,17 @@ struct EtherHeader {
 static_assert(sizeof(EtherHeader) == 14);
 
 // X-macro: one line per opcode gives the enum and the name used in logs.
-#define OFI_DPDK_OPCODES(X)                                           \
-  X(kMsg, 1, "MSG")       /* an untagged message segment */            \
-  X(kTagged, 2, "TAGGED") /* a tagged message segment (tag valid) */   \
-  X(kAck, 3, "ACK")       /* ack + window; tag carries the SACK bitmap */ \
-  X(kReset, 4, "RESET")   /* "I hold no connection for your session" */ \
-  X(kRequest, 5, "REQUEST")   /* RMA/atomic request segment: the target answers */ \
-  X(kResponse, 6, "RESPONSE") /* its answer: tag = request msg_id, cq_data = status */ \
-  X(kHello, 7, "HELLO")         /* "I open transmit connection conn to you" */ \
-  X(kHelloAck, 8, "HELLO_ACK")  /* its answer: the token that connection's data carries */ \
-  X(kBundle, 9, "BUNDLE")       /* several whole small messages' segments: BundleEntry each */ \
-  X(kDatagram, 10, "DATAGRAM")  /* FI_EP_DGRAM: one whole message, no connection, never resent */
+#define OFI_DPDK_OPCODES(X)                                                                   \
+  X(kMsg, 1, "MSG")            /* an untagged message segment */                              \
+  X(kTagged, 2, "TAGGED")      /* a tagged message segment (tag valid) */                     \
+  X(kAck, 3, "ACK")            /* ack + window; tag carries the SACK bitmap */                \
+  X(kReset, 4, "RESET")        /* "I hold no connection for your session" */                  \
+  X(kRequest, 5, "REQUEST")    /* RMA/atomic request segment: the target answers */           \
+  X(kResponse, 6, "RESPONSE")  /* its answer: tag = request msg_id, cq_data = status */       \
+  X(kHello, 7, "HELLO")        /* "I open transmit connection conn to you" */                 \
+  X(kHelloAck, 8, "HELLO_ACK") /* its answer: the token that connection's data carries */     \
+  X(kBundle, 9, "BUNDLE")      /* several whole small messages' segments: BundleEntry each */ \
+  X(kDatagram, 10, "DATAGRAM") /* FI_EP_DGRAM: one whole message, no connection, never resent */
 
 enum class Opcode : uint8_t {
 #define OFI_DPDK_OPCODE_ENUM(name, value, text) name = value,
@@ -78,7 +78,7 @@ constexpr bool opcode_is_data(uint8_t value) {
 // Frame flags (FrameHeader::flags).
 inline constexpr uint16_t kFlagRemoteData = 1u << 0;  // cq_data is valid
 inline constexpr uint16_t kFlagLastSegment = 1u << 1;
-inline constexpr uint16_t kFlagAckValid = 1u << 2;    // ack and window are meaningful
+inline constexpr uint16_t kFlagAckValid = 1u << 2;  // ack and window are meaningful
 // 1u << 3 was kFlagSyn up to version 4 (data segments opened connections);
 // since version 5 only a HELLO handshake does, and the bit is unused.
 // On MSG and TAGGED segments (FI_DELIVERY_COMPLETE): once a receive has
@@ -138,9 +138,8 @@ inline constexpr uint16_t kFlagDuplicate = 1u << 14;
 // The flags a BundleEntry may carry: those that describe one segment.  The
 // frame's own (kFlagAckValid, kFlagAckRequest, kFlagUnsealed) are in the
 // BUNDLE frame's header and hold for every entry.
-inline constexpr uint16_t kSegmentFlags = kFlagRemoteData | kFlagLastSegment |
-                                          kFlagDeliveryNotice | kFlagAckNow |
-                                          kFlagRendezvous | kFlagPull | kFlagControl;
+inline constexpr uint16_t kSegmentFlags = kFlagRemoteData | kFlagLastSegment | kFlagDeliveryNotice |
+                                          kFlagAckNow | kFlagRendezvous | kFlagPull | kFlagControl;
 
 // Sequence numbers of a connection start here, in each direction.
 inline constexpr uint32_t kInitialSeq = 1;
@@ -190,8 +189,8 @@ struct FrameHeader {
   // apart: a sender that gave up on a connection (peer timeout, RESET) opens
   // the next one with conn + 1, so stragglers and acks of the old one can
   // never be taken for the new one's (serial comparison, 16 bits).
-  uint16_t conn;         // sender's transmit connection that seq/msg_id belong to
-  uint16_t ack_conn;     // receiver's transmit connection that ack/window/RESET answer
+  uint16_t conn;      // sender's transmit connection that seq/msg_id belong to
+  uint16_t ack_conn;  // receiver's transmit connection that ack/window/RESET answer
   // The network (authorization) key of the connection: an endpoint takes
   // only frames carrying a key it was enabled with, so jobs sharing a wire
   // never see each other's traffic.  0: no key.
@@ -240,17 +239,17 @@ inline constexpr size_t kHeadersSize = sizeof(EtherHeader) + sizeof(FrameHeader)
 // frame of its own with the frame's header and the entry's fields would
 // be, so loss, repair and acknowledgement stay per segment.
 struct BundleEntry {
-  uint8_t opcode;        // kMsg, kTagged, kRequest or kResponse
-  uint8_t reserved8;     // 0
-  uint16_t flags;        // kSegmentFlags only
+  uint8_t opcode;     // kMsg, kTagged, kRequest or kResponse
+  uint8_t reserved8;  // 0
+  uint16_t flags;     // kSegmentFlags only
   uint32_t seq;
   uint32_t msg_id;
   uint32_t msg_len;
   uint32_t offset;
   uint32_t group;
   uint16_t payload_len;
-  uint16_t reserved16;   // 0
-  uint32_t reserved32;   // 0
+  uint16_t reserved16;  // 0
+  uint32_t reserved32;  // 0
   uint64_t tag;
   uint64_t cq_data;
 };
@@ -278,9 +277,9 @@ enum class ControlKind : uint8_t {
 };
 inline constexpr size_t kMaxConnectionData = 256;  // FI_OPT_CM_DATA_SIZE
 struct ControlBody {
-  uint8_t kind;        // ControlKind
-  uint8_t reserved8;   // 0
-  uint16_t data_len;   // at most kMaxConnectionData
+  uint8_t kind;       // ControlKind
+  uint8_t reserved8;  // 0
+  uint16_t data_len;  // at most kMaxConnectionData
   // CONNECT: a random number its answer (ACCEPT or REJECT) echoes; the
   // connecting endpoint takes no answer without it.  SHUTDOWN: 0.
   uint32_t nonce;
@@ -316,11 +315,11 @@ static_assert(sizeof(RendezvousBody) == 16);
 
 // The payload of a pull (a REQUEST with kFlagPull), big-endian.
 struct PullBody {
-  uint32_t msg_id;       // the announcement's msg_id on the puller's receive stream
-  uint16_t conn;         // the announcing sender's transmit connection it came on
-  uint16_t reserved;     // 0
-  uint64_t length;       // bytes wanted: the receive's capacity, at most the
-                         // message's length; 0 discards the message
+  uint32_t msg_id;    // the announcement's msg_id on the puller's receive stream
+  uint16_t conn;      // the announcing sender's transmit connection it came on
+  uint16_t reserved;  // 0
+  uint64_t length;    // bytes wanted: the receive's capacity, at most the
+                      // message's length; 0 discards the message
 };
 static_assert(sizeof(PullBody) == 16);
 
@@ -335,18 +334,19 @@ enum class RemoteKind : uint8_t {
   kFetchAtomic = 4,    // fi_fetch_atomic: the old values come back
   kCompareAtomic = 5,  // fi_compare_atomic: compare values follow the operands
 };
-inline constexpr uint8_t kRemoteHasData = 1;  // RemoteOpHeader::flags: cq_data is for the target's CQ
+inline constexpr uint8_t kRemoteHasData =
+    1;  // RemoteOpHeader::flags: cq_data is for the target's CQ
 
 struct RemoteOpHeader {
-  uint8_t kind;        // RemoteKind
-  uint8_t flags;       // kRemoteHasData
-  uint16_t datatype;   // atomics: enum fi_datatype
-  uint16_t op;         // atomics: enum fi_op
-  uint16_t reserved;   // 0
-  uint64_t key;        // the target region's key
-  uint64_t addr;       // where in it (as the target's mr_mode addresses)
-  uint64_t length;     // RMA: bytes; atomics: elements
-  uint64_t cq_data;    // kRemoteHasData: the target's completion data
+  uint8_t kind;       // RemoteKind
+  uint8_t flags;      // kRemoteHasData
+  uint16_t datatype;  // atomics: enum fi_datatype
+  uint16_t op;        // atomics: enum fi_op
+  uint16_t reserved;  // 0
+  uint64_t key;       // the target region's key
+  uint64_t addr;      // where in it (as the target's mr_mode addresses)
+  uint64_t length;    // RMA: bytes; atomics: elements
+  uint64_t cq_data;   // kRemoteHasData: the target's completion data
 };
 static_assert(sizeof(RemoteOpHeader) == 40);
 static_assert(offsetof(RemoteOpHeader, key) == 8);

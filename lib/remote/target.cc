@@ -37,30 +37,26 @@ uint64_t atomic_access(Class c, fi_op op) {
 }
 
 Target::Target(Host& host, proto::Engine& engine) : host_(host), engine_(engine) {
-  engine.set_request_handler(
-      [this](uint64_t peer, const uint8_t* bytes, size_t length, size_t placed) {
-        return serve(peer, bytes, length, placed);
-      });
+  engine.set_request_handler([this](uint64_t peer, const uint8_t* bytes, size_t length,
+                                    size_t placed) { return serve(peer, bytes, length, placed); });
   engine.set_request_placer(
       [this](uint64_t, const uint8_t* first, size_t first_length, size_t request_length) {
         return place(first, first_length, request_length);
       });
 }
 
-proto::Placement Target::place(const uint8_t* first, size_t first_length,
-                               size_t request_length) {
+proto::Placement Target::place(const uint8_t* first, size_t first_length, size_t request_length) {
   RemoteOp op{};
   if (!decode(first, first_length, &op) || op.kind != RemoteKind::kWrite ||
-      op.length != request_length - kRemoteOpSize || op.length == 0 ||
-      !host_.has_cap(FI_RMA) || !host_.has_cap(FI_REMOTE_WRITE))
+      op.length != request_length - kRemoteOpSize || op.length == 0 || !host_.has_cap(FI_RMA) ||
+      !host_.has_cap(FI_REMOTE_WRITE))
     return {};
   // A write whose CQ entry has no room is refused (serve_rma): assembled,
   // so its data does not land first.
   if ((op.flags & wire::kRemoteHasData) && !host_.remote_cq_room()) return {};
   uint8_t* target = nullptr;
   void* region = nullptr;
-  if (host_.resolve(op.key, op.addr, op.length, FI_REMOTE_WRITE, &target, &region) != 0)
-    return {};
+  if (host_.resolve(op.key, op.addr, op.length, FI_REMOTE_WRITE, &target, &region) != 0) return {};
   engine_.recall_lent(target, op.length);  // reads served before it keep their bytes
   return {kRemoteOpSize, target};
 }
@@ -119,8 +115,7 @@ proto::Response Target::serve_rma(uint64_t peer_key, const RemoteOp& op, const u
   return response;
 }
 
-proto::Response Target::serve_atomic(const RemoteOp& request, const uint8_t* data,
-                                     size_t length) {
+proto::Response Target::serve_atomic(const RemoteOp& request, const uint8_t* data, size_t length) {
   const Class c = request.kind == RemoteKind::kAtomic        ? Class::kBase
                   : request.kind == RemoteKind::kFetchAtomic ? Class::kFetch
                                                              : Class::kCompare;

@@ -5,10 +5,9 @@
 // read's data or an atomic's old values returned in the response, an atomic
 // applied through lib/atomic's table.  The transport delivers each request
 // once, so each runs once.  A read's data is sent from the region itself
-// (proto::Response::lent_bytes) unless Host::may_lend_reads says no; a write or atomic that modifies those bytes
-// before they are acknowledged first has them copied (Engine::recall_lent),
-// so requests keep their order, and whoever closes a region calls
-// recall_lent on its memory first.
+// (proto::Response::lent_bytes) unless Host::may_lend_reads says no; a write or atomic that
+// modifies those bytes before they are acknowledged first has them copied (Engine::recall_lent), so
+// requests keep their order, and whoever closes a region calls recall_lent on its memory first.
 //
 // What the target needs of the endpoint it serves (its capabilities, its
 // regions by key, its counters and CQ) comes through Host, which the
@@ -62,8 +61,8 @@ class Host {
   // `access` (FI_REMOTE_READ and/or FI_REMOTE_WRITE): 0 with *out, and in
   // *region what to name the region by in count_remote (may be null), or
   // FI_EKEYREJECTED / FI_EACCES / FI_EFAULT.
-  virtual int resolve(uint64_t key, uint64_t addr, uint64_t length, uint64_t access,
-                      uint8_t** out, void** region) = 0;
+  virtual int resolve(uint64_t key, uint64_t addr, uint64_t length, uint64_t access, uint8_t** out,
+                      void** region) = 0;
   // An operation ran at `region`: counted as a remote write (RMA writes,
   // base atomics) or a remote read (RMA reads, fetching atomics) by the
   // endpoint's counters (fi_endpoint(3)); `modified`: it needed write

@@ -23,8 +23,8 @@
 // the live pair's progress (frames the peer sent per second, against the
 // rate before the first case); it fails when the target misbehaves, grows
 // by more than --rss-limit-kb, or the pair stops (or falls below
-// --progress-floor of its rate, 0 unless given).  Exit 0 when every case passed, 1 otherwise, 2 on set-up
-// errors.
+// --progress-floor of its rate, 0 unless given).  Exit 0 when every case passed, 1 otherwise, 2 on
+// set-up errors.
 //
 // What the program shares with its cases is in adversary.h; the cases are
 // in adversary_forgeries.cc, adversary_budgets.cc and adversary_parking.cc.
@@ -53,13 +53,13 @@ namespace ofi_dpdk::adversarial {
 namespace {
 
 const std::vector<std::string> kAllCases = {
-    "stranger_flood",  "forged_hello",      "forged_reset",   "pinned_budget",
-    "unacked_responses", "wrong_keys",      "handshake_flood", "parked_segments",
-    "response_memory", "remote_cq_data",    "evicted_replay"};
+    "stranger_flood",    "forged_hello",   "forged_reset",    "pinned_budget",
+    "unacked_responses", "wrong_keys",     "handshake_flood", "parked_segments",
+    "response_memory",   "remote_cq_data", "evicted_replay"};
 // Cases run only when named (--cases): they need a target set up for them
 // (test_lockout.sh).
 const std::vector<std::string> kNamedOnlyCases = {"held_lockout", "on_path_forgeries",
-                                                   "out_of_window_resets"};
+                                                  "out_of_window_resets"};
 
 [[noreturn]] void setup_error(const std::string& what) {
   std::fprintf(stderr, "adversary: %s\n", what.c_str());
@@ -75,19 +75,32 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) setup_error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--iface") o.iface = value();
-    else if (arg == "--rendezvous") o.rendezvous = value();
-    else if (arg == "--target-pid") o.target_pid = std::stol(value());
-    else if (arg == "--seed") o.seed = std::stoull(value());
-    else if (arg == "--max-peers") o.max_peers = std::stoull(value());
-    else if (arg == "--unexpected-bytes") o.unexpected_bytes = std::stoull(value());
-    else if (arg == "--peer-timeout-ms") o.peer_timeout_ms = std::stoull(value());
-    else if (arg == "--response-bytes") o.response_bytes = std::stoull(value());
-    else if (arg == "--region-bytes") o.region_bytes = std::stoull(value());
-    else if (arg == "--rss-limit-kb") o.rss_limit_kb = std::stol(value());
-    else if (arg == "--progress-floor") o.progress_floor = std::stod(value());
-    else if (arg == "--stations") o.stations = std::stoull(value());
-    else if (arg == "--quiet-ms") o.quiet_ms = std::stoull(value());
+    if (arg == "--iface")
+      o.iface = value();
+    else if (arg == "--rendezvous")
+      o.rendezvous = value();
+    else if (arg == "--target-pid")
+      o.target_pid = std::stol(value());
+    else if (arg == "--seed")
+      o.seed = std::stoull(value());
+    else if (arg == "--max-peers")
+      o.max_peers = std::stoull(value());
+    else if (arg == "--unexpected-bytes")
+      o.unexpected_bytes = std::stoull(value());
+    else if (arg == "--peer-timeout-ms")
+      o.peer_timeout_ms = std::stoull(value());
+    else if (arg == "--response-bytes")
+      o.response_bytes = std::stoull(value());
+    else if (arg == "--region-bytes")
+      o.region_bytes = std::stoull(value());
+    else if (arg == "--rss-limit-kb")
+      o.rss_limit_kb = std::stol(value());
+    else if (arg == "--progress-floor")
+      o.progress_floor = std::stod(value());
+    else if (arg == "--stations")
+      o.stations = std::stoull(value());
+    else if (arg == "--quiet-ms")
+      o.quiet_ms = std::stoull(value());
     else if (arg == "--cases") {
       o.cases.clear();
       std::stringstream list(value());
@@ -198,19 +211,22 @@ int run(const Options& o) {
     // The pair's progress over at least a second, and the target's memory
     // once it has worked through what was sent.
     const double elapsed = seconds_since(case_started);
-    if (elapsed < 1.0) adversary.listen(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::duration<double>(1.0 - elapsed)));
+    if (elapsed < 1.0)
+      adversary.listen(std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(1.0 - elapsed)));
     adversary.listen(milliseconds(200));
     const double rate = (adversary.pair_frames() - pair_before) / seconds_since(case_started);
     const long rss_after = resident_kb(o.target_pid);
     const long grown = rss_after - rss_before;
-    if (rss_after < 0) finding.fail("the target process is gone");
+    if (rss_after < 0)
+      finding.fail("the target process is gone");
     else if (grown > o.rss_limit_kb)
       finding.fail("the target grew by " + std::to_string(grown) + " kB");
     if (adversary.pair_frames() - pair_before < kMinPairFrames)
       finding.fail("the live pair stopped");
     else if (rate < o.progress_floor * baseline)
-      finding.fail("the live pair slowed to " + std::to_string(static_cast<int>(100 * rate / baseline)) + " %");
+      finding.fail("the live pair slowed to " +
+                   std::to_string(static_cast<int>(100 * rate / baseline)) + " %");
     std::printf("%s %s: %s; target %+ld kB; live pair at %.0f %% of its rate\n",
                 finding.ok ? "ok  " : "FAIL", name.c_str(), finding.detail.c_str(), grown,
                 100 * rate / baseline);

@@ -66,8 +66,8 @@ bool to_station(const proto::DecodedFrame& f, const Station& s);
 // One of our own connections to the target, and what the target sent it.
 struct Session {
   OwnConnection c;
-  uint32_t acked = wire::kInitialSeq;      // the target's cumulative ack of our segments
-  std::map<uint32_t, uint64_t> responses;  // request msg_id -> status (cq_data)
+  uint32_t acked = wire::kInitialSeq;          // the target's cumulative ack of our segments
+  std::map<uint32_t, uint64_t> responses;      // request msg_id -> status (cq_data)
   uint32_t response_next = wire::kInitialSeq;  // the target's next RESPONSE seq we expect
   uint16_t response_conn = 0;
   bool ack_responses = true;
@@ -118,7 +118,8 @@ class Adversary {
   // Takes in the target's frames for `duration` (or until done()),
   // updating every session they are for.
   void listen(Clock::duration duration, const std::function<bool()>& done = {}) {
-    in_.listen(duration, [&](const proto::DecodedFrame& f) { observe(f); }, done);
+    in_.listen(
+        duration, [&](const proto::DecodedFrame& f) { observe(f); }, done);
   }
 
  private:
@@ -153,8 +154,8 @@ class Adversary {
     for (auto& s : sessions_) {
       if (!to_station(f, s->c.self)) continue;
       if (h.opcode == static_cast<uint8_t>(wire::Opcode::kReset)) ++s->resets;
-      if ((h.flags & wire::kFlagAckValid) && h.ack_conn == s->c.conn &&
-          h.ack_token == s->c.token && static_cast<int32_t>(h.ack - s->acked) > 0)
+      if ((h.flags & wire::kFlagAckValid) && h.ack_conn == s->c.conn && h.ack_token == s->c.token &&
+          static_cast<int32_t>(h.ack - s->acked) > 0)
         s->acked = h.ack;
       if (h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse)) {
         s->responses.emplace(static_cast<uint32_t>(h.tag), h.cq_data);
@@ -211,8 +212,7 @@ class Adversary {
   }
 
   // A one-segment request (its head `request`) at `seq` with `msg_id`.
-  wire::FrameHeader request_header(const Session& s, uint32_t seq, uint32_t msg_id,
-                                   size_t length) {
+  wire::FrameHeader request_header(const Session& s, uint32_t seq, uint32_t msg_id, size_t length) {
     wire::FrameHeader h = header_between(wire::Opcode::kRequest, s.c.self, in_.target());
     h.flags = wire::kFlagLastSegment | wire::kFlagAckNow;
     h.seq = seq;

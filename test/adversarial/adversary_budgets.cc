@@ -47,11 +47,10 @@ Finding Adversary::pinned_budget() {
     send_first_segment(waiting, wait_len);  // our retransmission
     listen(milliseconds(100), [&] { return waiting.acked != wire::kInitialSeq; });
   }
-  const auto waited =
-      std::chrono::duration_cast<milliseconds>(Clock::now() - pinned_at).count();
-  finding.note("claimed " + std::to_string(pin_len) + " of " +
-               std::to_string(o_.unexpected_bytes) + " bytes; a " + std::to_string(wait_len) +
-               "-byte message waited " + std::to_string(waited) + " ms");
+  const auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - pinned_at).count();
+  finding.note("claimed " + std::to_string(pin_len) + " of " + std::to_string(o_.unexpected_bytes) +
+               " bytes; a " + std::to_string(wait_len) + "-byte message waited " +
+               std::to_string(waited) + " ms");
   if (waiting.acked == wire::kInitialSeq)
     finding.fail("the budget never came back");
   else if (static_cast<uint64_t>(waited) < o_.peer_timeout_ms / 2)
@@ -79,8 +78,8 @@ Finding Adversary::unacked_responses() {
          [&] { return s.acked - wire::kInitialSeq >= kResponseCap + kDeferredCap; });
   listen(std::chrono::milliseconds(300));  // and a little more, to see it take no more
   const uint32_t taken = s.acked - wire::kInitialSeq;
-  finding.note(std::to_string(kRequests) + " requests sent, " + std::to_string(taken) +
-               " taken, " + std::to_string(s.responses.size()) + " answers seen");
+  finding.note(std::to_string(kRequests) + " requests sent, " + std::to_string(taken) + " taken, " +
+               std::to_string(s.responses.size()) + " answers seen");
   if (taken == 0) finding.fail("no request taken: the case did not reach the target");
   if (s.responses.size() > kResponseCap) finding.fail("more answers than may wait for acks");
   if (taken > kResponseCap + kDeferredCap) finding.fail("more requests taken than may wait");
@@ -109,7 +108,8 @@ Finding Adversary::response_memory() {
   const uint32_t taken = s.acked - first;
   const uint64_t allowed = (o_.response_bytes / 4 + length - 1) / length + 1;
   for (const auto& [id, status] : s.responses)
-    if (status != 0) return Finding{false, "a read was refused with status " + std::to_string(status)};
+    if (status != 0)
+      return Finding{false, "a read was refused with status " + std::to_string(status)};
   Finding finding;
   finding.note(std::to_string(kReads) + " reads of " + std::to_string(length) +
                " bytes never acknowledged, " + std::to_string(taken) + " taken, " +

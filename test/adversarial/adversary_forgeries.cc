@@ -95,8 +95,8 @@ Finding Adversary::forged_hello() {
       [&](uint64_t i) {
         Station forged = in_.peer();
         forged.session = in_.random_nonzero();
-        wire::FrameHeader h = header_between(
-            i % 2 == 0 ? wire::Opcode::kHello : wire::Opcode::kMsg, forged, in_.target());
+        wire::FrameHeader h = header_between(i % 2 == 0 ? wire::Opcode::kHello : wire::Opcode::kMsg,
+                                             forged, in_.target());
         h.conn = static_cast<uint16_t>(in_.random64());
         h.token = in_.random_nonzero();
         if (i % 2 == 0) {
@@ -130,7 +130,8 @@ Finding Adversary::forged_reset() {
       [&](uint64_t) {
         wire::FrameHeader h = header_between(wire::Opcode::kReset, in_.peer(), in_.target());
         h.ack_conn = live.target_conn;
-        do h.ack_token = in_.random_nonzero(); while (h.ack_token == live.target_token);
+        do h.ack_token = in_.random_nonzero();
+        while (h.ack_token == live.target_token);
         in_.send(in_.peer(), in_.target(), h);
       },
       [&](const proto::DecodedFrame& f) { observe(f); });
@@ -163,8 +164,10 @@ Finding Adversary::wrong_keys() {
     finding.fail("a segment with a wrong network key or address was taken");
   send_read(s, next, in_.random64());
   listen(milliseconds(10000), [&] { return s.responses.count(next) != 0; });
-  if (!s.responses.count(next)) finding.fail("the connection did not survive the forgeries");
-  else finding.note("forged segments dropped, the connection still served");
+  if (!s.responses.count(next))
+    finding.fail("the connection did not survive the forgeries");
+  else
+    finding.note("forged segments dropped, the connection still served");
   return finding;
 }
 
@@ -193,7 +196,8 @@ Finding Adversary::out_of_window_resets() {
   const bool sampled = in_.learn_live(std::chrono::seconds(3));
   finding.note(std::to_string(2 * kEach) + " RESETs with the live token, 2^20 sequences " +
                "behind and ahead of " + std::to_string(live.target_seq));
-  if (!sampled) finding.fail("the pair's frames stopped");
+  if (!sampled)
+    finding.fail("the pair's frames stopped");
   else if (in_.live().target_conn != live.target_conn)
     finding.fail("the target took a RESET for a sequence it could not have sent");
   return finding;
@@ -266,9 +270,10 @@ Finding Adversary::on_path_forgeries() {
                std::to_string(live.peer_next_seq) + ", 64 HELLOs: " + std::to_string(answers) +
                " answers");
   if (!sampled) finding.fail("the pair's frames stopped");
-  if (reset) finding.fail("the target took a forged RESET (its connection to the peer went from " +
-                          std::to_string(conn_before) + " to " +
-                          std::to_string(in_.live().target_conn) + ")");
+  if (reset)
+    finding.fail("the target took a forged RESET (its connection to the peer went from " +
+                 std::to_string(conn_before) + " to " + std::to_string(in_.live().target_conn) +
+                 ")");
   if (answers != 0) finding.fail("the target answered forged frames");
   return finding;
 }

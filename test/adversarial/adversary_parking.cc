@@ -163,9 +163,9 @@ Finding Adversary::evicted_replay() {
   size_t ran_again = 0;
   for (size_t i = frames_before; i < s.response_frames.size(); ++i)
     ran_again += s.response_frames[i].second == kFirstId;
-  finding.note("the evicted connection's read replayed: " +
-               std::to_string(s.resets - resets_before) + " RESET, " +
-               std::to_string(ran_again) + " answers");
+  finding.note(
+      "the evicted connection's read replayed: " + std::to_string(s.resets - resets_before) +
+      " RESET, " + std::to_string(ran_again) + " answers");
   if (ran_again != 0) finding.fail("the replayed request ran again");
   if (s.resets == resets_before) finding.fail("the replayed segment was not refused");
   return finding;

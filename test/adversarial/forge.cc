@@ -33,8 +33,8 @@ std::optional<Station> station_from_name(std::string_view hex) {
 
 std::string mac_text(const Mac& mac) {
   char text[18];
-  std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2],
-                mac[3], mac[4], mac[5]);
+  std::snprintf(text, sizeof(text), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
+                mac[4], mac[5]);
   return text;
 }
 
@@ -55,7 +55,8 @@ std::vector<uint8_t> seal(const Mac& from, const Mac& to, wire::FrameHeader head
   header.payload_len = static_cast<uint16_t>(payload.size());
   std::vector<uint8_t> frame(wire::kHeadersSize + payload.size());
   proto::encode_headers(frame.data(), to.data(), from.data(), wire::kDefaultEtherType, header);
-  if (!payload.empty()) std::memcpy(frame.data() + wire::kHeadersSize, payload.data(), payload.size());
+  if (!payload.empty())
+    std::memcpy(frame.data() + wire::kHeadersSize, payload.data(), payload.size());
   proto::seal_frame(frame.data(), frame.size());
   return frame;
 }
@@ -66,10 +67,9 @@ std::vector<uint8_t> seal_udp(wire::FrameHeader header, std::span<const uint8_t>
   proto::encode_header(datagram.data(), header);
   if (!payload.empty())
     std::memcpy(datagram.data() + sizeof(wire::FrameHeader), payload.data(), payload.size());
-  proto::finish_seal_udp(datagram.data(),
-                         proto::crc32c(proto::begin_seal_udp(datagram.data()),
-                                       datagram.data() + sizeof(wire::FrameHeader),
-                                       payload.size()));
+  proto::finish_seal_udp(
+      datagram.data(), proto::crc32c(proto::begin_seal_udp(datagram.data()),
+                                     datagram.data() + sizeof(wire::FrameHeader), payload.size()));
   return datagram;
 }
 

@@ -19,9 +19,13 @@ constexpr uint32_t kChecksumAt = 14 + offsetof(wire::FrameHeader, integrity) + 4
 uint32_t high_word(const Mac& mac) {
   return uint32_t{mac[0]} << 24 | uint32_t{mac[1]} << 16 | uint32_t{mac[2]} << 8 | mac[3];
 }
-uint32_t low_half(const Mac& mac) { return uint32_t{mac[4]} << 8 | mac[5]; }
+uint32_t low_half(const Mac& mac) {
+  return uint32_t{mac[4]} << 8 | mac[5];
+}
 
-bool same(const uint8_t* a, const Mac& b) { return std::equal(b.begin(), b.end(), a); }
+bool same(const uint8_t* a, const Mac& b) {
+  return std::equal(b.begin(), b.end(), a);
+}
 
 }  // namespace
 
@@ -59,7 +63,8 @@ Injector::Injector(RawLink& link, const Station& target, const Station& peer, ui
 
 uint32_t Injector::random_nonzero() {
   uint32_t value;
-  do value = static_cast<uint32_t>(rng_()); while (value == 0);
+  do value = static_cast<uint32_t>(rng_());
+  while (value == 0);
   return value;
 }
 
@@ -204,7 +209,8 @@ void Injector::paced(uint64_t total, uint64_t rate, const std::function<void(uin
   // Bursts of 32 keep the sleeps long enough to leave both cores to the
   // pair between them.
   constexpr uint64_t kBurst = 32;
-  const auto interval = std::chrono::nanoseconds(1'000'000'000 * kBurst / std::max<uint64_t>(rate, 1));
+  const auto interval =
+      std::chrono::nanoseconds(1'000'000'000 * kBurst / std::max<uint64_t>(rate, 1));
   auto next = Clock::now();
   for (uint64_t i = 0; i < total;) {
     for (uint64_t end = std::min(total, i + kBurst); i < end; ++i) send_one(i);

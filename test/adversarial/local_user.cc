@@ -46,8 +46,8 @@
 #include <string>
 #include <vector>
 
-#include "test/adversarial/forge.h"
 #include "lib/proto/wire.h"
+#include "test/adversarial/forge.h"
 
 namespace ofi_dpdk::adversarial {
 namespace {
@@ -181,11 +181,11 @@ class LocalUser {
     try_binds();
     open_forger();
     listen_and_forge();
-    std::printf("local_user: %zu sockets bound to endpoint ports; %zu held ports refused "
-                "EADDRINUSE; datagrams received %lu (%lu bytes); sent %lu RESETs and %lu "
-                "HELLOs in the server's name\n",
-                listeners_.size(), refused_, received_, received_bytes_, resets_sent_,
-                hellos_sent_);
+    std::printf(
+        "local_user: %zu sockets bound to endpoint ports; %zu held ports refused "
+        "EADDRINUSE; datagrams received %lu (%lu bytes); sent %lu RESETs and %lu "
+        "HELLOs in the server's name\n",
+        listeners_.size(), refused_, received_, received_bytes_, resets_sent_, hellos_sent_);
     for (const std::string& f : failures_) std::printf("FAIL %s\n", f.c_str());
     return failures_.empty() ? 0 : 1;
   }

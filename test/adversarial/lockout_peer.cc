@@ -59,7 +59,9 @@ void check(int ret, const char* what) {
   if (ret != 0) setup_error(std::string(what) + ": " + fi_strerror(-ret));
 }
 
-bool exists(const std::string& path) { return std::filesystem::exists(path); }
+bool exists(const std::string& path) {
+  return std::filesystem::exists(path);
+}
 
 void write_file(const std::string& path, const std::string& text) {
   const std::string partial = path + ".partial";
@@ -173,8 +175,8 @@ int run_target(const Options& o) {
   Endpoint e = open_endpoint(fabric);
   std::vector<std::vector<uint8_t>> buffers(kReceives, std::vector<uint8_t>(kMessageBytes));
   for (size_t i = 0; i < kReceives; ++i)
-    check(static_cast<int>(fi_recv(e.ep, buffers[i].data(), kMessageBytes, nullptr,
-                                   FI_ADDR_UNSPEC, &buffers[i])),
+    check(static_cast<int>(fi_recv(e.ep, buffers[i].data(), kMessageBytes, nullptr, FI_ADDR_UNSPEC,
+                                   &buffers[i])),
           "fi_recv");
   write_file(o.rendezvous + "/server", hex(e.name) + "\nregion 0 0\n");
   const auto deadline = Clock::now() + std::chrono::duration<double>(o.limit_s);
@@ -303,9 +305,10 @@ int run_client(const Options& o) {
   Endpoint new_peer = open_endpoint(fabric);
   const double after_new = client.best_rate(new_peer, target, 5);
   if (after_new < 0) return 1;
-  std::printf("{\"role\": \"client\", \"before_MBps\": %.1f, \"after_old_MBps\": %.1f, "
-              "\"after_new_MBps\": %.1f}\n",
-              before, after_old, after_new);
+  std::printf(
+      "{\"role\": \"client\", \"before_MBps\": %.1f, \"after_old_MBps\": %.1f, "
+      "\"after_new_MBps\": %.1f}\n",
+      before, after_old, after_new);
   new_peer.close();
   old_peer.close();
   return 0;
@@ -319,11 +322,16 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) setup_error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--role") o.role = value();
-    else if (arg == "--rendezvous") o.rendezvous = value();
-    else if (arg == "--limit") o.limit_s = std::stod(value());
-    else if (arg == "--try-ms") o.try_ms = std::stoi(value());
-    else setup_error("unknown option " + arg);
+    if (arg == "--role")
+      o.role = value();
+    else if (arg == "--rendezvous")
+      o.rendezvous = value();
+    else if (arg == "--limit")
+      o.limit_s = std::stod(value());
+    else if (arg == "--try-ms")
+      o.try_ms = std::stoi(value());
+    else
+      setup_error("unknown option " + arg);
   }
   if ((o.role != "target" && o.role != "client") || o.rendezvous.empty())
     setup_error("--role target|client and --rendezvous DIR are required");

@@ -70,7 +70,8 @@ bool RawLink::send(std::span<const uint8_t> frame) {
 size_t RawLink::receive(std::span<uint8_t> buffer, int64_t timeout_us) {
   pollfd readable{fd_, POLLIN, 0};
   const int64_t wait = std::max<int64_t>(timeout_us, 0);
-  const timespec limit{static_cast<time_t>(wait / 1'000'000), static_cast<long>(wait % 1'000'000) * 1000};
+  const timespec limit{static_cast<time_t>(wait / 1'000'000),
+                       static_cast<long>(wait % 1'000'000) * 1000};
   if (ppoll(&readable, 1, &limit, nullptr) <= 0) return 0;
   const ssize_t got = recv(fd_, buffer.data(), buffer.size(), MSG_DONTWAIT);
   return got > 0 ? static_cast<size_t>(got) : 0;
@@ -107,11 +108,17 @@ void FilterBuilder::jump_unless_bits(uint32_t bits, const std::string& label) {
   code_.push_back(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, bits, 0, 0));
 }
 
-void FilterBuilder::label(const std::string& name) { labels_.emplace_back(name, code_.size()); }
+void FilterBuilder::label(const std::string& name) {
+  labels_.emplace_back(name, code_.size());
+}
 
-void FilterBuilder::accept() { code_.push_back(BPF_STMT(BPF_RET | BPF_K, 0xffff)); }
+void FilterBuilder::accept() {
+  code_.push_back(BPF_STMT(BPF_RET | BPF_K, 0xffff));
+}
 
-void FilterBuilder::reject() { code_.push_back(BPF_STMT(BPF_RET | BPF_K, 0)); }
+void FilterBuilder::reject() {
+  code_.push_back(BPF_STMT(BPF_RET | BPF_K, 0));
+}
 
 std::vector<sock_filter> FilterBuilder::finish() const {
   std::vector<sock_filter> code = code_;

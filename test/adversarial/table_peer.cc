@@ -110,8 +110,8 @@ fi_info* info_for(fi_ep_type type, uint64_t caps, const std::string& node, uint6
   hints->caps = caps;
   hints->domain_attr->mr_mode = 0;  // requested keys, offsets
   fi_info* info = nullptr;
-  check(fi_getinfo(FI_VERSION(1, 17), node.empty() ? nullptr : node.c_str(), kService, flags,
-                   hints, &info),
+  check(fi_getinfo(FI_VERSION(1, 17), node.empty() ? nullptr : node.c_str(), kService, flags, hints,
+                   &info),
         "fi_getinfo");
   fi_freeinfo(hints);
   return info;
@@ -205,13 +205,13 @@ std::string complete(const Ep& e, int count, double limit_s) {
 // ---- RDM: a peer the target never inserted ----
 
 int run_rdm_target(const Options& o) {
-  Objects objects(info_for(FI_EP_RDM, FI_MSG | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE, "",
-                           FI_SOURCE));
+  Objects objects(
+      info_for(FI_EP_RDM, FI_MSG | FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE, "", FI_SOURCE));
   Ep e = open_ep(objects, objects.info);
   std::vector<uint8_t> region(kRegionBytes, 0);
   fid_mr* mr = nullptr;
-  check(fi_mr_reg(objects.domain, region.data(), region.size(), FI_REMOTE_READ | FI_REMOTE_WRITE,
-                  0, kRegionKey, 0, &mr, nullptr),
+  check(fi_mr_reg(objects.domain, region.data(), region.size(), FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                  kRegionKey, 0, &mr, nullptr),
         "fi_mr_reg");
   if (objects.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
     check(fi_mr_bind(mr, &e.ep->fid, 0), "fi_mr_bind");
@@ -507,12 +507,18 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) setup_error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--role") o.role = value();
-    else if (arg == "--rendezvous") o.rendezvous = value();
-    else if (arg == "--peer") o.peer = value();
-    else if (arg == "--count") o.count = std::stoi(value());
-    else if (arg == "--limit") o.limit_s = std::stod(value());
-    else setup_error("unknown option " + arg);
+    if (arg == "--role")
+      o.role = value();
+    else if (arg == "--rendezvous")
+      o.rendezvous = value();
+    else if (arg == "--peer")
+      o.peer = value();
+    else if (arg == "--count")
+      o.count = std::stoi(value());
+    else if (arg == "--limit")
+      o.limit_s = std::stod(value());
+    else
+      setup_error("unknown option " + arg);
   }
   if (o.role.empty() || o.rendezvous.empty()) setup_error("--role and --rendezvous are required");
   return o;

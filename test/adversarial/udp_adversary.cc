@@ -151,28 +151,42 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) setup_error(arg + " needs a value");
       return argv[++i];
     };
-    if (arg == "--iface") o.iface = value();
-    else if (arg == "--target-mac") o.target_mac = mac_option(value());
-    else if (arg == "--target-ip") o.target_ip = address_option(value());
-    else if (arg == "--own-ip") o.own_ip = address_option(value());
-    else if (arg == "--avoid") o.avoid_ip = address_option(value());
-    else if (arg == "--avoid-mac") o.avoid_mac = mac_option(value());
+    if (arg == "--iface")
+      o.iface = value();
+    else if (arg == "--target-mac")
+      o.target_mac = mac_option(value());
+    else if (arg == "--target-ip")
+      o.target_ip = address_option(value());
+    else if (arg == "--own-ip")
+      o.own_ip = address_option(value());
+    else if (arg == "--avoid")
+      o.avoid_ip = address_option(value());
+    else if (arg == "--avoid-mac")
+      o.avoid_mac = mac_option(value());
     else if (arg == "--static") {
       const std::string item = value();
       const size_t equals = item.find('=');
       if (equals == std::string::npos) setup_error("--static wants IP=MAC: " + item);
       o.statics.emplace_back(address_option(item.substr(0, equals)),
                              mac_option(item.substr(equals + 1)));
-    }
-    else if (arg == "--target-ip6") o.target_ip6 = address6_option(value());
-    else if (arg == "--own-ip6") o.own_ip6 = address6_option(value());
-    else if (arg == "--prefix") o.prefix = static_cast<unsigned>(std::stoul(value()));
-    else if (arg == "--target-pid") o.target_pid = std::stol(value());
-    else if (arg == "--port-base") o.port_base = static_cast<uint16_t>(std::stoul(value()));
-    else if (arg == "--rss-limit-kb") o.rss_limit_kb = std::stol(value());
-    else if (arg == "--seed") o.seed = std::stoull(value());
-    else if (arg == "--rendezvous") o.rendezvous = value();
-    else if (arg == "--client-datagrams") o.client_datagrams = std::stoi(value());
+    } else if (arg == "--target-ip6")
+      o.target_ip6 = address6_option(value());
+    else if (arg == "--own-ip6")
+      o.own_ip6 = address6_option(value());
+    else if (arg == "--prefix")
+      o.prefix = static_cast<unsigned>(std::stoul(value()));
+    else if (arg == "--target-pid")
+      o.target_pid = std::stol(value());
+    else if (arg == "--port-base")
+      o.port_base = static_cast<uint16_t>(std::stoul(value()));
+    else if (arg == "--rss-limit-kb")
+      o.rss_limit_kb = std::stol(value());
+    else if (arg == "--seed")
+      o.seed = std::stoull(value());
+    else if (arg == "--rendezvous")
+      o.rendezvous = value();
+    else if (arg == "--client-datagrams")
+      o.client_datagrams = std::stoi(value());
     else if (arg == "--cases") {
       const std::string list = value();
       for (size_t start = 0; start <= list.size();) {
@@ -180,16 +194,18 @@ Options parse(int argc, char** argv) {
         if (comma > start) o.cases.push_back(list.substr(start, comma - start));
         start = comma + 1;
       }
-    } else setup_error("unknown option " + arg);
+    } else
+      setup_error("unknown option " + arg);
   }
   for (const std::string& name : o.cases)
     if ((name == "ipv6_table_flush" || name == "dgram_share") &&
         (o.rendezvous.empty() || !o.target_ip6 || !o.own_ip6))
       setup_error(name + " needs --rendezvous, --target-ip6 and --own-ip6");
-  if (o.iface.empty() || o.target_ip == 0 || o.own_ip == 0 || o.target_pid <= 0 ||
-      o.prefix < 8 || o.prefix > 30)
-    setup_error("--iface, --target-mac, --target-ip, --own-ip, --prefix (8-30) and "
-                "--target-pid are required");
+  if (o.iface.empty() || o.target_ip == 0 || o.own_ip == 0 || o.target_pid <= 0 || o.prefix < 8 ||
+      o.prefix > 30)
+    setup_error(
+        "--iface, --target-mac, --target-ip, --own-ip, --prefix (8-30) and "
+        "--target-pid are required");
   return o;
 }
 

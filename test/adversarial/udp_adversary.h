@@ -57,22 +57,22 @@ std::vector<sock_filter> from_target(const Mac& target);
 
 // What the target sent during a listen.
 struct Seen {
-  std::set<ip::Ipv4> arp_asked;        // addresses its ARP requests asked for
-  uint64_t arp_replies_to_us = 0;      // replies to our own MAC
-  std::set<ip::Ipv4> udp_to;           // destinations of its UDP frames
-  uint64_t hello_acks_to_us = 0;       // HELLO_ACKs in UDP to our own address
-  uint64_t answers_to_broadcast = 0;   // UDP to a broadcast address or MAC
+  std::set<ip::Ipv4> arp_asked;       // addresses its ARP requests asked for
+  uint64_t arp_replies_to_us = 0;     // replies to our own MAC
+  std::set<ip::Ipv4> udp_to;          // destinations of its UDP frames
+  uint64_t hello_acks_to_us = 0;      // HELLO_ACKs in UDP to our own address
+  uint64_t answers_to_broadcast = 0;  // UDP to a broadcast address or MAC
   uint64_t echo_replies = 0;
-  std::set<ip::Ipv6> solicited;        // targets of its neighbour solicitations
-  uint64_t advertisements_to_us = 0;   // advertisements to our own IPv6 address
-  std::set<ip::Ipv6> udp6_to;          // destinations of its UDP/IPv6 frames
+  std::set<ip::Ipv6> solicited;       // targets of its neighbour solicitations
+  uint64_t advertisements_to_us = 0;  // advertisements to our own IPv6 address
+  std::set<ip::Ipv6> udp6_to;         // destinations of its UDP/IPv6 frames
   uint64_t hello_acks6_to_us = 0;
   uint64_t echo6_replies = 0;
-  size_t largest_to_avoid = 0;         // its largest IPv4 frame to --avoid (the pair's peer)
-  uint64_t to_avoid = 0;               // its UDP frames to --avoid
-  uint64_t to_avoid_elsewhere = 0;     // of those, not to --avoid-mac
-  uint64_t to_watched = 0;             // UDP frames to the MAC a case watches
-  uint64_t udp6_to_our_mac = 0;        // UDP/IPv6 to our address and our MAC
+  size_t largest_to_avoid = 0;      // its largest IPv4 frame to --avoid (the pair's peer)
+  uint64_t to_avoid = 0;            // its UDP frames to --avoid
+  uint64_t to_avoid_elsewhere = 0;  // of those, not to --avoid-mac
+  uint64_t to_watched = 0;          // UDP frames to the MAC a case watches
+  uint64_t udp6_to_our_mac = 0;     // UDP/IPv6 to our address and our MAC
 };
 
 class UdpAdversary {
@@ -112,8 +112,8 @@ class UdpAdversary {
       return 1;
     }
     const long growth = rss_after - rss_before;
-    std::printf("target memory: %ld kB -> %ld kB (%+ld kB, limit %ld kB)\n", rss_before,
-                rss_after, growth, o_.rss_limit_kb);
+    std::printf("target memory: %ld kB -> %ld kB (%+ld kB, limit %ld kB)\n", rss_before, rss_after,
+                growth, o_.rss_limit_kb);
     if (growth > o_.rss_limit_kb) all = false;
     return all ? 0 : 1;
   }
@@ -122,10 +122,14 @@ class UdpAdversary {
   int run_named() {
     bool all = true;
     for (const std::string& name : o_.cases) {
-      if (name == "answers6") all &= report("answers6", answers6());
-      else if (name == "ipv6_table_flush") all &= report("ipv6_table_flush", ipv6_table_flush());
-      else if (name == "dgram_share") all &= report("dgram_share", dgram_share());
-      else setup_error("no case " + name + " runs alone");
+      if (name == "answers6")
+        all &= report("answers6", answers6());
+      else if (name == "ipv6_table_flush")
+        all &= report("ipv6_table_flush", ipv6_table_flush());
+      else if (name == "dgram_share")
+        all &= report("dgram_share", dgram_share());
+      else
+        setup_error("no case " + name + " runs alone");
     }
     return all ? 0 : 1;
   }
@@ -213,8 +217,8 @@ class UdpAdversary {
     uint8_t* header = frame.data() + lead;
     proto::encode_header(header, h);
     std::memcpy(header + sizeof(wire::FrameHeader), body.data(), body.size());
-    proto::finish_seal_udp(
-        header, proto::crc32c(proto::begin_seal_udp(header), body.data(), body.size()));
+    proto::finish_seal_udp(header,
+                           proto::crc32c(proto::begin_seal_udp(header), body.data(), body.size()));
     return frame;
   }
 
@@ -310,8 +314,7 @@ class UdpAdversary {
 
   void take6(const uint8_t* frame, size_t length, Seen* seen) {
     ip::Ipv6Packet packet;
-    if (!o_.own_ip6 || ip::parse_ipv6_packet(frame, length, &packet) != ip::Ipv6Result::kOk)
-      return;
+    if (!o_.own_ip6 || ip::parse_ipv6_packet(frame, length, &packet) != ip::Ipv6Result::kOk) return;
     ip::NeighbourMessage message;
     if (ip::parse_neighbour_message(packet, &message)) {
       if (message.kind == ip::NeighbourMessage::Kind::kSolicitation) {
@@ -361,7 +364,8 @@ class UdpAdversary {
                         answer);
           link_.send(answer);
         }
-      } else if (std::memcmp(arp->target_mac, own_mac_.data(), 6) == 0) ++seen->arp_replies_to_us;
+      } else if (std::memcmp(arp->target_mac, own_mac_.data(), 6) == 0)
+        ++seen->arp_replies_to_us;
       return;
     }
     ip::Ipv4Packet packet;
@@ -444,8 +448,8 @@ class UdpAdversary {
   std::mt19937_64 rng_;
   Mac own_mac_{};
   ip::Ipv4 network_ = 0, broadcast_ = 0;
-  Mac watched_{};                        // a case's forged MAC (zero: none)
-  std::map<ip::Ipv4, Mac> claimed_;      // made-up neighbours we answer ARP for
+  Mac watched_{};                    // a case's forged MAC (zero: none)
+  std::map<ip::Ipv4, Mac> claimed_;  // made-up neighbours we answer ARP for
 };
 
 }  // namespace ofi_dpdk::adversarial

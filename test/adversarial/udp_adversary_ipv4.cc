@@ -160,8 +160,8 @@ UdpAdversary::Result UdpAdversary::forged_too_big() {
   (void)listen(milliseconds(100));  // what left before the words were read
   const size_t after = listen(milliseconds(500)).largest_to_avoid;
   if (after + 100 < before)
-    r.fail("the target's frames to the pair's peer shrank from " + std::to_string(before) +
-           " to " + std::to_string(after) + " bytes");
+    r.fail("the target's frames to the pair's peer shrank from " + std::to_string(before) + " to " +
+           std::to_string(after) + " bytes");
   r.note(std::to_string(kWords) + " words; largest frame to the peer " + std::to_string(before) +
          " bytes before, " + std::to_string(after) + " after");
   return r;
@@ -186,8 +186,7 @@ UdpAdversary::Result UdpAdversary::arp_redirect() {
   const Seen before = listen(milliseconds(300));
   if (before.to_avoid == 0 || before.to_avoid_elsewhere != 0) {
     r.fail("before the attack the target sent the peer " + std::to_string(before.to_avoid) +
-           " frames, " + std::to_string(before.to_avoid_elsewhere) +
-           " elsewhere: nothing to show");
+           " frames, " + std::to_string(before.to_avoid_elsewhere) + " elsewhere: nothing to show");
     return r;
   }
   const Mac everyone = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};

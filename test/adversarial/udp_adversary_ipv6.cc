@@ -95,8 +95,8 @@ UdpAdversary::Result UdpAdversary::spoofed_hellos6() {
   for (const ip::Ipv6& a : seen.udp6_to) answered += sources.count(a);
   if (asked != 0) r.fail(std::to_string(asked) + " made-up sources solicited");
   if (answered != 0) r.fail(std::to_string(answered) + " made-up sources sent UDP");
-  r.note(std::to_string(sources.size()) + " sources, " + std::to_string(asked) +
-         " solicited, " + std::to_string(answered) + " answered");
+  r.note(std::to_string(sources.size()) + " sources, " + std::to_string(asked) + " solicited, " +
+         std::to_string(answered) + " answered");
   return r;
 }
 
@@ -135,7 +135,8 @@ UdpAdversary::Result UdpAdversary::bounded_flood(const char* what,
   }
   listen(milliseconds(500));
   const long after = resident_kb(o_.target_pid);
-  if (after < 0) r.fail("the target is gone");
+  if (after < 0)
+    r.fail("the target is gone");
   else if (after - before > o_.rss_limit_kb)
     r.fail("the target grew by " + std::to_string(after - before) + " kB");
   r.note(std::to_string(kRequests) + " " + what + " from as many neighbours, target " +
@@ -244,9 +245,11 @@ UdpAdversary::Result UdpAdversary::dgram_share() {
   if (from_client * 2 < static_cast<unsigned long>(o_.client_datagrams))
     r.fail("of the honest client's " + std::to_string(o_.client_datagrams) + " datagrams, " +
            std::to_string(from_client) + " waited for the receives");
-  r.note(std::to_string(kDatagrams) + " datagrams from one forged source; waiting when the "
-         "target took them: " + std::to_string(from_client) + " of the client's " +
-         std::to_string(o_.client_datagrams) + ", " + std::to_string(others) + " forged");
+  r.note(std::to_string(kDatagrams) +
+         " datagrams from one forged source; waiting when the "
+         "target took them: " +
+         std::to_string(from_client) + " of the client's " + std::to_string(o_.client_datagrams) +
+         ", " + std::to_string(others) + " forged");
   return r;
 }
 

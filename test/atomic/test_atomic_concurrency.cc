@@ -50,8 +50,8 @@ void sum_ones_concurrently(fi_datatype datatype, T* target) {
   std::vector<T> ones(kElements, T(1));
   run_together([&](int) {
     for (int i = 0; i < kIterations; ++i) {
-      ASSERT_EQ(0, apply(FI_SUM, datatype, Class::kBase, target, ones.data(), nullptr,
-                         nullptr, kElements));
+      ASSERT_EQ(0, apply(FI_SUM, datatype, Class::kBase, target, ones.data(), nullptr, nullptr,
+                         kElements));
     }
   });
 }
@@ -87,8 +87,8 @@ TEST(AtomicConcurrency, LongDoubleComplexSumIsExact) {
   std::vector<std::complex<long double>> operand(kElements, {1.0L, -2.0L});
   run_together([&](int) {
     for (int i = 0; i < kIterations; ++i) {
-      ASSERT_EQ(0, apply(FI_SUM, FI_LONG_DOUBLE_COMPLEX, Class::kBase, target,
-                         operand.data(), nullptr, nullptr, kElements));
+      ASSERT_EQ(0, apply(FI_SUM, FI_LONG_DOUBLE_COMPLEX, Class::kBase, target, operand.data(),
+                         nullptr, nullptr, kElements));
     }
   });
   for (const auto& value : target) {
@@ -108,15 +108,15 @@ TEST(AtomicConcurrency, OverlappingLockedElementsStayAtomic) {
   const std::vector<std::complex<long double>> to_real(kOverlapping, {1.0L, 0.0L});
   run_together([&](int t) {
     for (int i = 0; i < kIterations / 4; ++i) {
-      ASSERT_EQ(0, apply(FI_SUM, FI_LONG_DOUBLE_COMPLEX, Class::kBase, &memory[t],
-                         t == 0 ? to_imaginary.data() : to_real.data(), nullptr, nullptr,
-                         kOverlapping));
+      ASSERT_EQ(
+          0, apply(FI_SUM, FI_LONG_DOUBLE_COMPLEX, Class::kBase, &memory[t],
+                   t == 0 ? to_imaginary.data() : to_real.data(), nullptr, nullptr, kOverlapping));
     }
   });
   for (size_t i = 0; i <= 2 * kOverlapping; ++i) {
     const bool shared = i % 2 == 1;
-    EXPECT_EQ(shared ? static_cast<long double>(kThreads * (kIterations / 4)) : 0.0L,
-              memory[i]) << "slot " << i;
+    EXPECT_EQ(shared ? static_cast<long double>(kThreads * (kIterations / 4)) : 0.0L, memory[i])
+        << "slot " << i;
   }
 }
 
@@ -128,8 +128,8 @@ void check_fetch_add_hands_out_each_value_once(fi_datatype datatype) {
   const T one(1);
   run_together([&](int t) {
     for (int i = 0; i < kIterations; ++i) {
-      ASSERT_EQ(0, apply(FI_SUM, datatype, Class::kFetch, &target, &one, nullptr,
-                         &fetched[t][i], 1));
+      ASSERT_EQ(0,
+                apply(FI_SUM, datatype, Class::kFetch, &target, &one, nullptr, &fetched[t][i], 1));
     }
   });
   std::vector<T> all;
@@ -164,8 +164,7 @@ TEST(AtomicConcurrency, CswapCounterCountsEverySuccess) {
       for (;;) {
         const uint32_t next = seen + 1;
         uint32_t old = 0;
-        ASSERT_EQ(0, apply(FI_CSWAP, FI_UINT32, Class::kCompare, &target, &next, &seen, &old,
-                           1));
+        ASSERT_EQ(0, apply(FI_CSWAP, FI_UINT32, Class::kCompare, &target, &next, &seen, &old, 1));
         if (old == seen) break;
         seen = old;
       }
@@ -196,8 +195,7 @@ TEST(AtomicConcurrency, Float16NeighboursFetchSumHandsOutEachValueOnce) {
   const std::vector<uint16_t> ones(kElements, kOne);
   for (int round = 0; round < kRounds; ++round) {
     alignas(64) uint16_t target[kElements] = {};
-    std::vector<std::vector<uint16_t>> fetched(kThreads,
-                                               std::vector<uint16_t>(kAdds * kElements));
+    std::vector<std::vector<uint16_t>> fetched(kThreads, std::vector<uint16_t>(kAdds * kElements));
     run_together([&](int t) {
       for (int i = 0; i < kAdds; ++i) {
         ASSERT_EQ(0, apply(FI_SUM, FI_FLOAT16, Class::kFetch, target, ones.data(), nullptr,
@@ -234,8 +232,8 @@ TEST(AtomicConcurrency, Float8NeighbouringBytesStayIndependent) {
       for (size_t b = static_cast<size_t>(t); b < kBytes; b += kThreads) {
         const uint8_t next = mine[b] == 0x7E ? 0x01 : static_cast<uint8_t>(mine[b] + 1);
         uint8_t old = 0;
-        ASSERT_EQ(0, apply(FI_CSWAP, FI_FLOAT8_E4M3, Class::kCompare, &target[b], &next,
-                           &mine[b], &old, 1));
+        ASSERT_EQ(0, apply(FI_CSWAP, FI_FLOAT8_E4M3, Class::kCompare, &target[b], &next, &mine[b],
+                           &old, 1));
         if (old != mine[b]) ++failed_swaps[t];
         mine[b] = next;
       }

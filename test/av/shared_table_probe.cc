@@ -99,8 +99,7 @@ int open_as_victim(const std::string& name, bool read_only) {
     return 4;
   }
   const auto first = table->read(0);
-  printf("opened: index 0 is %s\n",
-         first ? ofi_dpdk::av::to_string(*first).c_str() : "none");
+  printf("opened: index 0 is %s\n", first ? ofi_dpdk::av::to_string(*first).c_str() : "none");
   return 0;
 }
 

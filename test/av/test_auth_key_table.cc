@@ -16,8 +16,12 @@ namespace {
 
 Address make(uint32_t n, uint16_t queue = 0) {
   Address a;
-  const uint8_t mac[6] = {0x02, 0x00, static_cast<uint8_t>(n >> 24), static_cast<uint8_t>(n >> 16),
-                          static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)};
+  const uint8_t mac[6] = {0x02,
+                          0x00,
+                          static_cast<uint8_t>(n >> 24),
+                          static_cast<uint8_t>(n >> 16),
+                          static_cast<uint8_t>(n >> 8),
+                          static_cast<uint8_t>(n)};
   std::memcpy(a.mac, mac, 6);
   a.queue = queue;
   return a;
@@ -58,7 +62,8 @@ TEST(AuthKeyTable, FullAtMaxKeysThenRemovedSlotsAreReusedLowestFirst) {
   for (uint32_t i = 0; i < kMaxAuthKeys; ++i)
     ASSERT_EQ(t.insert(100 + i), static_cast<int64_t>(kAuthKeyHandleBase + i));
   EXPECT_EQ(t.insert(999), -ENOSPC);
-  EXPECT_EQ(t.insert(105), static_cast<int64_t>(kAuthKeyHandleBase + 5)) << "already in: no space needed";
+  EXPECT_EQ(t.insert(105), static_cast<int64_t>(kAuthKeyHandleBase + 5))
+      << "already in: no space needed";
   EXPECT_EQ(t.remove(kAuthKeyHandleBase + 9), 0);
   EXPECT_EQ(t.remove(kAuthKeyHandleBase + 3), 0);
   EXPECT_EQ(t.insert(999), static_cast<int64_t>(kAuthKeyHandleBase + 3));

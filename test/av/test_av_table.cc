@@ -20,8 +20,12 @@ namespace {
 
 Address make(uint32_t n, uint16_t queue = 0, uint32_t session = 0) {
   Address a;
-  const uint8_t mac[6] = {0x02, 0x00, static_cast<uint8_t>(n >> 24), static_cast<uint8_t>(n >> 16),
-                          static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)};
+  const uint8_t mac[6] = {0x02,
+                          0x00,
+                          static_cast<uint8_t>(n >> 24),
+                          static_cast<uint8_t>(n >> 16),
+                          static_cast<uint8_t>(n >> 8),
+                          static_cast<uint8_t>(n)};
   std::memcpy(a.mac, mac, 6);
   a.queue = queue;
   a.session = session;
@@ -205,9 +209,8 @@ TEST(AvAddress, SymmetricRangeCountsTheMacAsA48BitNumber) {
   std::memcpy(first.mac, mac, 6);
   first.queue = 4;
   ASSERT_TRUE(symmetric_range_fits(first, 3, 2));
-  const uint8_t expected_macs[3][6] = {{0x02, 0, 0, 0, 0, 0xfe},
-                                       {0x02, 0, 0, 0, 0, 0xff},
-                                       {0x02, 0, 0, 0, 1, 0x00}};
+  const uint8_t expected_macs[3][6] = {
+      {0x02, 0, 0, 0, 0, 0xfe}, {0x02, 0, 0, 0, 0, 0xff}, {0x02, 0, 0, 0, 1, 0x00}};
   for (size_t i = 0; i < 6; ++i) {
     const Address a = symmetric_address(first, 2, i);
     EXPECT_EQ(std::memcmp(a.mac, expected_macs[i / 2], 6), 0) << i;

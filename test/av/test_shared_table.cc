@@ -43,7 +43,9 @@ std::string unique_name() {
          std::to_string(n++);
 }
 
-std::string object_of(const std::string& name) { return std::string(kSharedObjectPrefix) + name; }
+std::string object_of(const std::string& name) {
+  return std::string(kSharedObjectPrefix) + name;
+}
 
 bool object_exists(const std::string& name) {
   const int fd = shm_open(object_of(name).c_str(), O_RDONLY, 0);

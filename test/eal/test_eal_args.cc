@@ -16,8 +16,8 @@ TEST(EalArgs, SplitsOnBlanks) {
 TEST(EalArgs, QuotesAndEscapesGroupWords) {
   auto words = split_command_line(R"(--vdev="net_memif0,socket=/tmp/a b" 'x y' z\ w "")");
   ASSERT_TRUE(words);
-  EXPECT_EQ(*words, (std::vector<std::string>{"--vdev=net_memif0,socket=/tmp/a b", "x y",
-                                               "z w", ""}));
+  EXPECT_EQ(*words,
+            (std::vector<std::string>{"--vdev=net_memif0,socket=/tmp/a b", "x y", "z w", ""}));
 }
 
 TEST(EalArgs, UnterminatedQuoteOrEscapeIsAnError) {

@@ -43,7 +43,9 @@ void start_port_as_host(const char* name) {
   ASSERT_EQ(rte_eth_dev_start(port), 0);
 }
 
-TEST(EalFromHost, ProviderSeesTheHostsEal) { EXPECT_EQ(fi_dpdk_eal_ready(), 1); }
+TEST(EalFromHost, ProviderSeesTheHostsEal) {
+  EXPECT_EQ(fi_dpdk_eal_ready(), 1);
+}
 
 TEST(EalFromHost, DomainNameSelectsOnePort) {
   fi_info* info = get_dpdk_info("net_ring_ring_b");
@@ -109,11 +111,17 @@ TEST(EalFromHost, PortStartedByTheHostIsShared) {
 
 int main(int argc, char** argv) {
   setenv("FI_DPDK_EAL_ARGS", "--this-is-not-an-eal-option", 1);
-  char* eal_argv[] = {argv[0], const_cast<char*>("-l"), const_cast<char*>("0"),
-                      const_cast<char*>("--no-huge"), const_cast<char*>("-m"),
-                      const_cast<char*>("512"), const_cast<char*>("--no-shconf"),
-                      const_cast<char*>("--no-pci"), const_cast<char*>("--no-telemetry"),
-                      const_cast<char*>("--log-level=lib.eal:error"), nullptr};
+  char* eal_argv[] = {argv[0],
+                      const_cast<char*>("-l"),
+                      const_cast<char*>("0"),
+                      const_cast<char*>("--no-huge"),
+                      const_cast<char*>("-m"),
+                      const_cast<char*>("512"),
+                      const_cast<char*>("--no-shconf"),
+                      const_cast<char*>("--no-pci"),
+                      const_cast<char*>("--no-telemetry"),
+                      const_cast<char*>("--log-level=lib.eal:error"),
+                      nullptr};
   if (rte_eal_init(10, eal_argv) < 0) {
     std::fprintf(stderr, "rte_eal_init failed\n");
     return 1;

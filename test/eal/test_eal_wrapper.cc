@@ -21,7 +21,9 @@ TEST(EalWrapper, ReturnsTheIndexAfterTheSeparator) {
   EXPECT_EQ(g_consumed, 12);
 }
 
-TEST(EalWrapper, LeavesArgvAlone) { EXPECT_EQ(g_argv_before, g_argv_after); }
+TEST(EalWrapper, LeavesArgvAlone) {
+  EXPECT_EQ(g_argv_before, g_argv_after);
+}
 
 TEST(EalWrapper, SecondCallSaysAlready) {
   char prog[] = "prog";
@@ -50,9 +52,18 @@ TEST(EalWrapper, ProviderUsesThatEal) {
 int main(int argc, char** argv) {
   using namespace ofi_dpdk::test;
   setenv("FI_DPDK_EAL_ARGS", "--this-is-not-an-eal-option", 1);
-  std::vector<std::string> words = {argv[0], "-l", "0", "--no-huge", "-m", "512", "--no-shconf", "--no-pci",
-                                    "--no-telemetry", "--log-level=lib.eal:error",
-                                    "--vdev=net_ring7", "--"};
+  std::vector<std::string> words = {argv[0],
+                                    "-l",
+                                    "0",
+                                    "--no-huge",
+                                    "-m",
+                                    "512",
+                                    "--no-shconf",
+                                    "--no-pci",
+                                    "--no-telemetry",
+                                    "--log-level=lib.eal:error",
+                                    "--vdev=net_ring7",
+                                    "--"};
   for (int i = 1; i < argc; ++i) words.push_back(argv[i]);
   std::vector<char*> wrapper_argv;
   for (auto& w : words) wrapper_argv.push_back(w.data());

@@ -130,9 +130,9 @@ std::vector<size_t> header_starts(const std::vector<uint8_t>& input) {
   return starts;
 }
 
-constexpr uint64_t kInteresting[] = {0,          1,          2,           0x7F,       0x80,
-                                     0xFF,       0x100,      0x101,       0x7FFF,     0x8000,
-                                     0xFFFF,     0x10000,    0x7FFFFFFF,  0x80000000, 0xFFFFFFFF,
+constexpr uint64_t kInteresting[] = {0,          1,          2,          0x7F,       0x80,
+                                     0xFF,       0x100,      0x101,      0x7FFF,     0x8000,
+                                     0xFFFF,     0x10000,    0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
                                      0xFFFFFFFE, 0x80000001, 0xFFFFFF00};
 
 void put_be(std::vector<uint8_t>& bytes, size_t at, size_t width, uint64_t value) {
@@ -151,15 +151,17 @@ void mutate_once(std::vector<uint8_t>& input, const std::vector<std::vector<uint
     static constexpr size_t kWidths[] = {1, 2, 4, 8};
     const size_t width = kWidths[random.below(std::size(kWidths))];
     const size_t at = start + random.below(kFrameHeader / width) * width;
-    const uint64_t value = random.below(3) == 0 ? random.next()
-                                                : kInteresting[random.below(std::size(kInteresting))] +
-                                                      random.below(3) - 1;
+    const uint64_t value =
+        random.below(3) == 0
+            ? random.next()
+            : kInteresting[random.below(std::size(kInteresting))] + random.below(3) - 1;
     put_be(input, at, width, value);
     return;
   }
   switch (random.below(7)) {
     case 0:  // flip a bit
-      if (!input.empty()) input[random.below(input.size())] ^= static_cast<uint8_t>(1u << random.below(8));
+      if (!input.empty())
+        input[random.below(input.size())] ^= static_cast<uint8_t>(1u << random.below(8));
       break;
     case 1:  // an interesting byte
       if (!input.empty())

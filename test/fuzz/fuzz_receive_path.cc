@@ -55,9 +55,9 @@ namespace {
 }
 
 // Checked in every build type (NDEBUG does not remove it).
-#define FUZZ_CHECK(cond)                                 \
-  do {                                                   \
-    if (!(cond)) invariant_failed(#cond, __LINE__);      \
+#define FUZZ_CHECK(cond)                            \
+  do {                                              \
+    if (!(cond)) invariant_failed(#cond, __LINE__); \
   } while (0)
 
 constexpr size_t kStatsFields = sizeof(TransportStats) / sizeof(uint64_t);
@@ -74,12 +74,13 @@ bool tracing() {
 
 void trace_stats(const TransportStats& stats) {
   static constexpr const char* kNames[] = {
-      "frames_sent", "frames_received", "retransmitted", "acks_sent", "resets_sent",
-      "duplicates", "out_of_window", "stale_session", "bad_frames", "stalled_no_buffer",
-      "fast_retransmits", "timeouts", "messages_sent", "messages_received", "peers_failed",
-      "requests_served", "wrong_key", "hellos_sent", "hellos_answered", "connections_opened",
-      "connections_evicted", "connections_refused", "reorder_full", "bad_tokens",
-      "rendezvous_sent", "pulls_sent", "pulls_served"};
+      "frames_sent",         "frames_received",     "retransmitted",    "acks_sent",
+      "resets_sent",         "duplicates",          "out_of_window",    "stale_session",
+      "bad_frames",          "stalled_no_buffer",   "fast_retransmits", "timeouts",
+      "messages_sent",       "messages_received",   "peers_failed",     "requests_served",
+      "wrong_key",           "hellos_sent",         "hellos_answered",  "connections_opened",
+      "connections_evicted", "connections_refused", "reorder_full",     "bad_tokens",
+      "rendezvous_sent",     "pulls_sent",          "pulls_served"};
   uint64_t values[kStatsFields];
   std::memcpy(values, &stats, sizeof(values));
   std::fprintf(stderr, "stats:");
@@ -98,8 +99,12 @@ uint8_t pattern_byte(uint64_t id, size_t at) {
   return static_cast<uint8_t>(id * 131 + at * 7 + (at >> 8));
 }
 
-void* context_of(uint64_t id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id)); }
-uint64_t id_of(void* context) { return reinterpret_cast<uintptr_t>(context); }
+void* context_of(uint64_t id) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(id));
+}
+uint64_t id_of(void* context) {
+  return reinterpret_cast<uintptr_t>(context);
+}
 
 struct PendingRecv {
   std::unique_ptr<uint8_t[]> buffers[2];
@@ -121,8 +126,7 @@ bool provider_limits() {
 }
 
 // The RMA target: see kHandlerEcho.
-Response handle_request(uint64_t /*peer*/, const uint8_t* bytes, size_t length,
-                        size_t /*placed*/) {
+Response handle_request(uint64_t /*peer*/, const uint8_t* bytes, size_t length, size_t /*placed*/) {
   Response response;
   response.status = length % 2 == 0 ? 0 : kHandlerError;
   response.data.assign(bytes, bytes + std::min(length, kHandlerEcho));
@@ -259,7 +263,7 @@ void World::receive(uint8_t ctl, const uint8_t* bytes, size_t length) {
                    h.ack_conn, h.seq, h.ack, h.msg_id, h.offset, h.msg_len);
     std::fprintf(stderr, "\n");
   }
-  if (result != DecodeResult::kOk) return;  // rx_bad_frames or rx_not_ours
+  if (result != DecodeResult::kOk) return;                      // rx_bad_frames or rx_not_ours
   if (std::memcmp(decoded.dst_mac, kLocalMac, 6) != 0) return;  // rx_not_ours
   if (decoded.header.dst_queue != kLocalQueue) return;          // rx_no_endpoint
   if (decoded.header.token == kAnyToken) decoded.header.token = granted_;
@@ -357,8 +361,8 @@ void World::check_frame(const OutFrame& frame) {
   const wire::FrameHeader& h = frame.header;
   if (tracing())
     std::fprintf(stderr, "  out %s seq=%u ack=%u win=%u flags=%x off=%u/%u sack=%llx\n",
-                 wire::opcode_name(h.opcode), h.seq, h.ack, h.window, h.flags, h.offset,
-                 h.msg_len, static_cast<unsigned long long>(h.tag));
+                 wire::opcode_name(h.opcode), h.seq, h.ack, h.window, h.flags, h.offset, h.msg_len,
+                 static_cast<unsigned long long>(h.tag));
   FUZZ_CHECK(h.payload_len <= config_.max_payload);
   FUZZ_CHECK(h.src_queue == kLocalQueue && h.src_session == kLocalSession);
   FUZZ_CHECK(h.src_ep_queue == kLocalQueue);
@@ -393,8 +397,7 @@ void World::check_frame(const OutFrame& frame) {
     // The segment of a send still outstanding, which owns these bytes.
     auto it = sends_.find(id_of(frame.message->request.context));
     FUZZ_CHECK(it != sends_.end());
-    FUZZ_CHECK((h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest)) ==
-               it->second.request);
+    FUZZ_CHECK((h.opcode == static_cast<uint8_t>(wire::Opcode::kRequest)) == it->second.request);
     if (h.flags & wire::kFlagRendezvous) {
       FUZZ_CHECK(h.msg_len == sizeof(wire::RendezvousBody));
       FUZZ_CHECK(it->second.length >= config_.rendezvous_bytes);

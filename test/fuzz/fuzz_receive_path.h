@@ -65,8 +65,8 @@ inline constexpr uint8_t kCtlBurst = 1u << 1;
 inline constexpr int kCtlOpShift = 2;
 inline constexpr int kCtlClockShift = 4;
 inline constexpr uint8_t kOpNone = 0;
-inline constexpr uint8_t kOpPostRecv = 1;  // the next of kRecvTemplates, in turn
-inline constexpr uint8_t kOpSend = 2;      // the next of kSendTemplates, in turn
+inline constexpr uint8_t kOpPostRecv = 1;    // the next of kRecvTemplates, in turn
+inline constexpr uint8_t kOpSend = 2;        // the next of kSendTemplates, in turn
 inline constexpr uint8_t kOpCancelRecv = 3;  // the oldest receive still posted
 
 inline constexpr uint8_t ctl(uint8_t clock_step, uint8_t op = kOpNone, bool seal = true,
@@ -79,8 +79,8 @@ inline constexpr uint8_t ctl(uint8_t clock_step, uint8_t op = kOpNone, bool seal
 // delayed ack (20 us), the retransmission timer (2 ms .. 200 ms) and the
 // peer timeout (5 s).
 inline constexpr uint64_t kClockSteps[16] = {
-    0,         1'000,      5'000,       20'000,      50'000,        200'000,
-    1'000'000, 2'000'000,  5'000'000,   10'000'000,  20'000'000,    50'000'000,
+    0,           1'000,         5'000,         20'000,       50'000,     200'000,
+    1'000'000,   2'000'000,     5'000'000,     10'000'000,   20'000'000, 50'000'000,
     200'000'000, 1'000'000'000, 2'000'000'000, 6'000'000'000};
 inline constexpr uint64_t kStartNs = 1'000'000;  // not 0: the engine's "timer off"
 
@@ -111,16 +111,16 @@ struct RecvTemplate {
   bool tagged;
   uint64_t tag;
   uint64_t ignore;
-  bool from_peer_only;   // directed at (kPeerMac, kPeerQueue)
-  size_t iov_len[2];     // 0: no such iov
+  bool from_peer_only;  // directed at (kPeerMac, kPeerQueue)
+  size_t iov_len[2];    // 0: no such iov
 };
 
 // Posted at start in this order; kOpPostRecv posts them again in turn.
 inline constexpr RecvTemplate kRecvTemplates[] = {
     {false, 0, 0, false, {512, 0}},
-    {false, 0, 0, true, {100, 300}},   // scatters over two buffers
+    {false, 0, 0, true, {100, 300}},  // scatters over two buffers
     {true, 0x1234, 0xFF, false, {4096, 0}},
-    {false, 0, 0, false, {16, 0}},     // truncates most messages
+    {false, 0, 0, false, {16, 0}},  // truncates most messages
 };
 
 struct SendTemplate {
@@ -144,7 +144,7 @@ inline constexpr SendTemplate kSendTemplates[] = {
     {0, false, 0, false, false, 0},
     {257, true, 0x1234, false, false, 0},
     {3000, false, 0, true, false, 0},
-    {600, false, 0, false, true, 16},   // a request of three segments, inject
+    {600, false, 0, false, true, 16},  // a request of three segments, inject
 };
 inline constexpr size_t kInitialSends = 3;
 

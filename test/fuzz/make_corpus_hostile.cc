@@ -189,10 +189,8 @@ int write_hostile_seeds(const std::filesystem::path& dir) {
   }
   put("bad_payload_over_max",
       Seed().open().add(k20us, message(1, 1, 300)).add(k20us, message(1, 1, 20)));
-  put("bad_msg_len_over_max", Seed()
-                                  .open()
-                                  .add(k20us, data(1, 1, 100000, 0, 256))
-                                  .add(k20us, data(1, 1, 70000, 0, 100)));
+  put("bad_msg_len_over_max",
+      Seed().open().add(k20us, data(1, 1, 100000, 0, 256)).add(k20us, data(1, 1, 70000, 0, 100)));
   put("bad_ack_never_sent", Seed()
                                 .open()
                                 .add(k200us, ack(100))
@@ -298,10 +296,8 @@ int write_hostile_seeds(const std::filesystem::path& dir) {
                                       .add(k20us, request(data(1, 1, 0x20000000, 0, 16)))
                                       .add(k20us, request(data(2, 1, 0x20000000, 16, 16)))
                                       .add(k20us, request(data(1, 1, 60000, 0, 16))));
-  put("bad_sack_beyond_sent", Seed()
-                                  .open()
-                                  .add(k200us, ack(1, 64, ~uint64_t{0}))
-                                  .add(k200us, ack(3, 64, ~uint64_t{0})));
+  put("bad_sack_beyond_sent",
+      Seed().open().add(k200us, ack(1, 64, ~uint64_t{0})).add(k200us, ack(3, 64, ~uint64_t{0})));
   return errors;
 }
 

@@ -37,8 +37,7 @@ int write_valid_seeds(const std::filesystem::path& dir) {
                                       .open()
                                       .add(k200us, with_ack(message(1, 1, 50), 5))
                                       .add(k20us, with_ack(message(2, 2, 10), 6, 200)));
-  put("valid_ack_all",
-      Seed().open().add(k200us, ack(5, 256)).add(k200us, ack(6, 256)).wait(k20us));
+  put("valid_ack_all", Seed().open().add(k200us, ack(5, 256)).add(k200us, ack(6, 256)).wait(k20us));
   // Seq 2 lost: SACK of 3 and 4, three duplicate acks, then the repair.
   put("valid_ack_sack", Seed()
                             .open()
@@ -120,8 +119,7 @@ int write_valid_seeds(const std::filesystem::path& dir) {
                                 .add(k20us, data(5, 4, 9000, 256, 256))
                                 .wait(k1ms, kOpPostRecv)
                                 .add(k20us, data(6, 4, 9000, 512, 256)));
-  put("valid_zero_length",
-      Seed().open().add(k20us, message(1, 1, 0)).add(k20us, message(2, 2, 0)));
+  put("valid_zero_length", Seed().open().add(k20us, message(1, 1, 0)).add(k20us, message(2, 2, 0)));
   {
     // The peer restarts: its new incarnation opens a connection (which
     // fails the old one's operations once its first segment proves it),
@@ -145,30 +143,12 @@ int write_valid_seeds(const std::filesystem::path& dir) {
   // Nothing heard: our HELLO retransmitted, then given up at the peer
   // timeout.  And once open, the retransmission timer, peer timeout and
   // tail loss probes once an RTT is known.
-  put("valid_timers_hello", Seed()
-                                .wait(k5ms)
-                                .wait(k10ms)
-                                .wait(k50ms)
-                                .wait(k200ms)
-                                .wait(k1s)
-                                .wait(k2s)
-                                .wait(k6s));
-  put("valid_timers_rto", Seed()
-                              .open()
-                              .wait(k5ms)
-                              .wait(k10ms)
-                              .wait(k50ms)
-                              .wait(k200ms)
-                              .wait(k1s)
-                              .wait(k2s)
-                              .wait(k6s));
-  put("valid_timers_probe", Seed()
-                                .open()
-                                .add(k200us, ack(2))
-                                .wait(k1ms)
-                                .wait(k1ms)
-                                .wait(k5ms)
-                                .wait(k10ms));
+  put("valid_timers_hello",
+      Seed().wait(k5ms).wait(k10ms).wait(k50ms).wait(k200ms).wait(k1s).wait(k2s).wait(k6s));
+  put("valid_timers_rto",
+      Seed().open().wait(k5ms).wait(k10ms).wait(k50ms).wait(k200ms).wait(k1s).wait(k2s).wait(k6s));
+  put("valid_timers_probe",
+      Seed().open().add(k200us, ack(2)).wait(k1ms).wait(k1ms).wait(k5ms).wait(k10ms));
   put("valid_window_zero", Seed()
                                .open()
                                .add(k200us, ack(2, 0))

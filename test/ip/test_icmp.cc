@@ -63,8 +63,8 @@ TEST(Icmp, IgnoresAnythingButAWholeEchoRequest) {
   Ipv4Packet packet;
   ASSERT_EQ(parse_ipv4_packet(request.data(), request.size(), &packet), Ipv4Result::kOk);
   std::vector<uint8_t> reply(request.size());
-  EXPECT_EQ(build_echo_reply(request.data(), packet, kOurMac, reply.data(), reply.size() - 1),
-            0u) << "no room";
+  EXPECT_EQ(build_echo_reply(request.data(), packet, kOurMac, reply.data(), reply.size() - 1), 0u)
+      << "no room";
   request[kEthernetHeaderSize + kIpv4HeaderSize + 10] ^= 1;  // data changed, checksum not
   EXPECT_EQ(build_echo_reply(request.data(), packet, kOurMac, reply.data(), reply.size()), 0u);
   request = echo_request(8);

@@ -13,7 +13,9 @@ namespace {
 constexpr uint8_t kRouterMac[6] = {0x02, 0, 0, 0, 0, 0xAA};
 constexpr uint8_t kOurMac[6] = {0x02, 0, 0, 0, 0, 0x01};
 
-Ipv6 v6(const char* text) { return *parse_ipv6(text); }
+Ipv6 v6(const char* text) {
+  return *parse_ipv6(text);
+}
 
 Ipv6Packet packet_of(const uint8_t* frame, size_t length) {
   Ipv6Packet packet;
@@ -26,9 +28,9 @@ void reseal(uint8_t* frame, size_t length) {
   const Ipv6Packet packet = packet_of(frame, length);
   uint8_t* message = frame + kEthernetHeaderSize + kIpv6HeaderSize;
   message[2] = message[3] = 0;
-  ChecksumSum sum = pseudo_header_sum(packet.source, packet.destination,
-                                      static_cast<uint32_t>(packet.payload_length),
-                                      kNextHeaderIcmp6);
+  ChecksumSum sum =
+      pseudo_header_sum(packet.source, packet.destination,
+                        static_cast<uint32_t>(packet.payload_length), kNextHeaderIcmp6);
   sum.add(message, packet.payload_length);
   message[2] = static_cast<uint8_t>(sum.checksum() >> 8);
   message[3] = static_cast<uint8_t>(sum.checksum());
@@ -137,8 +139,14 @@ std::vector<uint8_t> echo_request(size_t data) {
   frame[12] = 0x86;
   frame[13] = 0xDD;
   uint8_t* ip = frame.data() + kEthernetHeaderSize;
-  const uint8_t head[8] = {0x60, 0, 0, 0, static_cast<uint8_t>(message >> 8),
-                           static_cast<uint8_t>(message), kNextHeaderIcmp6, 63};
+  const uint8_t head[8] = {0x60,
+                           0,
+                           0,
+                           0,
+                           static_cast<uint8_t>(message >> 8),
+                           static_cast<uint8_t>(message),
+                           kNextHeaderIcmp6,
+                           63};
   std::memcpy(ip, head, 8);
   std::memcpy(ip + 8, v6("fd00:77:2::2").bytes.data(), 16);
   std::memcpy(ip + 24, v6("fd00:77:1::2").bytes.data(), 16);
@@ -160,9 +168,9 @@ TEST(Icmp6, AnswersAnEchoRequestToItsSender) {
   EXPECT_EQ(answer.destination, v6("fd00:77:2::2"));
   EXPECT_EQ(answer.payload[0], 129);
   EXPECT_EQ(std::memcmp(answer.payload + 4, packet.payload + 4, 60), 0) << "id, sequence, data";
-  ChecksumSum sum = pseudo_header_sum(answer.source, answer.destination,
-                                      static_cast<uint32_t>(answer.payload_length),
-                                      kNextHeaderIcmp6);
+  ChecksumSum sum =
+      pseudo_header_sum(answer.source, answer.destination,
+                        static_cast<uint32_t>(answer.payload_length), kNextHeaderIcmp6);
   sum.add(answer.payload, answer.payload_length);
   EXPECT_TRUE(sum.verifies());
   // Too little room, a wrong checksum, or a reply: nothing.

@@ -13,9 +13,9 @@ TEST(Ipv4, ParsesAndFormatsDottedQuads) {
 }
 
 TEST(Ipv4, RefusesAnythingElse) {
-  for (const char* bad : {"", "10.0.0", "10.0.0.1.2", "10.0.0.256", "10..0.1", "a.b.c.d",
-                          "10.0.0.1 ", "-1.0.0.1", "1000.0.0.1", "02:00:00:00:00:01",
-                          "10.0.0.01x", "10.0.0.01", "0x0a.0.0.1", "10.1"})
+  for (const char* bad :
+       {"", "10.0.0", "10.0.0.1.2", "10.0.0.256", "10..0.1", "a.b.c.d", "10.0.0.1 ", "-1.0.0.1",
+        "1000.0.0.1", "02:00:00:00:00:01", "10.0.0.01x", "10.0.0.01", "0x0a.0.0.1", "10.1"})
     EXPECT_FALSE(parse_ipv4(bad)) << bad;
   // (inet_pton's rules: no leading zeros, no hex, no short forms.)
   EXPECT_FALSE(parse_ipv4(std::string_view("10.0.0.1\0x", 10)));  // a NUL inside
@@ -43,7 +43,6 @@ TEST(Ipv4, InterfaceRefusesAddressesNoPortMayOwn) {
     EXPECT_FALSE(parse_interface(bad)) << bad;
 }
 
-
 TEST(Ipv4, InterfaceWithGatewaySendsOffLinkFramesToIt) {
   const auto interface = parse_interface("10.0.1.2/24@10.0.1.1");
   ASSERT_TRUE(interface);
@@ -59,7 +58,8 @@ TEST(Ipv4, UnicastPeersOnly) {
   const auto interface = parse_interface("10.0.1.2/24@10.0.1.1");
   ASSERT_TRUE(interface);
   EXPECT_TRUE(interface->unicast(*parse_ipv4("10.0.1.7")));
-  EXPECT_TRUE(interface->unicast(*parse_ipv4("10.0.2.255"))) << "another subnet's: not ours to know";
+  EXPECT_TRUE(interface->unicast(*parse_ipv4("10.0.2.255")))
+      << "another subnet's: not ours to know";
   EXPECT_TRUE(interface->unicast(*parse_ipv4("127.0.0.2")));
   EXPECT_FALSE(interface->unicast(0));
   EXPECT_FALSE(interface->unicast(*parse_ipv4("10.0.1.255"))) << "this subnet's broadcast";

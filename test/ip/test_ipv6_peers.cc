@@ -12,7 +12,9 @@
 namespace ofi_dpdk::ip {
 namespace {
 
-Ipv6 v6(const std::string& text) { return *parse_ipv6(text); }
+Ipv6 v6(const std::string& text) {
+  return *parse_ipv6(text);
+}
 
 TEST(Ipv6Peers, AnAddressKeepsItsIdAndTheIdGivesItBack) {
   Ipv6Peers peers;
@@ -205,8 +207,7 @@ TEST(Ipv6Peers, ConnectionsAloneHaveTheirOwnBound) {
   // named one the program's own inserts and accepts need.
   Ipv6Peers peers(8, /*max_named=*/2, /*max_connected=*/3);
   uint8_t ids[4][6];
-  for (int i = 0; i < 4; ++i)
-    ASSERT_TRUE(peers.id_of(numbered("fd00:70::", i + 1), false, ids[i]));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(peers.id_of(numbered("fd00:70::", i + 1), false, ids[i]));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(peers.hold(ids[i], Ipv6Peers::Use::kConnection));
   EXPECT_FALSE(peers.hold(ids[3], Ipv6Peers::Use::kConnection));
   EXPECT_EQ(peers.holds_refused(), 1u);

@@ -65,8 +65,7 @@ TEST(NeighbourRules, NeighbourClaimsNameTheirSenderAndItsFrame) {
       << "without the option, the frame's source";
   EXPECT_EQ(refuse_neighbour_claim(solicitation("fd00:66::2", kMacA), kMacA, interface),
             std::nullopt);
-  EXPECT_EQ(refuse_neighbour_claim(advertisement("fe80::1", kMacA), kMacA, interface),
-            std::nullopt)
+  EXPECT_EQ(refuse_neighbour_claim(advertisement("fe80::1", kMacA), kMacA, interface), std::nullopt)
       << "a link-local router is on the link";
   EXPECT_EQ(refuse_neighbour_claim(advertisement("fe80::1", nullptr), kMacA, interface),
             std::nullopt);
@@ -79,8 +78,7 @@ TEST(NeighbourRules, NeighbourClaimsNameTheirSenderAndItsFrame) {
               Verdict::kBadMac);
   }
   for (const char* bad : {"fd00:67::2", "::", "ff02::1", "::ffff:10.0.0.1", "fd00:66::1"})
-    EXPECT_EQ(refuse_neighbour_claim(solicitation(bad, kMacA), kMacA, interface),
-              Verdict::kOffLink)
+    EXPECT_EQ(refuse_neighbour_claim(solicitation(bad, kMacA), kMacA, interface), Verdict::kOffLink)
         << bad;
 }
 

@@ -14,10 +14,10 @@ namespace ofi_dpdk::ip {
 namespace {
 
 // The specification's key (also DPDK's default for many drivers).
-const std::vector<uint8_t> kKey = {
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
-    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
-    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+const std::vector<uint8_t> kKey = {0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
+                                   0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb,
+                                   0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
+                                   0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
 
 Ipv4 v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
   return Ipv4{a} << 24 | Ipv4{b} << 16 | Ipv4{c} << 8 | d;
@@ -44,8 +44,7 @@ TEST(Rss, MatchesTheSpecificationsVectors) {
   const RssConfig rss = config(128, 4);
   EXPECT_EQ(udp4_rss_hash(rss, v4(66, 9, 149, 187), v4(161, 142, 100, 80), 2794, 1766),
             0x51ccc178u);
-  EXPECT_EQ(udp4_rss_hash(rss, v4(199, 92, 111, 2), v4(65, 69, 140, 83), 14230, 4739),
-            0xc626b0eau);
+  EXPECT_EQ(udp4_rss_hash(rss, v4(199, 92, 111, 2), v4(65, 69, 140, 83), 14230, 4739), 0xc626b0eau);
   EXPECT_EQ(udp4_rss_hash(rss, v4(24, 19, 198, 95), v4(12, 22, 207, 184), 12898, 38024),
             0x5c2b394au);
   EXPECT_EQ(udp4_rss_hash(rss, v4(38, 27, 205, 30), v4(209, 142, 163, 6), 48228, 2217),
@@ -86,8 +85,8 @@ TEST(Rss, ReachingPortsAreTheFirstThatLandOnTheQueue) {
     EXPECT_EQ(std::vector<uint16_t>(ports.begin(), ports.end()), expected) << "queue " << queue;
     for (uint16_t port : ports) {
       EXPECT_GE(port, 49152);
-      std::array<uint8_t, 12> tuple = {10, 9, 0, 2, 10, 9, 0, 1, uint8_t(port >> 8),
-                                       uint8_t(port), 0x24, 0x0d};  // 9229
+      std::array<uint8_t, 12> tuple = {
+          10, 9, 0, 2, 10, 9, 0, 1, uint8_t(port >> 8), uint8_t(port), 0x24, 0x0d};  // 9229
       EXPECT_EQ(rss.queue_of(softrss(tuple)), queue) << port;
     }
   }
@@ -102,12 +101,10 @@ TEST(Rss, ReachingPortsAreTheFirstThatLandOnTheQueue) {
 TEST(Rss, AQueueTheTableNeverNamesHasNoPorts) {
   RssConfig rss = config(64, 2);  // queues 0 and 1 only
   std::array<uint16_t, 4> ports{};
-  EXPECT_EQ(udp4_reaching_ports(rss, v4(10, 0, 0, 1), v4(10, 0, 0, 2), 9228, 3, 49152, ports),
-            0u);
+  EXPECT_EQ(udp4_reaching_ports(rss, v4(10, 0, 0, 1), v4(10, 0, 0, 2), 9228, 3, 49152, ports), 0u);
   rss.reta.resize(48);  // not a power of two
   EXPECT_FALSE(rss.usable());
-  EXPECT_EQ(udp4_reaching_ports(rss, v4(10, 0, 0, 1), v4(10, 0, 0, 2), 9228, 0, 49152, ports),
-            0u);
+  EXPECT_EQ(udp4_reaching_ports(rss, v4(10, 0, 0, 1), v4(10, 0, 0, 2), 9228, 0, 49152, ports), 0u);
 }
 
 }  // namespace

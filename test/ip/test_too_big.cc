@@ -21,7 +21,9 @@ constexpr Ipv4 kUs = 0x0A4D0102;      // 10.77.1.2
 constexpr Ipv4 kPeer = 0x0A4D0202;    // 10.77.2.2
 constexpr Ipv4 kRouter = 0x0A4D0101;  // 10.77.1.1
 
-Ipv6 v6(const char* text) { return *parse_ipv6(text); }
+Ipv6 v6(const char* text) {
+  return *parse_ipv6(text);
+}
 
 // Our UDP/IPv4 frame of `payload` bytes, the payload a counting pattern.
 std::vector<uint8_t> our_frame4(size_t payload) {
@@ -51,10 +53,26 @@ std::vector<uint8_t> fragmentation_needed(const std::vector<uint8_t>& sent, size
   frame[12] = 0x08;
   uint8_t* header = frame.data() + kEthernetHeaderSize;
   const size_t total = kIpv4HeaderSize + icmp.size();
-  const uint8_t fixed[kIpv4HeaderSize] = {0x45, 0xC0, static_cast<uint8_t>(total >> 8),
-                                          static_cast<uint8_t>(total), 0, 0, 0, 0, 64,
-                                          kProtocolIcmp, 0, 0, 0x0A, 0x4D, 0x01, 0x01,
-                                          0x0A, 0x4D, 0x01, 0x02};
+  const uint8_t fixed[kIpv4HeaderSize] = {0x45,
+                                          0xC0,
+                                          static_cast<uint8_t>(total >> 8),
+                                          static_cast<uint8_t>(total),
+                                          0,
+                                          0,
+                                          0,
+                                          0,
+                                          64,
+                                          kProtocolIcmp,
+                                          0,
+                                          0,
+                                          0x0A,
+                                          0x4D,
+                                          0x01,
+                                          0x01,
+                                          0x0A,
+                                          0x4D,
+                                          0x01,
+                                          0x02};
   std::memcpy(header, fixed, sizeof(fixed));
   const uint16_t header_sum = internet_checksum(header, kIpv4HeaderSize);
   header[10] = static_cast<uint8_t>(header_sum >> 8);
@@ -116,14 +134,13 @@ std::vector<uint8_t> our_frame6(size_t payload) {
   return frame;
 }
 
-std::vector<uint8_t> packet_too_big(const std::vector<uint8_t>& sent, size_t quote,
-                                    uint32_t mtu) {
+std::vector<uint8_t> packet_too_big(const std::vector<uint8_t>& sent, size_t quote, uint32_t mtu) {
   std::vector<uint8_t> icmp(8 + quote);
   icmp[0] = 2;
   for (int i = 0; i < 4; ++i) icmp[4 + i] = static_cast<uint8_t>(mtu >> (24 - 8 * i));
   std::memcpy(icmp.data() + 8, sent.data() + kEthernetHeaderSize, quote);
-  ChecksumSum sum = pseudo_header_sum(kRouter6, kUs6, static_cast<uint32_t>(icmp.size()),
-                                      kNextHeaderIcmp6);
+  ChecksumSum sum =
+      pseudo_header_sum(kRouter6, kUs6, static_cast<uint32_t>(icmp.size()), kNextHeaderIcmp6);
   sum.add(icmp.data(), icmp.size());
   icmp[2] = static_cast<uint8_t>(sum.checksum() >> 8);
   icmp[3] = static_cast<uint8_t>(sum.checksum());

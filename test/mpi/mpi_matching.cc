@@ -36,8 +36,8 @@ class Comm {
  public:
   Comm() { MPI_Comm_dup(MPI_COMM_WORLD, &c_); }
   ~Comm() { MPI_Comm_free(&c_); }
-  Comm(const Comm &) = delete;
-  Comm &operator=(const Comm &) = delete;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
   operator MPI_Comm() const { return c_; }
 
  private:
@@ -47,7 +47,7 @@ class Comm {
 // One message of a check: who sends it, with which tag and size, and its
 // place in the send order.  Its payload is derived from all of these.
 struct Msg {
-  const char *label;
+  const char* label;
   int index;
   int source;
   int tag;
@@ -64,7 +64,7 @@ struct Msg {
 // stay unexpected at the receiver while the sender moves on to a barrier.
 class Outbox {
  public:
-  void isend(MPI_Comm comm, int dest, const Msg &m) {
+  void isend(MPI_Comm comm, int dest, const Msg& m) {
     bufs_.emplace_back(m.size);
     mpitest::fill(bufs_.back().data(), m.size, m.seed());
     reqs_.emplace_back();
@@ -83,12 +83,13 @@ class Outbox {
   std::vector<MPI_Request> reqs_;
 };
 
-void expect(mpitest::Test &t, const MPI_Status &st, const unsigned char *buf, const Msg &m) {
+void expect(mpitest::Test& t, const MPI_Status& st, const unsigned char* buf, const Msg& m) {
   int count = -1;
   MPI_Get_count(&st, MPI_BYTE, &count);
-  if (!t.check(st.MPI_SOURCE == m.source && st.MPI_TAG == m.tag && count == static_cast<int>(m.size),
-               "%s #%d: expected source %d tag %d size %zu, got source %d tag %d size %d",
-               m.label, m.index, m.source, m.tag, m.size, st.MPI_SOURCE, st.MPI_TAG, count))
+  if (!t.check(
+          st.MPI_SOURCE == m.source && st.MPI_TAG == m.tag && count == static_cast<int>(m.size),
+          "%s #%d: expected source %d tag %d size %zu, got source %d tag %d size %d", m.label,
+          m.index, m.source, m.tag, m.size, st.MPI_SOURCE, st.MPI_TAG, count))
     return;
   t.check_pattern(buf, m.size, m.seed(), "%s #%d (source %d tag %d size %zu) payload", m.label,
                   m.index, m.source, m.tag, m.size);
@@ -97,13 +98,13 @@ void expect(mpitest::Test &t, const MPI_Status &st, const unsigned char *buf, co
 // Receive buffers, each big enough for any message of the test so a
 // mismatched message is reported by expect() rather than as a truncation.
 std::vector<std::vector<unsigned char>> buffers(std::size_t n) {
-  return std::vector<std::vector<unsigned char>>(n, std::vector<unsigned char>(std::size_t{kMaxMsg}));
+  return std::vector<std::vector<unsigned char>>(n,
+                                                 std::vector<unsigned char>(std::size_t{kMaxMsg}));
 }
 
 class Matching {
  public:
-  explicit Matching(mpitest::Test &t)
-      : t_(t), peer_(mpitest::partner_of(t.rank(), t.size())) {}
+  explicit Matching(mpitest::Test& t) : t_(t), peer_(mpitest::partner_of(t.rank(), t.size())) {}
 
   // Each pair phase runs twice, the even and then the odd rank sending.
   template <class Phase>
@@ -125,7 +126,7 @@ class Matching {
     static constexpr std::size_t kSizes[] = {1, 8, 4000, 65536, 200003};
     constexpr int n = std::size(kSizes);
     int src = role == Role::kSender ? t_.rank() : peer_;
-    auto msg = [&](const char *label, int i) { return Msg{label, i, src, 10 + i, kSizes[i]}; };
+    auto msg = [&](const char* label, int i) { return Msg{label, i, src, 10 + i, kSizes[i]}; };
 
     // Posted: every receive is up before the barrier lets the sends go.
     if (role == Role::kReceiver) {
@@ -172,7 +173,7 @@ class Matching {
     // kAnyTag messages carry distinct, decreasing tags: the receiver must
     // follow the send order, not the tag order.
     enum Variant { kSameTagUnexpected, kSameTagPosted, kAnyTagUnexpected, kAnyTagPosted };
-    static constexpr const char *kLabels[] = {"same tag, unexpected", "same tag, posted",
+    static constexpr const char* kLabels[] = {"same tag, unexpected", "same tag, posted",
                                               "any tag, unexpected", "any tag, posted"};
     for (int v = 0; v < 4; ++v) {
       bool any_tag = v == kAnyTagUnexpected || v == kAnyTagPosted;
@@ -227,8 +228,8 @@ class Matching {
       MPI_Recv(bufs[0].data(), kMaxMsg, MPI_BYTE, MPI_ANY_SOURCE, kTag, comm, &st);
       int src = st.MPI_SOURCE;
       if (!t_.check(src > 0 && src < t_.size() && next[src] < n,
-                    "any source: receive %d came from rank %d, which had sent %d of %d messages",
-                    k, src, src >= 0 && src < t_.size() ? next[src] : -1, n))
+                    "any source: receive %d came from rank %d, which had sent %d of %d messages", k,
+                    src, src >= 0 && src < t_.size() ? next[src] : -1, n))
         continue;
       expect(t_, st, bufs[0].data(), msg(src, next[src]));
       ++next[src];
@@ -246,7 +247,7 @@ class Matching {
     int src = role == Role::kSender ? t_.rank() : peer_;
     static constexpr std::size_t kSizes[] = {0, 100, 70000, 20};  // by tag
     for (bool posted : {false, true}) {
-      const char *label = posted ? "tag selection, posted" : "tag selection, unexpected";
+      const char* label = posted ? "tag selection, posted" : "tag selection, unexpected";
       auto msg = [&](int tag) { return Msg{label, tag, src, tag, kSizes[tag]}; };
       Outbox out;
       auto bufs = buffers(4);
@@ -283,21 +284,21 @@ class Matching {
     const Msg d{"improbe", 4, src, 24, 250000};
     Outbox out;
     if (role == Role::kSender)
-      for (const Msg *m : {&a, &b, &c1, &c2, &d}) out.isend(comm, peer_, *m);
+      for (const Msg* m : {&a, &b, &c1, &c2, &d}) out.isend(comm, peer_, *m);
     if (role == Role::kReceiver) {
-      auto matches = [&](const MPI_Status &st, const Msg &m) {
+      auto matches = [&](const MPI_Status& st, const Msg& m) {
         int count = -1;
         MPI_Get_count(&st, MPI_BYTE, &count);
-        return t_.check(st.MPI_SOURCE == m.source && st.MPI_TAG == m.tag &&
-                            count == static_cast<int>(m.size),
-                        "%s: probe expected source %d tag %d size %zu, got source %d tag %d "
-                        "size %d",
-                        m.label, m.source, m.tag, m.size, st.MPI_SOURCE, st.MPI_TAG, count);
+        return t_.check(
+            st.MPI_SOURCE == m.source && st.MPI_TAG == m.tag && count == static_cast<int>(m.size),
+            "%s: probe expected source %d tag %d size %zu, got source %d tag %d "
+            "size %d",
+            m.label, m.source, m.tag, m.size, st.MPI_SOURCE, st.MPI_TAG, count);
       };
       // A receive of exactly what the probe said, even when that was not the
       // expected message: expect() then names the difference, and the
       // message does not stay behind to block its sender.
-      auto receive_probed = [&](const MPI_Status &pst, const Msg &m) {
+      auto receive_probed = [&](const MPI_Status& pst, const Msg& m) {
         int count = 0;
         MPI_Get_count(&pst, MPI_BYTE, &count);
         std::vector<unsigned char> buf(count);
@@ -363,7 +364,7 @@ class Matching {
     constexpr unsigned char kGuardByte = 0x5a;
     enum class How { kRecv, kWait, kWaitall };
     struct Case {
-      const char *label;
+      const char* label;
       How how;
       int tag;
       std::size_t sent, posted, after;
@@ -378,15 +379,15 @@ class Matching {
     };
     constexpr int kCompanionTag = 35;  // completes alongside the Waitall case
     const Msg companion{"MPI_Waitall companion", 0, src, kCompanionTag, 50};
-    auto too_long = [&](const Case &c) { return Msg{c.label, 0, src, c.tag, c.sent}; };
-    auto fits = [&](const Case &c) { return Msg{c.label, 1, src, c.tag, c.after}; };
+    auto too_long = [&](const Case& c) { return Msg{c.label, 0, src, c.tag, c.sent}; };
+    auto fits = [&](const Case& c) { return Msg{c.label, 1, src, c.tag, c.after}; };
 
     if (role == Role::kSender) {
       // MPI makes truncation the receiver's error and says nothing of the
       // sender's request, which some transports fail too; only the messages
       // that fit must succeed.  Both sets complete before the phase ends.
       Outbox truncated, fitting;
-      for (const Case &c : kCases) {
+      for (const Case& c : kCases) {
         truncated.isend(comm, peer_, too_long(c));
         fitting.isend(comm, peer_, fits(c));
       }
@@ -411,14 +412,15 @@ class Matching {
       // names the size from which that is expected, and only there is the
       // memory after the buffer left unchecked.
       std::size_t overrun_from = SIZE_MAX;
-      if (const char *env = std::getenv("MPI_TEST_TRUNCATION_OVERRUN_FROM"); env && *env)
+      if (const char* env = std::getenv("MPI_TEST_TRUNCATION_OVERRUN_FROM"); env && *env)
         overrun_from = std::strtoull(env, nullptr, 10);
-      auto guard_intact = [&](const Case &c) {
+      auto guard_intact = [&](const Case& c) {
         if (c.sent >= overrun_from) {
           if (t_.rank() == 0 || t_.rank() == 1)
-            std::printf("mpi_matching: rank %d: not checking memory past the buffer for %s "
-                        "(%zu bytes, overrun expected from %zu)\n",
-                        t_.rank(), c.label, c.sent, overrun_from);
+            std::printf(
+                "mpi_matching: rank %d: not checking memory past the buffer for %s "
+                "(%zu bytes, overrun expected from %zu)\n",
+                t_.rank(), c.label, c.sent, overrun_from);
           return;
         }
         std::vector<unsigned char> guard(kGuard, kGuardByte);
@@ -426,7 +428,7 @@ class Matching {
                        "truncation, %s: memory past the %zu-byte receive buffer", c.label,
                        c.posted);
       };
-      for (const Case &c : kCases) {
+      for (const Case& c : kCases) {
         std::memset(buf.data(), kGuardByte, buf.size());
         int posted = static_cast<int>(c.posted);
         MPI_Status st;
@@ -457,8 +459,8 @@ class Matching {
               MPI_Wait(&reqs[1], &sts[1]);
             } else {
               t_.check(sts[1].MPI_ERROR == MPI_SUCCESS,
-                       "truncation, %s: companion's status error %d, expected MPI_SUCCESS",
-                       c.label, sts[1].MPI_ERROR);
+                       "truncation, %s: companion's status error %d, expected MPI_SUCCESS", c.label,
+                       sts[1].MPI_ERROR);
             }
             expect(t_, sts[1], cbuf.data(), companion);
           } else {
@@ -525,13 +527,13 @@ class Matching {
   }
 
  private:
-  mpitest::Test &t_;
+  mpitest::Test& t_;
   int peer_;
 };
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   mpitest::Test t("mpi_matching", &argc, &argv);
   if (t.size() < 2) {
     if (t.rank() == 0) std::fprintf(stderr, "mpi_matching: needs at least 2 ranks\n");

@@ -49,7 +49,7 @@ std::uint64_t seed_for(int kind, std::size_t size, int iter, int sender) {
 
 class PingPong {
  public:
-  PingPong(mpitest::Test &t, int peer) : t_(t), peer_(peer) {
+  PingPong(mpitest::Test& t, int peer) : t_(t), peer_(peer) {
     std::size_t max = std::size_t{4} << 20;
     out_.resize(max);
     in_.resize(max + kGuard);
@@ -96,7 +96,7 @@ class PingPong {
     check_guard(size, tag);
   }
 
-  void check_status(const MPI_Status &st, std::size_t size, int tag) {
+  void check_status(const MPI_Status& st, std::size_t size, int tag) {
     int count = -1;
     MPI_Get_count(&st, MPI_BYTE, &count);
     t_.check(st.MPI_SOURCE == peer_ && st.MPI_TAG == tag && count == static_cast<int>(size),
@@ -112,7 +112,7 @@ class PingPong {
                    "guard after receive buffer, tag %d size %zu from rank %d", tag, size, peer_);
   }
 
-  mpitest::Test &t_;
+  mpitest::Test& t_;
   int peer_;
   std::vector<unsigned char> out_;
   std::vector<unsigned char> in_;
@@ -120,7 +120,7 @@ class PingPong {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   mpitest::Test t("mpi_pingpong", &argc, &argv);
   if (t.size() < 2) {
     if (t.rank() == 0) std::fprintf(stderr, "mpi_pingpong: needs at least 2 ranks\n");

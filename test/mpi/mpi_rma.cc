@@ -62,7 +62,9 @@ std::vector<std::size_t> sizes() {
 }
 
 // Varying displacements exercise unaligned target addresses.
-std::size_t disp_for(std::size_t size) { return (size * 7) % (kMaxDisp - 3); }
+std::size_t disp_for(std::size_t size) {
+  return (size * 7) % (kMaxDisp - 3);
+}
 
 template <class T>
 class Window {
@@ -71,15 +73,15 @@ class Window {
   // started after creation sees.
   Window(std::size_t count, T init) : mem_(new T[count]) {
     std::fill(mem_.get(), mem_.get() + count, init);
-    MPI_Win_create(mem_.get(), static_cast<MPI_Aint>(count * sizeof(T)), sizeof(T),
-                   MPI_INFO_NULL, MPI_COMM_WORLD, &win_);
+    MPI_Win_create(mem_.get(), static_cast<MPI_Aint>(count * sizeof(T)), sizeof(T), MPI_INFO_NULL,
+                   MPI_COMM_WORLD, &win_);
   }
   ~Window() { MPI_Win_free(&win_); }
-  Window(const Window &) = delete;
-  Window &operator=(const Window &) = delete;
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
 
   MPI_Win win() const { return win_; }
-  T *local() { return mem_.get(); }
+  T* local() { return mem_.get(); }
 
   // A passive-target read of our own memory: lock ourselves so the public
   // and private copies agree.  Call after a barrier that follows the
@@ -103,13 +105,19 @@ std::int64_t int_term(int r, int j) {
   std::int64_t v = std::int64_t{r + 1} * (j + 1) * 1000003;
   return j % 2 ? -v : v;
 }
-double real_term(int r, int j) { return 0.25 * (r + 1) * (j + 1) * (j % 2 ? -1 : 1); }
-std::int64_t int_init(int j) { return 7 * j - 20; }
-double real_init(int j) { return 0.5 * j; }
+double real_term(int r, int j) {
+  return 0.25 * (r + 1) * (j + 1) * (j % 2 ? -1 : 1);
+}
+std::int64_t int_init(int j) {
+  return 7 * j - 20;
+}
+double real_init(int j) {
+  return 0.5 * j;
+}
 
 class Rma {
  public:
-  explicit Rma(mpitest::Test &t)
+  explicit Rma(mpitest::Test& t)
       : t_(t),
         n_(t.size()),
         me_(t.rank()),
@@ -121,7 +129,7 @@ class Rma {
     // compare-and-swap at the calling rank's own window (a NULL dereference
     // in the OFI and vader BTLs); run_mpi.sh sets this on that path, where
     // the ranks then only CAS at others.
-    const char *env = std::getenv("MPI_TEST_NO_CAS_AT_SELF");
+    const char* env = std::getenv("MPI_TEST_NO_CAS_AT_SELF");
     cas_at_self_ = !(env && *env && *env != '0');
   }
 
@@ -145,8 +153,8 @@ class Rma {
       mpitest::fill(data.local() + disp, size, mpitest::seed(kGet, size, me_));
       std::fill(got_.begin(), got_.end(), kFill);
       MPI_Win_fence(0, win);
-      MPI_Get(got_.data(), static_cast<int>(size), MPI_BYTE, right_, disp,
-              static_cast<int>(size), MPI_BYTE, win);
+      MPI_Get(got_.data(), static_cast<int>(size), MPI_BYTE, right_, disp, static_cast<int>(size),
+              MPI_BYTE, win);
       MPI_Win_fence(0, win);
       check_got(size, mpitest::seed(kGet, size, right_), "fence get", disp);
     }
@@ -221,8 +229,7 @@ class Rma {
       MPI_Win_fence(0, ints.win());
       bool takes_part = cas_at_self_ || me_ != target;
       if (takes_part)
-        MPI_Compare_and_swap(&swap_in, &compare, &old, MPI_INT64_T, target, kCasChain,
-                             ints.win());
+        MPI_Compare_and_swap(&swap_in, &compare, &old, MPI_INT64_T, target, kCasChain, ints.win());
       MPI_Win_fence(0, ints.win());
       if (!takes_part) continue;
       // Without CAS at self the target's own step never happens, so the
@@ -252,8 +259,8 @@ class Rma {
       MPI_Win_unlock(right_, win);
       std::fill(got_.begin(), got_.end(), kFill);
       MPI_Win_lock(MPI_LOCK_EXCLUSIVE, right_, 0, win);
-      MPI_Get(got_.data(), static_cast<int>(size), MPI_BYTE, right_, disp,
-              static_cast<int>(size), MPI_BYTE, win);
+      MPI_Get(got_.data(), static_cast<int>(size), MPI_BYTE, right_, disp, static_cast<int>(size),
+              MPI_BYTE, win);
       MPI_Win_unlock(right_, win);
       check_got(size, mpitest::seed(kLockPut, size, me_), "exclusive-lock put then get", disp);
       last_size = size;
@@ -262,8 +269,8 @@ class Rma {
     std::size_t disp = disp_for(last_size);
     auto mine = data.read_own(me_, disp, last_size);
     t_.check_pattern(mine.data(), last_size, mpitest::seed(kLockPut, last_size, left_),
-                     "exclusive-lock put of %zu bytes from rank %d, read by the target",
-                     last_size, left_);
+                     "exclusive-lock put of %zu bytes from rank %d, read by the target", last_size,
+                     left_);
 
     Window<std::int64_t> ints(kCells, 0);
     Window<double> reals(kCells, 0.0);
@@ -336,7 +343,7 @@ class Rma {
     constexpr int kFetches = 1000;
     std::vector<std::int64_t> fetched(kFetches);
     std::unique_ptr<std::int64_t[]> created;
-    std::int64_t *memory = nullptr;
+    std::int64_t* memory = nullptr;
     MPI_Win win;
     const MPI_Aint bytes = kCells * sizeof(std::int64_t);
     if (allocate) {
@@ -346,7 +353,7 @@ class Rma {
       memory = created.get();
       MPI_Win_create(memory, bytes, sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     }
-    const char *what = allocate ? "unflushed shared-lock fetch_and_op (MPI_Win_allocate)"
+    const char* what = allocate ? "unflushed shared-lock fetch_and_op (MPI_Win_allocate)"
                                 : "unflushed shared-lock fetch_and_op (MPI_Win_create)";
     MPI_Win_lock(MPI_LOCK_EXCLUSIVE, me_, 0, win);
     std::fill(memory, memory + kCells, 0);
@@ -384,8 +391,7 @@ class Rma {
       int target = (me_ + i) % n_;
       MPI_Aint disp = static_cast<MPI_Aint>(kSlot * me_);
       mpitest::fill(origin_.data(), kSlotBytes, mpitest::seed(kLockAll, me_, target));
-      MPI_Put(origin_.data(), kSlotBytes, MPI_BYTE, target, disp, kSlotBytes, MPI_BYTE,
-              data.win());
+      MPI_Put(origin_.data(), kSlotBytes, MPI_BYTE, target, disp, kSlotBytes, MPI_BYTE, data.win());
       // The flush completes the put at the target, so the get sees it.
       MPI_Win_flush(target, data.win());
       std::fill(got_.begin(), got_.end(), kFill);
@@ -405,10 +411,9 @@ class Rma {
     auto slots = data.read_own(me_, 0, kSlot * n_);
     for (int origin = 0; origin < n_; ++origin) {
       if (origin == me_) continue;
-      t_.check_pattern(slots.data() + kSlot * origin, kSlotBytes,
-                       mpitest::seed(kLockAll, origin, me_),
-                       "lock_all put of %zu bytes from rank %d, read by the target", kSlotBytes,
-                       origin);
+      t_.check_pattern(
+          slots.data() + kSlot * origin, kSlotBytes, mpitest::seed(kLockAll, origin, me_),
+          "lock_all put of %zu bytes from rank %d, read by the target", kSlotBytes, origin);
     }
     auto sums = ints.read_own(me_, kVecAll, kVec);
     for (int j = 0; j < kVec; ++j) {
@@ -433,7 +438,7 @@ class Rma {
     return sum;
   }
 
-  void check_sums(const std::int64_t *ints, const double *reals, int repeat, const char *what) {
+  void check_sums(const std::int64_t* ints, const double* reals, int repeat, const char* what) {
     for (int j = 0; j < kVec; ++j) {
       t_.check(ints[j] == expected_int(repeat, j),
                "%s, MPI_INT64_T element %d at rank %d: expected %lld got %lld", what, j, me_,
@@ -448,7 +453,7 @@ class Rma {
   // once; one origin's own fetches are ordered, so they increase.
   // `ordered`: a rank's fetches return increasing values (same-origin
   // accumulates are ordered).
-  void check_fetched(const std::int64_t *fetched, int count, std::int64_t inc, const char *what,
+  void check_fetched(const std::int64_t* fetched, int count, std::int64_t inc, const char* what,
                      bool ordered = true) {
     for (int k = 1; k < count && ordered; ++k)
       t_.check(fetched[k] > fetched[k - 1],
@@ -472,7 +477,7 @@ class Rma {
     }
   }
 
-  void check_got(std::size_t size, std::uint64_t seed, const char *what, std::size_t disp) {
+  void check_got(std::size_t size, std::uint64_t seed, const char* what, std::size_t disp) {
     t_.check_pattern(got_.data(), size, seed, "%s of %zu bytes at rank %d disp %zu", what, size,
                      right_, disp);
     std::vector<unsigned char> guard(kGuard, kFill);
@@ -481,8 +486,8 @@ class Rma {
   }
 
   // The bytes before and after a put's target range keep their fill.
-  void check_untouched(const unsigned char *base, std::size_t disp, std::size_t size,
-                       const char *what) {
+  void check_untouched(const unsigned char* base, std::size_t disp, std::size_t size,
+                       const char* what) {
     std::vector<unsigned char> fill(std::max(disp, kGuard), kFill);
     t_.check_bytes(base, fill.data(), disp, "%s of %zu bytes from rank %d: bytes before disp %zu",
                    what, size, left_, disp);
@@ -490,7 +495,7 @@ class Rma {
                    "%s of %zu bytes from rank %d: bytes after the range", what, size, left_);
   }
 
-  mpitest::Test &t_;
+  mpitest::Test& t_;
   bool cas_at_self_ = true;
   int n_, me_, right_, left_;
   std::vector<unsigned char> origin_;
@@ -499,7 +504,7 @@ class Rma {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   mpitest::Test t("mpi_rma", &argc, &argv);
   if (t.size() < 2) {
     if (t.rank() == 0) std::fprintf(stderr, "mpi_rma: needs at least 2 ranks\n");

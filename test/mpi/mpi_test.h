@@ -1,8 +1,8 @@
 // Scaffolding shared by the MPI tests (mpi_pingpong, mpi_matching, mpi_rma).
 //
 // A Test counts checks; a failed check prints one line to stderr naming the
-// rank and what differed (the first five failures of each rank).  Between phases the programs ask all_passed(), so a
-// failure stops the run before later phases pile up follow-on errors, and
+// rank and what differed (the first five failures of each rank).  Between phases the programs ask
+// all_passed(), so a failure stops the run before later phases pile up follow-on errors, and
 // finish() prints rank 0's summary and turns failures into a non-zero exit
 // status after MPI_Finalize.  A watchdog (alarm(), 120 s unless the
 // environment variable MPI_TEST_TIMEOUT gives other seconds; mpirun passes
@@ -51,7 +51,7 @@ inline unsigned char pattern(std::uint64_t s, std::size_t i) {
   return static_cast<unsigned char>(mix(s + i) >> 56);
 }
 
-inline void fill(unsigned char *buf, std::size_t n, std::uint64_t s) {
+inline void fill(unsigned char* buf, std::size_t n, std::uint64_t s) {
   for (std::size_t i = 0; i < n; ++i) buf[i] = pattern(s, i);
 }
 
@@ -60,17 +60,17 @@ inline void fill(unsigned char *buf, std::size_t n, std::uint64_t s) {
 // once MPI_Init has said which it is.
 inline char watchdog_before_init[160];
 inline char watchdog_after_init[160];
-inline std::atomic<const char *> watchdog_prefix{""};
-inline std::atomic<const char *> watchdog_phase{"MPI_Init"};
-static_assert(std::atomic<const char *>::is_always_lock_free);
+inline std::atomic<const char*> watchdog_prefix{""};
+inline std::atomic<const char*> watchdog_phase{"MPI_Init"};
+static_assert(std::atomic<const char*>::is_always_lock_free);
 
 extern "C" inline void watchdog_fired(int) {
   // One write(), so the lines of ranks timing out together do not interleave.
   char line[sizeof watchdog_after_init + 96];
   std::size_t len = 0;
-  for (const char *p = watchdog_prefix.load(); *p != '\0' && len < sizeof line - 1; ++p)
+  for (const char* p = watchdog_prefix.load(); *p != '\0' && len < sizeof line - 1; ++p)
     line[len++] = *p;
-  for (const char *p = watchdog_phase.load(); *p != '\0' && len < sizeof line - 1; ++p)
+  for (const char* p = watchdog_phase.load(); *p != '\0' && len < sizeof line - 1; ++p)
     line[len++] = *p;
   line[len++] = '\n';
   if (write(STDERR_FILENO, line, len) < 0) {
@@ -81,11 +81,11 @@ extern "C" inline void watchdog_fired(int) {
 
 class Test {
  public:
-  Test(const char *name, int *argc, char ***argv) : name_(name) {
+  Test(const char* name, int* argc, char*** argv) : name_(name) {
     // Armed before MPI_Init, which waits for the other ranks and the
     // transport and can hang as well as any later call.
     unsigned seconds = 120;
-    if (const char *env = std::getenv("MPI_TEST_TIMEOUT"); env && std::atoi(env) > 0)
+    if (const char* env = std::getenv("MPI_TEST_TIMEOUT"); env && std::atoi(env) > 0)
       seconds = static_cast<unsigned>(std::atoi(env));
     std::snprintf(watchdog_before_init, sizeof watchdog_before_init,
                   "%s: timed out after %u s in phase: ", name, seconds);
@@ -101,16 +101,16 @@ class Test {
     watchdog_prefix.store(watchdog_after_init);
     watchdog_phase.store("start-up");
   }
-  Test(const Test &) = delete;
-  Test &operator=(const Test &) = delete;
+  Test(const Test&) = delete;
+  Test& operator=(const Test&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
 
   // `what` must outlive the phase (a string literal): the watchdog reads it.
-  void phase(const char *what) { watchdog_phase.store(what); }
+  void phase(const char* what) { watchdog_phase.store(what); }
 
-  [[gnu::format(printf, 3, 4)]] bool check(bool ok, const char *fmt, ...) {
+  [[gnu::format(printf, 3, 4)]] bool check(bool ok, const char* fmt, ...) {
     ++checks_;
     if (ok) return true;
     std::va_list ap;
@@ -124,22 +124,24 @@ class Test {
 
   // One check for a whole buffer; a mismatch names the first differing byte
   // and how many differ, which tells a shifted copy from a torn one.
-  [[gnu::format(printf, 5, 6)]] bool check_bytes(const unsigned char *got,
-                                                 const unsigned char *want, std::size_t n,
-                                                 const char *fmt, ...) {
+  [[gnu::format(printf, 5, 6)]] bool check_bytes(const unsigned char* got,
+                                                 const unsigned char* want, std::size_t n,
+                                                 const char* fmt, ...) {
     std::va_list ap;
     va_start(ap, fmt);
-    bool ok = compare(got, n, [want](std::size_t i) { return want[i]; }, fmt, ap);
+    bool ok = compare(
+        got, n, [want](std::size_t i) { return want[i]; }, fmt, ap);
     va_end(ap);
     return ok;
   }
 
   // Same, against the pattern of seed s.
-  [[gnu::format(printf, 5, 6)]] bool check_pattern(const unsigned char *got, std::size_t n,
-                                                   std::uint64_t s, const char *fmt, ...) {
+  [[gnu::format(printf, 5, 6)]] bool check_pattern(const unsigned char* got, std::size_t n,
+                                                   std::uint64_t s, const char* fmt, ...) {
     std::va_list ap;
     va_start(ap, fmt);
-    bool ok = compare(got, n, [s](std::size_t i) { return pattern(s, i); }, fmt, ap);
+    bool ok = compare(
+        got, n, [s](std::size_t i) { return pattern(s, i); }, fmt, ap);
     va_end(ap);
     return ok;
   }
@@ -170,7 +172,7 @@ class Test {
 
  private:
   template <class Want>
-  bool compare(const unsigned char *got, std::size_t n, Want want, const char *fmt,
+  bool compare(const unsigned char* got, std::size_t n, Want want, const char* fmt,
                std::va_list ap) {
     ++checks_;
     std::size_t first = n, differ = 0;
@@ -183,14 +185,13 @@ class Test {
     std::vsnprintf(ctx, sizeof ctx, fmt, ap);
     char what[512];
     std::snprintf(what, sizeof what,
-                  "%s: byte %zu of %zu expected 0x%02x got 0x%02x (%zu bytes differ)", ctx,
-                  first, n, static_cast<unsigned>(want(first)), static_cast<unsigned>(got[first]),
-                  differ);
+                  "%s: byte %zu of %zu expected 0x%02x got 0x%02x (%zu bytes differ)", ctx, first,
+                  n, static_cast<unsigned>(want(first)), static_cast<unsigned>(got[first]), differ);
     report(what);
     return false;
   }
 
-  void report(const char *what) {
+  void report(const char* what) {
     // A broken transport can fail thousands of checks the same way; the first
     // few lines say everything and the summary gives the count.
     if (++failures_ > kMaxReported) return;
@@ -199,7 +200,7 @@ class Test {
   }
 
   static constexpr long kMaxReported = 5;
-  const char *name_;
+  const char* name_;
   int rank_ = 0;
   int size_ = 0;
   long checks_ = 0;

@@ -30,8 +30,8 @@
 #include <rdma/fi_rma.h>
 
 #include <chrono>
-#include <cstdarg>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -78,9 +78,9 @@ struct Options {
   std::exit(2);
 }
 
-#define CHECK(call)                                                       \
-  do {                                                                    \
-    const int check_ret = static_cast<int>(call);                         \
+#define CHECK(call)                                                                      \
+  do {                                                                                   \
+    const int check_ret = static_cast<int>(call);                                        \
     if (check_ret != 0) fail_setup(std::string(#call) + ": " + fi_strerror(-check_ret)); \
   } while (0)
 
@@ -90,10 +90,14 @@ Options parse(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) fail_setup("option " + std::string(arg) + " needs a value");
     const std::string value = argv[++i];
-    if (arg == "--role") o.role = value;
-    else if (arg == "--rendezvous") o.rendezvous = value;
-    else if (arg == "--timeout") o.timeout = std::stod(value);
-    else fail_setup("unknown option " + std::string(arg));
+    if (arg == "--role")
+      o.role = value;
+    else if (arg == "--rendezvous")
+      o.rendezvous = value;
+    else if (arg == "--timeout")
+      o.timeout = std::stod(value);
+    else
+      fail_setup("unknown option " + std::string(arg));
   }
   if (o.role != "server" && o.role != "client") fail_setup("--role wants server or client");
   if (o.rendezvous.empty()) fail_setup("--rendezvous DIR is needed");
@@ -195,7 +199,9 @@ int serve(const Options& o) {
       std::snprintf(hex, sizeof(hex), "%02x", static_cast<unsigned char>(name[i]));
       out << hex;
     }
-    out << "\n" << fi_mr_key(mr) << "\n" << reinterpret_cast<uintptr_t>(region) << "\n"
+    out << "\n"
+        << fi_mr_key(mr) << "\n"
+        << reinterpret_cast<uintptr_t>(region) << "\n"
         << kRegionBytes << "\n";
   }
   std::filesystem::rename(path + ".tmp", path);
@@ -239,8 +245,8 @@ class Initiator {
     fi_dpdk_ops_stats* stats = nullptr;
     fi_dpdk_ep_stats ep_stats{};
     fi_dpdk_port_stats port_stats{};
-    if (fi_open_ops(&f_.domain->fid, FI_DPDK_STATS_OPS_NAME, 0,
-                    reinterpret_cast<void**>(&stats), nullptr) == 0) {
+    if (fi_open_ops(&f_.domain->fid, FI_DPDK_STATS_OPS_NAME, 0, reinterpret_cast<void**>(&stats),
+                    nullptr) == 0) {
       stats->ep_stats(f_.ep, &ep_stats);
       stats->port_stats(f_.domain, &port_stats);
     }
@@ -250,8 +256,8 @@ class Initiator {
         "\"supported_checked\":%d,\"unsupported_refused\":%d,"
         "\"elements\":%" PRIu64 ",\"retransmitted\":%" PRIu64 ",\"fault_dropped\":%" PRIu64
         ",\"fault_duplicated\":%" PRIu64 ",\"failures\":%d,\"ok\":%s}\n",
-        kOpEnd, kDatatypeEnd, supported_, unsupported_, elements_, ep_stats.retransmitted, port_stats.fault_dropped,
-        port_stats.fault_duplicated, failures_,
+        kOpEnd, kDatatypeEnd, supported_, unsupported_, elements_, ep_stats.retransmitted,
+        port_stats.fault_dropped, port_stats.fault_duplicated, failures_,
         failures_ == 0 && told ? "true" : "false");
     return failures_ == 0 && told ? 0 : 1;
   }
@@ -322,9 +328,12 @@ class Initiator {
 
   int valid(CallClass c, fi_datatype datatype, fi_op op, size_t* count) {
     switch (c) {
-      case CallClass::kBase: return fi_atomicvalid(f_.ep, datatype, op, count);
-      case CallClass::kFetch: return fi_fetch_atomicvalid(f_.ep, datatype, op, count);
-      case CallClass::kCompare: return fi_compare_atomicvalid(f_.ep, datatype, op, count);
+      case CallClass::kBase:
+        return fi_atomicvalid(f_.ep, datatype, op, count);
+      case CallClass::kFetch:
+        return fi_fetch_atomicvalid(f_.ep, datatype, op, count);
+      case CallClass::kCompare:
+        return fi_compare_atomicvalid(f_.ep, datatype, op, count);
     }
     return -FI_EINVAL;
   }
@@ -347,8 +356,8 @@ class Initiator {
         return fi_fetch_atomic(f_.ep, operand, count, nullptr, result, nullptr, server_, base_,
                                key_, datatype, op, &context_);
       case CallClass::kCompare:
-        return fi_compare_atomic(f_.ep, operand, count, nullptr, compare, nullptr, result,
-                                 nullptr, server_, base_, key_, datatype, op, &context_);
+        return fi_compare_atomic(f_.ep, operand, count, nullptr, compare, nullptr, result, nullptr,
+                                 server_, base_, key_, datatype, op, &context_);
     }
     return -FI_EINVAL;
   }
@@ -435,8 +444,7 @@ class Initiator {
     fi_cq_data_entry entry{};
     const ssize_t ret = post_and_wait(
         [&] {
-          return post_atomic(c, datatype, op, operand_buffer, compare.data(), result.data(),
-                             count);
+          return post_atomic(c, datatype, op, operand_buffer, compare.data(), result.data(), count);
         },
         &entry);
     if (ret != 1) {
@@ -451,8 +459,8 @@ class Initiator {
     if (!read_target(target.data(), count * sizeof(T))) return;
     int shown = 0;
     for (size_t i = 0; i < count && shown < 3; ++i) {
-      const std::optional<T> expected = ofi_dpdk::test::reference(op, initial[i], operand[i],
-                                                                  compare[i]);
+      const std::optional<T> expected =
+          ofi_dpdk::test::reference(op, initial[i], operand[i], compare[i]);
       if (!expected) {
         failure("the reference has no rule for this op");
         return;
@@ -482,7 +490,8 @@ class Initiator {
     for (CallClass c : {CallClass::kBase, CallClass::kFetch, CallClass::kCompare}) {
       size_t count = 0;
       for (fi_datatype datatype : datatypes)
-        if (valid(c, datatype, FI_SUM, &count) == 0) failure("datatype %d accepted", static_cast<int>(datatype));
+        if (valid(c, datatype, FI_SUM, &count) == 0)
+          failure("datatype %d accepted", static_cast<int>(datatype));
       for (fi_op op : ops)
         if (valid(c, FI_UINT64, op, &count) == 0) failure("op %d accepted", static_cast<int>(op));
     }
@@ -492,8 +501,7 @@ class Initiator {
     cell_ = "done message";
     fi_cq_data_entry entry{};
     const ssize_t ret = post_and_wait(
-        [&] { return fi_send(f_.ep, kDone, sizeof(kDone), nullptr, server_, &context_); },
-        &entry);
+        [&] { return fi_send(f_.ep, kDone, sizeof(kDone), nullptr, server_, &context_); }, &entry);
     if (ret != 1) failure("the done message failed: %s", fi_strerror(static_cast<int>(-ret)));
     return ret == 1;
   }

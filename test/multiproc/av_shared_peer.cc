@@ -209,8 +209,7 @@ int main(int argc, char** argv) {
     else if (option == "--dir")
       dir = argv[i + 1];
   }
-  if (av_name.empty() || dir.empty() ||
-      (role != "creator" && role != "reader" && role != "fork")) {
+  if (av_name.empty() || dir.empty() || (role != "creator" && role != "reader" && role != "fork")) {
     std::fprintf(stderr, "usage: %s --role creator|reader|fork --name AV --dir DIR\n", argv[0]);
     return 2;
   }

@@ -78,25 +78,40 @@ Options parse(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) usage(std::string(arg) + " needs a value");
     const char* value = argv[i + 1];
-    if (arg == "--name") o.name = value;
-    else if (arg == "--role") o.role = value;
-    else if (arg == "--ready") o.ready = value;
-    else if (arg == "--start") o.start = value;
-    else if (arg == "--done") o.done = value;
-    else if (arg == "--peer-done") o.peer_done = value;
-    else if (arg == "--peer-slot") o.peer_slot = static_cast<int>(number(value));
-    else if (arg == "--flood-slot") o.flood_slot = static_cast<int>(number(value));
-    else if (arg == "--slot") o.slot = static_cast<int>(number(value));
-    else if (arg == "--pid") o.pid = number(value);
-    else if (arg == "--count") o.count = number(value);
-    else if (arg == "--seconds") o.seconds = number(value);
-    else usage("unknown option " + std::string(arg));
+    if (arg == "--name")
+      o.name = value;
+    else if (arg == "--role")
+      o.role = value;
+    else if (arg == "--ready")
+      o.ready = value;
+    else if (arg == "--start")
+      o.start = value;
+    else if (arg == "--done")
+      o.done = value;
+    else if (arg == "--peer-done")
+      o.peer_done = value;
+    else if (arg == "--peer-slot")
+      o.peer_slot = static_cast<int>(number(value));
+    else if (arg == "--flood-slot")
+      o.flood_slot = static_cast<int>(number(value));
+    else if (arg == "--slot")
+      o.slot = static_cast<int>(number(value));
+    else if (arg == "--pid")
+      o.pid = number(value);
+    else if (arg == "--count")
+      o.count = number(value);
+    else if (arg == "--seconds")
+      o.seconds = number(value);
+    else
+      usage("unknown option " + std::string(arg));
   }
   if (o.name.empty() || o.role.empty()) usage("--name and --role are needed");
   return o;
 }
 
-std::string port_name(const Options& o) { return "net_ring_" + o.name; }
+std::string port_name(const Options& o) {
+  return "net_ring_" + o.name;
+}
 
 // Whole or not at all: the test reads the slot from it.
 void publish(const std::string& path, const std::string& text) {
@@ -127,8 +142,8 @@ int open_port(const Options& o, std::unique_ptr<Port>* port) {
 rte_mbuf* make_frame(Port& port, uint16_t dst_queue) {
   rte_mbuf* m = port.alloc_frame();
   if (m == nullptr) return nullptr;
-  constexpr uint16_t kLength = sizeof(ofi_dpdk::wire::EtherHeader) +
-                               sizeof(ofi_dpdk::wire::FrameHeader);
+  constexpr uint16_t kLength =
+      sizeof(ofi_dpdk::wire::EtherHeader) + sizeof(ofi_dpdk::wire::FrameHeader);
   auto* bytes = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kLength));
   if (bytes == nullptr) {
     ofi_dpdk::net::free_frame(m);
@@ -203,15 +218,17 @@ int exchange(const Options& o) {
     std::this_thread::yield();
   }
   const SharedPortTable* table = ofi_dpdk::net::find_shared_table(port_name(o));
-  std::printf("slot %d: received %ld, sent %ld, alloc failures %ld; table: dropped over a "
-              "share %lu, full %lu, no owner %lu\n",
-              port->shared_slot(), received, sent, alloc_failures,
-              table ? static_cast<unsigned long>(table->dropped_share.load()) : 0ul,
-              table ? static_cast<unsigned long>(table->dropped_full.load()) : 0ul,
-              table ? static_cast<unsigned long>(table->dropped_no_owner.load()) : 0ul);
+  std::printf(
+      "slot %d: received %ld, sent %ld, alloc failures %ld; table: dropped over a "
+      "share %lu, full %lu, no owner %lu\n",
+      port->shared_slot(), received, sent, alloc_failures,
+      table ? static_cast<unsigned long>(table->dropped_share.load()) : 0ul,
+      table ? static_cast<unsigned long>(table->dropped_full.load()) : 0ul,
+      table ? static_cast<unsigned long>(table->dropped_no_owner.load()) : 0ul);
   if (received < o.count) {
-    std::fprintf(stderr, "shared_port_peer: slot %d received %ld of %ld frames in %ld s "
-                         "(%ld alloc failures)\n",
+    std::fprintf(stderr,
+                 "shared_port_peer: slot %d received %ld of %ld frames in %ld s "
+                 "(%ld alloc failures)\n",
                  port->shared_slot(), received, o.count, o.seconds, alloc_failures);
     return 1;
   }
@@ -227,8 +244,8 @@ int claim(const Options& o) {
 
 SharedPortTable* table_of(const Options& o) {
   SharedPortTable* table = ofi_dpdk::net::find_shared_table(port_name(o));
-  if (table == nullptr) std::fprintf(stderr, "shared_port_peer: no table for %s\n",
-                                     port_name(o).c_str());
+  if (table == nullptr)
+    std::fprintf(stderr, "shared_port_peer: no table for %s\n", port_name(o).c_str());
   return table;
 }
 
@@ -281,13 +298,20 @@ int main(int argc, char** argv) {
   // name where ours start.
   const Options o = parse(argc - eal_args - 1, argv + eal_args + 1);
   int rc;
-  if (o.role == "hold") rc = hold(o);
-  else if (o.role == "exchange") rc = exchange(o);
-  else if (o.role == "claim") rc = claim(o);
-  else if (o.role == "poke") rc = poke(o);
-  else if (o.role == "freed") rc = freed(o);
-  else if (o.role == "corrupt") rc = corrupt(o);
-  else usage("unknown role " + o.role);
+  if (o.role == "hold")
+    rc = hold(o);
+  else if (o.role == "exchange")
+    rc = exchange(o);
+  else if (o.role == "claim")
+    rc = claim(o);
+  else if (o.role == "poke")
+    rc = poke(o);
+  else if (o.role == "freed")
+    rc = freed(o);
+  else if (o.role == "corrupt")
+    rc = corrupt(o);
+  else
+    usage("unknown role " + o.role);
   std::fflush(nullptr);
   rte_eal_cleanup();
   return rc;

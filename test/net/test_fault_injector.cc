@@ -76,8 +76,7 @@ std::optional<uint32_t> frame_seq(const Frame& f) {
   return std::nullopt;
 }
 
-int differing_bits(const Frame& a, const Frame& b, uint32_t from,
-                   uint32_t to) {
+int differing_bits(const Frame& a, const Frame& b, uint32_t from, uint32_t to) {
   int bits = 0;
   for (uint32_t i = from; i < to; ++i) {
     bits += std::popcount(static_cast<unsigned>(a[i] ^ b[i]));
@@ -86,13 +85,12 @@ int differing_bits(const Frame& a, const Frame& b, uint32_t from,
 }
 
 // |k - n p| <= 5 sigma of the binomial.
-void expect_binomial(uint64_t observed, uint64_t n, double p,
-                     const char* what) {
+void expect_binomial(uint64_t observed, uint64_t n, double p, const char* what) {
   const double mean = static_cast<double>(n) * p;
   const double sigma = std::sqrt(static_cast<double>(n) * p * (1 - p));
   EXPECT_LE(std::fabs(static_cast<double>(observed) - mean), 5 * sigma)
-      << what << ": observed " << observed << " of " << n << ", expected "
-      << mean << " +- " << 5 * sigma;
+      << what << ": observed " << observed << " of " << n << ", expected " << mean << " +- "
+      << 5 * sigma;
 }
 
 struct Arrival {
@@ -133,8 +131,7 @@ uint16_t receive(Traffic* run, std::vector<uint8_t>* seen, uint16_t burst) {
 // Sends frames 0..n-1 in bursts, at most kWindow in flight, and receives
 // until every frame arrived or was dropped, or kRunLimit passed.  Then
 // polls on for a moment to catch anything that comes late.
-Traffic run_traffic(uint32_t n, const FaultInjector* injector,
-                uint16_t rx_burst = kRxBurst) {
+Traffic run_traffic(uint32_t n, const FaultInjector* injector, uint16_t rx_burst = kRxBurst) {
   Traffic run;
   std::vector<uint8_t> seen(n, 0);
   uint32_t sent = 0;
@@ -149,13 +146,11 @@ Traffic run_traffic(uint32_t n, const FaultInjector* injector,
     const uint64_t in_flight = sent - run.distinct - dropped;
     if (sent < n && in_flight + kTxBurst <= kWindow) {
       rte_mbuf* pkts[kTxBurst];
-      const uint16_t count =
-          static_cast<uint16_t>(std::min<uint32_t>(kTxBurst, n - sent));
+      const uint16_t count = static_cast<uint16_t>(std::min<uint32_t>(kTxBurst, n - sent));
       if (rte_pktmbuf_alloc_bulk(g_pool, pkts, count) == 0) {
         for (uint16_t i = 0; i < count; ++i) {
           const Frame f = expected_frame(sent + i);
-          std::memcpy(rte_pktmbuf_append(pkts[i], kFrameLen), f.data(),
-                      kFrameLen);
+          std::memcpy(rte_pktmbuf_append(pkts[i], kFrameLen), f.data(), kFrameLen);
         }
         const uint16_t nb_tx = rte_eth_tx_burst(g_port, 0, pkts, count);
         for (uint16_t i = nb_tx; i < count; ++i) rte_pktmbuf_free(pkts[i]);
@@ -240,8 +235,7 @@ TEST_F(FaultInjectorTest, AttachFailuresSayWhyAndLeaveThePortClean) {
   EXPECT_NE(error.find("queue 1"), std::string::npos) << error;
 
   error.clear();
-  EXPECT_EQ(FaultInjector::attach(RTE_MAX_ETHPORTS - 1, 1, config, &error),
-            nullptr);
+  EXPECT_EQ(FaultInjector::attach(RTE_MAX_ETHPORTS - 1, 1, config, &error), nullptr);
   EXPECT_FALSE(error.empty());
 
   error.clear();
@@ -457,8 +451,7 @@ TEST_F(FaultInjectorTest, HoldSlotsAreBoundedAndFreedOnDetach) {
   std::vector<uint8_t> seen(kSent, 0);
   for (uint32_t base = 0; base < kSent; base += kTxBurst) {
     rte_mbuf* pkts[kTxBurst];
-    const uint16_t count =
-        static_cast<uint16_t>(std::min<uint32_t>(kTxBurst, kSent - base));
+    const uint16_t count = static_cast<uint16_t>(std::min<uint32_t>(kTxBurst, kSent - base));
     ASSERT_EQ(rte_pktmbuf_alloc_bulk(g_pool, pkts, count), 0);
     for (uint16_t i = 0; i < count; ++i) {
       const Frame f = expected_frame(base + i);
@@ -509,8 +502,8 @@ TEST_F(FaultInjectorTest, AllFaultsWithSmallBurstsLoseNothingHeld) {
     EXPECT_EQ(run.undecodable, 0u);
     EXPECT_EQ(run.distinct + stats.dropped, 5000u);
     EXPECT_EQ(run.arrivals.size() - run.distinct, stats.duplicated);
-    EXPECT_EQ(stats.dropped + stats.duplicated + stats.reordered +
-                  stats.corrupted + stats.delayed + stats.passed,
+    EXPECT_EQ(stats.dropped + stats.duplicated + stats.reordered + stats.corrupted + stats.delayed +
+                  stats.passed,
               5000u);
     EXPECT_EQ(count_changed(run), stats.corrupted);
     // Even a caller that reads one frame at a time, never leaving a spare
@@ -520,8 +513,8 @@ TEST_F(FaultInjectorTest, AllFaultsWithSmallBurstsLoseNothingHeld) {
 }
 
 bool set_up_port() {
-  g_pool = rte_pktmbuf_pool_create("fault_test_pool", 8191, 256, 0,
-                                   RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+  g_pool = rte_pktmbuf_pool_create("fault_test_pool", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+                                   rte_socket_id());
   if (g_pool == nullptr) {
     std::fprintf(stderr, "mempool: %s\n", rte_strerror(rte_errno));
     return false;
@@ -533,8 +526,7 @@ bool set_up_port() {
   rte_eth_conf conf{};
   int rc = rte_eth_dev_configure(g_port, 1, 1, &conf);
   if (rc == 0) {
-    rc = rte_eth_rx_queue_setup(g_port, 0, 1024, rte_socket_id(), nullptr,
-                                g_pool);
+    rc = rte_eth_rx_queue_setup(g_port, 0, 1024, rte_socket_id(), nullptr, g_pool);
   }
   if (rc == 0) {
     rc = rte_eth_tx_queue_setup(g_port, 0, 1024, rte_socket_id(), nullptr);

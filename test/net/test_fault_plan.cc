@@ -17,13 +17,12 @@ constexpr uint64_t kDecisions = 200000;
 
 // |k - n p| <= 5 sigma of the binomial: a correct plan fails this about
 // once in 1.7 million runs; a plan off by a tenth of the rate fails always.
-void expect_binomial(uint64_t observed, uint64_t n, double p,
-                     const char* what) {
+void expect_binomial(uint64_t observed, uint64_t n, double p, const char* what) {
   const double mean = static_cast<double>(n) * p;
   const double sigma = std::sqrt(static_cast<double>(n) * p * (1 - p));
   EXPECT_LE(std::fabs(static_cast<double>(observed) - mean), 5 * sigma)
-      << what << ": observed " << observed << " of " << n << ", expected "
-      << mean << " +- " << 5 * sigma;
+      << what << ": observed " << observed << " of " << n << ", expected " << mean << " +- "
+      << 5 * sigma;
 }
 
 std::map<FaultAction, uint64_t> tally(FaultPlan& plan, uint64_t n) {
@@ -50,9 +49,8 @@ TEST(ParseRate, AcceptsPercent) {
 }
 
 TEST(ParseRate, RejectsBadText) {
-  for (const char* text : {"", " ", "%", "abc", "0.05x", "5%%", "5 %", "%5",
-                           "0,05", "+0.5", "0.5.1", "nan", "inf", "-inf",
-                           "1e", "0x0.1"}) {
+  for (const char* text : {"", " ", "%", "abc", "0.05x", "5%%", "5 %", "%5", "0,05", "+0.5",
+                           "0.5.1", "nan", "inf", "-inf", "1e", "0x0.1"}) {
     EXPECT_EQ(parse_rate(text), std::nullopt) << '"' << text << '"';
   }
 }
@@ -97,8 +95,7 @@ TEST(FaultPlan, EachRateAloneMatchesItsProbability) {
       config.seed = 42;
       FaultPlan plan(config);
       auto counts = tally(plan, kDecisions);
-      expect_binomial(counts[c.action], kDecisions, p,
-                      fault_action_name(c.action));
+      expect_binomial(counts[c.action], kDecisions, p, fault_action_name(c.action));
       // Nothing but the configured action and pass ever comes out.
       EXPECT_EQ(counts[c.action] + counts[FaultAction::kPass], kDecisions)
           << fault_action_name(c.action);
@@ -118,8 +115,7 @@ TEST(FaultPlan, MixedRatesMatchTheirProbabilities) {
   auto counts = tally(plan, kDecisions);
   expect_binomial(counts[FaultAction::kDrop], kDecisions, 0.05, "drop");
   expect_binomial(counts[FaultAction::kReorder], kDecisions, 0.10, "reorder");
-  expect_binomial(counts[FaultAction::kDuplicate], kDecisions, 0.02,
-                  "duplicate");
+  expect_binomial(counts[FaultAction::kDuplicate], kDecisions, 0.02, "duplicate");
   expect_binomial(counts[FaultAction::kCorrupt], kDecisions, 0.15, "corrupt");
   expect_binomial(counts[FaultAction::kDelay], kDecisions, 0.08, "delay");
   expect_binomial(counts[FaultAction::kPass], kDecisions, 0.60, "pass");

@@ -46,7 +46,7 @@ namespace {
 // test_flow_steering_vm.sh: net_tap0 is 10.9.0.1/24 and fd00:9::1/64,
 // net_tap1 10.9.0.2/24 and fd00:9::2/64, four queue pairs each.
 constexpr int kRoundTrips = 200;
-constexpr size_t kMessage = 3000;  // two frames at the tap's MTU of 1500
+constexpr size_t kMessage = 3000;                     // two frames at the tap's MTU of 1500
 constexpr auto kPatience = std::chrono::seconds(60);  // software-emulated CPUs
 
 bool rss() {
@@ -62,7 +62,9 @@ std::pair<std::string, std::string> port_names() {
   return {text.substr(0, comma), comma == std::string::npos ? "" : text.substr(comma + 1)};
 }
 
-bool in_the_vm() { return std::getenv("OFI_DPDK_STEERING_SYNC") != nullptr; }
+bool in_the_vm() {
+  return std::getenv("OFI_DPDK_STEERING_SYNC") != nullptr;
+}
 
 fi_dpdk_ops_stats* stats_ops(fid_domain* domain) {
   void* ops = nullptr;

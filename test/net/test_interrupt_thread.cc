@@ -58,7 +58,8 @@ bool link_up(uint16_t port, milliseconds limit) {
   const auto end = steady_clock::now() + limit;
   do {
     rte_eth_link link{};
-    if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP) return true;
+    if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status == RTE_ETH_LINK_UP)
+      return true;
     std::this_thread::sleep_for(milliseconds(1));
   } while (steady_clock::now() < end);
   return false;

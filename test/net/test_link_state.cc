@@ -57,15 +57,15 @@ TEST_F(PortLink, ReadFromTheDeviceOncePerRefreshNotPerCall) {
   for (int i = 0; i < kCalls; ++i) up += port_->link_up() ? 1 : 0;
   const auto elapsed = std::chrono::steady_clock::now() - start;
   const uint64_t reads = port_->link_reads() - reads_before;
-  const auto periods = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count() /
-      net::Port::kLinkRefreshMicros);
+  const auto periods =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(elapsed).count() /
+                            net::Port::kLinkRefreshMicros);
   EXPECT_EQ(up, kCalls);
   // (+1 for the period under way, +1 % for the timer's calibration, which
   // is not steady_clock's.)
-  EXPECT_LE(reads, periods + periods / 100 + 2) << "calls " << kCalls << " in "
-                                << std::chrono::duration<double, std::milli>(elapsed).count()
-                                << " ms";
+  EXPECT_LE(reads, periods + periods / 100 + 2)
+      << "calls " << kCalls << " in " << std::chrono::duration<double, std::milli>(elapsed).count()
+      << " ms";
   EXPECT_LT(reads, static_cast<uint64_t>(kCalls) / 10);
 }
 

@@ -51,7 +51,8 @@ std::vector<Mapping> memif_mappings() {
       // A mapping's header: "start-end perms offset dev inode path".
       current = nullptr;
       if (line.find("/memfd:memif_region_") != std::string::npos) {
-        found.push_back(Mapping{std::stoul(first, nullptr, 16), line.substr(line.find("/memfd:")), 0, 0});
+        found.push_back(
+            Mapping{std::stoul(first, nullptr, 16), line.substr(line.find("/memfd:")), 0, 0});
         current = &found.back();
       }
       continue;
@@ -166,9 +167,9 @@ TEST(MemifWarm, WarmingChangesNoByteOfTheRegion) {
     EXPECT_EQ(net::write_each_page(reinterpret_cast<void*>(start), end - start),
               (end - start + 4095) / 4096);
   for (size_t i = 0; i < regions.size(); ++i)
-    EXPECT_EQ(std::memcmp(copies[i].data(), reinterpret_cast<void*>(regions[i].first),
-                          copies[i].size()),
-              0);
+    EXPECT_EQ(
+        std::memcmp(copies[i].data(), reinterpret_cast<void*>(regions[i].first), copies[i].size()),
+        0);
 }
 
 TEST(MemifWarm, AnUnguardedPortLeavesTheRegionAsTheDriverMappedIt) {

@@ -75,7 +75,8 @@ class RssSteering : public ::testing::Test {
 
   // Sends one UDP frame per source port, IPv4 or IPv6, and returns where
   // each arrived (frames of other kinds are let go).
-  static std::vector<Arrival> send_and_receive(const std::vector<uint16_t>& source_ports, bool ipv6) {
+  static std::vector<Arrival> send_and_receive(const std::vector<uint16_t>& source_ports,
+                                               bool ipv6) {
     const auto source6 = *ip::parse_ipv6("fd00:9::2"), destination6 = *ip::parse_ipv6("fd00:9::1");
     for (uint16_t port : source_ports) {
       rte_mbuf* frame = nullptr;
@@ -118,8 +119,9 @@ class RssSteering : public ::testing::Test {
 
   static uint16_t predicted(uint16_t source_port, bool ipv6) {
     const ip::RssConfig& rss = receiver_->rss();
-    if (!ipv6) return rss.queue_of(ip::udp4_rss_hash(rss, kSource4, kDestination4, source_port,
-                                                     kDestinationPort));
+    if (!ipv6)
+      return rss.queue_of(
+          ip::udp4_rss_hash(rss, kSource4, kDestination4, source_port, kDestinationPort));
     return rss.queue_of(ip::udp6_rss_hash(rss, *ip::parse_ipv6("fd00:9::2"),
                                           *ip::parse_ipv6("fd00:9::1"), source_port,
                                           kDestinationPort));
@@ -157,12 +159,11 @@ TEST_F(RssSteering, ReachingPortsLandOnTheirQueue) {
   for (uint16_t queue = 0; queue < kQueues; ++queue) {
     for (const bool ipv6 : {false, true}) {
       std::vector<uint16_t> ports(16);
-      const size_t found =
-          ipv6 ? ip::udp6_reaching_ports(rss, *ip::parse_ipv6("fd00:9::2"),
-                                         *ip::parse_ipv6("fd00:9::1"), kDestinationPort, queue,
-                                         50000, ports)
-               : ip::udp4_reaching_ports(rss, kSource4, kDestination4, kDestinationPort, queue,
-                                         50000, ports);
+      const size_t found = ipv6 ? ip::udp6_reaching_ports(rss, *ip::parse_ipv6("fd00:9::2"),
+                                                          *ip::parse_ipv6("fd00:9::1"),
+                                                          kDestinationPort, queue, 50000, ports)
+                                : ip::udp4_reaching_ports(rss, kSource4, kDestination4,
+                                                          kDestinationPort, queue, 50000, ports);
       ASSERT_EQ(found, ports.size());
       const std::vector<Arrival> arrivals = send_and_receive(ports, ipv6);
       EXPECT_EQ(arrivals.size(), ports.size());

@@ -1,9 +1,9 @@
 // test_shared_port.cc: a shared port (drivers/net/shared_port.h) in one
 // process: the switch's net_ring device and table, net::Port objects
 // claiming slots as secondaries would, frames steered by their dst_queue
-// (by the sender, and by the switch for TX queues).  The multi-process side (real secondaries, the provider,
-// Open MPI) is test/multiproc/test_shared_port.sh and the mpi suite.
-// Own main(): EAL starts once per process.
+// (by the sender, and by the switch for TX queues).  The multi-process side (real secondaries, the
+// provider, Open MPI) is test/multiproc/test_shared_port.sh and the mpi suite. Own main(): EAL
+// starts once per process.
 #include <gtest/gtest.h>
 
 #include <rte_eal.h>
@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -185,7 +185,7 @@ TEST_F(SharedPort, FramesForNobodyAreDroppedAndCounted) {
   const SharedPortTable& table = switch_->table();
   const uint64_t no_owner = table.dropped_no_owner.load();
   const uint64_t foreign = table.dropped_foreign.load();
-  EXPECT_EQ(deliver(*a, *b, 64), 0);  // beyond every block
+  EXPECT_EQ(deliver(*a, *b, 64), 0);          // beyond every block
   EXPECT_EQ(deliver(*a, *b, 40, 0x0800), 0);  // not our EtherType
   b.reset();
   rte_mbuf* m = frame(*a, 40);
@@ -221,7 +221,7 @@ TEST_F(SharedPort, TheSwitchFreesTheSlotOfADeadProcessAndItsFrames) {
   EXPECT_EQ(switch_->reap_dead_owners(), 1u);
   EXPECT_EQ(table.owner[1].load(), 0);
   EXPECT_EQ(table.dropped_no_owner.load(), no_owner + 1);  // its frame, freed
-  EXPECT_EQ(switch_->reap_dead_owners(), 0u);  // a live owner and a free slot stay
+  EXPECT_EQ(switch_->reap_dead_owners(), 0u);              // a live owner and a free slot stay
   EXPECT_EQ(table.owner[0].load(), getpid());
 }
 
@@ -362,9 +362,9 @@ TEST_F(SharedPort, ADamagedTableIsRefusedAndHarmsNoOneAttached) {
     uint16_t slots, queues_per_slot;
     const char* name;
   };
-  for (const Damage& damage : {Damage{2, 0, nullptr}, Damage{200, 32, nullptr},
-                               Damage{200, 0, nullptr}, Damage{4, 32, nullptr},
-                               Damage{2, 32, "../../tmp/x"}, Damage{0, 32, nullptr}}) {
+  for (const Damage& damage :
+       {Damage{2, 0, nullptr}, Damage{200, 32, nullptr}, Damage{200, 0, nullptr},
+        Damage{4, 32, nullptr}, Damage{2, 32, "../../tmp/x"}, Damage{0, 32, nullptr}}) {
     SCOPED_TRACE("slots " + std::to_string(damage.slots) + ", queues_per_slot " +
                  std::to_string(damage.queues_per_slot) +
                  (damage.name ? std::string(", name ") + damage.name : std::string()));

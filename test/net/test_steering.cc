@@ -43,7 +43,9 @@ constexpr const char* kPortName = "net_ring0";
 // Set by main(): whether this process brought EAL up for the Port tests.
 bool g_own_eal = false;
 
-bool provider_run() { return std::getenv("FI_DPDK_EAL_ARGS") != nullptr; }
+bool provider_run() {
+  return std::getenv("FI_DPDK_EAL_ARGS") != nullptr;
+}
 
 std::string steering_env() {
   const char* value = std::getenv("FI_DPDK_STEERING");
@@ -137,8 +139,7 @@ TEST_F(PortSteering, SoftwareIsSoftware) {
   ASSERT_EQ(open(net::SteeringRequest::kSoftware), 0) << error_;
   EXPECT_EQ(port_->steering(), net::Steering::kSoftware);
   EXPECT_EQ(port_->queue_pairs(), 1);
-  EXPECT_NE(port_->description().find("software"), std::string::npos)
-      << port_->description();
+  EXPECT_NE(port_->description().find("software"), std::string::npos) << port_->description();
   // Every endpoint queue is served by queue pair 0, with no rule to install.
   std::string refused;
   EXPECT_EQ(port_->bind_endpoint_queue(5, &refused), 0);
@@ -182,8 +183,8 @@ TEST_F(ProviderSteering, SoftwareSteeringOnOneQueuePair) {
   test::TestDomain d;
   ASSERT_EQ(d.open(kPortName), 0);
   fi_dpdk_ops_stats* ops = nullptr;
-  ASSERT_EQ(fi_open_ops(&d.domain->fid, FI_DPDK_STATS_OPS_NAME, 0,
-                        reinterpret_cast<void**>(&ops), nullptr),
+  ASSERT_EQ(fi_open_ops(&d.domain->fid, FI_DPDK_STATS_OPS_NAME, 0, reinterpret_cast<void**>(&ops),
+                        nullptr),
             0);
   ASSERT_NE(ops, nullptr);
   EXPECT_EQ(ops->size, sizeof(fi_dpdk_ops_stats));

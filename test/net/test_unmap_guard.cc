@@ -13,9 +13,9 @@
 // it faults inside a burst.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-#include <pthread.h>
 #include <rte_version.h>
 #include <sched.h>
 #include <signal.h>
@@ -85,7 +85,10 @@ TEST(UnmapGuard, AnUnmapWithNoBurstInFlightGoesAhead) {
   const size_t length = 1 << 16;
   void* area = scratch_mapping(length);
   ASSERT_NE(area, nullptr);
-  { const net::GuardedBurst unguarded(false); EXPECT_EQ(net::guarded_munmap(area, length), 0); }
+  {
+    const net::GuardedBurst unguarded(false);
+    EXPECT_EQ(net::guarded_munmap(area, length), 0);
+  }
   EXPECT_FALSE(still_mapped(area));
 }
 
@@ -138,15 +141,15 @@ TEST(UnmapGuardPolicy, ReadsTheVersionsRteVersionGives) {
   ASSERT_TRUE(candidate);
   EXPECT_EQ(candidate->month, 3u);
   EXPECT_EQ(net::to_string(*candidate), "25.03.0");
-  for (const char* odd : {"", "DPDK", "DPDK 22.11", "22.11.1", "DPDK 22.13.0", "DPDK x.11.1",
-                          "DPDK 22.11.1 extra"})
+  for (const char* odd :
+       {"", "DPDK", "DPDK 22.11", "22.11.1", "DPDK 22.13.0", "DPDK x.11.1", "DPDK 22.11.1 extra"})
     EXPECT_FALSE(net::parse_dpdk_version(odd)) << odd;
   ASSERT_TRUE(net::parse_dpdk_version(rte_version())) << rte_version();
 }
 
 TEST(UnmapGuardPolicy, AutoGuardsEveryPointReleaseOf2211And2411) {
-  for (const auto& running : {release(22, 11, 0), release(22, 11, 11), release(24, 11, 0),
-                              release(24, 11, 3)}) {
+  for (const auto& running :
+       {release(22, 11, 0), release(22, 11, 11), release(24, 11, 0), release(24, 11, 3)}) {
     const auto choice = net::choose_memif_unmap_guard(UnmapGuardRequest::kAuto, running, running);
     EXPECT_TRUE(choice.guard) << choice.why;
     EXPECT_FALSE(choice.warn) << choice.why;
@@ -155,8 +158,8 @@ TEST(UnmapGuardPolicy, AutoGuardsEveryPointReleaseOf2211And2411) {
 }
 
 TEST(UnmapGuardPolicy, AutoLeavesOtherReleasesAlone) {
-  for (const auto& running : {release(21, 11, 9), release(23, 11, 2), release(25, 3, 0),
-                              release(25, 11, 0)}) {
+  for (const auto& running :
+       {release(21, 11, 9), release(23, 11, 2), release(25, 3, 0), release(25, 11, 0)}) {
     const auto choice = net::choose_memif_unmap_guard(UnmapGuardRequest::kAuto, running, running);
     EXPECT_FALSE(choice.guard) << choice.why;
     EXPECT_FALSE(choice.warn) << choice.why;
@@ -181,8 +184,8 @@ TEST(UnmapGuardPolicy, TheRunningReleaseDecidesAndADifferentBuildIsNamed) {
 }
 
 TEST(UnmapGuardPolicy, OnAndOffOverrideTheRelease) {
-  const auto forced = net::choose_memif_unmap_guard(UnmapGuardRequest::kOn, release(23, 11, 2),
-                                                    release(23, 11, 2));
+  const auto forced =
+      net::choose_memif_unmap_guard(UnmapGuardRequest::kOn, release(23, 11, 2), release(23, 11, 2));
   EXPECT_TRUE(forced.guard);
   EXPECT_FALSE(forced.warn);
   EXPECT_NE(forced.why.find("not seen on"), std::string::npos) << forced.why;
@@ -191,8 +194,8 @@ TEST(UnmapGuardPolicy, OnAndOffOverrideTheRelease) {
                                                  release(22, 11, 11));
   EXPECT_FALSE(off.guard);
   EXPECT_TRUE(off.warn);
-  const auto off_elsewhere = net::choose_memif_unmap_guard(
-      UnmapGuardRequest::kOff, release(23, 11, 2), release(23, 11, 2));
+  const auto off_elsewhere = net::choose_memif_unmap_guard(UnmapGuardRequest::kOff,
+                                                           release(23, 11, 2), release(23, 11, 2));
   EXPECT_FALSE(off_elsewhere.guard);
   EXPECT_FALSE(off_elsewhere.warn);
 }
@@ -421,8 +424,8 @@ TEST(MemifPeerGoneUnguarded, APollerFaultsInABurstWhenItsPeerStopsUnderIt) {
   ASSERT_TRUE(running) << rte_version();
   if (!net::memif_unmap_race_seen_on(*running))
     GTEST_SKIP() << rte_version() << ": the race was seen on 22.11 and 24.11 only";
-  EXPECT_EXIT(stop_servers_under_an_unguarded_poller(),
-              ::testing::ExitedWithCode(kFaultedInABurst), "faulted inside a net_memif burst");
+  EXPECT_EXIT(stop_servers_under_an_unguarded_poller(), ::testing::ExitedWithCode(kFaultedInABurst),
+              "faulted inside a net_memif burst");
 }
 
 }  // namespace

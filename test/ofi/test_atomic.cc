@@ -71,9 +71,8 @@ TEST_F(Atomic, BaseFetchAndCompareOnUint64) {
   auto* words = reinterpret_cast<uint64_t*>(region_);
   for (int i = 0; i < 4; ++i) words[i] = 100 + i;
   const uint64_t add[4] = {1, 2, 3, 4};
-  ASSERT_EQ(fi_atomic(a_.ep, add, 4, nullptr, b_.addr, at(words), key_, FI_UINT64, FI_SUM,
-                      &context_),
-            0);
+  ASSERT_EQ(
+      fi_atomic(a_.ep, add, 4, nullptr, b_.addr, at(words), key_, FI_UINT64, FI_SUM, &context_), 0);
   ASSERT_EQ(done(), 1);
   EXPECT_EQ(last_flags_, FI_ATOMIC | FI_WRITE);
   for (int i = 0; i < 4; ++i) EXPECT_EQ(words[i], 101u + 2 * i);
@@ -118,8 +117,7 @@ TEST_F(Atomic, FloatingAndComplexSums) {
   auto* d = reinterpret_cast<double*>(region_);
   d[0] = 1.5;
   const double half = 0.25;
-  ASSERT_EQ(fi_atomic(a_.ep, &half, 1, nullptr, b_.addr, at(d), key_, FI_DOUBLE, FI_SUM,
-                      &context_),
+  ASSERT_EQ(fi_atomic(a_.ep, &half, 1, nullptr, b_.addr, at(d), key_, FI_DOUBLE, FI_SUM, &context_),
             0);
   ASSERT_EQ(done(), 1);
   EXPECT_EQ(d[0], 1.75);
@@ -181,17 +179,16 @@ TEST_F(Atomic, ValidAndQueryAgreeWithTheMatrix) {
   EXPECT_EQ(fi_query_atomic(domain_.domain, FI_UINT64, FI_CSWAP, &attr,
                             FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC),
             -FI_EINVAL);
-  EXPECT_EQ(fi_query_atomic(domain_.domain, FI_UINT64, FI_SUM, &attr, FI_TAGGED),
-            -FI_EOPNOTSUPP);
-  ASSERT_EQ(fi_query_atomic(domain_.domain, FI_LONG_DOUBLE_COMPLEX, FI_CSWAP, &attr,
-                            FI_COMPARE_ATOMIC),
-            0);
+  EXPECT_EQ(fi_query_atomic(domain_.domain, FI_UINT64, FI_SUM, &attr, FI_TAGGED), -FI_EOPNOTSUPP);
+  ASSERT_EQ(
+      fi_query_atomic(domain_.domain, FI_LONG_DOUBLE_COMPLEX, FI_CSWAP, &attr, FI_COMPARE_ATOMIC),
+      0);
   EXPECT_EQ(attr.size, sizeof(long double) * 2);
   // The call refuses what valid refuses, and counts above the maximum.
   const double one = 1;
-  EXPECT_EQ(fi_atomic(a_.ep, &one, 1, nullptr, b_.addr, at(region_), key_, FI_DOUBLE, FI_BOR,
-                      &context_),
-            -FI_EOPNOTSUPP);
+  EXPECT_EQ(
+      fi_atomic(a_.ep, &one, 1, nullptr, b_.addr, at(region_), key_, FI_DOUBLE, FI_BOR, &context_),
+      -FI_EOPNOTSUPP);
   ASSERT_EQ(fi_atomicvalid(a_.ep, FI_UINT8, FI_SUM, &count), 0);
   std::vector<uint8_t> many(count + 1, 1);
   EXPECT_EQ(fi_atomic(a_.ep, many.data(), many.size(), nullptr, b_.addr, at(region_), key_,
@@ -271,8 +268,7 @@ TEST_F(Atomic, ReducedFloatsAndDiffOnTwoXHeaders) {
   size_t count = 0;
   EXPECT_EQ(fi_atomicvalid(a_.ep, FI_FLOAT16, FI_SUM, &count), 0);
   fi_atomic_attr attr{};
-  ASSERT_EQ(fi_query_atomic(domain_.domain, FI_FLOAT8_E4M3, FI_CSWAP_LT, &attr,
-                            FI_COMPARE_ATOMIC),
+  ASSERT_EQ(fi_query_atomic(domain_.domain, FI_FLOAT8_E4M3, FI_CSWAP_LT, &attr, FI_COMPARE_ATOMIC),
             0);
   EXPECT_EQ(attr.size, 1u);
   EXPECT_EQ(fi_fetch_atomicvalid(a_.ep, FI_BFLOAT16, FI_DIFF, &count), 0);
@@ -318,9 +314,9 @@ TEST_F(Atomic, ReducedFloatsAndDiffOnTwoXHeaders) {
   auto* words = reinterpret_cast<int64_t*>(region_ + 128);
   words[0] = INT64_MIN;
   const int64_t one = 1;
-  ASSERT_EQ(fi_atomic(a_.ep, &one, 1, nullptr, b_.addr, at(words), key_, FI_INT64, FI_DIFF,
-                      &context_),
-            0);
+  ASSERT_EQ(
+      fi_atomic(a_.ep, &one, 1, nullptr, b_.addr, at(words), key_, FI_INT64, FI_DIFF, &context_),
+      0);
   ASSERT_EQ(done(), 1);
   EXPECT_EQ(words[0], INT64_MAX);
 }

@@ -63,9 +63,9 @@ class Progress : public ::testing::Test {
   // kQuiet.  Returns whether the message landed in the buffer meanwhile.
   bool delivered_without_calls(const std::string& text) {
     std::memset(buffer_, 0, sizeof(buffer_));
-    EXPECT_EQ(fi_recv(receiver_.ep, buffer_, sizeof(buffer_), nullptr, FI_ADDR_UNSPEC, buffer_),
-              0);
-    EXPECT_EQ(fi_send(sender_.ep, text.data(), text.size(), nullptr, receiver_.addr, &send_context_), 0);
+    EXPECT_EQ(fi_recv(receiver_.ep, buffer_, sizeof(buffer_), nullptr, FI_ADDR_UNSPEC, buffer_), 0);
+    EXPECT_EQ(
+        fi_send(sender_.ep, text.data(), text.size(), nullptr, receiver_.addr, &send_context_), 0);
     std::this_thread::sleep_for(kQuiet);
     // fi_cq_readerr moves nothing (it never drives progress) but takes the
     // port lock the writer held, so this thread may read the buffer after
@@ -127,9 +127,11 @@ TEST_F(Progress, ManualHeldSendLeavesWithTheSafetyNet) {
   ASSERT_EQ(fi_recv(receiver_.ep, buffer_, sizeof(buffer_), nullptr, FI_ADDR_UNSPEC, buffer_), 0);
   ASSERT_EQ(fi_recv(receiver_.ep, second, sizeof(second), nullptr, FI_ADDR_UNSPEC, second), 0);
   ASSERT_EQ(fi_send(sender_.ep, first_text.data(), first_text.size(), nullptr, receiver_.addr,
-                    &send_context_), 0);
+                    &send_context_),
+            0);
   ASSERT_EQ(fi_send(sender_.ep, second_text.data(), second_text.size(), nullptr, receiver_.addr,
-                    &second_context), 0);
+                    &second_context),
+            0);
   std::this_thread::sleep_for(kQuiet);
   fi_cq_err_entry no_error{};
   EXPECT_EQ(fi_cq_readerr(receiver_.rx_cq, &no_error, 0), -FI_EAGAIN);  // orders the reads below
@@ -151,7 +153,8 @@ int safety_net_policy() {
   while (const dirent* task = readdir(tasks)) {
     std::ifstream comm(std::string("/proc/self/task/") + task->d_name + "/comm");
     std::string name;
-    if (std::getline(comm, name) && name == "fi_dpdk_net") policy = sched_getscheduler(std::atoi(task->d_name));
+    if (std::getline(comm, name) && name == "fi_dpdk_net")
+      policy = sched_getscheduler(std::atoi(task->d_name));
   }
   closedir(tasks);
   return policy;

@@ -93,24 +93,32 @@ TEST(DomainAuthKey, FourByteKeyIsAcceptedAndGoesToTheDomain) {
 
 TEST(DomainAuthKey, GetinfoRefusesOtherSizesKeyZeroAndNoBytes) {
   fi_info* info = nullptr;
-  EXPECT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(7, 8), 8); }, &info),
+  EXPECT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(7, 8), 8); }, &info),
             -FI_ENODATA);
-  EXPECT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(7, 2), 2); }, &info),
+  EXPECT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(7, 2), 2); }, &info),
             -FI_ENODATA);
-  EXPECT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(0), 4); }, &info),
+  EXPECT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(0), 4); }, &info),
             -FI_ENODATA)
       << "key 0 means no key";
-  EXPECT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { set_domain_key(h, nullptr, 4); }, &info),
+  EXPECT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { set_domain_key(h, nullptr, 4); }, &info),
             -FI_ENODATA);
   EXPECT_EQ(info, nullptr);
-  ASSERT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { set_domain_key(h, nullptr, 0); }, &info), 0);
+  ASSERT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { set_domain_key(h, nullptr, 0); }, &info),
+            0);
   EXPECT_EQ(info->domain_attr->auth_key_size, 0u);
   fi_freeinfo(info);
 }
 
 TEST(DomainAuthKey, FiDomainRefusesABadKeyInTheInfo) {
   Opened d;
-  ASSERT_EQ(getinfo_with(FI_MSG, [](fi_info*) {}, &d.info), 0);
+  ASSERT_EQ(getinfo_with(
+                FI_MSG, [](fi_info*) {}, &d.info),
+            0);
   ASSERT_EQ(fi_fabric(d.info->fabric_attr, &d.fabric, nullptr), 0);
   fid_domain* domain = nullptr;
   set_domain_key(d.info, key_bytes(5, 8), 8);
@@ -125,8 +133,7 @@ TEST(DomainAuthKey, FiDomainRefusesABadKeyInTheInfo) {
   EXPECT_EQ(fi_domain(d.fabric, d.info, &domain, nullptr), -FI_EINVAL)
       << "fi_domain(3): with FI_AV_AUTH_KEY, auth_key must be NULL";
 #else
-  EXPECT_EQ(fi_domain(d.fabric, d.info, &domain, nullptr), -FI_EINVAL)
-      << "1.x: no FI_AV_AUTH_KEY";
+  EXPECT_EQ(fi_domain(d.fabric, d.info, &domain, nullptr), -FI_EINVAL) << "1.x: no FI_AV_AUTH_KEY";
 #endif
   set_domain_key(d.info, key_bytes(5), 4);
   ASSERT_EQ(fi_domain(d.fabric, d.info, &d.domain, nullptr), 0);
@@ -134,8 +141,9 @@ TEST(DomainAuthKey, FiDomainRefusesABadKeyInTheInfo) {
 
 TEST(DomainAuthKey, IgnoredBeforeApi15) {
   fi_info* info = nullptr;
-  ASSERT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(7, 8), 8); }, &info,
-                         FI_VERSION(1, 4)),
+  ASSERT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(7, 8), 8); }, &info,
+                FI_VERSION(1, 4)),
             0);
   fi_freeinfo(info);
 }
@@ -143,7 +151,9 @@ TEST(DomainAuthKey, IgnoredBeforeApi15) {
 #if OFI_DPDK_HAVE_AV_AUTH_KEY
 // --- libfabric 2.x: FI_AV_AUTH_KEY --------------------------------------------
 
-void av_auth_key(fi_info* h) { set_domain_key(h, nullptr, FI_AV_AUTH_KEY); }
+void av_auth_key(fi_info* h) {
+  set_domain_key(h, nullptr, FI_AV_AUTH_KEY);
+}
 
 int insert_key(fid_av* av, uint32_t key, fi_addr_t* handle) {
   return fi_av_insert_auth_key(av, &key, sizeof(key), handle, 0);
@@ -158,8 +168,7 @@ class AvAuthKey : public ::testing::Test {
     std::snprintf(mac, sizeof(mac), "02:00:00:00:00:%02x", n);
     std::snprintf(queue, sizeof(queue), "%d", q);
     fi_addr_t addr = handle;
-    return fi_av_insertsvc(d_.av, mac, queue, &addr, flags, nullptr) == 1 ? addr
-                                                                         : FI_ADDR_NOTAVAIL;
+    return fi_av_insertsvc(d_.av, mac, queue, &addr, flags, nullptr) == 1 ? addr : FI_ADDR_NOTAVAIL;
   }
   uint32_t lookup_key(fi_addr_t addr, int* ret) {
     uint32_t key = 0;
@@ -173,7 +182,9 @@ class AvAuthKey : public ::testing::Test {
 
 TEST(AvAuthKeyGetinfo, AvAuthKeySizeIsOfferedWithMaxEpAuthKey) {
   fi_info* info = nullptr;
-  ASSERT_EQ(getinfo_with(FI_MSG, [](fi_info*) {}, &info), 0);
+  ASSERT_EQ(getinfo_with(
+                FI_MSG, [](fi_info*) {}, &info),
+            0);
   EXPECT_EQ(info->domain_attr->max_ep_auth_key, 16u) << "doc/address-vector.md: 16 keys per AV";
   EXPECT_EQ(info->domain_attr->auth_key_size, 0u);
   fi_freeinfo(info);
@@ -182,13 +193,16 @@ TEST(AvAuthKeyGetinfo, AvAuthKeySizeIsOfferedWithMaxEpAuthKey) {
   EXPECT_EQ(info->domain_attr->auth_key, nullptr);
   fi_freeinfo(info);
   info = nullptr;
-  EXPECT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(3), FI_AV_AUTH_KEY); },
-                         &info),
+  EXPECT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { set_domain_key(h, key_bytes(3), FI_AV_AUTH_KEY); }, &info),
             -FI_ENODATA)
       << "FI_AV_AUTH_KEY with a key";
-  EXPECT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { h->domain_attr->max_ep_auth_key = 17; }, &info),
+  EXPECT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { h->domain_attr->max_ep_auth_key = 17; }, &info),
             -FI_ENODATA);
-  ASSERT_EQ(getinfo_with(FI_MSG, [](fi_info* h) { h->domain_attr->max_ep_auth_key = 16; }, &info), 0);
+  ASSERT_EQ(getinfo_with(
+                FI_MSG, [](fi_info* h) { h->domain_attr->max_ep_auth_key = 16; }, &info),
+            0);
   fi_freeinfo(info);
 }
 
@@ -454,13 +468,15 @@ TEST(AvUserIdOpen, NeedsTheDomainCap) {
   }
   {
     Opened d;
-    ASSERT_EQ(d.open(FI_MSG | FI_AV_USER_ID, [](fi_info*) {}, FI_AV_USER_ID), 0);
+    ASSERT_EQ(d.open(
+                  FI_MSG | FI_AV_USER_ID, [](fi_info*) {}, FI_AV_USER_ID),
+              0);
     EXPECT_TRUE(d.info->domain_attr->caps & FI_AV_USER_ID);
   }
   {
     Opened d;
-    ASSERT_EQ(d.open(FI_MSG, [](fi_info* h) { h->domain_attr->caps = FI_AV_USER_ID; },
-                     FI_AV_USER_ID),
+    ASSERT_EQ(d.open(
+                  FI_MSG, [](fi_info* h) { h->domain_attr->caps = FI_AV_USER_ID; }, FI_AV_USER_ID),
               0)
         << "asked for as a domain cap";
     EXPECT_TRUE(d.info->domain_attr->caps & FI_AV_USER_ID);
@@ -470,7 +486,9 @@ TEST(AvUserIdOpen, NeedsTheDomainCap) {
 class AvUserId : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(d_.open(FI_MSG | FI_SOURCE | FI_AV_USER_ID, [](fi_info*) {}, FI_AV_USER_ID), 0);
+    ASSERT_EQ(d_.open(
+                  FI_MSG | FI_SOURCE | FI_AV_USER_ID, [](fi_info*) {}, FI_AV_USER_ID),
+              0);
   }
   Opened d_;
 };

@@ -41,9 +41,7 @@ std::vector<uint8_t> packed(std::initializer_list<Native> addresses) {
 
 class AvTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(domain_.open(), 0) << "no dpdk provider on the net_ring port";
-  }
+  void SetUp() override { ASSERT_EQ(domain_.open(), 0) << "no dpdk provider on the net_ring port"; }
   void TearDown() override { domain_.close(); }
 
   // The address at fi_addr, or an empty vector if lookup fails.
@@ -59,7 +57,9 @@ class AvTest : public ::testing::Test {
   TestDomain domain_;
 };
 
-std::vector<uint8_t> as_vector(const Native& n) { return {n.begin(), n.end()}; }
+std::vector<uint8_t> as_vector(const Native& n) {
+  return {n.begin(), n.end()};
+}
 
 TEST_F(AvTest, InsertReturnsTheCountAndAssignsIndicesInOrder) {
   const Native a = native(make_address(1, 1)), b = native(make_address(2, 2)),
@@ -157,8 +157,7 @@ TEST_F(AvTest, InsertsvcTakesAMacAndAQueue) {
   EXPECT_EQ(*parsed, make_address(7, 5));
   // An fi_dpdk:// string as node, with service NULL, as fi_av(3) allows.
   const av::Address full = make_address(8, 12, 0x01020304);
-  ASSERT_EQ(fi_av_insertsvc(av(), av::to_string(full).c_str(), nullptr, &fi_addr, 0, nullptr),
-            1);
+  ASSERT_EQ(fi_av_insertsvc(av(), av::to_string(full).c_str(), nullptr, &fi_addr, 0, nullptr), 1);
   EXPECT_EQ(fi_addr, 1u);
   EXPECT_EQ(lookup(fi_addr), as_vector(native(full)));
   // Not a MAC: refused.

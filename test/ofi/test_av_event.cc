@@ -98,8 +98,7 @@ TEST_F(AvEventTest, InsertsBeforeTheBindAreENOEQ) {
   fi_addr_t fi_addr = 99;
   EXPECT_EQ(fi_av_insert(av_, a.data(), 1, &fi_addr, 0, nullptr), -FI_ENOEQ);
   EXPECT_EQ(fi_av_insertsvc(av_, "02:00:00:00:00:01", "1", &fi_addr, 0, nullptr), -FI_ENOEQ);
-  EXPECT_EQ(fi_av_insertsym(av_, "02:00:00:00:00:01", 1, "1", 1, &fi_addr, 0, nullptr),
-            -FI_ENOEQ);
+  EXPECT_EQ(fi_av_insertsym(av_, "02:00:00:00:00:01", 1, "1", 1, &fi_addr, 0, nullptr), -FI_ENOEQ);
   EXPECT_EQ(fi_addr, 99u);
   ASSERT_EQ(fi_av_bind(av_, &eq_->fid, 0), 0);
   EXPECT_EQ(fi_av_insert(av_, a.data(), 1, &fi_addr, 0, nullptr), 0);
@@ -126,7 +125,8 @@ TEST_F(AvEventTest, BindRules) {
 
 TEST_F(AvEventTest, ErrorsComeFirstThenOneCompletion) {
   ASSERT_EQ(fi_av_bind(av_, &eq_->fid, 0), 0);
-  const std::vector<uint8_t> four = packed({native(1, 1), bad_address(), native(3, 3), bad_address()});
+  const std::vector<uint8_t> four =
+      packed({native(1, 1), bad_address(), native(3, 3), bad_address()});
   fi_addr_t fi_addrs[4] = {99, 99, 99, 99};
   int context = 0;
   EXPECT_EQ(fi_av_insert(av_, four.data(), 4, fi_addrs, 0, &context), 0)

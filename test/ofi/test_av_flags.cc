@@ -21,8 +21,12 @@ using Native = std::array<uint8_t, av::kNativeAddressSize>;
 
 av::Address make_address(uint32_t n, uint16_t queue, uint32_t session = 0) {
   av::Address address;
-  const uint8_t mac[6] = {0x02, 0x00, static_cast<uint8_t>(n >> 24), static_cast<uint8_t>(n >> 16),
-                          static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)};
+  const uint8_t mac[6] = {0x02,
+                          0x00,
+                          static_cast<uint8_t>(n >> 24),
+                          static_cast<uint8_t>(n >> 16),
+                          static_cast<uint8_t>(n >> 8),
+                          static_cast<uint8_t>(n)};
   std::memcpy(address.mac, mac, 6);
   address.queue = queue;
   address.session = session;

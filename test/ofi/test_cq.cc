@@ -40,8 +40,7 @@ ssize_t send_to(TestEndpoint& from, const void* buf, size_t len, fi_addr_t to, v
 }
 
 long elapsed_ms(Clock::time_point since) {
-  return static_cast<long>(
-      std::chrono::duration_cast<milliseconds>(Clock::now() - since).count());
+  return static_cast<long>(std::chrono::duration_cast<milliseconds>(Clock::now() - since).count());
 }
 
 uint64_t cq_data_mask(const fi_info* info) {
@@ -72,21 +71,31 @@ class CqTest : public ::testing::Test {
 
 size_t entry_size(fi_cq_format format) {
   switch (format) {
-    case FI_CQ_FORMAT_CONTEXT: return sizeof(fi_cq_entry);
-    case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
-    case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
-    case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
-    default: return 0;
+    case FI_CQ_FORMAT_CONTEXT:
+      return sizeof(fi_cq_entry);
+    case FI_CQ_FORMAT_MSG:
+      return sizeof(fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA:
+      return sizeof(fi_cq_data_entry);
+    case FI_CQ_FORMAT_TAGGED:
+      return sizeof(fi_cq_tagged_entry);
+    default:
+      return 0;
   }
 }
 
 const char* format_name(fi_cq_format format) {
   switch (format) {
-    case FI_CQ_FORMAT_CONTEXT: return "Context";
-    case FI_CQ_FORMAT_MSG: return "Msg";
-    case FI_CQ_FORMAT_DATA: return "Data";
-    case FI_CQ_FORMAT_TAGGED: return "Tagged";
-    default: return "Unknown";
+    case FI_CQ_FORMAT_CONTEXT:
+      return "Context";
+    case FI_CQ_FORMAT_MSG:
+      return "Msg";
+    case FI_CQ_FORMAT_DATA:
+      return "Data";
+    case FI_CQ_FORMAT_TAGGED:
+      return "Tagged";
+    default:
+      return "Unknown";
   }
 }
 
@@ -120,17 +129,15 @@ TEST_P(CqFormat, EachFormatFillsExactlyItsFields) {
   char buffer[32] = {};
   int send_context = 0;
   ASSERT_EQ(fi_recv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, buffer), 0);
-  ASSERT_EQ(retry(a_.tx_cq,
-                  [&] {
-                    return fi_senddata(a_.ep, "format", 6, nullptr, data, b_.addr,
-                                       &send_context);
-                  }),
-            0);
+  ASSERT_EQ(
+      retry(a_.tx_cq,
+            [&] { return fi_senddata(a_.ep, "format", 6, nullptr, data, b_.addr, &send_context); }),
+      0);
 
   RawEntry tx;
   ASSERT_EQ(wait_for_completion(a_.tx_cq, tx.bytes, kWait), 1);
-  EXPECT_TRUE(tx.canary_intact_after(size)) << "wrote more than one " << format_name(format)
-                                            << " entry";
+  EXPECT_TRUE(tx.canary_intact_after(size))
+      << "wrote more than one " << format_name(format) << " entry";
   EXPECT_EQ(tx.as<fi_cq_entry>().op_context, &send_context);
   if (format != FI_CQ_FORMAT_CONTEXT) {
     const auto msg = tx.as<fi_cq_msg_entry>();
@@ -139,8 +146,8 @@ TEST_P(CqFormat, EachFormatFillsExactlyItsFields) {
 
   RawEntry rx;
   ASSERT_EQ(wait_for_completion(b_.rx_cq, rx.bytes, kWait), 1);
-  EXPECT_TRUE(rx.canary_intact_after(size)) << "wrote more than one " << format_name(format)
-                                            << " entry";
+  EXPECT_TRUE(rx.canary_intact_after(size))
+      << "wrote more than one " << format_name(format) << " entry";
   EXPECT_EQ(rx.as<fi_cq_entry>().op_context, buffer);
   if (format != FI_CQ_FORMAT_CONTEXT) {
     const auto msg = rx.as<fi_cq_msg_entry>();
@@ -218,8 +225,7 @@ TEST_F(CqTest, ReadsOfTwoCqsInTurnShareOnePassPerRound) {
   fi_dpdk_port_polls after = polls();
   // (Whether the very first read shares the set-up's last pass depends on
   // who ran it: one read either way.)
-  EXPECT_EQ(after.cq_passes - before.cq_passes + after.cq_shared_passes -
-                before.cq_shared_passes,
+  EXPECT_EQ(after.cq_passes - before.cq_passes + after.cq_shared_passes - before.cq_shared_passes,
             2 * kRounds);
   EXPECT_GE(after.cq_passes - before.cq_passes, kRounds - 1);
   EXPECT_LE(after.cq_passes - before.cq_passes, kRounds + 1);
@@ -239,7 +245,8 @@ TEST_F(CqTest, ReadsOfTwoCqsInTurnShareOnePassPerRound) {
     ASSERT_EQ(fi_inject(a_.ep, text, sizeof(text), b_.addr), 0);
   }
   int received = 0;
-  for (const auto until = Clock::now() + std::chrono::seconds(10); received < 8 && Clock::now() < until;) {
+  for (const auto until = Clock::now() + std::chrono::seconds(10);
+       received < 8 && Clock::now() < until;) {
     const ssize_t got = fi_cq_read(b_.rx_cq, &entry, 1);
     ASSERT_TRUE(got == 1 || got == -FI_EAGAIN) << got;
     if (got == 1) ++received;
@@ -285,9 +292,9 @@ class CqSize : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(domain_.open(), 0) << "no dpdk provider on the net_ring port";
     ASSERT_EQ(a_.open(domain_.domain, domain_.av, domain_.info), 0);
-    ASSERT_EQ(b_.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0, nullptr,
-                      0, kSmall),
-              0);
+    ASSERT_EQ(
+        b_.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0, nullptr, 0, kSmall),
+        0);
   }
   void TearDown() override {
     a_.close();
@@ -395,8 +402,8 @@ TEST_F(CqTest, ErrorEntryBlocksReadsUntilReadAndStrerrorDescribesIt) {
   EXPECT_EQ(error.err, FI_ECANCELED);
   char text[128];
   std::memset(text, 0, sizeof(text));
-  const char* described = fi_cq_strerror(b_.rx_cq, error.prov_errno, error.err_data, text,
-                                         sizeof(text));
+  const char* described =
+      fi_cq_strerror(b_.rx_cq, error.prov_errno, error.err_data, text, sizeof(text));
   ASSERT_NE(described, nullptr);
   EXPECT_GT(std::strlen(described), 0u);
   EXPECT_EQ(fi_cq_read(b_.rx_cq, &entry, 1), -FI_EAGAIN);

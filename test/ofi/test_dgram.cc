@@ -127,8 +127,7 @@ TEST_F(Dgram, AMessageArrivesWithItsSourceAndData) {
   ASSERT_EQ(fi_recv(b_.ep, buffer.data(), buffer.size(), nullptr, FI_ADDR_UNSPEC, &buffer), 0);
   static const std::string text(1396, 'd');
   int context = 0;
-  ASSERT_EQ(fi_senddata(a_.ep, text.data(), text.size(), nullptr, 0xC0FFEE, b_.addr, &context),
-            0);
+  ASSERT_EQ(fi_senddata(a_.ep, text.data(), text.size(), nullptr, 0xC0FFEE, b_.addr, &context), 0);
   expect_sent(&context);
   fi_cq_tagged_entry entry{};
   fi_addr_t source = FI_ADDR_NOTAVAIL;
@@ -144,9 +143,9 @@ TEST_F(Dgram, AMessageArrivesWithItsSourceAndData) {
 
 TEST_F(Dgram, TaggedAndInjectedDatagramsArrive) {
   uint64_t received = 0;
-  ASSERT_EQ(fi_trecv(b_.ep, &received, sizeof(received), nullptr, FI_ADDR_UNSPEC, 0x500, 0xFF,
-                     &received),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b_.ep, &received, sizeof(received), nullptr, FI_ADDR_UNSPEC, 0x500, 0xFF, &received),
+      0);
   uint64_t value = 0x1122334455667788;
   ASSERT_EQ(fi_tinject(a_.ep, &value, sizeof(value), b_.addr, 0x5AB), 0);
   value = 0;  // fi_inject: the buffer is free at once
@@ -163,8 +162,7 @@ TEST_F(Dgram, TooLargeAndRmaAreRefused) {
   static const std::string big(1413, 'x');
   EXPECT_EQ(fi_send(a_.ep, big.data(), big.size(), nullptr, b_.addr, nullptr), -FI_EMSGSIZE);
   char local[8] = {};
-  EXPECT_EQ(fi_write(a_.ep, local, sizeof(local), nullptr, b_.addr, 0, 0, nullptr),
-            -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_write(a_.ep, local, sizeof(local), nullptr, b_.addr, 0, 0, nullptr), -FI_EOPNOTSUPP);
   EXPECT_TRUE(stays_empty(a_.tx_cq));
 }
 

@@ -58,8 +58,7 @@ struct PortSide {
     fi_av_attr av_attr{};
     av_attr.type = FI_AV_TABLE;
     if (fi_av_open(domain, &av_attr, &av, nullptr) != 0) return;
-    fi_open_ops(&domain->fid, FI_DPDK_STATS_OPS_NAME, 0, reinterpret_cast<void**>(&stats),
-                nullptr);
+    fi_open_ops(&domain->fid, FI_DPDK_STATS_OPS_NAME, 0, reinterpret_cast<void**>(&stats), nullptr);
   }
   ~PortSide() {
     for (TestEndpoint* ep : {&first, &second}) ep->close();

@@ -19,8 +19,8 @@
 #include <string>
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "ofi_dpdk_config.h"
 #include "lib/av/address.h"
+#include "ofi_dpdk_config.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -150,8 +150,7 @@ TEST_F(GetinfoMatch, ModifiersWeHaveAreGranted) {
 // that a provider must support the requested value or fail the operation
 // with -FI_ENODATA" -- primary capabilities and modifiers we lack.
 TEST_F(GetinfoMatch, PrimaryCapsWeLackAreRefused) {
-  for (uint64_t cap : {FI_MULTICAST, FI_VARIABLE_MSG, FI_HMEM,
-                       FI_COLLECTIVE}) {
+  for (uint64_t cap : {FI_MULTICAST, FI_VARIABLE_MSG, FI_HMEM, FI_COLLECTIVE}) {
     if (cap == 0) continue;  // libfabric 2.x removed FI_VARIABLE_MSG: a dummy 0
     hints_->caps = FI_MSG | cap;
     EXPECT_FALSE(matches()) << fi_tostr(&cap, FI_TYPE_CAPS) << " was granted";
@@ -611,14 +610,14 @@ TEST_F(GetinfoMatch, AddrFormatStrGivesAStringSourceAddress) {
 // sockaddrs it speaks (fi_getinfo then passes over ports without an address
 // of the family).
 TEST_F(GetinfoMatch, OnlyIpSocketAddressesAreSpoken) {
-  for (uint32_t format : {static_cast<uint32_t>(FI_SOCKADDR_IB),
-                          static_cast<uint32_t>(FI_ADDR_PSMX2)}) {
+  for (uint32_t format :
+       {static_cast<uint32_t>(FI_SOCKADDR_IB), static_cast<uint32_t>(FI_ADDR_PSMX2)}) {
     hints_->addr_format = format;
     EXPECT_FALSE(matches()) << "addr_format " << format;
   }
-  for (uint32_t format : {static_cast<uint32_t>(FI_SOCKADDR_IN),
-                          static_cast<uint32_t>(FI_SOCKADDR_IN6),
-                          static_cast<uint32_t>(FI_SOCKADDR)}) {
+  for (uint32_t format :
+       {static_cast<uint32_t>(FI_SOCKADDR_IN), static_cast<uint32_t>(FI_SOCKADDR_IN6),
+        static_cast<uint32_t>(FI_SOCKADDR)}) {
     hints_->addr_format = format;
     EXPECT_TRUE(matches()) << "addr_format " << format;
   }
@@ -666,8 +665,8 @@ TEST_F(GetinfoMatch, ManualProgressByDefaultAutoOnRequest) {
 // returned as requested, FI_THREAD_UNSPEC gets "the greatest level of
 // parallelism".
 TEST_F(GetinfoMatch, AnyThreadingLevelIsReturnedAsRequested) {
-  for (fi_threading level : {FI_THREAD_SAFE, FI_THREAD_FID, FI_THREAD_DOMAIN,
-                             FI_THREAD_COMPLETION, FI_THREAD_ENDPOINT}) {
+  for (fi_threading level : {FI_THREAD_SAFE, FI_THREAD_FID, FI_THREAD_DOMAIN, FI_THREAD_COMPLETION,
+                             FI_THREAD_ENDPOINT}) {
     fi_freeinfo(offer_);
     offer_ = make_offer();
     hints_->domain_attr->threading = level;
@@ -716,8 +715,7 @@ TEST_F(GetinfoMatch, CqDataSizeUpToEightBytes) {
 // FI_MR_PROV_KEY here); without it the application's keys are used.
 TEST_F(GetinfoMatch, MrModeForApi117RequiresNothing) {
   EXPECT_EQ(offer_->domain_attr->mr_mode, 0);
-  hints_->domain_attr->mr_mode =
-      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints_->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   expect_match_and_narrow();
   EXPECT_EQ(offer_->domain_attr->mr_mode, FI_MR_PROV_KEY | FI_MR_VIRT_ADDR);
   TearDown();
@@ -769,8 +767,7 @@ TEST_F(GetinfoMatch, StockPingpongHintsMatch) {
   hints_->caps = FI_MSG;
   hints_->mode = FI_CONTEXT | FI_CONTEXT2 | FI_MSG_PREFIX;
   hints_->ep_attr->type = FI_EP_RDM;
-  hints_->domain_attr->mr_mode =
-      FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints_->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   hints_->fabric_attr->prov_name = strdup("dpdk");
   expect_match_and_narrow();
   EXPECT_EQ(offer_->mode, 0u);

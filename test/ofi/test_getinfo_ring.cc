@@ -221,7 +221,8 @@ TEST_F(GetinfoRing, HintsThatMatchNothingAreExactlyEnodata) {
   };
   const Case cases[] = {
       {"caps FI_COLLECTIVE", [](fi_info* h) { h->caps = FI_MSG | FI_COLLECTIVE; }},
-      {"caps FI_SOURCE_ERR without FI_SOURCE", [](fi_info* h) { h->caps = FI_MSG | FI_SOURCE_ERR; }},
+      {"caps FI_SOURCE_ERR without FI_SOURCE",
+       [](fi_info* h) { h->caps = FI_MSG | FI_SOURCE_ERR; }},
       {"ep_type FI_EP_MSG with FI_SOURCE",
        [](fi_info* h) {
          h->ep_attr->type = FI_EP_MSG;
@@ -233,8 +234,7 @@ TEST_F(GetinfoRing, HintsThatMatchNothingAreExactlyEnodata) {
          h->caps = FI_MSG | FI_RMA;
        }},
       {"addr_format FI_SOCKADDR_IN", [](fi_info* h) { h->addr_format = FI_SOCKADDR_IN; }},
-      {"domain no_such_port",
-       [](fi_info* h) { h->domain_attr->name = strdup("no_such_port"); }},
+      {"domain no_such_port", [](fi_info* h) { h->domain_attr->name = strdup("no_such_port"); }},
       {"fabric tcp", [](fi_info* h) { h->fabric_attr->name = strdup("tcp"); }},
       {"max_msg_size SIZE_MAX", [](fi_info* h) { h->ep_attr->max_msg_size = SIZE_MAX; }},
       {"data_progress 7 (no such model)",

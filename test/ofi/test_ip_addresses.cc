@@ -191,7 +191,8 @@ TEST(IpEndpoints, SenderIsNamedByItsAddress) {
   fi_addr_t source = FI_ADDR_NOTAVAIL;
   ASSERT_EQ(wait_for_completion(at.rx_cq, &entry, 30, &source), 1);
   EXPECT_EQ(std::string(buffer, entry.len), kText);
-  EXPECT_EQ(source, client_addr) << "fi_cq_readfrom names the sender by the fi_addr of its sockaddr";
+  EXPECT_EQ(source, client_addr)
+      << "fi_cq_readfrom names the sender by the fi_addr of its sockaddr";
   from.close();
   at.close();
   client.close();

@@ -40,8 +40,8 @@ struct OnePort : testing::Test {
     ASSERT_EQ(fi_av_open(domain, &av_attr, &av, nullptr), 0);
     ASSERT_EQ(a.open(domain, av, info, FI_CQ_FORMAT_TAGGED), 0);
     ASSERT_EQ(b.open(domain, av, info, FI_CQ_FORMAT_TAGGED), 0);
-    ASSERT_EQ(fi_open_ops(&domain->fid, FI_DPDK_STATS_OPS_NAME, 0,
-                          reinterpret_cast<void**>(&stats), nullptr),
+    ASSERT_EQ(fi_open_ops(&domain->fid, FI_DPDK_STATS_OPS_NAME, 0, reinterpret_cast<void**>(&stats),
+                          nullptr),
               0);
   }
   void TearDown() override {

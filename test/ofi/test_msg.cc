@@ -173,9 +173,8 @@ TEST_F(Messaging, InjectFreesTheBufferOnReturnAndNeverCompletes) {
   std::vector<char> buffer(original.begin(), original.end());
   char received[64] = {};
   ASSERT_EQ(fi_recv(b_.ep, received, sizeof(received), nullptr, FI_ADDR_UNSPEC, received), 0);
-  ASSERT_EQ(retry(a_.tx_cq,
-                  [&] { return fi_inject(a_.ep, buffer.data(), buffer.size(), b_.addr); }),
-            0);
+  ASSERT_EQ(
+      retry(a_.tx_cq, [&] { return fi_inject(a_.ep, buffer.data(), buffer.size(), b_.addr); }), 0);
   // fi_msg(3): the buffer is available for reuse immediately on return.
   std::fill(buffer.begin(), buffer.end(), 'X');
   const fi_cq_data_entry entry = expect_recv_completion(b_, received);
@@ -218,8 +217,7 @@ TEST_F(Messaging, SendAboveMaxMsgSizeIsEMSGSIZE) {
   const ZeroBuffer buffer(max_msg_size() + 1);
   ASSERT_NE(buffer.data(), nullptr);
   int context = 0;
-  EXPECT_EQ(fi_send(a_.ep, buffer.data(), buffer.size(), nullptr, b_.addr, &context),
-            -FI_EMSGSIZE);
+  EXPECT_EQ(fi_send(a_.ep, buffer.data(), buffer.size(), nullptr, b_.addr, &context), -FI_EMSGSIZE);
   // Also when only the sum of the iovs is too long.
   iovec iov[2] = {{buffer.data(), 10}, {buffer.data() + 10, buffer.size() - 10}};
   EXPECT_EQ(fi_sendv(a_.ep, iov, nullptr, 2, b_.addr, &context), -FI_EMSGSIZE);
@@ -253,9 +251,7 @@ TEST_F(Messaging, InjectdataDeliversRemoteCqDataWithoutTxCompletion) {
   char payload[] = "injectdata";
   char received[32] = {};
   ASSERT_EQ(fi_recv(b_.ep, received, sizeof(received), nullptr, FI_ADDR_UNSPEC, received), 0);
-  ASSERT_EQ(retry(a_.tx_cq,
-                  [&] { return fi_injectdata(a_.ep, payload, 10, data, b_.addr); }),
-            0);
+  ASSERT_EQ(retry(a_.tx_cq, [&] { return fi_injectdata(a_.ep, payload, 10, data, b_.addr); }), 0);
   std::memset(payload, 'X', 10);
   const fi_cq_data_entry entry = expect_recv_completion(b_, received);
   EXPECT_TRUE(entry.flags & FI_REMOTE_CQ_DATA);

@@ -56,7 +56,8 @@ std::vector<uint8_t> expect_event(fid_eq* eq, uint32_t type, fid* from) {
   std::vector<uint8_t> buffer(sizeof(fi_eq_cm_entry) + 512);
   uint32_t event = 0;
   const ssize_t ret = fi_eq_sread(eq, &event, buffer.data(), buffer.size(), kWaitMs, 0);
-  EXPECT_GE(ret, static_cast<ssize_t>(sizeof(fi_eq_cm_entry))) << fi_strerror(static_cast<int>(-ret));
+  EXPECT_GE(ret, static_cast<ssize_t>(sizeof(fi_eq_cm_entry)))
+      << fi_strerror(static_cast<int>(-ret));
   if (ret < static_cast<ssize_t>(sizeof(fi_eq_cm_entry))) return {};
   EXPECT_EQ(event, type);
   fi_eq_cm_entry entry;
@@ -216,9 +217,8 @@ TEST_F(MsgEp, RmaWorksOverTheConnection) {
   ASSERT_NO_FATAL_FAILURE(connect());
   std::vector<char> target(64, 0);
   fid_mr* mr = nullptr;
-  ASSERT_EQ(fi_mr_reg(domain_, target.data(), target.size(), FI_REMOTE_WRITE, 0, 0, 0, &mr,
-                      nullptr),
-            0);
+  ASSERT_EQ(
+      fi_mr_reg(domain_, target.data(), target.size(), FI_REMOTE_WRITE, 0, 0, 0, &mr, nullptr), 0);
   static const std::string text = "written over the connection";  // outlives every resend
   ASSERT_EQ(fi_write(client_, text.data(), text.size(), nullptr, 0,
                      reinterpret_cast<uint64_t>(target.data()), fi_mr_key(mr), &target),
@@ -371,8 +371,7 @@ TEST_F(MsgEp, AStrangersMessagesNeverReachAConnectedEndpoint) {
   fi_addr_t server_addr = FI_ADDR_NOTAVAIL;
   ASSERT_EQ(fi_av_insert(av, server_own_name_, 1, &server_addr, 0, nullptr), 1);
   static const std::string intrusion = "intrusion";  // outlives every resend
-  ASSERT_EQ(fi_send(stranger.ep, intrusion.data(), intrusion.size(), nullptr, server_addr,
-                    nullptr),
+  ASSERT_EQ(fi_send(stranger.ep, intrusion.data(), intrusion.size(), nullptr, server_addr, nullptr),
             0);
   fi_cq_data_entry entry{};
   // Its transport took it (acknowledged): only the receive is refused.

@@ -54,9 +54,9 @@ TEST_F(Messaging, CancelOfUnknownContextIsENOENT) {
 
 TEST_F(Messaging, SelectiveCompletionOnTransmitCompletesOnlyWhenAsked) {
   TestEndpoint s;
-  ASSERT_EQ(s.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA,
-                   FI_SELECTIVE_COMPLETION),
-            0);
+  ASSERT_EQ(
+      s.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, FI_SELECTIVE_COMPLETION),
+      0);
   char buffer[32] = {};
   int context = 0;
   // fi_send: no FI_COMPLETION, no entry; the message still goes.
@@ -104,9 +104,9 @@ TEST_F(Messaging, SelectiveCompletionOnTransmitCompletesOnlyWhenAsked) {
 // The same pattern is on the claimed-unexpected path.
 TEST_F(Messaging, SelectiveCompletionOnReceiveCompletesOnlyWhenAsked) {
   TestEndpoint r;
-  ASSERT_EQ(r.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA,
-                   FI_SELECTIVE_COMPLETION),
-            0);
+  ASSERT_EQ(
+      r.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, FI_SELECTIVE_COMPLETION),
+      0);
   // fi_recv without FI_COMPLETION: the data lands, no entry is written.
   std::vector<uint8_t> quiet(16, kFill);
   ASSERT_EQ(fi_recv(r.ep, quiet.data(), quiet.size(), nullptr, FI_ADDR_UNSPEC, &quiet), 0);
@@ -228,8 +228,7 @@ TEST_F(Messaging, TaggedRmaAndAtomicCallsAreRefusedWithoutTheirCaps) {
   // These endpoints were opened for FI_MSG only: tagged calls, RMA and
   // atomics are refused, not run.
   EXPECT_EQ(fi_tsend(a_.ep, buffer, 8, nullptr, b_.addr, 42, &context), -FI_EOPNOTSUPP);
-  EXPECT_EQ(fi_trecv(a_.ep, buffer, 8, nullptr, FI_ADDR_UNSPEC, 42, 0, &context),
-            -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_trecv(a_.ep, buffer, 8, nullptr, FI_ADDR_UNSPEC, 42, 0, &context), -FI_EOPNOTSUPP);
   EXPECT_EQ(fi_tinject(a_.ep, buffer, 8, b_.addr, 42), -FI_EOPNOTSUPP);
   EXPECT_EQ(fi_read(a_.ep, buffer, 8, nullptr, b_.addr, 0, 1, &context), -FI_EOPNOTSUPP);
   EXPECT_EQ(fi_write(a_.ep, buffer, 8, nullptr, b_.addr, 0, 1, &context), -FI_EOPNOTSUPP);

@@ -89,7 +89,9 @@ void run_stream(TestEndpoint& a, TestEndpoint& b, uint32_t window) {
 }
 
 // The application keeps no more messages in flight than receives posted.
-TEST_F(Messaging, FiveThousandMessagesArriveInOrderPaced) { run_stream(a_, b_, 64); }
+TEST_F(Messaging, FiveThousandMessagesArriveInOrderPaced) {
+  run_stream(a_, b_, 64);
+}
 
 // No pacing: the sender sends until -FI_EAGAIN.  With FI_RM_ENABLED on an
 // RDM endpoint, fi_domain(3)'s resource management table says a message

@@ -59,8 +59,7 @@ class MultiRecv : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(domain_.open(nullptr, caps()), 0) << "no dpdk provider with FI_MULTI_RECV";
     ASSERT_EQ(a_.open(domain_.domain, domain_.av, domain_.info), 0);
-    ASSERT_EQ(b_.open(domain_.domain, domain_.av, domain_.info, format(), bind_flags()),
-              0);
+    ASSERT_EQ(b_.open(domain_.domain, domain_.av, domain_.info, format(), bind_flags()), 0);
   }
   void TearDown() override {
     a_.close();
@@ -99,8 +98,7 @@ TEST_F(MultiRecv, MinMultiRecvOptionSizeErrors) {
   const uint32_t small = 8;
   EXPECT_EQ(fi_setopt(&b_.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &small, sizeof(small)),
             -FI_EINVAL);
-  EXPECT_EQ(fi_setopt(&b_.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, nullptr,
-                      sizeof(size_t)),
+  EXPECT_EQ(fi_setopt(&b_.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, nullptr, sizeof(size_t)),
             -FI_EINVAL);
   size_t value = 0;
   size_t len = 4;

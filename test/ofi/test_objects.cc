@@ -53,8 +53,7 @@ TEST(CloseOrder, ParentsRefuseToCloseBeforeTheirChildren) {
   fi_eq_attr eq_attr{};
   eq_attr.wait_obj = FI_WAIT_UNSPEC;
   ASSERT_EQ(fi_eq_open(fabric, &eq_attr, &eq, nullptr), 0);
-  ASSERT_EQ(fi_mr_reg(domain, region, sizeof(region), FI_SEND | FI_RECV, 0, 0, 0, &mr, nullptr),
-            0);
+  ASSERT_EQ(fi_mr_reg(domain, region, sizeof(region), FI_SEND | FI_RECV, 0, 0, 0, &mr, nullptr), 0);
 
   EXPECT_EQ(fi_close(&fabric->fid), -FI_EBUSY) << "fabric with an open domain and EQ";
   EXPECT_EQ(fi_close(&domain->fid), -FI_EBUSY) << "domain with an endpoint, CQ, AV, MR";
@@ -386,21 +385,20 @@ TEST_F(Objects, MrRegGivesAKeyAndADescriptor) {
   static char region[4096], other[512];
   fid_mr* mr = nullptr;
   fid_mr* mr2 = nullptr;
-  ASSERT_EQ(fi_mr_reg(domain_.domain, region, sizeof(region), FI_SEND | FI_RECV, 0, 0, 0, &mr,
-                      nullptr),
-            0);
+  ASSERT_EQ(
+      fi_mr_reg(domain_.domain, region, sizeof(region), FI_SEND | FI_RECV, 0, 0, 0, &mr, nullptr),
+      0);
   ASSERT_NE(mr, nullptr);
   EXPECT_NE(fi_mr_key(mr), FI_KEY_NOTAVAIL);
   EXPECT_NE(fi_mr_desc(mr), nullptr);
-  ASSERT_EQ(fi_mr_reg(domain_.domain, other, sizeof(other), FI_SEND | FI_RECV, 0, 1, 0, &mr2,
-                      nullptr),
-            0);
+  ASSERT_EQ(
+      fi_mr_reg(domain_.domain, other, sizeof(other), FI_SEND | FI_RECV, 0, 1, 0, &mr2, nullptr),
+      0);
   EXPECT_NE(fi_mr_key(mr), fi_mr_key(mr2)) << "two regions, one key";
   // The descriptor goes with a send.
   std::memcpy(region, "registered", 10);
   char received[16] = {};
-  ASSERT_EQ(fi_recv(b_.ep, received, sizeof(received), fi_mr_desc(mr2), FI_ADDR_UNSPEC,
-                    received),
+  ASSERT_EQ(fi_recv(b_.ep, received, sizeof(received), fi_mr_desc(mr2), FI_ADDR_UNSPEC, received),
             0);
   ssize_t ret;
   const auto deadline = Clock::now() + std::chrono::seconds(5);
@@ -425,18 +423,16 @@ TEST_F(Objects, RequestedKeyIsTheKeyWithoutProvKeyMode) {
   static char region[64];
   constexpr uint64_t kRequested = 0x1234;
   fid_mr* mr = nullptr;
-  ASSERT_EQ(fi_mr_reg(domain_.domain, region, sizeof(region), FI_REMOTE_READ, 0, kRequested, 0,
-                      &mr, nullptr),
+  ASSERT_EQ(fi_mr_reg(domain_.domain, region, sizeof(region), FI_REMOTE_READ, 0, kRequested, 0, &mr,
+                      nullptr),
             0);
   EXPECT_EQ(fi_mr_key(mr), kRequested);
   fid_mr* twin = nullptr;
-  EXPECT_EQ(fi_mr_reg(domain_.domain, region, 8, FI_REMOTE_READ, 0, kRequested, 0, &twin,
-                      nullptr),
+  EXPECT_EQ(fi_mr_reg(domain_.domain, region, 8, FI_REMOTE_READ, 0, kRequested, 0, &twin, nullptr),
             -FI_ENOKEY);
   EXPECT_EQ(fi_close(&mr->fid), 0);
   // Free again once closed.
-  ASSERT_EQ(fi_mr_reg(domain_.domain, region, 8, FI_REMOTE_READ, 0, kRequested, 0, &twin,
-                      nullptr),
+  ASSERT_EQ(fi_mr_reg(domain_.domain, region, 8, FI_REMOTE_READ, 0, kRequested, 0, &twin, nullptr),
             0);
   EXPECT_EQ(fi_close(&twin->fid), 0);
 }

@@ -30,9 +30,9 @@ class PollSet : public ::testing::Test {
     cntr_attr.events = FI_CNTR_EVENTS_COMP;
     ASSERT_EQ(fi_cntr_open(domain_.domain, &cntr_attr, &rx_cntr_, &cntr_context_), 0);
     ASSERT_EQ(a_.open(domain_.domain, domain_.av, domain_.info), 0);
-    ASSERT_EQ(b_.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0, rx_cntr_,
-                      FI_RECV),
-              0);
+    ASSERT_EQ(
+        b_.open(domain_.domain, domain_.av, domain_.info, FI_CQ_FORMAT_DATA, 0, rx_cntr_, FI_RECV),
+        0);
     // The contexts fi_poll returns: the objects' own.
     a_.tx_cq->fid.context = &a_tx_;
     b_.rx_cq->fid.context = &b_rx_;

@@ -149,9 +149,9 @@ TEST_P(Rma, AsManyIovsAsTheIovLimitSays) {
 
 TEST_P(Rma, WritedataReportsTheDataAtTheTarget) {
   const char text[] = "with data";
-  ASSERT_EQ(fi_writedata(a_.ep, text, sizeof(text), nullptr, 0xC0FFEE, b_.addr, at(100), key_,
-                         &context_),
-            0);
+  ASSERT_EQ(
+      fi_writedata(a_.ep, text, sizeof(text), nullptr, 0xC0FFEE, b_.addr, at(100), key_, &context_),
+      0);
   fi_cq_data_entry entry{};
   ASSERT_EQ(completion(&entry), 1);
   fi_cq_data_entry remote{};
@@ -243,8 +243,7 @@ TEST_P(Rma, TargetChecksFailTheOperationBeforeAnyByteMoves) {
                       &ro, nullptr),
             0);
   const uint64_t ro_at = virtual_addresses() ? reinterpret_cast<uint64_t>(read_only.data()) : 0;
-  ASSERT_EQ(fi_write(a_.ep, out.data(), 64, nullptr, b_.addr, ro_at, fi_mr_key(ro), &context_),
-            0);
+  ASSERT_EQ(fi_write(a_.ep, out.data(), 64, nullptr, b_.addr, ro_at, fi_mr_key(ro), &context_), 0);
   ASSERT_EQ(completion(&entry, &error), -FI_EAVAIL);
   EXPECT_EQ(error.err, FI_EACCES);
   ASSERT_EQ(fi_read(a_.ep, back.data(), 64, nullptr, b_.addr, ro_at, fi_mr_key(ro), &context_), 0);
@@ -302,16 +301,15 @@ TEST_P(Rma, CountersCountBothSides) {
                         remote_writes, FI_REMOTE_WRITE),
             0);
   const char text[] = "counted";
-  ASSERT_EQ(fi_write(initiator.ep, text, sizeof(text), nullptr, target.addr, at(0), key_,
-                     &context_),
-            0);
+  ASSERT_EQ(
+      fi_write(initiator.ep, text, sizeof(text), nullptr, target.addr, at(0), key_, &context_), 0);
   ASSERT_EQ(fi_inject_write(initiator.ep, text, sizeof(text), target.addr, at(64), key_), 0);
   EXPECT_EQ(fi_cntr_wait(writes, 2, 5000), 0);
   EXPECT_EQ(fi_cntr_wait(remote_writes, 2, 5000), 0);
   // A refused write counts as an error at the initiator, nothing at the target.
-  ASSERT_EQ(fi_write(initiator.ep, text, sizeof(text), nullptr, target.addr, at(0), key_ + 1,
-                     &context_),
-            0);
+  ASSERT_EQ(
+      fi_write(initiator.ep, text, sizeof(text), nullptr, target.addr, at(0), key_ + 1, &context_),
+      0);
   fi_cq_data_entry entry{};
   ASSERT_EQ(wait_for_completion(initiator.tx_cq, &entry), 1);
   EXPECT_EQ(wait_for_completion(initiator.tx_cq, &entry), -FI_EAVAIL);

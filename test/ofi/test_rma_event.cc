@@ -52,8 +52,8 @@ class RmaEvent : public ::testing::Test {
     av_attr.type = FI_AV_TABLE;
     ASSERT_EQ(fi_av_open(domain_.domain, &av_attr, &domain_.av, nullptr), 0);
     ASSERT_EQ(a_.open(domain_.domain, domain_.av, domain_.info), 0);
-    ASSERT_EQ(fi_mr_reg(domain_.domain, region_, sizeof(region_),
-                        FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr_, nullptr),
+    ASSERT_EQ(fi_mr_reg(domain_.domain, region_, sizeof(region_), FI_REMOTE_READ | FI_REMOTE_WRITE,
+                        0, 0, 0, &mr_, nullptr),
               0);
     key_ = fi_mr_key(mr_);
   }
@@ -162,10 +162,9 @@ TEST_F(RmaEvent, EndpointCountersCountWhatPeersDo) {
   auto* words = reinterpret_cast<uint64_t*>(region_);
   const uint64_t one = 1, two = 2;
   uint64_t old = 0, back = 0;
-  ASSERT_EQ(run([&] {
-              return fi_write(a_.ep, &two, 8, nullptr, b.addr, at(words), key_, &context_);
-            }),
-            1);
+  ASSERT_EQ(
+      run([&] { return fi_write(a_.ep, &two, 8, nullptr, b.addr, at(words), key_, &context_); }),
+      1);
   EXPECT_EQ(fi_cntr_read(remote_writes), 1u);
   EXPECT_EQ(fi_cntr_read(remote_reads), 0u);
   ASSERT_EQ(run([&] {
@@ -174,41 +173,38 @@ TEST_F(RmaEvent, EndpointCountersCountWhatPeersDo) {
             }),
             1);
   ASSERT_EQ(run([&] {
-              return fi_atomic(a_.ep, &one, 1, nullptr, b.addr, at(words), key_, FI_UINT64,
-                               FI_SUM, &context_);
+              return fi_atomic(a_.ep, &one, 1, nullptr, b.addr, at(words), key_, FI_UINT64, FI_SUM,
+                               &context_);
             }),
             1);
   EXPECT_EQ(words[0], 3u);
   EXPECT_EQ(fi_cntr_read(remote_writes), 3u) << "write, writedata, base atomic";
-  ASSERT_EQ(run([&] {
-              return fi_read(a_.ep, &back, 8, nullptr, b.addr, at(words), key_, &context_);
-            }),
-            1);
+  ASSERT_EQ(
+      run([&] { return fi_read(a_.ep, &back, 8, nullptr, b.addr, at(words), key_, &context_); }),
+      1);
   ASSERT_EQ(run([&] {
               return fi_fetch_atomic(a_.ep, &one, 1, nullptr, &old, nullptr, b.addr, at(words),
                                      key_, FI_UINT64, FI_SUM, &context_);
             }),
             1);
   ASSERT_EQ(run([&] {
-              return fi_fetch_atomic(a_.ep, nullptr, 1, nullptr, &old, nullptr, b.addr,
-                                     at(words), key_, FI_UINT64, FI_ATOMIC_READ, &context_);
+              return fi_fetch_atomic(a_.ep, nullptr, 1, nullptr, &old, nullptr, b.addr, at(words),
+                                     key_, FI_UINT64, FI_ATOMIC_READ, &context_);
             }),
             1);
   ASSERT_EQ(run([&] {
               return fi_compare_atomic(a_.ep, &one, 1, nullptr, &two, nullptr, &old, nullptr,
-                                       b.addr, at(words), key_, FI_UINT64, FI_CSWAP,
-                                       &context_);
+                                       b.addr, at(words), key_, FI_UINT64, FI_CSWAP, &context_);
             }),
             1);
   EXPECT_EQ(fi_cntr_read(remote_reads), 4u) << "read, fetch, atomic read, compare";
   EXPECT_EQ(fi_cntr_read(remote_writes), 3u);
   // A refused request (unknown key) counts nothing at the target.
   fi_cq_err_entry error{};
-  ASSERT_EQ(run([&] {
-              return fi_write(a_.ep, &two, 8, nullptr, b.addr, at(words), key_ + 1, &context_);
-            },
-                &error),
-            -FI_EAVAIL);
+  ASSERT_EQ(
+      run([&] { return fi_write(a_.ep, &two, 8, nullptr, b.addr, at(words), key_ + 1, &context_); },
+          &error),
+      -FI_EAVAIL);
   EXPECT_EQ(error.err, FI_EKEYREJECTED);
   EXPECT_EQ(fi_cntr_read(remote_writes), 3u);
   EXPECT_EQ(fi_cntr_readerr(remote_writes), 0u);
@@ -234,11 +230,11 @@ TEST_F(RmaEvent, RegionCounterCountsChangesToThatRegion) {
   std::memset(counted, 0, sizeof(counted));
   fid_mr* counted_mr = nullptr;
   fid_mr* other_mr = nullptr;
-  ASSERT_EQ(fi_mr_reg(domain_.domain, counted, sizeof(counted), FI_REMOTE_READ | FI_REMOTE_WRITE,
-                      0, 0, FI_RMA_EVENT, &counted_mr, nullptr),
+  ASSERT_EQ(fi_mr_reg(domain_.domain, counted, sizeof(counted), FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                      0, FI_RMA_EVENT, &counted_mr, nullptr),
             0);
-  ASSERT_EQ(fi_mr_reg(domain_.domain, other, sizeof(other), FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
-                      0, 0, &other_mr, nullptr),
+  ASSERT_EQ(fi_mr_reg(domain_.domain, other, sizeof(other), FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0,
+                      0, &other_mr, nullptr),
             0);
   EXPECT_EQ(fi_mr_bind(counted_mr, &changes->fid, FI_REMOTE_READ), -FI_EBADFLAGS)
       << "fi_mr(3) names only FI_REMOTE_WRITE";
@@ -269,14 +265,12 @@ TEST_F(RmaEvent, RegionCounterCountsChangesToThatRegion) {
             }),
             1);
   ASSERT_EQ(run([&] {
-              return fi_read(a_.ep, &old, 8, nullptr, b.addr, at(counted), counted_key,
-                             &context_);
+              return fi_read(a_.ep, &old, 8, nullptr, b.addr, at(counted), counted_key, &context_);
             }),
             1);
   ASSERT_EQ(run([&] {
-              return fi_fetch_atomic(a_.ep, nullptr, 1, nullptr, &old, nullptr, b.addr,
-                                     at(counted), counted_key, FI_UINT64, FI_ATOMIC_READ,
-                                     &context_);
+              return fi_fetch_atomic(a_.ep, nullptr, 1, nullptr, &old, nullptr, b.addr, at(counted),
+                                     counted_key, FI_UINT64, FI_ATOMIC_READ, &context_);
             }),
             1);
   EXPECT_EQ(fi_cntr_read(changes), 2u) << "reads do not modify the region";
@@ -365,10 +359,9 @@ TEST_F(RmaEvent, RemoteCqDataConsumesNoReceiveAndTheModeIsCleared) {
   EXPECT_EQ(entry.flags, FI_MSG | FI_RECV);
   EXPECT_STREQ(received, "msg");
   // Without FI_REMOTE_CQ_DATA a write makes no completion at the target.
-  ASSERT_EQ(run([&] {
-              return fi_write(a_.ep, text, 4, nullptr, b.addr, at(region_), key_, &context_);
-            }),
-            1);
+  ASSERT_EQ(
+      run([&] { return fi_write(a_.ep, text, 4, nullptr, b.addr, at(region_), key_, &context_); }),
+      1);
   EXPECT_TRUE(stays_empty(b.rx_cq));
   b.close();
   fi_freeinfo(info);
@@ -388,8 +381,8 @@ TEST_F(RmaEvent, FencedOperationsSeeEverythingBefore) {
   for (int round = 0; round < 40; ++round) {
     for (int i = 0; i < 8; ++i, ++expected) {
       ssize_t ret;
-      while ((ret = fi_inject_atomic(a_.ep, &one, 1, b.addr, at(sum), key_, FI_UINT64,
-                                     FI_SUM)) == -FI_EAGAIN) {
+      while ((ret = fi_inject_atomic(a_.ep, &one, 1, b.addr, at(sum), key_, FI_UINT64, FI_SUM)) ==
+             -FI_EAGAIN) {
         fi_cq_data_entry none;
         fi_cq_read(a_.tx_cq, &none, 0);
       }
@@ -399,8 +392,7 @@ TEST_F(RmaEvent, FencedOperationsSeeEverythingBefore) {
     uint8_t block[512];
     std::memset(block, fill, sizeof(block));
     ASSERT_EQ(fi_inject_write(a_.ep, block, 64, b.addr, at(bytes), key_), 0);
-    ASSERT_EQ(fi_write(a_.ep, block, sizeof(block), nullptr, b.addr, at(bytes), key_, nullptr),
-              0);
+    ASSERT_EQ(fi_write(a_.ep, block, sizeof(block), nullptr, b.addr, at(bytes), key_, nullptr), 0);
 
     uint64_t seen = 0;
     fi_ioc result{&seen, 1};
@@ -512,8 +504,7 @@ TEST_F(RmaEvent, DeliveryCompleteMeansTheTargetHoldsTheResult) {
 // built; fi_query_atomic says so and the calls refuse the flag the same way.
 TEST_F(RmaEvent, TaggedAtomicsAreRefusedAsUnsupported) {
   fi_atomic_attr attr{};
-  EXPECT_EQ(fi_query_atomic(domain_.domain, FI_UINT64, FI_SUM, &attr, FI_TAGGED),
-            -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_query_atomic(domain_.domain, FI_UINT64, FI_SUM, &attr, FI_TAGGED), -FI_EOPNOTSUPP);
   uint64_t value = 1, old = 0;
   fi_ioc operand{&value, 1};
   fi_ioc result{&old, 1};
@@ -529,8 +520,7 @@ TEST_F(RmaEvent, TaggedAtomicsAreRefusedAsUnsupported) {
   EXPECT_EQ(fi_atomicmsg(a_.ep, &msg, FI_TAGGED), -FI_EOPNOTSUPP);
   EXPECT_EQ(fi_fetch_atomicmsg(a_.ep, &msg, &result, nullptr, 1, FI_TAGGED), -FI_EOPNOTSUPP);
   msg.op = FI_CSWAP;
-  EXPECT_EQ(fi_compare_atomicmsg(a_.ep, &msg, &operand, nullptr, 1, &result, nullptr, 1,
-                                 FI_TAGGED),
+  EXPECT_EQ(fi_compare_atomicmsg(a_.ep, &msg, &operand, nullptr, 1, &result, nullptr, 1, FI_TAGGED),
             -FI_EOPNOTSUPP);
   EXPECT_TRUE(stays_empty(a_.tx_cq));
 }

@@ -33,8 +33,8 @@
 namespace ofi_dpdk::test {
 namespace {
 
-constexpr int kContexts = 2;     // of each kind, on each side
-constexpr int kRxCtxBits = 1;    // 2 ^ 1 >= kContexts
+constexpr int kContexts = 2;   // of each kind, on each side
+constexpr int kRxCtxBits = 1;  // 2 ^ 1 >= kContexts
 const char* const kPortNames[2] = {"net_ring_sep_a", "net_ring_sep_b"};
 
 struct Side {
@@ -161,9 +161,8 @@ class ScalableEp : public ::testing::Test {
   // last read of target returned.  With also_got, waits for an entry of
   // `also` too (into *also_entry when given), and *also_got is what its
   // last read returned.
-  static ssize_t poll(fid_cq* target, fi_cq_tagged_entry* entry, fi_addr_t* source,
-                      fid_cq* also, ssize_t* also_got = nullptr,
-                      fi_cq_tagged_entry* also_entry = nullptr) {
+  static ssize_t poll(fid_cq* target, fi_cq_tagged_entry* entry, fi_addr_t* source, fid_cq* also,
+                      ssize_t* also_got = nullptr, fi_cq_tagged_entry* also_entry = nullptr) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     ssize_t ret = -FI_EAGAIN;
     ssize_t also_ret = -FI_EAGAIN;
@@ -252,13 +251,12 @@ TEST_F(ScalableEp, TaggedMessagesAndDirectedReceivesThroughContexts) {
   // b's AV: a's scalable endpoint, and one address no frame comes from.
   fi_addr_t nobody = FI_ADDR_NOTAVAIL;
   ASSERT_EQ(fi_av_insertsvc(b.av, "02:00:00:00:00:99", "7", &nobody, 0, nullptr), 1);
-  ASSERT_EQ(fi_trecv(b.rx[1], from_nobody, sizeof(from_nobody), nullptr, nobody, 0x77, 0,
-                     from_nobody),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b.rx[1], from_nobody, sizeof(from_nobody), nullptr, nobody, 0x77, 0, from_nobody),
+      0);
   ASSERT_EQ(fi_trecv(b.rx[1], from_a, sizeof(from_a), nullptr, b.peer, 0x77, 0, from_a), 0);
-  ASSERT_EQ(fi_tsend(a.tx[1], "tagged", 6, nullptr, fi_rx_addr(a.peer, 1, kRxCtxBits), 0x77,
-                     nullptr),
-            0);
+  ASSERT_EQ(
+      fi_tsend(a.tx[1], "tagged", 6, nullptr, fi_rx_addr(a.peer, 1, kRxCtxBits), 0x77, nullptr), 0);
   fi_cq_tagged_entry got{};
   fi_addr_t source = FI_ADDR_UNSPEC;
   ssize_t sent_ret = -FI_EAGAIN;
@@ -272,11 +270,9 @@ TEST_F(ScalableEp, TaggedMessagesAndDirectedReceivesThroughContexts) {
   EXPECT_TRUE(stays_empty(b.rx_cq[0], 0.02));
   // A tagged message to context 0 does not match context 1's receive.
   char at_zero[16] = {};
-  ASSERT_EQ(fi_trecv(b.rx[0], at_zero, sizeof(at_zero), nullptr, FI_ADDR_UNSPEC, 0x78, 0,
-                     at_zero),
+  ASSERT_EQ(fi_trecv(b.rx[0], at_zero, sizeof(at_zero), nullptr, FI_ADDR_UNSPEC, 0x78, 0, at_zero),
             0);
-  ASSERT_EQ(fi_tsend(a.tx[0], "zero", 4, nullptr, fi_rx_addr(a.peer, 0, kRxCtxBits), 0x78,
-                     nullptr),
+  ASSERT_EQ(fi_tsend(a.tx[0], "zero", 4, nullptr, fi_rx_addr(a.peer, 0, kRxCtxBits), 0x78, nullptr),
             0);
   ASSERT_EQ(poll(b.rx_cq[0], &got, &source, a.tx_cq[0], &sent_ret), 1);
   EXPECT_EQ(sent_ret, 1);
@@ -292,8 +288,8 @@ TEST_F(ScalableEp, RmaThroughContexts) {
   Side& b = sides_[1];
   std::vector<uint8_t> region(8192, 0);
   fid_mr* mr = nullptr;
-  ASSERT_EQ(fi_mr_reg(b.domain, region.data(), region.size(), FI_REMOTE_READ | FI_REMOTE_WRITE,
-                      0, 0, 0, &mr, nullptr),
+  ASSERT_EQ(fi_mr_reg(b.domain, region.data(), region.size(), FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                      0, 0, &mr, nullptr),
             0);
   const uint64_t key = fi_mr_key(mr);
   const uint64_t base = reinterpret_cast<uint64_t>(region.data());

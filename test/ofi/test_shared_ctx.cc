@@ -158,8 +158,7 @@ TEST_F(SharedCtx, CancelFindsAReceiveOfTheContext) {
 
 TEST_F(SharedCtx, TheContextOnlyReceivesAndOutlivesNoEndpoint) {
   static const std::string kText = "x";
-  EXPECT_EQ(fi_send(srx_, kText.data(), kText.size(), nullptr, addr_[2], nullptr),
-            -FI_EOPNOTSUPP);
+  EXPECT_EQ(fi_send(srx_, kText.data(), kText.size(), nullptr, addr_[2], nullptr), -FI_EOPNOTSUPP);
   char buffer[256];
   iovec iov{buffer, sizeof(buffer)};
   fi_msg msg{};

@@ -257,8 +257,7 @@ TEST_P(SourceErrSrcAddr, OtherErrorsCarryNoSource) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ApiVersions, SourceErrSrcAddr,
-                         ::testing::Values(FI_VERSION(1, 17), FI_VERSION(1, 19),
-                                           FI_VERSION(1, 20),
+                         ::testing::Values(FI_VERSION(1, 17), FI_VERSION(1, 19), FI_VERSION(1, 20),
                                            FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)));
 
 }  // namespace

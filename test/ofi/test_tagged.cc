@@ -29,9 +29,8 @@ TEST_F(Tagged, TsendTrecvFillEveryTaggedCqField) {
   std::vector<uint8_t> buffer(128, kFill);
   int send_context = 0;
   constexpr uint64_t kTag = 0x8000'0000'dead'beefull;
-  ASSERT_EQ(fi_trecv(b_.ep, buffer.data(), buffer.size(), nullptr, FI_ADDR_UNSPEC, kTag, 0,
-                     &buffer),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b_.ep, buffer.data(), buffer.size(), nullptr, FI_ADDR_UNSPEC, kTag, 0, &buffer), 0);
   ASSERT_EQ(tsend(a_, message.data(), message.size(), b_.addr, kTag, &send_context), 0);
   const fi_cq_tagged_entry sent = expect_completion(a_.tx_cq, &send_context, FI_TAGGED | FI_SEND);
   EXPECT_FALSE(sent.flags & (FI_MSG | FI_RECV));
@@ -53,11 +52,10 @@ TEST_F(Tagged, TsendvGathersAndTrecvvScatters) {
   iovec recv_iov[2] = {{r0.data(), r0.size()}, {r1.data(), r1.size()}};
   int send_context = 0, recv_context = 0;
   ASSERT_EQ(fi_trecvv(b_.ep, recv_iov, nullptr, 2, FI_ADDR_UNSPEC, 0x77, 0, &recv_context), 0);
-  ASSERT_EQ(retry(a_.tx_cq,
-                  [&] {
-                    return fi_tsendv(a_.ep, send_iov, nullptr, 3, b_.addr, 0x77, &send_context);
-                  }),
-            0);
+  ASSERT_EQ(
+      retry(a_.tx_cq,
+            [&] { return fi_tsendv(a_.ep, send_iov, nullptr, 3, b_.addr, 0x77, &send_context); }),
+      0);
   expect_completion(a_.tx_cq, &send_context, FI_TAGGED | FI_SEND);
   const fi_cq_tagged_entry got = expect_completion(b_.rx_cq, &recv_context, FI_TAGGED | FI_RECV);
   EXPECT_EQ(got.len, message.size());
@@ -122,8 +120,7 @@ TEST_F(Tagged, TinjectAndTinjectdataReuseTheBufferAndNeverComplete) {
   ASSERT_EQ(retry(a_.tx_cq, [&] { return fi_tinject(a_.ep, payload, 7, b_.addr, 5); }), 0);
   std::memset(payload, 'X', 7);
   std::memcpy(payload, "injdata", 7);
-  ASSERT_EQ(retry(a_.tx_cq, [&] { return fi_tinjectdata(a_.ep, payload, 7, 42, b_.addr, 6); }),
-            0);
+  ASSERT_EQ(retry(a_.tx_cq, [&] { return fi_tinjectdata(a_.ep, payload, 7, 42, b_.addr, 6); }), 0);
   std::memset(payload, 'Y', 7);
   fi_cq_tagged_entry got = expect_completion(b_.rx_cq, first, FI_TAGGED | FI_RECV);
   EXPECT_EQ(std::string(first, got.len), "tinject");
@@ -149,10 +146,10 @@ TEST_F(Tagged, TsendmsgInjectCopiesAndInjectCompleteCompletes) {
   msg.tag = 1;
   int context = 0;
   msg.context = &context;
-  ASSERT_EQ(retry(a_.tx_cq, [&] {
-              return fi_tsendmsg(a_.ep, &msg, FI_INJECT | FI_INJECT_COMPLETE | FI_MORE);
-            }),
-            0);
+  ASSERT_EQ(
+      retry(a_.tx_cq,
+            [&] { return fi_tsendmsg(a_.ep, &msg, FI_INJECT | FI_INJECT_COMPLETE | FI_MORE); }),
+      0);
   std::fill(payload.begin(), payload.end(), 'Z');
   expect_completion(a_.tx_cq, &context, FI_TAGGED | FI_SEND);
   const fi_cq_tagged_entry got = expect_completion(b_.rx_cq, buffer, FI_TAGGED | FI_RECV);
@@ -213,9 +210,8 @@ TEST_F(Tagged, PostedReceivesMatchInPostingOrder) {
   ASSERT_EQ(fi_trecv(b_.ep, receives[1].buffer, 32, nullptr, FI_ADDR_UNSPEC, 0, ~uint64_t{0},
                      &receives[1]),
             0);
-  ASSERT_EQ(fi_trecv(b_.ep, receives[2].buffer, 32, nullptr, FI_ADDR_UNSPEC, 0x1F, 0xF,
-                     &receives[2]),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b_.ep, receives[2].buffer, 32, nullptr, FI_ADDR_UNSPEC, 0x1F, 0xF, &receives[2]), 0);
   const std::string texts[3] = {"one", "two", "three"};
   for (const std::string& text : texts)
     ASSERT_EQ(tsend(a_, text.data(), text.size(), b_.addr, 0x10, nullptr), 0);
@@ -239,9 +235,9 @@ TEST_F(Tagged, UnexpectedMessagesMatchInArrivalOrder) {
   fi_cq_tagged_entry got = expect_completion(b_.rx_cq, buffer, FI_TAGGED | FI_RECV);
   EXPECT_EQ(std::string(buffer, got.len), expected[0].second);
   for (int i = 1; i < 3; ++i) {
-    ASSERT_EQ(fi_trecv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, 0, ~uint64_t{0},
-                       buffer),
-              0);
+    ASSERT_EQ(
+        fi_trecv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, 0, ~uint64_t{0}, buffer),
+        0);
     got = expect_completion(b_.rx_cq, buffer, FI_TAGGED | FI_RECV);
     EXPECT_EQ(got.tag, expected[i].first);
     EXPECT_EQ(std::string(buffer, got.len), expected[i].second);
@@ -250,20 +246,19 @@ TEST_F(Tagged, UnexpectedMessagesMatchInArrivalOrder) {
 
 TEST_F(Tagged, TaggedAndUntaggedNeverMatchEachOther) {
   char untagged_rx[32] = {}, tagged_rx[32] = {};
-  ASSERT_EQ(fi_recv(b_.ep, untagged_rx, sizeof(untagged_rx), nullptr, FI_ADDR_UNSPEC,
-                    untagged_rx),
+  ASSERT_EQ(fi_recv(b_.ep, untagged_rx, sizeof(untagged_rx), nullptr, FI_ADDR_UNSPEC, untagged_rx),
             0);
   // A tagged message (any tag would do) skips the untagged receive.
   ASSERT_EQ(tsend(a_, "tagged", 6, b_.addr, 0, nullptr), 0);
   EXPECT_TRUE(quiet(b_.rx_cq, 0.2)) << "a tagged message matched fi_recv";
-  ASSERT_EQ(fi_trecv(b_.ep, tagged_rx, sizeof(tagged_rx), nullptr, FI_ADDR_UNSPEC, 0,
-                     ~uint64_t{0}, tagged_rx),
+  ASSERT_EQ(fi_trecv(b_.ep, tagged_rx, sizeof(tagged_rx), nullptr, FI_ADDR_UNSPEC, 0, ~uint64_t{0},
+                     tagged_rx),
             0);
   fi_cq_tagged_entry got = expect_completion(b_.rx_cq, tagged_rx, FI_TAGGED | FI_RECV);
   EXPECT_EQ(std::string(tagged_rx, got.len), "tagged");
   // An untagged message skips a tagged receive that ignores every bit.
-  ASSERT_EQ(fi_trecv(b_.ep, tagged_rx, sizeof(tagged_rx), nullptr, FI_ADDR_UNSPEC, 0,
-                     ~uint64_t{0}, tagged_rx),
+  ASSERT_EQ(fi_trecv(b_.ep, tagged_rx, sizeof(tagged_rx), nullptr, FI_ADDR_UNSPEC, 0, ~uint64_t{0},
+                     tagged_rx),
             0);
   ASSERT_EQ(retry(a_.tx_cq, [&] { return fi_send(a_.ep, "plain", 5, nullptr, b_.addr, nullptr); }),
             0);
@@ -314,9 +309,9 @@ TEST_F(TaggedOnlyDirected, TaggedReceivesAreDirectedUntaggedOnesAreNot) {
   EXPECT_TRUE(domain_.info->caps & FI_TAGGED_DIRECTED_RECV);
   EXPECT_FALSE(domain_.info->caps & FI_DIRECTED_RECV);
   char tagged_from_a[32] = {}, untagged[32] = {};
-  ASSERT_EQ(fi_trecv(b_.ep, tagged_from_a, sizeof(tagged_from_a), nullptr, a_.addr, 7, 0,
-                     tagged_from_a),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b_.ep, tagged_from_a, sizeof(tagged_from_a), nullptr, a_.addr, 7, 0, tagged_from_a),
+      0);
   ASSERT_EQ(tsend(c_, "tagged c", 8, b_.addr, 7, nullptr), 0);
   EXPECT_TRUE(quiet(b_.rx_cq, 0.2)) << "c's tagged message matched a receive for a";
   ASSERT_EQ(tsend(a_, "tagged a", 8, b_.addr, 7, nullptr), 0);

@@ -88,9 +88,9 @@ TEST_F(Tagged, RendezvousStartsAt64KiBByDefault) {
   expect_completion(a_.tx_cq, &rendezvous_context, FI_TAGGED | FI_SEND);
   // The eager one was waiting in the unexpected buffer all along.
   std::fill(buffer.begin(), buffer.end(), kFill);
-  ASSERT_EQ(fi_trecv(b_.ep, buffer.data(), kThreshold, nullptr, FI_ADDR_UNSPEC, 0xC1, 0,
-                     &eager_context),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b_.ep, buffer.data(), kThreshold, nullptr, FI_ADDR_UNSPEC, 0xC1, 0, &eager_context),
+      0);
   got = expect_completion(b_.rx_cq, &eager_context, FI_TAGGED | FI_RECV);
   EXPECT_EQ(got.len, kThreshold - 1);
   EXPECT_TRUE(std::equal(message.begin(), message.end() - 1, buffer.begin()));
@@ -109,9 +109,9 @@ TEST_F(Tagged, AMessageLargerThanTheUnexpectedBudgetDoesNotHoldBackLaterOnes) {
   ASSERT_EQ(tsend(a_, small, sizeof(small), b_.addr, 2, &small_context), 0);
   expect_completion(a_.tx_cq, &small_context, FI_TAGGED | FI_SEND);
   char got_small[sizeof(small)] = {};
-  ASSERT_EQ(fi_trecv(b_.ep, got_small, sizeof(got_small), nullptr, FI_ADDR_UNSPEC, 2, 0,
-                     &small_context),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b_.ep, got_small, sizeof(got_small), nullptr, FI_ADDR_UNSPEC, 2, 0, &small_context),
+      0);
   fi_cq_tagged_entry got = expect_completion(b_.rx_cq, &small_context, FI_TAGGED | FI_RECV);
   EXPECT_EQ(got.len, sizeof(small));
   EXPECT_STREQ(got_small, small);

@@ -32,8 +32,7 @@ TEST_F(Tagged, PeekReportsTheMessageWithoutTakingIt) {
             0);
   expect_completion(a_.tx_cq, &context, FI_TAGGED | FI_SEND);
   std::vector<uint8_t> peek_buffer(64, kFill);
-  ASSERT_EQ(trecvmsg(b_, peek_buffer.data(), peek_buffer.size(), 0xA0, 0xF, &peek_buffer,
-                     FI_PEEK),
+  ASSERT_EQ(trecvmsg(b_, peek_buffer.data(), peek_buffer.size(), 0xA0, 0xF, &peek_buffer, FI_PEEK),
             0);
   const fi_cq_tagged_entry peeked = expect_completion(b_.rx_cq, &peek_buffer, FI_TAGGED | FI_RECV);
   EXPECT_EQ(peeked.len, message.size()) << "len: the message's size";
@@ -44,9 +43,8 @@ TEST_F(Tagged, PeekReportsTheMessageWithoutTakingIt) {
   EXPECT_TRUE(all_fill(peek_buffer.data(), peek_buffer.size())) << "a peek copied data";
   // Still there: a receive takes it.
   std::vector<uint8_t> buffer(512, kFill);
-  ASSERT_EQ(fi_trecv(b_.ep, buffer.data(), buffer.size(), nullptr, FI_ADDR_UNSPEC, 0xAB, 0,
-                     &buffer),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b_.ep, buffer.data(), buffer.size(), nullptr, FI_ADDR_UNSPEC, 0xAB, 0, &buffer), 0);
   const fi_cq_tagged_entry got = expect_completion(b_.rx_cq, &buffer, FI_TAGGED | FI_RECV);
   EXPECT_EQ(got.len, message.size());
   EXPECT_TRUE(std::equal(message.begin(), message.end(), buffer.begin()));
@@ -124,9 +122,8 @@ TEST_F(Tagged, PeekDiscardAndClaimDiscardDropTheMessage) {
   EXPECT_EQ(trecvmsg(b_, ignored, sizeof(ignored), 0, 0, &claim_context, FI_CLAIM), -FI_EINVAL);
   // What is left is "keep me".
   char buffer[32] = {};
-  ASSERT_EQ(fi_trecv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, 0, ~uint64_t{0},
-                     buffer),
-            0);
+  ASSERT_EQ(
+      fi_trecv(b_.ep, buffer, sizeof(buffer), nullptr, FI_ADDR_UNSPEC, 0, ~uint64_t{0}, buffer), 0);
   got = expect_completion(b_.rx_cq, buffer, FI_TAGGED | FI_RECV);
   EXPECT_EQ(std::string(buffer, got.len), "keep me");
   EXPECT_EQ(trecvmsg(b_, nullptr, 0, 0, ~uint64_t{0}, &context, FI_PEEK), 0);

@@ -36,8 +36,8 @@ namespace ofi_dpdk::test {
 namespace {
 
 constexpr int kSides = 2;
-constexpr int kThreads = 2;      // per side; also the endpoints per side (TearDown closes two)
-constexpr int kMessages = 200;   // sent by each thread (and received for it)
+constexpr int kThreads = 2;     // per side; also the endpoints per side (TearDown closes two)
+constexpr int kMessages = 200;  // sent by each thread (and received for it)
 constexpr size_t kBufferSize = 12 * 1024;
 // Sizes cycle through the smallest that holds the sender's id, one frame,
 // just over one frame (the payload per frame is 1436 bytes at MTU 1500), the
@@ -55,7 +55,9 @@ uint8_t pattern_byte(int side, int thread, int seq, size_t offset) {
   return static_cast<uint8_t>(x >> 56);
 }
 
-size_t message_size(int seq) { return kSizes[seq % kSizes.size()]; }
+size_t message_size(int seq) {
+  return kSizes[seq % kSizes.size()];
+}
 
 uint64_t message_tag(int side, int thread, int seq) {
   return (uint64_t(side) << 40) | (uint64_t(thread) << 32) | uint64_t(seq);
@@ -109,11 +111,10 @@ class Threads : public ::testing::TestWithParam<Params> {
 
   void TearDown() override {
     for (Side& side : sides_) {
-      for (fid* object : {side.eps[0] ? &side.eps[0]->fid : nullptr,
-                          side.eps[1] ? &side.eps[1]->fid : nullptr,
-                          side.cq ? &side.cq->fid : nullptr, side.av ? &side.av->fid : nullptr,
-                          side.domain ? &side.domain->fid : nullptr,
-                          side.fabric ? &side.fabric->fid : nullptr}) {
+      for (fid* object :
+           {side.eps[0] ? &side.eps[0]->fid : nullptr, side.eps[1] ? &side.eps[1]->fid : nullptr,
+            side.cq ? &side.cq->fid : nullptr, side.av ? &side.av->fid : nullptr,
+            side.domain ? &side.domain->fid : nullptr, side.fabric ? &side.fabric->fid : nullptr}) {
         if (object != nullptr) {
           EXPECT_EQ(fi_close(object), 0);
         }
@@ -171,8 +172,10 @@ class Threads : public ::testing::TestWithParam<Params> {
             tagged ? fi_trecv(ep, op.buffer.data(), op.buffer.size(), nullptr, FI_ADDR_UNSPEC,
                               message_tag(1 - s, thread, op.seq), 0, &op)
                    : fi_recv(ep, op.buffer.data(), op.buffer.size(), nullptr, FI_ADDR_UNSPEC, &op);
-        if (ret == 0) ++next_recv;
-        else if (ret != -FI_EAGAIN) fail("fi_recv", ret);
+        if (ret == 0)
+          ++next_recv;
+        else if (ret != -FI_EAGAIN)
+          fail("fi_recv", ret);
       }
       if (next_send < kMessages) {
         // Sends leave from both endpoints and go to both of the peer's.
@@ -180,12 +183,13 @@ class Threads : public ::testing::TestWithParam<Params> {
         fid_ep* ep = side.eps[(thread + op.seq) % kThreads];
         const fi_addr_t dest = side.peer[op.seq % kThreads];
         const size_t len = message_size(op.seq);
-        const ssize_t ret =
-            tagged ? fi_tsend(ep, op.buffer.data(), len, nullptr, dest,
-                              message_tag(s, thread, op.seq), &op)
-                   : fi_send(ep, op.buffer.data(), len, nullptr, dest, &op);
-        if (ret == 0) ++next_send;
-        else if (ret != -FI_EAGAIN) fail("fi_send", ret);
+        const ssize_t ret = tagged ? fi_tsend(ep, op.buffer.data(), len, nullptr, dest,
+                                              message_tag(s, thread, op.seq), &op)
+                                   : fi_send(ep, op.buffer.data(), len, nullptr, dest, &op);
+        if (ret == 0)
+          ++next_send;
+        else if (ret != -FI_EAGAIN)
+          fail("fi_send", ret);
       }
       reap(s);
     }
@@ -221,9 +225,8 @@ class Threads : public ::testing::TestWithParam<Params> {
     int32_t id[2];
     std::memcpy(id, op->buffer.data(), sizeof(id));
     const int from_thread = id[0], from_seq = id[1];
-    if (GetParam().tagged &&
-        (entry.tag != message_tag(1 - s, op->thread, op->seq) || from_thread != op->thread ||
-         from_seq != op->seq))
+    if (GetParam().tagged && (entry.tag != message_tag(1 - s, op->thread, op->seq) ||
+                              from_thread != op->thread || from_seq != op->seq))
       return fail("a tagged receive got another message", 0);
     if (from_thread < 0 || from_thread >= kThreads || from_seq < 0 || from_seq >= kMessages)
       return fail("a message nobody sent", 0);
@@ -243,8 +246,8 @@ class Threads : public ::testing::TestWithParam<Params> {
   void fail(const char* what, ssize_t ret, int err = 0) {
     if (failures_.fetch_add(1) == 0) {
       std::lock_guard guard(first_failure_lock_);
-      first_failure_ = std::string(what) + " (" + std::to_string(ret) + ", err " +
-                       std::to_string(err) + ")";
+      first_failure_ =
+          std::string(what) + " (" + std::to_string(ret) + ", err " + std::to_string(err) + ")";
     }
   }
 
@@ -286,7 +289,8 @@ class Threads : public ::testing::TestWithParam<Params> {
     for (int s = 0; s < kSides; ++s)
       for (int t = 0; t < kThreads; ++t)
         for (int q = 0; q < kMessages; ++q) {
-          EXPECT_EQ(delivered_[s][t][q].load(), 1) << "side " << s << " thread " << t << " seq " << q;
+          EXPECT_EQ(delivered_[s][t][q].load(), 1)
+              << "side " << s << " thread " << t << " seq " << q;
           EXPECT_EQ(sends_[s][t][q].completions.load(), 1);
           EXPECT_EQ(recvs_[s][t][q].completions.load(), 1);
         }
@@ -305,7 +309,9 @@ class Threads : public ::testing::TestWithParam<Params> {
   std::chrono::steady_clock::time_point deadline_;
 };
 
-TEST_P(Threads, EveryMessageArrivesOnceAndIntact) { run(); }
+TEST_P(Threads, EveryMessageArrivesOnceAndIntact) {
+  run();
+}
 
 INSTANTIATE_TEST_SUITE_P(Progress, Threads,
                          ::testing::Values(Params{FI_PROGRESS_MANUAL, false},

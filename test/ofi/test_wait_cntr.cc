@@ -232,8 +232,7 @@ TEST_F(WaitFd, DescriptorTurnsReadableWhenAMessageArrivesWithoutCalls) {
 }
 
 TEST_F(WaitFd, SreadWaitsForTheThreshold) {
-  for (auto& b : buffers_)
-    ASSERT_EQ(fi_recv(receiver_.ep, b, 32, nullptr, FI_ADDR_UNSPEC, b), 0);
+  for (auto& b : buffers_) ASSERT_EQ(fi_recv(receiver_.ep, b, 32, nullptr, FI_ADDR_UNSPEC, b), 0);
   std::thread late_sender([&] {
     ASSERT_EQ(fi_send(sender_.ep, "first", 5, nullptr, receiver_.addr, nullptr), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -241,8 +240,8 @@ TEST_F(WaitFd, SreadWaitsForTheThreshold) {
   });
   fi_cq_data_entry entries[4];
   const auto start = Clock::now();
-  const ssize_t got = fi_cq_sread(receiver_.rx_cq, entries, 4,
-                                  reinterpret_cast<const void*>(uintptr_t{2}), 5000);
+  const ssize_t got =
+      fi_cq_sread(receiver_.rx_cq, entries, 4, reinterpret_cast<const void*>(uintptr_t{2}), 5000);
   late_sender.join();
   EXPECT_EQ(got, 2);
   EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(150)) << "returned before the second";

@@ -144,7 +144,8 @@ TEST_F(WaitSet, CountersAndEqsInTheSetWakeItToo) {
   EXPECT_EQ(fi_wait(set_, 20), -FI_ETIMEDOUT) << "the counter did not move again";
   fi_eq_entry event{};
   event.context = &event;
-  ASSERT_EQ(fi_eq_write(eq, FI_NOTIFY, &event, sizeof(event), 0), static_cast<ssize_t>(sizeof(event)));
+  ASSERT_EQ(fi_eq_write(eq, FI_NOTIFY, &event, sizeof(event), 0),
+            static_cast<ssize_t>(sizeof(event)));
   EXPECT_EQ(fi_wait(set_, 1000), 0);
   uint32_t kind = 0;
   ASSERT_EQ(fi_eq_read(eq, &kind, &event, sizeof(event), 0), static_cast<ssize_t>(sizeof(event)));

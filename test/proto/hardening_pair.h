@@ -17,7 +17,9 @@ inline constexpr uint8_t kMacB[6] = {0x02, 0, 0, 0, 0, 0x0B};
 inline constexpr uint64_t kMs = 1'000'000;
 inline constexpr uint64_t kSec = 1'000'000'000;
 
-inline void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+inline void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 using sim::Pair;
 

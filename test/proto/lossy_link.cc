@@ -76,8 +76,8 @@ size_t LossyLink::route(const uint8_t mac[6], uint16_t queue) const {
 size_t LossyLink::raw_destination(const std::vector<uint8_t>& bytes) const {
   if (bytes.size() < wire::kHeadersSize) return kNobody;
   uint16_t queue;
-  std::memcpy(&queue, bytes.data() + sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue),
-              2);
+  std::memcpy(&queue,
+              bytes.data() + sizeof(wire::EtherHeader) + offsetof(wire::FrameHeader, dst_queue), 2);
   return route(bytes.data(), be16toh(queue));
 }
 

@@ -51,8 +51,8 @@ struct LinkFaults {
 };
 
 struct LinkCounters {
-  uint64_t launched = 0;     // frames taken from outboxes (and injected)
-  uint64_t dropped = 0;      // by LinkFaults::drop or the keep filter
+  uint64_t launched = 0;  // frames taken from outboxes (and injected)
+  uint64_t dropped = 0;   // by LinkFaults::drop or the keep filter
   uint64_t duplicated = 0;
   uint64_t reordered = 0;
   uint64_t corrupted = 0;
@@ -71,8 +71,7 @@ class LossyLink {
   ~LossyLink();
 
   // Attaches an engine; returns its index.
-  size_t add(const TransportConfig& config, const uint8_t mac[6], uint16_t queue,
-             uint32_t session);
+  size_t add(const TransportConfig& config, const uint8_t mac[6], uint16_t queue, uint32_t session);
   Engine& engine(size_t i) { return *ports_[i].engine; }
   size_t size() const { return ports_.size(); }
   const uint8_t* mac(size_t i) const { return ports_[i].mac; }

@@ -24,7 +24,9 @@ constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kSec = 1'000'000'000;
 constexpr uint16_t kType = wire::kDefaultEtherType;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 wire::FrameHeader header_of(const std::vector<uint8_t>& bytes) {
   DecodedFrame frame;

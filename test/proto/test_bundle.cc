@@ -28,7 +28,9 @@ constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kSec = 1'000'000'000;
 constexpr uint16_t kType = wire::kDefaultEtherType;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 // The bytes of message `index` of a stream: its length varies with it, and
 // every byte says which message and offset it belongs to.
@@ -94,7 +96,8 @@ TEST(BundleCodec, EntriesComeBackAsTheFramesTheyStandFor) {
   for (size_t i = 0; i < entries.size(); ++i) {
     wire::FrameHeader h;
     const uint8_t* payload = nullptr;
-    ASSERT_EQ(next_bundle_entry(&cursor, end, decoded.header, &h, &payload), DecodeResult::kOk) << i;
+    ASSERT_EQ(next_bundle_entry(&cursor, end, decoded.header, &h, &payload), DecodeResult::kOk)
+        << i;
     EXPECT_EQ(h.opcode, entries[i].opcode);
     EXPECT_EQ(h.flags, wire::kFlagAckValid | entries[i].flags);
     EXPECT_EQ(h.seq, entries[i].seq);
@@ -138,8 +141,8 @@ TEST(BundleCodec, EntriesNoSenderWritesAreRefused) {
   EXPECT_EQ(read(bytes, bytes.size()), DecodeResult::kOk);
   for (size_t cut = 0; cut < bytes.size(); ++cut)
     EXPECT_EQ(read(bytes, cut), DecodeResult::kTruncated) << cut;
-  for (auto opcode : {wire::Opcode::kAck, wire::Opcode::kHello, wire::Opcode::kReset,
-                      wire::Opcode::kBundle}) {
+  for (auto opcode :
+       {wire::Opcode::kAck, wire::Opcode::kHello, wire::Opcode::kReset, wire::Opcode::kBundle}) {
     wire::BundleEntry e = good;
     e.opcode = static_cast<uint8_t>(opcode);
     EXPECT_EQ(read(entry_bytes(e, 16), bytes.size()), DecodeResult::kBadOpcode);
@@ -339,7 +342,8 @@ TEST(Bundle, ChecksummingWhileCopyingWritesTheSameFrames) {
     const std::vector<uint8_t> want = encode(frame, kMacA);
     std::vector<uint8_t> got(want.size(), 0);
     encode_headers(got.data(), frame.dst_mac, kMacA, kType, frame.header);
-    finish_seal(got.data(), frame.copy_payload(got.data() + wire::kHeadersSize, begin_seal(got.data())));
+    finish_seal(got.data(),
+                frame.copy_payload(got.data() + wire::kHeadersSize, begin_seal(got.data())));
     EXPECT_EQ(got, want) << "opcode " << int{frame.header.opcode} << " offset "
                          << frame.header.offset;
     DecodedFrame decoded;
@@ -374,8 +378,8 @@ TEST(Bundle, AMalformedEntryEndsTheFrameAndItsSegmentsComeAgain) {
   ASSERT_EQ(bundle->bundle[0].message->request.context, ctx(0));
   std::vector<uint8_t> bytes = encode(*bundle, kMacA);
   // The second entry: after the first entry's header and payload.
-  const size_t second = wire::kHeadersSize + sizeof(wire::BundleEntry) +
-                        bundle->bundle[0].entry.payload_len;
+  const size_t second =
+      wire::kHeadersSize + sizeof(wire::BundleEntry) + bundle->bundle[0].entry.payload_len;
   bytes[second + offsetof(wire::BundleEntry, opcode)] = static_cast<uint8_t>(wire::Opcode::kAck);
   seal_frame(bytes.data(), bytes.size());
   // The outbox is dropped (never sent as it was); A repairs what B lacks.

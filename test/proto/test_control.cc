@@ -45,15 +45,15 @@ class ControlNet {
     TransportConfig config;
     a = link.add(config, kMacA, 1, 0xA1A1A1A1);
     b = link.add(config, kMacB, 2, 0xB1B1B1B1);
-    link.engine(b).set_control_handler(
-        [this](uint64_t key, uint32_t session, const uint8_t* body, size_t length) {
-          drain();  // the receives completed before it, in the same pass
-          wire::ControlBody head;
-          std::memcpy(&head, body, sizeof(head));
-          seen.push_back({"control:" + std::string(reinterpret_cast<const char*>(body) + 8,
-                                                   length - sizeof(head)),
-                          key, session});
-        });
+    link.engine(b).set_control_handler([this](uint64_t key, uint32_t session, const uint8_t* body,
+                                              size_t length) {
+      drain();  // the receives completed before it, in the same pass
+      wire::ControlBody head;
+      std::memcpy(&head, body, sizeof(head));
+      seen.push_back(
+          {"control:" + std::string(reinterpret_cast<const char*>(body) + 8, length - sizeof(head)),
+           key, session});
+    });
   }
   int send(const std::vector<uint8_t>& bytes, bool control, bool tagged = false) {
     kept.push_back(bytes);
@@ -79,8 +79,8 @@ class ControlNet {
   void drain() {
     for (const Completion& d : link.engine(b).completions())
       if (d.kind == Completion::Kind::kRecv)
-        seen.push_back({"recv:" + std::string(static_cast<const char*>(d.buf), d.len),
-                        d.source_key, 0});
+        seen.push_back(
+            {"recv:" + std::string(static_cast<const char*>(d.buf), d.len), d.source_key, 0});
     link.engine(b).completions().clear();
   }
   void run(int steps) {
@@ -98,7 +98,9 @@ class ControlNet {
   std::vector<Seen> seen;
 };
 
-std::vector<uint8_t> text(const std::string& s) { return {s.begin(), s.end()}; }
+std::vector<uint8_t> text(const std::string& s) {
+  return {s.begin(), s.end()};
+}
 
 TEST(Control, ReachesTheHandlerInOrderWithTheMessagesAroundIt) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {

@@ -22,7 +22,9 @@ using sim::Pair;
 
 constexpr uint64_t kSec = 1'000'000'000;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 // Answers every request with `bytes` bytes: byte i is i * 7 + seed.
 RequestHandler answering(size_t bytes, uint8_t seed) {
@@ -136,7 +138,8 @@ TEST(CrossedRequests, AMessageAfterDeferredRequestsRunsAfterThem) {
   }
   ASSERT_TRUE(delivered);
   EXPECT_EQ(ran_when_delivered, kRequests);
-  EXPECT_GT(p.engine(p.b).stats().requests_deferred, 0u) << "nothing was deferred: the test shows nothing";
+  EXPECT_GT(p.engine(p.b).stats().requests_deferred, 0u)
+      << "nothing was deferred: the test shows nothing";
 }
 
 // Each side sends `kRequests` small requests, then a message, to the other,
@@ -149,11 +152,11 @@ void messages_after_deferred_requests_both_ways(bool delivery_complete) {
   size_t ran[2] = {0, 0};
   for (const size_t side : {p.a, p.b}) {
     const RequestHandler answer = answering(0, static_cast<uint8_t>(side));
-    p.engine(side).set_request_handler([&ran, side, answer](uint64_t peer, const uint8_t* r, size_t n,
-                                                             size_t rest) {
-      ++ran[side];
-      return answer(peer, r, n, rest);
-    });
+    p.engine(side).set_request_handler(
+        [&ran, side, answer](uint64_t peer, const uint8_t* r, size_t n, size_t rest) {
+          ++ran[side];
+          return answer(peer, r, n, rest);
+        });
   }
   ASSERT_TRUE(p.warm_up());
   constexpr size_t kRequests = 200;

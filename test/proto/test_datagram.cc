@@ -28,7 +28,9 @@ constexpr uint8_t kMacB[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3B};
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint32_t kPayload = 1400;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 TransportConfig datagram_config() {
   TransportConfig config;
@@ -64,8 +66,8 @@ class DatagramNet {
       drain();
     }
   }
-  int send(const std::vector<uint8_t>& bytes, void* context, bool tagged = false,
-           uint64_t tag = 0, bool copy = false) {
+  int send(const std::vector<uint8_t>& bytes, void* context, bool tagged = false, uint64_t tag = 0,
+           bool copy = false) {
     iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
     SendRequest s;
     s.iov = &iov;

@@ -235,9 +235,9 @@ TEST(FrameCodec, UdpPayloadRoundTripsAndEveryFlippedBitIsCaught) {
   // The same header sealed for our EtherType has another checksum: the
   // Ethernet header is not in the UDP cover.
   const auto l2 = frame_with(h, 40);
-  EXPECT_NE(std::memcmp(l2.data() + sizeof(wire::EtherHeader), clean.data(),
-                        sizeof(wire::FrameHeader)),
-            0);
+  EXPECT_NE(
+      std::memcmp(l2.data() + sizeof(wire::EtherHeader), clean.data(), sizeof(wire::FrameHeader)),
+      0);
 }
 
 TEST(FrameCodec, UdpPayloadWithoutChecksumOnlyWhereBothSidesSaySo) {
@@ -261,8 +261,7 @@ TEST(FrameCodec, Crc32cInstructionAndTableAgree) {
   // from both paths for every length 0..300 at every alignment 0..7, and
   // when continued across a split.
   const char* text = "123456789";
-  EXPECT_EQ(~crc32c_portable(0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(text), 9),
-            0xE3069283u);
+  EXPECT_EQ(~crc32c_portable(0xFFFFFFFFu, reinterpret_cast<const uint8_t*>(text), 9), 0xE3069283u);
   std::vector<uint8_t> bytes(320);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7919u >> 3);
   for (size_t offset = 0; offset < 8; ++offset) {
@@ -273,7 +272,8 @@ TEST(FrameCodec, Crc32cInstructionAndTableAgree) {
     }
   }
   const uint32_t whole = crc32c(0xFFFFFFFFu, bytes.data(), 300);
-  EXPECT_EQ(crc32c_portable(crc32c(0xFFFFFFFFu, bytes.data(), 123), bytes.data() + 123, 177), whole);
+  EXPECT_EQ(crc32c_portable(crc32c(0xFFFFFFFFu, bytes.data(), 123), bytes.data() + 123, 177),
+            whole);
 }
 
 TEST(FrameCodec, Crc32cEveryPathAgreesAtEveryLengthAndStart) {
@@ -375,8 +375,8 @@ TEST(FrameCodec, SealingInTwoStepsIsSealing) {
     std::vector<uint8_t> whole = frame_with(h, payload);
     std::vector<uint8_t> steps(wire::kHeadersSize + payload, 0x5A);
     encode_headers(steps.data(), kDst, kSrc, kType, h);
-    finish_seal(steps.data(), crc32c(begin_seal(steps.data()),
-                                     steps.data() + wire::kHeadersSize, payload));
+    finish_seal(steps.data(),
+                crc32c(begin_seal(steps.data()), steps.data() + wire::kHeadersSize, payload));
     EXPECT_EQ(steps, whole) << payload;
     DecodedFrame decoded;
     EXPECT_EQ(decode_frame(steps.data(), steps.size(), kType, &decoded), DecodeResult::kOk);

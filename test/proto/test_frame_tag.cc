@@ -143,8 +143,8 @@ TEST(FrameTagCodec, ADecoderWithTheKeyTakesOnlyFramesKeyedWithIt) {
             DecodeResult::kKeyed);
   EXPECT_EQ(decode_frame(f.data(), f.size(), wire::kDefaultEtherType, &out, {false}),
             DecodeResult::kKeyed);
-  for (size_t at : {size_t{0}, size_t{6}, size_t{14 + 16}, size_t{14 + 64}, size_t{14 + 100},
-                    f.size() - 1}) {
+  for (size_t at :
+       {size_t{0}, size_t{6}, size_t{14 + 16}, size_t{14 + 64}, size_t{14 + 100}, f.size() - 1}) {
     f[at] ^= 0x01;
     EXPECT_EQ(decode_frame(f.data(), f.size(), wire::kDefaultEtherType, &out, {true, &k}),
               DecodeResult::kBadTag)

@@ -19,8 +19,8 @@
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/token.h"
 #include "test/proto/engine_pair.h"
-#include "test/proto/lossy_link.h"
 #include "test/proto/hardening_pair.h"
+#include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto {
 namespace {
@@ -126,8 +126,12 @@ TEST(Handshake, AFloodFromStrangersCostsNoMemoryAndTheLivePairGoesOn) {
   size_t sent = 0;
   const uint8_t junk[1400] = {};
   for (uint32_t n = 0; n < 3000; ++n) {
-    uint8_t mac[6] = {0x02, 0x66, static_cast<uint8_t>(n >> 16), static_cast<uint8_t>(n >> 8),
-                      static_cast<uint8_t>(n), 0x01};
+    uint8_t mac[6] = {0x02,
+                      0x66,
+                      static_cast<uint8_t>(n >> 16),
+                      static_cast<uint8_t>(n >> 8),
+                      static_cast<uint8_t>(n),
+                      0x01};
     wire::FrameHeader hello = header(static_cast<uint8_t>(wire::Opcode::kHello), 1, n + 1);
     hello.token = n + 1;
     hello.payload_len = hello.msg_len = sizeof(wire::HandshakeBody);
@@ -176,8 +180,8 @@ TEST(Handshake, AnswersToStrangersKeepToTheirBudget) {
   const wire::HandshakeBody body{};
   const auto hellos = [&](uint32_t first, uint64_t now) {
     for (uint32_t n = first; n < first + 100; ++n) {
-      const uint8_t mac[6] = {0x02, 0x77, 0, 0, static_cast<uint8_t>(n >> 8),
-                              static_cast<uint8_t>(n)};
+      const uint8_t mac[6] = {
+          0x02, 0x77, 0, 0, static_cast<uint8_t>(n >> 8), static_cast<uint8_t>(n)};
       wire::FrameHeader hello = header(static_cast<uint8_t>(wire::Opcode::kHello), 1, n + 1);
       hello.token = n + 1;
       hello.payload_len = hello.msg_len = sizeof(wire::HandshakeBody);
@@ -388,7 +392,8 @@ TEST(Identity, AForgedHelloFromAPeersAddressChangesNothing) {
   ASSERT_TRUE(p.wait(p.a, 1, 100 * kMs));
   ASSERT_EQ(p.send(p.a, p.b, m, ctx(2)), 0);
   for (uint32_t forged = 1; forged <= 5; ++forged) {
-    wire::FrameHeader hello = header(static_cast<uint8_t>(wire::Opcode::kHello), 0, 0x0BAD0000 + forged);
+    wire::FrameHeader hello =
+        header(static_cast<uint8_t>(wire::Opcode::kHello), 0, 0x0BAD0000 + forged);
     hello.conn = 1;
     hello.token = forged;
     hello.payload_len = hello.msg_len = sizeof(wire::HandshakeBody);

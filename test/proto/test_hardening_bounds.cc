@@ -17,8 +17,8 @@
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/token.h"
 #include "test/proto/engine_pair.h"
-#include "test/proto/lossy_link.h"
 #include "test/proto/hardening_pair.h"
+#include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto {
 namespace {
@@ -361,7 +361,6 @@ TEST(Bounds, AReadLargerThanAnyMessageIsRefused) {
   EXPECT_EQ(p.done[p.a][0].error, kErrTooLarge);
   EXPECT_EQ(result[0], 0xEE);
 }
-
 
 }  // namespace
 }  // namespace ofi_dpdk::proto

@@ -26,7 +26,9 @@ constexpr uint64_t kMs = 1'000'000;
 constexpr uint32_t kJobKey = 0x1234;
 constexpr uint32_t kOtherJobKey = 0x9876;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 // Senders a and c, receiver b; completions gathered per engine.
 class KeyNet {
@@ -125,14 +127,15 @@ TEST(NetworkKeys, AcceptedKeyFlowsBothWaysAndIsReported) {
   net.engine(net.b).set_accepted_keys({kJobKey});
   net.engine(net.a).set_accepted_keys({kJobKey});
   std::vector<uint32_t> keys_seen;
-  net.link.tap = [&](size_t, size_t, const wire::FrameHeader& h) { keys_seen.push_back(h.auth_key); };
+  net.link.tap = [&](size_t, size_t, const wire::FrameHeader& h) {
+    keys_seen.push_back(h.auth_key);
+  };
   std::vector<uint8_t> in(3000, 0xEE);
   ASSERT_EQ(net.post(in, ctx(20)), 0);
   const std::vector<uint8_t> out(3000, 0x22);  // several segments
   ASSERT_EQ(net.send(net.a, out, ctx(1), kJobKey), 0);
-  ASSERT_TRUE(net.run_until([&] {
-    return net.find(net.a, ctx(1)) != nullptr && net.find(net.b, ctx(20)) != nullptr;
-  }));
+  ASSERT_TRUE(net.run_until(
+      [&] { return net.find(net.a, ctx(1)) != nullptr && net.find(net.b, ctx(20)) != nullptr; }));
   EXPECT_EQ(net.find(net.a, ctx(1))->error, 0);
   const Completion* got = net.find(net.b, ctx(20));
   EXPECT_EQ(got->error, 0);

@@ -144,7 +144,7 @@ TEST(PathMtu, ARouterNamingTheConnectionNarrowsItAtOnce) {
     if (from == pair.a && !icmp_sent) {
       icmp_sent = true;  // the router answers the first frame it drops (rate-limited)
       EXPECT_TRUE(pair.engine(pair.a).on_path_too_big(b_mac, b_queue, h.conn, h.token, kNarrow,
-                                                       pair.link.now()));
+                                                      pair.link.now()));
     }
     return false;
   };
@@ -331,7 +331,8 @@ TEST(PathMtu, PiecesThatDisagreeWithTheSegmentTheyJoinAreDropped) {
             DecodeResult::kOk);
   auto piece = [&](uint32_t at, uint16_t length, uint32_t msg_len, uint16_t frame_flags = 0) {
     wire::FrameHeader h = segment.header;
-    h.flags = static_cast<uint16_t>((h.flags & ~wire::kFlagAckNow) | frame_flags | wire::kFlagPiece);
+    h.flags =
+        static_cast<uint16_t>((h.flags & ~wire::kFlagAckNow) | frame_flags | wire::kFlagPiece);
     h.msg_len = msg_len;
     h.segment_len = 2000;
     h.piece_offset = at;

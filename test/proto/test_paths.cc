@@ -140,13 +140,13 @@ TEST(Paths, TheAnswerersReachingPortsBecomeTheOpenersSourcePorts) {
   TransportConfig config;
   config.spray_paths = 2;
   sim::Pair pair(17, config, config);
-  pair.engine(pair.b).set_reaching_ports([&](const uint8_t*, uint16_t peer_queue,
-                                               std::span<uint16_t> out) {
-    EXPECT_EQ(peer_queue, pair.link.queue(pair.a)) << "the opener's queue";
-    const size_t count = std::min(std::size(kPorts), out.size());
-    std::copy(kPorts, kPorts + count, out.begin());
-    return count;
-  });
+  pair.engine(pair.b).set_reaching_ports(
+      [&](const uint8_t*, uint16_t peer_queue, std::span<uint16_t> out) {
+        EXPECT_EQ(peer_queue, pair.link.queue(pair.a)) << "the opener's queue";
+        const size_t count = std::min(std::size(kPorts), out.size());
+        std::copy(kPorts, kPorts + count, out.begin());
+        return count;
+      });
   ASSERT_TRUE(pair.warm_up());  // a opened to b; b's HELLO_ACK named the ports
   Engine& a = pair.engine(pair.a);
   Engine& b = pair.engine(pair.b);

@@ -28,7 +28,9 @@ using sim::Pair;
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kSec = 1'000'000'000;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 // A sender a test plays by hand: its address, incarnation and connection.
 struct Station {
@@ -225,8 +227,8 @@ TEST(ParkedSegments, AnHonestGapIsRepairedAfterTheReceiverDroppedWhatItHeld) {
   ASSERT_EQ(p.post(p.b, &in, ctx(1)), 0);
   const uint64_t cut_until = p.link.now() + 150 * kMs;
   p.link.keep = [&](size_t from, const wire::FrameHeader& h) {
-    return !(from == p.a && h.opcode == static_cast<uint8_t>(wire::Opcode::kMsg) &&
-             h.offset == 0 && p.link.now() < cut_until);
+    return !(from == p.a && h.opcode == static_cast<uint8_t>(wire::Opcode::kMsg) && h.offset == 0 &&
+             p.link.now() < cut_until);
   };
   ASSERT_EQ(p.send(p.a, p.b, m, ctx(2)), 0);
   p.run_for(120 * kMs);
@@ -490,7 +492,8 @@ struct LendingPair {
     for (size_t i = 0; i < region.size(); ++i) region[i] = static_cast<uint8_t>(i * 31 + 7);
     for (size_t i = 2; i < engines; ++i) {
       const uint8_t mac[6] = {0x02, 0, 0, 0, 1, static_cast<uint8_t>(i)};
-      extra.push_back(p.link.add(TransportConfig{}, mac, 0, 0xD0000000u + static_cast<uint32_t>(i)));
+      extra.push_back(
+          p.link.add(TransportConfig{}, mac, 0, 0xD0000000u + static_cast<uint32_t>(i)));
     }
     p.engine(p.b).set_request_handler([this](uint64_t, const uint8_t*, size_t, size_t) {
       ++calls;
@@ -589,8 +592,8 @@ TEST(ResponseBudget, TheEndpointHoldsNoMoreResponseBytesThanItsBudget) {
 
 // A send from the application's own buffer (no copy), which a large one
 // needs to go by rendezvous.
-int send_in_place(Pair& p, size_t from, size_t to, const std::vector<uint8_t>& bytes,
-                  void* context, bool delivery_complete = false) {
+int send_in_place(Pair& p, size_t from, size_t to, const std::vector<uint8_t>& bytes, void* context,
+                  bool delivery_complete = false) {
   iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
   SendRequest s;
   s.iov = &iov;

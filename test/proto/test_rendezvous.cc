@@ -21,11 +21,14 @@ constexpr uint8_t kMacB[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x2B};
 constexpr uint64_t kMs = 1'000'000;
 constexpr size_t kThreshold = 64 << 10;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 std::vector<uint8_t> pattern(size_t n, unsigned seed) {
   std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 131 + seed * 17 + (i >> 9)) ^ seed);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<uint8_t>((i * 131 + seed * 17 + (i >> 9)) ^ seed);
   return v;
 }
 
@@ -88,8 +91,8 @@ class Pair {
   }
   bool has(size_t e, void* context) const { return find(e, context) != nullptr; }
 
-  int send(const std::vector<uint8_t>& bytes, void* context, bool tagged = true,
-           uint64_t tag = 7, bool copy = false, const uint64_t* cq_data = nullptr) {
+  int send(const std::vector<uint8_t>& bytes, void* context, bool tagged = true, uint64_t tag = 7,
+           bool copy = false, const uint64_t* cq_data = nullptr) {
     iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
     SendRequest s;
     s.iov = &iov;
@@ -316,7 +319,8 @@ TEST(Rendezvous, AMultiRecvBufferTakesLargeMessagesInSuccessiveParts) {
   const auto m1 = pattern(300 << 10, 9), m2 = pattern(300 << 10, 10);
   ASSERT_EQ(net.send(m1, ctx(1), false), 0);
   ASSERT_EQ(net.send(m2, ctx(2), false), 0);
-  ASSERT_TRUE(net.run_until([&] { return net.done[net.b].size() == 2 && net.done[net.a].size() == 2; }));
+  ASSERT_TRUE(
+      net.run_until([&] { return net.done[net.b].size() == 2 && net.done[net.a].size() == 2; }));
   std::vector<void*> bufs;
   for (const Completion& c : net.done[net.b]) {
     EXPECT_EQ(c.error, 0);
@@ -358,9 +362,9 @@ TEST(Rendezvous, AMultiRecvBufferIsReleasedByTheLastCompletionTheApplicationSees
 TEST(Rendezvous, ThePulledDataGoesAheadOfEagerMessagesQueuedAfterIt) {
   // Expect: B waits for one 1 MiB message (its receive posted first); A sends
   // it, then 2.4 MiB of 60 KiB eager messages (below the rendezvous
-  // threshold) nobody receives yet, against a 1 MiB unexpected budget.  The answer to B's pull goes ahead of the eager
-  // messages not yet cut, so B's receive completes although the eager ones
-  // fill its budget and close its window; they arrive once receives come.
+  // threshold) nobody receives yet, against a 1 MiB unexpected budget.  The answer to B's pull goes
+  // ahead of the eager messages not yet cut, so B's receive completes although the eager ones fill
+  // its budget and close its window; they arrive once receives come.
   Pair net(12, with_rendezvous(1 << 20));
   const auto big = pattern(1 << 20, 14);
   std::vector<uint8_t> in(big.size());
@@ -376,7 +380,8 @@ TEST(Rendezvous, ThePulledDataGoesAheadOfEagerMessagesQueuedAfterIt) {
   EXPECT_EQ(in, big);
   std::vector<std::vector<uint8_t>> got(flood.size(), std::vector<uint8_t>(60 << 10));
   for (size_t i = 0; i < flood.size(); ++i) ASSERT_EQ(net.post(got[i], ctx(200 + i), true, 2), 0);
-  ASSERT_TRUE(net.run_until([&] { return net.done[net.b].size() == 1 + flood.size(); }, 5000 * kMs));
+  ASSERT_TRUE(
+      net.run_until([&] { return net.done[net.b].size() == 1 + flood.size(); }, 5000 * kMs));
   for (size_t i = 0; i < flood.size(); ++i) EXPECT_EQ(got[i], flood[i]) << i;
 }
 

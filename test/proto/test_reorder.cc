@@ -20,7 +20,9 @@ using sim::Pair;
 constexpr uint64_t kSec = 1'000'000'000;
 constexpr uint16_t kType = wire::kDefaultEtherType;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 struct CountingKeeper final : FrameKeeper {
   bool keep(void* frame) override {

@@ -91,7 +91,9 @@ struct Harness {
   std::deque<std::string> requests;  // stable storage for the request bytes
 };
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 TEST(Requests, ResponseDataAndStatusReachTheRightRequest) {
   Harness h(1);
@@ -127,8 +129,8 @@ TEST(Requests, EachRequestRunsOnceOverALossyLink) {
   std::vector<Completion> done;
   while (done.size() < results.size() && h.link.now() < 20'000 * kMs) {
     while (sent < results.size()) {
-      const std::string text = sent % 3 == 0 ? "R" + std::to_string(1 + sent * 7)
-                                             : "W" + std::to_string(sent);
+      const std::string text =
+          sent % 3 == 0 ? "R" + std::to_string(1 + sent * 7) : "W" + std::to_string(sent);
       if (h.request(text, results[sent], ctx(sent + 1)) != 0) {
         h.requests.pop_back();
         break;

@@ -26,11 +26,14 @@ constexpr uint8_t kMacB[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x1B};
 constexpr uint8_t kMacC[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x1C};
 constexpr uint64_t kMs = 1'000'000;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 std::vector<uint8_t> pattern(size_t n, unsigned seed) {
   std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>((i * 131 + seed * 17 + (i >> 9)) ^ seed);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = static_cast<uint8_t>((i * 131 + seed * 17 + (i >> 9)) ^ seed);
   return v;
 }
 
@@ -79,8 +82,8 @@ class TaggedNet {
   }
 
   // A tagged (or untagged) send of `bytes`, which must outlive it.
-  int send(size_t from, const std::vector<uint8_t>& bytes, void* context, bool tagged,
-           uint64_t tag, bool has_data = false, uint64_t data = 0) {
+  int send(size_t from, const std::vector<uint8_t>& bytes, void* context, bool tagged, uint64_t tag,
+           bool has_data = false, uint64_t data = 0) {
     iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
     SendRequest s;
     s.iov = &iov;
@@ -122,8 +125,8 @@ class TaggedNet {
     }
     return r;
   }
-  int post(std::vector<uint8_t>& buf, void* context, bool tagged, uint64_t tag,
-           uint64_t ignore = 0, const uint64_t* source = nullptr) {
+  int post(std::vector<uint8_t>& buf, void* context, bool tagged, uint64_t tag, uint64_t ignore = 0,
+           const uint64_t* source = nullptr) {
     return engine(b).post_recv(request(&buf, context, tagged, tag, ignore, source), link.now());
   }
   int peek(void* context, uint64_t tag, uint64_t ignore, PeekAction action,
@@ -471,9 +474,9 @@ TEST(TaggedMatching, PeekAndClaimUnderLossReorderAndDuplication) {
   EXPECT_EQ(received, 2 * kPerSender);
   ASSERT_EQ(net.peek(ctx(8), 0, ~uint64_t{0}, PeekAction::kPeek), 0);
   EXPECT_EQ(one(net).error, kErrNoMessage) << "a message was delivered twice";
-  ASSERT_TRUE(net.run_until([&] {
-    return net.done[net.a].size() == kPerSender && net.done[net.c].size() == kPerSender;
-  }, 2000 * kMs));
+  ASSERT_TRUE(net.run_until(
+      [&] { return net.done[net.a].size() == kPerSender && net.done[net.c].size() == kPerSender; },
+      2000 * kMs));
 }
 
 TEST(TaggedMatching, ReservedMessageOfAResetPeerIsGone) {

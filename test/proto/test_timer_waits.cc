@@ -21,13 +21,15 @@ using sim::Pair;
 constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kSec = 1'000'000'000;
 
-void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 std::string waits_of(const TransportStats& s) {
   return "rto " + std::to_string(s.retransmit_timeouts) + ", tlp " +
-         std::to_string(s.tail_loss_probes) + ", window probes " +
-         std::to_string(s.window_probes) + ", delayed acks " + std::to_string(s.delayed_acks) +
-         ", delivery probes " + std::to_string(s.delivery_probes);
+         std::to_string(s.tail_loss_probes) + ", window probes " + std::to_string(s.window_probes) +
+         ", delayed acks " + std::to_string(s.delayed_acks) + ", delivery probes " +
+         std::to_string(s.delivery_probes);
 }
 
 uint64_t all_waits(const TransportStats& s) {

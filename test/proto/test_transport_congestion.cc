@@ -12,14 +12,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/seq.h"
-#include "lib/proto/engine_state.h"
 #include "test/proto/lossy_link.h"
 #include "test/proto/transport_net.h"
 
@@ -90,11 +90,10 @@ TEST(TransportCongestion, WindowShrinksOnLossAndGrowsBack) {
     lowest = std::min(lowest, c->cwnd_x256);
   }
   EXPECT_LE(lowest, before * 7 / 10) << "before " << before / 256.0 << " segments";
-  ASSERT_TRUE(net.run_until([&] { return c->cwnd_x256 >= before * 9 / 10 || f.done(); },
-                            200 * kMs));
-  EXPECT_GE(c->cwnd_x256, before * 9 / 10)
-      << "before " << before / 256.0 << ", lowest " << lowest / 256.0 << ", now "
-      << c->cwnd_x256 / 256.0;
+  ASSERT_TRUE(
+      net.run_until([&] { return c->cwnd_x256 >= before * 9 / 10 || f.done(); }, 200 * kMs));
+  EXPECT_GE(c->cwnd_x256, before * 9 / 10) << "before " << before / 256.0 << ", lowest "
+                                           << lowest / 256.0 << ", now " << c->cwnd_x256 / 256.0;
   EXPECT_FALSE(f.done()) << "the stream ended before the window could be judged";
   EXPECT_EQ(f.problems, 0u) << f.first_problem;
   EXPECT_EQ(f.send_failed, 0u);
@@ -172,7 +171,8 @@ TEST(TransportCongestion, ATimeoutForLateSegmentsIsUndone) {
   // resent the oldest segment, the timeouts cut the window to one segment,
   // and B reports each extra copy it got (kFlagDuplicate).  As many
   // copies came as A resent, so the original was not lost: the cut is
-  // undone and the window is back where it was.  The control: the same stall losing A's frames instead keeps its cut.
+  // undone and the window is back where it was.  The control: the same stall losing A's frames
+  // instead keeps its cut.
   for (const bool lose : {false, true}) {
     SCOPED_TRACE(lose ? "frames lost" : "frames late");
     LossProbe p(lose ? 41 : 40);

@@ -13,14 +13,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/seq.h"
-#include "lib/proto/engine_state.h"
 #include "test/proto/lossy_link.h"
 #include "test/proto/transport_net.h"
 
@@ -68,7 +68,9 @@ struct LossCase {
   const char* name;
 };
 
-void PrintTo(const LossCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const LossCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class TransportUnderLoss : public ::testing::TestWithParam<LossCase> {};
 
@@ -77,9 +79,9 @@ TEST_P(TransportUnderLoss, EveryMessageExactlyOnceInOrder) {
   // 2000 messages of 1 B..256 KiB each arrive exactly once, in order,
   // byte-exact; every send completes with error 0; retransmissions happened;
   // segments ahead of gaps were held in their frames (FrameKeeper), and none
-  // is held once all arrived; all within 60 simulated seconds (hard bound) and 20 real seconds, and in
-  // fact within the case's expected simulated time (losses are repaired by
-  // fast retransmit and probes, not by waiting for 2 ms RTOs).
+  // is held once all arrived; all within 60 simulated seconds (hard bound) and 20 real seconds, and
+  // in fact within the case's expected simulated time (losses are repaired by fast retransmit and
+  // probes, not by waiting for 2 ms RTOs).
   const auto wall = std::chrono::steady_clock::now();
   Net net(100 + static_cast<uint64_t>(GetParam().drop * 1000));
   const size_t a = net.add(TransportConfig{}, kMacA, 0, 0xA0000002);
@@ -115,13 +117,13 @@ TEST_P(TransportUnderLoss, EveryMessageExactlyOnceInOrder) {
   EXPECT_LT(seconds_since(wall), 20.0);
   EXPECT_LT(net.link.now() - start, GetParam().expected_sim_ns);
   ::testing::Test::RecordProperty("simulated_ms", std::to_string((net.link.now() - start) / kMs));
-  std::printf("[ info     ] drop %.0f%%: %.1f ms simulated, %.2f s real, %lu frames, %lu "
-              "retransmitted (%lu fast, %lu by probe or RTO)\n",
-              GetParam().drop * 100, (net.link.now() - start) / 1e6, seconds_since(wall),
-              static_cast<unsigned long>(tx.frames_sent),
-              static_cast<unsigned long>(tx.retransmitted),
-              static_cast<unsigned long>(tx.fast_retransmits),
-              static_cast<unsigned long>(tx.retransmitted - tx.fast_retransmits));
+  std::printf(
+      "[ info     ] drop %.0f%%: %.1f ms simulated, %.2f s real, %lu frames, %lu "
+      "retransmitted (%lu fast, %lu by probe or RTO)\n",
+      GetParam().drop * 100, (net.link.now() - start) / 1e6, seconds_since(wall),
+      static_cast<unsigned long>(tx.frames_sent), static_cast<unsigned long>(tx.retransmitted),
+      static_cast<unsigned long>(tx.fast_retransmits),
+      static_cast<unsigned long>(tx.retransmitted - tx.fast_retransmits));
 }
 
 INSTANTIATE_TEST_SUITE_P(Drop, TransportUnderLoss,

@@ -12,14 +12,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/seq.h"
-#include "lib/proto/engine_state.h"
 #include "test/proto/lossy_link.h"
 #include "test/proto/transport_net.h"
 
@@ -179,8 +179,8 @@ TEST(TransportHostile, ForgedResetWithWrongSessionIsIgnored) {
   EXPECT_EQ(a.outstanding_sends(), 1u);
   EXPECT_EQ(c->peer_session, peer_session);
   EXPECT_TRUE(p.net.take(p.a).empty());
-  ASSERT_TRUE(p.net.run_until([&] { return !p.net.other[p.a].empty() && !p.net.other[p.b].empty(); },
-                              100 * kMs));
+  ASSERT_TRUE(p.net.run_until(
+      [&] { return !p.net.other[p.a].empty() && !p.net.other[p.b].empty(); }, 100 * kMs));
   EXPECT_EQ(p.net.take(p.a)[0].error, 0);
   EXPECT_EQ(p.net.take(p.b)[0].error, 0);
   EXPECT_TRUE(in == m);
@@ -262,8 +262,7 @@ TEST(TransportHostile, ResetWithTheRightTokenAndAWrongSequenceDrawsAChallenge) {
   EXPECT_EQ(a.stats().peers_failed, 0u);
   EXPECT_EQ(a.outstanding_sends(), 1u);
   size_t probes = 0;
-  for (const OutFrame& out : a.outbox())
-    probes += (out.header.flags & wire::kFlagAckRequest) != 0;
+  for (const OutFrame& out : a.outbox()) probes += (out.header.flags & wire::kFlagAckRequest) != 0;
   EXPECT_EQ(probes, 3u) << "each wrong RESET draws one challenge";
   a.frames_sent();
   r.ack = c->una;
@@ -346,8 +345,8 @@ TEST(TransportHostile, AckForSequenceNeverSentIsIgnored) {
   EXPECT_EQ(c->peer_window, window);
   EXPECT_EQ(a.outstanding_sends(), 1u);
   EXPECT_TRUE(p.net.take(p.a).empty());
-  ASSERT_TRUE(p.net.run_until([&] { return !p.net.other[p.a].empty() && !p.net.other[p.b].empty(); },
-                              100 * kMs));
+  ASSERT_TRUE(p.net.run_until(
+      [&] { return !p.net.other[p.a].empty() && !p.net.other[p.b].empty(); }, 100 * kMs));
   EXPECT_EQ(p.net.take(p.a)[0].error, 0);
   EXPECT_EQ(p.net.take(p.b)[0].error, 0);
   EXPECT_TRUE(in == m);
@@ -402,14 +401,20 @@ std::vector<uint8_t> plausible_frame(Random& rng, Net& net, size_t to) {
   h.src_queue = src_queue;
   h.src_session = rng.chance(0.5) ? kSessions[rng.below(4)] : static_cast<uint32_t>(rng.next());
   switch (rng.below(3)) {
-    case 0: h.dst_session = 0; break;
-    case 1: h.dst_session = net.link.session(to); break;
-    default: h.dst_session = static_cast<uint32_t>(rng.next()); break;
+    case 0:
+      h.dst_session = 0;
+      break;
+    case 1:
+      h.dst_session = net.link.session(to);
+      break;
+    default:
+      h.dst_session = static_cast<uint32_t>(rng.next());
+      break;
   }
   h.seq = rng.chance(0.7) ? static_cast<uint32_t>(1 + rng.below(300))
                           : static_cast<uint32_t>(rng.next());
-  h.ack = rng.chance(0.7) ? static_cast<uint32_t>(rng.below(300))
-                          : static_cast<uint32_t>(rng.next());
+  h.ack =
+      rng.chance(0.7) ? static_cast<uint32_t>(rng.below(300)) : static_cast<uint32_t>(rng.next());
   h.msg_id = static_cast<uint32_t>(rng.below(8));
   h.payload_len = static_cast<uint16_t>(rng.below(1523));
   h.msg_len = rng.chance(0.9) ? static_cast<uint32_t>(h.payload_len + rng.below(20000))

@@ -12,14 +12,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/seq.h"
-#include "lib/proto/engine_state.h"
 #include "test/proto/lossy_link.h"
 #include "test/proto/transport_net.h"
 
@@ -118,10 +118,9 @@ TEST(TransportDeadPeer, PeerThatComesBackIsReachableAgain) {
   ASSERT_EQ(post_bytes(net, b, in, ctx(2)), 0);
   const auto again = pattern(100, 2);
   ASSERT_EQ(send_bytes(net, a, b, again, ctx(3)), 0);
-  ASSERT_TRUE(net.run_until([&] { return !net.other[a].empty() && !net.other[b].empty(); },
-                            1 * kSec))
-      << "A's new message never completed: " << net.other[a].size() << " / "
-      << net.other[b].size();
+  ASSERT_TRUE(
+      net.run_until([&] { return !net.other[a].empty() && !net.other[b].empty(); }, 1 * kSec))
+      << "A's new message never completed: " << net.other[a].size() << " / " << net.other[b].size();
   EXPECT_EQ(net.take(a)[0].error, 0);
   auto got = net.take(b);
   EXPECT_EQ(got[0].error, 0);
@@ -232,8 +231,8 @@ TEST_P(TransportRestart, OutstandingSendsFailThenNewIncarnationWorks) {
   for (const bool with_session : {session_first, !session_first}) {
     const auto fresh = pattern(3000, with_session ? 1 : 2);
     ASSERT_EQ(send_bytes(net, a, b, fresh, ctx(300), false, 0, with_session), 0);
-    ASSERT_TRUE(net.run_until([&] { return !net.other[a].empty() && !net.other[b].empty(); },
-                              100 * kMs))
+    ASSERT_TRUE(
+        net.run_until([&] { return !net.other[a].empty() && !net.other[b].empty(); }, 100 * kMs))
         << "with_session " << with_session;
     auto sent = net.take(a);
     ASSERT_EQ(sent.size(), 1u);

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -94,11 +94,20 @@ std::vector<size_t> random_sizes(size_t n, size_t max_bytes, uint64_t seed) {
   for (size_t i = 0; i < n; ++i) {
     sizes[i] = std::clamp<size_t>(static_cast<size_t>(std::exp(rng.unit() * top)), 1, max_bytes);
     switch (i % 100) {
-      case 0: sizes[i] = 1; break;
-      case 1: sizes[i] = 1444; break;
-      case 2: sizes[i] = 1445; break;
-      case 3: sizes[i] = max_bytes; break;
-      default: break;
+      case 0:
+        sizes[i] = 1;
+        break;
+      case 1:
+        sizes[i] = 1444;
+        break;
+      case 2:
+        sizes[i] = 1445;
+        break;
+      case 3:
+        sizes[i] = max_bytes;
+        break;
+      default:
+        break;
     }
   }
   return sizes;
@@ -111,8 +120,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // ---------------------------------------------------------------------------
 // Direct helpers for tests that drive single operations.
 
-int send_bytes(Net& net, size_t from, size_t to, const std::vector<uint8_t>& bytes,
-               void* context, bool tagged, uint64_t tag, bool with_session) {
+int send_bytes(Net& net, size_t from, size_t to, const std::vector<uint8_t>& bytes, void* context,
+               bool tagged, uint64_t tag, bool with_session) {
   iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
   SendRequest s;
   s.iov = &iov;
@@ -154,8 +163,8 @@ void warm_up(Net& net, size_t a, size_t b, size_t count) {
     out.push_back(pattern(64, 900 + i));  // zero-copy: lives until the send completes
     ASSERT_EQ(send_bytes(net, a, b, out[i], ctx(800 + i)), 0);
   }
-  ASSERT_TRUE(net.run_until([&] { return net.other[a].size() >= count && net.other[b].size() >= count; },
-                            100 * kMs));
+  ASSERT_TRUE(net.run_until(
+      [&] { return net.other[a].size() >= count && net.other[b].size() >= count; }, 100 * kMs));
   for (const Completion& c : net.take(a)) ASSERT_EQ(c.error, 0);
   for (const Completion& c : net.take(b)) ASSERT_EQ(c.error, 0);
 }

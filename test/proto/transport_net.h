@@ -14,14 +14,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "lib/proto/engine_state.h"
 #include "lib/proto/frame_codec.h"
 #include "lib/proto/seq.h"
-#include "lib/proto/engine_state.h"
 #include "test/proto/lossy_link.h"
 
 namespace ofi_dpdk::proto {
@@ -80,9 +80,7 @@ struct Flow {
   std::vector<uint64_t> received_at;  // simulated time of each arrival
 
   uint64_t seed_of(size_t i) const { return spec.seed * 1'000'003 + i; }
-  bool done() const {
-    return send_done == spec.sizes.size() && received == spec.sizes.size();
-  }
+  bool done() const { return send_done == spec.sizes.size() && received == spec.sizes.size(); }
   void problem(const std::string& text) {
     if (problems++ == 0) first_problem = text;
   }
@@ -96,7 +94,9 @@ inline void* flow_context(size_t flow, bool recv, size_t index) {
   return reinterpret_cast<void*>(kFlowBit | uint64_t{flow} << 40 | uint64_t{recv} << 39 | index);
 }
 
-inline void* ctx(uintptr_t n) { return reinterpret_cast<void*>(n); }
+inline void* ctx(uintptr_t n) {
+  return reinterpret_cast<void*>(n);
+}
 
 class Net {
  public:
@@ -156,8 +156,7 @@ class Net {
 
   // Steps until done() holds; false when max_sim_ns of simulated time or
   // max_wall_s of real time passed first.
-  bool run_until(const std::function<bool()>& done, uint64_t max_sim_ns,
-                 double max_wall_s = 30.0) {
+  bool run_until(const std::function<bool()>& done, uint64_t max_sim_ns, double max_wall_s = 30.0) {
     const uint64_t start = link.now();
     const auto wall_start = std::chrono::steady_clock::now();
     drain();
@@ -284,8 +283,7 @@ class Net {
     const std::string who = "message " + std::to_string(index) + ": ";
     if (c.kind != Completion::Kind::kRecv || e != f.spec.dst)
       f.problem(who + "receive completion of the wrong kind or engine");
-    if (index != f.received)
-      f.problem(who + "arrived as number " + std::to_string(f.received));
+    if (index != f.received) f.problem(who + "arrived as number " + std::to_string(f.received));
     const size_t len = index < f.spec.sizes.size() ? f.spec.sizes[index] : 0;
     if (c.error != 0) {
       f.problem(who + "receive error " + std::to_string(c.error));
@@ -326,8 +324,8 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 // ---------------------------------------------------------------------------
 // Direct helpers for tests that drive single operations.
 
-int send_bytes(Net& net, size_t from, size_t to, const std::vector<uint8_t>& bytes,
-               void* context, bool tagged = false, uint64_t tag = 0, bool with_session = false);
+int send_bytes(Net& net, size_t from, size_t to, const std::vector<uint8_t>& bytes, void* context,
+               bool tagged = false, uint64_t tag = 0, bool with_session = false);
 
 int post_bytes(Net& net, size_t at, std::vector<uint8_t>& buf, void* context, bool tagged = false,
                uint64_t tag = 0, uint64_t ignore = 0, const uint64_t* source_key = nullptr);

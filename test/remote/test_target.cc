@@ -14,9 +14,9 @@
 
 #include <cstring>
 #include <fstream>
-#include <string>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "lib/remote/target.h"
@@ -235,8 +235,7 @@ TEST_F(TargetTest, KeyAccessRangeAndCapabilitiesAreCheckedBeforeAnyByteMoves) {
   EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 3, host.address(3), 8), data, 8)).status,
             FI_EACCES);
   EXPECT_EQ(serve(request(rma(RemoteKind::kRead, 3, host.address(3, 12), 8))).status, FI_EFAULT);
-  EXPECT_EQ(serve(request(rma(RemoteKind::kRead, 3, host.address(3) - 1, 4))).status,
-            FI_EFAULT);
+  EXPECT_EQ(serve(request(rma(RemoteKind::kRead, 3, host.address(3) - 1, 4))).status, FI_EFAULT);
   // A write whose header names more bytes than it carries.
   host.regions[3].access |= FI_REMOTE_WRITE;
   EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 3, host.address(3), 9), data, 8)).status,
@@ -361,9 +360,9 @@ TEST_F(TargetTest, AtomicsApplyAndReturnTheOldValues) {
   words[0] = 10;
   words[1] = 20;
   const uint64_t add[2] = {1, 2};
-  proto::Response r = serve(request(
-      atomic_op(RemoteKind::kFetchAtomic, FI_UINT64, FI_SUM, 5, host.address(5), 2), add,
-      sizeof(add)));
+  proto::Response r =
+      serve(request(atomic_op(RemoteKind::kFetchAtomic, FI_UINT64, FI_SUM, 5, host.address(5), 2),
+                    add, sizeof(add)));
   ASSERT_EQ(r.status, 0);
   ASSERT_EQ(r.data.size(), 2 * sizeof(uint64_t));
   uint64_t old[2];
@@ -374,9 +373,9 @@ TEST_F(TargetTest, AtomicsApplyAndReturnTheOldValues) {
   EXPECT_EQ(words[1], 22u);
 
   const uint64_t swap[4] = {100, 200, /*compare*/ 11, 99};
-  r = serve(request(
-      atomic_op(RemoteKind::kCompareAtomic, FI_UINT64, FI_CSWAP, 5, host.address(5), 2), swap,
-      sizeof(swap)));
+  r = serve(
+      request(atomic_op(RemoteKind::kCompareAtomic, FI_UINT64, FI_CSWAP, 5, host.address(5), 2),
+              swap, sizeof(swap)));
   ASSERT_EQ(r.status, 0);
   EXPECT_EQ(words[0], 100u) << "equal to its compare value: swapped";
   EXPECT_EQ(words[1], 22u) << "not equal: kept";
@@ -397,8 +396,8 @@ TEST_F(TargetTest, BadAtomicsAreRefusedWithTheirReason) {
   // FI_EMSGSIZE, an op the datatype does not have FI_EOPNOTSUPP, operands
   // of the wrong size FI_EINVAL, an endpoint without FI_ATOMIC FI_EOPNOTSUPP,
   // an unaligned target refused; nothing changes.
-  auto* words = reinterpret_cast<uint64_t*>(
-      host.add(6, 64 << 10, FI_REMOTE_READ | FI_REMOTE_WRITE));
+  auto* words =
+      reinterpret_cast<uint64_t*>(host.add(6, 64 << 10, FI_REMOTE_READ | FI_REMOTE_WRITE));
   const uint64_t one = 1;
   EXPECT_EQ(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6), 0),
                           &one, 0))
@@ -421,11 +420,11 @@ TEST_F(TargetTest, BadAtomicsAreRefusedWithTheirReason) {
                           &one, 4))
                 .status,
             FI_EINVAL);
-  EXPECT_NE(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6,
-                                    host.address(6, 1), 1),
-                          &one, sizeof(one)))
-                .status,
-            0);
+  EXPECT_NE(
+      serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6, 1), 1),
+                    &one, sizeof(one)))
+          .status,
+      0);
   host.caps = FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE;
   EXPECT_EQ(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6), 1),
                           &one, sizeof(one)))
@@ -451,9 +450,9 @@ TEST(TargetOverTheTransport, FetchAddsRunOnceWhenTheirAnswersAreLost) {
 
   constexpr size_t kOps = 500;
   const uint64_t one = 1;
-  const std::vector<uint8_t> header = request(
-      atomic_op(RemoteKind::kFetchAtomic, FI_UINT64, FI_SUM, 7, host.address(7), 1), &one,
-      sizeof(one));
+  const std::vector<uint8_t> header =
+      request(atomic_op(RemoteKind::kFetchAtomic, FI_UINT64, FI_SUM, 7, host.address(7), 1), &one,
+              sizeof(one));
   std::vector<uint64_t> fetched(kOps, ~uint64_t{0});
   size_t sent = 0, done = 0;
   while (done < kOps && link.now() < 60'000'000'000ull) {

@@ -44,8 +44,14 @@ enum class Category { kInteger, kReal, kComplex, kNone };
 
 inline Category category_of(int datatype) {
   switch (datatype) {
-    case FI_INT8: case FI_UINT8: case FI_INT16: case FI_UINT16:
-    case FI_INT32: case FI_UINT32: case FI_INT64: case FI_UINT64:
+    case FI_INT8:
+    case FI_UINT8:
+    case FI_INT16:
+    case FI_UINT16:
+    case FI_INT32:
+    case FI_UINT32:
+    case FI_INT64:
+    case FI_UINT64:
       return Category::kInteger;
 #if OFI_DPDK_HAVE_FI_INT128
     case FI_INT128:
@@ -55,9 +61,11 @@ inline Category category_of(int datatype) {
     case FI_UINT128:
       return Category::kInteger;
 #endif
-    case FI_FLOAT: case FI_DOUBLE: case FI_LONG_DOUBLE:
+    case FI_FLOAT:
+    case FI_DOUBLE:
+    case FI_LONG_DOUBLE:
       return Category::kReal;
-    // Computed in float and rounded back: float's op set.
+      // Computed in float and rounded back: float's op set.
 #if OFI_DPDK_HAVE_FI_FLOAT16
     case FI_FLOAT16:
       return Category::kReal;
@@ -74,7 +82,9 @@ inline Category category_of(int datatype) {
     case FI_FLOAT8_E5M2:
       return Category::kReal;
 #endif
-    case FI_FLOAT_COMPLEX: case FI_DOUBLE_COMPLEX: case FI_LONG_DOUBLE_COMPLEX:
+    case FI_FLOAT_COMPLEX:
+    case FI_DOUBLE_COMPLEX:
+    case FI_LONG_DOUBLE_COMPLEX:
       return Category::kComplex;
     default:
       return Category::kNone;
@@ -95,13 +105,27 @@ inline bool op_in_class(int op, CallClass op_class) {
 inline bool op_defined_on(int op, Category category) {
   if (category == Category::kNone) return false;
   switch (op) {
-    case FI_MIN: case FI_MAX:
-    case FI_CSWAP_LE: case FI_CSWAP_LT: case FI_CSWAP_GE: case FI_CSWAP_GT:
+    case FI_MIN:
+    case FI_MAX:
+    case FI_CSWAP_LE:
+    case FI_CSWAP_LT:
+    case FI_CSWAP_GE:
+    case FI_CSWAP_GT:
       return category != Category::kComplex;  // no order on complex numbers
-    case FI_BOR: case FI_BAND: case FI_BXOR: case FI_MSWAP:
+    case FI_BOR:
+    case FI_BAND:
+    case FI_BXOR:
+    case FI_MSWAP:
       return category == Category::kInteger;  // bits only mean numbers there
-    case FI_SUM: case FI_PROD: case FI_LOR: case FI_LAND: case FI_LXOR:
-    case FI_ATOMIC_READ: case FI_ATOMIC_WRITE: case FI_CSWAP: case FI_CSWAP_NE:
+    case FI_SUM:
+    case FI_PROD:
+    case FI_LOR:
+    case FI_LAND:
+    case FI_LXOR:
+    case FI_ATOMIC_READ:
+    case FI_ATOMIC_WRITE:
+    case FI_CSWAP:
+    case FI_CSWAP_NE:
       return true;
 #if OFI_DPDK_HAVE_FI_DIFF
     case FI_DIFF:
@@ -224,9 +248,12 @@ S round_to_small_float(float value) {
   const double twice = 2 * magnitude;
   const double middle = below->first + above->first;
   unsigned raw;
-  if (twice < middle) raw = below->second;
-  else if (twice > middle) raw = above->second;
-  else raw = (below->second % 2 == 0) ? below->second : above->second;
+  if (twice < middle)
+    raw = below->second;
+  else if (twice > middle)
+    raw = above->second;
+  else
+    raw = (below->second % 2 == 0) ? below->second : above->second;
   return S::of(sign | raw);
 }
 
@@ -238,9 +265,8 @@ template <typename R>
 inline constexpr bool kIsComplexT<std::complex<R>> = true;
 
 template <typename T>
-inline constexpr bool kIsIntegerT = std::is_integral_v<T> ||
-                                    std::is_same_v<T, TestInt128> ||
-                                    std::is_same_v<T, TestUint128>;
+inline constexpr bool kIsIntegerT =
+    std::is_integral_v<T> || std::is_same_v<T, TestInt128> || std::is_same_v<T, TestUint128>;
 
 // Same value, with NaN equal to NaN and +0.0 different from -0.0 (the table
 // must not turn one into the other).
@@ -308,25 +334,33 @@ std::vector<T> edge_values() {
     using R = typename T::value_type;
     const R nan = std::numeric_limits<R>::quiet_NaN();
     const R inf = std::numeric_limits<R>::infinity();
-    return {T(0, 0), T(-R(0), R(0)), T(R(1.5), R(-2)), T(0, 1), T(nan, 0),
-            T(inf, 1), T(3, 4), T(-1, 0)};
+    return {T(0, 0),   T(-R(0), R(0)), T(R(1.5), R(-2)), T(0, 1),
+            T(nan, 0), T(inf, 1),      T(3, 4),          T(-1, 0)};
   } else if constexpr (std::is_floating_point_v<T>) {
     using L = std::numeric_limits<T>;
-    return {T(0), -T(0), T(1.5), T(-2.25), L::infinity(), -L::infinity(),
-            L::quiet_NaN(), L::max(), L::denorm_min(), T(3)};
+    return {T(0),           -T(0),          T(1.5),   T(-2.25),        L::infinity(),
+            -L::infinity(), L::quiet_NaN(), L::max(), L::denorm_min(), T(3)};
   } else {
     // Extremes built from bits: numeric_limits<__int128> is absent in strict
     // C++20 mode.
     constexpr bool is_signed = T(-1) < T(0);
     const T all_ones = static_cast<T>(~TestUint128{0});
-    const T max = is_signed ? static_cast<T>(static_cast<TestUint128>(all_ones) >>
-                                             (128 - 8 * sizeof(T) + 1))
-                            : all_ones;
+    const T max =
+        is_signed ? static_cast<T>(static_cast<TestUint128>(all_ones) >> (128 - 8 * sizeof(T) + 1))
+                  : all_ones;
     const T min = is_signed ? static_cast<T>(-max - 1) : T(0);
     TestUint128 pattern = 0;
     for (size_t i = 0; i < sizeof(T); ++i) pattern = (pattern << 8) | 0xA5;
-    return {T(0), T(1), all_ones, min, max, static_cast<T>(min + 1), static_cast<T>(max - 1),
-            static_cast<T>(pattern), T(3), static_cast<T>(T(0) - T(7))};
+    return {T(0),
+            T(1),
+            all_ones,
+            min,
+            max,
+            static_cast<T>(min + 1),
+            static_cast<T>(max - 1),
+            static_cast<T>(pattern),
+            T(3),
+            static_cast<T>(T(0) - T(7))};
   }
 }
 
@@ -359,51 +393,77 @@ bool is_true(const T& value) {
 // value (the old one for ops that leave it), or nullopt for an op that has
 // no meaning on T.
 template <typename T>
-std::optional<T> arithmetic_reference(int op, const T& target, const T& operand,
-                                      const T& compare) {
+std::optional<T> arithmetic_reference(int op, const T& target, const T& operand, const T& compare) {
   if constexpr (kIsIntegerT<T>) {
     switch (op) {
-      case FI_SUM: return reference_add(target, operand);
+      case FI_SUM:
+        return reference_add(target, operand);
 #if OFI_DPDK_HAVE_FI_DIFF
-      case FI_DIFF: return reference_add(target, static_cast<T>(T(0) - operand));
+      case FI_DIFF:
+        return reference_add(target, static_cast<T>(T(0) - operand));
 #endif
-      case FI_PROD: return reference_mul(target, operand);
-      case FI_BOR: return static_cast<T>(target | operand);
-      case FI_BAND: return static_cast<T>(target & operand);
-      case FI_BXOR: return static_cast<T>(target ^ operand);
-      case FI_MSWAP: return static_cast<T>((operand & compare) | (target & ~compare));
-      default: break;
+      case FI_PROD:
+        return reference_mul(target, operand);
+      case FI_BOR:
+        return static_cast<T>(target | operand);
+      case FI_BAND:
+        return static_cast<T>(target & operand);
+      case FI_BXOR:
+        return static_cast<T>(target ^ operand);
+      case FI_MSWAP:
+        return static_cast<T>((operand & compare) | (target & ~compare));
+      default:
+        break;
     }
   } else {
     switch (op) {
-      case FI_SUM: return target + operand;
+      case FI_SUM:
+        return target + operand;
 #if OFI_DPDK_HAVE_FI_DIFF
-      case FI_DIFF: return target - operand;
+      case FI_DIFF:
+        return target - operand;
 #endif
-      case FI_PROD: return target * operand;
-      default: break;
+      case FI_PROD:
+        return target * operand;
+      default:
+        break;
     }
   }
   if constexpr (!kIsComplexT<T>) {
     switch (op) {
-      case FI_MIN: return operand < target ? operand : target;
-      case FI_MAX: return operand > target ? operand : target;
-      case FI_CSWAP_LE: return compare <= target ? operand : target;
-      case FI_CSWAP_LT: return compare < target ? operand : target;
-      case FI_CSWAP_GE: return compare >= target ? operand : target;
-      case FI_CSWAP_GT: return compare > target ? operand : target;
-      default: break;
+      case FI_MIN:
+        return operand < target ? operand : target;
+      case FI_MAX:
+        return operand > target ? operand : target;
+      case FI_CSWAP_LE:
+        return compare <= target ? operand : target;
+      case FI_CSWAP_LT:
+        return compare < target ? operand : target;
+      case FI_CSWAP_GE:
+        return compare >= target ? operand : target;
+      case FI_CSWAP_GT:
+        return compare > target ? operand : target;
+      default:
+        break;
     }
   }
   switch (op) {
-    case FI_LOR: return (is_true(target) || is_true(operand)) ? T(1) : T(0);
-    case FI_LAND: return (is_true(target) && is_true(operand)) ? T(1) : T(0);
-    case FI_LXOR: return (is_true(target) != is_true(operand)) ? T(1) : T(0);
-    case FI_ATOMIC_READ: return target;
-    case FI_ATOMIC_WRITE: return operand;
-    case FI_CSWAP: return compare == target ? operand : target;
-    case FI_CSWAP_NE: return compare != target ? operand : target;
-    default: break;
+    case FI_LOR:
+      return (is_true(target) || is_true(operand)) ? T(1) : T(0);
+    case FI_LAND:
+      return (is_true(target) && is_true(operand)) ? T(1) : T(0);
+    case FI_LXOR:
+      return (is_true(target) != is_true(operand)) ? T(1) : T(0);
+    case FI_ATOMIC_READ:
+      return target;
+    case FI_ATOMIC_WRITE:
+      return operand;
+    case FI_CSWAP:
+      return compare == target ? operand : target;
+    case FI_CSWAP_NE:
+      return compare != target ? operand : target;
+    default:
+      break;
   }
   return std::nullopt;
 }

@@ -24,11 +24,17 @@ inline bool make_crossed_ports(const std::string& name) {
 
 // Initialises EAL, makes the ports <name>_a and <name>_b, runs the tests.
 inline int run_over_crossed_ports(int argc, char** argv, const std::string& name) {
-  char* eal_argv[] = {argv[0], const_cast<char*>("-l"), const_cast<char*>("0"),
-                      const_cast<char*>("--no-huge"), const_cast<char*>("-m"),
-                      const_cast<char*>("512"), const_cast<char*>("--no-shconf"),
-                      const_cast<char*>("--no-pci"), const_cast<char*>("--no-telemetry"),
-                      const_cast<char*>("--log-level=lib.eal:error"), nullptr};
+  char* eal_argv[] = {argv[0],
+                      const_cast<char*>("-l"),
+                      const_cast<char*>("0"),
+                      const_cast<char*>("--no-huge"),
+                      const_cast<char*>("-m"),
+                      const_cast<char*>("512"),
+                      const_cast<char*>("--no-shconf"),
+                      const_cast<char*>("--no-pci"),
+                      const_cast<char*>("--no-telemetry"),
+                      const_cast<char*>("--log-level=lib.eal:error"),
+                      nullptr};
   if (rte_eal_init(10, eal_argv) < 0) {
     std::fprintf(stderr, "rte_eal_init failed\n");
     return 1;

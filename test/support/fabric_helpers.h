@@ -46,9 +46,9 @@ struct TestEndpoint {
 
   // Returns 0 or the first failing call's error.  A counter, when given, is
   // bound with counter_flags before fi_enable.
-  int open(fid_domain* domain, fid_av* av, fi_info* info,
-           fi_cq_format format = FI_CQ_FORMAT_DATA, uint64_t cq_bind_flags = 0,
-           fid_cntr* counter = nullptr, uint64_t counter_flags = 0, size_t cq_size = 0) {
+  int open(fid_domain* domain, fid_av* av, fi_info* info, fi_cq_format format = FI_CQ_FORMAT_DATA,
+           uint64_t cq_bind_flags = 0, fid_cntr* counter = nullptr, uint64_t counter_flags = 0,
+           size_t cq_size = 0) {
     fi_cq_attr attr{};
     attr.format = format;
     attr.size = cq_size;

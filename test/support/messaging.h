@@ -36,7 +36,8 @@ inline void expect_message_delivered(TestEndpoint& from, fi_addr_t to, TestEndpo
   fi_cq_data_entry sent{};
   ssize_t got_tx = -FI_EAGAIN, got_rx = -FI_EAGAIN;
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while ((got_tx == -FI_EAGAIN || got_rx == -FI_EAGAIN) && std::chrono::steady_clock::now() < limit) {
+  while ((got_tx == -FI_EAGAIN || got_rx == -FI_EAGAIN) &&
+         std::chrono::steady_clock::now() < limit) {
     if (got_tx == -FI_EAGAIN) got_tx = fi_cq_read(from.tx_cq, &sent, 1);
     if (got_rx == -FI_EAGAIN) got_rx = fi_cq_read(at.rx_cq, &entry, 1);
   }

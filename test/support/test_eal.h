@@ -15,8 +15,8 @@ namespace ofi_dpdk::test {
 inline bool bring_up_test_eal(const char* program, const std::vector<std::string>& extra = {}) {
   // EAL reorders its argv and keeps pointers into it: a copy that lives on.
   static std::vector<std::string> args;
-  args = {program, "--no-huge", "--no-shconf", "-m", "256", "--no-pci", "--no-telemetry",
-          "-l", "0", "--log-level=lib.eal:error"};
+  args = {program,    "--no-huge",      "--no-shconf", "-m", "256",
+          "--no-pci", "--no-telemetry", "-l",          "0",  "--log-level=lib.eal:error"};
   args.insert(args.end(), extra.begin(), extra.end());
   static std::vector<char*> argv;
   argv.clear();
