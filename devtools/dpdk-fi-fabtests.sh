@@ -1,7 +1,8 @@
 #!/bin/bash
 # Usage: devtools/dpdk-fi-fabtests.sh [--builddir DIR] [--tests SET] [--timeout S]
 #                                     [--tarballs DIR] [--build-only] [--keep]
-#                                     [--provider NAME] [-- RUNFABTESTS-ARGS...]
+#                                     [--provider NAME] [--hosts TOPOLOGY]
+#                                     [-- RUNFABTESTS-ARGS...]
 #
 # libfabric's own gate over the provider: fabtests' runfabtests.sh, as
 # released with libfabric, run over dpdk.
@@ -31,6 +32,19 @@
 #     (unshare --pid --mount-proc), where it sees only the gate's own
 #     processes; nothing here kills by name.
 #
+# With --hosts af_packet (or af_xdp) the gate runs as users on two hosts
+# run it instead: two network namespaces, the server's and the client's,
+# joined by a veth pair whose ends have 10.198.0.1/24 and 10.198.0.2/24;
+# every program on the provider over its host's end of the pair (the
+# launcher's --topology af_packet or af_xdp, the address the kernel gives
+# the interface); runfabtests.sh given both hosts and both addresses
+# (runfabtests.sh -s 10.198.0.1 -c 10.198.0.2 dpdk SERVER-HOST CLIENT-HOST),
+# so that every client learns its server's address in band, from the IP
+# address, as on two machines: no MAC, no out-of-band socket.  It reaches
+# the hosts by ssh; here an `ssh` first in PATH runs the command in the
+# host's namespace.  fi_multi_mr and fi_rdm_rma_trigger run with
+# FI_DPDK_MR_MODE=minimal, as in the default gate (below).
+#
 # Prints runfabtests' records (-v: each test's result and time, and the
 # output of failed ones), the failed tests' records again, then
 # "fabtests SET: P Pass, N Notrun, F Fail" with its counts. Exit status: 0 when no test failed, 1 when one did, 2 on
@@ -46,6 +60,8 @@
 #   --tarballs DIR  where fabtests-VERSION.tar.xz are
 #   --build-only    build fabtests and stop
 #   --keep          keep the run's folder (wrappers, sockets, logs)
+#   --hosts TOP     the gate between two hosts (above), over af_packet or
+#                   af_xdp; needs root (network namespaces)
 #   --provider NAME the same gate over another provider, for comparison
 #                   (shm, "tcp;ofi_rxm", udp;ofi_rxd, ...): the programs
 #                   run as they are, in-band on 127.0.0.1, as
@@ -69,6 +85,7 @@ tarballs=${OFI_DPDK_FABTESTS_TARBALLS:-$DPDK_FI_ROOT/../shared/fabtests}
 build_only=0
 keep=0
 provider=dpdk
+hosts=
 extra=()
 while (($#)); do
 	case "$1" in
@@ -80,12 +97,18 @@ while (($#)); do
 	--build-only) build_only=1 ;;
 	--keep) keep=1 ;;
 	--provider) provider=$2; shift ;;
+	--hosts) hosts=$2; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) die 2 "unknown argument '$1' (see --help)" ;;
 	esac
 	shift
 done
 builddir=$(abs_builddir "$builddir")
+case "$hosts" in
+'' | af_packet | af_xdp) ;;
+*) die 2 "--hosts: af_packet or af_xdp, not '$hosts'" ;;
+esac
+[[ -z "$hosts" || "$provider" == dpdk ]] || die 2 "--hosts runs the gate over dpdk only"
 provider_path=$builddir/drivers/ofi
 if [[ "$provider" == dpdk && ! -f "$provider_path/libdpdk-fi.so" ]]; then
 	die 2 "no provider in $provider_path: build first"
@@ -133,7 +156,10 @@ need_tools unshare timeout
 # 2. The run's folder: one wrapper per program, the memif pairs' sockets.
 run_dir=$(mktemp -d /tmp/ofi-dpdk-fabtests.XXXXXX)
 hugepages_before=
+host_names=()
 cleanup() {
+	local host
+	for host in "${host_names[@]}"; do ip netns del "$host" 2>/dev/null || true; done
 	if [[ -n "$hugepages_before" ]]; then
 		echo "$hugepages_before" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
 	fi
@@ -303,6 +329,60 @@ if [[ "$provider" != dpdk ]]; then
 		exec env ${STOCK_MALLOC_TUNABLES:+GLIBC_TUNABLES="$STOCK_MALLOC_TUNABLES"} "$@"
 	EOF
 fi
+# Two hosts: each program on its host's end of the veth pair; the host is
+# the network namespace runfabtests.sh's ssh entered (below).
+if [[ -n "$hosts" ]]; then
+	cat >"$role_script" <<-'EOF'
+		#!/bin/bash
+		# run-one.sh PROGRAM ARGS...: PROGRAM through the EAL launcher on this
+		# host's interface; fi_multi_mr and fi_rdm_rma_trigger as in the
+		# default gate (FI_DPDK_MR_MODE=minimal, see dpdk-fi-fabtests.sh).
+		program=$1
+		shift
+		case "$(basename "$program")" in
+		fi_multi_mr | fi_rdm_rma_trigger) export FI_DPDK_MR_MODE=minimal ;;
+		esac
+		exec "$OFI_DPDK_PYTHON" "$OFI_DPDK_LAUNCHER" --topology "$GATE_TOPOLOGY" \
+			--iface "$GATE_IFACE" -- \
+			env ${STOCK_MALLOC_TUNABLES:+GLIBC_TUNABLES="$STOCK_MALLOC_TUNABLES"} "$program" "$@"
+	EOF
+	# runfabtests.sh reaches a host with
+	#   timeout T ssh -n -o OPTION... HOST COMMAND
+	# which here enters the host's network namespace.
+	mkdir -p "$run_dir/ssh"
+	cat >"$run_dir/ssh/ssh" <<-'EOF'
+		#!/bin/bash
+		while (($#)); do
+			case "$1" in
+			-n) shift ;;
+			-o) shift 2 ;;
+			*) break ;;
+			esac
+		done
+		host=$1
+		shift
+		exec ip netns exec "$host" bash -c "$*"
+	EOF
+	chmod +x "$run_dir/ssh/ssh"
+	need_tools ip
+	# The hosts: namespaces named for this run, joined by one veth pair
+	# whose ends are GATE_IFACE in each.
+	export GATE_TOPOLOGY=$hosts GATE_IFACE=gate0
+	server_host=ofift$$s client_host=ofift$$c
+	host_names=("$server_host" "$client_host")
+	server_ip=10.198.0.1 client_ip=10.198.0.2
+	ip netns add "$server_host"
+	ip netns add "$client_host"
+	ip link add "$server_host" type veth peer name "$client_host"
+	for host in "$server_host" "$client_host"; do
+		ip link set "$host" netns "$host"
+		ip -n "$host" link set "$host" name "$GATE_IFACE"
+		ip -n "$host" link set lo up
+	done
+	ip -n "$server_host" addr add "$server_ip/24" dev "$GATE_IFACE"
+	ip -n "$client_host" addr add "$client_ip/24" dev "$GATE_IFACE"
+	for host in "$server_host" "$client_host"; do ip -n "$host" link set "$GATE_IFACE" up; done
+fi
 for program in "$installed"/bin/fi_* "$installed"/bin/sighandler_test; do
 	[[ -x "$program" ]] || continue
 	printf '#!/bin/bash\nexec %q %q "$@"\n' "$role_script" "$program" \
@@ -311,7 +391,12 @@ for program in "$installed"/bin/fi_* "$installed"/bin/sighandler_test; do
 done
 
 # 3. The gate, in a PID namespace of its own.
-if [[ "$provider" == dpdk ]]; then
+if [[ -n "$hosts" ]]; then
+	export FI_PROVIDER_PATH=$provider_path PATH=$run_dir/ssh:$PATH
+	# In band, by the hosts' addresses; servers on one host, clients on
+	# the other.
+	where=(-s "$server_ip" -c "$client_ip" dpdk "$server_host" "$client_host")
+elif [[ "$provider" == dpdk ]]; then
 	export FI_PROVIDER_PATH=$provider_path
 	# Out-of-band address exchange; the wrappers give each pair its ports.
 	where=(-b dpdk)
@@ -407,5 +492,6 @@ if ((fail)); then
 fi
 over=
 [[ "$provider" == dpdk ]] || over=" over $provider"
+[[ -z "$hosts" ]] || over=" on two hosts over $hosts"
 echo "fabtests $fabtests_version $tests$over: $pass Pass, ${notrun:-0} Notrun, $fail Fail"
 ((fail == 0))
