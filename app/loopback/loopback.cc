@@ -5,7 +5,11 @@
 //
 //   dpdk-fi-loopback [EAL args] -- [--pattern pingpong|stream] [--count N]
 //       [--seconds T] [--size BYTES] [--endpoints N] [--port NAME]
-//       [--timeout SECONDS]
+//       [--timeout SECONDS] [--rounds R]
+//
+// --rounds R opens the fabric, domain and endpoints, runs, and closes them
+// R times in the one process: a port must serve the next domain after the
+// last one let it go.
 //
 // Exits 0 when every message arrived once with the right bytes, 1 on any
 // mismatch or timeout, 2 on bad arguments or set-up failure.
@@ -43,11 +47,13 @@ struct Options {
   int endpoints = 2;
   std::string port;
   double timeout = 10;
+  uint64_t rounds = 1;
 };
 
 constexpr const char* kUsage =
     "usage: dpdk-fi-loopback [EAL args] -- [--pattern pingpong|stream] [--count N]\n"
-    "       [--seconds T] [--size BYTES] [--endpoints N] [--port NAME] [--timeout SECONDS]\n";
+    "       [--seconds T] [--size BYTES] [--endpoints N] [--port NAME] [--timeout SECONDS]\n"
+    "       [--rounds R]\n";
 
 [[noreturn]] void usage_error(const char* text) {
   std::fprintf(stderr, "dpdk-fi-loopback: %s\n%s", text, kUsage);
@@ -70,6 +76,7 @@ Options parse_options(int argc, char** argv) {
        {"endpoints", true},
        {"port", true},
        {"timeout", true},
+       {"rounds", true},
        {"help", false}},
       [&](const std::string& name, const char* value) {
         if (name == "pattern")
@@ -86,6 +93,8 @@ Options parse_options(int argc, char** argv) {
           o.port = value;
         else if (name == "timeout")
           number(name, value, &o.timeout);
+        else if (name == "rounds")
+          number(name, value, &o.rounds);
         else if (name == "help") {
           std::fputs(kUsage, stdout);
           std::exit(0);
@@ -95,6 +104,7 @@ Options parse_options(int argc, char** argv) {
   if (o.pattern != "pingpong" && o.pattern != "stream") usage_error("unknown pattern");
   if (o.endpoints < 2 || o.endpoints > 16) usage_error("--endpoints wants 2..16");
   if (o.size == 0) usage_error("--size wants at least 1 byte");
+  if (o.rounds == 0) usage_error("--rounds wants at least 1");
   return o;
 }
 
@@ -370,10 +380,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Options options = parse_options(argc - consumed, argv + consumed);
-  Tester tester(options);
-  tester.open();
-  const bool ok = tester.run();
-  tester.close();
+  bool ok = true;
+  for (uint64_t round = 1; ok && round <= options.rounds; ++round) {
+    if (options.rounds > 1)
+      std::printf("round %" PRIu64 " of %" PRIu64 "\n", round, options.rounds);
+    Tester tester(options);
+    tester.open();
+    ok = tester.run();
+    tester.close();
+  }
   std::printf("%s\n",
               ok ? "loopback: all messages arrived once, bytes verified" : "loopback: MISMATCH");
   return ok ? 0 : 1;

@@ -21,6 +21,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 
@@ -41,6 +44,34 @@ namespace {
 constexpr uint32_t kQueueCacheSize = 128;
 
 std::atomic<uint32_t> g_pool_serial{0};
+
+// net_af_xdp makes an XDP socket, and a UMEM over our pool through which
+// the kernel writes received frames, at each queue set-up, and lets them
+// go only when the device is closed.  Stopped and set up again (the
+// process's next domain: fi_rdm_multi_client opens ten in turn), it finds
+// the queue's socket still bound ("Failed to reserve fill queue"); closed,
+// a vdev is gone for good.  So a device we set up stays set up, started,
+// with its pool, until the process ends, and the next Port takes it as it
+// is.  (One Port at a time has a device: the provider shares a port among
+// its domains.)
+struct KeptXdpDevice {
+  rte_mempool* pool;
+  uint16_t queue_pairs;
+  uint16_t mtu;
+  uint32_t max_frame_payload;
+  std::string description;
+};
+std::mutex g_kept_xdp_lock;
+std::map<uint16_t, KeptXdpDevice> g_kept_xdp;
+
+std::optional<KeptXdpDevice> take_kept_xdp(uint16_t port_id) {
+  std::lock_guard<std::mutex> hold(g_kept_xdp_lock);
+  auto it = g_kept_xdp.find(port_id);
+  if (it == g_kept_xdp.end()) return std::nullopt;
+  KeptXdpDevice kept = it->second;
+  g_kept_xdp.erase(it);
+  return kept;
+}
 
 // The value of devarg `key` of the device (net_memif's bsize, role), or
 // empty when not given.
@@ -246,6 +277,33 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
       "ofidpdk" + std::to_string(port_id) + "_" + std::to_string(g_pool_serial++);
   std::string pool_note;
   if (is_driver(info, "net_af_xdp")) {
+    port->keep_on_release_ = true;
+    if (std::optional<KeptXdpDevice> kept = take_kept_xdp(port_id)) {
+      port->pool_ = kept->pool;
+      port->queue_pairs_ = kept->queue_pairs;
+      port->counters_.assign(kept->queue_pairs, QueueCounters{});
+      port->mtu_ = kept->mtu;
+      port->started_by_us_ = true;
+      port->steering_ = Steering::kSoftware;
+      // What came in since the last domain let it go was for that one.
+      rte_mbuf* stale[32];
+      for (uint16_t q = 0; q < port->queue_pairs_; ++q)
+        while (uint16_t n = rte_eth_rx_burst(port_id, q, stale, 32))
+          rte_pktmbuf_free_bulk(stale, n);
+      port->description_ = kept->description + " (kept from an earlier domain of this process)";
+      port->max_frame_payload_ = kept->max_frame_payload;
+      if (config.faults.any()) {
+        std::string fault_error;
+        port->faults_ =
+            FaultInjector::attach(port_id, port->queue_pairs_, config.faults, &fault_error);
+        if (!port->faults_) {
+          *error = port->name_ + ": fault injector: " + fault_error;
+          return -ENOTSUP;
+        }
+      }
+      *out = std::move(port);
+      return 0;
+    }
     // Its UMEM is this pool, which must lie whole inside what the driver
     // registers (umem_pool.h).
     std::string why;
@@ -695,7 +753,14 @@ Port::~Port() {
     rte_mempool_cache_free(cache);
   }
   for (uint16_t q = 0; q < std::size(endpoint_rules_); ++q) unbind_endpoint_queue(q);
-  faults_.reset();                            // callers hold the port lock: no rx_burst runs now
+  faults_.reset();  // callers hold the port lock: no rx_burst runs now
+  if (started_by_us_ && keep_on_release_) {
+    // Left running for the next domain (KeptXdpDevice).
+    std::lock_guard<std::mutex> hold(g_kept_xdp_lock);
+    g_kept_xdp[port_id_] =
+        KeptXdpDevice{pool_, queue_pairs_, mtu_, max_frame_payload_, description_};
+    return;
+  }
   if (started_by_us_) stop_device(port_id_);  // not beside the driver's own handlers
   // The pool stays: mbufs may still sit in a device ring we no longer own
   // after a host-started port; for ours, the stopped device released them.

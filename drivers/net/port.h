@@ -249,6 +249,9 @@ class Port {
   bool memory_only_ = false;  // what configure() sets the device to (0: leave it)
   uint16_t burst_frames_ = 8;
   bool started_by_us_ = false;
+  // net_af_xdp: left set up when we let it go, for the process's next
+  // domain (KeptXdpDevice in port.cc).
+  bool keep_on_release_ = false;
   // Bursts are counted for unmap_guard.h (net_memif, when its imports could
   // be redirected).
   bool guard_bursts_ = false;

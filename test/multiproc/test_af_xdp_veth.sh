@@ -8,7 +8,11 @@
 # first few hundred messages; drivers/net/umem_pool.h).  A mixed-size
 # stream must arrive once, in order, byte-exact, twice in a row (each run
 # reaches every mbuf of the pool many times over), and the port must say
-# its pool lies whole inside the UMEM.  Skips (exit 77) where veth pairs
+# its pool lies whole inside the UMEM.  Then one process lets the port go
+# and takes it again (dpdk-fi-loopback --rounds 3): net_af_xdp keeps its
+# XDP socket until the device closes, and the second domain's queue set-up
+# failed ("Failed to reserve fill queue"); the device is now kept set up
+# for the process.  Skips (exit 77) where veth pairs
 # cannot be made, DPDK has no net_af_xdp, or the kernel takes no AF_XDP
 # socket on them.
 set -euo pipefail
@@ -38,5 +42,16 @@ for run in 1 2; do
 	grep -q "pool of .* mbufs packed for the UMEM" "$WORK/server.err" ||
 		fail "run $run: the port did not say its pool is packed for the UMEM"
 done
+# One process, three domains in turn on the same device.
+LOOPBACK=$(dirname "$BENCH")/../loopback/dpdk-fi-loopback
+rounds_log=$WORK/rounds.log
+if ! timeout 120 "$LOOPBACK" -l 0 --no-pci --no-huge -m 512 --no-shconf --no-telemetry \
+	"$(xdp "$A")" -- --rounds 3 --count 300 --size 1000 >"$rounds_log" 2>&1; then
+	tail -20 "$rounds_log"
+	fail "dpdk-fi-loopback --rounds 3 on net_af_xdp failed"
+fi
+[ "$(grep -c "kept from an earlier domain of this process" "$rounds_log")" -ge 2 ] ||
+	fail "rounds 2 and 3 did not take the device the first round left set up"
 echo "af_xdp over veth: 2 x 3000 messages delivered once, byte-exact; $(grep -o 'pool of .* mbufs packed for the UMEM[^;]*' "$WORK/server.err" | head -1)"
+echo "af_xdp: one process took the device in 3 domains in turn, each round verified"
 echo "client: $(cat "$CLIENT_OUT")"
