@@ -62,7 +62,7 @@ SUITE=trixie
 PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
 	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 iputils-ping procps nftables
 	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils
-	qemu-system-x86 busybox-static linux-image-amd64 build-essential debhelper)
+	qemu-system-x86 busybox-static linux-image-amd64 build-essential debhelper clang libbpf-dev)
 BUILDDIR=build-trixie
 
 rebuild_root=0

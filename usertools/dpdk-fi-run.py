@@ -17,10 +17,15 @@ Topologies and the port each gives the provider:
   memif         memif-server for local rank 0 of a job, memif-client for
                 local rank 1: two ranks of one host, one memif pair
   af_packet     --vdev=net_af_packet0,iface=IF: a kernel interface (veth)
-  af_xdp        --vdev=net_af_xdp0,iface=IF,start_queue=0,queue_count=1: the
-                same interface through an AF_XDP socket (an XDP program
-                hands the interface's frames to it; the kernel's own
-                traffic on the interface then stops)
+  af_xdp        --vdev=net_af_xdp0,iface=IF,start_queue=0,queue_count=1,
+                xdp_prog=ofi_dpdk_steer.o: the same interface through an
+                AF_XDP socket, to which the provider's XDP program hands
+                the provider's frames alone (its EtherType, UDP to its
+                ports): the kernel keeps the rest (TCP, ssh, ARP).  With
+                --xdp-prog default, net_af_xdp's own program hands the
+                socket every frame, and the kernel's traffic on IF stops.
+                A program an earlier run left on IF is taken off first;
+                one a live process holds makes the launch fail
   pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci)
   shared        one port for all the processes of a host (DPDK's
                 multi-process model): dpdk-fi-switch is the primary and owns
@@ -62,6 +67,7 @@ Exit status: the program's; 2 when the launcher cannot start it.
 
 import argparse
 import fcntl
+import json
 import os
 import re
 import shlex
@@ -102,6 +108,13 @@ HUGE_MIN_FREE_KB = 256 * 1024  # below this, DPDK may not fit its pools
 NO_HUGE_ARGS = ["--no-huge", "-m", "512", "--no-shconf"]
 PCI_DRIVERS = ("vfio-pci", "uio_pci_generic", "igb_uio", "mlx4_core", "mlx5_core")
 DEFAULT_SWITCH = REPO_ROOT / "build" / "app" / "switch" / "dpdk-fi-switch"
+# The provider's XDP program (drivers/net/xdp/ofi_dpdk_steer.bpf.c): built
+# in BUILD/drivers/net, installed in LIBDIR/bpf.
+STEER_OBJECT = "ofi_dpdk_steer.o"
+# XDP programs an af_xdp port of an earlier run may have left on its
+# interface (net_af_xdp attaches them for good and takes them off only when
+# the device closes, which the provider never does).
+AF_XDP_PROGRAMS = ("ofi_dpdk_steer", "xsk_def_prog")
 SWITCH_DIR = Path("/run/ofi-dpdk")
 SWITCH_START_SECONDS = 20
 
@@ -272,7 +285,9 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
         if "/" in iface or "," in iface or not (SYS_NET / iface).exists():
             raise LaunchError(f"no network interface '{iface}' (see: ip link)")
         if args.topology == "af_xdp":
-            return [f"--vdev=net_af_xdp0,iface={iface},start_queue=0,queue_count=1"]
+            program = steer_program(args)
+            steer = f",xdp_prog={program}" if program else ""
+            return [f"--vdev=net_af_xdp0,iface={iface},start_queue=0,queue_count=1{steer}"]
         return [f"--vdev=net_af_packet0,iface={iface}"]
     bdf = normalize_bdf(args.pci)
     device = SYS_PCI / bdf
@@ -302,6 +317,67 @@ def switch_program(args: argparse.Namespace) -> str:
     if found is None:
         raise LaunchError("no dpdk-fi-switch (build it, or give --switch PROGRAM)")
     return found
+
+
+def steer_program(args: argparse.Namespace) -> str:
+    """The XDP program for an af_xdp port: --xdp-prog PATH; with "default",
+    none (net_af_xdp's own); else ofi_dpdk_steer.o beside the provider in
+    use (BUILD/drivers/net for BUILD/drivers/ofi, LIBDIR/bpf for
+    LIBDIR/libfabric), this repository's build, or an installed one. ""
+    when there is none. Raises LaunchError for a PATH that is not a file."""
+    if args.xdp_prog == "default":
+        return ""
+    if args.xdp_prog is not None:
+        if not Path(args.xdp_prog).is_file():
+            raise LaunchError(f"--xdp-prog: no file {args.xdp_prog}")
+        return str(Path(args.xdp_prog).resolve())
+    candidates = []
+    provider_dir = args.provider_path or os.environ.get("FI_PROVIDER_PATH")
+    if provider_dir:
+        beside = Path(provider_dir).resolve().parent
+        candidates += [beside / "net" / STEER_OBJECT, beside / "bpf" / STEER_OBJECT]
+    candidates.append(REPO_ROOT / "build" / "drivers" / "net" / STEER_OBJECT)
+    for root in (Path("/usr/lib"), Path("/usr/local/lib")):
+        candidates += sorted(root.glob(f"*/bpf/{STEER_OBJECT}")) + [root / "bpf" / STEER_OBJECT]
+    for candidate in candidates:
+        if candidate.is_file():
+            return str(candidate)
+    note("af_xdp: no ofi_dpdk_steer.o (build the provider with clang, or give --xdp-prog):"
+         " net_af_xdp's own XDP program hands every frame of the interface to the port")
+    return ""
+
+
+def xdp_holders(program_id: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes that hold a descriptor of BPF program `program_id`."""
+    holders = []
+    for fdinfo in proc.glob("[0-9]*/fdinfo/*"):
+        try:
+            if f"prog_id:\t{program_id}\n" in fdinfo.read_text():
+                holders.append(int(fdinfo.parent.parent.name))
+        except (OSError, ValueError):
+            continue
+    return sorted(set(holders))
+
+
+def clear_left_xdp(iface: str) -> None:
+    """Takes off IF's XDP program when an earlier af_xdp run left it there
+    (AF_XDP_PROGRAMS, held by no process). Raises LaunchError when a live
+    process holds it: a queue takes one AF_XDP socket."""
+    try:
+        shown = subprocess.run(["ip", "-d", "-j", "link", "show", "dev", iface],
+                               capture_output=True, text=True, check=True)
+        prog = json.loads(shown.stdout)[0].get("xdp", {}).get("prog", {})
+    except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
+        return  # no ip, or no JSON: net_af_xdp will say what it finds
+    name, program_id = prog.get("name"), prog.get("id")
+    if name not in AF_XDP_PROGRAMS or not isinstance(program_id, int):
+        return
+    holders = xdp_holders(program_id)
+    if holders:
+        raise LaunchError(f"{iface} is an af_xdp port of process {holders[0]} already (its XDP"
+                          f" program {name}, id {program_id}): one process per interface")
+    subprocess.run(["ip", "link", "set", "dev", iface, "xdp", "off"], check=False)
+    note(f"{iface}: took off the XDP program {name} (id {program_id}) an earlier run left")
 
 
 def switch_running(ready: Path) -> int:
@@ -512,6 +588,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--iface", metavar="IF",
                         help="af_packet, af_xdp: the kernel interface; may name {host}, {rank}"
                              " and {local_rank}")
+    parser.add_argument("--xdp-prog", metavar="PATH|default",
+                        help="af_xdp: the XDP program (default: the provider's"
+                             " ofi_dpdk_steer.o, which leaves the kernel its traffic;"
+                             " 'default': net_af_xdp's own, which takes every frame)")
     parser.add_argument("--pci", metavar="BDF", help="pci: the device, e.g. 0000:03:00.0")
     parser.add_argument("--name", metavar="NAME",
                         help="shared: the port's name (net_ring_NAME; default shared0)")
@@ -545,10 +625,11 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     for option, topologies in (("socket", ("memif", "memif-server", "memif-client")),
                                ("mac", ("memif", "memif-server", "memif-client")),
                                ("iface", ("af_packet", "af_xdp")), ("pci", ("pci",)),
+                               ("xdp_prog", ("af_xdp",)),
                                ("name", ("shared",)), ("processes", ("shared",)),
                                ("switch", ("shared",))):
         if getattr(args, option) is not None and args.topology not in topologies:
-            parser.error(f"--{option} applies to --topology {' or '.join(topologies)} only")
+            parser.error(f"--{option.replace('_', '-')} applies to --topology {' or '.join(topologies)} only")
     if args.telemetry and args.topology == "shared":
         parser.error("--telemetry: a shared port's processes are secondaries of the switch"
                      " and share its file prefix, so they cannot each serve a socket")
@@ -596,6 +677,8 @@ def run(argv: Sequence[str]) -> int:
         raise LaunchError(f"program not found: {program[0]}")
     if args.telemetry:
         note(f"telemetry: dpdk-telemetry.py -f {telemetry_prefix()}")
+    if args.topology == "af_xdp" and os.geteuid() == 0:
+        clear_left_xdp(for_rank(args.iface, job_rank(os.environ)))
     sys.stdout.flush()
     try:
         os.execvpe(program[0], program, env)

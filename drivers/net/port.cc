@@ -186,6 +186,7 @@ bool describe_port(uint16_t port_id, PortDescription* out) {
        std::strcmp(info.driver_name, "net_af_xdp") == 0) &&
       info.if_index != 0 && if_indextoname(info.if_index, interface) != nullptr)
     out->kernel_interface = interface;
+  out->xdp = info.driver_name != nullptr && std::strcmp(info.driver_name, "net_af_xdp") == 0;
   out->shared = find_shared_table(out->name) != nullptr;
   return true;
 }

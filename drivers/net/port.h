@@ -76,6 +76,8 @@ struct PortDescription {
   // The kernel interface the port shares with the kernel's own stack
   // (net_af_packet, net_af_xdp: the one it attaches to); "" for others.
   std::string kernel_interface;
+  // net_af_xdp: the kernel may take the frames its XDP program passes.
+  bool xdp = false;
   // A port a dpdk-fi-switch shares between processes (shared_port.h): its
   // switch passes our EtherType alone.
   bool shared = false;

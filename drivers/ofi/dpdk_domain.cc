@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "drivers/net/xdp_steer.h"
 #include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_fabric.h"
@@ -348,6 +349,35 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
     if (ctx->udp && kernel_has_ipv4(ctx->interface->address)) shared4 = ctx->interface->address;
     if (ctx->udp6 && kernel_has_ipv6(ctx->interface6->address)) shared6 = ctx->interface6->address;
     ctx->kernel_ports.hold_on(ctx->port->name(), shared4, shared6, p.port_base);
+    std::string why;
+    // Our XDP program (the launcher's xdp_prog=) hands the socket only the
+    // port's frames, once told which; net_af_xdp's own hands it all.
+    if (description.xdp) {
+      const net::XdpSteering steering = net::steer_xdp(
+          description.kernel_interface,
+          net::XdpSteerConfig{p.ether_type, p.port_base, kMaxEndpointsPerPort, 0}, &why);
+      if (steering == net::XdpSteering::kSteered)
+        DPDK_INFO(FI_LOG_DOMAIN,
+                  "%s: XDP program ofi_dpdk_steer hands the socket EtherType %#x and UDP to "
+                  "ports %u-%u; the kernel keeps the rest of %s\n",
+                  ctx->port->name().c_str(), p.ether_type, p.port_base,
+                  p.port_base + kMaxEndpointsPerPort - 1, description.kernel_interface.c_str());
+      else if (steering == net::XdpSteering::kUnwritable)
+        DPDK_WARN(FI_LOG_DOMAIN, "%s: XDP program ofi_dpdk_steer not told the port's frames: %s\n",
+                  ctx->port->name().c_str(), why.c_str());
+      else
+        DPDK_INFO(FI_LOG_DOMAIN,
+                  "%s: net_af_xdp's own XDP program: the socket takes every frame of %s, and "
+                  "the kernel none\n",
+                  ctx->port->name().c_str(), description.kernel_interface.c_str());
+    }
+    if (description.xdp && (ctx->interface || ctx->interface6) &&
+        !ctx->neighbour_copies.open(description.kernel_interface, &why))
+      DPDK_WARN(FI_LOG_DOMAIN,
+                "%s: no copies of the kernel's ARP and neighbour discovery frames (%s): "
+                "with an XDP program that passes them to the kernel, next hops go "
+                "unanswered\n",
+                ctx->port->name().c_str(), why.c_str());
     if (ctx->kernel_ports.active())
       DPDK_INFO(FI_LOG_DOMAIN,
                 "%s: the kernel has the port's address too: each endpoint's "

@@ -175,27 +175,33 @@ void take_neighbour_message(PortContext& ctx, const ip::NeighbourMessage& messag
 
 }  // namespace
 
+PortContext::Ipv6Frame PortContext::take_ipv6_neighbour(const uint8_t* bytes, size_t length,
+                                                        uint64_t now, ip::Ipv6Packet* packet,
+                                                        bool* to_us) {
+  if (!interface6 || ip::parse_ipv6_packet(bytes, length, packet) != ip::Ipv6Result::kOk)
+    return Ipv6Frame::kNotOurs;
+  // To our MAC, or to the group where solicitations for our address go.
+  uint8_t group_mac[6];
+  ip::multicast_mac(ip::solicited_node(interface6->address), group_mac);
+  *to_us = std::memcmp(bytes, port->mac(), 6) == 0;
+  if (!*to_us && std::memcmp(bytes, group_mac, 6) != 0) return Ipv6Frame::kNotOurs;
+  ip::NeighbourMessage message;
+  if (packet->next_header == ip::kNextHeaderIcmp6 &&
+      ip::parse_neighbour_message(*packet, &message)) {
+    take_neighbour_message(*this, message, bytes, *to_us, now);
+    return Ipv6Frame::kNeighbour;
+  }
+  return Ipv6Frame::kOther;
+}
+
 void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) {
   const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
   const size_t length = rte_pktmbuf_data_len(frame);
   ip::Ipv6Packet packet;
-  if (!interface6 || ip::parse_ipv6_packet(bytes, length, &packet) != ip::Ipv6Result::kOk) {
-    ++rx_not_ours;
-    return;
-  }
-  // To our MAC, or to the group where solicitations for our address go.
-  uint8_t group_mac[6];
-  ip::multicast_mac(ip::solicited_node(interface6->address), group_mac);
-  const bool to_us = std::memcmp(bytes, port->mac(), 6) == 0;
-  if (!to_us && std::memcmp(bytes, group_mac, 6) != 0) {
-    ++rx_not_ours;
-    return;
-  }
-  ip::NeighbourMessage message;
-  if (packet.next_header == ip::kNextHeaderIcmp6 && ip::parse_neighbour_message(packet, &message)) {
-    take_neighbour_message(*this, message, bytes, to_us, now);
-    return;
-  }
+  bool to_us = false;
+  const Ipv6Frame kind = take_ipv6_neighbour(bytes, length, now, &packet, &to_us);
+  if (kind == Ipv6Frame::kNotOurs) ++rx_not_ours;
+  if (kind != Ipv6Frame::kOther) return;
   // The rest is to our address alone, from a unicast sender (our own
   // address only from our own MAC: a frame looped back).
   if (!to_us || packet.destination != interface6->address || (bytes[6] & 1) != 0 ||

@@ -89,6 +89,25 @@ void PortContext::take_arp(const uint8_t* frame, size_t length, uint64_t now) {
     send_waiting(ip::mapped_ipv4(sender), message->sender_mac);
 }
 
+void PortContext::take_neighbour_copies(uint64_t now) {
+  neighbour_copies_read_ns = now;
+  // A few per pass: the socket's buffer bounds what waits, and what a
+  // flood leaves there waits for the next passes.
+  uint8_t frame[1514];
+  for (int taken = 0; taken < 64; ++taken) {
+    const size_t length = neighbour_copies.next(frame, sizeof frame);
+    if (length == 0) return;
+    const uint16_t type = length >= 14 ? uint16_t(frame[12] << 8 | frame[13]) : 0;
+    if (type == ip::kEtherTypeArp) {
+      take_arp(frame, length, now);
+    } else if (type == ip::kEtherTypeIpv6) {
+      ip::Ipv6Packet packet;
+      bool to_us = false;
+      take_ipv6_neighbour(frame, length, now, &packet, &to_us);
+    }
+  }
+}
+
 namespace {
 
 // Pins each (address, MAC) on the link of `interface` in `table`; returns

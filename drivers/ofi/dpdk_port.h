@@ -20,6 +20,7 @@
 #include "drivers/net/port.h"
 #include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_kernel_ports.h"
+#include "drivers/ofi/dpdk_neighbour_copies.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_port_lock.h"
 #include "drivers/ofi/dpdk_trigger.h"
@@ -307,6 +308,14 @@ struct PortContext final : proto::FrameKeeper {
   // address is answered; the table hears only answers to its questions
   // (lib/ip/neighbour_table.h, with the refusals it counts).  Lock held.
   void take_arp(const uint8_t* frame, size_t length, uint64_t now);
+  // On an af_xdp port: the ARP and neighbour discovery frames the kernel
+  // received, when the XDP program passes them to it
+  // (dpdk_neighbour_copies.h).  Read while a next hop is asked for, and
+  // every kNeighbourCopiesNs otherwise.  Lock held.
+  NeighbourCopies neighbour_copies;
+  uint64_t neighbour_copies_read_ns = 0;
+  static constexpr uint64_t kNeighbourCopiesNs = 10'000'000;
+  void take_neighbour_copies(uint64_t now);
   // Pins the static neighbours on the port's links when it opens: the
   // kernel's permanent ones on the interface it shares (`kernel`, read
   // before it opened), then FI_DPDK_NEIGHBOURS, which wins
@@ -365,6 +374,11 @@ struct PortContext final : proto::FrameKeeper {
   // (within echo_allowed's pace); the rest is counted as not ours.  Lock
   // held; the frame stays the caller's.
   void receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_queue);
+  // Its first part: the packet of an IPv6 frame to our MAC or to our
+  // solicited-node group, neighbour discovery taken here.
+  enum class Ipv6Frame { kNotOurs, kNeighbour, kOther };
+  Ipv6Frame take_ipv6_neighbour(const uint8_t* bytes, size_t length, uint64_t now,
+                                ip::Ipv6Packet* packet, bool* to_us);
   // A solicitation for `target` from our address, now (solicit_neighbour
   // first opens the question).  Lock held.
   void send_solicitation(const ip::Ipv6& target);

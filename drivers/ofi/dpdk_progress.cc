@@ -345,6 +345,9 @@ uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
     }
   }
   // Next hops frames wait for (UDP): asked again, or given up.
+  if (whole && neighbour_copies.is_open() &&
+      (!resolving.empty() || now - neighbour_copies_read_ns >= kNeighbourCopiesNs))
+    take_neighbour_copies(now);
   if (whole && !resolving.empty()) chase_neighbours(now);
   for (Endpoint* ep : open_endpoints()) {
     if (!in_lane(ep, lane)) continue;

@@ -150,10 +150,29 @@ class PrintOnlyTest(LauncherCase):
     def test_af_xdp(self) -> None:
         eal = self.eal("--topology", "af_xdp", "--iface", "lo")
         self.assert_common(eal)
-        self.assertIn("--vdev=net_af_xdp0,iface=lo,start_queue=0,queue_count=1", eal)
+        vdev = [word for word in eal if word.startswith("--vdev=net_af_xdp0,")]
+        self.assertEqual(len(vdev), 1, eal)
+        self.assertTrue(vdev[0].startswith("--vdev=net_af_xdp0,iface=lo,start_queue=0,"
+                                           "queue_count=1"), vdev)
         result = launch("--topology", "af_xdp", "--print-only")
         self.assertEqual(result.returncode, 2)
         self.assertIn("--topology af_xdp needs --iface IF", result.stderr)
+
+    def test_af_xdp_program(self) -> None:
+        # A program named, net_af_xdp's own, and one that is not there.
+        with tempfile.NamedTemporaryFile(suffix=".o") as program:
+            eal = self.eal("--topology", "af_xdp", "--iface", "lo", "--xdp-prog", program.name)
+            self.assertIn("--vdev=net_af_xdp0,iface=lo,start_queue=0,queue_count=1,"
+                          f"xdp_prog={Path(program.name).resolve()}", eal)
+        eal = self.eal("--topology", "af_xdp", "--iface", "lo", "--xdp-prog", "default")
+        self.assertIn("--vdev=net_af_xdp0,iface=lo,start_queue=0,queue_count=1", eal)
+        result = launch("--topology", "af_xdp", "--iface", "lo", "--xdp-prog", "/nonexistent.o",
+                        "--print-only")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--xdp-prog: no file /nonexistent.o", result.stderr)
+        result = launch("--topology", "ring", "--xdp-prog", "default", "--print-only")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--xdp-prog applies to --topology af_xdp only", result.stderr)
 
     def job_eal(self, environ: dict[str, str], *args: str) -> list[str]:
         """The EAL words for a rank of a job (its starter's variables set)."""

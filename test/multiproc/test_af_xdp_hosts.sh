@@ -1,0 +1,150 @@
+#!/bin/bash
+# Usage: test_af_xdp_hosts.sh
+#
+# Two hosts (network namespaces joined by a veth pair, 10.196.0.1/24 and
+# .2/24), each with stock fi_pingpong (libfabric-bin) on net_af_xdp over its
+# end, started by the launcher (--topology af_xdp), the client naming the
+# server by its IPv4 address.  fi_pingpong exchanges addresses over a TCP
+# connection: it passes only if the kernel still gets its own frames on an
+# interface the provider holds through AF_XDP.  Asserts:
+#   1. with the provider's XDP program (the launcher's default,
+#      drivers/net/xdp/ofi_dpdk_steer.bpf.c), the server's port says so,
+#      the kernel answers a ping to the server's address while the server's
+#      port is open, and fi_pingpong -I 200 -S 64, then -I 5 -S all -c (every size,
+#      data checked), pass; the client's port learned its peer's MAC from
+#      the copy of an ARP answer the kernel got (dpdk_neighbour_copies.h);
+#   2. with net_af_xdp's own program (--xdp-prog default), which hands the
+#      port every frame, the same pingpong does not get through (the
+#      kernel never sees the TCP handshake): the test can tell the two.
+# Skips (77) without root, iproute2, fi_pingpong, network namespaces,
+# net_af_xdp, an AF_XDP socket on a veth, or a built ofi_dpdk_steer.o.
+set -euo pipefail
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v fi_pingpong >/dev/null; then
+	echo "SKIP: needs root, iproute2 and fi_pingpong"
+	exit 77
+fi
+: "${FI_PROVIDER_PATH:?set FI_PROVIDER_PATH to the drivers/ofi folder of the build}"
+: "${OFI_DPDK_SOURCE_ROOT:?set OFI_DPDK_SOURCE_ROOT to the source tree}"
+launcher=$OFI_DPDK_SOURCE_ROOT/usertools/dpdk-fi-run.py
+provider_path=$FI_PROVIDER_PATH
+steer=$(dirname "$provider_path")/net/ofi_dpdk_steer.o
+if [ ! -f "$steer" ]; then
+	echo "SKIP: no $steer (the build found no clang for the bpf target)"
+	exit 77
+fi
+unset FI_PROVIDER FI_DPDK_EAL_ARGS FI_PROVIDER_PATH FI_DPDK_PORT_ADDR
+export FI_LOG_LEVEL=info FI_LOG_PROV=dpdk
+name=ofxh$$
+server_ns=$name-s client_ns=$name-c
+if ! ip netns add "$server_ns" 2>/dev/null; then
+	echo "SKIP: network namespaces cannot be made here"
+	exit 77
+fi
+work=$(mktemp -d)
+cleanup() {
+	ip netns pids "$server_ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+	ip netns pids "$client_ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+	ip netns del "$server_ns" 2>/dev/null || true
+	ip netns del "$client_ns" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add "$client_ns"
+ip link add "$name-a" type veth peer name "$name-b"
+ip link set "$name-a" netns "$server_ns"
+ip link set "$name-b" netns "$client_ns"
+ip -n "$server_ns" link set "$name-a" name gate0
+ip -n "$client_ns" link set "$name-b" name gate0
+ip -n "$server_ns" addr add 10.196.0.1/24 dev gate0
+ip -n "$client_ns" addr add 10.196.0.2/24 dev gate0
+for ns in "$server_ns" "$client_ns"; do
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link set gate0 up
+done
+mapfile -t cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)), sep="\n")')
+server_lcore=${cpus[0]}
+client_lcore=${cpus[1]:-${cpus[0]}}
+failures=0
+fail() {
+	echo "FAIL  $*"
+	failures=$((failures + 1))
+}
+
+# pingpong LABEL LIMIT XDP-PROG ARGS...: fi_pingpong on both hosts; leaves
+# the exit statuses in server_status and client_status, and the ping's in
+# ping_status.
+pingpong() {
+	local label=$1 limit=$2 program=$3 control=$((20000 + RANDOM % 20000))
+	shift 3
+	server_status=0 client_status=0 ping_status=0
+	timeout -k 2 "$limit" ip netns exec "$server_ns" python3 "$launcher" --topology af_xdp \
+		--iface gate0 --xdp-prog "$program" --no-huge --lcore "$server_lcore" \
+		--provider-path "$provider_path" -- fi_pingpong -p dpdk -e rdm -B "$control" "$@" \
+		>"$work/$label-server.log" 2>&1 &
+	local server=$!
+	for _ in $(seq 100); do
+		ip netns exec "$server_ns" ss -Hltn "sport = :$control" 2>/dev/null | grep -q . && break
+		sleep 0.1
+	done
+	timeout -k 2 "$limit" ip netns exec "$client_ns" python3 "$launcher" --topology af_xdp \
+		--iface gate0 --xdp-prog "$program" --no-huge --lcore "$client_lcore" \
+		--provider-path "$provider_path" -- fi_pingpong -p dpdk -e rdm -P "$control" "$@" \
+		10.196.0.1 >"$work/$label-client.log" 2>&1 &
+	local client=$!
+	# The server opens its port once the client has connected: the ping
+	# goes once the port has said which program it has.
+	for _ in $(seq 100); do
+		grep -q "XDP program" "$work/$label-server.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	ip netns exec "$client_ns" ping -c 1 -W 2 10.196.0.1 >"$work/$label-ping.log" 2>&1 ||
+		ping_status=$?
+	wait "$client" || client_status=$?
+	wait "$server" || server_status=$?
+}
+show() {
+	local side
+	for side in "$@"; do
+		echo "----- $side:"
+		grep -av "libbpf: elf" "$work/$side.log" | tail -n 25 | sed 's/^/    /'
+	done
+}
+
+# 1. The provider's XDP program.
+pingpong steered 60 "$steer" -I 200 -S 64
+refusal="Failed to (create|configure) (xsk|xdp) socket|Failed to load (custom )?XDP prog"
+if [ "$server_status" != 0 ] && grep -qE "$refusal" "$work/steered-server.log"; then
+	echo "SKIP: no AF_XDP socket on a veth here: $(grep -E "$refusal" "$work/steered-server.log" | head -1)"
+	exit 77
+fi
+if [[ $server_status -eq 0 && $client_status -eq 0 ]]; then
+	echo "ok    fi_pingpong -I 200 -S 64 over af_xdp with ofi_dpdk_steer, by IP address"
+else
+	fail "fi_pingpong -I 200 -S 64 with ofi_dpdk_steer: server exit $server_status, client exit $client_status"
+	show steered-server steered-client
+fi
+grep -q "XDP program ofi_dpdk_steer hands the socket" "$work/steered-server.log" ||
+	fail "the server's port did not say the provider's XDP program steers its frames"
+if [ "$ping_status" = 0 ]; then
+	echo "ok    the kernel answered a ping to the server's address while its port was open"
+else
+	fail "no answer to a ping while the server's port was open (exit $ping_status)"
+fi
+grep -qE "neighbours learned [1-9]" "$work/steered-client.log" ||
+	fail "the client's port learned no neighbour (the copies of the kernel's ARP frames)"
+pingpong steered_all 120 "$steer" -I 5 -S all -c
+if [[ $server_status -eq 0 && $client_status -eq 0 ]]; then
+	echo "ok    fi_pingpong -I 5 -S all -c (every size, data checked) with ofi_dpdk_steer"
+else
+	fail "fi_pingpong -I 5 -S all -c with ofi_dpdk_steer: server exit $server_status, client exit $client_status"
+	show steered_all-server steered_all-client
+fi
+
+# 2. net_af_xdp's own program: the kernel loses its traffic on the link.
+pingpong default 10 default -I 20 -S 64
+if [[ $client_status -ne 0 ]]; then
+	echo "ok    with net_af_xdp's own program fi_pingpong does not get through (client exit $client_status, ping exit $ping_status)"
+else
+	fail "with net_af_xdp's own program fi_pingpong passed: the test cannot tell the programs apart"
+fi
+[ "$failures" = 0 ] || exit 1
