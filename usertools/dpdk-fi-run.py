@@ -101,6 +101,13 @@ DEFAULT_SOCKET = Path("/run/ofi-dpdk/memif.sock")
 MEMIF_BUFFER = 9216
 SYS_NET = Path("/sys/class/net")
 SYS_PCI = Path("/sys/bus/pci/devices")
+# net_af_packet's ring frames: 2048 bytes by default, of which a received
+# frame gets all but 66 (the TPACKET_V2 header before it): MTU 1968.  A
+# larger interface MTU gets frames in whole KiB, four to a block, up to a
+# jumbo frame's (drivers/net/packet_ring.h says the same).
+PACKET_RING_LEAD = 66 + 14
+PACKET_RING_DEFAULT_FRAME = 2048
+JUMBO_MTU = 9216
 MEMINFO = Path("/proc/meminfo")
 MOUNTS = Path("/proc/mounts")
 PROC_NET_UNIX = Path("/proc/net/unix")
@@ -288,7 +295,7 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
             program = steer_program(args)
             steer = f",xdp_prog={program}" if program else ""
             return [f"--vdev=net_af_xdp0,iface={iface},start_queue=0,queue_count=1{steer}"]
-        return [f"--vdev=net_af_packet0,iface={iface}"]
+        return [f"--vdev=net_af_packet0,iface={iface}{packet_ring_args(iface)}"]
     bdf = normalize_bdf(args.pci)
     device = SYS_PCI / bdf
     if not device.exists():
@@ -298,6 +305,20 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
         note(f"{bdf} is bound to {driver}; DPDK needs vfio-pci"
              f" (dpdk-devbind.py -b vfio-pci {bdf})")
     return ["-a", bdf]
+
+
+def packet_ring_args(iface: str) -> str:
+    """net_af_packet's devargs for ring frames that hold the interface's
+    MTU (",framesz=N,blocksz=4N"), or "" when its default frames do."""
+    try:
+        mtu = int((SYS_NET / iface / "mtu").read_text())
+    except (OSError, ValueError):
+        return ""
+    mtu = min(mtu, JUMBO_MTU)
+    if mtu + PACKET_RING_LEAD <= PACKET_RING_DEFAULT_FRAME:
+        return ""
+    frame = (mtu + PACKET_RING_LEAD + 1023) // 1024 * 1024
+    return f",framesz={frame},blocksz={4 * frame}"
 
 
 def switch_program(args: argparse.Namespace) -> str:

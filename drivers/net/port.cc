@@ -31,6 +31,7 @@
 #include "drivers/net/interrupt_thread.h"
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/net/memif_warm.h"
+#include "drivers/net/packet_ring.h"
 #include "drivers/net/shared_port.h"
 #include "drivers/net/umem_pool.h"
 #include "drivers/net/unmap_guard.h"
@@ -266,12 +267,22 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
   // with less only uses part of each.
   uint16_t aimed_mtu = RTE_ETHER_MTU;
   rte_eth_dev_get_mtu(port_id, &aimed_mtu);
-  if (config.mtu != 0 && !kernel_backed(info)) {
+  std::optional<PacketRingMtu> ring;
+  std::string ring_note;
+  if (is_driver(info, "net_af_packet"))
+    ring = packet_ring_mtu(devarg(info, "iface"), devarg(info, "framesz"));
+  if (ring) {
+    aimed_mtu = config.mtu != 0 ? std::min(config.mtu, ring->mtu) : ring->mtu;
+    port->ring_mtu_ = aimed_mtu;
+    if (!ring->note.empty()) ring_note = " (" + ring->note + ")";
+  } else if (config.mtu != 0 && !kernel_backed(info)) {
     const uint32_t limit = memory_link_limit(info);
     aimed_mtu = limit != 0 ? static_cast<uint16_t>(std::min<uint32_t>(config.mtu, limit))
                            : std::clamp<uint16_t>(config.mtu, info.min_mtu, info.max_mtu);
   }
-  const uint16_t room = data_room_for(aimed_mtu);
+  // net_af_packet copies a whole ring frame's worth into each mbuf.
+  const uint16_t room = static_cast<uint16_t>(std::min<uint32_t>(
+      std::max<uint32_t>(data_room_for(aimed_mtu), ring ? ring->mbuf_room : 0), UINT16_MAX));
   port->aimed_mtu_ = config.mtu != 0 ? aimed_mtu : 0;
   const uint32_t mbufs = pool_mbufs(config, room);
   const std::string pool_name =
@@ -442,7 +453,8 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
   char mac_text[24];
   std::snprintf(mac_text, sizeof mac_text, "%02x:%02x:%02x:%02x:%02x:%02x", port->mac_[0],
                 port->mac_[1], port->mac_[2], port->mac_[3], port->mac_[4], port->mac_[5]);
-  port->description_ += ", MTU " + std::to_string(mtu) + ", MAC " + mac_text + pool_note;
+  port->description_ +=
+      ", MTU " + std::to_string(mtu) + ring_note + ", MAC " + mac_text + pool_note;
   if (config.faults.any()) {
     std::string fault_error;
     port->faults_ = FaultInjector::attach(port_id, port->queue_pairs_, config.faults, &fault_error);
@@ -575,7 +587,10 @@ int Port::configure(uint16_t queue_pairs, std::string* error, bool rss) {
   }
   // Before the queues: their set-up may depend on it.
   rte_eth_dev_info info;
-  if (rte_eth_dev_info_get(port_id_, &info) == 0) mtu_ = settle_mtu(port_id_, info, aimed_mtu_);
+  if (ring_mtu_ != 0)
+    mtu_ = ring_mtu_;
+  else if (rte_eth_dev_info_get(port_id_, &info) == 0)
+    mtu_ = settle_mtu(port_id_, info, aimed_mtu_);
   uint16_t rx_desc = config_.rx_descriptors;
   uint16_t tx_desc = config_.tx_descriptors;
   rte_eth_dev_adjust_nb_rx_tx_desc(port_id_, &rx_desc, &tx_desc);

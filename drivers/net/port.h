@@ -247,6 +247,9 @@ class Port {
   uint32_t max_frame_payload_ = 0;
   uint16_t mtu_ = 0;
   uint16_t aimed_mtu_ = 0;
+  // net_af_packet's: its interface's within its ring's frames (0: another
+  // driver), what configure() settles on.
+  uint16_t ring_mtu_ = 0;
   bool loops_back_ = false;
   bool memory_only_ = false;  // what configure() sets the device to (0: leave it)
   uint16_t burst_frames_ = 8;
