@@ -26,11 +26,11 @@ inline constexpr uint32_t kPacketRingCopyLead = 32;
 inline constexpr uint32_t kPacketRingDefaultFrame = 2048;
 
 struct PacketRingMtu {
-  uint16_t mtu = 0;             // what the port carries
-  uint32_t interface_mtu = 0;   // the kernel interface's (0: not read)
-  uint32_t frame_size = 0;      // the ring's frames (framesz)
-  uint32_t mbuf_room = 0;       // data room (headroom included) an mbuf needs
-  std::string note;             // why the MTU is below the interface's, or empty
+  uint16_t mtu = 0;            // what the port carries
+  uint32_t interface_mtu = 0;  // the kernel interface's (0: not read)
+  uint32_t frame_size = 0;     // the ring's frames (framesz)
+  uint32_t mbuf_room = 0;      // data room (headroom included) an mbuf needs
+  std::string note;            // why the MTU is below the interface's, or empty
 };
 
 // The largest MTU a ring of `frame_size`-byte frames carries whole.
