@@ -16,6 +16,10 @@
 #                           rank there), and NAME-m carries the host's
 #                           address 10.199.0.<h+1>/24 for the job starter
 #                           (the bridge has 10.199.0.254).
+#   up ... --mtu M          every link of it at MTU M (default 1500): the
+#                           rank interfaces, the bridge and, with --hosts,
+#                           the hosts' addresses (9000: jumbo frames, which
+#                           the launcher gives af_packet ring frames for).
 #   down                    removes all of it.
 #   hostfile                prints an Open MPI hostfile for the hosts
 #                           ("NAME-h<h> slots=<N/K>").
@@ -27,7 +31,8 @@
 # The ranks then run under the launcher:
 #   mpirun -np N usertools/dpdk-fi-run.py --topology af_packet \
 #       --iface 'NAME{local_rank}' -- PROGRAM
-# Frames carry the provider's EtherType across the bridge; MTU 1500.
+# Frames carry the provider's EtherType across the bridge; MTU 1500 unless
+# --mtu says otherwise.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=dpdk_fi_common.sh
@@ -55,11 +60,13 @@ esac
 
 ranks=0
 hosts=0
+mtu=1500
 while (($#)); do
 	case "$1" in
 	--ranks) ranks=$2; shift ;;
 	--hosts) hosts=$2; shift ;;
 	--name) name=$2; shift ;;
+	--mtu) mtu=$2; shift ;;
 	*) die 1 "unknown option '$1' (see --help)" ;;
 	esac
 	shift
@@ -99,6 +106,7 @@ esac
 
 [ "$(id -u)" = 0 ] || die 2 "bridges, veths and namespaces need root"
 ((ranks >= 1 && ranks <= 64)) || die 1 "--ranks wants 1..64"
+[[ "$mtu" =~ ^[0-9]+$ ]] && ((mtu >= 1280 && mtu <= 65535)) || die 1 "--mtu wants 1280..65535"
 if ((hosts > 0)); then
 	((ranks % hosts == 0)) || die 1 "--ranks must be a multiple of --hosts"
 fi
@@ -120,13 +128,13 @@ down
 ip link add "$bridge" type bridge
 # A bridge forwards our EtherType like any other; no STP delay.
 ip link set "$bridge" type bridge stp_state 0 forward_delay 0
-ip link set "$bridge" up
+ip link set "$bridge" mtu "$mtu" up
 
 if ((hosts == 0)); then
 	for ((i = 0; i < ranks; i++)); do
 		add_rank_veth "$name$i" "$name${i}b" "$i"
-		ip link set "$name${i}b" master "$bridge" up
-		ip link set "$name$i" up
+		ip link set "$name${i}b" mtu "$mtu" master "$bridge" up
+		ip link set "$name$i" mtu "$mtu" up
 	done
 	echo "bridge $bridge: ranks' interfaces ${name}0..$name$((ranks - 1))"
 	exit 0
@@ -149,16 +157,16 @@ for ((h = 0; h < hosts; h++)); do
 	ip netns exec "$ns" ip link set lo up
 	# The host's address, for the job starter's own connections.
 	ip link add "$name-m${h}b" type veth peer name "$name-m" netns "$ns"
-	ip link set "$name-m${h}b" master "$bridge" up
+	ip link set "$name-m${h}b" mtu "$mtu" master "$bridge" up
 	ip netns exec "$ns" ip addr add "10.199.0.$((h + 1))/24" dev "$name-m"
-	ip netns exec "$ns" ip link set "$name-m" up
+	ip netns exec "$ns" ip link set "$name-m" mtu "$mtu" up
 	for ((j = 0; j < per_host; j++)); do
 		# Made here, then moved (keeping its ifindex) and renamed.
 		add_rank_veth "$name${rank}x" "$name${rank}b" "$rank"
 		ip link set "$name${rank}x" netns "$ns"
 		ip netns exec "$ns" ip link set "$name${rank}x" name "$name$j"
-		ip link set "$name${rank}b" master "$bridge" up
-		ip netns exec "$ns" ip link set "$name$j" up
+		ip link set "$name${rank}b" mtu "$mtu" master "$bridge" up
+		ip netns exec "$ns" ip link set "$name$j" mtu "$mtu" up
 		rank=$((rank + 1))
 	done
 done

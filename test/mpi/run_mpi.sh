@@ -13,7 +13,9 @@
 #             shared: NP ranks sharing one port as DPDK secondaries of
 #                     dpdk-fi-switch, which the launcher starts (hugepages)
 #             hosts:  NP ranks over 4 network namespaces joined by a bridge,
-#                     mpirun starting its daemons in them (rsh agent)
+#                     mpirun starting its daemons in them (rsh agent); every
+#                     link at MTU 9000, and the ranks' ports must carry
+#                     9000-byte frames (the launcher's ring frames)
 #             router: two ranks on two hosts (network namespaces) on
 #                     different subnets behind a Linux router
 #                     (usertools/dpdk-fi-router.sh): mpirun runs in host a,
@@ -169,7 +171,7 @@ router | router6)
 	starter=(bash "$router_tool" exec --name "$name" a)
 	;;
 hosts)
-	bash "$hosts_tool" up --ranks "$np" --hosts 4 --name "$name" >/dev/null
+	bash "$hosts_tool" up --ranks "$np" --hosts 4 --name "$name" --mtu 9000 >/dev/null
 	bash "$hosts_tool" hostfile --name "$name" >"$work/hostfile"
 	mca+=(--hostfile "$work/hostfile" --mca plm_rsh_agent "$hosts_tool rsh"
 		--mca oob_tcp_if_include 10.199.0.0/24)
@@ -178,8 +180,10 @@ hosts)
 *) echo "unknown topology $topology"; exit 2 ;;
 esac
 
-# The provider's data-path log: each endpoint's counters when it closes.
+# The provider's data-path log: each endpoint's counters when it closes
+# (and on hosts, each port's line: its MTU).
 export FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=ep_data
+[ "$topology" = hosts ] && FI_LOG_SUBSYS=ep_data,domain
 # Ranks start in any order; a late one is waited for this long.
 export FI_DPDK_CONNECT_TIMEOUT_MS=60000
 # More polling ranks than cores on a busy machine: the kernel may run none
@@ -216,6 +220,12 @@ for program in "${programs[@]}"; do
 		echo "FAIL: $(basename "$program") over $path/$topology, $np ranks: exit $status," \
 			"$closed endpoints reported, $sent messages through the provider"
 		grep -avE "libfabric:.*dpdk:ep_data:log_stats|dpdk-fi-run.py: note" "$log" | tail -40
+		failed=1
+		continue
+	fi
+	if [ "$topology" = hosts ] && ! grep -aqE "net_af_packet0: .*MTU 9000," "$log"; then
+		echo "FAIL: $(basename "$program") over $path/$topology: no rank's port at MTU 9000"
+		grep -aE "net_af_packet0: " "$log" | head -8
 		failed=1
 		continue
 	fi
