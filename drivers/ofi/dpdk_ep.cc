@@ -109,11 +109,18 @@ void log_stats(const Endpoint* ep) {
             "endpoint queue %u: waits for a timer: retransmission timeouts %lu (cuts undone "
             "%lu), tail loss "
             "probes %lu, window probes %lu, delayed acks %lu, delivery probes %lu; path "
-            "changes %lu; window cuts for a loss %lu, deepened for a run of losses %lu; the "
-            "port's idle reads that yielded the CPU %lu\n",
+            "changes %lu; window cuts for a loss %lu, deepened for a run of losses %lu, for "
+            "congestion marks %lu; the port's idle reads that yielded the CPU %lu\n",
             ep->queue, s.retransmit_timeouts, s.timeout_cuts_undone, s.tail_loss_probes,
             s.window_probes, s.delayed_acks, s.delivery_probes, s.path_changes, s.window_cuts_loss,
-            s.window_cuts_deepened, ep->domain->port->idle_yields.get());
+            s.window_cuts_deepened, s.window_cuts_marks, ep->domain->port->idle_yields.get());
+  // ECN: what routers' queues marked (UDP frames only; doc/wire-protocol.md).
+  if (s.congestion_marks_received != 0 || s.congestion_echoes_received != 0)
+    DPDK_INFO(FI_LOG_EP_DATA,
+              "endpoint queue %u: congestion marks: segments received marked %lu, acks that "
+              "echoed them %lu, echoes received %lu\n",
+              ep->queue, s.congestion_marks_received, s.congestion_echoes_sent,
+              s.congestion_echoes_received);
   // What peers and strangers cost: the handshakes, the answers the budget
   // held back, the connections made and dropped, and the receive buffers.
   DPDK_INFO(FI_LOG_EP_DATA,

@@ -95,6 +95,7 @@ PortContext::Route PortContext::route_udp6(uint8_t* frame, const uint8_t peer[6]
   addresses.destination = *destination;
   addresses.source_port = source_port;
   addresses.destination_port = static_cast<uint16_t>(params().port_base + dst_queue);
+  addresses.ecn = params().ecn.value_or(true) ? ip::kEcnCapable0 : ip::kEcnNotCapable;
   uint8_t mac[6] = {};
   Route route = Route::kSend;
   if (*destination == interface6->address) {
@@ -234,6 +235,7 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
   }
   // Checked whole before it costs a place in the peer table.
   if (!take_datagram(datagram, &decoded)) return;
+  decoded.congestion_experienced = packet.ecn == ip::kEcnCongestionExperienced;
   if (!ipv6_peer_id(packet.source, false, decoded.src_mac)) {
     ++rx_strangers_not_named;
     return;

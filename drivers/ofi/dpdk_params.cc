@@ -132,6 +132,7 @@ Params load() {
     p.mtu = 9000;
   }
   get_bool("checksum", &p.checksum, &p.errors);
+  get_bool("ecn", &p.ecn, &p.errors);
   const std::string mr_mode = get_string("mr_mode");
   if (mr_mode == "minimal") {
     p.mr_mode_minimal = true;
@@ -266,6 +267,12 @@ void define_params(const fi_provider* provider) {
                   "sent without and taken unchecked.  Both sides must agree (default: 1, "
                   "but 0 on ports that are only memory, net_ring and net_memif, where "
                   "nothing corrupts a frame, unless FI_DPDK_FAULT_CORRUPT is set)");
+  fi_param_define(provider, "ecn", FI_PARAM_BOOL,
+                  "1: frames in UDP say they are ECN-capable (ECT(0)), a receiver "
+                  "echoes the congestion marks routers put on them, and the sender "
+                  "narrows its window by the share of its frames marked; 0: frames "
+                  "go not ECN-capable, and routers drop them instead of marking "
+                  "(default: 1)");
   fi_param_define(provider, "mr_mode", FI_PARAM_STRING,
                   "offered: an application that offers FI_MR_PROV_KEY or FI_MR_VIRT_ADDR "
                   "keeps them (each memory region gets a random 64-bit key, which a peer "

@@ -28,6 +28,9 @@ struct Params {
   // FI_DPDK_CHECKSUM; unset: on, but for links that are memory
   // (PortContext::checksums, doc/wire-protocol.md "Integrity").
   std::optional<bool> checksum;
+  // FI_DPDK_ECN; unset: on.  UDP frames say they are ECN-capable (ECT(0)),
+  // and the transport reacts to the marks routers put on them.
+  std::optional<bool> ecn;
   bool mr_mode_minimal = false;          // FI_DPDK_MR_MODE=minimal (default: offered)
   size_t max_peers = 4096;               // FI_DPDK_MAX_PEERS
   size_t ipv6_peers = 32768;             // FI_DPDK_IPV6_PEERS: IPv6 peers the process names at once

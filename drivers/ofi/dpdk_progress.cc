@@ -199,7 +199,9 @@ void PortContext::deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, u
   }
   proto::Engine& engine = *ep.engine;
   contain([&] {
-    engine.on_frame({decoded.src_mac, &decoded.header, decoded.payload, frame}, now);
+    engine.on_frame(
+        {decoded.src_mac, &decoded.header, decoded.payload, frame, decoded.congestion_experienced},
+        now);
     // A peer named by an IPv6 peer id the engine now holds a connection
     // with keeps its id (dpdk_ipv6_holds.h).
     ep.ipv6_holds.after_frame(engine, decoded.src_mac, decoded.header.src_queue);

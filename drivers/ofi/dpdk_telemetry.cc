@@ -166,6 +166,9 @@ int show_endpoint(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "retransmit_timeouts", s.retransmit_timeouts);
     add_count(data, "window_cuts_loss", s.window_cuts_loss);
     add_count(data, "window_cuts_deepened", s.window_cuts_deepened);
+    add_count(data, "window_cuts_marks", s.window_cuts_marks);
+    add_count(data, "congestion_marks_received", s.congestion_marks_received);
+    add_count(data, "congestion_echoes_received", s.congestion_echoes_received);
     add_count(data, "timeout_cuts_undone", s.timeout_cuts_undone);
     add_count(data, "tail_loss_probes", s.tail_loss_probes);
     add_count(data, "window_probes", s.window_probes);
@@ -234,6 +237,9 @@ int show_connections(const char*, const char* params, rte_tel_data* data) {
     column("cuts_deepened", [](Row r) -> uint64_t { return r.cuts_deepened; });
     column("cuts_timeout", [](Row r) -> uint64_t { return r.cuts_timeout; });
     column("cuts_undone", [](Row r) -> uint64_t { return r.cuts_undone; });
+    column("cuts_marks", [](Row r) -> uint64_t { return r.cuts_marks; });
+    column("marks_received", [](Row r) -> uint64_t { return r.marks_received; });
+    column("marked_share_x1024", [](Row r) -> uint64_t { return r.marked_share_x1024; });
   });
 }
 

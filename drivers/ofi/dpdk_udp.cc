@@ -34,6 +34,7 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
   // one the peer's RSS steers to its queue.
   addresses.source_port = source_port;
   addresses.destination_port = static_cast<uint16_t>(params().port_base + dst_queue);
+  addresses.ecn = params().ecn.value_or(true) ? ip::kEcnCapable0 : ip::kEcnNotCapable;
   // Only an endpoint's port, at a unicast address: a RESET answers the
   // queue a frame named, which a stranger chooses.
   if (dst_queue >= kMaxEndpointsPerPort || !interface->unicast(addresses.destination))
@@ -246,6 +247,7 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
     return;
   }
   if (!take_datagram(datagram, &decoded)) return;
+  decoded.congestion_experienced = packet.ecn == ip::kEcnCongestionExperienced;
   ++rx_udp;
   ip::peer_id_of(packet.source, decoded.src_mac);
   deliver(decoded, frame, now, polled_queue);

@@ -50,8 +50,8 @@ void encode_udp4(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6
   std::memcpy(out + 6, src_mac, 6);
   put16(out + 12, kEtherTypeIpv4);
   uint8_t* ip = out + kEthernetHeaderSize;
-  ip[0] = 0x45;  // version 4, 5 words
-  ip[1] = 0;     // DSCP, ECN
+  ip[0] = 0x45;       // version 4, 5 words
+  ip[1] = a.ecn & 3;  // DSCP 0, ECN
   put16(ip + 2, static_cast<uint16_t>(kIpv4HeaderSize + kUdpHeaderSize + payload_length));
   put16(ip + 4, 0);       // identification: no fragments, so none needed (RFC 6864)
   put16(ip + 6, 0x4000);  // don't fragment
@@ -81,6 +81,7 @@ Ipv4Result parse_ipv4_packet(const uint8_t* frame, size_t length, Ipv4Packet* ou
   if (internet_checksum(ip, header_length) != 0) return Ipv4Result::kBadChecksum;
   // More-fragments set, or an offset: part of a larger packet.
   if (get16(ip + 6) & 0x3FFF) return Ipv4Result::kFragment;
+  out->ecn = ip[1] & 3;
   out->ttl = ip[8];
   out->protocol = ip[9];
   out->source = get32(ip + 12);

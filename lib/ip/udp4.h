@@ -28,6 +28,13 @@ inline constexpr size_t kUdp4Lead = kEthernetHeaderSize + kIpv4HeaderSize + kUdp
 inline constexpr size_t kUdp4Overhead = kIpv4HeaderSize + kUdpHeaderSize;
 // The TTL of the packets we send (RFC 1700's default).
 inline constexpr uint8_t kDefaultTtl = 64;
+// The ECN field of an IPv4 header's second byte, or an IPv6 traffic class's
+// low two bits (RFC 3168): a sender that reacts to congestion marks sends
+// ECT(0); a router whose queue builds marks such packets CE instead of
+// dropping them.
+inline constexpr uint8_t kEcnNotCapable = 0;
+inline constexpr uint8_t kEcnCapable0 = 2;
+inline constexpr uint8_t kEcnCongestionExperienced = 3;
 
 // The peer id of an IPv4 address: 03:00 then the address, big-endian.
 void peer_id_of(Ipv4 address, uint8_t id[6]);
@@ -48,6 +55,7 @@ struct Udp4Addresses {
   uint16_t source_port = 0;
   uint16_t destination_port = 0;
   uint8_t ttl = kDefaultTtl;
+  uint8_t ecn = kEcnNotCapable;
 };
 
 // Writes the Ethernet, IPv4 and UDP headers (kUdp4Lead bytes) of a frame
@@ -77,6 +85,7 @@ struct Ipv4Packet {
   Ipv4 destination = 0;
   uint8_t protocol = 0;
   uint8_t ttl = 0;
+  uint8_t ecn = 0;  // the header's ECN field
   const uint8_t* header = nullptr;
   size_t header_length = 0;
   const uint8_t* payload = nullptr;

@@ -117,8 +117,10 @@ void encode_udp6(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6
   put16(out + 12, kEtherTypeIpv6);
   uint8_t* ip = out + kEthernetHeaderSize;
   const auto udp_length = static_cast<uint16_t>(kUdpHeaderSize + payload_length);
-  ip[0] = 0x60;  // version 6; traffic class and flow label 0
-  ip[1] = ip[2] = ip[3] = 0;
+  // Version 6, traffic class (DSCP 0, ECN), flow label 0.
+  ip[0] = 0x60;
+  ip[1] = static_cast<uint8_t>((a.ecn & 3) << 4);
+  ip[2] = ip[3] = 0;
   put16(ip + 4, udp_length);
   ip[6] = kProtocolUdp;
   ip[7] = a.hop_limit;
@@ -145,6 +147,7 @@ Ipv6Result parse_ipv6_packet(const uint8_t* frame, size_t length, Ipv6Packet* ou
   if (payload_length == 0 || payload_length > available - kIpv6HeaderSize)
     return Ipv6Result::kMalformed;
   out->next_header = ip[6];
+  out->ecn = (ip[1] >> 4) & 3;
   out->hop_limit = ip[7];
   std::memcpy(out->source.bytes.data(), ip + 8, 16);
   std::memcpy(out->destination.bytes.data(), ip + 24, 16);

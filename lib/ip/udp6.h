@@ -57,6 +57,7 @@ struct Udp6Addresses {
   uint16_t source_port = 0;
   uint16_t destination_port = 0;
   uint8_t hop_limit = kDefaultHopLimit;
+  uint8_t ecn = kEcnNotCapable;  // the traffic class's low two bits (udp4.h)
 };
 
 // Writes the Ethernet, IPv6 and UDP headers (kUdp6Lead bytes) of a frame
@@ -80,6 +81,7 @@ struct Ipv6Packet {
   Ipv6 destination;
   uint8_t next_header = 0;
   uint8_t hop_limit = 0;
+  uint8_t ecn = 0;  // the traffic class's ECN field
   const uint8_t* header = nullptr;
   const uint8_t* payload = nullptr;
   size_t payload_length = 0;

@@ -111,7 +111,7 @@ void Engine::on_bundle(Connection* c, const Segment& bundle, uint64_t now_ns) {
       ++stats_.bad_frames;
       return;
     }
-    const Segment entry{bundle.src_mac, &h, payload, bundle.frame};
+    const Segment entry{bundle.src_mac, &h, payload, bundle.frame, bundle.congestion_experienced};
     c = receive_half_for(c, entry, now_ns);
     if (c == nullptr) return;
     c->last_heard_ns = now_ns;

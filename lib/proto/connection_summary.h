@@ -25,6 +25,9 @@ struct ConnectionSummary {
   // timeout's (to one segment), and the timeout cuts undone (the peer
   // reported the resent segment arrived twice).
   uint32_t cuts_loss = 0, cuts_deepened = 0, cuts_timeout = 0, cuts_undone = 0;
+  uint32_t cuts_marks = 0;          // window cuts for congestion marks (ECN echoes)
+  uint32_t marks_received = 0;      // CE-marked segments its receive half took
+  uint32_t marked_share_x1024 = 0;  // the moving share of segments acked marked
 };
 
 }  // namespace ofi_dpdk::proto

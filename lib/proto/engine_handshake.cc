@@ -282,6 +282,7 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
   c->rx_conn = h.conn;
   c->rx_token = h.token;
   c->next_expected = wire::kInitialSeq;
+  c->congestion_unechoed = false;
   c->rx_progress_ns = now_ns;
   ++stats_.connections_opened;
   // Open the way back too, so the first response, notice or message to

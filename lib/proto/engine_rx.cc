@@ -145,6 +145,7 @@ void Engine::reset_receive(Connection& c, int error, int prov_errno) {
   }
   release_held(c);
   c.next_expected = wire::kInitialSeq;
+  c.congestion_unechoed = false;
   // The token of the closed half is never accepted again (offer_token).
   if (c.rx_open) {
     ++c.rx_gen;
@@ -214,6 +215,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     ++stats_.out_of_window;
     return;
   }
+  if (s.congestion_experienced) note_congestion_mark(c, seq);
   if (c.rx_slots) {
     // The whole segment makes its pieces held so far needless.
     HeldSegment*& held = slot_of(c, seq);

@@ -400,6 +400,24 @@ struct Connection {
   // event's first (to 90 %), its deepening when the losses prove a run
   // (to 70 %), a retransmission timeout's (to one segment).
   uint32_t cuts_loss = 0, cuts_deepened = 0, cuts_timeout = 0;
+  // Congestion marks (ECN, in the spirit of DCTCP): the receive half notes
+  // a CE-marked segment until a frame carrying its ack echoes it
+  // (kFlagCongestionSeen; only an ack past the marked segment echoes it,
+  // so that the echo advances the sender's una).  The transmit half counts, per window of data,
+  // the segments acked and those acked with the echo; when una passes the
+  // window's end, the marked share updates marked_share_x1024 (a moving
+  // average, gain 1/16; it starts at 1 as DCTCP's), and the first echo of a
+  // window cuts the window by half that share, once per round trip
+  // (congestion_cut_until).  Marks seen and cuts they made, over the
+  // connection's life.
+  bool congestion_unechoed = false;
+  uint32_t congestion_marked_end = 0;  // the seq after the last marked segment
+  uint32_t marks_received = 0;
+  uint32_t marked_share_x1024 = 1024;
+  uint32_t marks_window_end = wire::kInitialSeq;
+  uint32_t marks_acked = 0, marks_marked = 0;
+  uint32_t congestion_cut_until = wire::kInitialSeq;
+  uint32_t cuts_marks = 0;
   // What undoes a retransmission timeout's cut when it was needless: the
   // original segment was late, not lost (a descheduled peer, a queue that
   // held it).  The first repair of a segment sent once arms it (a tail

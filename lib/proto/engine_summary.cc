@@ -31,6 +31,9 @@ size_t Engine::summarize_connections(ConnectionSummary* out, size_t room) const 
         c.last_heard_ns != 0 && clock_ns_ > c.last_heard_ns ? clock_ns_ - c.last_heard_ns : 0;
     s.path = c.path;
     s.cuts_loss = c.cuts_loss;
+    s.cuts_marks = c.cuts_marks;
+    s.marks_received = c.marks_received;
+    s.marked_share_x1024 = c.marked_share_x1024;
     s.cuts_deepened = c.cuts_deepened;
     s.cuts_timeout = c.cuts_timeout;
     s.cuts_undone = c.cuts_undone;

@@ -20,7 +20,7 @@ TxSlot& slot_of(Connection& c, uint32_t seq) {
 
 }  // namespace
 
-wire::FrameHeader Engine::base_header(const Connection& c, uint8_t opcode) {
+wire::FrameHeader Engine::base_header(Connection& c, uint8_t opcode) {
   wire::FrameHeader h{};
   h.version = wire::kWireVersion;
   h.opcode = opcode;
@@ -38,6 +38,11 @@ wire::FrameHeader Engine::base_header(const Connection& c, uint8_t opcode) {
     h.flags = wire::kFlagAckValid;
     h.ack = c.next_expected;
     h.window = receive_window(c);
+    if (c.congestion_unechoed && seq_ge(c.next_expected, c.congestion_marked_end)) {
+      h.flags |= wire::kFlagCongestionSeen;
+      c.congestion_unechoed = false;
+      ++stats_.congestion_echoes_sent;
+    }
   }
   return h;
 }
@@ -55,6 +60,9 @@ void Engine::reset_transmit(Connection& c) {
   c.size_probe_ns = 0;
   c.size_probes_answered = 0;
   c.next_seq = c.una = wire::kInitialSeq;
+  c.marks_window_end = c.congestion_cut_until = wire::kInitialSeq;
+  c.marks_acked = c.marks_marked = 0;
+  c.marked_share_x1024 = 1024;
   c.pending.clear();
   c.pending_cut = 0;
   c.cwnd_x256 = config_.initial_window * 256;
@@ -413,7 +421,9 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
         c.cwnd_x256 = std::min(c.cwnd_x256 + std::max<uint32_t>(65536 / c.cwnd_x256, 1), cwnd_cap);
       }
     }
+    const uint32_t newly_acked = ack - c.una;
     c.una = ack;
+    on_congestion_echo(c, newly_acked, (h.flags & wire::kFlagCongestionSeen) != 0);
     c.dupacks = 0;
     c.probes = 0;
     c.size_probe_ns = 0;  // the oldest got through: no size in question

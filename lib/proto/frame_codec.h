@@ -17,6 +17,9 @@ struct DecodedFrame {
   uint8_t src_mac[6];
   wire::FrameHeader header;  // host byte order
   const uint8_t* payload;
+  // The IP header around it said CE: a router's queue marked it (set by
+  // whoever parsed that header; raw Ethernet frames never have it).
+  bool congestion_experienced = false;
 };
 
 enum class DecodeResult : uint8_t {

@@ -96,6 +96,8 @@ struct Segment {
   // The received buffer the payload lies in, which a FrameKeeper may keep;
   // nullptr where there is none to keep.
   void* frame = nullptr;
+  // Marked CE by a router on the way (the IP header's ECN field).
+  bool congestion_experienced = false;
 };
 
 // Lends the engine received frames: a segment that must wait ahead of a gap
@@ -396,9 +398,14 @@ class Engine {
   void arm_rto(Connection& c, uint64_t now_ns);
   // Forgets which segments in flight the peer reported holding (SACK).
   void forget_sacks(Connection& c);
-  wire::FrameHeader base_header(const Connection& c, uint8_t opcode);
+  // (Echoes a congestion mark the ack it carries covers: not const.)
+  wire::FrameHeader base_header(Connection& c, uint8_t opcode);
   // engine_rx.cc
   void on_data(Connection& c, const Segment& s, uint64_t now_ns);
+  // ECN (congestion_marks.cc): a CE-marked segment `seq` taken, and an
+  // ack that newly covers `newly_acked` segments, echoing marks or not.
+  void note_congestion_mark(Connection& c, uint32_t seq);
+  void on_congestion_echo(Connection& c, uint32_t newly_acked, bool echoed);
   // True when an in-order segment continues the message being assembled, or
   // starts a new one at offset 0.
   bool continues(const Connection& c, const wire::FrameHeader& h) const;

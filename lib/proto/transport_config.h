@@ -176,6 +176,11 @@ struct TransportStats {
   // frames, as a full queue drops (to 70 %).  A retransmission timeout's
   // cut is retransmit_timeouts.
   uint64_t window_cuts_loss = 0, window_cuts_deepened = 0;
+  // ECN: data segments that came marked CE (a router's queue marked them),
+  // acks we sent that echoed marks, echoes our acks brought back, and the
+  // window cuts those made (Engine::on_congestion_echo).
+  uint64_t congestion_marks_received = 0, congestion_echoes_sent = 0,
+           congestion_echoes_received = 0, window_cuts_marks = 0;
   // Retransmission timeouts whose cut was undone: the peer reported that
   // the segment the timeout resent arrived twice (kFlagDuplicate).
   uint64_t timeout_cuts_undone = 0;

@@ -53,6 +53,10 @@ void LossyLink::set_bottleneck(size_t i, size_t frames_per_step, size_t queue_fr
   ports_[i].queue_frames = queue_frames;
 }
 
+void LossyLink::set_marking(size_t i, size_t mark_above) {
+  ports_[i].mark_above = mark_above;
+}
+
 bool LossyLink::wire_empty() const {
   if (!wire_.empty()) return false;
   for (const Port& port : ports_)
@@ -150,7 +154,7 @@ void LossyLink::Lender::release(void* frame) {
 
 // Decodes a frame as the provider's receive path does and gives it to the
 // engine that owns its destination.
-void LossyLink::hand_over(std::vector<uint8_t> bytes) {
+void LossyLink::hand_over(std::vector<uint8_t> bytes, bool marked) {
   DecodedFrame frame;
   if (decode_frame(bytes.data(), bytes.size(), wire::kDefaultEtherType, &frame) !=
       DecodeResult::kOk) {
@@ -170,7 +174,11 @@ void LossyLink::hand_over(std::vector<uint8_t> bytes) {
   if (tap) tap(route(frame.src_mac, frame.header.src_queue), to, frame.header);
   lender_.offered = std::make_unique<std::vector<uint8_t>>(std::move(bytes));
   void* lent = lender_.offered.get();
-  ports_[to].engine->on_frame(Segment{frame.src_mac, &frame.header, frame.payload, lent}, now_ns_);
+  if (!marked && mark)
+    marked = mark(route(frame.src_mac, frame.header.src_queue), to, frame.header);
+  if (marked) ++counters_.marked;
+  ports_[to].engine->on_frame(Segment{frame.src_mac, &frame.header, frame.payload, lent, marked},
+                              now_ns_);
   lender_.offered.reset();
 }
 
@@ -197,7 +205,7 @@ void LossyLink::step() {
     for (size_t n = 0; n < port.per_step && !port.backlog.empty(); ++n) {
       std::vector<uint8_t> bytes = std::move(port.backlog.front());
       port.backlog.pop_front();
-      hand_over(std::move(bytes));
+      hand_over(std::move(bytes), port.mark_above != 0 && port.backlog.size() > port.mark_above);
     }
   }
   for (Port& port : ports_) port.engine->poll(now_ns_);

@@ -60,6 +60,7 @@ struct LinkCounters {
   uint64_t partitioned = 0;  // to or from a partitioned engine
   uint64_t unroutable = 0;   // no engine owns the destination
   uint64_t congested = 0;    // tail-dropped at a bottleneck
+  uint64_t marked = 0;       // handed over marked CE by a bottleneck (set_marking)
   uint64_t delivered = 0;    // handed to Engine::on_frame
 };
 
@@ -91,6 +92,11 @@ class LossyLink {
   // per step; up to queue_frames wait in a FIFO, the rest are dropped.
   // frames_per_step 0 removes the limit.
   void set_bottleneck(size_t i, size_t frames_per_step, size_t queue_frames);
+  // That bottleneck marks instead of waiting to drop, as an ECN switch
+  // does (DCTCP's threshold K): a frame that leaves the queue while more
+  // than `mark_above` frames wait behind it reaches engine i marked CE
+  // (Segment::congestion_experienced).  0: no marks.
+  void set_marking(size_t i, size_t mark_above);
 
   LinkFaults& faults() { return faults_; }
   // Optional: return false to drop a frame as it leaves engine `from`.
@@ -101,6 +107,9 @@ class LossyLink {
   // Optional: extra steps a frame leaving engine `from` spends on the wire:
   // late, not lost (frames held until the same step keep their order).
   std::function<uint64_t(size_t from, const wire::FrameHeader&)> delay;
+  // Optional: return true to hand a frame from `from` to `to` over marked
+  // CE, as a router on the way would (Segment::congestion_experienced).
+  std::function<bool(size_t from, size_t to, const wire::FrameHeader&)> mark;
   // Optional: sees every frame handed to an engine (decoded, host order).
   std::function<void(size_t from, size_t to, const wire::FrameHeader&)> tap;
 
@@ -133,6 +142,7 @@ class LossyLink {
     bool partitioned = false;
     size_t per_step = 0;
     size_t queue_frames = 0;
+    size_t mark_above = 0;
     std::deque<std::vector<uint8_t>> backlog;
   };
 
@@ -158,7 +168,7 @@ class LossyLink {
   void launch(std::vector<uint8_t> bytes, uint64_t extra_steps = 0);
   size_t route(const uint8_t mac[6], uint16_t queue) const;
   size_t raw_destination(const std::vector<uint8_t>& bytes) const;
-  void hand_over(std::vector<uint8_t> bytes);
+  void hand_over(std::vector<uint8_t> bytes, bool marked = false);
 
   // Before ports_: engines give their kept frames back as they go.
   Lender lender_;

@@ -283,6 +283,133 @@ TEST(TransportCongestion, TwoSendersShareABottleneck) {
               (to - from) / 1e6, na, nc, static_cast<unsigned long>(net.link.counters().congested));
 }
 
+// Two senders into B through a bottleneck of 8 frames a step with a
+// 64-frame queue, that marks (ECN) above `mark_above` frames or not at all
+// (0); the run's link counters and each sender's connection.
+struct SharedBottleneck {
+  explicit SharedBottleneck(size_t mark_above) : net(15) {
+    config.max_payload = 64;
+    a = net.add(config, kMacA, 0, 0xA0000015);
+    b = net.add(config, kMacB, 0, 0xB0000015);
+    c = net.add(config, kMacC, 0, 0xC0000015);
+    net.link.set_bottleneck(b, 8, 64);
+    net.link.set_marking(b, mark_above);
+    FlowSpec from_a;
+    from_a.src = a;
+    from_a.dst = b;
+    from_a.sizes.assign(3000, 1024);
+    from_a.directed = true;
+    from_a.seed = 151;
+    FlowSpec from_c = from_a;
+    from_c.src = c;
+    from_c.seed = 152;
+    fa = &net.add_flow(from_a);
+    fc = &net.add_flow(from_c);
+  }
+  bool run() {
+    return net.run_until([&] { return net.flows_done(); }, 20 * kSec);
+  }
+  const Connection& sender(size_t s) { return *net.engine(s).find(net.link.key(b)); }
+
+  TransportConfig config;
+  Net net;
+  size_t a = 0, b = 0, c = 0;
+  Flow* fa = nullptr;
+  Flow* fc = nullptr;
+};
+
+TEST(TransportCongestion, MarksKeepTheQueueShortWithoutLoss) {
+  // Expect: the same two streams through the same bottleneck, once with a
+  // queue that only drops and once with one that marks above 16 frames:
+  // both deliver everything; without marks the queue overflows and frames
+  // are resent; with marks the receiver echoes them, each sender cuts its
+  // window for them, and the queue never overflows.
+  SharedBottleneck dropping(0);
+  ASSERT_TRUE(dropping.run()) << dropping.fa->received << " / " << dropping.fc->received;
+  SharedBottleneck marking(16);
+  ASSERT_TRUE(marking.run()) << marking.fa->received << " / " << marking.fc->received;
+  for (SharedBottleneck* run : {&dropping, &marking})
+    for (Flow* f : {run->fa, run->fc}) {
+      EXPECT_EQ(f->problems, 0u) << f->first_problem;
+      EXPECT_EQ(f->send_failed, 0u);
+    }
+  EXPECT_GT(dropping.net.link.counters().congested, 0u) << "the queue never overflowed";
+  EXPECT_EQ(dropping.net.link.counters().marked, 0u);
+  EXPECT_EQ(dropping.sender(dropping.a).cuts_marks, 0u);
+
+  EXPECT_GT(marking.net.link.counters().marked, 0u) << "the queue never passed its mark";
+  EXPECT_EQ(marking.net.link.counters().congested, 0u) << "the marks did not keep it short";
+  const TransportStats& receiver = marking.net.engine(marking.b).stats();
+  EXPECT_EQ(receiver.congestion_marks_received, marking.net.link.counters().marked);
+  EXPECT_GT(receiver.congestion_echoes_sent, 0u);
+  for (size_t s : {marking.a, marking.c}) {
+    EXPECT_GT(marking.sender(s).cuts_marks, 0u) << "sender " << s;
+    EXPECT_GT(marking.net.engine(s).stats().congestion_echoes_received, 0u) << "sender " << s;
+    EXPECT_EQ(marking.sender(s).cuts_loss, 0u) << "sender " << s;
+  }
+  uint64_t resent_dropping = 0, resent_marking = 0;
+  for (size_t s : {dropping.a, dropping.c})
+    resent_dropping += dropping.net.engine(s).stats().retransmitted;
+  for (size_t s : {marking.a, marking.c})
+    resent_marking += marking.net.engine(s).stats().retransmitted;
+  EXPECT_LT(resent_marking, resent_dropping);
+  std::printf(
+      "[ info     ] drop-tail: %lu frames dropped, %lu resent; marking: %lu marked, "
+      "%lu resent, window cuts for marks %u and %u, %.0f ms against %.0f\n",
+      static_cast<unsigned long>(dropping.net.link.counters().congested),
+      static_cast<unsigned long>(resent_dropping),
+      static_cast<unsigned long>(marking.net.link.counters().marked),
+      static_cast<unsigned long>(resent_marking), marking.sender(marking.a).cuts_marks,
+      marking.sender(marking.c).cuts_marks, marking.net.link.now() / 1e6,
+      dropping.net.link.now() / 1e6);
+}
+
+TEST(TransportCongestion, AMarkIsEchoedByTheAckThatCoversIt) {
+  // Expect: one data segment of a stream arrives marked CE; the first
+  // frame from B whose ack covers it carries kFlagCongestionSeen and no
+  // other frame does; A cuts its window once, by half its marked share
+  // (which, like DCTCP's alpha, started at 1 and fell with each window of
+  // the stream that came back unmarked: a lone mark cuts little).
+  LossProbe p(16);
+  Net& net = p.net;
+  net.run_for(2 * kMs);
+  ASSERT_GE(p.sender().cwnd_x256, 16u * 256) << "the window never opened";
+  uint32_t marked_seq = 0;
+  net.link.mark = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (marked_seq != 0 || from != p.a || !wire::opcode_is_data(h.opcode)) return false;
+    marked_seq = h.seq;
+    return true;
+  };
+  std::vector<std::pair<uint32_t, bool>> acks;  // B's frames to A: (ack, echoed)
+  uint32_t window_at_echo = 0;
+  net.link.tap = [&](size_t from, size_t, const wire::FrameHeader& h) {
+    if (from != p.b || (h.flags & wire::kFlagAckValid) == 0) return;
+    const bool echoed = (h.flags & wire::kFlagCongestionSeen) != 0;
+    acks.emplace_back(h.ack, echoed);
+    if (echoed) window_at_echo = p.sender().cwnd_x256 / 256;  // before A takes it
+  };
+  net.run_for(2 * kMs);
+  ASSERT_NE(marked_seq, 0u);
+  size_t echoes = 0;
+  bool past_before = false;
+  for (const auto& [ack, echoed] : acks) {
+    if (echoed) {
+      ++echoes;
+      EXPECT_TRUE(seq_gt(ack, marked_seq)) << "echoed by an ack that does not cover it";
+      EXPECT_FALSE(past_before) << "not the first ack past the marked segment";
+    }
+    past_before = past_before || seq_gt(ack, marked_seq);
+  }
+  EXPECT_EQ(echoes, 1u);
+  EXPECT_EQ(net.engine(p.b).stats().congestion_marks_received, 1u);
+  EXPECT_EQ(net.engine(p.a).stats().congestion_echoes_received, 1u);
+  EXPECT_EQ(p.sender().cuts_marks, 1u);
+  EXPECT_LT(p.sender().ssthresh, window_at_echo);
+  EXPECT_GE(p.sender().ssthresh, window_at_echo / 2);
+  EXPECT_LT(p.sender().marked_share_x1024, 1024u / 4);
+  EXPECT_EQ(p.flow->problems, 0u) << p.flow->first_problem;
+}
+
 // ===========================================================================
 // 14. Delayed and piggybacked acks.
 
