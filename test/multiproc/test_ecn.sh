@@ -1,8 +1,9 @@
 #!/bin/bash
-# Usage: test_ecn.sh
+# Usage: test_ecn.sh [--ipv6]
 #
 # ECN across a router (usertools/dpdk-fi-router.sh: hosts a and b on two
-# subnets, the Linux kernel forwarding between them in namespace NAME-r).
+# subnets, the Linux kernel forwarding between them in namespace NAME-r;
+# --ipv6: the same in IPv6 alone, the mark in the traffic class).
 # This kernel has no queue discipline that marks (no sch_red, fq_codel), so
 # the router marks with an nftables rule instead: one in five of the
 # ECN-capable (ECT(0)) UDP frames toward host b's ports leaves it marked CE,
@@ -25,15 +26,23 @@ ROUTER_UP_ARGS=()
 SERVER_ADDRESS=10.77.2.2
 CLIENT_PORT_ARGS=(--ip 10.77.1.2/24@10.77.1.1)
 PINGPONG_ARGS=()
+FAMILY=ip
+if [ "${1:-}" = --ipv6 ]; then
+	ROUTER_UP_ARGS=(--ipv6)
+	SERVER_ADDRESS=fd00:77:2::2
+	CLIENT_PORT_ARGS=()
+	PINGPONG_ARGS=(-6)
+	FAMILY=ip6
+fi
 FAMILY_NOTE=", one in five frames to b marked CE"
 # shellcheck source-path=SCRIPTDIR source=router_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/router_common.sh"
 
-ip netns exec "$name-r" nft -f - <<'NFT'
+ip netns exec "$name-r" nft -f - <<NFT
 table inet ofi_ecn {
 	chain forward {
 		type filter hook forward priority 0;
-		ip daddr 10.77.2.2 udp dport 9228-9291 ip ecn ect0 numgen random mod 5 == 0 counter ip ecn set ce
+		$FAMILY daddr $SERVER_ADDRESS udp dport 9228-9291 $FAMILY ecn ect0 numgen random mod 5 == 0 counter $FAMILY ecn set ce
 	}
 }
 NFT
