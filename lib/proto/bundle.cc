@@ -72,7 +72,11 @@ bool Engine::join_bundle(Connection& c, const wire::FrameHeader& h, const TxMess
   ++stats_.bundled_segments;
   // The frame's own fields as of now: the ack may have moved since its
   // first entry was cut.
+  // (A congestion echo the frame or the joining segment carried stays:
+  // base_header gave it once.)
+  const uint16_t echo = (frame.header.flags | h.flags) & wire::kFlagCongestionSeen;
   frame.header = base_header(c, static_cast<uint8_t>(wire::Opcode::kBundle));
+  frame.header.flags |= echo;
   frame.header.payload_len = static_cast<uint16_t>(body + added);
   return true;
 }

@@ -37,24 +37,30 @@ void Engine::on_congestion_echo(Connection& c, uint32_t newly_acked, bool echoed
     ++stats_.congestion_echoes_received;
   }
   // A window of data acked: its marked share moves the average (DCTCP's
-  // alpha, gain 1/16).
+  // alpha, gain 1/16, in 1/65536 so that small shares count).
   if (seq_ge(c.una, c.marks_window_end)) {
     if (c.marks_acked != 0) {
-      const uint32_t share = std::min<uint32_t>(c.marks_marked * 1024 / c.marks_acked, 1024);
-      c.marked_share_x1024 = c.marked_share_x1024 - c.marked_share_x1024 / 16 + share / 16;
+      const uint32_t share = std::min<uint32_t>(
+          static_cast<uint32_t>(uint64_t{c.marks_marked} * 65536 / c.marks_acked), 65536);
+      c.marked_share_x65536 = c.marked_share_x65536 - c.marked_share_x65536 / 16 + share / 16;
     }
     c.marks_acked = c.marks_marked = 0;
     c.marks_window_end = c.next_seq;
   }
-  if (!echoed || seq_lt(c.una, c.congestion_cut_until)) return;
-  // One cut per round trip: what was in flight when it was made may still
-  // come back marked.
+  // No cut pending: the bound follows una, so that it never falls 2^31
+  // behind and reads as ahead.
+  if (seq_ge(c.una, c.congestion_cut_until)) c.congestion_cut_until = c.una;
+  // One cut per round trip (what was in flight at the cut may still come
+  // back marked), and none while a loss event's cut holds (on_loss): the
+  // window takes one decrease per round trip for either signal.
+  if (!echoed || seq_lt(c.una, c.congestion_cut_until) || seq_lt(c.una, c.recovery_seq)) return;
   const uint32_t window = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
-  const uint32_t target = std::max<uint32_t>(
-      window - static_cast<uint32_t>(uint64_t{window} * c.marked_share_x1024 / 2048), 2);
+  const uint32_t cut = static_cast<uint32_t>(uint64_t{window} * c.marked_share_x65536 / 131072);
+  const uint32_t target = std::max<uint32_t>(window - cut, 2);
   c.ssthresh = target;
   c.cwnd_x256 = std::min(c.cwnd_x256, target * 256);
   c.congestion_cut_until = c.next_seq;
+  c.timeout_undo = {};  // a timeout's window is no guide after this cut
   ++c.cuts_marks;
   ++stats_.window_cuts_marks;
 }

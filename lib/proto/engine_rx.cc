@@ -194,6 +194,10 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     ++stats_.bad_frames;
     return;
   }
+  // A marked segment (or piece of one) not yet taken, within the window.
+  if (s.congestion_experienced && seq_ge(h.seq, c.next_expected) &&
+      h.seq - c.next_expected < kMaxWindow)
+    note_congestion_mark(c, h.seq);
   if (h.flags & wire::kFlagPiece) {
     on_piece(c, s, now_ns);
     return;
@@ -215,7 +219,7 @@ void Engine::on_data(Connection& c, const Segment& s, uint64_t now_ns) {
     ++stats_.out_of_window;
     return;
   }
-  if (s.congestion_experienced) note_congestion_mark(c, seq);
+
   if (c.rx_slots) {
     // The whole segment makes its pieces held so far needless.
     HeldSegment*& held = slot_of(c, seq);

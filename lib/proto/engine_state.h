@@ -405,7 +405,7 @@ struct Connection {
   // (kFlagCongestionSeen; only an ack past the marked segment echoes it,
   // so that the echo advances the sender's una).  The transmit half counts, per window of data,
   // the segments acked and those acked with the echo; when una passes the
-  // window's end, the marked share updates marked_share_x1024 (a moving
+  // window's end, the marked share updates marked_share_x65536 (a moving
   // average, gain 1/16; it starts at 1 as DCTCP's), and the first echo of a
   // window cuts the window by half that share, once per round trip
   // (congestion_cut_until).  Marks seen and cuts they made, over the
@@ -413,7 +413,7 @@ struct Connection {
   bool congestion_unechoed = false;
   uint32_t congestion_marked_end = 0;  // the seq after the last marked segment
   uint32_t marks_received = 0;
-  uint32_t marked_share_x1024 = 1024;
+  uint32_t marked_share_x65536 = 65536;
   uint32_t marks_window_end = wire::kInitialSeq;
   uint32_t marks_acked = 0, marks_marked = 0;
   uint32_t congestion_cut_until = wire::kInitialSeq;

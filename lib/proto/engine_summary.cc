@@ -33,7 +33,7 @@ size_t Engine::summarize_connections(ConnectionSummary* out, size_t room) const 
     s.cuts_loss = c.cuts_loss;
     s.cuts_marks = c.cuts_marks;
     s.marks_received = c.marks_received;
-    s.marked_share_x1024 = c.marked_share_x1024;
+    s.marked_share_x1024 = c.marked_share_x65536 / 64;
     s.cuts_deepened = c.cuts_deepened;
     s.cuts_timeout = c.cuts_timeout;
     s.cuts_undone = c.cuts_undone;

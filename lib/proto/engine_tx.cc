@@ -20,7 +20,7 @@ TxSlot& slot_of(Connection& c, uint32_t seq) {
 
 }  // namespace
 
-wire::FrameHeader Engine::base_header(Connection& c, uint8_t opcode) {
+wire::FrameHeader Engine::base_header(Connection& c, uint8_t opcode, bool may_echo) {
   wire::FrameHeader h{};
   h.version = wire::kWireVersion;
   h.opcode = opcode;
@@ -38,7 +38,7 @@ wire::FrameHeader Engine::base_header(Connection& c, uint8_t opcode) {
     h.flags = wire::kFlagAckValid;
     h.ack = c.next_expected;
     h.window = receive_window(c);
-    if (c.congestion_unechoed && seq_ge(c.next_expected, c.congestion_marked_end)) {
+    if (may_echo && c.congestion_unechoed && seq_ge(c.next_expected, c.congestion_marked_end)) {
       h.flags |= wire::kFlagCongestionSeen;
       c.congestion_unechoed = false;
       ++stats_.congestion_echoes_sent;
@@ -62,7 +62,7 @@ void Engine::reset_transmit(Connection& c) {
   c.next_seq = c.una = wire::kInitialSeq;
   c.marks_window_end = c.congestion_cut_until = wire::kInitialSeq;
   c.marks_acked = c.marks_marked = 0;
-  c.marked_share_x1024 = 1024;
+  c.marked_share_x65536 = 65536;
   c.pending.clear();
   c.pending_cut = 0;
   c.cwnd_x256 = config_.initial_window * 256;
@@ -354,7 +354,7 @@ void Engine::emit_ack(Connection& c) {
 }
 
 void Engine::emit_probe(Connection& c) {
-  wire::FrameHeader h = base_header(c, static_cast<uint8_t>(wire::Opcode::kAck));
+  wire::FrameHeader h = base_header(c, static_cast<uint8_t>(wire::Opcode::kAck), false);
   // No ack in it: the peer must not count it as a duplicate ack.
   h.flags = wire::kFlagAckRequest;
   h.ack = 0;
@@ -423,6 +423,9 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
     }
     const uint32_t newly_acked = ack - c.una;
     c.una = ack;
+    // No event open: the bound follows una, so that it never falls 2^31
+    // behind and reads as ahead (a loss then would join a stale event).
+    if (seq_ge(c.una, c.recovery_seq)) c.recovery_seq = c.una;
     on_congestion_echo(c, newly_acked, (h.flags & wire::kFlagCongestionSeen) != 0);
     c.dupacks = 0;
     c.probes = 0;

@@ -398,8 +398,9 @@ class Engine {
   void arm_rto(Connection& c, uint64_t now_ns);
   // Forgets which segments in flight the peer reported holding (SACK).
   void forget_sacks(Connection& c);
-  // (Echoes a congestion mark the ack it carries covers: not const.)
-  wire::FrameHeader base_header(Connection& c, uint8_t opcode);
+  // (Echoes a congestion mark the ack it carries covers, unless !may_echo:
+  // a frame whose ack fields are then cleared.  Not const.)
+  wire::FrameHeader base_header(Connection& c, uint8_t opcode, bool may_echo = true);
   // engine_rx.cc
   void on_data(Connection& c, const Segment& s, uint64_t now_ns);
   // ECN (congestion_marks.cc): a CE-marked segment `seq` taken, and an

@@ -135,9 +135,10 @@ inline constexpr uint16_t kFlagKeyed = 1u << 13;
 // A receiver that knows nothing of it ignores the flag and both fields.
 inline constexpr uint16_t kFlagDuplicate = 1u << 14;
 // With kFlagAckValid: congestion seen (ECN echo).  The receive half of
-// connection ack_conn took a segment marked CE (a router's queue built up)
-// since its previous frame that carried an ack; the sender counts the
-// segments this ack newly covers as marked (Engine::on_congestion_echo).
+// connection ack_conn took a segment marked CE (a router's queue built up),
+// and this is its first frame since whose ack covers that segment; the
+// sender counts the segments this ack newly covers as marked
+// (Engine::on_congestion_echo).
 // A receiver that knows nothing of it never sets it, and a sender that
 // knows nothing of it ignores it.
 inline constexpr uint16_t kFlagCongestionSeen = 1u << 15;

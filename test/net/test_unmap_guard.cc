@@ -277,8 +277,10 @@ volatile sig_atomic_t g_round = 0;
 // a busy machine twelve rounds went by without it (CI, Debian 13).
 enum class HoldInABurst { kNo, kYes };
 
-volatile sig_atomic_t g_hold_wanted = 0;
-volatile sig_atomic_t g_held = 0;
+// Shared between threads and read in a signal handler: lock-free atomics.
+std::atomic<int> g_hold_wanted{0};
+std::atomic<int> g_held{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
 // SIGUSR1 on the poller: inside a burst, it waits there until let go; a
 // signal that lands between bursts returns and is sent again.
