@@ -13,9 +13,10 @@
 #    (--ip), frames go in UDP/IPv4, the client names 10.88.0.1 (which the
 #    guest's lo also holds, for the control connection alone);
 #  - fabtests' fi_rdm_tagged_bw (virtio) and fi_rma_bw -o write (e1000e)
-#    over L2 (addresses exchanged out of band, -E), where fabtests are built
-#    (devtools/dpdk-fi-fabtests.sh); OFI_DPDK_PCI_VM_ALL=1 runs every
-#    program on both NICs.
+#    over L2 (addresses exchanged out of band, -E), where fabtests are
+#    built (devtools/dpdk-fi-fabtests.sh), and fi_pingpong on e1000e;
+#    OFI_DPDK_PCI_VM_ALL=1 runs every program on both NICs, and
+#    fi_rdm_atomic -o sum too (not in the test command: see below).
 # Each run must exit 0 on both sides, and the server's port must be the
 # NIC's (its PCI address in the provider's port line).
 # Exit status: 0 passed, 1 failed, 77 no VM kit, or no tap/bridge here.
@@ -54,7 +55,10 @@ if [[ "${1:-}" != --guest ]]; then
 		fi
 		ip link set "${taps[i]}" up
 	done
-	bash "$source_root/usertools/dpdk-fi-vm.sh" run --builddir "$build" --timeout 900 "${args[@]}" \
+	# 4 GiB: fabtests' fi_rdm_atomic takes some 800 MB a process (2 GiB
+	# ran the guest out of memory).
+	bash "$source_root/usertools/dpdk-fi-vm.sh" run --builddir "$build" --timeout 900 \
+		--qemu-arg -m --qemu-arg 4096 "${args[@]}" \
 		-- bash "${BASH_SOURCE[0]}" --guest
 	exit $?
 fi
@@ -87,6 +91,9 @@ ip addr add 10.88.0.1/32 dev lo
 for name in $(compgen -e); do [[ $name =~ ^FI_(DPDK_|PROVIDER) ]] && unset "$name"; done
 # The bridges carry 1500-byte frames; the provider's logs name each port.
 export FI_DPDK_MTU=1500 FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=domain
+# Emulated CPUs: a process faulting in fabtests' buffers (fi_rdm_atomic's
+# 800 MB) answers nothing for many seconds; its peer waits that long.
+export FI_DPDK_PEER_TIMEOUT_MS=60000
 fabtests=$build/fabtests-1.17.0/install/bin
 [[ -x $fabtests/fi_rdm_tagged_bw ]] || fabtests=$(ls -d "$build"/fabtests-*/install/bin 2>/dev/null | head -1)
 failures=0
@@ -129,30 +136,34 @@ run() {
 }
 
 # Each run costs the guest two EAL starts on emulated CPUs (some 20 s): the
-# test command runs five (fabtests' two split between the NICs);
-# OFI_DPDK_PCI_VM_ALL=1 runs all eight.
+# test command runs five; OFI_DPDK_PCI_VM_ALL=1 runs all ten.
 all=${OFI_DPDK_PCI_VM_ALL:-0}
 for kind in virtio e1000e; do
 	declare -n nics=$kind
-	run "$kind" "${nics[0]}" "${nics[1]}" "$kind-l2" -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
 	if [[ $kind == virtio || $all == 1 ]]; then
+		run "$kind" "${nics[0]}" "${nics[1]}" "$kind-l2" -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
 		run "$kind" "${nics[0]}" "${nics[1]}" "$kind-ip" --ip -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
 	fi
 	if [[ -n "$fabtests" && -x $fabtests/fi_rdm_tagged_bw ]]; then
 		# Out of band (-E): fabtests exchange the endpoints' L2 addresses
 		# over their TCP connection, and name no node to fi_getinfo.
-		# (fi_rdm_atomic -E -o sum -z uint64 did not finish within 120 s
-		# here on either NIC, where it passes over memif and af_packet:
-		# not understood yet, and left out.)
 		if [[ $kind == virtio || $all == 1 ]]; then
 			run "$kind" "${nics[0]}" "${nics[1]}" "$kind-tagged" -- "$fabtests/fi_rdm_tagged_bw" -p dpdk -E -S 65536 -I 50
 		fi
 		if [[ $kind == e1000e || $all == 1 ]]; then
 			run "$kind" "${nics[0]}" "${nics[1]}" "$kind-write" -- "$fabtests/fi_rma_bw" -p dpdk -e rdm -E -o write -S 65536 -I 50
 		fi
+		# fi_rdm_atomic: passed on virtio by hand (-I 5); on e1000e its
+		# server's peer timed out (60 s) with the client silent: not
+		# understood yet, so only OFI_DPDK_PCI_VM_ALL=1 runs it.
+		if [[ $all == 1 ]]; then
+			run "$kind" "${nics[0]}" "${nics[1]}" "$kind-atomic" -- "$fabtests/fi_rdm_atomic" -p dpdk -E -o sum -z uint64 -I 20
+		fi
 	else
 		echo "note  $kind: fabtests not built here (devtools/dpdk-fi-fabtests.sh --build-only): their programs skipped"
 	fi
+	[[ $kind == e1000e && $all != 1 ]] &&
+		run "$kind" "${nics[0]}" "${nics[1]}" "$kind-l2" -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
 	unset -n nics
 done
 exit $((failures > 0))
