@@ -47,7 +47,10 @@
 # The stock programs (--stock; the default when fabtests can be built):
 # what users quote, beside our own program.  First the floor: dpdk-fi-rawping
 # (app/rawping), 64-byte frames to and fro over a memif pair with no
-# provider, its one-way mean, p50 and p99.  Then fabtests' benchmarks
+# provider, its one-way mean, p50 and p99; and the ceiling: dpdk-fi-rawping
+# --pattern stream, 9000-byte frames (the provider's on the launcher's
+# memif pair) over a memif pair, one way and both ways at once, in MB/s.
+# Then fabtests' benchmarks
 # (built by devtools/dpdk-fi-fabtests.sh --build-only into
 # BUILDDIR/fabtests-VERSION when missing), two processes each: dpdk through
 # usertools/dpdk-fi-run.py on a new memif pair, shm, tcp;ofi_rxm (not
@@ -74,7 +77,7 @@
 #   --providers LIST which providers to run (default: "dpdk dpdk-shared shm
 #                    tcp;ofi_rxm" with hugepages, without dpdk-shared otherwise)
 #   --only LIST      only these figures (comma-separated names from above,
-#                    of either part; "floor" for the floor)
+#                    of either part; "floor" for the floor and the ceiling)
 #   --quick          fewer iterations (a smoke run, figures less stable; the
 #                    stock programs' long counts a fifth, their default
 #                    counts as they are)

@@ -139,11 +139,13 @@ if stock_wanted:
         stock_wanted = False
 if "dpdk-shared" in providers and STOCK and stock_wanted:
     note("dpdk-shared: no stock programs (the launcher's switch outlives them)")
-floor = None
+floor = ceiling = None
 if stock_wanted and want_floor:
     # First, on a machine that runs nothing of ours yet.
     floor = floor_part()
     failed += "mean" not in floor
+    ceiling = ceiling_part()
+    failed += "one_way_MBps" not in ceiling or "both_ways_MBps" not in ceiling
 if FIGURES:
     bench_table, bench_runs = bench_part()
     failed += sum(1 for row in bench_table for p in providers if row[p] is None)
@@ -170,6 +172,13 @@ if stock_wanted:
                   f" p99 {floor['p99']:.2f}")
         else:
             print("floor (dpdk-fi-rawping): fail")
+    if ceiling is not None:
+        if "one_way_MBps" in ceiling and "both_ways_MBps" in ceiling:
+            print(f"ceiling (dpdk-fi-rawping --pattern stream, 9000-byte frames over a memif"
+                  f" pair, no provider): one way {ceiling['one_way_MBps']:.0f} MB/s, both ways"
+                  f" at once {ceiling['both_ways_MBps']:.0f} MB/s each way")
+        else:
+            print("ceiling (dpdk-fi-rawping --pattern stream): fail")
     if STOCK:
         print_stock_table(f"fabtests {fabtests_version}, fabtests' default counts:",
                           tables["default"])
@@ -193,8 +202,16 @@ if stock_wanted:
             print(f"  {entry['figure']}: {', '.join(cells)} against {entry['bench_figure']}"
                   f" {fmt(entry['bench'], entry['unit'])} {entry['unit']}"
                   + (f": over {BENCH_AIM:.2f}x" if over else ""))
-    stock = {"fabtests": fabtests_version, "floor": floor, "tables": tables,
-             "runs": stock_runs, "against_bench": vs_bench}
+    vs_ceiling = against_ceiling(tables, ceiling) if ceiling is not None else []
+    if vs_ceiling:
+        print()
+        print("dpdk against the ceiling (share of the raw MB/s; fi_rma_bw against both ways"
+              " at once, fi_rdm_tagged_bw against one way):")
+        for entry in vs_ceiling:
+            print(f"  {entry['figure']} ({entry['counts']} count): {entry['dpdk']:.0f} MB/s,"
+                  f" {entry['share']:.2f} of {entry['ceiling'].replace('_', ' ')}")
+    stock = {"fabtests": fabtests_version, "floor": floor, "ceiling": ceiling, "tables": tables,
+             "runs": stock_runs, "against_bench": vs_bench, "against_ceiling": vs_ceiling}
 
 record = {"when": time.strftime("%Y-%m-%d %H:%M:%S"), "uname": os.uname().release,
           "cpus": os.cpu_count(), "quick": quick, "repeat": repeat, "table": bench_table,

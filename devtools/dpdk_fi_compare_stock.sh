@@ -169,8 +169,9 @@ def launcher_eal(role, sock, env):
     return None
 
 
-def run_floor(count):
-    """One dpdk-fi-rawping pair; its client's JSON, with "ok"."""
+def run_rawping(args, result_key):
+    """One dpdk-fi-rawping pair with ARGS on both sides; its client's JSON,
+    with "ok" when both exited 0 and the client's line has RESULT_KEY."""
     work = tempfile.mkdtemp(prefix="ofi-dpdk-compare.")
     sock = os.path.join(work, "memif.sock")
     env = dict(os.environ)
@@ -180,8 +181,7 @@ def run_floor(count):
         if server_eal is None:
             return {"ok": False, "error": "dpdk-fi-run.py gave no EAL arguments"}
         with open(os.path.join(work, "server.log"), "w") as log:
-            server = subprocess.Popen([RAWPING] + server_eal + ["--", "--role", "server",
-                                      "--count", str(count), "--timeout", "20"],
+            server = subprocess.Popen([RAWPING] + server_eal + ["--", "--role", "server"] + args,
                                       stdout=log, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, start_new_session=True)
         processes.append(server)
@@ -194,8 +194,7 @@ def run_floor(count):
         if client_eal is None:
             return {"ok": False, "error": "dpdk-fi-run.py gave no EAL arguments"}
         with open(os.path.join(work, "client.log"), "w") as log:
-            client = subprocess.Popen([RAWPING] + client_eal + ["--", "--role", "client",
-                                      "--count", str(count), "--timeout", "20"],
+            client = subprocess.Popen([RAWPING] + client_eal + ["--", "--role", "client"] + args,
                                       stdout=log, stderr=subprocess.STDOUT,
                                       stdin=subprocess.DEVNULL, start_new_session=True)
         processes.append(client)
@@ -206,17 +205,30 @@ def run_floor(count):
             lines = [line for line in f if line.startswith("{")]
         if lines:
             result = json.loads(lines[-1])
-        result["ok"] = client_status == 0 and server_status == 0 and "one_way_us" in result
+        result["ok"] = client_status == 0 and server_status == 0 and result_key in result
         if not result["ok"]:
-            result["error"] = (last_line(os.path.join(work, "client.log")) or
-                               last_line(os.path.join(work, "server.log")) or
-                               f"status {client_status}/{server_status}")
+            failed_log = "client.log" if client_status != 0 or result_key not in result \
+                else "server.log"
+            result["error"] = (f"status {client_status}/{server_status}: " +
+                               (last_line(os.path.join(work, failed_log)) or ""))
         return result
     finally:
         for process in processes:
             if process.poll() is None:
                 finish(process, 0)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_floor(count):
+    """The floor: 64-byte frames to and fro."""
+    return run_rawping(["--count", str(count), "--timeout", "20"], "one_way_us")
+
+
+def run_ceiling(both):
+    """The ceiling: 9000-byte frames one way, or BOTH ways at once."""
+    seconds = "1" if quick else "3"
+    return run_rawping(["--pattern", "stream", "--seconds", seconds, "--timeout", "20"] +
+                       (["--both"] if both else []), "sent_MBps")
 
 
 def run_stock_pair(provider, program, args, limit):
@@ -316,6 +328,48 @@ def floor_part():
         for key in ("mean", "p50", "p99"):
             summary[key] = statistics.median(p[key] for p in passed)
     return summary
+
+def ceiling_part():
+    """The ceiling, --repeat times each way: the medians of the MB/s one
+    way (what the client sent) and both ways at once (the mean of what the
+    client sent and received: each direction's with the other busy)."""
+    summary = {"size": 9000, "runs": {"one_way": [], "both_ways": []}}
+    for attempt in range(repeat):
+        for key, both in (("one_way", False), ("both_ways", True)):
+            if not os.access(RAWPING, os.X_OK):
+                summary["runs"][key].append({"ok": False, "error": f"no {RAWPING} (build it)"})
+                continue
+            run = run_ceiling(both)
+            summary["runs"][key].append(run)
+            if not run["ok"]:
+                note(f"ceiling ({key}): failed: {run.get('error', '?')}")
+    for key in ("one_way", "both_ways"):
+        passed = [r for r in summary["runs"][key] if r["ok"]]
+        if len(passed) == repeat:
+            summary[f"{key}_MBps"] = statistics.median(
+                r["sent_MBps"] if key == "one_way" else (r["sent_MBps"] + r["received_MBps"]) / 2
+                for r in passed)
+    return summary
+
+
+# Which ceiling each bandwidth figure is held to: fi_rma_bw's two processes
+# write (or read) to each other at once, fi_rdm_tagged_bw goes one way.
+CEILING_OF = {"rma_write_64KiB": "both_ways", "rma_write_1MiB": "both_ways",
+              "rma_read_64KiB": "both_ways", "rma_read_1MiB": "both_ways",
+              "tagged_bw_64KiB": "one_way", "tagged_bw_1MiB": "one_way"}
+
+
+def against_ceiling(tables, ceiling):
+    """dpdk's bandwidth figures as a share of the ceiling they move under."""
+    lines = []
+    for counts, table in tables.items():
+        for row in table:
+            key = CEILING_OF.get(row["figure"])
+            top = ceiling.get(f"{key}_MBps") if key else None
+            if top and row.get("dpdk"):
+                lines.append({"figure": row["figure"], "counts": counts, "ceiling": key,
+                              "dpdk": row["dpdk"], "share": row["dpdk"] / top})
+    return lines
 
 
 def stock_part():

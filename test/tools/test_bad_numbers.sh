@@ -49,6 +49,11 @@ expect_usage_error "bench --timeout 1e999" --timeout "$bench" "${eal[@]}" -- --t
 expect_usage_error "rawping --size 70000" --size "$rawping" "${eal[@]}" -- --role server --size 70000
 expect_usage_error "rawping --count ''" --count "$rawping" "${eal[@]}" -- --role server --count ''
 expect_exit "rawping --count 0" 2 "at least one round trip" "$rawping" "${eal[@]}" -- --role client --count 0
+expect_usage_error "rawping --seconds 1s" --seconds "$rawping" "${eal[@]}" -- --role client --pattern stream --seconds 1s
+expect_exit "rawping --seconds 0" 2 "seconds wants" "$rawping" "${eal[@]}" -- --role client --pattern stream --seconds 0
+expect_exit "rawping --pattern bogus" 2 "pattern latency or stream" "$rawping" "${eal[@]}" -- --role client --pattern bogus
+expect_exit "rawping --both alone" 2 "both is for --pattern stream" "$rawping" "${eal[@]}" -- --role client --both
+expect_exit "rawping stream --size 9001" 2 "size wants 60..9000" "$rawping" "${eal[@]}" -- --role client --pattern stream --size 9001
 expect_usage_error "msgcost --count abc" --count "$msgcost" --provider shm --count abc
 expect_usage_error "bench --count=abc" --count "$bench" "${eal[@]}" -- --count=abc
 expect_usage_error "loopback --count 1x" --count "$loopback" "${eal[@]}" -- --count 1x
