@@ -29,6 +29,7 @@
 
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/interrupt_thread.h"
+#include "drivers/net/kernel_carrier.h"
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/net/memif_warm.h"
 #include "drivers/net/packet_ring.h"
@@ -236,6 +237,12 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
   // Each transmit burst into a kernel interface is a system call, and the
   // kernel's work on the frames runs inside it.
   port->burst_frames_ = kernel_backed(info) ? 32 : 8;
+  // Their drivers call the link up from start to stop whatever the
+  // interface does.
+  if (char interface[IF_NAMESIZE] = {};
+      (is_driver(info, "net_af_packet") || is_driver(info, "net_af_xdp")) && info.if_index != 0 &&
+      if_indextoname(info.if_index, interface) != nullptr)
+    port->carrier_ = std::make_unique<KernelCarrier>(interface);
   port->memory_only_ = memory_link_limit(info) != 0;
   // net_memif unmaps its rings on EAL's interrupt thread when its peer goes,
   // whatever a poller is doing (unmap_guard.h), on the releases
@@ -733,9 +740,10 @@ bool Port::link_up() const {
 
 bool Port::read_link() const {
   rte_eth_link link{};
-  const bool up =
-      rte_eth_link_get_nowait(port_id_, &link) == 0 && link.link_status == RTE_ETH_LINK_UP;
+  const bool up = rte_eth_link_get_nowait(port_id_, &link) == 0 &&
+                  link.link_status == RTE_ETH_LINK_UP && (!carrier_ || carrier_->up());
   const bool was_up = link_up_.exchange(up, std::memory_order_relaxed);
+  if (up != was_up) link_changes_.fetch_add(1, std::memory_order_relaxed);
   // A memif link comes up with a region mapped afresh: its first frames
   // would each pay page faults (memif_warm.h).  The guard keeps the driver
   // from unmapping it under us meanwhile.

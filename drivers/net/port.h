@@ -28,6 +28,7 @@ struct rte_ring;
 namespace ofi_dpdk::net {
 
 class FaultInjector;
+class KernelCarrier;
 
 // How frames reach an endpoint's queue.
 enum class Steering : uint8_t {
@@ -190,15 +191,21 @@ class Port {
   // (a shared port or net_ring hands over mbufs of the sender's pool).
   uint32_t pool_size() const;
   bool owns(const rte_mbuf* frame) const;
-  // Whether the link is up, as the device last said: pollers check it before
-  // each burst, so it is a cached answer, read from the device again once
-  // per kLinkRefreshMicros by whichever poller finds it due (a driver call;
-  // a register read on a NIC).  A link that goes down or comes back is seen
-  // within about that time.
+  // Whether the link is up, as the device last said (and, for a port on a
+  // kernel interface, the kernel: kernel_carrier.h): pollers check it
+  // before each burst, so it is a cached answer, read from the device again
+  // once per kLinkRefreshMicros by whichever poller finds it due (a driver
+  // call; a register read on a NIC; an ioctl).  A link that goes down or
+  // comes back is seen within about that time.
   static constexpr uint32_t kLinkRefreshMicros = 1000;
   bool link_up() const;
   // Asks the device now, and caches the answer.
   bool read_link() const;
+  // How many times the cached answer changed (down, then up, ...): the
+  // provider compares it with what it last saw.
+  uint32_t link_changes() const { return link_changes_.load(std::memory_order_relaxed); }
+  // Whether the link is a kernel interface's too (kernel_carrier.h).
+  bool on_kernel_link() const { return carrier_ != nullptr; }
   // How many times the device was asked.
   uint64_t link_reads() const { return link_reads_.load(std::memory_order_relaxed); }
   // Pages of net_memif's shared memory this port wrote to when its link came
@@ -294,7 +301,9 @@ class Port {
   mutable std::atomic<bool> link_up_{false};
   mutable std::atomic<uint64_t> link_read_due_{0};  // rte_get_timer_cycles()
   mutable std::atomic<uint64_t> link_reads_{0};
+  mutable std::atomic<uint32_t> link_changes_{0};
   uint64_t link_refresh_cycles_ = 0;
+  std::unique_ptr<KernelCarrier> carrier_;  // net_af_packet, net_af_xdp
 };
 
 }  // namespace ofi_dpdk::net

@@ -239,6 +239,13 @@ struct PortContext final : proto::FrameKeeper {
   static constexpr uint64_t kLaneLeftAloneNs = 100'000;
   void help_lanes_left_alone(uint16_t lane, uint64_t now);
   bool in_lane(const Endpoint* ep, uint16_t lane) const;
+  // The link's changes the port counted (net::Port::link_changes) as of
+  // the last whole pass, and when it last went down: each change is
+  // logged, and a link that comes back has its endpoints' retransmissions
+  // go at once (proto::Engine::link_restored).  Lock held.
+  uint32_t link_changes_seen = 0;
+  uint64_t link_down_since_ns = 0;
+  void note_link_change(uint64_t now);
   // Triggered operations of this port's endpoints, in the order they go:
   // by threshold, then as posted (dpdk_trigger.cc).  Lock held.
   std::vector<TriggeredOp> triggered;

@@ -299,6 +299,30 @@ void PortContext::help_lanes_left_alone(uint16_t lane, uint64_t now) {
   }
 }
 
+void PortContext::note_link_change(uint64_t now) {
+  link_changes_seen = port->link_changes();
+  // A kernel interface set down is news; a memif peer that leaves at the
+  // end of its run is not.
+  const fi_log_level level = port->on_kernel_link() ? FI_LOG_WARN : FI_LOG_INFO;
+  if (!port->link_up()) {
+    link_down_since_ns = now;
+    if (fi_log_enabled(&g_provider, level, FI_LOG_DOMAIN))
+      fi_log(&g_provider, level, FI_LOG_DOMAIN, __func__, __LINE__,
+             "%s: link down: nothing is sent or received until it comes back (what its "
+             "peers do not acknowledge within FI_DPDK_PEER_TIMEOUT_MS fails)\n",
+             port->name().c_str());
+    return;
+  }
+  if (link_down_since_ns == 0) return;  // up at start, or a memif peer connecting
+  if (fi_log_enabled(&g_provider, level, FI_LOG_DOMAIN))
+    fi_log(&g_provider, level, FI_LOG_DOMAIN, __func__, __LINE__,
+           "%s: link up again after %lu ms: what waits for an acknowledgement goes again now\n",
+           port->name().c_str(),
+           static_cast<unsigned long>((now - link_down_since_ns) / 1'000'000));
+  link_down_since_ns = 0;
+  for (Endpoint* ep : open_endpoints()) contain([&] { ep->engine->link_restored(now); });
+}
+
 uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
   // A port of one lane has only the whole.
   lane = effective_lane(lane);
@@ -346,6 +370,7 @@ uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
       }
     }
   }
+  if (whole && nic.link_changes() != link_changes_seen) note_link_change(now);
   // Next hops frames wait for (UDP): asked again, or given up.
   if (whole && neighbour_copies.is_open() &&
       (!resolving.empty() || now - neighbour_copies_read_ns >= kNeighbourCopiesNs))

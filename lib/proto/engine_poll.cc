@@ -2,7 +2,8 @@
 // it visits (active_, activate, quiescent), the answers owed within a pass
 // (answer_later, answer), and each connection's timers (poll_connection:
 // handshake and retransmission timeouts, tail-loss probes, persist probes,
-// delivery and receive timeouts, delayed acks), with the sweep that tends
+// delivery and receive timeouts, delayed acks, and link_restored, which
+// brings the retransmission timeouts forward), with the sweep that tends
 // idle connections a few at a time.
 #include <algorithm>
 #include <cstdint>
@@ -44,6 +45,21 @@ void Engine::answer(uint64_t now_ns) {
     if (c.ack_now) emit_ack(c);
   }
   answer_due_.clear();
+}
+
+void Engine::link_restored(uint64_t now_ns) {
+  for (auto& [key, connection] : connections_) {
+    Connection& c = *connection;
+    const bool hello_out = c.tx_state == TxState::kHello && c.rto_deadline_ns != 0;
+    if (c.una == c.next_seq && !hello_out) continue;
+    c.rto_ns = c.srtt_ns != 0
+                   ? std::clamp(c.srtt_ns + 4 * c.rttvar_ns,
+                                config_.min_rto_ns + config_.ack_delay_ns, config_.max_rto_ns)
+                   : config_.initial_rto_ns;
+    c.rto_deadline_ns = now_ns;
+    activate(c);
+  }
+  touched_ = true;
 }
 
 void Engine::activate(Connection& c) {

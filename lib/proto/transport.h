@@ -179,6 +179,12 @@ class Engine {
   // answers only at its end leaves both sides idle in turn.  (A taken ack
   // lets its sender's data into the outbox at once, in on_frame.)
   void answer(uint64_t now_ns);
+  // The port's link came back after it was down (a kernel interface set
+  // down and up, a cable): what waits for a retransmission timeout, or a
+  // HELLO for its answer, goes again at the next poll, with the timeout
+  // its RTT samples give (the backoff the dead link built says nothing of
+  // the path now).  The peer timeout still counts from before.
+  void link_restored(uint64_t now_ns);
   // Fails a peer's operations and closes both halves of its connection (AV
   // removal).  The connection's record stays (evictable), so a segment of
   // the closed connection still cannot open it again.

@@ -138,5 +138,35 @@ TEST(TimerWaits, AClosedWindowIsProbedNotTimedOut) {
   EXPECT_EQ(p.engine(p.a).stats().retransmit_timeouts, 0u) << waits_of(p.engine(p.a).stats());
 }
 
+// A message sent while A's link is down (A partitioned: nothing leaves or
+// arrives), the link back after `down_ns`; how long after that B has it,
+// with or without Engine::link_restored at the moment it comes back.
+uint64_t delivery_after_link_returns(uint64_t seed, uint64_t down_ns, bool told) {
+  Pair p(seed);
+  EXPECT_TRUE(p.warm_up());
+  std::vector<uint8_t> out(8, 0x3C), in(8);
+  EXPECT_EQ(p.post(p.b, &in, ctx(1)), 0);
+  p.link.set_partitioned(p.a, true);
+  EXPECT_EQ(p.send(p.a, p.b, out, ctx(2)), 0);
+  const uint64_t back = p.link.now() + down_ns;
+  while (p.link.now() < back) p.link.step();
+  p.link.set_partitioned(p.a, false);
+  if (told) p.engine(p.a).link_restored(p.link.now());
+  EXPECT_TRUE(p.wait(p.b, 1, 10 * kSec));
+  EXPECT_EQ(in, out);
+  return p.link.now() - back;
+}
+
+TEST(TimerWaits, ALinkThatComesBackResendsAtOnce) {
+  // Expect: after 300 ms down the retransmission timeout has backed off
+  // to more than 100 ms, so without being told the message waits for it;
+  // told that the link is back (link_restored), A resends at its next
+  // poll and B has the message within a millisecond.
+  const uint64_t untold = delivery_after_link_returns(91, 300 * kMs, false);
+  const uint64_t told = delivery_after_link_returns(91, 300 * kMs, true);
+  EXPECT_GT(untold, 20 * kMs) << "the backoff did not hold the message: the test shows nothing";
+  EXPECT_LT(told, 1 * kMs) << "untold " << untold / 1000 << " us";
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::proto
