@@ -237,8 +237,7 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
   // Each transmit burst into a kernel interface is a system call, and the
   // kernel's work on the frames runs inside it.
   port->burst_frames_ = kernel_backed(info) ? 32 : 8;
-  // Their drivers call the link up from start to stop whatever the
-  // interface does.
+  // (Their drivers call the link up whatever the interface does.)
   if (char interface[IF_NAMESIZE] = {};
       (is_driver(info, "net_af_packet") || is_driver(info, "net_af_xdp")) && info.if_index != 0 &&
       if_indextoname(info.if_index, interface) != nullptr)
@@ -462,6 +461,8 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
                 port->mac_[1], port->mac_[2], port->mac_[3], port->mac_[4], port->mac_[5]);
   port->description_ +=
       ", MTU " + std::to_string(mtu) + ring_note + ", MAC " + mac_text + pool_note;
+  if (port->checksum_offloads_.any())
+    port->description_ += ", " + describe(port->checksum_offloads_);
   if (config.faults.any()) {
     std::string fault_error;
     port->faults_ = FaultInjector::attach(port_id, port->queue_pairs_, config.faults, &fault_error);
@@ -579,6 +580,10 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
 
 int Port::configure(uint16_t queue_pairs, std::string* error, bool rss) {
   rte_eth_conf conf{};
+  // The checksums of our UDP frames, where the device offers them.
+  if (rte_eth_dev_info offered{};
+      config_.checksum_offloads && rte_eth_dev_info_get(port_id_, &offered) == 0)
+    choose_checksum_offloads(offered, &conf);
   if (rss) {
     // UDP over either IP by addresses and ports: what rss.h predicts.  (A
     // device that can say which types it hashes before it is configured,
@@ -592,6 +597,7 @@ int Port::configure(uint16_t queue_pairs, std::string* error, bool rss) {
              " queues): " + rte_strerror(-ret);
     return ret;
   }
+  checksum_offloads_ = checksum_offloads_of(conf);
   // Before the queues: their set-up may depend on it.
   rte_eth_dev_info info;
   if (ring_mtu_ != 0)

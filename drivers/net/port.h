@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "drivers/net/checksum_offloads.h"
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/fault_plan.h"
 #include "drivers/net/mbuf_handoff.h"
@@ -67,6 +68,9 @@ struct PortConfig {
   // Whether a net_memif port's bursts hold back the driver's unmaps
   // (FI_DPDK_MEMIF_UNMAP_GUARD; unmap_guard_policy.h).
   UnmapGuardRequest memif_unmap_guard = UnmapGuardRequest::kAuto;
+  // Whether the device computes and checks the IPv4 header and UDP
+  // checksums where it offers to (FI_DPDK_OFFLOADS; ChecksumOffloads).
+  bool checksum_offloads = true;
 };
 
 // What can be learned of a port without configuring it.
@@ -204,6 +208,7 @@ class Port {
   // How many times the cached answer changed (down, then up, ...): the
   // provider compares it with what it last saw.
   uint32_t link_changes() const { return link_changes_.load(std::memory_order_relaxed); }
+  const ChecksumOffloads& checksum_offloads() const { return checksum_offloads_; }
   // Whether the link is a kernel interface's too (kernel_carrier.h).
   bool on_kernel_link() const { return carrier_ != nullptr; }
   // How many times the device was asked.
@@ -304,6 +309,7 @@ class Port {
   mutable std::atomic<uint32_t> link_changes_{0};
   uint64_t link_refresh_cycles_ = 0;
   std::unique_ptr<KernelCarrier> carrier_;  // net_af_packet, net_af_xdp
+  ChecksumOffloads checksum_offloads_;
 };
 
 }  // namespace ofi_dpdk::net

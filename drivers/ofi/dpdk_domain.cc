@@ -269,6 +269,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   config.mbufs = pool_size(p, config);
   config.ether_type = p.ether_type;
   config.mtu = p.mtu;
+  config.checksum_offloads = p.offloads.value_or(true);
   config.connect_timeout_ms = p.connect_timeout_ms;
   config.steering = p.steering;
   config.faults = p.faults;

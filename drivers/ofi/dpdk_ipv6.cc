@@ -85,7 +85,8 @@ void PortContext::send_solicitation(const ip::Ipv6& target) {
 
 PortContext::Route PortContext::route_udp6(uint8_t* frame, const uint8_t peer[6],
                                            uint16_t source_port, uint16_t dst_queue,
-                                           size_t udp_payload, uint64_t now, ip::Ipv6* next_hop) {
+                                           size_t udp_payload, uint64_t now, ip::Ipv6* next_hop,
+                                           uint64_t* tx_offloads) {
   const auto destination = ipv6_of_peer_id(peer);
   // A peer id the table let go (a stranger's, evicted), or a queue no
   // endpoint has: as if off every route.
@@ -113,7 +114,11 @@ PortContext::Route PortContext::route_udp6(uint8_t* frame, const uint8_t peer[6]
       ++neighbour_refreshes;
     }
   }
-  ip::encode_udp6(frame, mac, port->mac(), addresses, udp_payload);
+  // The checksum IPv6 requires is a pass over the datagram, which a device
+  // that offers it makes instead (a frame that loops back never meets it).
+  const bool by_device = route != Route::kLoopBack && port->checksum_offloads().tx_udp;
+  ip::encode_udp6(frame, mac, port->mac(), addresses, udp_payload, by_device);
+  if (by_device) *tx_offloads = RTE_MBUF_F_TX_IPV6 | RTE_MBUF_F_TX_UDP_CKSUM;
   return route;
 }
 
@@ -229,7 +234,10 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
   }
   ip::UdpDatagram datagram;
   proto::DecodedFrame decoded;
-  if (!udp6 || !ip::parse_udp6(packet, &datagram)) {
+  // A datagram the device found bad is summed again, and found bad.
+  const bool checksum_checked =
+      (frame->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+  if (!udp6 || !ip::parse_udp6(packet, &datagram, checksum_checked)) {
     ++rx_not_ours;
     return;
   }
@@ -241,6 +249,7 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
     return;
   }
   ++rx_udp6;
+  if (checksum_checked) ++rx_udp6_checked_by_device;
   deliver(decoded, frame, now, polled_queue);
 }
 

@@ -268,8 +268,17 @@ void Endpoint::flush_now() {
           frame.source_port != 0
               ? frame.source_port
               : ip::flow_source_port(frame.header.src_queue, frame.header.dst_queue, frame.path);
-      switch (port().route_udp(bytes, frame.dst_mac, source_port, frame.header.dst_queue, ours, now,
-                               &next_hop)) {
+      uint64_t tx_offloads = 0;
+      const PortContext::Route route =
+          port().route_udp(bytes, frame.dst_mac, source_port, frame.header.dst_queue, ours, now,
+                           &next_hop, &tx_offloads);
+      if (tx_offloads != 0) {
+        mbuf->ol_flags |= tx_offloads;
+        mbuf->l2_len = sizeof(wire::EtherHeader);
+        mbuf->l3_len =
+            (tx_offloads & RTE_MBUF_F_TX_IPV6) ? ip::kIpv6HeaderSize : ip::kIpv4HeaderSize;
+      }
+      switch (route) {
         case PortContext::Route::kSend:
           break;
         case PortContext::Route::kWait:

@@ -133,6 +133,7 @@ Params load() {
   }
   get_bool("checksum", &p.checksum, &p.errors);
   get_bool("ecn", &p.ecn, &p.errors);
+  get_bool("offloads", &p.offloads, &p.errors);
   const std::string mr_mode = get_string("mr_mode");
   if (mr_mode == "minimal") {
     p.mr_mode_minimal = true;
@@ -273,6 +274,11 @@ void define_params(const fi_provider* provider) {
                   "narrows its window by the share of its frames marked; 0: frames "
                   "go not ECN-capable, and routers drop them instead of marking "
                   "(default: 1)");
+  fi_param_define(provider, "offloads", FI_PARAM_BOOL,
+                  "1: where the device offers to, it computes the IPv4 header and UDP "
+                  "checksums of frames in UDP and checks those it receives, and the "
+                  "provider does not (the port's log line lists what it took); 0: the "
+                  "provider sums them itself (default: 1)");
   fi_param_define(provider, "mr_mode", FI_PARAM_STRING,
                   "offered: an application that offers FI_MR_PROV_KEY or FI_MR_VIRT_ADDR "
                   "keeps them (each memory region gets a random 64-bit key, which a peer "

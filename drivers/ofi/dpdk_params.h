@@ -31,6 +31,9 @@ struct Params {
   // FI_DPDK_ECN; unset: on.  UDP frames say they are ECN-capable (ECT(0)),
   // and the transport reacts to the marks routers put on them.
   std::optional<bool> ecn;
+  // FI_DPDK_OFFLOADS; unset: on.  The device computes and checks the IPv4
+  // header and UDP checksums of frames in UDP where it offers to.
+  std::optional<bool> offloads;
   bool mr_mode_minimal = false;          // FI_DPDK_MR_MODE=minimal (default: offered)
   size_t max_peers = 4096;               // FI_DPDK_MAX_PEERS
   size_t ipv6_peers = 32768;             // FI_DPDK_IPV6_PEERS: IPv6 peers the process names at once

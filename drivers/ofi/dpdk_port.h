@@ -374,7 +374,8 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t neighbour_messages_ignored = 0;  // not for our address, or not to us
   uint64_t echo6_requests_answered = 0;
   uint64_t rx_udp6 = 0;
-  uint64_t rx_strangers_not_named = 0;  // UDP/IPv6 from a sender the peer table had no room for
+  uint64_t rx_udp6_checked_by_device = 0;  // of rx_udp6: its UDP checksum not summed again
+  uint64_t rx_strangers_not_named = 0;     // UDP/IPv6 from a sender the peer table had no room for
   // An IPv6 frame received (receive() hands it over): a solicitation for
   // our address is answered, an advertisement we asked for learned, UDP
   // to an endpoint's port decoded and delivered, an echo request answered
@@ -434,9 +435,12 @@ struct PortContext final : proto::FrameKeeper {
   // `source_port` (source_port_of) whose UDP payload (our header and payload, already
   // in place: IPv6's checksum covers it) is `udp_payload` bytes, and says
   // where it goes; *next_hop is the neighbour it waits for (an IPv4 one
-  // IPv4-mapped).  Lock held.
+  // IPv4-mapped).  *tx_offloads: the mbuf flags of the checksums left to
+  // the device (net::ChecksumOffloads; 0 when the frame is summed whole,
+  // as one that loops back is), which the caller sets with the header
+  // lengths.  Lock held.
   Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t source_port, uint16_t dst_queue,
-                  size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
+                  size_t udp_payload, uint64_t now, ip::Ipv6* next_hop, uint64_t* tx_offloads);
   // Whether frames to the peer of link address `link` travel in UDP on
   // this port, and the bytes before our header then.
   bool in_udp(const uint8_t link[6]) const {
@@ -476,7 +480,7 @@ struct PortContext final : proto::FrameKeeper {
   void solicit_neighbour(const ip::Ipv6& target, uint64_t now);
   // route_udp for a peer named by IPv6 address (dpdk_ipv6.cc).
   Route route_udp6(uint8_t* frame, const uint8_t peer[6], uint16_t source_port, uint16_t dst_queue,
-                   size_t udp_payload, uint64_t now, ip::Ipv6* next_hop);
+                   size_t udp_payload, uint64_t now, ip::Ipv6* next_hop, uint64_t* tx_offloads);
   struct WaitingFrame {
     ip::Ipv6 next_hop;
     uint16_t hw_queue;
@@ -503,6 +507,7 @@ struct PortContext final : proto::FrameKeeper {
   // False (counted) when it is not to be delivered.  Lock held.
   bool take_datagram(const ip::UdpDatagram& datagram, proto::DecodedFrame* decoded);
   uint64_t rx_udp = 0;
+  uint64_t rx_udp_checked_by_device = 0;  // of rx_udp: its IPv4 header not summed again
   uint64_t echo_requests_answered = 0;
   // Echo replies: at most kEchoesPerSecond (a ping flood costs the
   // endpoints' queue pair 0 little).

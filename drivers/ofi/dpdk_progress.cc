@@ -91,25 +91,27 @@ PortContext::~PortContext() {
   progress_net_remove(this);
   if (interface)
     DPDK_INFO(FI_LOG_DOMAIN,
-              "%s %s: ARP requests answered %lu, ignored %lu; %s; UDP frames in %lu; frames "
+              "%s %s: ARP requests answered %lu, ignored %lu; %s; UDP frames in %lu (header "
+              "checked by the device %lu); frames "
               "held for ARP %lu, lost unresolved %lu; next hops refreshed %lu, given up "
               "%lu; pings answered %lu\n",
               port->name().c_str(), ip::format_interface(*interface).c_str(), arp_requests_answered,
-              arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp, frames_waited,
-              frames_not_resolved + waiting_frames.size(), neighbour_refreshes, next_hops_given_up,
-              echo_requests_answered);
+              arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp, rx_udp_checked_by_device,
+              frames_waited, frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
+              next_hops_given_up, echo_requests_answered);
   if (interface6) {
     const Ipv6PeerCounts peers = ipv6_peer_counts();
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
-              "%lu; %s; UDP frames in %lu, from strangers the peer table had no room for %lu; "
+              "%lu; %s; UDP frames in %lu (checksum checked by the device %lu), from "
+              "strangers the peer table had no room for %lu; "
               "pings answered %lu; the process's IPv6 peers: named %zu, held by "
               "connections %zu, strangers %zu, strangers evicted %lu\n",
               port->name().c_str(), ip::format_interface6(*interface6).c_str(),
               neighbour_solicitations_answered, neighbour_messages_ignored,
-              neighbour_summary(neighbours6).c_str(), rx_udp6, rx_strangers_not_named,
-              echo6_requests_answered, peers.named, peers.connected, peers.strangers,
-              peers.evictions);
+              neighbour_summary(neighbours6).c_str(), rx_udp6, rx_udp6_checked_by_device,
+              rx_strangers_not_named, echo6_requests_answered, peers.named, peers.connected,
+              peers.strangers, peers.evictions);
   }
   if (too_big_taken + too_big_ignored != 0)
     DPDK_INFO(FI_LOG_DOMAIN,

@@ -23,9 +23,11 @@ namespace ofi_dpdk::ofi {
 
 PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
                                           uint16_t source_port, uint16_t dst_queue,
-                                          size_t udp_payload, uint64_t now, ip::Ipv6* next_hop) {
+                                          size_t udp_payload, uint64_t now, ip::Ipv6* next_hop,
+                                          uint64_t* tx_offloads) {
+  *tx_offloads = 0;
   if (ip::is_ipv6_peer_id(peer))
-    return route_udp6(frame, peer, source_port, dst_queue, udp_payload, now, next_hop);
+    return route_udp6(frame, peer, source_port, dst_queue, udp_payload, now, next_hop, tx_offloads);
   ip::Udp4Addresses addresses;
   addresses.source = interface->address;
   addresses.destination = ip::address_of_peer_id(peer);
@@ -59,7 +61,10 @@ PortContext::Route PortContext::route_udp(uint8_t* frame, const uint8_t peer[6],
       ++neighbour_refreshes;
     }
   }
-  ip::encode_udp4(frame, mac, port->mac(), addresses, udp_payload);
+  // A frame that loops back never meets the device.
+  const bool by_device = route != Route::kLoopBack && port->checksum_offloads().tx_ipv4_header;
+  ip::encode_udp4(frame, mac, port->mac(), addresses, udp_payload, by_device);
+  if (by_device) *tx_offloads = RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
   return route;
 }
 
@@ -212,7 +217,10 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
   const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
   const size_t length = rte_pktmbuf_data_len(frame);
   ip::Ipv4Packet packet;
-  if (ip::parse_ipv4_packet(bytes, length, &packet) != ip::Ipv4Result::kOk ||
+  // A header the device found bad is summed again, and found bad.
+  const bool header_checked =
+      (frame->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  if (ip::parse_ipv4_packet(bytes, length, &packet, header_checked) != ip::Ipv4Result::kOk ||
       std::memcmp(bytes, port->mac(), 6) != 0 || packet.destination != interface->address) {
     ++rx_not_ours;
     return;
@@ -249,6 +257,7 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
   if (!take_datagram(datagram, &decoded)) return;
   decoded.congestion_experienced = packet.ecn == ip::kEcnCongestionExperienced;
   ++rx_udp;
+  if (header_checked) ++rx_udp_checked_by_device;
   ip::peer_id_of(packet.source, decoded.src_mac);
   deliver(decoded, frame, now, polled_queue);
 }

@@ -45,7 +45,7 @@ uint16_t internet_checksum(const uint8_t* bytes, size_t length) {
 }
 
 void encode_udp4(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6],
-                 const Udp4Addresses& a, size_t payload_length) {
+                 const Udp4Addresses& a, size_t payload_length, bool header_checksum_by_device) {
   std::memcpy(out, dst_mac, 6);
   std::memcpy(out + 6, src_mac, 6);
   put16(out + 12, kEtherTypeIpv4);
@@ -60,7 +60,7 @@ void encode_udp4(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6
   put16(ip + 10, 0);
   put32(ip + 12, a.source);
   put32(ip + 16, a.destination);
-  put16(ip + 10, internet_checksum(ip, kIpv4HeaderSize));
+  if (!header_checksum_by_device) put16(ip + 10, internet_checksum(ip, kIpv4HeaderSize));
   uint8_t* udp = ip + kIpv4HeaderSize;
   put16(udp, a.source_port);
   put16(udp + 2, a.destination_port);
@@ -68,7 +68,8 @@ void encode_udp4(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6
   put16(udp + 6, 0);
 }
 
-Ipv4Result parse_ipv4_packet(const uint8_t* frame, size_t length, Ipv4Packet* out) {
+Ipv4Result parse_ipv4_packet(const uint8_t* frame, size_t length, Ipv4Packet* out,
+                             bool header_checked) {
   if (length < kEthernetHeaderSize || get16(frame + 12) != kEtherTypeIpv4)
     return Ipv4Result::kNotIpv4;
   const uint8_t* ip = frame + kEthernetHeaderSize;
@@ -78,7 +79,7 @@ Ipv4Result parse_ipv4_packet(const uint8_t* frame, size_t length, Ipv4Packet* ou
   const size_t total_length = get16(ip + 2);
   if (header_length < kIpv4HeaderSize || total_length < header_length || total_length > available)
     return Ipv4Result::kMalformed;
-  if (internet_checksum(ip, header_length) != 0) return Ipv4Result::kBadChecksum;
+  if (!header_checked && internet_checksum(ip, header_length) != 0) return Ipv4Result::kBadChecksum;
   // More-fragments set, or an offset: part of a larger packet.
   if (get16(ip + 6) & 0x3FFF) return Ipv4Result::kFragment;
   out->ecn = ip[1] & 3;

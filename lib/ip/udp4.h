@@ -62,8 +62,11 @@ struct Udp4Addresses {
 // whose UDP payload is `payload_length` bytes (at most 65507).  The IPv4
 // header is checksummed and says "don't fragment"; the UDP checksum is 0
 // (none: RFC 768 lets IPv4 omit it, and our own CRC covers the payload).
+// With `header_checksum_by_device` the IPv4 checksum is left 0 for the
+// device to write (RTE_MBUF_F_TX_IP_CKSUM).
 void encode_udp4(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6],
-                 const Udp4Addresses& addresses, size_t payload_length);
+                 const Udp4Addresses& addresses, size_t payload_length,
+                 bool header_checksum_by_device = false);
 
 // The ones'-complement checksum of an IPv4 header (or an ICMP message):
 // over `length` bytes, the checksum field included; a correct one sums to 0.
@@ -91,7 +94,10 @@ struct Ipv4Packet {
   const uint8_t* payload = nullptr;
   size_t payload_length = 0;
 };
-Ipv4Result parse_ipv4_packet(const uint8_t* frame, size_t length, Ipv4Packet* out);
+// `header_checked`: the device verified the header's checksum
+// (RTE_MBUF_F_RX_IP_CKSUM_GOOD), so it is not summed again.
+Ipv4Result parse_ipv4_packet(const uint8_t* frame, size_t length, Ipv4Packet* out,
+                             bool header_checked = false);
 
 // A UDP datagram in `packet` (protocol 17): its ports and payload, whose
 // length the UDP header gives and must fit.  False when it does not.  The

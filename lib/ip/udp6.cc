@@ -93,10 +93,14 @@ void ChecksumSum::add16(uint16_t value) {
   sum_ += value;
 }
 
-uint16_t ChecksumSum::checksum() const {
+uint16_t ChecksumSum::folded() const {
   uint64_t folded = sum_;
   while (folded >> 16) folded = (folded & 0xFFFF) + (folded >> 16);
-  return static_cast<uint16_t>(~folded);
+  return static_cast<uint16_t>(folded);
+}
+
+uint16_t ChecksumSum::checksum() const {
+  return static_cast<uint16_t>(~folded());
 }
 
 ChecksumSum pseudo_header_sum(const Ipv6& source, const Ipv6& destination, uint32_t length,
@@ -111,7 +115,7 @@ ChecksumSum pseudo_header_sum(const Ipv6& source, const Ipv6& destination, uint3
 }
 
 void encode_udp6(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6],
-                 const Udp6Addresses& a, size_t payload_length) {
+                 const Udp6Addresses& a, size_t payload_length, bool checksum_by_device) {
   std::memcpy(out, dst_mac, 6);
   std::memcpy(out + 6, src_mac, 6);
   put16(out + 12, kEtherTypeIpv6);
@@ -132,6 +136,10 @@ void encode_udp6(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6
   put16(udp + 4, udp_length);
   put16(udp + 6, 0);
   ChecksumSum sum = pseudo_header_sum(a.source, a.destination, udp_length, kProtocolUdp);
+  if (checksum_by_device) {
+    put16(udp + 6, sum.folded());
+    return;
+  }
   sum.add(udp, udp_length);
   const uint16_t checksum = sum.checksum();
   put16(udp + 6, checksum == 0 ? 0xFFFF : checksum);  // 0 means "none", which IPv6 forbids
@@ -157,16 +165,18 @@ Ipv6Result parse_ipv6_packet(const uint8_t* frame, size_t length, Ipv6Packet* ou
   return Ipv6Result::kOk;
 }
 
-bool parse_udp6(const Ipv6Packet& packet, UdpDatagram* out) {
+bool parse_udp6(const Ipv6Packet& packet, UdpDatagram* out, bool checksum_checked) {
   if (packet.next_header != kProtocolUdp || packet.payload_length < kUdpHeaderSize) return false;
   const uint8_t* udp = packet.payload;
   const size_t udp_length = get16(udp + 4);
   if (udp_length < kUdpHeaderSize || udp_length > packet.payload_length || get16(udp + 6) == 0)
     return false;
-  ChecksumSum sum = pseudo_header_sum(packet.source, packet.destination,
-                                      static_cast<uint32_t>(udp_length), kProtocolUdp);
-  sum.add(udp, udp_length);
-  if (!sum.verifies()) return false;
+  if (!checksum_checked) {
+    ChecksumSum sum = pseudo_header_sum(packet.source, packet.destination,
+                                        static_cast<uint32_t>(udp_length), kProtocolUdp);
+    sum.add(udp, udp_length);
+    if (!sum.verifies()) return false;
+  }
   out->source_port = get16(udp);
   out->destination_port = get16(udp + 2);
   out->payload = udp + kUdpHeaderSize;

@@ -37,6 +37,10 @@ class ChecksumSum {
   // The checksum to write (network order in two bytes): the complement of
   // the folded sum.
   uint16_t checksum() const;
+  // The folded sum itself, not complemented: what a device that finishes
+  // the checksum wants in the field (the pseudo-header's, DPDK's
+  // RTE_MBUF_F_TX_UDP_CKSUM).
+  uint16_t folded() const;
   // Whether a message that carries its checksum sums correctly.
   bool verifies() const { return checksum() == 0; }
 
@@ -62,9 +66,13 @@ struct Udp6Addresses {
 
 // Writes the Ethernet, IPv6 and UDP headers (kUdp6Lead bytes) of a frame
 // whose UDP payload is `payload_length` bytes (at most 65527), which must
-// already be in place after them: the UDP checksum covers it.
+// already be in place after them: the UDP checksum covers it.  With
+// `checksum_by_device` the checksum field gets the pseudo-header's folded
+// sum alone, for the device to finish over the datagram (the payload is
+// not read).
 void encode_udp6(uint8_t* out, const uint8_t dst_mac[6], const uint8_t src_mac[6],
-                 const Udp6Addresses& addresses, size_t payload_length);
+                 const Udp6Addresses& addresses, size_t payload_length,
+                 bool checksum_by_device = false);
 
 enum class Ipv6Result : uint8_t {
   kOk,
@@ -90,7 +98,8 @@ Ipv6Result parse_ipv6_packet(const uint8_t* frame, size_t length, Ipv6Packet* ou
 
 // A UDP datagram in `packet` (next header 17): its ports and payload.
 // False when the lengths do not fit or the checksum is absent (0, which
-// IPv6 forbids) or wrong.
-bool parse_udp6(const Ipv6Packet& packet, UdpDatagram* out);
+// IPv6 forbids) or wrong; `checksum_checked`: the device verified it
+// (RTE_MBUF_F_RX_L4_CKSUM_GOOD), so it is not summed again.
+bool parse_udp6(const Ipv6Packet& packet, UdpDatagram* out, bool checksum_checked = false);
 
 }  // namespace ofi_dpdk::ip

@@ -85,6 +85,31 @@ TEST(Udp4, EncodedFrameParsesBack) {
   EXPECT_EQ(datagram.payload_length, 100u);
 }
 
+TEST(Udp4, LeavesTheHeaderChecksumToADeviceThatOffersIt) {
+  // Expect: with header_checksum_by_device the IPv4 checksum is 0 for the
+  // device to write, the rest of the frame as the provider writes it; a
+  // header the device checked is taken, unchecked it is refused.
+  Udp4Addresses a;
+  a.source = 0x0A000001;
+  a.destination = 0x0A000002;
+  a.source_port = 50000;
+  a.destination_port = 9230;
+  std::vector<uint8_t> own(kUdp4Lead + 16, 0), by_device(kUdp4Lead + 16, 0);
+  encode_udp4(own.data(), kRouterMac, kOurMac, a, 16);
+  encode_udp4(by_device.data(), kRouterMac, kOurMac, a, 16, true);
+  uint8_t* ip = by_device.data() + kEthernetHeaderSize;
+  EXPECT_EQ(ip[10], 0);
+  EXPECT_EQ(ip[11], 0);
+  Ipv4Packet packet;
+  EXPECT_EQ(parse_ipv4_packet(by_device.data(), by_device.size(), &packet),
+            Ipv4Result::kBadChecksum);
+  EXPECT_EQ(parse_ipv4_packet(by_device.data(), by_device.size(), &packet, true), Ipv4Result::kOk);
+  const uint16_t finished = internet_checksum(ip, kIpv4HeaderSize);
+  ip[10] = static_cast<uint8_t>(finished >> 8);
+  ip[11] = static_cast<uint8_t>(finished);
+  EXPECT_EQ(own, by_device);
+}
+
 TEST(Udp4, ForwardedFrameStillParses) {
   // A router lowers the TTL and updates the checksum (RFC 1624).
   Udp4Addresses a;

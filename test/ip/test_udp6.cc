@@ -119,6 +119,39 @@ TEST(Udp6, RefusesAWrongOrMissingChecksum) {
   EXPECT_FALSE(parse_udp6(packet, &datagram));
 }
 
+TEST(Udp6, LeavesTheChecksumToADeviceThatOffersIt) {
+  // Expect: with checksum_by_device the field holds the pseudo-header's
+  // folded sum and the payload is not read; a device that then sums the
+  // datagram over it (as RTE_MBUF_F_TX_UDP_CKSUM asks) writes the very
+  // checksum the provider would have.  A datagram the device checked is
+  // taken as it is; unchecked, a wrong one is refused.
+  const size_t payload = 333;
+  std::vector<uint8_t> own(kUdp6Lead + payload), by_device(kUdp6Lead + payload);
+  for (size_t i = 0; i < payload; ++i) own[kUdp6Lead + i] = by_device[kUdp6Lead + i] = i * 13 + 7;
+  const Udp6Addresses a = addresses();
+  encode_udp6(own.data(), kRouterMac, kOurMac, a, payload);
+  encode_udp6(by_device.data(), kRouterMac, kOurMac, a, payload, true);
+  uint8_t* udp = by_device.data() + kEthernetHeaderSize + kIpv6HeaderSize;
+  const size_t udp_length = kUdpHeaderSize + payload;
+  const uint16_t pseudo =
+      pseudo_header_sum(a.source, a.destination, static_cast<uint32_t>(udp_length), kProtocolUdp)
+          .folded();
+  EXPECT_EQ((udp[6] << 8) | udp[7], pseudo);
+  // The device: the complement of the ones' complement sum of the datagram.
+  const uint16_t finished = internet_checksum(udp, udp_length);
+  udp[6] = static_cast<uint8_t>(finished >> 8);
+  udp[7] = static_cast<uint8_t>(finished);
+  EXPECT_EQ(own, by_device);
+
+  Ipv6Packet packet;
+  UdpDatagram datagram;
+  by_device[kUdp6Lead + 5] ^= 0x40;
+  ASSERT_EQ(parse_ipv6_packet(by_device.data(), by_device.size(), &packet), Ipv6Result::kOk);
+  EXPECT_FALSE(parse_udp6(packet, &datagram));
+  EXPECT_TRUE(parse_udp6(packet, &datagram, true));
+  EXPECT_EQ(datagram.payload_length, payload);
+}
+
 TEST(Udp6, RefusesPacketsThatDoNotFitTheirFrame) {
   std::vector<uint8_t> frame(kUdp6Lead + 32, 0);
   encode_udp6(frame.data(), kRouterMac, kOurMac, addresses(), 32);
