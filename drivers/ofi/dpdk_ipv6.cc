@@ -234,9 +234,14 @@ void PortContext::receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
   }
   ip::UdpDatagram datagram;
   proto::DecodedFrame decoded;
-  // A datagram the device found bad is summed again, and found bad.
+  // GOOD: the device checked the checksum; NONE: it verified the data,
+  // whose checksum field still holds the pseudo-header's sum alone (a
+  // virtio peer whose device was to finish it: QEMU hands the datagram on
+  // unfinished).  A datagram the device found bad is summed again, and
+  // found bad.
+  const uint64_t l4_flags = frame->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
   const bool checksum_checked =
-      (frame->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+      l4_flags == RTE_MBUF_F_RX_L4_CKSUM_GOOD || l4_flags == RTE_MBUF_F_RX_L4_CKSUM_NONE;
   if (!udp6 || !ip::parse_udp6(packet, &datagram, checksum_checked)) {
     ++rx_not_ours;
     return;

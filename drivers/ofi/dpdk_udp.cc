@@ -217,9 +217,13 @@ void PortContext::receive_ipv4(rte_mbuf* frame, uint64_t now, uint16_t polled_qu
   const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
   const size_t length = rte_pktmbuf_data_len(frame);
   ip::Ipv4Packet packet;
-  // A header the device found bad is summed again, and found bad.
+  // GOOD: the device checked the header's checksum; NONE: it verified the
+  // header, whose checksum field it left unfinished (a virtio peer that
+  // offloaded it).  A header the device found bad is summed again, and
+  // found bad.
+  const uint64_t ip_flags = frame->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK;
   const bool header_checked =
-      (frame->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+      ip_flags == RTE_MBUF_F_RX_IP_CKSUM_GOOD || ip_flags == RTE_MBUF_F_RX_IP_CKSUM_NONE;
   if (ip::parse_ipv4_packet(bytes, length, &packet, header_checked) != ip::Ipv4Result::kOk ||
       std::memcmp(bytes, port->mac(), 6) != 0 || packet.destination != interface->address) {
     ++rx_not_ours;
