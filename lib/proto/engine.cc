@@ -217,6 +217,7 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
 }
 
 int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t now_ns) {
+  const bool visit_owed = touched_;
   touched_ = true;
   if (request.iov_count > kMaxIov || (request.iov == nullptr && request.iov_count != 0))
     return -EINVAL;
@@ -295,6 +296,12 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
     ++c.requests_unanswered;
   }
   pump(c, now_ns);
+  // Sent whole, its timer armed: the next poll would only look at timers,
+  // which its quiet visits serve.
+  // (Only what the send changed matters: untouched, the last visit left
+  // nothing owed at the poll.)
+  if (!visit_owed && c.tx_state == TxState::kOpen && c.pending.back()->fully_segmented)
+    touched_ = false;
   return 0;
 }
 
@@ -330,6 +337,7 @@ bool Engine::accepts_key(uint32_t key) const {
 }
 
 void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
+  const bool visit_owed = touched_;
   touched_ = true;
   const wire::FrameHeader& h = *segment.header;
   ++stats_.frames_received;
@@ -415,11 +423,14 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
     return;
   }
   if (!wire::opcode_is_data(opcode)) return;
+  Connection* const acked = c;
   c = receive_half_for(c, segment, now_ns);
   if (c == nullptr) return;
   c->last_heard_ns = now_ns;
   last_data_ns_ = now_ns;
   on_data(*c, segment, now_ns);
+  // A segment taken in order, its ack delayed: as after a send.
+  if (!visit_owed && c == acked && settled(*c)) touched_ = false;
 }
 
 void Engine::drop_peer(uint64_t key) {

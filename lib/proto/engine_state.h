@@ -551,4 +551,15 @@ struct RemoteInbound {
   int status = 0;                    // response: its status
 };
 
+// (Inline: a check at the end of each send and data frame.)
+inline bool Engine::settled(const Connection& c) const {
+  // (All of pending cut: as pump asks it, a deque's size() costs more.)
+  return !c.ack_now && c.ack_at_poll == 0 &&
+         (c.pending.empty() ||
+          (c.tx_state == TxState::kOpen && c.pending.back()->fully_segmented)) &&
+         c.rx_buffered == 0 && c.inbound == nullptr && c.remote == nullptr &&
+         c.deferred_requests.empty() && c.owed_notices.empty() && !c.rx_stalled &&
+         c.recv_order.empty() && c.pulls_out == 0;
+}
+
 }  // namespace ofi_dpdk::proto

@@ -324,19 +324,23 @@ void Engine::take_unexpected(const RecvRequest& request,
 }
 
 int Engine::post_recv(const RecvRequest& request, uint64_t now_ns) {
-  touched_ = true;
   clock_ns_ = std::max(clock_ns_, now_ns);
   if (posted_->count >= config_.max_posted_recvs) return -EAGAIN;
-  if (request.multi) return post_multi_recv(request);
+  if (request.multi) {
+    touched_ = true;
+    return post_multi_recv(request);
+  }
+  // A receive that is only kept gives the next poll nothing to do, unless
+  // it reopens a stalled window (keep_receive, take_early say).
   if (take_early(request, now_ns)) return 0;
   return keep_receive(request);
 }
 
 bool Engine::take_early(const RecvRequest& request, uint64_t now_ns) {
-  touched_ = true;
   clock_ns_ = std::max(clock_ns_, now_ns);
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     if (!visible(*it) || !matches(request, it->sender, it->tagged, it->tag)) continue;
+    touched_ = true;
     take_unexpected(request, it);
     return true;
   }
@@ -344,10 +348,11 @@ bool Engine::take_early(const RecvRequest& request, uint64_t now_ns) {
 }
 
 int Engine::keep_receive(const RecvRequest& request) {
-  touched_ = true;
   if (posted_->count >= config_.max_posted_recvs) return -EAGAIN;
   keep_posted(request);
   ++posted_->count;
+  // A window closed for want of receives opens: its update goes at the poll.
+  if (stalled_count_ != 0) touched_ = true;
   wake_stalled();
   return 0;
 }

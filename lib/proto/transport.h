@@ -665,6 +665,11 @@ class Engine {
   void activate(Connection& c);
   void visit_connections(uint64_t now_ns);
   bool quiescent(const Connection& c) const;
+  // Whether a visit now would find nothing for `c` but its timers (which
+  // visits every quiet_poll_ns_ serve): no ack owed at the poll, nothing
+  // to cut, held, assembled, deferred or pulled.  An entry that leaves a
+  // connection settled and found touched_ clear may clear it again.
+  bool settled(const Connection& c) const;
   // One connection's timers and sending, for poll.
   void poll_connection(Connection& c, uint64_t now_ns);
   // Every kSweepIntervalNs, the next kSweepBatch connections of the table
