@@ -208,8 +208,7 @@ bool guard_unmaps_of(const char* library) {
 // without it, the fence here and the one in guarded_munmap) orders the
 // mark's store before the slot's load there, and the slot's store before
 // the mark's load here.
-GuardedBurst::GuardedBurst(bool guarded) : guarded_(guarded) {
-  if (!guarded_) return;
+void GuardedBurst::enter() {
   slot_ = t_slot != nullptr || t_overflowed ? t_slot : claim_slot();
   if (slot_ == nullptr) {
     ++t_overflow_depth;
@@ -226,8 +225,7 @@ GuardedBurst::GuardedBurst(bool guarded) : guarded_(guarded) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-GuardedBurst::~GuardedBurst() {
-  if (!guarded_) return;
+void GuardedBurst::leave() {
   if (slot_ == nullptr) {
     g_overflow_bursts.fetch_sub(1, std::memory_order_release);
     --t_overflow_depth;
