@@ -292,6 +292,7 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
         if "/" in iface or "," in iface or not (SYS_NET / iface).exists():
             raise LaunchError(f"no network interface '{iface}' (see: ip link)")
         if args.topology == "af_xdp":
+            warn_other_receive_queues(iface)
             program = steer_program(args)
             steer = f",xdp_prog={program}" if program else ""
             return [f"--vdev=net_af_xdp0,iface={iface},start_queue=0,queue_count=1{steer}"]
@@ -338,6 +339,26 @@ def switch_program(args: argparse.Namespace) -> str:
     if found is None:
         raise LaunchError("no dpdk-fi-switch (build it, or give --switch PROGRAM)")
     return found
+
+
+def warn_other_receive_queues(iface: str) -> None:
+    """An af_xdp port reads the interface's queue 0 alone: what the device
+    spreads to its other queues (RSS) reaches the kernel, which has nothing
+    on our ports, so peers see their frames go unanswered. Says so, with
+    the fixes, where the interface has more than one receive queue (cloud
+    VMs' virtio-net and ENA have one per vCPU)."""
+    queues = len(list((SYS_NET / iface / "queues").glob("rx-*")))
+    if queues <= 1:
+        return
+    try:
+        base = int(os.environ.get("FI_DPDK_PORT_BASE", "9228"), 0)
+    except ValueError:
+        base = 9228
+    note(f"af_xdp: {iface} has {queues} receive queues and the port reads queue 0 alone:"
+         " frames the device puts on the others go to the kernel, not to the port, and"
+         f" their senders time out. Give it one queue (ethtool -L {iface} combined 1), or"
+         f" steer UDP ports {base}-{base + 63} to queue 0 where the device takes such"
+         f" rules (ethtool -N {iface} flow-type udp4 dst-port PORT action 0)")
 
 
 def steer_program(args: argparse.Namespace) -> str:

@@ -162,6 +162,28 @@ class PrintOnlyTest(LauncherCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("--topology af_xdp needs --iface IF", result.stderr)
 
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("ip"), "needs root and ip")
+    def test_af_xdp_on_an_interface_of_several_receive_queues(self) -> None:
+        # The port reads queue 0: with more, the launcher says what is lost
+        # and how to fix it; with one (lo), nothing.
+        name = f"dfq{os.getpid() % 100000}"
+        made = subprocess.run(["ip", "link", "add", name, "numtxqueues", "2", "numrxqueues", "2",
+                               "type", "veth", "peer", "name", name + "p"],
+                              capture_output=True, text=True)
+        if made.returncode != 0:
+            self.skipTest(f"cannot make a veth pair: {made.stderr.strip()}")
+        self.addCleanup(subprocess.run, ["ip", "link", "del", name], capture_output=True)
+        result = launch("--topology", "af_xdp", "--iface", name, "--print-only",
+                        env={**os.environ, "FI_DPDK_PORT_BASE": "10000"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(f"af_xdp: {name} has 2 receive queues and the port reads queue 0 alone",
+                      result.stderr)
+        self.assertIn(f"ethtool -L {name} combined 1", result.stderr)
+        self.assertIn("steer UDP ports 10000-10063 to queue 0", result.stderr)
+        result = launch("--topology", "af_xdp", "--iface", "lo", "--print-only")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertNotIn("receive queues", result.stderr)
+
     def test_af_xdp_program(self) -> None:
         # A program named, net_af_xdp's own, and one that is not there.
         with tempfile.NamedTemporaryFile(suffix=".o") as program:
