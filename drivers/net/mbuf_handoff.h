@@ -28,7 +28,10 @@ namespace ofi_dpdk::net {
 inline void handoff_release([[maybe_unused]] rte_mbuf* const* frames,
                             [[maybe_unused]] uint32_t count) {
 #if defined(__SANITIZE_THREAD__)
-  for (uint32_t i = 0; i < count; ++i) __tsan_release(frames[i]);
+  // Each segment: a lent payload's (lent_payload.h) goes back to the pool
+  // from the driver too.
+  for (uint32_t i = 0; i < count; ++i)
+    for (rte_mbuf* m = frames[i]; m != nullptr; m = m->next) __tsan_release(m);
 #endif
 }
 

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <thread>
 
+#include "drivers/net/device_kind.h"
 #include "drivers/net/fault_injector.h"
 #include "drivers/net/interrupt_thread.h"
 #include "drivers/net/kernel_carrier.h"
@@ -75,55 +76,7 @@ std::optional<KeptXdpDevice> take_kept_xdp(uint16_t port_id) {
   return kept;
 }
 
-// The value of devarg `key` of the device (net_memif's bsize, role), or
-// empty when not given.
-std::string devarg(const rte_eth_dev_info& info, std::string_view key) {
-  const rte_devargs* args = info.device != nullptr ? rte_dev_devargs(info.device) : nullptr;
-  if (args == nullptr || args->args == nullptr) return {};
-  const std::string_view text = args->args;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find(',', at), text.size());
-    const std::string_view item = text.substr(at, end - at);
-    if (item.size() > key.size() && item.substr(0, key.size()) == key && item[key.size()] == '=')
-      return std::string(item.substr(key.size() + 1));
-    at = end + 1;
-  }
-  return {};
-}
-
-bool is_driver(const rte_eth_dev_info& info, const char* name) {
-  return info.driver_name != nullptr && std::strcmp(info.driver_name, name) == 0;
-}
-
 }  // namespace
-
-// Drivers whose frames are memory handed over, not limited by the MTU they
-// report: net_ring passes the mbufs themselves; net_memif copies each frame
-// into one of its ring buffers (22.11 reports 1500 and refuses to change
-// it).  Their limit in bytes after the Ethernet header, or 0 for others.
-uint32_t memory_link_limit(const rte_eth_dev_info& info) {
-  if (is_driver(info, "net_ring")) return 65000;
-  if (!is_driver(info, "net_memif")) return 0;
-  // A frame longer than one buffer (devarg bsize, 2048 by default) spans
-  // several, which 22.11 does not hand back whole: keep within one.
-  uint32_t buffer = 2048;
-  const std::string bsize = devarg(info, "bsize");
-  uint32_t value = 0;
-  const auto [ptr, err] = std::from_chars(bsize.data(), bsize.data() + bsize.size(), value);
-  if (!bsize.empty() && err == std::errc() && ptr == bsize.data() + bsize.size() && value > 0)
-    buffer = value;
-  return buffer > sizeof(wire::EtherHeader) ? buffer - sizeof(wire::EtherHeader) : 0;
-}
-
-// Drivers in front of a kernel interface: setting their MTU would change the
-// host's interface (and their ring frames may be smaller still), so the
-// operator's MTU stands (`ip link set IF mtu 9000` for jumbo frames).
-bool kernel_backed(const rte_eth_dev_info& info) {
-  if (info.driver_name == nullptr) return false;
-  for (const char* driver : {"net_af_packet", "net_af_xdp", "net_tap", "net_pcap"})
-    if (std::strcmp(info.driver_name, driver) == 0) return true;
-  return false;
-}
 
 // The MTU frames of this port get: `wanted` (0: the device's) within what
 // the device takes, after setting the device to it where it can be set.
@@ -243,6 +196,7 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
       if_indextoname(info.if_index, interface) != nullptr)
     port->carrier_ = std::make_unique<KernelCarrier>(interface);
   port->memory_only_ = memory_link_limit(info) != 0;
+  port->lends_at_transmit_ = copies_at_transmit(info);
   // net_memif unmaps its rings on EAL's interrupt thread when its peer goes,
   // whatever a poller is doing (unmap_guard.h), on the releases
   // unmap_guard_policy.h names.
@@ -532,6 +486,7 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   // Its rings are memory, but the switch forwards frames from its own
   // device, which may be a wire.
   port->memory_only_ = false;
+  port->lends_at_transmit_ = false;
   const uint32_t limit = memory_link_limit(info);
   uint16_t mtu = config.mtu == 0 || limit == 0
                      ? uint16_t{RTE_ETHER_MTU}

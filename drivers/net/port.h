@@ -139,6 +139,10 @@ class Port {
   // the sender's write and our read can flip a bit, so the frame checksum
   // guards nothing there (doc/wire-protocol.md, "Integrity").
   bool memory_only() const { return memory_only_; }
+  // Whether a frame may chain memory lent only for its transmit burst
+  // (device_kind.h, copies_at_transmit; never on a shared port, whose
+  // switch reads the frame later, in another process).
+  bool lends_at_transmit() const { return lends_at_transmit_; }
   // What the set-up decided, for the log.
   const std::string& description() const { return description_; }
   // For a net_memif port, whether its bursts hold back the driver's unmaps
@@ -181,7 +185,7 @@ class Port {
   // every frame (threads the application made have no lcore cache).  Other
   // ports, and kNoQueue, use the pool as alloc_frame and free_frame do.
   static constexpr uint16_t kNoQueue = 0xFFFF;
-  rte_mbuf* alloc_frame(uint16_t queue) {
+  [[gnu::always_inline]] rte_mbuf* alloc_frame(uint16_t queue) {
     return queue < queue_caches_.size() ? net::alloc_frame(pool_, queue_caches_[queue])
                                         : alloc_frame();
   }
@@ -264,6 +268,7 @@ class Port {
   uint16_t ring_mtu_ = 0;
   bool loops_back_ = false;
   bool memory_only_ = false;  // what configure() sets the device to (0: leave it)
+  bool lends_at_transmit_ = false;
   uint16_t burst_frames_ = 8;
   bool started_by_us_ = false;
   // net_af_xdp: left set up when we let it go, for the process's next

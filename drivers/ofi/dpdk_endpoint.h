@@ -91,6 +91,7 @@ struct Endpoint {
   uint32_t transmit_key = 0;
   std::vector<fi_addr_t> auth_key_handles;
   uint64_t frames_not_sent = 0;  // mbuf pool empty or TX ring full
+  uint64_t payloads_lent = 0;    // frames whose payload the device copied from its place
   uint64_t timeouts_logged = 0;  // engine stats().timeouts already logged (log_timeouts)
   // FI_EP_MSG (dpdk_cm.cc): the connection and the peer it is with (its
   // address; a connecting endpoint's `peer` is the passive endpoint's

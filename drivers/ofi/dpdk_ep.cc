@@ -98,13 +98,14 @@ void release(Endpoint* ep) {
 void log_stats(const Endpoint* ep) {
   const proto::TransportStats& s = ep->engine->stats();
   DPDK_INFO(FI_LOG_EP_DATA,
-            "endpoint queue %u: frames sent %lu received %lu not sent %lu, retransmitted %lu "
+            "endpoint queue %u: frames sent %lu (payload lent to the device %lu) received %lu "
+            "not sent %lu, retransmitted %lu "
             "(fast %lu), acks %lu, resets %lu, duplicates %lu, out of window %lu, stale %lu, "
             "bad %lu, stalled %lu, timeouts %lu, messages sent %lu received %lu\n",
-            ep->queue, s.frames_sent, s.frames_received, ep->frames_not_sent, s.retransmitted,
-            s.fast_retransmits, s.acks_sent, s.resets_sent, s.duplicates, s.out_of_window,
-            s.stale_session, s.bad_frames, s.stalled_no_buffer, s.timeouts, s.messages_sent,
-            s.messages_received);
+            ep->queue, s.frames_sent, ep->payloads_lent, s.frames_received, ep->frames_not_sent,
+            s.retransmitted, s.fast_retransmits, s.acks_sent, s.resets_sent, s.duplicates,
+            s.out_of_window, s.stale_session, s.bad_frames, s.stalled_no_buffer, s.timeouts,
+            s.messages_sent, s.messages_received);
   DPDK_INFO(FI_LOG_EP_DATA,
             "endpoint queue %u: waits for a timer: retransmission timeouts %lu (cuts undone "
             "%lu), tail loss "

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "drivers/net/lent_payload.h"
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_av.h"
@@ -34,6 +35,10 @@ namespace {
 constexpr uint16_t kTxBatch = 32;
 // Tries in a row that send nothing before the rest of a batch is dropped.
 constexpr int kTxRetries = 64;
+// Payloads from this size are lent to a device that copies at transmit
+// (net/lent_payload.h) rather than copied into the frame: below it, a
+// second mbuf and its chaining cost about what the copy saves.
+constexpr uint16_t kLendFrom = 2048;
 
 }  // namespace
 
@@ -241,10 +246,26 @@ void Endpoint::flush_now() {
     const bool in_udp = port().in_udp(frame.dst_mac);
     const size_t lead = in_udp ? PortContext::udp_lead(frame.dst_mac) : sizeof(wire::EtherHeader);
     const size_t ours = sizeof(wire::FrameHeader) + frame.header.payload_len;
-    auto* bytes =
-        reinterpret_cast<uint8_t*>(rte_pktmbuf_append(mbuf, static_cast<uint16_t>(lead + ours)));
+    // A raw frame to another station, unsealed (a seal would read the
+    // payload anyway), on a device that copies it at transmit: the
+    // device's copy is the only one.
+    rte_mbuf* lent = nullptr;
+    if (frame.header.payload_len >= kLendFrom && !in_udp && nic.lends_at_transmit() &&
+        !port().frame_key && !port().checksums && std::memcmp(frame.dst_mac, nic.mac(), 6) != 0) {
+      if (const uint8_t* piece = frame.payload_in_one_piece()) {
+        lent = nic.alloc_frame(hw_queue);
+        if (lent != nullptr) {
+          net::lend_payload(lent, piece, frame.header.payload_len);
+          ++payloads_lent;
+        }
+      }
+    }
+    const size_t in_frame = lent != nullptr ? sizeof(wire::FrameHeader) : ours;
+    auto* bytes = reinterpret_cast<uint8_t*>(
+        rte_pktmbuf_append(mbuf, static_cast<uint16_t>(lead + in_frame)));
     if (bytes == nullptr) {
       net::free_frame(mbuf);
+      if (lent != nullptr) net::free_frame(lent);
       ++frames_not_sent;
       continue;
     }
@@ -309,7 +330,10 @@ void Endpoint::flush_now() {
       }
     } else {
       proto::encode_headers(bytes, frame.dst_mac, nic.mac(), nic.ether_type(), frame.header);
-      if (port().frame_key) {
+      if (lent != nullptr) {
+        proto::mark_unsealed(bytes);
+        rte_pktmbuf_chain(mbuf, lent);  // (two segments: cannot overflow)
+      } else if (port().frame_key) {
         frame.copy_payload(payload);
         proto::seal_keyed(bytes, lead + ours, *port().frame_key);
       } else if (port().checksums) {

@@ -131,6 +131,25 @@ void OutFrame::copy_payload(uint8_t* out) const {
   copy_from(*message, offset, header.payload_len, out);
 }
 
+const uint8_t* OutFrame::payload_in_one_piece() const {
+  if (bundled != 0 || message == nullptr) return nullptr;
+  const TxMessage& m = *message;
+  if (m.inline_body) return m.body + offset;
+  if (m.iov_count == 0) return m.copy ? m.copy.get() + offset : nullptr;
+  size_t skip = offset;
+  for (size_t i = 0; i < m.iov_count; ++i) {
+    const iovec& part = m.iov[i];
+    if (skip >= part.iov_len) {
+      skip -= part.iov_len;
+      continue;
+    }
+    return part.iov_len - skip >= header.payload_len
+               ? static_cast<const uint8_t*>(part.iov_base) + skip
+               : nullptr;
+  }
+  return nullptr;
+}
+
 uint32_t OutFrame::copy_payload(uint8_t* out, uint32_t crc) const {
   if (bundled != 0 || message == nullptr) {  // small: copied, then checksummed
     copy_payload(out);
