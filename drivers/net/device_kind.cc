@@ -2,6 +2,7 @@
 
 #include <rte_dev.h>
 #include <rte_devargs.h>
+#include <rte_version.h>
 
 #include <algorithm>
 #include <charconv>
@@ -51,7 +52,8 @@ bool kernel_backed(const rte_eth_dev_info& info) {
 }
 
 bool copies_at_transmit(const rte_eth_dev_info& info) {
-  if (is_driver(info, "net_memif")) return devarg(info, "zero-copy") != "yes";
+  if (is_driver(info, "net_memif"))
+    return RTE_VERSION < RTE_VERSION_NUM(23, 3, 0, 0) && devarg(info, "zero-copy") != "yes";
   return is_driver(info, "net_af_packet") || is_driver(info, "net_tap");
 }
 

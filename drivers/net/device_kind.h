@@ -30,8 +30,12 @@ uint32_t memory_link_limit(const rte_eth_dev_info& info);
 bool kernel_backed(const rte_eth_dev_info& info);
 
 // Drivers that copy every segment of a frame into their own ring within
-// rte_eth_tx_burst and free the mbuf there: net_memif in copy mode (not
-// zero-copy=yes), net_af_packet (into its TPACKET ring), net_tap (writev).
+// rte_eth_tx_burst and free the mbuf there, the frame arriving whole:
+// net_memif in copy mode (not zero-copy=yes) before 23.03, net_af_packet
+// (into its TPACKET ring), net_tap (writev).  From 23.03 net_memif's
+// transmit gives each segment a descriptor of its own, which the peer's
+// receive hands back as a chained mbuf (or, on its slow path, with both
+// written at one offset).
 // A chained segment may then point at memory that is only lent for the
 // call (rte_pktmbuf_attach_extbuf).  Not net_ring, which hands the mbuf
 // itself to its peer; not a NIC, which reads it by DMA after the call; not

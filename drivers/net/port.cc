@@ -196,7 +196,7 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
       if_indextoname(info.if_index, interface) != nullptr)
     port->carrier_ = std::make_unique<KernelCarrier>(interface);
   port->memory_only_ = memory_link_limit(info) != 0;
-  port->lends_at_transmit_ = copies_at_transmit(info);
+  port->may_lend_ = copies_at_transmit(info);
   // net_memif unmaps its rings on EAL's interrupt thread when its peer goes,
   // whatever a poller is doing (unmap_guard.h), on the releases
   // unmap_guard_policy.h names.
@@ -486,7 +486,7 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
   // Its rings are memory, but the switch forwards frames from its own
   // device, which may be a wire.
   port->memory_only_ = false;
-  port->lends_at_transmit_ = false;
+  port->may_lend_ = false;
   const uint32_t limit = memory_link_limit(info);
   uint16_t mtu = config.mtu == 0 || limit == 0
                      ? uint16_t{RTE_ETHER_MTU}
@@ -535,10 +535,13 @@ int Port::open_shared(std::unique_ptr<Port> port, SharedPortTable* table,
 
 int Port::configure(uint16_t queue_pairs, std::string* error, bool rss) {
   rte_eth_conf conf{};
+  rte_eth_dev_info offered{};
+  const bool told = rte_eth_dev_info_get(port_id_, &offered) == 0;
   // The checksums of our UDP frames, where the device offers them.
-  if (rte_eth_dev_info offered{};
-      config_.checksum_offloads && rte_eth_dev_info_get(port_id_, &offered) == 0)
-    choose_checksum_offloads(offered, &conf);
+  if (config_.checksum_offloads && told) choose_checksum_offloads(offered, &conf);
+  // Chained frames, for lent payloads, where the device says it takes them.
+  const bool lend = may_lend_ && told && (offered.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS);
+  if (lend) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   if (rss) {
     // UDP over either IP by addresses and ports: what rss.h predicts.  (A
     // device that can say which types it hashes before it is configured,
@@ -553,6 +556,7 @@ int Port::configure(uint16_t queue_pairs, std::string* error, bool rss) {
     return ret;
   }
   checksum_offloads_ = checksum_offloads_of(conf);
+  lends_at_transmit_ = lend;
   // Before the queues: their set-up may depend on it.
   rte_eth_dev_info info;
   if (ring_mtu_ != 0)

@@ -140,8 +140,10 @@ class Port {
   // guards nothing there (doc/wire-protocol.md, "Integrity").
   bool memory_only() const { return memory_only_; }
   // Whether a frame may chain memory lent only for its transmit burst
-  // (device_kind.h, copies_at_transmit; never on a shared port, whose
-  // switch reads the frame later, in another process).
+  // (device_kind.h, copies_at_transmit, and the device took
+  // RTE_ETH_TX_OFFLOAD_MULTI_SEGS; never on a shared port, whose switch
+  // reads the frame later, in another process, nor on one a host program
+  // set up).
   bool lends_at_transmit() const { return lends_at_transmit_; }
   // What the set-up decided, for the log.
   const std::string& description() const { return description_; }
@@ -267,8 +269,9 @@ class Port {
   // driver), what configure() settles on.
   uint16_t ring_mtu_ = 0;
   bool loops_back_ = false;
-  bool memory_only_ = false;  // what configure() sets the device to (0: leave it)
-  bool lends_at_transmit_ = false;
+  bool memory_only_ = false;        // what configure() sets the device to (0: leave it)
+  bool may_lend_ = false;           // the driver copies at transmit (device_kind.h)
+  bool lends_at_transmit_ = false;  // and configure() asked it for chained frames
   uint16_t burst_frames_ = 8;
   bool started_by_us_ = false;
   // net_af_xdp: left set up when we let it go, for the process's next

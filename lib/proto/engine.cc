@@ -358,6 +358,7 @@ bool Engine::accepts_key(uint32_t key) const {
 void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   const bool visit_owed = touched_;
   touched_ = true;
+  others_given_work_ = false;
   const wire::FrameHeader& h = *segment.header;
   ++stats_.frames_received;
   clock_ns_ = std::max(clock_ns_, now_ns);
@@ -448,8 +449,10 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   c->last_heard_ns = now_ns;
   last_data_ns_ = now_ns;
   on_data(*c, segment, now_ns);
-  // A segment taken in order, its ack delayed: as after a send.
-  if (!visit_owed && c == acked && settled(*c)) touched_ = false;
+  // A segment taken in order, its ack delayed: as after a send, unless
+  // the frame gave other connections work (its ack freed the response
+  // budget, or its message a stalled window).
+  if (!visit_owed && !others_given_work_ && c == acked && settled(*c)) touched_ = false;
 }
 
 void Engine::drop_peer(uint64_t key) {

@@ -236,6 +236,7 @@ void Engine::release_barriers(Connection& c) {
 
 void Engine::serve_all_deferred() {
   if (deferred_requests_ == 0 && owed_notices_ == 0) return;
+  others_given_work_ = true;
   for (auto& [key, connection] : connections_) serve_deferred(*connection);
 }
 

@@ -624,6 +624,7 @@ void Engine::wake_stalled() {
 
 void Engine::wake(Connection& c) {
   if (!c.rx_stalled) return;
+  others_given_work_ = true;
   activate(c);
   set_stalled(c, false);
   drain_reorder(c);

@@ -676,6 +676,9 @@ class Engine {
   // to cut, held, assembled, deferred or pulled.  An entry that leaves a
   // connection settled and found touched_ clear may clear it again.
   bool settled(const Connection& c) const;
+  // Set when an entry gave connections other than its own work (wake,
+  // serve_all_deferred): then it leaves touched_ set.
+  bool others_given_work_ = false;
   // One connection's timers and sending, for poll.
   void poll_connection(Connection& c, uint64_t now_ns);
   // Every kSweepIntervalNs, the next kSweepBatch connections of the table

@@ -32,7 +32,14 @@ pair_run "$(memif_args server)" "$(memif_args client)" -- --pattern mixed --coun
 [ "$(json_field "$CLIENT_OUT" retransmitted)" -gt 0 ] || fail "no retransmissions: were faults injected?"
 [ "$(json_field "$SERVER_OUT" fault_dropped)" -gt 0 ] || fail "the server's injector dropped nothing"
 lent=$(grep -aoE "payload lent to the device [0-9]+" "$WORK/client.err" | tail -1)
-[ "${lent##* }" -gt 0 ] 2>/dev/null || fail "no payload was lent to net_memif (${lent:-no count})"
+# From DPDK 23.03 net_memif sends a chained frame as chained descriptors,
+# which its receive does not hand back whole: nothing is lent there.
+dpdk=$(pkg-config --modversion libdpdk 2>/dev/null || echo 0)
+if [ "$(printf '%s\n' 23.03 "$dpdk" | sort -V | head -1)" = 23.03 ]; then
+	[ "${lent##* }" = 0 ] || fail "DPDK $dpdk: payloads were lent to net_memif (${lent:-no count})"
+else
+	[ "${lent##* }" -gt 0 ] 2>/dev/null || fail "no payload was lent to net_memif (${lent:-no count})"
+fi
 echo "memif, 5% drop 5% reorder 1% duplicate: $COUNT messages delivered once, byte-exact" \
 	"($lent frames)"
 echo "client: $(cat "$CLIENT_OUT")"
