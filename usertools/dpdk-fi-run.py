@@ -358,7 +358,7 @@ def warn_other_receive_queues(iface: str) -> None:
          " frames the device puts on the others go to the kernel, not to the port, and"
          f" their senders time out. Give it one queue (ethtool -L {iface} combined 1), or"
          f" steer UDP ports {base}-{base + 63} to queue 0 where the device takes such"
-         f" rules (ethtool -N {iface} flow-type udp4 dst-port PORT action 0)")
+         f" rules (ethtool -N {iface} flow-type udp4 dst-port PORT action 0; udp6 for IPv6)")
 
 
 def steer_program(args: argparse.Namespace) -> str:
