@@ -30,8 +30,14 @@ inline void handoff_release([[maybe_unused]] rte_mbuf* const* frames,
 #if defined(__SANITIZE_THREAD__)
   // Each segment: a lent payload's (lent_payload.h) goes back to the pool
   // from the driver too.
+  // (Each `next` read before its segment is released: after the release
+  // another thread may take the segment and write it.)
   for (uint32_t i = 0; i < count; ++i)
-    for (rte_mbuf* m = frames[i]; m != nullptr; m = m->next) __tsan_release(m);
+    for (rte_mbuf* m = frames[i]; m != nullptr;) {
+      rte_mbuf* const next = m->next;
+      __tsan_release(m);
+      m = next;
+    }
 #endif
 }
 

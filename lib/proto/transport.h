@@ -83,15 +83,15 @@ struct OutFrame {
   // (HandshakeBody::reaching_ports), or 0: the encapsulation picks by path.
   uint16_t source_port = 0;
   void copy_payload(uint8_t* out) const;
+  // The same, returning the payload's CRC-32C continued from `crc`
+  // (begin_seal's): a message's bytes are checksummed as they are copied.
+  uint32_t copy_payload(uint8_t* out, uint32_t crc) const;
   // Where the payload lies when it lies in one piece (a message's buffer,
   // one iovec of it, or the engine's copy), else nullptr (bundles, frames
   // without a message, a segment across iovecs): a device that copies at
   // transmit may read it there (net/lent_payload.h).  Valid until
   // frames_sent().
   const uint8_t* payload_in_one_piece() const;
-  // The same, returning the payload's CRC-32C continued from `crc`
-  // (begin_seal's): a message's bytes are checksummed as they are copied.
-  uint32_t copy_payload(uint8_t* out, uint32_t crc) const;
 };
 
 // What the receiving side knows of a segment, host order.
