@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_params.h"
 
 namespace ofi_dpdk::ofi {

@@ -9,8 +9,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_op_flags.h"
 #include "drivers/ofi/dpdk_ops.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_remote_op.h"

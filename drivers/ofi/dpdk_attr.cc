@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_raw_enum.h"
 #include "lib/av/address.h"

@@ -18,7 +18,8 @@
 #include <condition_variable>
 #include <thread>
 
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_clock.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {

@@ -11,13 +11,18 @@
 #include <utility>
 #include <vector>
 
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_limits.h"
 #include "lib/av/address.h"
 #include "lib/av/auth_key_table.h"
 #include "lib/av/av_table.h"
 #include "lib/av/shared_table.h"
 
 namespace ofi_dpdk::ofi {
+
+struct Domain;
+struct PortContext;
+struct Endpoint;
+struct Eq;
 
 // fi_av (dpdk_av.cc).  The table and every field below are guarded by the
 // port lock, which the send path holds too.

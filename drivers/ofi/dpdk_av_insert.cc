@@ -17,11 +17,13 @@
 #include <string>
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_fid.h"
 #include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_raw_enum.h"

@@ -34,13 +34,18 @@
 #include "drivers/ofi/dpdk_random.h"
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_engine_errno.h"
 #include "drivers/ofi/dpdk_eq.h"
 #include "drivers/ofi/dpdk_fabric.h"
+#include "drivers/ofi/dpdk_fid.h"
 #include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
+#include "drivers/ofi/dpdk_op_flags.h"
 #include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {

@@ -12,10 +12,15 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "lib/av/address.h"
 
 namespace ofi_dpdk::ofi {
+
+struct Fabric;
+struct ConnRequest;
+struct Domain;
+struct Endpoint;
+struct Eq;
 
 // FI_EP_MSG (dpdk_cm.cc).  A passive endpoint listens on a queue of its
 // port through an endpoint of its own (the listener, on a domain of its

@@ -10,8 +10,10 @@
 #include <chrono>
 #include <thread>
 
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_fid.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
 #include "drivers/ofi/dpdk_port.h"
 

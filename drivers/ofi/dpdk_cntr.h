@@ -7,10 +7,12 @@
 #include <atomic>
 #include <cstdint>
 
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 #include "drivers/ofi/dpdk_wait.h"
 
 namespace ofi_dpdk::ofi {
+
+struct Domain;
 
 struct Cntr {
   fid_cntr fid;

@@ -11,11 +11,14 @@
 #include <utility>
 #include <vector>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_cq_ring.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 #include "drivers/ofi/dpdk_wait.h"
 
 namespace ofi_dpdk::ofi {
+
+struct Domain;
 
 // A completion as the provider keeps it until the application reads it.
 struct Completion {

@@ -7,10 +7,12 @@
 #include <map>
 
 #include "drivers/net/xdp_steer.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_fabric.h"
+#include "drivers/ofi/dpdk_fid.h"
 #include "drivers/ofi/dpdk_getinfo.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
 #include "drivers/ofi/dpdk_ops.h"
 #include "drivers/ofi/dpdk_port.h"

@@ -10,9 +10,11 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "drivers/ofi/dpdk_common.h"
-
 namespace ofi_dpdk::ofi {
+
+struct Fabric;
+struct PortContext;
+struct Mr;
 
 struct Domain {
   fid_domain fid;

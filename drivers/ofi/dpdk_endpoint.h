@@ -17,15 +17,28 @@
 #include <utility>
 #include <vector>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_fid.h"
 #include "drivers/ofi/dpdk_ipv6_holds.h"
-#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 #include "lib/av/address.h"
 #include "lib/proto/transport.h"
 #include "lib/remote/target.h"
 
 namespace ofi_dpdk::ofi {
+
+struct Domain;
+struct PortContext;
+struct ScalableEp;
+struct SharedRx;
+struct SharedTx;
+struct PassiveEp;
+struct ConnRequest;
+struct Cq;
+struct Cntr;
+struct Av;
+struct Eq;
 
 // FI_EP_MSG (dpdk_cm.cc): where an endpoint's connection stands.
 enum class CmState : uint8_t {
@@ -141,13 +154,7 @@ struct Endpoint {
   const PortContext& port() const { return *domain->port; }
   // Where this endpoint's frames come from: its port's MAC, its queue and
   // session (no IPv4 address: write_name adds the port's).
-  av::Address own_address() const {
-    av::Address self;
-    std::memcpy(self.mac, port().port->mac(), 6);
-    self.queue = queue;
-    self.session = session;
-    return self;
-  }
+  av::Address own_address() const;  // dpdk_ep_addr.cc
   // dpdk_ep_addr.cc.  Lock held.  Where a transfer to `dest` goes: its
   // peer, the network key and (fi_group_addr) the peer group.  Returns 0 or
   // -FI_EINVAL (unknown address, bad group, a key not enabled here).

@@ -8,9 +8,11 @@
 
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_av.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
+#include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -42,6 +44,14 @@ bool Endpoint::peer_groups() const {
 
 bool Endpoint::accepts_key(uint32_t key) const {
   return std::find(auth_keys.begin(), auth_keys.end(), key) != auth_keys.end();
+}
+
+av::Address Endpoint::own_address() const {
+  av::Address self;
+  std::memcpy(self.mac, port().port->mac(), 6);
+  self.queue = queue;
+  self.session = session;
+  return self;
 }
 
 int Endpoint::destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* group) {

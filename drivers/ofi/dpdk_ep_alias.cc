@@ -6,9 +6,9 @@
 // to close (-FI_EBUSY) while an alias is open.
 #include <rdma/fi_cm.h>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
-#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_fid.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -20,7 +20,7 @@ EndpointAlias* alias_of(fid* fid) {
 int alias_close(fid* fid) {
   EndpointAlias* alias = alias_of(fid);
   {
-    std::lock_guard guard(alias->ep->port().lock);
+    std::lock_guard guard(whole_lock(alias->ep->port()));
     --alias->ep->aliases;
   }
   delete alias;
@@ -112,7 +112,7 @@ int open_alias(Endpoint* ep, struct fi_alias* request) {
   alias->fid.tagged = ep->fid.tagged;
   alias->fid.atomic = ep->fid.atomic;
   {
-    std::lock_guard guard(ep->port().lock);
+    std::lock_guard guard(whole_lock(ep->port()));
     ++ep->aliases;
   }
   *request->fid = &alias->fid.fid;

@@ -14,10 +14,11 @@
 #include <new>
 #include <thread>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_fabric.h"
+#include "drivers/ofi/dpdk_fid.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
-#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 
 namespace ofi_dpdk::ofi {
 
@@ -77,8 +78,8 @@ void Eq::progress_watched() {
   std::sort(ports.begin(), ports.end());
   ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
   for (const auto& port : ports) {
-    std::lock_guard guard(port->lock);
-    port->progress_if_manual();
+    std::lock_guard guard(whole_lock(*port));
+    progress_if_manual(*port);
   }
 }
 

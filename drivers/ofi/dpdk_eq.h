@@ -11,10 +11,12 @@
 #include <mutex>
 #include <vector>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_wait.h"
 
 namespace ofi_dpdk::ofi {
+
+struct Fabric;
+struct PortContext;
 
 struct Eq {
   fid_eq fid;

@@ -4,12 +4,13 @@
 
 #include "drivers/ofi/dpdk_cm.h"
 #include "drivers/ofi/dpdk_cntr.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_cq.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_fid.h"
+#include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_objects.h"
-#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -41,7 +42,7 @@ int fabric_trywait(fid_fabric*, fid** fids, int count) {
       case FI_CLASS_CQ: {
         Cq* cq = from_fid<Cq>(fids[i]);
         if (!cq->wait_fd.is_open()) return -FI_EINVAL;
-        std::lock_guard guard(cq->domain->port->lock);
+        std::lock_guard guard(whole_lock(*cq->domain->port));
         if (!cq->empty()) return -FI_EAGAIN;
         break;
       }

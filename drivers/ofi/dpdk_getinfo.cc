@@ -8,7 +8,8 @@
 #include <string_view>
 
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_params.h"
 
 namespace ofi_dpdk::ofi {

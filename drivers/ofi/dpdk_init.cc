@@ -3,8 +3,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_getinfo.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "include/fi_dpdk.h"

@@ -13,8 +13,8 @@
 #include <mutex>
 
 #include "drivers/net/mbuf_handoff.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "lib/ip/icmp6.h"
 #include "lib/ip/neighbour_rules.h"

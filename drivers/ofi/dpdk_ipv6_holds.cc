@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_log.h"
 
 namespace ofi_dpdk::ofi {
 namespace {

@@ -6,6 +6,7 @@
 #include "drivers/ofi/dpdk_cntr.h"
 #include "drivers/ofi/dpdk_cq.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {
@@ -119,6 +120,13 @@ bool PortContext::split_lanes() {
             "lanes of their own where nothing binds their endpoints together\n",
             port->name().c_str(), static_cast<unsigned>(lanes()));
   return !one_lane;
+}
+
+LaneLocks& whole_lock(PortContext& port) {
+  return port.lock;
+}
+uint32_t progress_if_manual(PortContext& port) {
+  return port.progress_if_manual();
 }
 
 }  // namespace ofi_dpdk::ofi

@@ -6,9 +6,10 @@
 #include "drivers/ofi/dpdk_mr.h"
 
 #include "drivers/ofi/dpdk_cntr.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_fid.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_random.h"

@@ -6,9 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "drivers/ofi/dpdk_common.h"
-
 namespace ofi_dpdk::ofi {
+
+struct Domain;
+struct Cntr;
 
 struct Mr {
   fid_mr fid;

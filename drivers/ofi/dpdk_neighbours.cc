@@ -14,8 +14,9 @@
 
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_attr.h"
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "lib/ip/arp.h"

@@ -9,7 +9,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "lib/av/address.h"
 #include "lib/ip/neighbour_table.h"
 #include "lib/proto/frame_tag.h"

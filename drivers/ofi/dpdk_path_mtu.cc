@@ -9,9 +9,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "lib/proto/frame_codec.h"
 

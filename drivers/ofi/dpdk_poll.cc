@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "drivers/ofi/dpdk_cntr.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_cq.h"
 #include "drivers/ofi/dpdk_domain.h"
+#include "drivers/ofi/dpdk_fid.h"
 #include "drivers/ofi/dpdk_objects.h"
-#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -46,8 +46,8 @@ int poll_poll(fid_poll* pollset, void** context, int count) {
   // One pass for the port they all share (a poll set is one domain's).
   PortContext& port = *poll->domain->port;
   if (!poll->members.empty()) {
-    std::lock_guard port_guard(port.lock);
-    port.progress_if_manual();
+    std::lock_guard port_guard(whole_lock(port));
+    progress_if_manual(port);
   }
   int found = 0;
   for (Poll::Member& member : poll->members) {
@@ -55,7 +55,7 @@ int poll_poll(fid_poll* pollset, void** context, int count) {
     bool event;
     if (is_cq(member.object)) {
       Cq* cq = from_fid<Cq>(member.object);
-      std::lock_guard port_guard(port.lock);
+      std::lock_guard port_guard(whole_lock(port));
       event = !cq->empty();
     } else {
       Cntr* cntr = from_fid<Cntr>(member.object);

@@ -18,8 +18,9 @@
 #include <vector>
 
 #include "drivers/net/port.h"
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_kernel_ports.h"
+#include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_neighbour_copies.h"
 #include "drivers/ofi/dpdk_params.h"
 #include "drivers/ofi/dpdk_port_lock.h"
@@ -39,6 +40,8 @@
 struct rte_mbuf;
 
 namespace ofi_dpdk::ofi {
+
+struct Endpoint;
 
 static_assert(KernelPorts::kQueues >= kMaxEndpointsPerPort);
 
@@ -260,6 +263,7 @@ struct PortContext final : proto::FrameKeeper {
   // a std::bad_alloc.
   template <typename Call>
   void contain(Call&& call);
+  void warn_no_memory() const;  // once per port, at the first
   // Mid-pass: each endpoint of `lane` answers the frames it took
   // (Engine::answer) and sends its outbox.
   void answer(uint16_t lane, uint64_t now);
@@ -548,9 +552,7 @@ void PortContext::contain(Call&& call) {
   try {
     call();
   } catch (const std::bad_alloc&) {
-    if (no_memory++ == 0)
-      DPDK_WARN(FI_LOG_EP_DATA, "%s: out of memory in the transport; frames are being lost\n",
-                port->name().c_str());
+    if (no_memory++ == 0) warn_no_memory();
   }
 }
 

@@ -19,6 +19,10 @@
 
 namespace ofi_dpdk::ofi {
 
+// The lane (PortContext) of an endpoint, CQ or counter that has none of its
+// own: its calls take the whole port lock.
+inline constexpr uint16_t kWholePort = 0xFFFF;
+
 class PortLock {
  public:
   PortLock() = default;
@@ -90,5 +94,13 @@ class LaneLocks {
   std::array<Slot, kMaxLanes> locks_;
   uint16_t count_ = 1;
 };
+
+struct PortContext;
+
+// For a file that takes a port's lock, or makes a pass for an application
+// waiting, without looking inside the port (dpdk_lanes.cc): the port's
+// whole lock, and PortContext::progress_if_manual with that lock held.
+LaneLocks& whole_lock(PortContext& port);
+uint32_t progress_if_manual(PortContext& port);
 
 }  // namespace ofi_dpdk::ofi

@@ -13,9 +13,9 @@
 #include <cstring>
 
 #include "drivers/net/mbuf_handoff.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "lib/ip/arp.h"
 #include "lib/ip/ipv4.h"
@@ -133,6 +133,11 @@ bool PortContext::loop_back(rte_mbuf* frame) {
   if (looped.size() >= kLoopbackFrames) return false;
   looped.push_back(frame);
   return true;
+}
+
+void PortContext::warn_no_memory() const {
+  DPDK_WARN(FI_LOG_EP_DATA, "%s: out of memory in the transport; frames are being lost\n",
+            port->name().c_str());
 }
 
 void PortContext::receive(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) {

@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "lib/proto/transport.h"
 #include "lib/remote/remote_op.h"
 
 namespace ofi_dpdk::ofi {
+
+struct Endpoint;
+struct Cntr;
 
 using remote::kRemoteOpSize;
 using remote::RemoteKind;

@@ -20,12 +20,15 @@
 #include <vector>
 
 #include "drivers/ofi/dpdk_av.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_cntr.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_cq.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_engine_errno.h"
+#include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_mr.h"
+#include "drivers/ofi/dpdk_op_flags.h"
 #include "drivers/ofi/dpdk_ops.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "drivers/ofi/dpdk_remote_op.h"

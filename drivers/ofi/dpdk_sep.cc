@@ -40,9 +40,11 @@
 
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_av.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_fid.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
 #include "drivers/ofi/dpdk_ops.h"
 #include "drivers/ofi/dpdk_port.h"

@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "drivers/ofi/dpdk_common.h"
-
 namespace ofi_dpdk::ofi {
+
+struct Domain;
+struct Endpoint;
+struct Av;
 
 // fi_scalable_ep (dpdk_sep.cc).  It holds rx_count + tx_count queue ids
 // from base at its port: receive context i is queue base + i, transmit

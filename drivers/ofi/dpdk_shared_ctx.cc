@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <new>
 
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_engine_errno.h"
+#include "drivers/ofi/dpdk_fid.h"
 #include "drivers/ofi/dpdk_ops.h"
-#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 
 namespace ofi_dpdk::ofi {
 
@@ -54,7 +56,7 @@ namespace {
 // (receives are built from its CQ and AV bindings, which fi_endpoint(3)
 // has its peers share).  Null when none is.
 Endpoint* poster(SharedRx* srx) {
-  std::lock_guard guard(srx->domain->port->lock);
+  std::lock_guard guard(whole_lock(*srx->domain->port));
   for (Endpoint* ep : srx->endpoints)
     if (ep->enabled) return ep;
   return nullptr;
@@ -102,7 +104,7 @@ ssize_t srx_trecvmsg(fid_ep* fid, const fi_msg_tagged* msg, uint64_t flags) {
 // or claimed by one engine's early message.
 ssize_t srx_cancel(fid* fid, void* context) {
   auto* srx = from_fid<SharedRx>(fid);
-  std::lock_guard guard(srx->domain->port->lock);
+  std::lock_guard guard(whole_lock(*srx->domain->port));
   for (Endpoint* ep : srx->endpoints) {
     if (!ep->enabled) continue;
     if (ep->engine->cancel_recv(context) == 0) {
@@ -116,7 +118,7 @@ ssize_t srx_cancel(fid* fid, void* context) {
 int srx_close(fid* fid) {
   auto* srx = from_fid<SharedRx>(fid);
   {
-    std::lock_guard guard(srx->domain->port->lock);
+    std::lock_guard guard(whole_lock(*srx->domain->port));
     if (!srx->endpoints.empty()) return -FI_EBUSY;
   }
   srx->domain->refs--;

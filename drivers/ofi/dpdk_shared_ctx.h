@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "lib/proto/transport.h"
 
 namespace ofi_dpdk::ofi {
+
+struct Domain;
+struct Endpoint;
 
 // Shared contexts (dpdk_shared_ctx.cc).  A shared receive context holds
 // the receives posted to it; the engines of the endpoints bound to it match

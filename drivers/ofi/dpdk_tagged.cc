@@ -26,8 +26,10 @@
 //     which is never before it matched.
 #include <cstring>
 
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_op_flags.h"
 #include "drivers/ofi/dpdk_ops.h"
 #include "drivers/ofi/dpdk_port.h"
 

@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "ofi_dpdk_config.h"  // OFI_DPDK_HAVE_TEL_DICT_UINT: #if reads 0 without it
 

@@ -13,9 +13,10 @@
 #include <algorithm>
 
 #include "drivers/ofi/dpdk_cntr.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_cq.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_fid.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_port.h"
 
 namespace ofi_dpdk::ofi {

@@ -10,9 +10,10 @@
 #include <memory>
 #include <vector>
 
-#include "drivers/ofi/dpdk_common.h"
-
 namespace ofi_dpdk::ofi {
+
+struct Endpoint;
+struct Cntr;
 
 // An operation posted with FI_TRIGGER that waits for its counter
 // (fi_trigger(3)); `post` posts it, lock held.

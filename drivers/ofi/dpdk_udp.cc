@@ -13,8 +13,10 @@
 #include <cstring>
 
 #include "drivers/net/mbuf_handoff.h"
-#include "drivers/ofi/dpdk_common.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_ipv6_peers.h"
+#include "drivers/ofi/dpdk_limits.h"
+#include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_port.h"
 #include "lib/ip/arp.h"
 #include "lib/ip/icmp.h"

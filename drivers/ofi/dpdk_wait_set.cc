@@ -15,12 +15,13 @@
 #include <vector>
 
 #include "drivers/ofi/dpdk_cntr.h"
-#include "drivers/ofi/dpdk_common.h"
 #include "drivers/ofi/dpdk_cq.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_eq.h"
 #include "drivers/ofi/dpdk_fabric.h"
-#include "drivers/ofi/dpdk_port.h"
+#include "drivers/ofi/dpdk_fid.h"
+#include "drivers/ofi/dpdk_log.h"
+#include "drivers/ofi/dpdk_port_lock.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -46,16 +47,16 @@ bool has_event(WaitSet::Member& member, bool take) {
     case FI_CLASS_CQ: {
       Cq* cq = from_fid<Cq>(member.object);
       PortContext& port = *cq->domain->port;
-      std::lock_guard guard(port.lock);
-      port.progress_if_manual();
+      std::lock_guard guard(whole_lock(port));
+      progress_if_manual(port);
       return !cq->empty();
     }
     case FI_CLASS_CNTR: {
       Cntr* cntr = from_fid<Cntr>(member.object);
       {
         PortContext& port = *cntr->domain->port;
-        std::lock_guard guard(port.lock);
-        port.progress_if_manual();
+        std::lock_guard guard(whole_lock(port));
+        progress_if_manual(port);
       }
       const uint64_t value = cntr->value.load(), errors = cntr->errors.load();
       const bool moved = value != member.value || errors != member.errors;
