@@ -125,6 +125,10 @@ void log_stats(const Endpoint* ep) {
               "echoed them %lu, echoes received %lu\n",
               ep->queue, s.congestion_marks_received, s.congestion_echoes_sent,
               s.congestion_echoes_received);
+  // Pacing (FI_DPDK_PACE_FROM_US): how often a segment waited for its pace.
+  if (s.paced_waits != 0)
+    DPDK_INFO(FI_LOG_EP_DATA, "endpoint queue %u: pacing: waits for the pace %lu\n", ep->queue,
+              s.paced_waits);
   // What peers and strangers cost: the handshakes, the answers the budget
   // held back, the connections made and dropped, and the receive buffers.
   DPDK_INFO(FI_LOG_EP_DATA,
@@ -634,6 +638,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   transport.max_posted_recvs = kQueueDepth;
   transport.peer_timeout_ns = params().peer_timeout_ms * 1'000'000ull;
   transport.ack_delay_ns = params().ack_delay_us * 1'000ull;
+  transport.pace_from_ns = params().pace_from_us * 1'000ull;
   transport.max_connections = params().max_peers;
   transport.connect_timeout_ns = params().connect_timeout_ms * 1'000'000ull;
   transport.delivery_timeout_ns = params().delivery_timeout_ms * 1'000'000ull;

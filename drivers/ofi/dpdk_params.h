@@ -43,6 +43,7 @@ struct Params {
   uint32_t bundle_bytes = 1024;          // FI_DPDK_BUNDLE_BYTES, 0: a frame per segment
   uint64_t peer_timeout_ms = 5000;       // FI_DPDK_PEER_TIMEOUT_MS
   uint32_t ack_delay_us = 20;            // FI_DPDK_ACK_DELAY_US
+  uint32_t pace_from_us = 0;             // FI_DPDK_PACE_FROM_US, 0: never paced
   uint32_t connect_timeout_ms = 30000;   // FI_DPDK_CONNECT_TIMEOUT_MS
   uint64_t delivery_timeout_ms = 60000;  // FI_DPDK_DELIVERY_TIMEOUT_MS, 0: no limit
   int progress_lcore = -1;               // FI_DPDK_PROGRESS_LCORE, -1: first idle worker

@@ -7,6 +7,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -361,6 +362,10 @@ struct Connection {
   uint32_t ssthresh = kMaxWindow;
   uint32_t peer_window = kMaxWindow;
   uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
+  // Pacing (Engine::pump): when the next new segment may leave, and how
+  // often this connection's pump stopped for it.
+  uint64_t pace_next_ns = 0;
+  uint64_t paced_waits = 0;
   // Which of the paths to the peer its frames take (OutFrame::path): the
   // UDP encapsulation makes it the source port, which routers hash to pick
   // among equal-cost routes.  A retransmission timeout, or a HELLO resent,
@@ -560,6 +565,18 @@ inline bool Engine::settled(const Connection& c) const {
          c.rx_buffered == 0 && c.inbound == nullptr && c.remote == nullptr &&
          c.deferred_requests.empty() && c.owed_notices.empty() && !c.rx_stalled &&
          c.recv_order.empty() && c.pulls_out == 0;
+}
+
+// The time between two full segments of `c` when it is paced, or 0 when
+// it is not (TransportConfig::pace_from_ns): its window spread over its
+// smoothed round trip, a quarter faster than that (an ack's worth of
+// slack, as Linux paces TCP), twice as fast in slow start so that the
+// window can still double each round trip.
+inline uint64_t pace_interval(const Connection& c, uint64_t pace_from_ns) {
+  if (pace_from_ns == 0 || c.srtt_ns == 0) return 0;
+  const uint64_t gain_x4 = c.cwnd_x256 / 256 < c.ssthresh ? 8 : 5;
+  const uint64_t interval = c.srtt_ns * 256 * 4 / (std::max<uint64_t>(c.cwnd_x256, 256) * gain_x4);
+  return interval >= pace_from_ns ? interval : 0;
 }
 
 }  // namespace ofi_dpdk::proto

@@ -114,10 +114,23 @@ void Engine::pump(Connection& c, uint64_t now_ns) {
   // loss does not stop new data for the round trip its repair takes.  The
   // peer's window and the slot table bound the whole span from una.
   const uint32_t span = std::min(c.peer_window, kMaxWindow);
+  // A paced connection's segments leave an interval apart, each its share
+  // of a full one's; after a pause the pace restarts from one interval ago
+  // (one segment of credit, never a window's burst).  Its visits (every
+  // quiet_poll_ns_, as it holds uncut data) send the rest.
+  const uint64_t interval = pace_interval(c, config_.pace_from_ns);
   while (c.next_seq - c.una < span && c.next_seq - c.una - c.sacked_in_flight < cwnd &&
          c.pending_cut < c.pending.size()) {
+    if (interval != 0 && now_ns < c.pace_next_ns) {
+      ++c.paced_waits;
+      ++stats_.paced_waits;
+      break;
+    }
     TxMessage& m = *c.pending[c.pending_cut];
     const size_t length = std::min<size_t>(c.tx_max_payload, m.wire_length - m.next_offset);
+    if (interval != 0)
+      c.pace_next_ns = std::max(c.pace_next_ns, now_ns > interval ? now_ns - interval : 0) +
+                       interval * length / std::max<uint32_t>(c.tx_max_payload, 1);
     const uint32_t seq = c.next_seq++;
     TxSlot& slot = slot_of(c, seq);
     slot = TxSlot{};

@@ -25,6 +25,17 @@ struct TransportConfig {
   uint64_t max_rto_ns = 200'000'000;
   uint64_t initial_rto_ns = 10'000'000;
   uint64_t ack_delay_ns = 20'000;
+  // Pacing (Engine::pump): a connection whose window, spread over its
+  // round trip, lets a full segment leave less often than once in this
+  // many nanoseconds sends its new segments that far apart (its window
+  // over the round trip, a quarter faster, twice as fast in slow start)
+  // instead of in bursts that a shallow queue on the way drops.  Faster
+  // connections (memory links, the first round trips) burst as before:
+  // a visit comes only every ack_delay_ns / 8.  0: never paced (the
+  // default: beside a TCP flow on a drop-tail queue a paced connection
+  // loses more frames than the bursting one, and gets less than a third
+  // of the link; doc/performance.md, 2026-12-04).
+  uint64_t pace_from_ns = 0;
   uint64_t peer_timeout_ns = 5'000'000'000;
   // How long a HELLO goes unanswered before what waits for the connection
   // fails: a peer that has not started yet (ranks of a job start in any
@@ -181,6 +192,8 @@ struct TransportStats {
   // window cuts those made (Engine::on_congestion_echo).
   uint64_t congestion_marks_received = 0, congestion_echoes_sent = 0,
            congestion_echoes_received = 0, window_cuts_marks = 0;
+  // Times a connection had a segment to send and waited for its pace.
+  uint64_t paced_waits = 0;
   // Retransmission timeouts whose cut was undone: the peer reported that
   // the segment the timeout resent arrived twice (kFlagDuplicate).
   uint64_t timeout_cuts_undone = 0;

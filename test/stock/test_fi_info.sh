@@ -45,7 +45,7 @@ no_port_args='-l 0 --no-huge -m 512 --no-shconf --no-pci --no-telemetry --log-le
 # Every parameter dpdk_params.cc defines.
 params=(eal_args ports steering ethertype queues mbufs unexpected_bytes peer_timeout_ms
 	fault_drop fault_reorder fault_duplicate fault_corrupt fault_delay fault_delay_us
-	fault_seed)
+	fault_seed pace_from_us)
 
 failures=0
 out=""     # output (stdout and stderr) of the last run
