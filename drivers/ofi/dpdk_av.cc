@@ -86,7 +86,7 @@ fi_addr_t Av::lookup_source_key(uint32_t key) {
 
 namespace {
 
-// kAuthKeyFlag (dpdk_common.h) is 0 in 1.x: there no call names a key.
+// kAuthKeyFlag (dpdk_limits.h) is 0 in 1.x: there no call names a key.
 #if OFI_DPDK_HAVE_AV_USER_ID
 // 2.x: ids come from fi_av_set_user_id (fi_av(3)).
 constexpr uint64_t kOpenFlags = FI_EVENT | FI_READ | FI_SYMMETRIC | FI_AV_USER_ID;

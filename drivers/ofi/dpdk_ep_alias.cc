@@ -6,6 +6,8 @@
 // to close (-FI_EBUSY) while an alias is open.
 #include <rdma/fi_cm.h>
 
+#include <new>
+
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_fid.h"
 #include "drivers/ofi/dpdk_port_lock.h"

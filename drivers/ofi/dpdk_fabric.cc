@@ -2,6 +2,8 @@
 // count of domains and EQs opened from it.
 #include "drivers/ofi/dpdk_fabric.h"
 
+#include <new>
+
 #include "drivers/ofi/dpdk_cm.h"
 #include "drivers/ofi/dpdk_cntr.h"
 #include "drivers/ofi/dpdk_cq.h"

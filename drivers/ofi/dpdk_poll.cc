@@ -3,6 +3,7 @@
 // the context of each CQ that holds something and of each counter whose
 // value or error count moved since the set last looked (fi_poll(3)).
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "drivers/ofi/dpdk_cntr.h"

@@ -362,8 +362,8 @@ struct Connection {
   uint32_t ssthresh = kMaxWindow;
   uint32_t peer_window = kMaxWindow;
   uint64_t srtt_ns = 0, rttvar_ns = 0, rto_ns = 0;
-  // Pacing (Engine::pump): when the next new segment may leave, and how
-  // often this connection's pump stopped for it.
+  // Pacing (Engine::pump): when the next new segment may leave, and the
+  // calls of pump that found the next one waiting for it.
   uint64_t pace_next_ns = 0;
   uint64_t paced_waits = 0;
   // Which of the paths to the peer its frames take (OutFrame::path): the
@@ -571,12 +571,14 @@ inline bool Engine::settled(const Connection& c) const {
 // it is not (TransportConfig::pace_from_ns): its window spread over its
 // smoothed round trip, a quarter faster than that (an ack's worth of
 // slack, as Linux paces TCP), twice as fast in slow start so that the
-// window can still double each round trip.
-inline uint64_t pace_interval(const Connection& c, uint64_t pace_from_ns) {
+// window can still double each round trip.  Not below `visit_every_ns`
+// either: visits that far apart could only send it in pairs, slower than
+// its window.
+inline uint64_t pace_interval(const Connection& c, uint64_t pace_from_ns, uint64_t visit_every_ns) {
   if (pace_from_ns == 0 || c.srtt_ns == 0) return 0;
   const uint64_t gain_x4 = c.cwnd_x256 / 256 < c.ssthresh ? 8 : 5;
   const uint64_t interval = c.srtt_ns * 256 * 4 / (std::max<uint64_t>(c.cwnd_x256, 256) * gain_x4);
-  return interval >= pace_from_ns ? interval : 0;
+  return interval >= std::max(pace_from_ns, visit_every_ns) ? interval : 0;
 }
 
 }  // namespace ofi_dpdk::proto

@@ -37,7 +37,7 @@ size_t Engine::summarize_connections(ConnectionSummary* out, size_t room) const 
     s.cuts_deepened = c.cuts_deepened;
     s.cuts_timeout = c.cuts_timeout;
     s.cuts_undone = c.cuts_undone;
-    s.pace_interval_ns = pace_interval(c, config_.pace_from_ns);
+    s.pace_interval_ns = pace_interval(c, config_.pace_from_ns, quiet_poll_ns_);
     s.paced_waits = c.paced_waits;
   }
   return connections_.size();

@@ -116,9 +116,9 @@ void Engine::pump(Connection& c, uint64_t now_ns) {
   const uint32_t span = std::min(c.peer_window, kMaxWindow);
   // A paced connection's segments leave an interval apart, each its share
   // of a full one's; after a pause the pace restarts from one interval ago
-  // (one segment of credit, never a window's burst).  Its visits (every
-  // quiet_poll_ns_, as it holds uncut data) send the rest.
-  const uint64_t interval = pace_interval(c, config_.pace_from_ns);
+  // (two full segments may leave together, never a window's burst).  Its
+  // visits (every quiet_poll_ns_, as it holds uncut data) send the rest.
+  const uint64_t interval = pace_interval(c, config_.pace_from_ns, quiet_poll_ns_);
   while (c.next_seq - c.una < span && c.next_seq - c.una - c.sacked_in_flight < cwnd &&
          c.pending_cut < c.pending.size()) {
     if (interval != 0 && now_ns < c.pace_next_ns) {

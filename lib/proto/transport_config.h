@@ -192,7 +192,8 @@ struct TransportStats {
   // window cuts those made (Engine::on_congestion_echo).
   uint64_t congestion_marks_received = 0, congestion_echoes_sent = 0,
            congestion_echoes_received = 0, window_cuts_marks = 0;
-  // Times a connection had a segment to send and waited for its pace.
+  // Calls of a connection's pump that found its next segment waiting for
+  // its pace.
   uint64_t paced_waits = 0;
   // Retransmission timeouts whose cut was undone: the peer reported that
   // the segment the timeout resent arrived twice (kFlagDuplicate).

@@ -5,7 +5,7 @@
 #   - no header of the provider (drivers/ofi) is included directly by more
 #     than a third of the provider's files: each file includes what it
 #     uses, and no hub header drags the whole provider into every file.
-set -u
+set -uo pipefail
 root=$1
 cd "$root" || exit 1
 failed=0
@@ -34,9 +34,13 @@ while read -r uses header; do
 		widest=$header
 		widest_count=$uses
 	fi
-done < <(grep -ho '^#include "drivers/ofi/[a-z0-9_]*\.h"' "${provider[@]}" |
-	sed 's/#include "//; s/"$//' | sort | uniq -c)
+done < <(grep -Ho '^#include "drivers/ofi/[a-z0-9_]*\.h"' "${provider[@]}" | sort -u |
+	sed 's/^[^:]*:#include "//; s/"$//' | sort | uniq -c)
 
+if [ "$widest_count" -eq 0 ]; then
+	echo "FAIL: found no #include \"drivers/ofi/...\" line in the provider's files"
+	exit 1
+fi
 ((failed)) && exit 1
 echo "${#sources[@]} C++ files of at most 800 lines; the provider's widest header," \
 	"$widest, is included by $widest_count of its $count files"
