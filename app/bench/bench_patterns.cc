@@ -143,6 +143,14 @@ ssize_t reap(Bench& b, fid_cq* cq, std::vector<void*>* done) {
   return 0;
 }
 
+// Room for the results of `count` operations, up to a million: a run
+// meant to go on until it is stopped (a huge --count) must not fill
+// gigabytes before its first operation (with MALLOC_PERTURB_, as meson
+// runs tests, that took seconds).
+size_t results_room(uint64_t count) {
+  return static_cast<size_t>(std::min<uint64_t>(count, 1 << 20));
+}
+
 }  // namespace
 
 Result latency_client(Bench& b, const Endpoint& e, fi_addr_t peer) {
@@ -151,7 +159,7 @@ Result latency_client(Bench& b, const Endpoint& e, fi_addr_t peer) {
   uint8_t* tx = buf.slot(0);
   uint8_t* rx = buf.slot(1);
   fill(tx, b.o_.size, 7);
-  r.latencies_us.reserve(b.o_.count);
+  r.latencies_us.reserve(results_room(b.o_.count));
   const auto start = Clock::now();
   for (uint64_t i = 0; i < b.o_.count && r.ok; ++i) {
     const auto t0 = Clock::now();
@@ -491,8 +499,8 @@ Result atomic_clients(Bench& b, std::vector<Endpoint>& clients, fi_addr_t server
     for (size_t i = 0; i < b.o_.window; ++i) free_slots.push_back(i);
     std::vector<void*> done;
     uint64_t issued = 0, completed = 0;
-    fetched[who].reserve(b.o_.count);
-    latencies[who].reserve(b.o_.count);
+    fetched[who].reserve(results_room(b.o_.count));
+    latencies[who].reserve(results_room(b.o_.count));
     while (completed < b.o_.count && ok[who]) {
       while (issued < b.o_.count && !free_slots.empty()) {
         const size_t slot = free_slots.back();

@@ -305,6 +305,9 @@ void Endpoint::flush_now() {
       }
       switch (route) {
         case PortContext::Route::kSend:
+          // No answer in time: perhaps the peer cannot reach us (it lost
+          // or never learned our MAC); asking for it shows it ours.
+          if (frame.unanswered) port().confirm_next_hop(next_hop, bytes, now);
           break;
         case PortContext::Route::kWait:
           // An answer to a sender we know nothing of (a HELLO's, a RESET)

@@ -476,6 +476,15 @@ struct PortContext final : proto::FrameKeeper {
   // Asks for a next hop's MAC: ARP for an IPv4-mapped one, a neighbour
   // solicitation for an IPv6 one.  Lock held.
   void ask_next_hop(const ip::Ipv6& next_hop, uint64_t now);
+  // A frame to `next_hop` at `mac` went again because its peer did not
+  // answer: the next hop is asked again at that MAC (a unicast ARP
+  // request or solicitation), at most every kConfirmEveryMs.  The request
+  // also shows it our MAC: a peer that learns a stranger only by asking
+  // back a request (lib/ip/neighbour_table.h) may have missed ours (its
+  // pool of questions full under a flood) and then drops what we send.
+  // Lock held.
+  static constexpr uint64_t kConfirmEveryMs = 1000;
+  void confirm_next_hop(const ip::Ipv6& next_hop, const uint8_t mac[6], uint64_t now);
   // Whether a question for that next hop is open: an answer to a sender
   // we know nothing of may wait for it (we asked it back).  Lock held.
   bool asking_for(const ip::Ipv6& next_hop, uint64_t now) const;
@@ -500,7 +509,8 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t frames_waited = 0;        // held for ARP, then sent
   uint64_t frames_not_resolved = 0;  // dropped while their next hop was silent
   uint64_t next_hops_given_up = 0;
-  uint64_t neighbour_refreshes = 0;  // entries in use asked for again
+  uint64_t neighbour_refreshes = 0;      // entries in use asked for again
+  uint64_t neighbour_confirmations = 0;  // asked again for a peer that did not answer
   // An IPv4 frame (receive() hands it over): UDP to an endpoint's port is
   // decoded and delivered like ours, an echo request answered (ping), the
   // rest counted.  Lock held; the frame stays the caller's.

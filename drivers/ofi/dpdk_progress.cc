@@ -93,12 +93,12 @@ PortContext::~PortContext() {
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s %s: ARP requests answered %lu, ignored %lu; %s; UDP frames in %lu (header "
               "checked by the device %lu); frames "
-              "held for ARP %lu, lost unresolved %lu; next hops refreshed %lu, given up "
-              "%lu; pings answered %lu\n",
+              "held for ARP %lu, lost unresolved %lu; next hops refreshed %lu, asked again "
+              "for a silent peer %lu, given up %lu; pings answered %lu\n",
               port->name().c_str(), ip::format_interface(*interface).c_str(), arp_requests_answered,
               arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp, rx_udp_checked_by_device,
               frames_waited, frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
-              next_hops_given_up, echo_requests_answered);
+              neighbour_confirmations, next_hops_given_up, echo_requests_answered);
   if (interface6) {
     const Ipv6PeerCounts peers = ipv6_peer_counts();
     DPDK_INFO(FI_LOG_DOMAIN,

@@ -151,6 +151,27 @@ void PortContext::ask_next_hop(const ip::Ipv6& next_hop, uint64_t now) {
     solicit_neighbour(next_hop, now);
 }
 
+void PortContext::confirm_next_hop(const ip::Ipv6& next_hop, const uint8_t mac[6], uint64_t now) {
+  const uint64_t since = now - std::min(now, kConfirmEveryMs * 1'000'000);
+  if (next_hop.v4_mapped()) {
+    const ip::Ipv4 hop = ip::ipv4_of_mapped(next_hop);
+    if (!interface || neighbours.heard_since(hop, since) || !neighbours.expect(hop, now)) return;
+    send_built(ip::kArpFrameSize, [&](uint8_t* out) {
+      ip::build_arp(ip::arp_request(port->mac(), interface->address, hop), out, mac);
+      return ip::kArpFrameSize;
+    });
+  } else {
+    if (!interface6 || neighbours6.heard_since(next_hop, since) ||
+        !neighbours6.expect(next_hop, now))
+      return;
+    send_built(ip::kNeighbourFrameSize, [&](uint8_t* out) {
+      ip::build_unicast_solicitation(port->mac(), interface6->address, next_hop, mac, out);
+      return ip::kNeighbourFrameSize;
+    });
+  }
+  ++neighbour_confirmations;
+}
+
 bool PortContext::asking_for(const ip::Ipv6& next_hop, uint64_t now) const {
   if (next_hop.v4_mapped())
     return interface && neighbours.asking(ip::ipv4_of_mapped(next_hop), now);

@@ -44,9 +44,10 @@ ArpMessage arp_reply(const ArpMessage& request, const uint8_t mac[6]) {
   return reply;
 }
 
-void build_arp(const ArpMessage& message, uint8_t out[kArpFrameSize]) {
+void build_arp(const ArpMessage& message, uint8_t out[kArpFrameSize], const uint8_t* to) {
   std::memset(out, 0, kArpFrameSize);
-  std::memcpy(out, message.op == ArpOp::kRequest ? kBroadcast : message.target_mac, 6);
+  const uint8_t* destination = message.op == ArpOp::kRequest ? kBroadcast : message.target_mac;
+  std::memcpy(out, message.op == ArpOp::kRequest && to != nullptr ? to : destination, 6);
   std::memcpy(out + 6, message.sender_mac, 6);
   put16(out + 12, kEtherTypeArp);
   put16(out + kHardwareType, kHardwareEthernet);

@@ -34,8 +34,10 @@ ArpMessage arp_request(const uint8_t mac[6], Ipv4 ip, Ipv4 target);
 ArpMessage arp_reply(const ArpMessage& request, const uint8_t mac[6]);
 
 // Writes the frame (kArpFrameSize bytes) to `out`: from message.sender_mac,
-// to the broadcast address for a request, to target_mac for a reply.
-void build_arp(const ArpMessage& message, uint8_t out[kArpFrameSize]);
+// to the broadcast address for a request, to target_mac for a reply.  A
+// request with `to` goes to that MAC alone (RFC 1122 2.3.2.1's unicast
+// poll of a neighbour whose address we hold).
+void build_arp(const ArpMessage& message, uint8_t out[kArpFrameSize], const uint8_t* to = nullptr);
 
 // The message of an ARP frame for Ethernet and IPv4, whole; nullopt for
 // any other frame, a short one, another hardware or protocol type, or an

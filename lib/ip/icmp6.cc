@@ -84,6 +84,12 @@ void build_neighbour_solicitation(const uint8_t mac[6], const Ipv6& source, cons
   neighbour_frame(kSolicitation, 0, target, kSourceLinkAddress, group_mac, mac, source, group, out);
 }
 
+void build_unicast_solicitation(const uint8_t mac[6], const Ipv6& source, const Ipv6& target,
+                                const uint8_t target_mac[6], uint8_t out[kNeighbourFrameSize]) {
+  neighbour_frame(kSolicitation, 0, target, kSourceLinkAddress, target_mac, mac, source, target,
+                  out);
+}
+
 void build_neighbour_advertisement(const NeighbourMessage& solicitation,
                                    const uint8_t frame_source[6], const uint8_t mac[6],
                                    uint8_t out[kNeighbourFrameSize]) {

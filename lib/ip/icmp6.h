@@ -36,6 +36,10 @@ struct NeighbourMessage {
 // solicited-node group, with our link address.
 void build_neighbour_solicitation(const uint8_t mac[6], const Ipv6& source, const Ipv6& target,
                                   uint8_t out[kNeighbourFrameSize]);
+// The same to `target` itself at `target_mac` (RFC 4861 7.2.2's unicast
+// solicitation: confirming a neighbour whose link address we hold).
+void build_unicast_solicitation(const uint8_t mac[6], const Ipv6& source, const Ipv6& target,
+                                const uint8_t target_mac[6], uint8_t out[kNeighbourFrameSize]);
 // The advertisement that answers `solicitation` for our address (its
 // target), from `mac`: to its sender (frame_source, its Ethernet source),
 // or to all nodes (ff02::1) when it came from :: (another node checking

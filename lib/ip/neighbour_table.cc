@@ -145,6 +145,13 @@ bool BasicNeighbourTable<Ip>::asked_since(Ip ip, uint64_t since_ns) const {
 }
 
 template <typename Ip>
+bool BasicNeighbourTable<Ip>::heard_since(Ip ip, uint64_t since_ns) const {
+  if (asked_since(ip, since_ns)) return true;
+  const auto it = learned_.find(ip);
+  return it != learned_.end() && it->second.confirmed_ns >= since_ns;
+}
+
+template <typename Ip>
 bool BasicNeighbourTable<Ip>::asking(Ip ip, uint64_t now_ns) const {
   return open_question(ip, now_ns) != nullptr;
 }

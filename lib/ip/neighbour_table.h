@@ -88,6 +88,9 @@ class BasicNeighbourTable {
   bool expect(Ip ip, uint64_t now_ns);
   // Whether `ip` was asked for (expect, ask_back) at `since_ns` or later.
   bool asked_since(Ip ip, uint64_t since_ns) const;
+  // Whether `ip` was asked for or confirmed (answered) at `since_ns` or
+  // later.
+  bool heard_since(Ip ip, uint64_t since_ns) const;
   // Whether a question for `ip` is open now.
   bool asking(Ip ip, uint64_t now_ns) const;
 

@@ -297,6 +297,7 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
 
 void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   c.hello_unasked = false;
+  bool retry = false;
   if (c.tx_state == TxState::kClosed) {
     c.tx_state = TxState::kHello;
     c.hello_nonce = next_nonce();
@@ -310,6 +311,7 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   } else {
     c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);  // a retransmission
     change_path(c);  // the first HELLO may have taken a path that is down
+    retry = true;
   }
   c.rto_deadline_ns = now_ns + c.rto_ns;
   OutFrame frame{};
@@ -336,6 +338,7 @@ void Engine::emit_hello(Connection& c, uint64_t now_ns) {
   body.max_payload = htobe32(c.payload_offer);
   std::memcpy(frame.body, &body, sizeof(body));
   frame.message = nullptr;
+  frame.unanswered = retry;
   outbox_.push_back(frame);
   ++stats_.hellos_sent;
 }

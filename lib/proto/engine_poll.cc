@@ -207,10 +207,12 @@ void Engine::sweep_idle(uint64_t now_ns) {
       // Nothing else repaired the loss: the path may be what dropped it.
       change_path(c);
     }
-    if (size == SilentPath::kNarrow)
+    if (size == SilentPath::kNarrow) {
       silent_narrow(c, now_ns);  // the oldest goes again, in pieces
-    else
+    } else {
       emit_segment(c, c.una, now_ns, true);
+      if (!outbox_.empty()) outbox_.back().unanswered = true;
+    }
     // The resend armed it, or a tail loss probe of this segment did.
     Connection::TimeoutUndo& undo = c.timeout_undo;
     if (c.peer_window != 0 && undo.armed && undo.seq == c.una && !undo.cut_saved) {

@@ -82,6 +82,11 @@ struct OutFrame {
   // The source port the peer asked frames of this path to come from
   // (HandshakeBody::reaching_ports), or 0: the encapsulation picks by path.
   uint16_t source_port = 0;
+  // Sent again because the peer did not answer in time (a HELLO's retry,
+  // a retransmission timeout's resend): the encapsulation may confirm the
+  // next hop's address (ask it again), since an answer may be missing
+  // because the peer cannot reach us.
+  bool unanswered = false;
   void copy_payload(uint8_t* out) const;
   // The same, returning the payload's CRC-32C continued from `crc`
   // (begin_seal's): a message's bytes are checksummed as they are copied.

@@ -12,7 +12,9 @@
 # port also has fd00:66::1/64, and the same in IPv6: spoofed HELLOs, a
 # solicitation claiming our address, echo, solicitation and stranger
 # floods).  Passes when every case passed and both bench processes still
-# run at the end.  Skips (exit 77) where veth pairs cannot be made.
+# run at the end, and then a newcomer (a client started during an ARP
+# flood that crowds out the target's questions) is answered.  Skips (exit
+# 77) where veth pairs cannot be made.
 set -euo pipefail
 BENCH=$1
 ADVERSARY=$2
@@ -35,21 +37,23 @@ ip neigh replace 10.66.0.9 lladdr 02:66:00:00:00:09 nud permanent dev "$T"
 mkdir -p "$WORK/rendezvous"
 PAIR_ARGS=(--pattern atomic --window 16 --count 100000000 --timeout 200 --size 4096
 	--rendezvous "$WORK/rendezvous")
+# Warnings (a peer timeout and why) land in the .err files fail() shows.
 # shellcheck disable=SC2086
-start_limited 200 "$WORK/server.json" "$WORK/server.err" env FI_DPDK_PORT_ADDR=10.66.0.1/16,fd00:66::1/64 \
-	FI_DPDK_NEIGHBOURS="$STATIC_PARAM" \
+start_limited 200 "$WORK/server.json" "$WORK/server.err" env FI_LOG_LEVEL=warn \
+	FI_DPDK_PORT_ADDR=10.66.0.1/16,fd00:66::1/64 FI_DPDK_NEIGHBOURS="$STATIC_PARAM" \
 	"$BENCH" -l 0 $EAL_COMMON "--vdev=net_af_packet0,iface=$T" -- --role server "${PAIR_ARGS[@]}"
 SERVER_PID=$STARTED_PID
 wait_for_server
 # shellcheck disable=SC2086
-start_limited 200 "$WORK/client.json" "$WORK/client.err" env FI_DPDK_PORT_ADDR=10.66.0.2/16 \
+start_limited 200 "$WORK/client.json" "$WORK/client.err" env FI_LOG_LEVEL=warn \
+	FI_DPDK_PORT_ADDR=10.66.0.2/16 \
 	"$BENCH" -l 1 $EAL_COMMON "--vdev=net_af_packet0,iface=$P" -- --role client "${PAIR_ARGS[@]}"
 CLIENT_PID=$STARTED_PID
 for _ in $(seq 100); do
 	[ -s "$WORK/rendezvous/client" ] && break
 	sleep 0.1
 done
-sleep 1  # the pair's ARP, handshake and first fetch-adds
+# (udp_adversary waits for the pair's full-sized frames before attacking.)
 
 RSS_LIMIT_KB=8192
 if [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
@@ -69,3 +73,27 @@ kill -0 "$SERVER_PID" 2>/dev/null || fail "the target (bench server) ended durin
 kill -0 "$CLIENT_PID" 2>/dev/null || fail "the peer (bench client) ended during the attack"
 [ "$RC" = 0 ] || fail "udp_adversary exited $RC"
 echo "every case passed; the live pair ran throughout"
+
+# A newcomer: a client at another address (10.66.0.4, on the same end)
+# starts while made-up neighbours' ARP requests keep the target's pool of
+# questions full, so the target cannot ask it back and drops its HELLOs
+# until it polls the target again (udp_adversary.cc, newcomer).
+kill "$CLIENT_PID" 2>/dev/null || true
+wait "$CLIENT_PID" 2>/dev/null || true
+set +e
+"$ADVERSARY" --iface "$P" --target-mac "$(cat "/sys/class/net/$T/address")" \
+	--target-ip 10.66.0.1 --own-ip 10.66.0.3 --prefix 16 --target-pid "$SERVER_PID" \
+	--seed "$$" --cases newcomer --newcomer 10.66.0.4 &
+NEWCOMER_CASE=$!
+sleep 0.5
+# shellcheck disable=SC2086
+start_limited 60 "$WORK/newcomer.json" "$WORK/newcomer.err" env FI_LOG_LEVEL=warn \
+	FI_DPDK_PORT_ADDR=10.66.0.4/16 \
+	"$BENCH" -l 1 $EAL_COMMON "--vdev=net_af_packet0,iface=$P" -- --role client "${PAIR_ARGS[@]}"
+CLIENT_PID=$STARTED_PID
+wait "$NEWCOMER_CASE"
+RC=$?
+set -e
+[ "$RC" = 0 ] || fail "udp_adversary's newcomer case exited $RC"
+kill -0 "$SERVER_PID" 2>/dev/null || fail "the target (bench server) ended"
+echo "the newcomer was answered"

@@ -85,11 +85,25 @@
 //                  were there (DIR/dgram-result): the flood held only its
 //                  sender's share of the budget.
 //
+// And one against a client that starts while the target's questions are
+// crowded out (test_udp_adversarial.sh starts it):
+//
+//   newcomer       ARP requests from made-up neighbours, a thousand a
+//                  second, keep the target's pool of questions asked back
+//                  full, until the target answered the newcomer's own ARP
+//                  request (--newcomer IP) and a second more: the target
+//                  could not ask it back, so it does not know the
+//                  newcomer's MAC and drops its HELLOs.  Within 10 s of
+//                  the flood's end the target sends the newcomer UDP: the
+//                  newcomer, unanswered, polled the target's address again
+//                  and was asked back this time.
+//
 //   udp_adversary --iface IFACE --target-mac MAC --target-ip A --own-ip B
 //                 --prefix N --target-pid PID [--avoid C --avoid-mac M] [--port-base P]
 //                 [--static IP=MAC]...
 //                 [--target-ip6 A6 --own-ip6 B6] [--rss-limit-kb N] [--seed N]
 //                 [--cases a,b,...] [--rendezvous DIR] [--client-datagrams N]
+//                 [--newcomer IP]
 //
 // Exit 0 when every case passed, 1 otherwise, 2 on set-up errors.
 //
@@ -185,6 +199,8 @@ Options parse(int argc, char** argv) {
       o.seed = std::stoull(value());
     else if (arg == "--rendezvous")
       o.rendezvous = value();
+    else if (arg == "--newcomer")
+      o.newcomer_ip = address_option(value());
     else if (arg == "--client-datagrams")
       o.client_datagrams = std::stoi(value());
     else if (arg == "--cases") {
@@ -201,6 +217,8 @@ Options parse(int argc, char** argv) {
     if ((name == "ipv6_table_flush" || name == "dgram_share") &&
         (o.rendezvous.empty() || !o.target_ip6 || !o.own_ip6))
       setup_error(name + " needs --rendezvous, --target-ip6 and --own-ip6");
+    else if (name == "newcomer" && o.newcomer_ip == 0)
+      setup_error("newcomer needs --newcomer");
   if (o.iface.empty() || o.target_ip == 0 || o.own_ip == 0 || o.target_pid <= 0 || o.prefix < 8 ||
       o.prefix > 30)
     setup_error(

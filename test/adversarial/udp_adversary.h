@@ -47,6 +47,7 @@ struct Options {
   std::vector<std::string> cases;  // empty: every case but those run only when named
   std::string rendezvous;
   int client_datagrams = 20;
+  ip::Ipv4 newcomer_ip = 0;  // the newcomer case's honest client
 };
 
 [[noreturn]] void setup_error(const std::string& what);
@@ -57,8 +58,12 @@ std::vector<sock_filter> from_target(const Mac& target);
 
 // What the target sent during a listen.
 struct Seen {
-  std::set<ip::Ipv4> arp_asked;       // addresses its ARP requests asked for
+  std::set<ip::Ipv4> arp_asked;  // addresses its ARP requests asked for
+  // Those asked by broadcast (a lookup); the rest went to a MAC the target
+  // holds (a unicast poll of a neighbour that did not answer in time).
+  std::set<ip::Ipv4> arp_broadcast;
   uint64_t arp_replies_to_us = 0;     // replies to our own MAC
+  std::set<ip::Ipv4> arp_replied_to;  // addresses its ARP replies went to
   std::set<ip::Ipv4> udp_to;          // destinations of its UDP frames
   uint64_t hello_acks_to_us = 0;      // HELLO_ACKs in UDP to our own address
   uint64_t answers_to_broadcast = 0;  // UDP to a broadcast address or MAC
@@ -89,6 +94,12 @@ class UdpAdversary {
     if (!o_.cases.empty()) return run_named();
     const long rss_before = resident_kb(o_.target_pid);
     bool all = true;
+    // The cases compare the pair's frames before and after: it must be
+    // running first (its ARP, handshake and full-sized fetch-adds).
+    if (o_.avoid_ip != 0 && !pair_running(std::chrono::seconds(20))) {
+      std::printf("FAIL: the live pair sent no full-sized frame within 20 s: nothing to attack\n");
+      return 1;
+    }
     all &= report("answers", answers());
     all &= report("spoofed_hellos", spoofed_hellos());
     all &= report("broadcasts", broadcasts());
@@ -128,6 +139,8 @@ class UdpAdversary {
         all &= report("ipv6_table_flush", ipv6_table_flush());
       else if (name == "dgram_share")
         all &= report("dgram_share", dgram_share());
+      else if (name == "newcomer")
+        all &= report("newcomer", newcomer());
       else
         setup_error("no case " + name + " runs alone");
     }
@@ -143,6 +156,15 @@ class UdpAdversary {
     }
     void note(const std::string& what) { detail += (detail.empty() ? "" : "; ") + what; }
   };
+
+  // Whether the target sends the pair's peer frames above 700 bytes within
+  // `limit`.
+  bool pair_running(Clock::duration limit) {
+    const auto until = Clock::now() + limit;
+    while (Clock::now() < until)
+      if (listen(std::chrono::milliseconds(100)).largest_to_avoid > 700) return true;
+    return false;
+  }
 
   bool report(const char* name, const Result& r) {
     std::printf("%s %s: %s\n", r.ok ? "PASS" : "FAIL", name, r.detail.c_str());
@@ -354,6 +376,8 @@ class UdpAdversary {
     if (const auto arp = ip::parse_arp(frame, length)) {
       if (arp->op == ip::ArpOp::kRequest) {
         seen->arp_asked.insert(arp->target_ip);
+        if (std::all_of(frame, frame + 6, [](uint8_t b) { return b == 0xff; }))
+          seen->arp_broadcast.insert(arp->target_ip);
         // A neighbour answers for its own address (ours, and the ones a
         // case makes up and claims).
         const auto claimed = claimed_.find(arp->target_ip);
@@ -364,8 +388,10 @@ class UdpAdversary {
                         answer);
           link_.send(answer);
         }
-      } else if (std::memcmp(arp->target_mac, own_mac_.data(), 6) == 0)
-        ++seen->arp_replies_to_us;
+      } else {
+        seen->arp_replied_to.insert(arp->target_ip);
+        if (std::memcmp(arp->target_mac, own_mac_.data(), 6) == 0) ++seen->arp_replies_to_us;
+      }
       return;
     }
     ip::Ipv4Packet packet;
@@ -423,9 +449,12 @@ class UdpAdversary {
   Result ipv6_table_flush();
   void send_datagram6(uint16_t length);
   Result dgram_share();
+  Result newcomer();
 
   static void merge(Seen* into, const Seen& more) {
     into->arp_asked.insert(more.arp_asked.begin(), more.arp_asked.end());
+    into->arp_broadcast.insert(more.arp_broadcast.begin(), more.arp_broadcast.end());
+    into->arp_replied_to.insert(more.arp_replied_to.begin(), more.arp_replied_to.end());
     into->arp_replies_to_us += more.arp_replies_to_us;
     into->udp_to.insert(more.udp_to.begin(), more.udp_to.end());
     into->hello_acks_to_us += more.hello_acks_to_us;

@@ -272,14 +272,55 @@ UdpAdversary::Result UdpAdversary::arp_evict() {
   size_t asked_back = 0;
   for (const auto& [address, mac] : claimed_) asked_back += seen.arp_asked.count(address);
   claimed_.clear();
-  if (seen.arp_asked.count(o_.avoid_ip) != 0)
-    r.fail("the target asked for the peer again: its entry was evicted");
+  // (A request at the peer's MAC polls an entry the target still holds.)
+  if (seen.arp_broadcast.count(o_.avoid_ip) != 0)
+    r.fail("the target looked the peer up again: its entry was evicted");
   if (seen.to_avoid_elsewhere != 0)
     r.fail(std::to_string(seen.to_avoid_elsewhere) + " frames to the peer not at its MAC");
   if (seen.to_avoid == 0) r.fail("the pair stopped");
   r.note(std::to_string(kNeighbours) + " neighbours, " + std::to_string(asked_back) +
          " asked back and answered; " + std::to_string(seen.to_avoid) + " frames to the peer, " +
          std::to_string(seen.to_avoid_elsewhere) + " not at its MAC");
+  return r;
+}
+
+UdpAdversary::Result UdpAdversary::newcomer() {
+  Result r;
+  Seen seen;
+  auto flood_for = [&](Clock::duration length) {
+    const auto until = Clock::now() + length;
+    while (Clock::now() < until) {
+      send_arp_request(made_up_mac(), made_up_address());
+      merge(&seen, listen(milliseconds(1)));
+    }
+  };
+  const auto flood_start = Clock::now();
+  while (!seen.arp_replied_to.contains(o_.newcomer_ip) &&
+         Clock::now() - flood_start < std::chrono::seconds(30))
+    flood_for(milliseconds(50));
+  if (!seen.arp_replied_to.contains(o_.newcomer_ip)) {
+    r.fail("the newcomer never asked for the target within 30 s");
+    return r;
+  }
+  flood_for(std::chrono::seconds(1));
+  const bool during = seen.udp_to.contains(o_.newcomer_ip);
+  Seen after;
+  const auto flood_end = Clock::now();
+  while (!after.udp_to.contains(o_.newcomer_ip) &&
+         Clock::now() - flood_end < std::chrono::seconds(10))
+    merge(&after, listen(milliseconds(100)));
+  const double waited = std::chrono::duration<double>(Clock::now() - flood_end).count();
+  if (during) {
+    r.note("the target answered the newcomer during the flood (it was asked back)");
+  } else if (!after.udp_to.contains(o_.newcomer_ip)) {
+    r.fail("the target sent the newcomer nothing within 10 s of the flood's end: locked out");
+  } else {
+    char text[120];
+    std::snprintf(text, sizeof(text),
+                  "the target answered the newcomer %.1f s after the flood's end, not during it",
+                  waited);
+    r.note(text);
+  }
   return r;
 }
 

@@ -34,6 +34,20 @@ TEST(Arp, RequestIsBroadcastAndParsesBack) {
   EXPECT_EQ(parsed->target_ip, 0x0A000002u);
 }
 
+TEST(Arp, RequestToAKnownMacGoesThereAlone) {
+  uint8_t frame[kArpFrameSize];
+  build_arp(arp_request(kAsker, 0x0A000001, 0x0A000002), frame, kOwner);
+  EXPECT_EQ(std::memcmp(frame, kOwner, 6), 0);
+  const auto parsed = parse_arp(frame, sizeof(frame));
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->op, ArpOp::kRequest);
+  EXPECT_EQ(parsed->target_ip, 0x0A000002u);
+  for (const uint8_t byte : parsed->target_mac) EXPECT_EQ(byte, 0) << "asked, not told";
+  // A reply goes to its asker whatever `to` says.
+  build_arp(arp_reply(arp_request(kAsker, 0x0A000001, 0x0A000002), kOwner), frame, kOwner);
+  EXPECT_EQ(std::memcmp(frame, kAsker, 6), 0);
+}
+
 TEST(Arp, ReplyGoesToTheAskerWithTheOwnersMac) {
   const ArpMessage request = arp_request(kAsker, 0x0A000001, 0x0A000002);
   const ArpMessage reply = arp_reply(request, kOwner);

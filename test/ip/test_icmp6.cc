@@ -54,6 +54,21 @@ TEST(Icmp6, SolicitationGoesToTheTargetsGroupAndParsesBack) {
   EXPECT_EQ(std::memcmp(message.link_address, kOurMac, 6), 0);
 }
 
+TEST(Icmp6, UnicastSolicitationGoesToTheTargetItself) {
+  uint8_t frame[kNeighbourFrameSize];
+  build_unicast_solicitation(kOurMac, v6("fd00:77:1::2"), v6("fd00:77:1::1"), kRouterMac, frame);
+  EXPECT_EQ(std::memcmp(frame, kRouterMac, 6), 0);
+  const Ipv6Packet packet = packet_of(frame, sizeof frame);
+  EXPECT_EQ(packet.destination, v6("fd00:77:1::1"));
+  NeighbourMessage message;
+  ASSERT_TRUE(parse_neighbour_message(packet, &message))
+      << "its checksum covers the new destination";
+  EXPECT_EQ(message.kind, NeighbourMessage::Kind::kSolicitation);
+  EXPECT_EQ(message.target, v6("fd00:77:1::1"));
+  ASSERT_TRUE(message.has_link_address);
+  EXPECT_EQ(std::memcmp(message.link_address, kOurMac, 6), 0);
+}
+
 TEST(Icmp6, AdvertisementAnswersTheSolicitorWithOurLinkAddress) {
   uint8_t asked[kNeighbourFrameSize];
   build_neighbour_solicitation(kRouterMac, v6("fe80::1"), v6("fd00:77:1::2"), asked);

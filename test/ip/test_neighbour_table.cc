@@ -56,6 +56,20 @@ TEST(NeighbourTable, EntriesInUseAreAskedAgainBeforeTheyLapse) {
   EXPECT_TRUE(table.find(kPeer, 91 * kSecond, mac));
 }
 
+TEST(NeighbourTable, HeardSinceCountsQuestionsAndAnswers) {
+  NeighbourTable table(8, 60 * kSecond);
+  EXPECT_FALSE(table.heard_since(kPeer, 0));
+  resolve(table, kPeer, kMacA, 1 * kSecond);
+  // Answered: the question is closed, the confirmation counts.
+  EXPECT_FALSE(table.asked_since(kPeer, 1 * kSecond));
+  EXPECT_TRUE(table.heard_since(kPeer, 1 * kSecond));
+  EXPECT_FALSE(table.heard_since(kPeer, 2 * kSecond));
+  // Asked again and not answered yet: the question counts.
+  ASSERT_TRUE(table.expect(kPeer, 5 * kSecond));
+  EXPECT_TRUE(table.heard_since(kPeer, 5 * kSecond));
+  EXPECT_FALSE(table.heard_since(kPeer, 6 * kSecond));
+}
+
 TEST(NeighbourTable, StampsAheadOfTheClockDoNotWrap) {
   // An ask stamped by a later clock reading than the reply's: the reply
   // is still the answer, and the entry fresh.

@@ -114,6 +114,7 @@ void LossyLink::send_outbox(size_t i) {
   Engine& engine = *port.engine;
   for (const OutFrame& out : engine.outbox()) {
     ++counters_.launched;
+    if (sent) sent(i, out);
     if (port.partitioned) {
       ++counters_.partitioned;
       continue;

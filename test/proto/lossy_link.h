@@ -99,6 +99,8 @@ class LossyLink {
   void set_marking(size_t i, size_t mark_above);
 
   LinkFaults& faults() { return faults_; }
+  // Optional: sees every frame engine `from` sends, before anything drops it.
+  std::function<void(size_t from, const OutFrame&)> sent;
   // Optional: return false to drop a frame as it leaves engine `from`.
   std::function<bool(size_t from, const wire::FrameHeader&)> keep;
   // Optional: the same by the frame's path (OutFrame::path: the route a

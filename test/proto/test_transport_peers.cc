@@ -128,6 +128,51 @@ TEST(TransportDeadPeer, PeerThatComesBackIsReachableAgain) {
   EXPECT_TRUE(in == again);
 }
 
+TEST(TransportDeadPeer, WhatGoesAgainForWantOfAnAnswerSaysSo) {
+  // Expect: frames sent because the peer did not answer in time (HELLO
+  // retries, retransmission timeouts' resends) carry OutFrame::unanswered,
+  // so that the encapsulation can poll the peer's link address; first
+  // sends do not.
+  const TransportConfig config = dead_peer_config();
+  Net net(93);
+  const size_t a = net.add(config, kMacA, 0, 0xA0000093);
+  const size_t b = net.add(config, kMacB, 0, 0xB0000093);
+  struct Seen {
+    size_t first = 0, again = 0;
+  };
+  std::map<uint8_t, Seen> from_a;
+  net.link.sent = [&](size_t from, const OutFrame& out) {
+    if (from != a) return;
+    Seen& seen = from_a[out.header.opcode];
+    ++(out.unanswered ? seen.again : seen.first);
+  };
+  bool b_deaf = true;
+  net.link.keep = [&](size_t from, const wire::FrameHeader&) { return from != a || !b_deaf; };
+  std::vector<uint8_t> in(100);
+  ASSERT_EQ(post_bytes(net, b, in, ctx(1)), 0);
+  const auto message = pattern(100, 1);
+  ASSERT_EQ(send_bytes(net, a, b, message, ctx(2)), 0);
+  net.run_until([] { return false; }, 30 * kMs);
+  const auto hello = static_cast<uint8_t>(wire::Opcode::kHello);
+  EXPECT_EQ(from_a[hello].first, 1u);
+  EXPECT_GE(from_a[hello].again, 2u) << "unanswered HELLOs went again, flagged";
+
+  b_deaf = false;
+  ASSERT_TRUE(wait_completions(net, a, 1, 1 * kSec));
+  ASSERT_EQ(net.take(a)[0].error, 0);
+  const auto data = static_cast<uint8_t>(wire::Opcode::kMsg);
+  EXPECT_EQ(from_a[data].again, 0u) << "answered at once: nothing flagged";
+  ASSERT_EQ(post_bytes(net, b, in, ctx(3)), 0);
+  b_deaf = true;
+  ASSERT_EQ(send_bytes(net, a, b, message, ctx(4)), 0);
+  net.run_until([] { return false; }, 25 * kMs);
+  EXPECT_GE(from_a[data].first, 2u);
+  EXPECT_GE(from_a[data].again, 1u) << "a retransmission timeout's resend is flagged";
+  b_deaf = false;
+  ASSERT_TRUE(wait_completions(net, a, 1, 1 * kSec));
+  EXPECT_EQ(net.take(a)[0].error, 0);
+}
+
 TEST(TransportDeadPeer, ReceiveHalfFilledByADeadSenderFailsWithTimeout) {
   // Expect: A dies (partition) in the middle of a 1 MiB message to B; B's
   // posted receive, half filled, completes with kErrTimedOut /
