@@ -28,17 +28,7 @@
 
 namespace ofi_dpdk::ofi {
 
-struct Domain;
-struct PortContext;
-struct ScalableEp;
-struct SharedRx;
-struct SharedTx;
-struct PassiveEp;
-struct ConnRequest;
-struct Cq;
-struct Cntr;
-struct Av;
-struct Eq;
+// (The objects it names are declared ahead in dpdk_fid.h.)
 
 // FI_EP_MSG (dpdk_cm.cc): where an endpoint's connection stands.
 enum class CmState : uint8_t {

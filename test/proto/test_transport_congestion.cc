@@ -283,33 +283,48 @@ TEST(TransportCongestion, TwoSendersShareABottleneck) {
               (to - from) / 1e6, na, nc, static_cast<unsigned long>(net.link.counters().congested));
 }
 
-// Two senders into B through a bottleneck of 8 frames a step with a
-// 64-frame queue, that marks (ECN) above `mark_above` frames or not at all
-// (0); the run's link counters and each sender's connection.
+// Two senders into B through a bottleneck: by default 8 frames a step
+// with a 64-frame queue, that marks (ECN) above `mark_above` frames or not
+// at all (0); the run's link counters and each sender's connection.
+struct BottleneckShape {
+  uint64_t seed = 15;
+  size_t frames_per_step = 8, queue = 64, mark_above = 0, messages = 3000;
+  uint64_t delay_steps = 0;   // each frame's extra steps on the wire
+  uint64_t pace_from_ns = 0;  // TransportConfig::pace_from_ns
+};
+
 struct SharedBottleneck {
-  explicit SharedBottleneck(size_t mark_above) : net(15) {
+  explicit SharedBottleneck(const BottleneckShape& shape) : net(shape.seed) {
     config.max_payload = 64;
-    a = net.add(config, kMacA, 0, 0xA0000015);
-    b = net.add(config, kMacB, 0, 0xB0000015);
-    c = net.add(config, kMacC, 0, 0xC0000015);
-    net.link.set_bottleneck(b, 8, 64);
-    net.link.set_marking(b, mark_above);
+    config.pace_from_ns = shape.pace_from_ns;
+    a = net.add(config, kMacA, 0, static_cast<uint32_t>(0xA0000000 + shape.seed));
+    b = net.add(config, kMacB, 0, static_cast<uint32_t>(0xB0000000 + shape.seed));
+    c = net.add(config, kMacC, 0, static_cast<uint32_t>(0xC0000000 + shape.seed));
+    net.link.set_bottleneck(b, shape.frames_per_step, shape.queue);
+    net.link.set_marking(b, shape.mark_above);
+    if (shape.delay_steps != 0)
+      net.link.delay = [steps = shape.delay_steps](size_t, const wire::FrameHeader&) {
+        return steps;
+      };
     FlowSpec from_a;
     from_a.src = a;
     from_a.dst = b;
-    from_a.sizes.assign(3000, 1024);
+    from_a.sizes.assign(shape.messages, 1024);
     from_a.directed = true;
-    from_a.seed = 151;
+    from_a.seed = shape.seed * 10 + 1;
     FlowSpec from_c = from_a;
     from_c.src = c;
-    from_c.seed = 152;
+    from_c.seed = shape.seed * 10 + 2;
     fa = &net.add_flow(from_a);
     fc = &net.add_flow(from_c);
   }
+  explicit SharedBottleneck(size_t mark_above)
+      : SharedBottleneck(BottleneckShape{.mark_above = mark_above}) {}
   bool run() {
     return net.run_until([&] { return net.flows_done(); }, 20 * kSec);
   }
   const Connection& sender(size_t s) { return *net.engine(s).find(net.link.key(b)); }
+  uint64_t last_arrival() const { return std::max(fa->received_at.back(), fc->received_at.back()); }
 
   TransportConfig config;
   Net net;
@@ -328,26 +343,14 @@ TEST(TransportCongestion, PacingSpreadsTheWindowAndSparesTheQueue) {
   // message arrives no later than bursting's plus a quarter.  (What the
   // spacing saves at a real queue, the bottleneck bench shows:
   // doc/performance.md.)
-  struct Run {
-    explicit Run(uint64_t pace_from_ns) : net(16) {
-      config.max_payload = 64;
-      config.pace_from_ns = pace_from_ns;
-      a = net.add(config, kMacA, 0, 0xA0000017);
-      b = net.add(config, kMacB, 0, 0xB0000017);
-      c = net.add(config, kMacC, 0, 0xC0000017);
-      net.link.set_bottleneck(b, 1, 16);
-      net.link.delay = [](size_t, const wire::FrameHeader&) -> uint64_t { return 10; };
-      FlowSpec from_a;
-      from_a.src = a;
-      from_a.dst = b;
-      from_a.sizes.assign(600, 1024);
-      from_a.directed = true;
-      from_a.seed = 161;
-      FlowSpec from_c = from_a;
-      from_c.src = c;
-      from_c.seed = 162;
-      fa = &net.add_flow(from_a);
-      fc = &net.add_flow(from_c);
+  struct Run : SharedBottleneck {
+    explicit Run(uint64_t pace_from_ns)
+        : SharedBottleneck(BottleneckShape{.seed = 16,
+                                           .frames_per_step = 1,
+                                           .queue = 16,
+                                           .messages = 600,
+                                           .delay_steps = 10,
+                                           .pace_from_ns = pace_from_ns}) {
       // The most new data segments (not repairs) A launched in one step,
       // once its first round trips gave it an RTT (until then it bursts
       // its initial window, paced or not).
@@ -365,14 +368,6 @@ TEST(TransportCongestion, PacingSpreadsTheWindowAndSparesTheQueue) {
         return true;
       };
     }
-    uint64_t last_arrival() const {
-      return std::max(fa->received_at.back(), fc->received_at.back());
-    }
-    TransportConfig config;
-    Net net;
-    size_t a = 0, b = 0, c = 0;
-    Flow* fa = nullptr;
-    Flow* fc = nullptr;
     bool any_seq = false;
     uint32_t highest_seq = 0;
     uint64_t step_at = 0;
@@ -380,8 +375,7 @@ TEST(TransportCongestion, PacingSpreadsTheWindowAndSparesTheQueue) {
   };
   Run bursting(0), paced(1);
   for (Run* run : {&bursting, &paced}) {
-    ASSERT_TRUE(run->net.run_until([&] { return run->net.flows_done(); }, 20 * kSec))
-        << run->fa->received << " / " << run->fc->received;
+    ASSERT_TRUE(run->run()) << run->fa->received << " / " << run->fc->received;
     for (Flow* f : {run->fa, run->fc}) {
       EXPECT_EQ(f->problems, 0u) << f->first_problem;
       EXPECT_EQ(f->send_failed, 0u);
