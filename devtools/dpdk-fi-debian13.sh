@@ -131,7 +131,7 @@ build_root() {
 	command -v zstd >/dev/null || tools+=(zstd)
 	if ((${#tools[@]})); then
 		say "installing on the host: ${tools[*]}"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tools[@]}" ||
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${tools[@]}" ||
 			give_up "apt-get install ${tools[*]} failed"
 	fi
 	mirror=${DPDK_FI_DEBIAN_MIRROR:-$(debian_mirror)}
