@@ -58,8 +58,9 @@
 # parts build (the ThreadSanitizer tree, the packages) and fabtests are
 # built in the background while the tests run, at idle priority (SCHED_IDLE,
 # ionice idle): the tests' processes keep the cores whenever they want them,
-# and the builds take the time they leave, which is most of it (a test
-# often waits: for a peer, a timeout, a guest). Their logs are shown when
+# and the builds take the time they leave, which is much of it (a test
+# often waits: for a peer, a timeout), and stop while a QEMU guest runs
+# (see doc/architecture.md). Their logs are shown when
 # a build fails.
 #
 # Environment: DPDK_FI_TEST_LIMIT, the overall limit for `meson test` in
@@ -254,21 +255,16 @@ declare -A background_pids=()
 stop_background() {
 	local name
 	for name in "${!background_pids[@]}"; do
-		kill -- "-${background_pids[$name]}" 2>/dev/null || true
+		kill "${background_pids[$name]}" 2>/dev/null || true
 	done
 	rm -rf "$background_dir"
 }
 trap stop_background EXIT
-idle_priority=(nice -n 19)
-if command -v chrt >/dev/null && command -v ionice >/dev/null; then
-	idle_priority=(chrt --idle 0 nice -n 19 ionice -c 3)
-fi
 start_background() {
 	local name=$1
 	shift
 	echo "building in the background, at idle priority: $name ($*)"
-	# setsid: a process group of its own, which stop_background ends whole.
-	setsid "${idle_priority[@]}" "$@" >"$background_dir/$name.log" 2>&1 </dev/null &
+	run_in_background "$@" >"$background_dir/$name.log" 2>&1 &
 	background_pids[$name]=$!
 }
 wait_background() {
