@@ -130,14 +130,10 @@ need_tools() {
 	done
 }
 
-# 1. Build, once per tarball (its checksum is kept beside the install),
-# under a lock: the test command builds it in the background while other
-# tests run, and a test that needs it waits here for that build.
+# 1. Build, once per tarball (its checksum is kept beside the install).
 fabtests_dir=$builddir/fabtests-$fabtests_version
 installed=$fabtests_dir/install
 sum=$(sha256sum "$tarball" | cut -d' ' -f1)
-exec {build_lock}>"$builddir/.fabtests-$fabtests_version.lock"
-flock "$build_lock"
 if [[ "$(cat "$installed/.tarball-sha256" 2>/dev/null)" != "$sum" ]]; then
 	need_tools autoreconf automake libtoolize make xz
 	echo "building fabtests $fabtests_version (libfabric $libfabric_version) in $fabtests_dir"
@@ -153,7 +149,6 @@ if [[ "$(cat "$installed/.tarball-sha256" 2>/dev/null)" != "$sum" ]]; then
 	fi
 	echo "$sum" >"$installed/.tarball-sha256"
 fi
-exec {build_lock}>&-
 ((build_only)) && exit 0
 # (Only the gate needs these: --build-only works without them.)
 need_tools unshare timeout

@@ -1,6 +1,5 @@
 #!/bin/bash
 # Usage: devtools/dpdk-fi-package.sh [--suite bookworm|trixie] [--keep DIR]
-#                                    [--build-only | --from DIR]
 #
 # Builds the Debian packages (debian/) for one release and proves them the
 # way an operator meets them: installed into a clean root of that release.
@@ -25,11 +24,7 @@
 #
 # Options:
 #   --suite S    bookworm (default: this machine's release) or trixie
-#   --keep DIR   leave the .deb files in DIR (and the .changes)
-#   --build-only steps 1 and 2 only (with --keep, to install them later)
-#   --from DIR   steps 3 on only, with the packages a --build-only --keep DIR
-#                run left there (the test command builds them at idle
-#                priority while its tests run)
+#   --keep DIR   leave the .deb files in DIR
 #
 # Environment: DPDK_FI_DEBIAN_MIRROR, the Debian mirror (default: the first
 # Debian mirror in /etc/apt, else http://deb.debian.org/debian).
@@ -43,8 +38,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 host_suite=$suite
 keep=""
-build_only=0
-from=""
 while (($#)); do
 	case "$1" in
 	--suite)
@@ -55,12 +48,6 @@ while (($#)); do
 	--keep)
 		(($# >= 2)) || die 1 "--keep needs a directory"
 		keep=$2
-		shift
-		;;
-	--build-only) build_only=1 ;;
-	--from)
-		(($# >= 2)) || die 1 "--from needs a directory"
-		from=$2
 		shift
 		;;
 	-h | --help) usage; exit 0 ;;
@@ -97,53 +84,37 @@ command -v lintian >/dev/null || tools+=(lintian)
 command -v mmdebstrap >/dev/null || tools+=(mmdebstrap)
 if ((${#tools[@]})); then
 	echo "installing: ${tools[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${tools[@]}" >/dev/null ||
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${tools[@]}" >/dev/null ||
 		failed "apt-get install ${tools[*]}"
 fi
 
-# build_packages: steps 1 and 2; sets debs.
-build_packages() {
-	# 1. The source: what git tracks, and new files it would track.
-	mkdir "$work/ofi-dpdk"
-	git -C "$DPDK_FI_ROOT" ls-files -z --cached --others --exclude-standard |
-		(cd "$DPDK_FI_ROOT" && xargs -0 cp --parents -t "$work/ofi-dpdk" 2>/dev/null) ||
-		failed "could not copy the repository's files"
-	build_command='cd "$1" && DEB_BUILD_OPTIONS="parallel=$(nproc) noddebs" dpkg-buildpackage -us -uc -b'
-	echo "building the packages for $suite"
-	if [[ "$suite" == "$host_suite" ]]; then
-		bash -c "$build_command" bash "$work/ofi-dpdk" >"$work/build.log" 2>&1 ||
-			{ tail -n 40 "$work/build.log"; failed "dpkg-buildpackage"; }
-	else
-		bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
-			"bash -c '$build_command' bash '$work/ofi-dpdk'" >"$work/build.log" 2>&1 ||
-			{ tail -n 40 "$work/build.log"; failed "dpkg-buildpackage in the $suite root"; }
-	fi
-	debs=("$work"/*.deb)
-	changes=("$work"/*.changes)
-	((${#debs[@]} == 3 && ${#changes[@]} == 1)) || failed "expected three .deb and a .changes, got: $(ls "$work")"
-	for deb in "${debs[@]}"; do echo "  $(basename "$deb") $(du -k "$deb" | cut -f1) KiB"; done
-	[[ -z "$keep" ]] || { mkdir -p "$keep" && cp "${debs[@]}" "$keep"/; }
-
-	# 2. lintian: errors fail, warnings are shown.
-	lintian --fail-on error "${changes[0]}" >"$work/lintian.log" 2>&1 ||
-		{ cat "$work/lintian.log"; failed "lintian found errors"; }
-	echo "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)"
-	grep '^W:' "$work/lintian.log" | sed 's/^/  /' || true
-}
-
-shopt -s nullglob
-if [[ -n "$from" ]]; then
-	debs=("$from"/*.deb)
-	((${#debs[@]} == 3)) || failed "expected three .deb in $from, got: $(ls "$from")"
-	echo "the packages for $suite, built before: ${debs[*]##*/}"
+# 1. The source: what git tracks, and new files it would track.
+mkdir "$work/ofi-dpdk"
+git -C "$DPDK_FI_ROOT" ls-files -z --cached --others --exclude-standard |
+	(cd "$DPDK_FI_ROOT" && xargs -0 cp --parents -t "$work/ofi-dpdk" 2>/dev/null) ||
+	failed "could not copy the repository's files"
+build_command='cd "$1" && DEB_BUILD_OPTIONS="parallel=$(nproc) noddebs" dpkg-buildpackage -us -uc -b'
+echo "building the packages for $suite"
+if [[ "$suite" == "$host_suite" ]]; then
+	bash -c "$build_command" bash "$work/ofi-dpdk" >"$work/build.log" 2>&1 ||
+		{ tail -n 40 "$work/build.log"; failed "dpkg-buildpackage"; }
 else
-	build_packages
+	bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
+		"bash -c '$build_command' bash '$work/ofi-dpdk'" >"$work/build.log" 2>&1 ||
+		{ tail -n 40 "$work/build.log"; failed "dpkg-buildpackage in the $suite root"; }
 fi
-if ((build_only)); then
-	echo "packages for $suite built in $((SECONDS - t0)) s"
-	echo "1 passed, 0 failed"
-	exit 0
-fi
+shopt -s nullglob
+debs=("$work"/*.deb)
+changes=("$work"/*.changes)
+((${#debs[@]} == 3 && ${#changes[@]} == 1)) || failed "expected three .deb and a .changes, got: $(ls "$work")"
+for deb in "${debs[@]}"; do echo "  $(basename "$deb") $(du -k "$deb" | cut -f1) KiB"; done
+[[ -z "$keep" ]] || { mkdir -p "$keep" && cp "${debs[@]}" "$keep"/; }
+
+# 2. lintian: errors fail, warnings are shown.
+lintian --fail-on error "${changes[0]}" >"$work/lintian.log" 2>&1 ||
+	{ cat "$work/lintian.log"; failed "lintian found errors"; }
+echo "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)"
+grep '^W:' "$work/lintian.log" | sed 's/^/  /' || true
 
 # 3. A clean root of the release with the packages installed.
 install_root=$(mktemp -d "/var/tmp/ofi-dpdk-install-$suite.XXXXXX")

@@ -2,7 +2,6 @@
 # Usage: usertools/dpdk-fi-test.sh [--suite S]... [--builddir DIR] [--no-hugepages]
 #                                  [--sanitize address|thread] [--soak]
 #                                  [--fabtests SET] [MESON-TEST-ARGS...]
-#        usertools/dpdk-fi-test.sh [--builddir DIR] [--sanitize thread] --build-only
 #        usertools/dpdk-fi-test.sh --summarize TESTLOG.json
 #        usertools/dpdk-fi-test.sh --debian13 [--rebuild-root] [ARGS...]
 #
@@ -38,11 +37,9 @@
 #                      is ThreadSanitizer, for the tests where threads meet
 #                      (unless other meson test arguments are given)
 #   --no-tsan          leave out the ThreadSanitizer part (below)
+#   --package          add the package part (below) to the Debian 12 leg
 #   --no-package       leave out the package part (below)
 #   --summarize FILE   only print the summary of a meson testlog.json file
-#   --build-only       set up and build, and stop: the tree (with --sanitize
-#                      thread, what its tests need) and fabtests; prints
-#                      "built: DIR" last
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
 #                      root, into build-trixie/; runs devtools/dpdk-fi-debian13.sh
@@ -51,17 +48,12 @@
 #
 # With no other argument than --no-hugepages, the run then has more parts:
 # the tests where threads meet, under ThreadSanitizer (what `--sanitize
-# thread` runs, in build-tsan/; not on the Debian 13 leg), and the Debian
-# package of the leg's release, built and installed into a clean root
-# (devtools/dpdk-fi-package.sh, about 5 minutes); the closing line adds
-# the parts up.  --no-tsan and --no-package leave them out.  What those
-# parts build (the ThreadSanitizer tree, the packages) and fabtests are
-# built in the background while the tests run, at idle priority (SCHED_IDLE,
-# ionice idle): the tests' processes keep the cores whenever they want them,
-# and the builds take the time they leave, which is much of it (a test
-# often waits: for a peer, a timeout), and stop while a QEMU guest runs
-# (see doc/architecture.md). Their logs are shown when
-# a build fails.
+# thread` runs, in build-tsan/; not on the Debian 13 leg), and, on the
+# Debian 13 leg, the Debian package of its release, built and installed
+# into a clean root (devtools/dpdk-fi-package.sh, about 5 minutes; the
+# Debian 12 leg's only with --package: one leg proves debian/, and the two
+# legs' run must stay within CI's time); the closing line adds the parts
+# up.  --no-tsan and --no-package leave them out.
 #
 # Environment: DPDK_FI_TEST_LIMIT, the overall limit for `meson test` in
 # seconds (default 3600). The tests see OFI_DPDK_HUGEPAGES (yes or no) and
@@ -130,13 +122,12 @@ setup_args=()
 meson_args=()
 fabtests_set=""
 tsan_part=1
-package_part=1
+package_choice=""  # yes (--package), no (--no-package), or the leg's default
 debian13=0
 only_default_args=1
-build_only=0
 while (($#)); do
 	case "$1" in
-	--no-hugepages | --no-tsan | --no-package | --debian13) ;;
+	--no-hugepages | --no-tsan | --package | --no-package | --debian13) ;;
 	*) only_default_args=0 ;;
 	esac
 	case "$1" in
@@ -182,11 +173,11 @@ while (($#)); do
 		for arg in "$@"; do
 			case "$arg" in
 			--rebuild-root | --no-hugepages) ;;
-			--no-package) package_part=0 ;;
-			--build-only) build_only=1 ;;
+			--package) package_choice=yes ;;
+			--no-package) package_choice=no ;;
 			*) only_default_args=0 ;;
 			esac
-			[[ "$arg" == --no-package || "$arg" == --build-only ]] || debian13_args+=("$arg")
+			[[ "$arg" == --no-package || "$arg" == --package ]] || debian13_args+=("$arg")
 		done
 		[[ ${#meson_args[@]} == 0 && -z "$fabtests_set" ]] || only_default_args=0
 		# The two-host gate (suite hosts) runs on the Debian 12 leg: on both
@@ -196,13 +187,16 @@ while (($#)); do
 		break
 		;;
 	--no-tsan) tsan_part=0 ;;
-	--no-package) package_part=0 ;;
-	--build-only) build_only=1 ;;
+	--package) package_choice=yes ;;
+	--no-package) package_choice=no ;;
 	-h | --help) usage; exit 0 ;;
 	*) meson_args+=("$1") ;;
 	esac
 	shift
 done
+package_part=0
+[[ "$package_choice" == yes ]] && package_part=1
+((debian13)) && [[ "$package_choice" != no ]] && package_part=1
 # The default run is made of parts (the tests; the threaded tests under
 # ThreadSanitizer; the Debian package), each ending with its own
 # "N passed, N failed" line, and one closing line adds them up. A part
@@ -245,72 +239,12 @@ close_parts() {
 	((part_status == 0 && part_failed == 0 && part_passed > 0))
 }
 
-# Builds in the background, at idle priority (see above): start_background
-# NAME COMMAND... starts one, its output into a log of its own;
-# wait_background NAME waits for it and returns its exit status, showing
-# the end of its log when it failed. The EXIT trap stops what is left.
-background_dir=$(mktemp -d)
-declare -A background_pids=()
-# shellcheck disable=SC2317  # called by the EXIT trap
-stop_background() {
-	local name
-	for name in "${!background_pids[@]}"; do
-		kill "${background_pids[$name]}" 2>/dev/null || true
-	done
-	rm -rf "$background_dir"
-}
-trap stop_background EXIT
-start_background() {
-	local name=$1
-	shift
-	echo "building in the background, at idle priority: $name ($*)"
-	run_in_background "$@" >"$background_dir/$name.log" 2>&1 &
-	background_pids[$name]=$!
-}
-wait_background() {
-	local name=$1 status=0 t0=$SECONDS
-	[[ -n "${background_pids[$name]:-}" ]] || return 1
-	wait "${background_pids[$name]}" || status=$?
-	unset "background_pids[$name]"
-	if ((status)); then
-		echo "the background build '$name' failed (status $status); the end of its log:"
-		tail -n 40 "$background_dir/$name.log"
-	else
-		echo "the background build '$name' was done ($((SECONDS - t0)) s waited for it)"
-	fi
-	return "$status"
-}
-# package_part_from_background SUITE-ARGS...: the package part, with the
-# packages the background built (or its failure).
-package_part_from_background() {
-	echo
-	if wait_background package; then
-		run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" "$@" \
-			--from "$background_dir/debs"
-	else
-		add_part package 1 "0 passed, 1 failed"
-	fi
-}
-
 if ((debian13)); then
-	if ((build_only)); then
-		inner="bash usertools/dpdk-fi-test.sh --builddir build-trixie --build-only"
-		for arg in "${debian13_args[@]}"; do
-			[[ "$arg" != --no-hugepages ]] || inner+=" --no-hugepages"
-		done
-		rebuild=()
-		for arg in "${debian13_args[@]}"; do
-			[[ "$arg" != --rebuild-root ]] || rebuild=(--rebuild-root)
-		done
-		exec bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${rebuild[@]}" --command "$inner"
-	fi
 	if ! ((only_default_args && package_part)); then
 		exec bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${debian13_args[@]}"
 	fi
-	start_background package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" --suite trixie \
-		--build-only --keep "$background_dir/debs"
 	run_part tests bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${debian13_args[@]}"
-	package_part_from_background --suite trixie
+	run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" --suite trixie
 	close_parts
 	exit
 fi
@@ -337,39 +271,6 @@ limit=${DPDK_FI_TEST_LIMIT:-3600}
 [[ "$limit" =~ ^[0-9]+$ ]] || die 1 "DPDK_FI_TEST_LIMIT must be a number of seconds"
 
 bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}"
-fabtests_script=$DPDK_FI_ROOT/devtools/dpdk-fi-fabtests.sh
-if ((build_only)); then
-	if [[ "$sanitize" == thread ]]; then
-		# What meson test would build before the ThreadSanitizer tests.
-		echo "building what the ThreadSanitizer tests need"
-		introspection=$(mktemp)
-		meson introspect --tests --targets "$builddir" >"$introspection" ||
-			die 1 "meson introspect $builddir failed"
-		python3 - "$introspection" "$builddir" "${DPDK_FI_TSAN_TESTS[@]}" >"$introspection.out" <<-'EOF' ||
-			import json, os, sys
-			with open(sys.argv[1], encoding="utf-8") as f:
-			    data = json.load(f)
-			wanted = set(sys.argv[3:])
-			ids = {d for t in data["tests"] if t["name"] in wanted for d in t["depends"]}
-			for target in data["targets"]:
-			    if target["id"] in ids:
-			        for name in target["filename"]:
-			            print(os.path.relpath(name, sys.argv[2]))
-		EOF
-			die 1 "could not read what the ThreadSanitizer tests need"
-		mapfile -t outputs <"$introspection.out"
-		rm -f "$introspection" "$introspection.out"
-		if ((${#outputs[@]})); then
-			ninja -C "$builddir" "${outputs[@]}" || die 1 "the build failed"
-		fi
-	elif [[ -z "$sanitize" ]]; then
-		status=0
-		bash "$fabtests_script" --builddir "$builddir" --build-only || status=$?
-		((status == 0 || status == 77)) || die 1 "building fabtests failed"
-	fi
-	echo "built: $builddir"
-	exit 0
-fi
 
 OFI_DPDK_HUGEPAGES=$(cat "$builddir/.hugepages")
 OFI_DPDK_EAL_MEM_ARGS=$(eal_memory_args "$builddir")
@@ -381,26 +282,6 @@ if [[ -n "$fabtests_set" ]]; then
 		--builddir "$builddir" --tests "$fabtests_set"
 fi
 
-# The background builds: fabtests when the run includes the gate (its
-# tests wait for that build under a lock), and the later parts' trees.
-runs_the_gate=1
-[[ -z "$sanitize" ]] || runs_the_gate=0
-for ((i = 0; i < ${#meson_args[@]}; i += 2)); do
-	[[ "${meson_args[i]}" == --no-suite && "${meson_args[i + 1]:-}" != fabtests ]] || runs_the_gate=0
-done
-if ((runs_the_gate)); then
-	start_background fabtests bash "$fabtests_script" --builddir "$builddir" --build-only
-fi
-parts=$((only_default_args && (tsan_part || package_part)))
-if ((parts && tsan_part)); then
-	start_background ThreadSanitizer bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" \
-		--sanitize thread --build-only
-fi
-if ((parts && package_part)); then
-	start_background package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" \
-		--build-only --keep "$background_dir/debs"
-fi
-
 testlog="$builddir/meson-logs/testlog.json"
 rm -f "$testlog" # never summarize a previous run
 echo "testing: meson test -C $builddir --print-errorlogs --num-processes 1" \
@@ -409,11 +290,7 @@ status=0
 timeout --kill-after=60 "$limit" meson test -C "$builddir" --print-errorlogs \
 	--num-processes 1 "${meson_args[@]}" || status=$?
 echo
-if ((runs_the_gate)); then
-	# (77: no fabtests tarballs; the gate's tests said so.)
-	wait_background fabtests >/dev/null || true
-fi
-if ! ((parts)); then
+if ! ((only_default_args && (tsan_part || package_part))); then
 	summarize "$testlog" "$status" "$limit"
 	exit
 fi
@@ -422,14 +299,11 @@ main_summary=$(summarize "$testlog" "$status" "$limit") || main_status=$?
 echo "$main_summary"
 add_part tests "$main_status" "$main_summary"
 # The second part: the tests where threads meet, under ThreadSanitizer.
-# (Built in the background; a failed build is built again here, in view.)
 if ((tsan_part)); then
-	echo
-	wait_background ThreadSanitizer || true
 	run_part ThreadSanitizer bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" --sanitize thread
 fi
 # The third: the Debian package, built and installed into a clean root.
 if ((package_part)); then
-	package_part_from_background
+	run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh"
 fi
 close_parts

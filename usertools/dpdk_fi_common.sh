@@ -70,35 +70,3 @@ debian_mirror() {
 	uri=${uri%% }
 	echo "${uri:-http://deb.debian.org/debian}"
 }
-
-# run_in_background COMMAND...: runs COMMAND at idle priority (SCHED_IDLE,
-# nice 19, ionice idle) in a process group of its own, and returns its exit
-# status; meant to be started with `&`. Tests keep the cores whenever they
-# want them, but a guest on QEMU's software CPUs runs several times slower
-# beside a build even so (the caches and memory it shares), and the tests
-# that boot one time out: so while any QEMU system emulator runs, the whole
-# group is stopped (SIGSTOP), and continued when none does. A signal to
-# this function ends the group.
-run_in_background() {
-	local priority=(nice -n 19) group status=0 stopped=0
-	if command -v chrt >/dev/null && command -v ionice >/dev/null; then
-		priority=(chrt --idle 0 nice -n 19 ionice -c 3)
-	fi
-	setsid "${priority[@]}" "$@" </dev/null &
-	group=$!
-	# shellcheck disable=SC2064  # the group is known now
-	trap "kill -CONT -- -$group 2>/dev/null; kill -TERM -- -$group 2>/dev/null; exit 143" TERM INT
-	while kill -0 "$group" 2>/dev/null; do
-		# (pgrep matches the first 15 characters of a program's name.)
-		if pgrep '^qemu-system-' >/dev/null; then
-			((stopped)) || kill -STOP -- "-$group" 2>/dev/null || true
-			stopped=1
-		elif ((stopped)); then
-			kill -CONT -- "-$group" 2>/dev/null || true
-			stopped=0
-		fi
-		sleep 1
-	done
-	wait "$group" || status=$?
-	return "$status"
-}
