@@ -13,12 +13,17 @@
 #     the package list, and built again only when that file is missing (or
 #     with --rebuild-root): about 3 minutes on two idle cores, ~190 MB.
 #  2. Each run unpacks the tarball into a fresh folder under /var/tmp and
-#     enters it with `unshare --mount --pid --fork`: proc, sys, dev (with
-#     /dev/hugepages, /dev/shm and /dev/pts under it) and the repository, at
-#     its own path, are mounted in a mount namespace of the run's own, so
-#     every mount ends with the run, and the PID namespace ends every process
-#     started inside it. The folder is removed afterwards, never while
-#     anything is still mounted in it.
+#     enters it with `unshare --mount --net --pid --fork`: proc, sys (a
+#     sysfs of the run's network namespace, which shows its interfaces),
+#     dev (with /dev/hugepages, /dev/shm and /dev/pts under it) and the
+#     repository, at its own path, are mounted in a mount namespace of the
+#     run's own, so every mount ends with the run, and the PID namespace
+#     ends every process started inside it. The network namespace
+#     (loopback alone until the tests make their veths, bridges and
+#     namespaces) keeps the leg's interfaces, namespace names, ports and
+#     sockets apart from the host's, so the two legs' suites can run side
+#     by side. The folder is removed afterwards, never while anything is
+#     still mounted in it.
 #  3. Inside: `usertools/dpdk-fi-test.sh --builddir build-trixie ARGS...`, the
 #     same set-up, build and suite runner as the Debian 12 leg, into the
 #     leg's own build directory build-trixie/ (rebuilt from scratch when the
@@ -221,15 +226,16 @@ say "entering the $SUITE root at $root ($root_note)"
 t0=$SECONDS
 status=0
 # shellcheck disable=SC2016  # the inner shells expand their own arguments
-unshare --mount --propagation private --pid --fork --kill-child \
+unshare --mount --net --propagation private --pid --fork --kill-child \
 	bash -euc '
 		root=$1 repo=$2
 		shift 2
+		ip link set lo up
 		# The root a mount point of its own: `ip netns exec` makes "/" a
 		# slave mount, which a mere directory cannot be.
 		mount --bind "$root" "$root"
 		mount -t proc proc "$root/proc"
-		mount --rbind /sys "$root/sys"
+		mount -t sysfs sysfs "$root/sys"
 		mount --rbind /dev "$root/dev"
 		mkdir -p "$root$repo"
 		mount --bind "$repo" "$root$repo"
