@@ -79,7 +79,7 @@ install_packages() {
 	fi
 	echo "installing: ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq -o DPkg::Lock::Timeout=600 || die 1 "apt-get update failed"
+	apt-get update -qq || die 1 "apt-get update failed"
 	apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${missing[@]}" || die 1 "apt-get install failed"
 	installed_now=1
 }
