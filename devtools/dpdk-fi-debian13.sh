@@ -15,10 +15,11 @@
 #  2. Each run unpacks the tarball into a fresh folder under /var/tmp and
 #     enters it with `unshare --mount --net --pid --fork`: proc, sys (a
 #     sysfs of the run's network namespace, which shows its interfaces),
-#     dev (with /dev/hugepages, /dev/shm and /dev/pts under it) and the
-#     repository, at its own path, are mounted in a mount namespace of the
-#     run's own, so every mount ends with the run, and the PID namespace
-#     ends every process started inside it. The network namespace
+#     dev (with /dev/hugepages and /dev/pts under it; a /dev/shm of its
+#     own, since PIDs inside can equal PIDs outside) and the repository, at
+#     its own path, are mounted in a mount namespace of the run's own, so
+#     every mount ends with the run, and the PID namespace ends every
+#     process started inside it. The network namespace
 #     (loopback alone until the tests make their veths, bridges and
 #     namespaces) keeps the leg's interfaces, namespace names, ports and
 #     sockets apart from the host's, so the two legs' suites can run side
@@ -237,6 +238,9 @@ unshare --mount --net --propagation private --pid --fork --kill-child \
 		mount -t proc proc "$root/proc"
 		mount -t sysfs sysfs "$root/sys"
 		mount --rbind /dev "$root/dev"
+		# A /dev/shm of its own: PIDs inside can equal PIDs outside, and
+		# libfabric shm and Open MPI name their segments by PID.
+		mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm"
 		mkdir -p "$root$repo"
 		mount --bind "$repo" "$root$repo"
 		# fabtests release tarballs beside the repository (--fabtests)

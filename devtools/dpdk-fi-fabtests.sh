@@ -153,16 +153,33 @@ fi
 # (Only the gate needs these: --build-only works without them.)
 need_tools unshare timeout
 
+# change_hugepages DELTA: adds DELTA (negative: takes it away) to the
+# machine's hugepage reserve and prints how many pages it really added (the
+# kernel may find fewer free).  It adds to what is there rather than setting
+# a count, so that two gates at once (the two legs of --both-legs) each give
+# back only their own; the read and the write happen under a lock on the
+# hugetlbfs mount, which both legs see.
+change_hugepages() {
+	local delta=$1 lock before after
+	lock=$(awk '$3 == "hugetlbfs" {print $2; exit}' /proc/mounts)
+	[[ -n "$lock" ]] || lock=/proc/sys/vm
+	(
+		flock 9
+		before=$(cat /proc/sys/vm/nr_hugepages) || exit 0
+		after=$((before + delta < 0 ? 0 : before + delta))
+		{ echo "$after" >/proc/sys/vm/nr_hugepages; } 2>/dev/null
+		echo $(($(cat /proc/sys/vm/nr_hugepages) - before))
+	) 9<"$lock" || echo 0
+}
+
 # 2. The run's folder: one wrapper per program, the memif pairs' sockets.
 run_dir=$(mktemp -d /tmp/ofi-dpdk-fabtests.XXXXXX)
-hugepages_before=
+hugepages_added=0
 host_names=()
 cleanup() {
 	local host
 	for host in "${host_names[@]}"; do ip netns del "$host" 2>/dev/null || true; done
-	if [[ -n "$hugepages_before" ]]; then
-		echo "$hugepages_before" >/proc/sys/vm/nr_hugepages 2>/dev/null || true
-	fi
+	((hugepages_added == 0)) || change_hugepages -"$hugepages_added" >/dev/null
 	((keep)) && { echo "kept $run_dir"; return; }
 	rm -rf "$run_dir"
 }
@@ -421,12 +438,9 @@ export OFI_DPDK_PYTHON
 # where the bytes live, not what the programs do.  OFI_DPDK_FABTESTS_HUGETLB=0
 # turns it off.
 export STOCK_MALLOC_TUNABLES=
-if [[ "${OFI_DPDK_FABTESTS_HUGETLB:-1}" == 1 && "$(eal_memory_args "$builddir")" == --in-memory ]] &&
-	hugepages_before=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null) &&
-	{ echo $((hugepages_before + 2048)) >/proc/sys/vm/nr_hugepages; } 2>/dev/null; then
-	STOCK_MALLOC_TUNABLES=glibc.malloc.hugetlb=2
-else
-	hugepages_before=
+if [[ "${OFI_DPDK_FABTESTS_HUGETLB:-1}" == 1 && "$(eal_memory_args "$builddir")" == --in-memory ]]; then
+	hugepages_added=$(change_hugepages 2048)
+	((hugepages_added == 0)) || STOCK_MALLOC_TUNABLES=glibc.malloc.hugetlb=2
 fi
 # The pairs' out-of-band ports (run-one.sh): 1000 from 29600, below the
 # kernel's ephemeral range (32768-60999 by default), where an outgoing

@@ -535,9 +535,20 @@ class TestlogSummaryTest(unittest.TestCase):
         self.assertIn("--rebuild-root", result.stdout)
         self.assertIn("trixie", result.stdout)
 
+    def test_both_legs_refuses_what_it_cannot_do(self) -> None:
+        # Refused before anything is built: it runs the Debian 13 leg
+        # itself, and takes the other arguments only after it.
+        result = self.run_script("--both-legs", "--debian13")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("leave out --debian13", result.stderr)
+        result = self.run_script("--suite", "unit", "--both-legs")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("--both-legs must be the first argument", result.stderr)
+
     def test_help_documents_debian13(self) -> None:
         result = self.run_script("--help")
         self.assertEqual(result.returncode, 0)
+        self.assertIn("--both-legs", result.stdout)
         self.assertIn("--debian13", result.stdout)
         self.assertIn("--summarize", result.stdout)
 
