@@ -111,6 +111,7 @@ struct Endpoint {
   uint32_t connect_nonce = 0;       // what the answer to our CONNECT echoes
   bool connected_reported = false;  // FI_CONNECTED is on the EQ
   bool shutdown_reported = false;   // FI_SHUTDOWN is on the EQ
+  bool shutdown_sent = false;       // our SHUTDOWN is on the stream
   size_t control_in_flight = 0;     // control messages not acknowledged yet
   std::unique_ptr<ConnRequest> conn_request;
   PassiveEp* listener_of = nullptr;

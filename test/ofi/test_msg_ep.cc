@@ -7,7 +7,8 @@
 // passive endpoint's address); fi_shutdown gives the peer FI_SHUTDOWN and ends sending; a
 // refused request is an FI_ECONNREFUSED error entry at the client with the
 // refusal's data, and so is a request whose endpoint closed unanswered;
-// both sides calling fi_shutdown each see the other's FI_SHUTDOWN; a
+// both sides calling fi_shutdown each see the other's FI_SHUTDOWN, also
+// when one calls it after the other's arrived; a
 // stranger's messages never reach a connected endpoint's receives;
 // connection data above FI_OPT_CM_DATA_SIZE is cut to it (fi_cm(3)).
 #include <gtest/gtest.h>
@@ -352,6 +353,21 @@ TEST_F(MsgEp, BothSidesShuttingDownEachHearTheOther) {
   ASSERT_EQ(fi_shutdown(server_, 0), 0);
   expect_event(server_eq_, FI_SHUTDOWN, &server_->fid);
   expect_event(client_eq_, FI_SHUTDOWN, &client_->fid);
+}
+
+// The peer's SHUTDOWN may come before the application calls fi_shutdown
+// (fabtests' fi_cm_data on a busy machine): its own still reaches the peer.
+TEST_F(MsgEp, AShutdownAfterThePeersStillReachesThePeer) {
+  ASSERT_NO_FATAL_FAILURE(connect());
+  ASSERT_EQ(fi_shutdown(client_, 0), 0);
+  expect_event(server_eq_, FI_SHUTDOWN, &server_->fid);
+  ASSERT_EQ(fi_shutdown(server_, 0), 0);
+  expect_event(client_eq_, FI_SHUTDOWN, &client_->fid);
+  // Once each way: a second call sends nothing more.
+  EXPECT_EQ(fi_shutdown(server_, 0), 0);
+  uint32_t event = 0;
+  fi_eq_cm_entry entry{};
+  EXPECT_EQ(fi_eq_sread(client_eq_, &event, &entry, sizeof(entry), 200, 0), -FI_EAGAIN);
 }
 
 TEST_F(MsgEp, AStrangersMessagesNeverReachAConnectedEndpoint) {
