@@ -592,13 +592,22 @@ int Port::start(std::string* error) {
       std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.connect_timeout_ms);
   auto waited_out = [&] { return std::chrono::steady_clock::now() >= deadline; };
   int ret;
+  // The handshake takes milliseconds with a server that is ready and idle,
+  // but some ten messages each wait for both sides' interrupt threads, and
+  // on a busy machine that took more than half a second.  Hanging up in the
+  // middle of it is worse than waiting: the server's net_memif (24.11 as
+  // 22.11) then fails a send, closes the socket under EAL's interrupt
+  // thread, and that thread panics (seen in fi_rma_bw and an Open MPI job
+  // beside a second test run).  So each try waits twice as long as the one
+  // before; a server that turned us away costs the first try's wait.
+  auto handshake_wait = std::chrono::milliseconds(500);
   for (;;) {
     while ((ret = rte_eth_dev_start(port_id_)) != 0 && memif && !waited_out())
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (ret != 0 || !memif_client) break;
-    // The handshake takes milliseconds with a server that is ready.
     const auto handshake_end =
-        std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
+        std::min(deadline, std::chrono::steady_clock::now() + handshake_wait);
+    handshake_wait *= 2;
     while (!read_link() && std::chrono::steady_clock::now() < handshake_end)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     if (read_link()) break;
