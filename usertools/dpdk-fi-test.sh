@@ -16,7 +16,8 @@
 #                      multiproc, stock, mpi, tools, fabtests (libfabric's
 #                      gate, runfabtests.sh -t quick: doc/fabtests.md),
 #                      hosts (the gate again between two hosts by IP
-#                      address; Debian 12 leg only, in fabtests too)
+#                      address; Debian 12 leg only, in fabtests too), vm
+#                      (the tests in QEMU guests, in dpdk too)
 #   --soak             run the soak instead (suite soak, OFI_DPDK_SOAK=1):
 #                      10^6 messages and 10^5 fetch-adds between two
 #                      processes at 20 % loss with reordering and
@@ -41,11 +42,15 @@
 #   --package          add the package part (below) to the Debian 12 leg
 #   --no-package       leave out the package part (below)
 #   --summarize FILE   only print the summary of a meson testlog.json file
+#   --no-suite S       leave out suite S (repeatable); unlike --suite, the
+#                      run keeps its other parts (below)
 #   --both-legs        (first, before any other argument) both legs, as
 #                      CI runs them: the two builds one after the other,
-#                      then the two suites side by side (about 10 % slower
-#                      each, a third less time in all); the other arguments
-#                      go to both; its closing line adds them up
+#                      the tests in QEMU guests (suite vm) of one leg then
+#                      the other, then the rest of the two legs side by
+#                      side (about 10 % slower each, a third less time in
+#                      all); the other arguments go to both; its closing
+#                      line adds them up
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
 #                      root, into build-trixie/; runs devtools/dpdk-fi-debian13.sh
@@ -138,8 +143,9 @@ if [[ "${1:-}" == --both-legs ]]; then
 fi
 only_default_args=1
 while (($#)); do
+	# (--no-suite S keeps the run's other parts: the whole run, less S.)
 	case "$1" in
-	--no-hugepages | --no-tsan | --package | --no-package | --debian13) ;;
+	--no-hugepages | --no-tsan | --package | --no-package | --debian13 | --no-suite) ;;
 	*) only_default_args=0 ;;
 	esac
 	case "$1" in
@@ -151,6 +157,11 @@ while (($#)); do
 	--suite)
 		(($# >= 2)) || die 1 "--suite needs a suite name"
 		meson_args+=(--suite "$2")
+		shift
+		;;
+	--no-suite)
+		(($# >= 2)) || die 1 "--no-suite needs a suite name"
+		meson_args+=(--no-suite "$2")
 		shift
 		;;
 	--builddir)
@@ -184,16 +195,19 @@ while (($#)); do
 		shift
 		debian13_args=("${setup_args[@]}" "${meson_args[@]}")
 		if [[ -n "$fabtests_set" ]]; then debian13_args+=(--fabtests "$fabtests_set"); fi
+		no_suite_next=0
 		for arg in "$@"; do
 			case "$arg" in
-			--rebuild-root | --no-hugepages) ;;
+			--rebuild-root | --no-hugepages | --no-suite) ;;
 			--package) package_choice=yes ;;
 			--no-package) package_choice=no ;;
-			*) only_default_args=0 ;;
+			*) ((no_suite_next)) || only_default_args=0 ;;
 			esac
+			no_suite_next=0
+			[[ "$arg" == --no-suite ]] && no_suite_next=1
 			[[ "$arg" == --no-package || "$arg" == --package ]] || debian13_args+=("$arg")
 		done
-		[[ ${#meson_args[@]} == 0 && -z "$fabtests_set" ]] || only_default_args=0
+		[[ "${meson_args[*]}" =~ ^(--no-suite [^ ]+ ?)*$ && -z "$fabtests_set" ]] || only_default_args=0
 		# The two-host gate (suite hosts) runs on the Debian 12 leg: on both
 		# it would take the test command past its time.
 		((only_default_args == 0)) || debian13_args+=(--no-suite hosts)
@@ -254,12 +268,14 @@ close_parts() {
 }
 
 # --both-legs: the builds first, one after the other (each keeps both cores
-# busy, and a test beside a build runs up to twice as long), then the two
-# legs' suites side by side: each keeps about one core busy, and together
-# they take ~10 % longer than alone. The Debian 13 leg's network, PIDs,
-# mounts and /dev/shm are its own (dpdk-fi-debian13.sh); the hugepages and
-# the fabtests gate's reserve are shared, so the pool is made twice the
-# set-up's and each gate adds and takes back only its own pages.
+# busy, and a test beside a build runs up to twice as long); then the tests
+# in QEMU guests (suite vm), one leg after the other: on software CPUs they
+# want the machine to themselves (pci_nics_vm failed beside the other leg);
+# then the rest of the two legs side by side: each keeps about one core
+# busy, and together they take ~10 % longer than alone. The Debian 13 leg's
+# network, PIDs, mounts and /dev/shm are its own (dpdk-fi-debian13.sh); the
+# hugepages and the fabtests gate's reserve are shared, so the pool is made
+# twice the set-up's and each gate adds and takes back only its own pages.
 if ((both_legs)); then
 	[[ -z "$sanitize$fabtests_set" && "$builddir" == build ]] ||
 		die 1 "--both-legs does not go with --sanitize, --fabtests or --builddir"
@@ -277,33 +293,44 @@ if ((both_legs)); then
 		(($(cat /proc/sys/vm/nr_hugepages) >= two_pools)) ||
 			{ echo "$two_pools" >/proc/sys/vm/nr_hugepages; } 2>/dev/null || true
 	fi
-	echo "both legs: built in $((SECONDS - both_started)) s; the two suites now run" \
-		"side by side, their lines marked 12| and 13|"
+	echo "both legs: built in $((SECONDS - both_started)) s"
 	legs_dir=$(mktemp -d)
-	# run_leg TAG ARGS...: one leg, its lines marked; its output in
-	# $legs_dir/TAG.log, its exit status in $legs_dir/TAG.status.
+	# run_leg NAME TAG ARGS...: one run of dpdk-fi-test.sh ARGS, its lines
+	# marked "TAG| "; its output in $legs_dir/NAME.log, its exit status in
+	# $legs_dir/NAME.status.
 	run_leg() {
-		local tag=$1 status=0
-		shift
+		local name=$1 tag=$2 status=0
+		shift 2
 		{
 			bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" "$@" 2>&1 || status=$?
-			echo "$status" >"$legs_dir/$tag.status"
-		} | tee "$legs_dir/$tag.log" | sed -u "s/^/$tag| /"
+			echo "$status" >"$legs_dir/$name.status"
+		} | tee "$legs_dir/$name.log" | sed -u "s/^/$tag| /"
 	}
-	run_leg 12 "${leg_args[@]}" &
-	run_leg 13 --debian13 "${leg_args[@]}" &
+	runs=()
+	if ((only_default_args)); then
+		echo "both legs: the tests in QEMU guests (suite vm), one leg after the other"
+		run_leg "vm12" 12 --suite vm
+		run_leg "vm13" 13 --debian13 --suite vm --no-suite hosts
+		runs+=("vm12:Debian 12 leg, suite vm" "vm13:Debian 13 leg, suite vm")
+		leg_args+=(--no-suite vm)
+	fi
+	echo "both legs: the two legs side by side, their lines marked 12| and 13|"
+	run_leg "12" 12 "${leg_args[@]}" &
+	run_leg "13" 13 --debian13 "${leg_args[@]}" &
 	wait
-	echo
+	runs+=("12:Debian 12 leg" "13:Debian 13 leg")
 	both_status=0
-	for tag in 12 13; do
-		read -r passed failed skipped < <(closing_counts "$(cat "$legs_dir/$tag.log")")
-		part_lines+=("$passed passed, $failed failed (Debian $tag leg)")
+	for run in "${runs[@]}"; do
+		name=${run%%:*}
+		read -r passed failed skipped < <(closing_counts "$(cat "$legs_dir/$name.log")")
+		part_lines+=("$passed passed, $failed failed (${run#*:})")
 		part_passed=$((part_passed + passed))
 		part_failed=$((part_failed + failed))
 		part_skipped=$((part_skipped + skipped))
-		[[ "$(cat "$legs_dir/$tag.status" 2>/dev/null)" == 0 ]] || both_status=1
+		[[ "$(cat "$legs_dir/$name.status" 2>/dev/null)" == 0 ]] || both_status=1
 	done
 	rm -rf "$legs_dir"
+	echo
 	echo "both legs: $((SECONDS - both_started)) s in all"
 	part_status=$both_status
 	close_parts

@@ -599,6 +599,15 @@ class FakeProjectRunTest(unittest.TestCase):
         result = self.run_tests(root, "--suite", "a")
         self.assertEqual(result.stdout.splitlines()[-1], "1 passed, 0 failed")
         self.assertEqual(result.returncode, 0)
+        # --no-suite leaves a suite out and keeps the run's other parts
+        # (--both-legs runs suite vm apart that way).
+        (root / "devtools" / "dpdk-fi-package.sh").write_text("echo '1 passed, 0 failed'\n")
+        result = self.run_tests(root, "--no-suite", "b", package=True)
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[-2], "all parts: 1 passed, 0 failed (tests); "
+                         "1 passed, 0 failed (package)", result.stdout + result.stderr)
+        self.assertEqual(lines[-1], "2 passed, 0 failed")
+        self.assertEqual(result.returncode, 0)
 
     def test_second_part_runs_the_threaded_tests_under_tsan(self) -> None:
         listed = subprocess.run(
