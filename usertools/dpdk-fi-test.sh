@@ -44,13 +44,14 @@
 #   --summarize FILE   only print the summary of a meson testlog.json file
 #   --no-suite S       leave out suite S (repeatable); unlike --suite, the
 #                      run keeps its other parts (below)
-#   --both-legs        (first, before any other argument) both legs, as
-#                      CI runs them: the two builds one after the other,
-#                      the tests in QEMU guests (suite vm) of one leg then
-#                      the other, then the rest of the two legs side by
-#                      side (about 10 % slower each, a third less time in
-#                      all); the other arguments go to both; its closing
-#                      line adds them up
+#   --both-legs        (first, before any other argument) both legs in
+#                      one go: the two builds one after the other, the
+#                      tests in QEMU guests (suite vm) of one leg then the
+#                      other, then the rest of the two legs side by side
+#                      (each ~1.45x as long as alone; 50-55 minutes in all
+#                      against 66 for the legs in turn); the other
+#                      arguments go to both; its closing line adds them up.
+#                      Not yet what .ci/run calls (doc/architecture.md)
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
 #                      root, into build-trixie/; runs devtools/dpdk-fi-debian13.sh
@@ -272,7 +273,7 @@ close_parts() {
 # in QEMU guests (suite vm), one leg after the other: on software CPUs they
 # want the machine to themselves (pci_nics_vm failed beside the other leg);
 # then the rest of the two legs side by side: each keeps about one core
-# busy, and together they take ~10 % longer than alone. The Debian 13 leg's
+# busy alone, and side by side each took ~1.45x as long (2026-12-05). The Debian 13 leg's
 # network, PIDs, mounts and /dev/shm are its own (dpdk-fi-debian13.sh); the
 # hugepages and the fabtests gate's reserve are shared, so the pool is made
 # twice the set-up's and each gate adds and takes back only its own pages.
