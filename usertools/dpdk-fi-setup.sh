@@ -20,6 +20,9 @@
 #   --configure-only  configure, but build nothing and prepare no VM kit:
 #                   `meson test` builds what the tests it runs need (the
 #                   ThreadSanitizer part of dpdk-fi-test.sh, a few tests)
+# Environment: DPDK_FI_VM_KIT=no prepares no VM kit (step 4: it downloads
+# and unpacks a kernel package, ten seconds) for a build whose tests boot no
+# VM, as the launcher test's small projects.
 # Exit status: 0 ready, 1 a step failed, 2 packages missing and not root.
 set -euo pipefail
 
@@ -151,6 +154,7 @@ setup_hugepages() {
 # 3. Build. Configure once; reconfigure only when the build directory is
 # unusable (no build.ninja, another meson version) or packages just changed.
 build() {
+	python_direct "$builddir" # meson's find_program('python3') takes it
 	if [[ ! -f "$builddir/meson-private/coredata.dat" ]]; then
 		echo "configuring: meson setup $builddir"
 		meson setup "$builddir" "$DPDK_FI_ROOT" ||
@@ -179,5 +183,5 @@ vm_kit() {
 install_packages
 setup_hugepages
 build
-((configure_only)) || vm_kit
+((configure_only)) || [[ "${DPDK_FI_VM_KIT:-yes}" == no ]] || vm_kit
 echo "ready: $builddir"

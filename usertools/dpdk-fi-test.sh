@@ -370,6 +370,7 @@ limit=${DPDK_FI_TEST_LIMIT:-3600}
 [[ "$limit" =~ ^[0-9]+$ ]] || die 1 "DPDK_FI_TEST_LIMIT must be a number of seconds"
 
 bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}"
+python_direct "$builddir"
 
 OFI_DPDK_HUGEPAGES=$(cat "$builddir/.hugepages")
 OFI_DPDK_EAL_MEM_ARGS=$(eal_memory_args "$builddir")

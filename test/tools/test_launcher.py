@@ -571,14 +571,17 @@ class FakeProjectRunTest(unittest.TestCase):
         return root
 
     def run_tests(self, root: Path, *args: str, tsan: bool = False,
-                  package: bool = False) -> subprocess.CompletedProcess:
+                  package: bool = False, path: str = "") -> subprocess.CompletedProcess:
         """dpdk-fi-test.sh --no-hugepages ARGS; without its ThreadSanitizer
         part unless `tsan`, as these projects lack the tests it names, and
         with its package part (--package) when `package`."""
         extra = ([] if tsan else ["--no-tsan"]) + (["--package"] if package else [])
+        # They boot no VM: no VM kit (a kernel package fetched and unpacked).
         return subprocess.run(["bash", str(root / "usertools" / "dpdk-fi-test.sh"),
                                "--no-hugepages", *extra, *args], capture_output=True,
-                              text=True, timeout=300, cwd="/")
+                              text=True, timeout=300, cwd="/",
+                              env={**os.environ, "DPDK_FI_VM_KIT": "no",
+                                   "PATH": path or os.environ["PATH"]})
 
     def test_pass_and_skip(self) -> None:
         root = self.project(
@@ -589,6 +592,20 @@ class FakeProjectRunTest(unittest.TestCase):
                          result.stdout + result.stderr)
         self.assertEqual(result.returncode, 0)
         self.assertEqual((root / "build" / ".hugepages").read_text().strip(), "no")
+
+    def test_tests_call_python_itself_not_a_shim(self) -> None:
+        # A pyenv-style shim first in PATH: a script that finds python anew
+        # on each call. The tests get the interpreter it picks instead.
+        shims = Path(tempfile.mkdtemp(prefix="dpdk-fi-shims."))
+        self.addCleanup(shutil.rmtree, shims, ignore_errors=True)
+        (shims / "python3").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+        (shims / "python3").chmod(0o755)
+        root = self.project("test('direct', sh, args: [meson.current_source_dir() / 'check.sh'])\n")
+        (root / "check.sh").write_text(
+            'test "$(command -v python3)" -ef "$(python3 -c "import sys; print(sys.executable)")"\n')
+        result = self.run_tests(root, path=f"{shims}:{os.environ['PATH']}")
+        self.assertEqual(result.stdout.splitlines()[-1], "1 passed, 0 failed",
+                         result.stdout + result.stderr)
 
     def test_failure_and_suite_selection(self) -> None:
         root = self.project("test('ok', sh, args: ['-c', 'true'], suite: 'a')\n"
