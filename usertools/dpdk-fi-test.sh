@@ -45,13 +45,11 @@
 #   --no-suite S       leave out suite S (repeatable); unlike --suite, the
 #                      run keeps its other parts (below)
 #   --both-legs        (first, before any other argument) both legs in
-#                      one go: the two builds one after the other, the
-#                      tests in QEMU guests (suite vm) of one leg then the
-#                      other, then the rest of the two legs side by side
-#                      (each ~1.45x as long as alone; 50-55 minutes in all
-#                      against 66 for the legs in turn); the other
-#                      arguments go to both; its closing line adds them up.
-#                      Not yet what .ci/run calls (doc/architecture.md)
+#                      one go, as .ci/run runs them: the Debian 12 leg's
+#                      build, then its run while the Debian 13 leg builds
+#                      beside it at idle priority, then the Debian 13
+#                      leg's run; the other arguments go to both; its
+#                      closing line adds them up
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
 #                      root, into build-trixie/; runs devtools/dpdk-fi-debian13.sh
@@ -268,15 +266,14 @@ close_parts() {
 	((part_status == 0 && part_failed == 0 && part_passed > 0))
 }
 
-# --both-legs: the builds first, one after the other (each keeps both cores
-# busy, and a test beside a build runs up to twice as long); then the tests
-# in QEMU guests (suite vm), one leg after the other: on software CPUs they
-# want the machine to themselves (pci_nics_vm failed beside the other leg);
-# then the rest of the two legs side by side: each keeps about one core
-# busy alone, and side by side each took ~1.45x as long (2026-12-05). The Debian 13 leg's
-# network, PIDs, mounts and /dev/shm are its own (dpdk-fi-debian13.sh); the
-# hugepages and the fabtests gate's reserve are shared, so the pool is made
-# twice the set-up's and each gate adds and takes back only its own pages.
+# --both-legs: the Debian 12 leg's set-up and build; then its run (tests,
+# ThreadSanitizer part) while the Debian 13 leg's set-up and build go on
+# beside it at idle priority (SCHED_IDLE: they get only the CPU the tests
+# leave, and a test that wakes takes its core back at once; the tests wait
+# on sockets, sleeps and peers much of the time); then the Debian 13 leg's
+# run. Each leg's run is alone on the machine, as in .ci/run's legs in
+# turn: side by side at the same priority the tests of the two legs
+# slowed each other ~1.45x and failed now and then (2026-12-05).
 if ((both_legs)); then
 	[[ -z "$sanitize$fabtests_set" && "$builddir" == build ]] ||
 		die 1 "--both-legs does not go with --sanitize, --fabtests or --builddir"
@@ -284,16 +281,6 @@ if ((both_legs)); then
 	echo "both legs: set-up and build of the Debian 12 leg"
 	bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}" ||
 		note "the Debian 12 leg's set-up failed; its run below says how"
-	echo "both legs: set-up and build of the Debian 13 leg (in its root)"
-	bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
-		"bash usertools/dpdk-fi-setup.sh --builddir build-trixie ${setup_args[*]}" ||
-		note "the Debian 13 leg's set-up failed; its run below says how"
-	size_kb=$(awk '$1 == "Hugepagesize:" {print $2}' /proc/meminfo)
-	if [[ "$(cat "$DPDK_FI_ROOT/build/.hugepages" 2>/dev/null)" == yes && -n "$size_kb" ]]; then
-		two_pools=$((2 * 1024 * 1024 / size_kb))  # the set-up's 1 GiB, once per leg
-		(($(cat /proc/sys/vm/nr_hugepages) >= two_pools)) ||
-			{ echo "$two_pools" >/proc/sys/vm/nr_hugepages; } 2>/dev/null || true
-	fi
 	echo "both legs: built in $((SECONDS - both_started)) s"
 	legs_dir=$(mktemp -d)
 	# run_leg NAME TAG ARGS...: one run of dpdk-fi-test.sh ARGS, its lines
@@ -307,21 +294,28 @@ if ((both_legs)); then
 			echo "$status" >"$legs_dir/$name.status"
 		} | tee "$legs_dir/$name.log" | sed -u "s/^/$tag| /"
 	}
-	runs=()
-	if ((only_default_args)); then
-		echo "both legs: the tests in QEMU guests (suite vm), one leg after the other"
-		run_leg "vm12" 12 --suite vm
-		run_leg "vm13" 13 --debian13 --suite vm --no-suite hosts
-		runs+=("vm12:Debian 12 leg, suite vm" "vm13:Debian 13 leg, suite vm")
-		leg_args+=(--no-suite vm)
-	fi
-	echo "both legs: the two legs side by side, their lines marked 12| and 13|"
-	run_leg "12" 12 "${leg_args[@]}" &
-	run_leg "13" 13 --debian13 "${leg_args[@]}" &
-	wait
-	runs+=("12:Debian 12 leg" "13:Debian 13 leg")
+	idle=()
+	chrt --idle 0 true 2>/dev/null && idle=(chrt --idle 0)
+	echo "both legs: the Debian 13 leg's set-up and build (lines 13b|) at idle" \
+		"priority${idle[*]:+ (${idle[*]})} beside the Debian 12 leg's run (lines 12|)"
+	build13_started=$SECONDS
+	"${idle[@]}" bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
+		"bash usertools/dpdk-fi-setup.sh --builddir build-trixie ${setup_args[*]}" \
+		> >(sed -u "s/^/13b| /") 2>&1 &
+	build13=$!
+	# Whatever ends this run ends the build too (dpdk-fi-debian13.sh
+	# takes its root down on TERM).
+	trap 'kill -TERM "$build13" 2>/dev/null' EXIT
+	run_leg "12" 12 "${leg_args[@]}"
+	echo "both legs: the Debian 12 leg took $((SECONDS - both_started)) s;" \
+		"waiting for the Debian 13 leg's build"
+	wait "$build13" || note "the Debian 13 leg's set-up failed; its run below says how"
+	trap - EXIT
+	echo "both legs: the Debian 13 leg's set-up and build ended" \
+		"$((SECONDS - build13_started)) s after they began"
+	run_leg "13" 13 --debian13 "${leg_args[@]}"
 	both_status=0
-	for run in "${runs[@]}"; do
+	for run in "12:Debian 12 leg" "13:Debian 13 leg"; do
 		name=${run%%:*}
 		read -r passed failed skipped < <(closing_counts "$(cat "$legs_dir/$name.log")")
 		part_lines+=("$passed passed, $failed failed (${run#*:})")
