@@ -41,6 +41,9 @@
 #   --no-tsan          leave out the ThreadSanitizer part (below)
 #   --package          add the package part (below) to the Debian 12 leg
 #   --no-package       leave out the package part (below)
+#   --build-only       set up and build what the run's tests need, run
+#                      nothing (with --sanitize thread: the threaded
+#                      tests' targets alone)
 #   --summarize FILE   only print the summary of a meson testlog.json file
 #   --no-suite S       leave out suite S (repeatable); unlike --suite, the
 #                      run keeps its other parts (below)
@@ -128,6 +131,8 @@ summarize() {
 
 builddir=build
 sanitize=""
+build_only=0
+build_tests=()
 setup_args=()
 meson_args=()
 fabtests_set=""
@@ -214,6 +219,7 @@ while (($#)); do
 		break
 		;;
 	--no-tsan) tsan_part=0 ;;
+	--build-only) build_only=1 ;;
 	--package) package_choice=yes ;;
 	--no-package) package_choice=no ;;
 	-h | --help) usage; exit 0 ;;
@@ -258,6 +264,46 @@ run_part() {
 	add_part "$name" "$status" "$(cat "$log")"
 	rm -f "$log"
 }
+# What runs beside tests runs at idle priority (SCHED_IDLE): it gets only
+# the CPU the tests leave, and a test that wakes takes its core back at once.
+idle_priority=()
+chrt --idle 0 true 2>/dev/null && idle_priority=(chrt --idle 0)
+# The jobs running beside the tests; whatever ends this run ends them too.
+beside=()
+stop_beside() {
+	local pid
+	for pid in "${beside[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+}
+trap stop_beside EXIT
+# waited_beside PID: PID was waited for (its number may be reused).
+waited_beside() {
+	local pid kept=()
+	for pid in "${beside[@]}"; do [[ "$pid" == "$1" ]] || kept+=("$pid"); done
+	beside=("${kept[@]}")
+}
+# The package part builds its packages and installs them into a clean root
+# at idle priority beside the tests (CPU they leave idle: idle_priority),
+# and runs its checks after them at normal priority
+# (dpdk-fi-package.sh --checks-after).
+start_package() {
+	package_gate=$(mktemp -u)
+	package_log=$(mktemp)
+	"${idle_priority[@]}" bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" "$@" \
+		--checks-after "$package_gate" >"$package_log" 2>&1 &
+	package_pid=$!
+	beside+=("$package_pid")
+}
+finish_package() {
+	local status=0
+	echo
+	echo "testing: the package part (built beside the tests at idle priority)"
+	touch "$package_gate"
+	wait "$package_pid" || status=$?
+	waited_beside "$package_pid"
+	cat "$package_log"
+	add_part package "$status" "$(cat "$package_log")"
+	rm -f "$package_gate" "$package_log"
+}
 close_parts() {
 	echo
 	local IFS=';'
@@ -294,23 +340,20 @@ if ((both_legs)); then
 			echo "$status" >"$legs_dir/$name.status"
 		} | tee "$legs_dir/$name.log" | sed -u "s/^/$tag| /"
 	}
-	idle=()
-	chrt --idle 0 true 2>/dev/null && idle=(chrt --idle 0)
-	echo "both legs: the Debian 13 leg's set-up and build (lines 13b|) at idle" \
-		"priority${idle[*]:+ (${idle[*]})} beside the Debian 12 leg's run (lines 12|)"
+	echo "both legs: the Debian 13 leg's set-up, build and fabtests' build (lines 13b|) at idle" \
+		"priority${idle_priority[*]:+ (${idle_priority[*]})} beside the Debian 12 leg's run (lines 12|)"
 	build13_started=$SECONDS
-	"${idle[@]}" bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
-		"bash usertools/dpdk-fi-setup.sh --builddir build-trixie ${setup_args[*]}" \
+	"${idle_priority[@]}" bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
+		"bash usertools/dpdk-fi-setup.sh --builddir build-trixie ${setup_args[*]} &&
+		 bash devtools/dpdk-fi-fabtests.sh --builddir build-trixie --build-only" \
 		> >(sed -u "s/^/13b| /") 2>&1 &
 	build13=$!
-	# Whatever ends this run ends the build too (dpdk-fi-debian13.sh
-	# takes its root down on TERM).
-	trap 'kill -TERM "$build13" 2>/dev/null' EXIT
+	beside+=("$build13")  # (dpdk-fi-debian13.sh takes its root down on TERM)
 	run_leg "12" 12 "${leg_args[@]}"
 	echo "both legs: the Debian 12 leg took $((SECONDS - both_started)) s;" \
 		"waiting for the Debian 13 leg's build"
 	wait "$build13" || note "the Debian 13 leg's set-up failed; its run below says how"
-	trap - EXIT
+	waited_beside "$build13"
 	echo "both legs: the Debian 13 leg's set-up and build ended" \
 		"$((SECONDS - build13_started)) s after they began"
 	run_leg "13" 13 --debian13 "${leg_args[@]}"
@@ -336,8 +379,9 @@ if ((debian13)); then
 	if ! ((only_default_args && package_part)); then
 		exec bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${debian13_args[@]}"
 	fi
+	start_package --suite trixie
 	run_part tests bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${debian13_args[@]}"
-	run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" --suite trixie
+	finish_package
 	close_parts
 	exit
 fi
@@ -351,6 +395,7 @@ if [[ -n "$sanitize" ]]; then
 	setup_args+=(--builddir "$builddir" --no-hugepages)
 	if [[ "$sanitize" == thread ]] && ! (( ${#meson_args[@]} )); then
 		meson_args+=("${DPDK_FI_TSAN_TESTS[@]}")
+		build_tests=("${DPDK_FI_TSAN_TESTS[@]}")
 		# Thirteen tests need a fifth of the tree: meson test builds their
 		# dependencies (each names the provider it loads) and nothing else.
 		setup_args+=(--configure-only)
@@ -366,6 +411,27 @@ limit=${DPDK_FI_TEST_LIMIT:-3600}
 bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}"
 python_direct "$builddir"
 
+if ((build_only)); then
+	# The set-up built everything unless it only configured: then what the
+	# named tests depend on (their programs, the provider they load).
+	((${#build_tests[@]})) || exit 0
+	mapfile -t outputs < <(python3 - "$builddir" "${build_tests[@]}" <<-'EOF'
+		import json, os, subprocess, sys
+		builddir, names = sys.argv[1], set(sys.argv[2:])
+		def introspect(what):
+		    return json.loads(subprocess.check_output(["meson", "introspect", what, builddir]))
+		files = {t["id"]: t["filename"] for t in introspect("--targets")}
+		for test in introspect("--tests"):
+		    if test["name"] in names:
+		        for target in test["depends"]:
+		            for name in files.get(target, []):
+		                print(os.path.relpath(name, builddir))
+	EOF
+	)
+	echo "building: what ${#build_tests[@]} tests need (${#outputs[@]} targets)"
+	exec ninja -C "$builddir" "${outputs[@]}"
+fi
+
 OFI_DPDK_HUGEPAGES=$(cat "$builddir/.hugepages")
 OFI_DPDK_EAL_MEM_ARGS=$(eal_memory_args "$builddir")
 export OFI_DPDK_HUGEPAGES OFI_DPDK_EAL_MEM_ARGS
@@ -378,6 +444,15 @@ fi
 
 testlog="$builddir/meson-logs/testlog.json"
 rm -f "$testlog" # never summarize a previous run
+((only_default_args && package_part)) && start_package
+# The ThreadSanitizer part's build, at idle priority beside the tests.
+tsan_build=""
+if ((only_default_args && tsan_part)); then
+	"${idle_priority[@]}" bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" --sanitize thread \
+		--build-only >"$builddir/tsan-build.log" 2>&1 &
+	tsan_build=$!
+	beside+=("$tsan_build")
+fi
 echo "testing: meson test -C $builddir --print-errorlogs --num-processes 1" \
 	"${meson_args[@]}" "(overall limit ${limit} s)"
 status=0
@@ -394,10 +469,15 @@ echo "$main_summary"
 add_part tests "$main_status" "$main_summary"
 # The second part: the tests where threads meet, under ThreadSanitizer.
 if ((tsan_part)); then
+	# (Its build began beside the tests; two builds in one folder clash.)
+	if [[ -n "$tsan_build" ]]; then
+		wait "$tsan_build" ||
+			note "the ThreadSanitizer build beside the tests failed ($builddir/tsan-build.log); the part builds again"
+		waited_beside "$tsan_build"
+	fi
 	run_part ThreadSanitizer bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" --sanitize thread
 fi
-# The third: the Debian package, built and installed into a clean root.
-if ((package_part)); then
-	run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh"
-fi
+# The third: the Debian package, built and installed into a clean root
+# (started before the tests, below).
+((package_part)) && finish_package
 close_parts
