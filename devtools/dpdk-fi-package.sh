@@ -1,6 +1,5 @@
 #!/bin/bash
 # Usage: devtools/dpdk-fi-package.sh [--suite bookworm|trixie] [--keep DIR]
-#                                    [--checks-after FILE]
 #
 # Builds the Debian packages (debian/) for one release and proves them the
 # way an operator meets them: installed into a clean root of that release.
@@ -26,11 +25,6 @@
 # Options:
 #   --suite S    bookworm (default: this machine's release) or trixie
 #   --keep DIR   leave the .deb files in DIR
-#   --checks-after FILE  build and install (steps 1-3) at the priority this
-#                script was given, then wait for FILE to exist and run the
-#                checks at normal priority: dpdk-fi-test.sh starts the part
-#                at idle priority beside its tests and lets the checks
-#                (a timed pingpong) go once the tests are done
 #
 # Environment: DPDK_FI_DEBIAN_MIRROR, the Debian mirror (default: the first
 # Debian mirror in /etc/apt, else http://deb.debian.org/debian).
@@ -44,7 +38,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 host_suite=$suite
 keep=""
-checks_after=""
 while (($#)); do
 	case "$1" in
 	--suite)
@@ -55,11 +48,6 @@ while (($#)); do
 	--keep)
 		(($# >= 2)) || die 1 "--keep needs a directory"
 		keep=$2
-		shift
-		;;
-	--checks-after)
-		(($# >= 2)) || die 1 "--checks-after needs a file name"
-		checks_after=$2
 		shift
 		;;
 	-h | --help) usage; exit 0 ;;
@@ -145,13 +133,6 @@ if ! mmdebstrap --variant=minbase --quiet \
 	failed "mmdebstrap could not install the packages into a $suite root"
 fi
 
-if [[ -n "$checks_after" ]]; then
-	echo "built and installed in $((SECONDS - t0)) s; the checks wait for $checks_after"
-	while [[ ! -e "$checks_after" ]]; do sleep 1; done
-	# Children inherit the policy: the checks run at normal priority.
-	chrt --other -p 0 $$ 2>/dev/null || true
-	t0=$SECONDS
-fi
 cp "$DPDK_FI_ROOT/devtools/package_install_checks.sh" "$install_root/root/checks.sh"
 # The root in namespaces of its own: its mounts end with it, and so does
 # every process it starts.

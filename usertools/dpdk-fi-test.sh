@@ -41,18 +41,17 @@
 #   --no-tsan          leave out the ThreadSanitizer part (below)
 #   --package          add the package part (below) to the Debian 12 leg
 #   --no-package       leave out the package part (below)
-#   --build-only       set up and build what the run's tests need, run
-#                      nothing (with --sanitize thread: the threaded
-#                      tests' targets alone)
 #   --summarize FILE   only print the summary of a meson testlog.json file
 #   --no-suite S       leave out suite S (repeatable); unlike --suite, the
 #                      run keeps its other parts (below)
 #   --both-legs        (first, before any other argument) both legs in
-#                      one go, as .ci/run runs them: the Debian 12 leg's
-#                      build, then its run while the Debian 13 leg builds
-#                      beside it at idle priority, then the Debian 13
-#                      leg's run; the other arguments go to both; its
-#                      closing line adds them up
+#                      one go: the two builds one after the other, the
+#                      tests in QEMU guests (suite vm) of one leg then the
+#                      other, then the rest of the two legs side by side
+#                      (each ~1.45x as long as alone; 50-55 minutes in all
+#                      against 66 for the legs in turn); the other
+#                      arguments go to both; its closing line adds them up.
+#                      Not yet what .ci/run calls (doc/architecture.md)
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
 #                      root, into build-trixie/; runs devtools/dpdk-fi-debian13.sh
@@ -131,8 +130,6 @@ summarize() {
 
 builddir=build
 sanitize=""
-build_only=0
-build_tests=()
 setup_args=()
 meson_args=()
 fabtests_set=""
@@ -219,7 +216,6 @@ while (($#)); do
 		break
 		;;
 	--no-tsan) tsan_part=0 ;;
-	--build-only) build_only=1 ;;
 	--package) package_choice=yes ;;
 	--no-package) package_choice=no ;;
 	-h | --help) usage; exit 0 ;;
@@ -264,46 +260,6 @@ run_part() {
 	add_part "$name" "$status" "$(cat "$log")"
 	rm -f "$log"
 }
-# What runs beside tests runs at idle priority (SCHED_IDLE): it gets only
-# the CPU the tests leave, and a test that wakes takes its core back at once.
-idle_priority=()
-chrt --idle 0 true 2>/dev/null && idle_priority=(chrt --idle 0)
-# The jobs running beside the tests; whatever ends this run ends them too.
-beside=()
-stop_beside() {
-	local pid
-	for pid in "${beside[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-}
-trap stop_beside EXIT
-# waited_beside PID: PID was waited for (its number may be reused).
-waited_beside() {
-	local pid kept=()
-	for pid in "${beside[@]}"; do [[ "$pid" == "$1" ]] || kept+=("$pid"); done
-	beside=("${kept[@]}")
-}
-# The package part builds its packages and installs them into a clean root
-# at idle priority beside the tests (CPU they leave idle: idle_priority),
-# and runs its checks after them at normal priority
-# (dpdk-fi-package.sh --checks-after).
-start_package() {
-	package_gate=$(mktemp -u)
-	package_log=$(mktemp)
-	"${idle_priority[@]}" bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" "$@" \
-		--checks-after "$package_gate" >"$package_log" 2>&1 &
-	package_pid=$!
-	beside+=("$package_pid")
-}
-finish_package() {
-	local status=0
-	echo
-	echo "testing: the package part (built beside the tests at idle priority)"
-	touch "$package_gate"
-	wait "$package_pid" || status=$?
-	waited_beside "$package_pid"
-	cat "$package_log"
-	add_part package "$status" "$(cat "$package_log")"
-	rm -f "$package_gate" "$package_log"
-}
 close_parts() {
 	echo
 	local IFS=';'
@@ -312,14 +268,15 @@ close_parts() {
 	((part_status == 0 && part_failed == 0 && part_passed > 0))
 }
 
-# --both-legs: the Debian 12 leg's set-up and build; then its run (tests,
-# ThreadSanitizer part) while the Debian 13 leg's set-up and build go on
-# beside it at idle priority (SCHED_IDLE: they get only the CPU the tests
-# leave, and a test that wakes takes its core back at once; the tests wait
-# on sockets, sleeps and peers much of the time); then the Debian 13 leg's
-# run. Each leg's run is alone on the machine, as in .ci/run's legs in
-# turn: side by side at the same priority the tests of the two legs
-# slowed each other ~1.45x and failed now and then (2026-12-05).
+# --both-legs: the builds first, one after the other (each keeps both cores
+# busy, and a test beside a build runs up to twice as long); then the tests
+# in QEMU guests (suite vm), one leg after the other: on software CPUs they
+# want the machine to themselves (pci_nics_vm failed beside the other leg);
+# then the rest of the two legs side by side: each keeps about one core
+# busy alone, and side by side each took ~1.45x as long (2026-12-05). The Debian 13 leg's
+# network, PIDs, mounts and /dev/shm are its own (dpdk-fi-debian13.sh); the
+# hugepages and the fabtests gate's reserve are shared, so the pool is made
+# twice the set-up's and each gate adds and takes back only its own pages.
 if ((both_legs)); then
 	[[ -z "$sanitize$fabtests_set" && "$builddir" == build ]] ||
 		die 1 "--both-legs does not go with --sanitize, --fabtests or --builddir"
@@ -327,6 +284,16 @@ if ((both_legs)); then
 	echo "both legs: set-up and build of the Debian 12 leg"
 	bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}" ||
 		note "the Debian 12 leg's set-up failed; its run below says how"
+	echo "both legs: set-up and build of the Debian 13 leg (in its root)"
+	bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
+		"bash usertools/dpdk-fi-setup.sh --builddir build-trixie ${setup_args[*]}" ||
+		note "the Debian 13 leg's set-up failed; its run below says how"
+	size_kb=$(awk '$1 == "Hugepagesize:" {print $2}' /proc/meminfo)
+	if [[ "$(cat "$DPDK_FI_ROOT/build/.hugepages" 2>/dev/null)" == yes && -n "$size_kb" ]]; then
+		two_pools=$((2 * 1024 * 1024 / size_kb))  # the set-up's 1 GiB, once per leg
+		(($(cat /proc/sys/vm/nr_hugepages) >= two_pools)) ||
+			{ echo "$two_pools" >/proc/sys/vm/nr_hugepages; } 2>/dev/null || true
+	fi
 	echo "both legs: built in $((SECONDS - both_started)) s"
 	legs_dir=$(mktemp -d)
 	# run_leg NAME TAG ARGS...: one run of dpdk-fi-test.sh ARGS, its lines
@@ -340,25 +307,21 @@ if ((both_legs)); then
 			echo "$status" >"$legs_dir/$name.status"
 		} | tee "$legs_dir/$name.log" | sed -u "s/^/$tag| /"
 	}
-	echo "both legs: the Debian 13 leg's set-up, build and fabtests' build (lines 13b|) at idle" \
-		"priority${idle_priority[*]:+ (${idle_priority[*]})} beside the Debian 12 leg's run (lines 12|)"
-	build13_started=$SECONDS
-	"${idle_priority[@]}" bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
-		"bash usertools/dpdk-fi-setup.sh --builddir build-trixie ${setup_args[*]} &&
-		 bash devtools/dpdk-fi-fabtests.sh --builddir build-trixie --build-only" \
-		> >(sed -u "s/^/13b| /") 2>&1 &
-	build13=$!
-	beside+=("$build13")  # (dpdk-fi-debian13.sh takes its root down on TERM)
-	run_leg "12" 12 "${leg_args[@]}"
-	echo "both legs: the Debian 12 leg took $((SECONDS - both_started)) s;" \
-		"waiting for the Debian 13 leg's build"
-	wait "$build13" || note "the Debian 13 leg's set-up failed; its run below says how"
-	waited_beside "$build13"
-	echo "both legs: the Debian 13 leg's set-up and build ended" \
-		"$((SECONDS - build13_started)) s after they began"
-	run_leg "13" 13 --debian13 "${leg_args[@]}"
+	runs=()
+	if ((only_default_args)); then
+		echo "both legs: the tests in QEMU guests (suite vm), one leg after the other"
+		run_leg "vm12" 12 --suite vm
+		run_leg "vm13" 13 --debian13 --suite vm --no-suite hosts
+		runs+=("vm12:Debian 12 leg, suite vm" "vm13:Debian 13 leg, suite vm")
+		leg_args+=(--no-suite vm)
+	fi
+	echo "both legs: the two legs side by side, their lines marked 12| and 13|"
+	run_leg "12" 12 "${leg_args[@]}" &
+	run_leg "13" 13 --debian13 "${leg_args[@]}" &
+	wait
+	runs+=("12:Debian 12 leg" "13:Debian 13 leg")
 	both_status=0
-	for run in "12:Debian 12 leg" "13:Debian 13 leg"; do
+	for run in "${runs[@]}"; do
 		name=${run%%:*}
 		read -r passed failed skipped < <(closing_counts "$(cat "$legs_dir/$name.log")")
 		part_lines+=("$passed passed, $failed failed (${run#*:})")
@@ -379,9 +342,8 @@ if ((debian13)); then
 	if ! ((only_default_args && package_part)); then
 		exec bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${debian13_args[@]}"
 	fi
-	start_package --suite trixie
 	run_part tests bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" "${debian13_args[@]}"
-	finish_package
+	run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh" --suite trixie
 	close_parts
 	exit
 fi
@@ -395,7 +357,6 @@ if [[ -n "$sanitize" ]]; then
 	setup_args+=(--builddir "$builddir" --no-hugepages)
 	if [[ "$sanitize" == thread ]] && ! (( ${#meson_args[@]} )); then
 		meson_args+=("${DPDK_FI_TSAN_TESTS[@]}")
-		build_tests=("${DPDK_FI_TSAN_TESTS[@]}")
 		# Thirteen tests need a fifth of the tree: meson test builds their
 		# dependencies (each names the provider it loads) and nothing else.
 		setup_args+=(--configure-only)
@@ -411,27 +372,6 @@ limit=${DPDK_FI_TEST_LIMIT:-3600}
 bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}"
 python_direct "$builddir"
 
-if ((build_only)); then
-	# The set-up built everything unless it only configured: then what the
-	# named tests depend on (their programs, the provider they load).
-	((${#build_tests[@]})) || exit 0
-	mapfile -t outputs < <(python3 - "$builddir" "${build_tests[@]}" <<-'EOF'
-		import json, os, subprocess, sys
-		builddir, names = sys.argv[1], set(sys.argv[2:])
-		def introspect(what):
-		    return json.loads(subprocess.check_output(["meson", "introspect", what, builddir]))
-		files = {t["id"]: t["filename"] for t in introspect("--targets")}
-		for test in introspect("--tests"):
-		    if test["name"] in names:
-		        for target in test["depends"]:
-		            for name in files.get(target, []):
-		                print(os.path.relpath(name, builddir))
-	EOF
-	)
-	echo "building: what ${#build_tests[@]} tests need (${#outputs[@]} targets)"
-	exec ninja -C "$builddir" "${outputs[@]}"
-fi
-
 OFI_DPDK_HUGEPAGES=$(cat "$builddir/.hugepages")
 OFI_DPDK_EAL_MEM_ARGS=$(eal_memory_args "$builddir")
 export OFI_DPDK_HUGEPAGES OFI_DPDK_EAL_MEM_ARGS
@@ -444,15 +384,6 @@ fi
 
 testlog="$builddir/meson-logs/testlog.json"
 rm -f "$testlog" # never summarize a previous run
-((only_default_args && package_part)) && start_package
-# The ThreadSanitizer part's build, at idle priority beside the tests.
-tsan_build=""
-if ((only_default_args && tsan_part)); then
-	"${idle_priority[@]}" bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" --sanitize thread \
-		--build-only >"$builddir/tsan-build.log" 2>&1 &
-	tsan_build=$!
-	beside+=("$tsan_build")
-fi
 echo "testing: meson test -C $builddir --print-errorlogs --num-processes 1" \
 	"${meson_args[@]}" "(overall limit ${limit} s)"
 status=0
@@ -469,15 +400,10 @@ echo "$main_summary"
 add_part tests "$main_status" "$main_summary"
 # The second part: the tests where threads meet, under ThreadSanitizer.
 if ((tsan_part)); then
-	# (Its build began beside the tests; two builds in one folder clash.)
-	if [[ -n "$tsan_build" ]]; then
-		wait "$tsan_build" ||
-			note "the ThreadSanitizer build beside the tests failed ($builddir/tsan-build.log); the part builds again"
-		waited_beside "$tsan_build"
-	fi
 	run_part ThreadSanitizer bash "$DPDK_FI_ROOT/usertools/dpdk-fi-test.sh" --sanitize thread
 fi
-# The third: the Debian package, built and installed into a clean root
-# (started before the tests, below).
-((package_part)) && finish_package
+# The third: the Debian package, built and installed into a clean root.
+if ((package_part)); then
+	run_part package bash "$DPDK_FI_ROOT/devtools/dpdk-fi-package.sh"
+fi
 close_parts
