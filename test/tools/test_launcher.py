@@ -573,8 +573,9 @@ class FakeProjectRunTest(unittest.TestCase):
     def run_tests(self, root: Path, *args: str, tsan: bool = False,
                   package: bool = False, path: str = "") -> subprocess.CompletedProcess:
         """dpdk-fi-test.sh --no-hugepages ARGS; without its ThreadSanitizer
-        part unless `tsan`, as these projects lack the tests it names, and
-        with its package part (--package) when `package`."""
+        part unless `tsan`, as these projects lack the tests it names,
+        with its package part (--package) when `package`, and with PATH
+        `path` when given."""
         extra = ([] if tsan else ["--no-tsan"]) + (["--package"] if package else [])
         # They boot no VM: no VM kit (a kernel package fetched and unpacked).
         return subprocess.run(["bash", str(root / "usertools" / "dpdk-fi-test.sh"),
