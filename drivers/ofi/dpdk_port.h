@@ -281,9 +281,11 @@ struct PortContext final : proto::FrameKeeper {
   // (proto::Engine::holding_bundle): only where a pass comes without the
   // application's help too (the progress loop, or the safety net).
   bool passes_come_anyway() const {
-    return auto_progress_users.load(std::memory_order_relaxed) != 0 ||
-           params().progress_net_ms != 0;
+    return safety_net || auto_progress_users.load(std::memory_order_relaxed) != 0;
   }
+  // FI_DPDK_PROGRESS_NET_MS is not 0: the safety net's passes come (read
+  // once: every small send asks).
+  const bool safety_net = params().progress_net_ms != 0;
   // Progress for calls that wait on the application's behalf (fi_cq_read,
   // posting when full): skipped while the progress loop owns the port.
   uint32_t progress_if_manual() {

@@ -342,7 +342,7 @@ uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
   // never went to the device, which would not bring them back.  (Only on a
   // port of one lane: a port of several loops back.)
   std::vector<rte_mbuf*> batch;
-  if (!looped.empty()) {
+  if (!looped.empty()) [[unlikely]] {
     batch.swap(looped);
     looped.reserve(kLoopbackFrames);
   }

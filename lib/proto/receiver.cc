@@ -191,7 +191,7 @@ void Engine::complete_recv(Connection* from, const RecvRequest& recv,
   push_recv_completion(from, recv, done, recv.completion || done.error != 0);
 }
 
-void Engine::push_recv_completion(Connection* from, const RecvRequest& recv, Completion done,
+void Engine::push_recv_completion(Connection* from, const RecvRequest& recv, const Completion& done,
                                   bool wanted) {
   if (filling_ != nullptr || (from != nullptr && !from->recv_order.empty())) {
     // Its turn comes after a pull's: kept, and settled (multi-recv release
@@ -212,12 +212,13 @@ void Engine::push_recv_completion(Connection* from, const RecvRequest& recv, Com
   settle_recv(recv.multi, done, wanted);
 }
 
-void Engine::settle_recv(const std::shared_ptr<MultiRecv>& multi, Completion done, bool wanted) {
+void Engine::settle_recv(const std::shared_ptr<MultiRecv>& multi, const Completion& done,
+                         bool wanted) {
   bool release = false;
   if (multi) release = --multi->in_flight == 0 && multi->released;
   if (wanted) {
-    done.multi_released = release;
     completions_.push_back(done);
+    completions_.back().multi_released = release;
     return;
   }
   if (!release) return;

@@ -564,7 +564,7 @@ class Engine {
                  const Sender& sender);
   // Reports a receive completion and settles its multi-recv buffer: now,
   // or when its turn comes (push_recv_completion keeps it behind a pull).
-  void settle_recv(const std::shared_ptr<MultiRecv>& multi, Completion done, bool wanted);
+  void settle_recv(const std::shared_ptr<MultiRecv>& multi, const Completion& done, bool wanted);
   // Reports `c`'s ordered completions that are ready, from the front.
   void release_ordered(Connection& c);
   // Keeps `c.recv_order` within its bound (rendezvous.cc).
@@ -573,7 +573,7 @@ class Engine {
   // Queues a receive's completion (when `wanted`), settling its multi-recv
   // buffer: the last completion into a released buffer says so, or a
   // release_only completion does.
-  void push_recv_completion(Connection* from, const RecvRequest& recv, Completion done,
+  void push_recv_completion(Connection* from, const RecvRequest& recv, const Completion& done,
                             bool wanted);
   // Cuts the next `length` bytes (fewer when less is left) off a multi-recv
   // buffer for one message; may release the buffer.
