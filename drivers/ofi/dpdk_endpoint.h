@@ -179,6 +179,8 @@ struct Endpoint {
     if (!engine->nothing_to_flush() || !rejects_due.empty()) flush_now();
   }
   void flush_now();
+  void send_frames();           // the engine's outbox, built into mbufs and sent
+  void hand_out_completions();  // the engine's completions, to the CQs and counters
   // After a send: flush(), unless the engine holds the outbox for company
   // and a progress pass will come without the application.  Lock held.
   void flush_unless_held();

@@ -209,6 +209,15 @@ bool answers_a_stranger(const wire::FrameHeader& header) {
 }  // namespace
 
 void Endpoint::flush_now() {
+  // (Apart: a receive's flush has only completions, and skips the set-up
+  // of a burst.)
+  if (!engine->outbox().empty()) send_frames();
+  engine->frames_sent();
+  if (!engine->completions().empty()) hand_out_completions();
+  if (!rejects_due.empty()) send_due_rejects();  // a listener's, owed since its frames came
+}
+
+void Endpoint::send_frames() {
   net::Port& nic = *port().port;
   auto& outbox = engine->outbox();
   rte_mbuf* batch[kTxBatch];
@@ -367,8 +376,9 @@ void Endpoint::flush_now() {
     if (count == batch_frames) transmit();
   }
   if (count != 0) transmit();
-  engine->frames_sent();
+}
 
+void Endpoint::hand_out_completions() {
   for (const proto::Completion& done : engine->completions()) {
     const bool is_send = done.kind == proto::Completion::Kind::kSend;
     if (is_send && (done.user_flags & kControlSend)) {
@@ -459,7 +469,6 @@ void Endpoint::flush_now() {
               source});
   }
   engine->completions().clear();
-  if (!rejects_due.empty()) send_due_rejects();  // a listener's, owed since its frames came
 }
 
 namespace {
