@@ -151,6 +151,7 @@ Params load() {
   get_number<uint64_t>("peer_timeout_ms", 1, 3'600'000, &p.peer_timeout_ms, &p.errors);
   get_number<uint32_t>("ack_delay_us", 1, 5'000, &p.ack_delay_us, &p.errors);
   get_number<uint32_t>("pace_from_us", 0, 1'000'000, &p.pace_from_us, &p.errors);
+  get_number<uint32_t>("delay_target_us", 0, 1'000'000, &p.delay_target_us, &p.errors);
   get_number<uint32_t>("connect_timeout_ms", 1, 3'600'000, &p.connect_timeout_ms, &p.errors);
   get_number<uint64_t>("delivery_timeout_ms", 0, 86'400'000, &p.delivery_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
@@ -329,6 +330,13 @@ void define_params(const fi_provider* provider) {
                   "where our own connections share a slow link (8 suits 100 Mbit/s to "
                   "10 Gbit/s), but a smaller share beside TCP.  Faster connections are "
                   "not paced.  0: never paced (default: 0)");
+  fi_param_define(provider, "delay_target_us", FI_PARAM_INT,
+                  "A connection whose round trips run more than this many microseconds "
+                  "over the lowest it measured (a queue building on the way) narrows its "
+                  "window, once per round trip, the more the further over: a short queue "
+                  "without loss where our own connections share a link, raw Ethernet "
+                  "included, but a smaller share beside TCP.  Keep it above the ack delay "
+                  "(FI_DPDK_ACK_DELAY_US).  0: the delay is not read (default: 0)");
   fi_param_define(provider, "peer_timeout_ms", FI_PARAM_INT,
                   "Milliseconds without an answer after which operations to a peer end "
                   "in FI_ETIMEDOUT error completions (default: 5000)");

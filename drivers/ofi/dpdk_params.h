@@ -44,6 +44,7 @@ struct Params {
   uint64_t peer_timeout_ms = 5000;       // FI_DPDK_PEER_TIMEOUT_MS
   uint32_t ack_delay_us = 20;            // FI_DPDK_ACK_DELAY_US
   uint32_t pace_from_us = 0;             // FI_DPDK_PACE_FROM_US, 0: never paced
+  uint32_t delay_target_us = 0;          // FI_DPDK_DELAY_TARGET_US, 0: delay not read
   uint32_t connect_timeout_ms = 30000;   // FI_DPDK_CONNECT_TIMEOUT_MS
   uint64_t delivery_timeout_ms = 60000;  // FI_DPDK_DELIVERY_TIMEOUT_MS, 0: no limit
   int progress_lcore = -1;               // FI_DPDK_PROGRESS_LCORE, -1: first idle worker

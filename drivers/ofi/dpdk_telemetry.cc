@@ -167,6 +167,8 @@ int show_endpoint(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "window_cuts_loss", s.window_cuts_loss);
     add_count(data, "window_cuts_deepened", s.window_cuts_deepened);
     add_count(data, "window_cuts_marks", s.window_cuts_marks);
+    add_count(data, "window_cuts_delay", s.window_cuts_delay);
+    add_count(data, "delay_yields", s.delay_yields);
     add_count(data, "paced_waits", s.paced_waits);
     add_count(data, "congestion_marks_received", s.congestion_marks_received);
     add_count(data, "congestion_echoes_received", s.congestion_echoes_received);
@@ -241,6 +243,8 @@ int show_connections(const char*, const char* params, rte_tel_data* data) {
     column("cuts_marks", [](Row r) -> uint64_t { return r.cuts_marks; });
     column("marks_received", [](Row r) -> uint64_t { return r.marks_received; });
     column("marked_share_x1024", [](Row r) -> uint64_t { return r.marked_share_x1024; });
+    column("cuts_delay", [](Row r) -> uint64_t { return r.cuts_delay; });
+    column("base_rtt_ns", [](Row r) -> uint64_t { return r.base_rtt_ns; });
     column("pace_interval_ns", [](Row r) -> uint64_t { return r.pace_interval_ns; });
     column("paced_waits", [](Row r) -> uint64_t { return r.paced_waits; });
   });

@@ -28,6 +28,8 @@ struct ConnectionSummary {
   uint32_t cuts_marks = 0;          // window cuts for congestion marks (ECN echoes)
   uint32_t marks_received = 0;      // CE-marked segments its receive half took
   uint32_t marked_share_x1024 = 0;  // the moving share of segments acked marked
+  uint32_t cuts_delay = 0;          // window cuts for queueing delay
+  uint64_t base_rtt_ns = 0;         // the lowest recent RTT sample (congestion_delay.cc)
   // Pacing (TransportConfig::pace_from_ns): the time between two full
   // segments now (0: not paced), and the times its pump waited for it.
   uint64_t pace_interval_ns = 0;

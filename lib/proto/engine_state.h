@@ -423,6 +423,20 @@ struct Connection {
   uint32_t marks_acked = 0, marks_marked = 0;
   uint32_t congestion_cut_until = wire::kInitialSeq;
   uint32_t cuts_marks = 0;
+  // Queueing delay (congestion_delay.cc): the lowest RTT sample since
+  // base_rtt_at_ns (renewed when older than kBaseRttLifetimeNs), and the
+  // window cuts the delay over it made.
+  uint64_t base_rtt_ns = 0, base_rtt_at_ns = 0;
+  uint32_t cuts_delay = 0;
+  // Since a sample last came within the target: the queueing delay at
+  // the last cut, the cuts in a row after which it did not fall, the
+  // window before the first of those, and whether the delay is ignored
+  // until a sample comes within the target (a queue another sender keeps
+  // full).
+  uint64_t delay_at_cut_ns = 0;
+  uint16_t delay_vain_cuts = 0;
+  uint32_t window_before_vain = 0;
+  bool delay_ignored = false;
   // What undoes a retransmission timeout's cut when it was needless: the
   // original segment was late, not lost (a descheduled peer, a queue that
   // held it).  The first repair of a segment sent once arms it (a tail

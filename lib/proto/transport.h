@@ -424,6 +424,9 @@ class Engine {
   // ack that newly covers `newly_acked` segments, echoing marks or not.
   void note_congestion_mark(Connection& c, uint32_t seq);
   void on_congestion_echo(Connection& c, uint32_t newly_acked, bool echoed);
+  // An RTT sample (on_ack): the base RTT, and a cut for queueing delay
+  // (congestion_delay.cc).
+  void on_rtt_sample(Connection& c, uint64_t rtt_ns, uint64_t now_ns);
   // True when an in-order segment continues the message being assembled, or
   // starts a new one at offset 0.
   bool continues(const Connection& c, const wire::FrameHeader& h) const;

@@ -36,6 +36,16 @@ struct TransportConfig {
   // loses more frames than the bursting one, and gets less than a third
   // of the link; doc/performance.md, 2026-12-04).
   uint64_t pace_from_ns = 0;
+  // Queueing delay (Engine::on_rtt_sample, congestion_delay.cc): a
+  // connection whose round trips run more than this many nanoseconds over
+  // its base RTT (the lowest of the last kBaseRttLifetimeNs) narrows its
+  // window once per round trip, by more the further over, as Swift does.
+  // The signal needs no router's help, on raw Ethernet as in UDP.  0: the
+  // delay is not read (the default: beside a TCP flow that keeps a
+  // drop-tail queue full, a sender that backs off at delay gets less than
+  // its share; doc/performance.md, 2026-12-05).  Below the ack delay
+  // (ack_delay_ns) a delayed ack alone would read as queueing.
+  uint64_t delay_target_ns = 0;
   uint64_t peer_timeout_ns = 5'000'000'000;
   // How long a HELLO goes unanswered before what waits for the connection
   // fails: a peer that has not started yet (ranks of a job start in any
@@ -192,6 +202,10 @@ struct TransportStats {
   // window cuts those made (Engine::on_congestion_echo).
   uint64_t congestion_marks_received = 0, congestion_echoes_sent = 0,
            congestion_echoes_received = 0, window_cuts_marks = 0;
+  // Window cuts for queueing delay (Engine::on_rtt_sample), and the times
+  // a connection stopped reading the delay because its cuts did not bring
+  // it down (a queue another sender keeps full).
+  uint64_t window_cuts_delay = 0, delay_yields = 0;
   // Calls of a connection's pump that found its next segment waiting for
   // its pace.
   uint64_t paced_waits = 0;

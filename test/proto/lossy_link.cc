@@ -197,6 +197,7 @@ void LossyLink::step() {
         ++counters_.congested;
       } else {
         port.backlog.push_back(std::move(bytes));
+        counters_.deepest = std::max<uint64_t>(counters_.deepest, port.backlog.size());
       }
       continue;
     }

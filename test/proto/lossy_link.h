@@ -61,6 +61,7 @@ struct LinkCounters {
   uint64_t unroutable = 0;   // no engine owns the destination
   uint64_t congested = 0;    // tail-dropped at a bottleneck
   uint64_t marked = 0;       // handed over marked CE by a bottleneck (set_marking)
+  uint64_t deepest = 0;      // the most frames a bottleneck's queue held
   uint64_t delivered = 0;    // handed to Engine::on_frame
 };
 

@@ -291,15 +291,20 @@ struct BottleneckShape {
   size_t frames_per_step = 8, queue = 64, mark_above = 0, messages = 3000;
   uint64_t delay_steps = 0;   // each frame's extra steps on the wire
   uint64_t pace_from_ns = 0;  // TransportConfig::pace_from_ns
+  uint64_t delay_target_ns = 0;  // TransportConfig::delay_target_ns
+  bool delay_at_a_only = false;  // C answers loss alone, as a TCP flow does
 };
 
 struct SharedBottleneck {
   explicit SharedBottleneck(const BottleneckShape& shape) : net(shape.seed) {
     config.max_payload = 64;
     config.pace_from_ns = shape.pace_from_ns;
+    config.delay_target_ns = shape.delay_target_ns;
     a = net.add(config, kMacA, 0, static_cast<uint32_t>(0xA0000000 + shape.seed));
     b = net.add(config, kMacB, 0, static_cast<uint32_t>(0xB0000000 + shape.seed));
-    c = net.add(config, kMacC, 0, static_cast<uint32_t>(0xC0000000 + shape.seed));
+    TransportConfig config_c = config;
+    if (shape.delay_at_a_only) config_c.delay_target_ns = 0;
+    c = net.add(config_c, kMacC, 0, static_cast<uint32_t>(0xC0000000 + shape.seed));
     net.link.set_bottleneck(b, shape.frames_per_step, shape.queue);
     net.link.set_marking(b, shape.mark_above);
     if (shape.delay_steps != 0)
@@ -444,6 +449,98 @@ TEST(TransportCongestion, MarksKeepTheQueueShortWithoutLoss) {
       static_cast<unsigned long>(resent_marking), marking.sender(marking.a).cuts_marks,
       marking.sender(marking.c).cuts_marks, marking.net.link.now() / 1e6,
       dropping.net.link.now() / 1e6);
+}
+
+TEST(TransportCongestion, QueueingDelayKeepsTheQueueShortWithoutMarksOrLoss) {
+  // Expect: two streams into B, 50 us away, through a bottleneck of one
+  // frame a step (5 us) whose queue holds 256 frames (1.3 ms) and neither
+  // marks nor drops before it is full; once as loss alone answers it, once
+  // with a delay target of 100 us.  Both deliver everything.  Without the
+  // target the queue fills and drops; with it each sender cuts its window
+  // for delay, nothing is dropped (slow start's overshoot is the deepest
+  // the queue gets: under half its room), and the run takes as long as
+  // the loss-driven one, within 1 %: the link stays busy.
+  const auto shape = [](uint64_t delay_target_ns) {
+    return BottleneckShape{.seed = 17,
+                           .frames_per_step = 1,
+                           .queue = 256,
+                           .messages = 1500,
+                           .delay_steps = 10,
+                           .delay_target_ns = delay_target_ns};
+  };
+  SharedBottleneck by_loss(shape(0));
+  ASSERT_TRUE(by_loss.run()) << by_loss.fa->received << " / " << by_loss.fc->received;
+  SharedBottleneck by_delay(shape(100'000));
+  ASSERT_TRUE(by_delay.run()) << by_delay.fa->received << " / " << by_delay.fc->received;
+  for (SharedBottleneck* run : {&by_loss, &by_delay})
+    for (Flow* f : {run->fa, run->fc}) {
+      EXPECT_EQ(f->problems, 0u) << f->first_problem;
+      EXPECT_EQ(f->send_failed, 0u);
+    }
+  EXPECT_GT(by_loss.net.link.counters().congested, 0u) << "the queue never overflowed";
+  EXPECT_EQ(by_loss.sender(by_loss.a).cuts_delay, 0u);
+
+  EXPECT_EQ(by_delay.net.link.counters().congested, 0u) << "the delay did not keep it short";
+  EXPECT_LT(by_delay.net.link.counters().deepest, 128u);
+  for (size_t s : {by_delay.a, by_delay.c}) {
+    EXPECT_GT(by_delay.sender(s).cuts_delay, 0u) << "sender " << s;
+    EXPECT_EQ(by_delay.sender(s).cuts_loss, 0u) << "sender " << s;
+    EXPECT_EQ(by_delay.net.engine(s).stats().window_cuts_delay, by_delay.sender(s).cuts_delay);
+    EXPECT_GT(by_delay.sender(s).base_rtt_ns, 0u);
+  }
+  EXPECT_LE(by_delay.last_arrival(), by_loss.last_arrival() + by_loss.last_arrival() / 100);
+  std::printf(
+      "[ info     ] loss alone: deepest queue %lu, %lu dropped, %.2f ms; delay target 100 us: "
+      "deepest %lu, %lu dropped, cuts for delay %u and %u, %.2f ms\n",
+      static_cast<unsigned long>(by_loss.net.link.counters().deepest),
+      static_cast<unsigned long>(by_loss.net.link.counters().congested),
+      by_loss.last_arrival() / 1e6,
+      static_cast<unsigned long>(by_delay.net.link.counters().deepest),
+      static_cast<unsigned long>(by_delay.net.link.counters().congested),
+      by_delay.sender(by_delay.a).cuts_delay, by_delay.sender(by_delay.c).cuts_delay,
+      by_delay.last_arrival() / 1e6);
+}
+
+TEST(TransportCongestion, DelayIsIgnoredWhereAnotherSenderKeepsTheQueueFull) {
+  // Expect: the same bottleneck, C answering loss alone as a TCP flow does,
+  // and A once the same, once reading the delay (100 us target).  C keeps
+  // the queue full whatever A does, A's cuts leave the delay where it was,
+  // and A stops reading it (a yield) rather than starve: by the time the
+  // first of the two finishes its 1500 messages, A has at least a fifth of
+  // what was delivered.  (Reading the delay without yielding, A had 0.02;
+  // answering loss alone, 0.89: this queue's drops favour A's bursts.)
+  const auto share_of_a = [](uint64_t delay_target_ns, uint64_t* yields) {
+    SharedBottleneck run(BottleneckShape{.seed = 18,
+                                         .frames_per_step = 1,
+                                         .queue = 256,
+                                         .messages = 1500,
+                                         .delay_steps = 10,
+                                         .delay_target_ns = delay_target_ns,
+                                         .delay_at_a_only = true});
+    EXPECT_TRUE(run.run()) << run.fa->received << " / " << run.fc->received;
+    for (Flow* f : {run.fa, run.fc}) {
+      EXPECT_EQ(f->problems, 0u) << f->first_problem;
+      EXPECT_EQ(f->send_failed, 0u);
+    }
+    EXPECT_EQ(run.net.engine(run.c).stats().window_cuts_delay, 0u);
+    *yields = run.net.engine(run.a).stats().delay_yields;
+    const uint64_t first_done = std::min(run.fa->received_at.back(), run.fc->received_at.back());
+    const auto by_then = [&](const Flow& f) {
+      return static_cast<double>(std::count_if(f.received_at.begin(), f.received_at.end(),
+                                               [&](uint64_t at) { return at <= first_done; }));
+    };
+    return by_then(*run.fa) / (by_then(*run.fa) + by_then(*run.fc));
+  };
+  uint64_t yields_by_loss = 0, yields_by_delay = 0;
+  const double by_loss = share_of_a(0, &yields_by_loss);
+  const double by_delay = share_of_a(100'000, &yields_by_delay);
+  EXPECT_EQ(yields_by_loss, 0u);
+  EXPECT_GT(yields_by_delay, 0u);
+  EXPECT_GE(by_delay, 0.2);
+  std::printf(
+      "[ info     ] A's share beside C (loss): answering loss alone %.2f; reading the delay "
+      "%.2f, %lu yields\n",
+      by_loss, by_delay, static_cast<unsigned long>(yields_by_delay));
 }
 
 TEST(TransportCongestion, AMarkIsEchoedByTheAckThatCoversIt) {
