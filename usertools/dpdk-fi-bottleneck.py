@@ -538,10 +538,11 @@ def main() -> int:
                         rows.append(measure(link, f"tcp-cubic+{cc}",
                                             lambda cc=cc: run_tcp_pair(link, "cubic", cc,
                                                                        args.seconds)))
-            for row in rows:
-                if not row["ok"]:
-                    for log in sorted(work.glob("*.log")):
-                        (args.out / log.name).write_text(log.read_text())
+            # The processes' logs go with the report, whatever became of
+            # the rows: a failure's, and the provider's close lines (its
+            # counters, with FI_LOG_LEVEL=info).
+            for log in sorted(work.glob("*.log")):
+                (args.out / log.name).write_text(log.read_text())
         finally:
             link.down()
     print_table(rows, unloaded, args)

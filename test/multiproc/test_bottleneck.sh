@@ -15,7 +15,11 @@
 #      line per sender;
 #   2. with 5 % random loss at the router (nftables; the part is skipped
 #      with its reason without nft): the run still passes, the router's
-#      rule took packets and the transport resent frames.
+#      rule took packets and the transport resent frames;
+#   3. with FI_DPDK_DELAY_TARGET_US=100 (queueing delay read, doc/wire-
+#      protocol.md): the run passes, and the senders' endpoints cut their
+#      windows for queueing delay (their close lines, FI_LOG_LEVEL=info:
+#      the token bucket's queue holds milliseconds).
 # Figures are not judged: this is a busy machine.  Skips (77) without
 # root, iproute2 (tc), ping, network namespaces or the kernel's token
 # bucket queue.
@@ -114,6 +118,19 @@ elif ((nft_works == 0)); then
 elif bottleneck lossy --loss 5; then
 	check "the router's rule dropped packets" 'row["link_losses"] > 0'
 	check "the transport resent frames" 'row["retransmitted_share"] > 0'
+fi
+
+if FI_DPDK_DELAY_TARGET_US=100 FI_LOG_LEVEL=info bottleneck delayed; then
+	check "both senders moved data" 'len(row["senders_MBps"]) == 2 and min(row["senders_MBps"]) > 0'
+	if grep -Eq 'for queueing delay [1-9]' "$work/delayed/client-2.log"; then
+		echo "ok    delayed: the senders cut their windows for queueing delay"
+		grep -Eo 'for queueing delay [0-9]+ \(delay ignored [0-9]+ times' \
+			"$work/delayed/client-2.log" | sed 's/^/      /'
+	else
+		echo "FAIL  delayed: no window cut for queueing delay in the client's close lines"
+		grep -E 'window cuts' "$work/delayed/client-2.log" | sed 's/^/      /' || true
+		failures=$((failures + 1))
+	fi
 fi
 
 if ((failures != 0)); then

@@ -289,8 +289,8 @@ TEST(TransportCongestion, TwoSendersShareABottleneck) {
 struct BottleneckShape {
   uint64_t seed = 15;
   size_t frames_per_step = 8, queue = 64, mark_above = 0, messages = 3000;
-  uint64_t delay_steps = 0;   // each frame's extra steps on the wire
-  uint64_t pace_from_ns = 0;  // TransportConfig::pace_from_ns
+  uint64_t delay_steps = 0;      // each frame's extra steps on the wire
+  uint64_t pace_from_ns = 0;     // TransportConfig::pace_from_ns
   uint64_t delay_target_ns = 0;  // TransportConfig::delay_target_ns
   bool delay_at_a_only = false;  // C answers loss alone, as a TCP flow does
 };
