@@ -12,8 +12,8 @@
 // back, the client times the round trip and
 // prints one JSON line: the one-way time (half the round trip) as mean,
 // p50, p90, p99, p99.9 and max in microseconds.  Both sides stop after
-// --count round trips (the server when the client's last frame is back, or
-// --timeout seconds without a frame).
+// --count round trips, the client first (the server when the client has
+// closed its port, or --timeout seconds without a frame).
 //
 // stream (the ceiling): the client sends --size-byte frames (9000 by
 // default, as the provider sends on the launcher's memif pair) in bursts
@@ -201,6 +201,22 @@ rte_mbuf* new_frame(rte_mempool* pool, uint16_t size, uint8_t type) {
   return frame;
 }
 
+// Waits, no longer polling the port, until the peer has closed its side
+// (or the timeout): a memif peer that goes away unmaps the rings under
+// whoever still polls them, and two peers closing at once race in the
+// driver's disconnect.  One side stops first; the other waits here.
+void wait_for_peer_to_close(double timeout) {
+  const uint64_t give_up = rte_rdtsc() + static_cast<uint64_t>(timeout * rte_get_tsc_hz());
+  for (;;) {
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(0, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN) return;
+    if (rte_rdtsc() > give_up) return;
+    rte_delay_ms(10);
+  }
+}
+
+// The server echoes until the client's last frame, then lets the client
+// close first.
 int serve(const Options& o) {
   for (uint64_t n = 0; n < o.warmup + o.count;) {
     rte_mbuf* frame = receive_one(o.timeout);
@@ -208,6 +224,7 @@ int serve(const Options& o) {
     if (!is_control(frame)) ++n;  // hellos go back uncounted
     send_one(frame);              // back as it came: the client only times it
   }
+  wait_for_peer_to_close(o.timeout);
   return 0;
 }
 
@@ -333,9 +350,8 @@ void print_stream(const Options& o, const StreamCount& count) {
 }
 
 // The client: sends for --seconds (and takes what comes back with --both),
-// then ends the stream and, no longer polling, waits for the server to
-// close its side.  (A memif peer that goes away unmaps the rings under
-// whoever still polls them: the server stops first.)
+// then ends the stream and waits for the server to close its side (the
+// server stops first here; in a pingpong the client does).
 int stream_client(const Options& o, rte_mempool* pool) {
   StreamCount count;
   const uint64_t hz = rte_get_tsc_hz();
@@ -355,12 +371,7 @@ int stream_client(const Options& o, rte_mempool* pool) {
   const uint64_t give_up = rte_rdtsc() + static_cast<uint64_t>(o.timeout * hz);
   while (rte_eth_tx_burst(0, 0, &end, 1) == 0)
     if (rte_rdtsc() > give_up) fail("the server takes nothing more");
-  for (;;) {
-    rte_eth_link link{};
-    if (rte_eth_link_get_nowait(0, &link) == 0 && link.link_status == RTE_ETH_LINK_DOWN) break;
-    if (rte_rdtsc() > give_up) break;
-    rte_delay_ms(10);
-  }
+  wait_for_peer_to_close(o.timeout);
   if (count.sent_bytes == 0) return 1;  // the port took nothing
   print_stream(o, count);
   return 0;
