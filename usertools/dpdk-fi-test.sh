@@ -17,7 +17,10 @@
 #                      gate, runfabtests.sh -t quick: doc/fabtests.md),
 #                      hosts (the gate again between two hosts by IP
 #                      address; Debian 12 leg only, in fabtests too), vm
-#                      (the tests in QEMU guests, in dpdk too)
+#                      (the tests in QEMU guests, in dpdk too), once (tests
+#                      of what the libraries' releases do not change:
+#                      attacks, bottleneck, routers, 8-rank jobs over
+#                      af_packet, the launcher's; Debian 12 leg only)
 #   --soak             run the soak instead (suite soak, OFI_DPDK_SOAK=1):
 #                      10^6 messages and 10^5 fetch-adds between two
 #                      processes at 20 % loss with reordering and
@@ -209,9 +212,11 @@ while (($#)); do
 			[[ "$arg" == --no-package || "$arg" == --package ]] || debian13_args+=("$arg")
 		done
 		[[ "${meson_args[*]}" =~ ^(--no-suite [^ ]+ ?)*$ && -z "$fabtests_set" ]] || only_default_args=0
-		# The two-host gate (suite hosts) runs on the Debian 12 leg: on both
-		# it would take the test command past its time.
-		((only_default_args == 0)) || debian13_args+=(--no-suite hosts)
+		# The two-host gate (suite hosts) and the tests of what the
+		# libraries' releases do not change (suite once, test/meson.build)
+		# run on the Debian 12 leg: on both they would take the test
+		# command past its time.
+		((only_default_args == 0)) || debian13_args+=(--no-suite hosts --no-suite once)
 		debian13=1
 		break
 		;;
