@@ -54,11 +54,13 @@ struct Av {
   // entry (fi_rx_addr) is its queue + i, which scalable endpoints give
   // their receive contexts (dpdk_sep.cc).  nullptr when the index is unused
   // or the queue lies beyond the ids a port gives endpoints.  Valid until
-  // the next call (port lock).
-  const av::Address* resolve(fi_addr_t fi_addr) {
+  // the next call (port lock).  *found, when given: the entry (its
+  // unresolved flag, its index's network key), so a transfer looks once.
+  const av::Address* resolve(fi_addr_t fi_addr, const av::Entry** found = nullptr) {
     refresh();
     const av::Entry* entry = table.find(fi_addr & index_mask);
     if (entry == nullptr) return nullptr;
+    if (found != nullptr) *found = entry;
     const uint64_t context = attr.rx_ctx_bits > 0 ? fi_addr >> (64 - attr.rx_ctx_bits) : 0;
     if (context == 0) return &entry->address;
     if (entry->address.queue + context >= kMaxEndpointsPerPort) return nullptr;

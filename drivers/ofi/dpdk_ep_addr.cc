@@ -73,18 +73,20 @@ int Endpoint::destination(fi_addr_t dest, proto::PeerAddress* out, uint32_t* gro
   fi_addr_t index;
   uint32_t peer_group;
   if (!split_group(*this, dest, &peer_group, &index)) return -FI_EINVAL;
-  const av::Address* peer = av != nullptr ? av->resolve(index) : nullptr;
+  const av::Entry* entry = nullptr;
+  const av::Address* peer = av != nullptr ? av->resolve(index, &entry) : nullptr;
   if (peer == nullptr) return -FI_EINVAL;
+  const uint64_t slot = index & av->index_mask;
   // Inserted before its neighbour answered ARP: reachable once it has.
-  if (av->table.find(index & av->index_mask)->unresolved) {
-    if (!av->complete(index & av->index_mask, port())) return -FI_EHOSTUNREACH;
+  if (entry->unresolved) {
+    if (!av->complete(slot, port())) return -FI_EHOSTUNREACH;
     peer = av->resolve(index);
   }
   std::memcpy(out->mac, peer->mac, 6);
   out->queue = peer->queue;
   out->session = peer->session;
   // The key belongs to the address, whichever receive context is named.
-  uint32_t key = av->network_key_of(index & av->index_mask);
+  uint32_t key = av->table.network_key_of_found(slot);
   if (key == 0) key = transmit_key;
   if (!accepts_key(key)) {
     // The peer's answers would carry this key, which we would drop.

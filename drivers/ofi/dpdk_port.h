@@ -305,7 +305,18 @@ struct PortContext final : proto::FrameKeeper {
   // ranks than CPUs the peer may be waiting for this very CPU.  sched_yield
   // returns at once where nothing else wants the CPU.  Lock held.
   // Per lane (`lane`'s lock held; kWholePort: the port's, lane 0's clock).
-  bool idle_poll(uint16_t lane, bool found_work, uint64_t now);
+  // (Here, inline: every CQ read calls it, and found work is the usual
+  // answer.)
+  bool idle_poll(uint16_t lane, bool found_work, uint64_t now) {
+    uint64_t& idle_since_ns =
+        lane_state[effective_lane(lane) == kWholePort ? 0 : lane].idle_since_ns;
+    if (found_work || idle_yield_ns == 0) {
+      idle_since_ns = 0;
+      return false;
+    }
+    return idle_long_enough(idle_since_ns, now);
+  }
+  bool idle_long_enough(uint64_t& idle_since_ns, uint64_t now);
   uint64_t idle_yield_ns = 0;  // FI_DPDK_IDLE_YIELD_US (acquire_port), 0: never
   RareCount idle_yields;
   // Sends frames, as many as the port takes; returns how many it took.

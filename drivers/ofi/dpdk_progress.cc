@@ -399,19 +399,9 @@ uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
   return received;
 }
 
-bool PortContext::idle_poll(uint16_t lane, bool found_work, uint64_t now) {
-  uint64_t& idle_since_ns = lane_state[effective_lane(lane) == kWholePort ? 0 : lane].idle_since_ns;
-  if (found_work) {  // the common case, before the parameter is read
-    idle_since_ns = 0;
-    return false;
-  }
-  const uint64_t after_ns = idle_yield_ns;
-  if (after_ns == 0) {
-    idle_since_ns = 0;
-    return false;
-  }
+bool PortContext::idle_long_enough(uint64_t& idle_since_ns, uint64_t now) {
   if (idle_since_ns == 0) idle_since_ns = now;
-  if (now - idle_since_ns < after_ns) return false;
+  if (now - idle_since_ns < idle_yield_ns) return false;
   ++idle_yields;
   return true;
 }

@@ -97,8 +97,12 @@ class AddressTable {
   bool set_user_id(uint64_t index, uint64_t user_id);
   // The network key index was inserted with; 0 when none or unused.
   uint32_t network_key(uint64_t index) const {
-    if (find(index) == nullptr || index >= network_keys_.size()) return 0;
-    return network_keys_[index];
+    if (find(index) == nullptr) return 0;
+    return network_key_of_found(index);
+  }
+  // The same for an index find() just found in use: no second look.
+  uint32_t network_key_of_found(uint64_t index) const {
+    return index < network_keys_.size() ? network_keys_[index] : 0;
   }
 
   size_t count() const { return count_; }                // indices in use

@@ -235,6 +235,14 @@ Connection& Engine::connection(const uint8_t mac[6], uint16_t queue) {
   return *slot;
 }
 
+Connection* Engine::connection_at(uint64_t key) {
+  if (last_connection_ != nullptr && last_connection_->key == key) return last_connection_;
+  auto it = connections_.find(key);
+  if (it == connections_.end()) return nullptr;
+  last_connection_ = it->second.get();
+  return last_connection_;
+}
+
 int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t now_ns) {
   const bool visit_owed = touched_;
   touched_ = true;
@@ -396,8 +404,7 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
     on_hello(segment);
     return;
   }
-  auto it = connections_.find(peer_key(segment.src_mac, h.src_queue));
-  Connection* c = it == connections_.end() ? nullptr : it->second.get();
+  Connection* c = connection_at(peer_key(segment.src_mac, h.src_queue));
   if (c != nullptr) activate(*c);
   if (c != nullptr && h.auth_key != c->auth_key) {
     // A connection carries one network key: a frame with another is not

@@ -172,23 +172,35 @@ void Engine::complete_recv(Connection* from, const RecvRequest& recv,
   const size_t placed = std::min(message.length, capacity);
   if (bytes_if_copy != nullptr) write_to_user(recv.iov, recv.iov_count, 0, bytes_if_copy, placed);
   ++stats_.messages_received;
-  Completion done{};
-  done.kind = Completion::Kind::kRecv;
-  done.context = recv.context;
-  done.user_flags = recv.user_flags;
-  done.len = placed;
-  done.buf = recv.iov_count ? recv.iov[0].iov_base : nullptr;
-  done.tagged = message.tagged;
-  done.tag = message.tag;
-  done.has_data = message.has_data;
-  done.cq_data = message.cq_data;
-  done.source_key = message.sender.source_key;
-  done.auth_key = message.sender.auth_key;
-  if (message.length > capacity) {
-    done.error = kErrTruncated;
-    done.overflow = message.length - capacity;
+  const bool truncated = message.length > capacity;
+  const auto fill = [&](Completion& done) {
+    done.kind = Completion::Kind::kRecv;
+    done.context = recv.context;
+    done.user_flags = recv.user_flags;
+    done.len = placed;
+    done.buf = recv.iov_count ? recv.iov[0].iov_base : nullptr;
+    done.tagged = message.tagged;
+    done.tag = message.tag;
+    done.has_data = message.has_data;
+    done.cq_data = message.cq_data;
+    done.source_key = message.sender.source_key;
+    done.auth_key = message.sender.auth_key;
+    if (truncated) {
+      done.error = kErrTruncated;
+      done.overflow = message.length - capacity;
+    }
+  };
+  const bool wanted = recv.completion || truncated;
+  // Written once, where it is handed out from, when nothing orders it
+  // behind a pull's and it releases no multi-recv buffer (the common case).
+  if (wanted && !recv.multi && filling_ == nullptr &&
+      (from == nullptr || from->recv_order.empty())) {
+    fill(completions_.emplace_back());  // value-initialized: the rest zero
+    return;
   }
-  push_recv_completion(from, recv, done, recv.completion || done.error != 0);
+  Completion done{};
+  fill(done);
+  push_recv_completion(from, recv, done, wanted);
 }
 
 void Engine::push_recv_completion(Connection* from, const RecvRequest& recv, const Completion& done,

@@ -321,6 +321,9 @@ class Engine {
   using AwaitingMap = std::unordered_map<uint32_t, std::unique_ptr<TxMessage>>;
   // The connection to (mac, queue), created for our own sends.
   Connection& connection(const uint8_t mac[6], uint16_t queue);
+  // The connection at `key`, or nullptr: the last one used first (a
+  // stream's frames come from one peer, and a pingpong's sends go to it).
+  Connection* connection_at(uint64_t key);
   // A connection for a peer that proved its handshake: found, created, or
   // made room for by evicting an idle one; nullptr when all are busy.
   Connection* admit(const uint8_t mac[6], uint16_t queue, uint64_t now_ns);
@@ -623,7 +626,8 @@ class Engine {
   // records that hold them are declared, so it outlives them.
   size_t lent_out_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
-  Connection* last_connection_ = nullptr;  // connection()'s last answer, until evicted
+  // connection()'s and connection_at()'s last answer, until evicted.
+  Connection* last_connection_ = nullptr;
   uint16_t last_tx_conn_ = 0;              // numbers transmit connections, to all peers
   uint64_t nonce_counter_ = 0;
   std::vector<HeldSegment*> free_chunks_;
