@@ -51,10 +51,11 @@
 #                      one go: the two builds one after the other, the
 #                      tests in QEMU guests (suite vm) of one leg then the
 #                      other, then the rest of the two legs side by side
-#                      (each ~1.45x as long as alone; 50-55 minutes in all
-#                      against 66 for the legs in turn); the other
+#                      (each ~1.45x as long as alone); the other
 #                      arguments go to both; its closing line adds them up.
-#                      Not yet what .ci/run calls (doc/architecture.md)
+#                      Not what .ci/run calls: its order (the Debian 13
+#                      build beside the Debian 12 tests, at idle priority)
+#                      is as fast and steadier (doc/architecture.md)
 #   --debian13         the Debian 13 leg: the same build and tests against
 #                      libfabric 2.1 and DPDK 24.11, in a cached Debian 13
 #                      root, into build-trixie/; runs devtools/dpdk-fi-debian13.sh
