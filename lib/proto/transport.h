@@ -628,7 +628,7 @@ class Engine {
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   // connection()'s and connection_at()'s last answer, until evicted.
   Connection* last_connection_ = nullptr;
-  uint16_t last_tx_conn_ = 0;              // numbers transmit connections, to all peers
+  uint16_t last_tx_conn_ = 0;  // numbers transmit connections, to all peers
   uint64_t nonce_counter_ = 0;
   std::vector<HeldSegment*> free_chunks_;
   size_t chunks_allocated_ = 0;
