@@ -8,6 +8,7 @@
 // request is never executed twice.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_limits.h"
@@ -103,16 +104,31 @@ ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare, siz
   op.length = count;
   uint8_t header[kRemoteOpSize];
   encode(op, header);
-  // Operands and compare values are copied at the call.
-  iovec request_iov[1 + 2 * kIovLimit];
+  // Operands and compare values are copied at the call.  The engine takes
+  // at most proto::kMaxIov parts; a compare atomic whose operand and
+  // compare arrays together have more (up to 2 * kIovLimit) has them
+  // gathered into one first.
+  const size_t operand_parts = no_operands ? 0 : msg.iov_count;
+  const size_t compare_parts = c == Class::kCompare ? compare_count : 0;
+  iovec request_iov[proto::kMaxIov];
+  std::vector<uint8_t> gathered;
   size_t parts = 0;
   request_iov[parts++] = {header, kRemoteOpSize};
-  if (!no_operands)
-    for (size_t i = 0; i < msg.iov_count; ++i)
+  if (1 + operand_parts + compare_parts <= proto::kMaxIov) {
+    for (size_t i = 0; i < operand_parts; ++i)
       request_iov[parts++] = {msg.msg_iov[i].addr, msg.msg_iov[i].count * size};
-  if (c == Class::kCompare)
-    for (size_t i = 0; i < compare_count; ++i)
+    for (size_t i = 0; i < compare_parts; ++i)
       request_iov[parts++] = {compare[i].addr, compare[i].count * size};
+  } else {
+    gathered.reserve((operand_parts == 0 ? 1 : 2) * count * size);
+    auto append = [&](const fi_ioc& part) {
+      const auto* from = static_cast<const uint8_t*>(part.addr);
+      gathered.insert(gathered.end(), from, from + part.count * size);
+    };
+    std::for_each(msg.msg_iov, msg.msg_iov + operand_parts, append);
+    std::for_each(compare, compare + compare_parts, append);
+    request_iov[parts++] = {gathered.data(), gathered.size()};
+  }
 
   proto::SendRequest request;
   request.iov = request_iov;

@@ -113,6 +113,47 @@ TEST_F(Atomic, BaseFetchAndCompareOnUint64) {
   EXPECT_EQ(words[3], (before & ~mask) | (bits & mask));
 }
 
+// fi_atomic(3)'s vector calls take up to tx_attr->iov_limit arrays of
+// operands, compare values and results each: a compare atomic of eight of
+// each (libfabric's fi_ubertest sends such) lands whole.
+TEST_F(Atomic, CompareAtomicvWithTheIovLimitOfEachArray) {
+  const size_t limit = domain_.info->tx_attr->iov_limit;
+  ASSERT_GE(limit, 5u) << "a limit this low never needs more than the engine's parts";
+  auto* bytes = region_;
+  constexpr size_t kPerPart = 3;
+  const size_t count = limit * kPerPart;
+  std::vector<uint8_t> operands(count), compares(count), results(count, 0xEE);
+  for (size_t i = 0; i < count; ++i) {
+    bytes[i] = static_cast<uint8_t>(i);
+    compares[i] = static_cast<uint8_t>(i % 2 == 0 ? i : i + 100);  // every other one matches
+    operands[i] = static_cast<uint8_t>(200 + i);
+  }
+  std::vector<fi_ioc> operand_iov, compare_iov, result_iov;
+  for (size_t part = 0; part < limit; ++part) {
+    operand_iov.push_back({operands.data() + part * kPerPart, kPerPart});
+    compare_iov.push_back({compares.data() + part * kPerPart, kPerPart});
+    result_iov.push_back({results.data() + part * kPerPart, kPerPart});
+  }
+  ASSERT_EQ(fi_compare_atomicv(a_.ep, operand_iov.data(), nullptr, limit, compare_iov.data(),
+                               nullptr, limit, result_iov.data(), nullptr, limit, b_.addr,
+                               at(bytes), key_, FI_UINT8, FI_CSWAP, &context_),
+            0);
+  ASSERT_EQ(done(), 1);
+  for (size_t i = 0; i < count; ++i) {
+    EXPECT_EQ(results[i], static_cast<uint8_t>(i)) << "element " << i;
+    EXPECT_EQ(bytes[i], i % 2 == 0 ? static_cast<uint8_t>(200 + i) : static_cast<uint8_t>(i))
+        << "element " << i;
+  }
+  // One more than the limit is the caller's error, at the call.
+  operand_iov.push_back({operands.data(), 1});
+  compare_iov.push_back({compares.data(), 1});
+  result_iov.push_back({results.data(), 1});
+  EXPECT_EQ(fi_compare_atomicv(a_.ep, operand_iov.data(), nullptr, limit + 1, compare_iov.data(),
+                               nullptr, limit + 1, result_iov.data(), nullptr, limit + 1, b_.addr,
+                               at(bytes), key_, FI_UINT8, FI_CSWAP, &context_),
+            -FI_EINVAL);
+}
+
 TEST_F(Atomic, FloatingAndComplexSums) {
   auto* d = reinterpret_cast<double*>(region_);
   d[0] = 1.5;
