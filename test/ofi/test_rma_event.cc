@@ -1,7 +1,8 @@
 // Target-side events and completion flags of fi_rma(3) / fi_atomic(3)
 // through stock libfabric on one net_ring port:
-//   - FI_RMA_EVENT (fi_getinfo(3)) is granted when asked for, and counters
-//     bound with FI_REMOTE_READ / FI_REMOTE_WRITE (fi_endpoint(3)) need it;
+//   - FI_RMA_EVENT (fi_getinfo(3)) is granted when asked for; counters
+//     bound with FI_REMOTE_READ / FI_REMOTE_WRITE (fi_endpoint(3)) bind and
+//     count without it too, as fi_ubertest expects;
 //   - those counters count what peers do to the endpoint's memory, by the
 //     man page's split (writes and base atomics; reads, fetch and compare
 //     atomics), before the initiator sees its completion;
@@ -117,22 +118,52 @@ TEST_F(RmaEvent, GrantedOnlyWhenAskedFor) {
 }
 
 // fi_endpoint(3): FI_REMOTE_READ / FI_REMOTE_WRITE counters "require that
-// the endpoint be created using FI_RMA_EVENT".
-TEST_F(RmaEvent, RemoteCountersNeedTheCapability) {
+// the endpoint be created using FI_RMA_EVENT" -- the application's side of
+// it.  libfabric's fi_ubertest binds them on every endpoint, and the
+// utility providers take that: so does ours, and the counter counts what
+// peers do all the same.
+TEST_F(RmaEvent, RemoteCountersBindAndCountWithoutTheCapability) {
   fi_info* plain = rma_info(FI_MSG | FI_RMA | FI_ATOMIC);
   ASSERT_NE(plain, nullptr);
-  fid_cntr* c = counter();
-  fid_ep* ep = nullptr;
-  ASSERT_EQ(fi_endpoint(domain_.domain, plain, &ep, nullptr), 0);
-  EXPECT_EQ(fi_ep_bind(ep, &c->fid, FI_REMOTE_WRITE), -FI_EOPNOTSUPP);
-  EXPECT_EQ(fi_ep_bind(ep, &c->fid, FI_REMOTE_READ | FI_READ), -FI_EOPNOTSUPP);
-  EXPECT_EQ(fi_ep_bind(ep, &c->fid, FI_WRITE), 0) << "initiator counters need nothing";
-  EXPECT_EQ(fi_close(&ep->fid), 0);
-  ASSERT_EQ(fi_endpoint(domain_.domain, domain_.info, &ep, nullptr), 0);
-  EXPECT_EQ(fi_ep_bind(ep, &c->fid, FI_REMOTE_WRITE | FI_REMOTE_READ), 0);
-  EXPECT_EQ(fi_close(&c->fid), -FI_EBUSY) << "bound counters stay open";
-  EXPECT_EQ(fi_close(&ep->fid), 0);
-  EXPECT_EQ(fi_close(&c->fid), 0);
+  ASSERT_FALSE(plain->caps & FI_RMA_EVENT);
+  fid_cntr* remote_writes = counter();
+  fid_cntr* reads = counter();
+  TestEndpoint b;
+  fid_cq* b_cq = nullptr;
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_DATA;
+  ASSERT_EQ(fi_cq_open(domain_.domain, &cq_attr, &b_cq, nullptr), 0);
+  ASSERT_EQ(fi_endpoint(domain_.domain, plain, &b.ep, nullptr), 0);
+  ASSERT_EQ(fi_ep_bind(b.ep, &domain_.av->fid, 0), 0);
+  ASSERT_EQ(fi_ep_bind(b.ep, &b_cq->fid, FI_TRANSMIT | FI_RECV), 0);
+  EXPECT_EQ(fi_ep_bind(b.ep, &remote_writes->fid, FI_RECV | FI_REMOTE_WRITE), 0);
+  EXPECT_EQ(fi_ep_bind(b.ep, &reads->fid, FI_READ | FI_REMOTE_READ), 0);
+  EXPECT_EQ(fi_ep_bind(b.ep, &reads->fid, FI_REMOTE_READ), -FI_EALREADY)
+      << "each kind of event has one counter";
+  ASSERT_EQ(fi_enable(b.ep), 0);
+  b.name_len = sizeof(b.name);
+  ASSERT_EQ(fi_getname(&b.ep->fid, b.name, &b.name_len), 0);
+  ASSERT_EQ(fi_av_insert(domain_.av, b.name, 1, &b.addr, 0, nullptr), 1);
+
+  auto* words = reinterpret_cast<uint64_t*>(region_);
+  const uint64_t two = 2;
+  uint64_t back = 0;
+  ASSERT_EQ(
+      run([&] { return fi_write(a_.ep, &two, 8, nullptr, b.addr, at(words), key_, &context_); }),
+      1);
+  EXPECT_EQ(words[0], 2u);
+  EXPECT_EQ(fi_cntr_read(remote_writes), 1u);
+  ASSERT_EQ(
+      run([&] { return fi_read(a_.ep, &back, 8, nullptr, b.addr, at(words), key_, &context_); }),
+      1);
+  EXPECT_EQ(back, 2u);
+  EXPECT_EQ(fi_cntr_read(reads), 1u);
+  EXPECT_EQ(fi_cntr_read(remote_writes), 1u);
+  EXPECT_EQ(fi_close(&remote_writes->fid), -FI_EBUSY) << "bound counters stay open";
+  EXPECT_EQ(fi_close(&b.ep->fid), 0);
+  EXPECT_EQ(fi_close(&b_cq->fid), 0);
+  EXPECT_EQ(fi_close(&remote_writes->fid), 0);
+  EXPECT_EQ(fi_close(&reads->fid), 0);
   fi_freeinfo(plain);
 }
 
