@@ -54,7 +54,9 @@
 # Options:
 #   --builddir DIR  the provider's build directory (default: build)
 #   --tests SET     runfabtests.sh's -t: quick (default), standard, unit,
-#                   functional, short, ...
+#                   functional, short, ...; complex (fi_ubertest) wants a
+#                   configuration: -- -u FILE (test/fabtests/ubertest_dpdk.test)
+#                   and a --timeout for the whole of it
 #   --timeout S     runfabtests.sh's -T: seconds each program may run
 #                   (default 60)
 #   --tarballs DIR  where fabtests-VERSION.tar.xz are
@@ -255,6 +257,12 @@ cat >"$role_script" <<-'EOF'
 		esac
 	fi
 	oob_addr=()
+	# fi_ubertest's client (the complex set: -u CONFIG SERVER -E) names
+	# its server before the -E, not after it: put it in the client form.
+	if [[ "$(basename "$program")" == fi_ubertest ]] && ((count >= 2)) &&
+		[[ "${args[count - 1]}" == -E && " ${args[*]} " == *" -u "* ]]; then
+		args=("${args[@]:0:count-2}" -E "${args[count - 2]}")
+	fi
 	if ((count >= 1)) && [[ "${args[count - 1]}" == -E ]]; then
 		# A server: a new memif pair.
 		pair=$(( $(cat "$here/pairs/last") + 1 ))
