@@ -14,6 +14,7 @@
 
 #include <endian.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -255,9 +256,17 @@ int claim_shared_slot(SharedPortTable& table, const SharedPortLayout& layout, in
     // A slot locked while its word says free or draining is being claimed
     // or emptied: free in a moment, or someone's.
     bool settling = false;
-    // Free slots first: a gone holder's slot may still hold its frames.
+    // Free slots first, the longest free first (SharedPortTable::released);
+    // a gone holder's slot may still hold its frames.
+    uint16_t order[kMaxSharedProcesses];
+    for (uint16_t slot = 0; slot < layout.slots; ++slot) order[slot] = slot;
+    std::stable_sort(order, order + layout.slots, [&](uint16_t a, uint16_t b) {
+      return table.released[a].load(std::memory_order_relaxed) <
+             table.released[b].load(std::memory_order_relaxed);
+    });
     for (const bool free_pass : {true, false}) {
-      for (uint16_t slot = 0; slot < layout.slots && result < 0; ++slot) {
+      for (uint16_t i = 0; i < layout.slots && result < 0; ++i) {
+        const uint16_t slot = order[i];
         int32_t holder = table.owner[slot].load();
         if ((holder == 0) != free_pass) continue;
         if (flock(fds[slot], LOCK_EX | LOCK_NB) != 0) {
@@ -303,7 +312,13 @@ void release_shared_slot(SharedPortTable& table, const SharedPortLayout& layout,
   int32_t expected = pid;
   if (!table.owner[slot].compare_exchange_strong(expected, kSlotDraining)) return;
   if (ring != nullptr) drain_shared_ring(ring);
+  mark_slot_released(table, slot);
   table.owner[slot].store(0);
+}
+
+void mark_slot_released(SharedPortTable& table, int slot) {
+  table.released[slot].store(table.releases.fetch_add(1, std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
 }
 
 }  // namespace ofi_dpdk::net

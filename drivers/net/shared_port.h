@@ -62,8 +62,8 @@ struct rte_ring;
 namespace ofi_dpdk::net {
 
 inline constexpr uint32_t kSharedTableMagic = 0x6f666973;  // "ofis"
-// 3: slots held by a lock file, dropped_share.
-inline constexpr uint16_t kSharedTableVersion = 3;
+// 3: slots held by a lock file, dropped_share.  4: released (slot reuse).
+inline constexpr uint16_t kSharedTableVersion = 4;
 // Processes one shared port serves (queue pairs of the net_ring device).
 inline constexpr uint16_t kMaxSharedProcesses = 16;
 // Endpoint queue ids of a port, split between the slots (the provider's
@@ -76,6 +76,10 @@ inline constexpr uint32_t kShareOfPool = 4;
 inline uint32_t ring_share(uint32_t pool_mbufs) {
   return std::max<uint32_t>(1, pool_mbufs / kShareOfPool);
 }
+
+struct SharedPortTable;
+// Stamps `slot` as given back now (SharedPortTable::released).
+void mark_slot_released(SharedPortTable& table, int slot);
 
 struct SharedPortTable {
   uint32_t magic;
@@ -91,6 +95,13 @@ struct SharedPortTable {
   // the switch after the holder died).  Only a process holding the slot's
   // lock writes it.
   std::atomic<int32_t> owner[kMaxSharedProcesses];
+  // When each slot was last given back (releases counts them): a claimer
+  // takes the free slot given back longest ago, so a slot, and with it its
+  // endpoint addresses, goes to a new process only when no fresher one is
+  // free -- a peer still finishing with the old holder's address (failing
+  // its operations, removing it from an AV) does not meet a newcomer there.
+  std::atomic<uint32_t> releases;
+  std::atomic<uint32_t> released[kMaxSharedProcesses];
   // Frames the switch moved from TX queues, and frames dropped by anyone
   // (the switch or a sending process): the switch's exit report, tests.
   std::atomic<uint64_t> forwarded;

@@ -167,6 +167,7 @@ uint32_t SharedSwitch::reap_dead_owners() {
     if (table_->owner[slot].compare_exchange_strong(holder, kSlotDraining)) {
       // While it drains, the slot takes no frames, and claimers wait.
       table_->dropped_no_owner.fetch_add(drain_shared_ring(rx_[slot]), std::memory_order_relaxed);
+      mark_slot_released(*table_, slot);
       table_->owner[slot].store(0);
       ++reaped;
     }

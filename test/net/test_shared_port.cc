@@ -44,6 +44,13 @@ class SharedPort : public ::testing::Test {
   }
   // (Removes its slot lock files.)
   static void TearDownTestSuite() { delete switch_; }
+  // Each test starts with no slot given back before another, so that free
+  // slots are claimed in order (slot 0, then 1) whatever the tests before
+  // it released.
+  void SetUp() override {
+    auto& table = const_cast<SharedPortTable&>(switch_->table());
+    for (auto& stamp : table.released) stamp.store(0);
+  }
 
   int open(std::unique_ptr<Port>* port) {
     PortConfig config;
@@ -140,6 +147,24 @@ TEST_F(SharedPort, EachProcessClaimsASlotAndItsQueueIds) {
   EXPECT_EQ(switch_->table().owner[1].load(), 0);
   ASSERT_EQ(open(&c), 0) << error_;
   EXPECT_EQ(c->shared_slot(), 1);
+}
+
+// A slot given back goes to a newcomer only after the slots free longer:
+// a peer still failing the old holder's operations, or removing its
+// address, must not meet a new process at that address (fabtests'
+// fi_rdm_stress: clients come and go while the server finishes with them).
+TEST_F(SharedPort, TheSlotFreeLongestIsClaimedFirst) {
+  std::unique_ptr<Port> a, b, c, d;
+  ASSERT_EQ(open(&a), 0) << error_;
+  ASSERT_EQ(open(&b), 0) << error_;
+  const int first = a->shared_slot(), second = b->shared_slot();
+  a.reset();  // given back before b's
+  b.reset();
+  ASSERT_EQ(open(&c), 0) << error_;
+  EXPECT_EQ(c->shared_slot(), first) << "the slot given back first";
+  c.reset();  // now the most recent
+  ASSERT_EQ(open(&d), 0) << error_;
+  EXPECT_EQ(d->shared_slot(), second);
 }
 
 TEST_F(SharedPort, ProcessesSendStraightToTheQueueOwningDstQueue) {
