@@ -1,0 +1,66 @@
+#!/bin/bash
+# test_rdm_stress.sh BUILDDIR: fabtests' fi_rdm_stress, its server and 15
+# clients (forked by one parent, as the program does) as processes of one
+# host on one shared port (the launcher's --topology shared, 16 slots),
+# running stress.json: messages, tagged messages, injects, RMA reads and
+# writes, and a client leaving with a 10 MB write to it in flight.  The
+# parent exits 0 whatever its children did, so the test counts them: every
+# client must reach its last op ("exit").  Then two rounds of 7 clients:
+# the second round's clients start as the first round's leave, and must
+# take the slots never used (15 processes, 16 slots), not the ones given
+# back a moment ago, whose addresses the server is still finishing with.
+# (Three rounds of 8 must reuse slots, and then the server's fi_av_remove
+# of a client that left can close the connection of the newcomer at its
+# address: fabtests' own comment on handle_goodbye calls that race the
+# test's; it is not run here.)
+set -uo pipefail
+builddir=$(cd "$1" && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bash "$root/devtools/dpdk-fi-fabtests.sh" --builddir "$builddir" --build-only >/dev/null
+status=$?
+((status == 0)) || exit "$status"  # 77: no tarballs or tools (skipped)
+bin=$(ls -d "$builddir"/fabtests-*/install/bin | head -1)
+config=$(ls "$builddir"/fabtests-*/fabtests-*/test_configs/rdm_stress/stress.json | head -1)
+export FI_PROVIDER_PATH=$builddir/drivers/ofi
+work=$(mktemp -d /tmp/ofi-dpdk-rdm-stress.XXXXXX)
+server_pid=
+finish() {
+	[[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap finish EXIT
+
+# run NAME CLIENTS ROUNDS: one server, CLIENTS clients ROUNDS times.
+run() {
+	local name=$1 clients=$2 rounds=$3 address=127.0.77.1
+	python3 "$root/usertools/dpdk-fi-run.py" --topology shared --name "$name" --processes 16 \
+		--ip "$address/24" -- "$bin/fi_rdm_stress" -p dpdk -s "$address" -C "$clients" \
+		>"$work/$name-server.log" 2>&1 &
+	server_pid=$!
+	for ((i = 0; i < 200; i++)); do
+		grep -q "Starting rpc stress server" "$work/$name-server.log" && break
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	timeout 240 python3 "$root/usertools/dpdk-fi-run.py" --topology shared --name "$name" \
+		--processes 16 --ip "$address/24" -- stdbuf -oL -eL "$bin/fi_rdm_stress" -p dpdk \
+		-u "$config" -C "$clients" -I "$rounds" "$address" >"$work/$name-clients.log" 2>&1
+	local client_status=$?
+	kill "$server_pid" 2>/dev/null
+	wait "$server_pid" 2>/dev/null
+	server_pid=
+	local done_count
+	done_count=$(grep -c "rpc op exit" "$work/$name-clients.log")
+	echo "$name: $clients clients x $rounds rounds: $done_count reached their last op" \
+		"(client parent exit $client_status)"
+	if ((client_status != 0 || done_count != clients * rounds)); then
+		echo "--- clients' output (the ops of those that stopped short) ---"
+		grep -v "rpc op" "$work/$name-clients.log" | tail -40
+		return 1
+	fi
+}
+
+failed=0
+run "rst$$" 15 1 || failed=1
+run "rsr$$" 7 2 || failed=1
+exit "$failed"
