@@ -5,7 +5,9 @@
 # running stress.json: messages, tagged messages, injects, RMA reads and
 # writes, and a client leaving with a 10 MB write to it in flight.  The
 # parent exits 0 whatever its children did, so the test counts them: every
-# client must reach its last op ("exit").  Then two rounds of 7 clients:
+# client must reach its last op ("exit").  Each wait is 30 s (--timeout)
+# instead of the program's 2 s: 16 polling processes share the machine's
+# cores, busier still in CI.  Then two rounds of 7 clients:
 # the second round's clients start as the first round's leave, and must
 # take the slots never used (15 processes, 16 slots), not the ones given
 # back a moment ago, whose addresses the server is still finishing with.
@@ -34,7 +36,7 @@ trap finish EXIT
 run() {
 	local name=$1 clients=$2 rounds=$3 address=127.0.77.1
 	python3 "$root/usertools/dpdk-fi-run.py" --topology shared --name "$name" --processes 16 \
-		--ip "$address/24" -- "$bin/fi_rdm_stress" -p dpdk -s "$address" -C "$clients" \
+		--ip "$address/24" -- "$bin/fi_rdm_stress" -p dpdk -s "$address" -C "$clients" --timeout 30 \
 		>"$work/$name-server.log" 2>&1 &
 	server_pid=$!
 	for ((i = 0; i < 200; i++)); do
@@ -44,7 +46,7 @@ run() {
 	done
 	timeout 240 python3 "$root/usertools/dpdk-fi-run.py" --topology shared --name "$name" \
 		--processes 16 --ip "$address/24" -- stdbuf -oL -eL "$bin/fi_rdm_stress" -p dpdk \
-		-u "$config" -C "$clients" -I "$rounds" "$address" >"$work/$name-clients.log" 2>&1
+		-u "$config" -C "$clients" -I "$rounds" --timeout 30 "$address" >"$work/$name-clients.log" 2>&1
 	local client_status=$?
 	kill "$server_pid" 2>/dev/null
 	wait "$server_pid" 2>/dev/null
