@@ -12,12 +12,18 @@
 #  3. Configures the build with meson (once) and builds it with ninja.
 #  4. Prepares BUILDDIR/vm, the kernel and initramfs of the VM some tests
 #     boot (usertools/dpdk-fi-vm.sh prepare).
+#  5. Builds libfabric's fabtests for the installed libfabric into
+#     BUILDDIR/fabtests-VERSION (devtools/dpdk-fi-fabtests.sh --build-only,
+#     once; about a minute), from ../shared/fabtests: the gate and the tests
+#     that run stock fabtests programs then find them built.  Without the
+#     tarballs it says so, and those tests skip their fabtests parts.
 #
 # Options:
 #   --no-hugepages  do not touch hugepages; record "no" (DPDK uses --no-huge)
 #   --builddir DIR  build directory, relative to the repository root
 #                   (default: build)
-#   --configure-only  configure, but build nothing and prepare no VM kit:
+#   --configure-only  configure, but build nothing, prepare no VM kit and
+#                   build no fabtests:
 #                   `meson test` builds what the tests it runs need (the
 #                   ThreadSanitizer part of dpdk-fi-test.sh, a few tests)
 # Environment: DPDK_FI_VM_KIT=no prepares no VM kit (step 4: it downloads
@@ -180,8 +186,25 @@ vm_kit() {
 		note "warning: no VM kit; the tests that boot a VM (flow_steering_vm) will skip"
 }
 
+# 5. fabtests, built here rather than by the first test that runs one:
+# inside a test they are built under its time limit, beside whatever else
+# the machine is doing.
+fabtests() {
+	local script=$DPDK_FI_ROOT/devtools/dpdk-fi-fabtests.sh output status=0
+	# (A tree without the provider, as the launcher test's small projects,
+	# has nothing to run them over.)
+	[[ -f "$script" && -f "$builddir/drivers/ofi/libdpdk-fi.so" ]] || return 0
+	output=$(bash "$script" --builddir "$builddir" --build-only 2>&1) || status=$?
+	case "$status" in
+	0) [[ -z "$output" ]] || echo "$output" ;;
+	77) note "fabtests not built (${output##*SKIP: }): the gate and the fabtests parts of tests will skip" ;;
+	*) die 1 "building fabtests failed: $(tail -n 5 <<<"$output")" ;;
+	esac
+}
+
 install_packages
 setup_hugepages
 build
 ((configure_only)) || [[ "${DPDK_FI_VM_KIT:-yes}" == no ]] || vm_kit
+((configure_only)) || fabtests
 echo "ready: $builddir"
