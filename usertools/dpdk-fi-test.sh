@@ -1,7 +1,7 @@
 #!/bin/bash
 # Usage: usertools/dpdk-fi-test.sh [--suite S]... [--builddir DIR] [--no-hugepages]
 #                                  [--sanitize address|thread] [--soak]
-#                                  [--fabtests SET] [MESON-TEST-ARGS...]
+#                                  [--fabtests SET] [--build-only] [MESON-TEST-ARGS...]
 #        usertools/dpdk-fi-test.sh --summarize TESTLOG.json
 #        usertools/dpdk-fi-test.sh --debian13 [--rebuild-root] [ARGS...]
 #        usertools/dpdk-fi-test.sh --both-legs [ARGS...]
@@ -44,6 +44,9 @@
 #   --no-tsan          leave out the ThreadSanitizer part (below)
 #   --package          add the package part (below) to the Debian 12 leg
 #   --no-package       leave out the package part (below)
+#   --build-only       set up and build what the run's tests need, then
+#                      stop: no test runs (.ci/run builds the
+#                      ThreadSanitizer part so beside the Debian 12 tests)
 #   --summarize FILE   only print the summary of a meson testlog.json file
 #   --no-suite S       leave out suite S (repeatable); unlike --suite, the
 #                      run keeps its other parts (below)
@@ -132,12 +135,38 @@ summarize() {
 	EOF
 }
 
+# build_test_dependencies BUILDDIR [MESON-TEST-ARGS...]: builds what the
+# tests named among the arguments need, as `meson test` would before running
+# them (options are passed over); with no test named, the whole tree.
+build_test_dependencies() {
+	local dir=$1 targets
+	shift
+	targets=$(python3 - "$dir" "$@" <<-'EOF'
+		import json, os, subprocess, sys
+		builddir, names = sys.argv[1], {a for a in sys.argv[2:] if not a.startswith("-")}
+		def introspect(what):
+		    return json.loads(subprocess.check_output(["meson", "introspect", what, builddir]))
+		files = {t["id"]: t["filename"] for t in introspect("--targets")}
+		wanted = set()
+		for test in introspect("--tests"):
+		    if test["name"] in names:
+		        for target in test["depends"]:
+		            wanted.update(os.path.relpath(f, builddir) for f in files.get(target, []))
+		print("\n".join(sorted(wanted)) if names else "")
+	EOF
+	) || die 1 "meson introspect failed in $dir"
+	echo "building: ninja -C $dir ${targets:+(what the named tests need)}"
+	# shellcheck disable=SC2086 # one target a line
+	ninja -C "$dir" $targets || die 1 "the build failed; see the compiler messages above"
+}
+
 builddir=build
 sanitize=""
 setup_args=()
 meson_args=()
 fabtests_set=""
 tsan_part=1
+build_only=0
 package_choice=""  # yes (--package), no (--no-package), or the leg's default
 debian13=0
 both_legs=0
@@ -222,6 +251,7 @@ while (($#)); do
 		break
 		;;
 	--no-tsan) tsan_part=0 ;;
+	--build-only) build_only=1 ;;
 	--package) package_choice=yes ;;
 	--no-package) package_choice=no ;;
 	-h | --help) usage; exit 0 ;;
@@ -358,6 +388,12 @@ if [[ -n "$sanitize" ]]; then
 	# shellcheck source-path=SCRIPTDIR source=../devtools/dpdk_fi_sanitize.sh
 	source "$DPDK_FI_ROOT/devtools/dpdk_fi_sanitize.sh"
 	[[ "$builddir" != build ]] || builddir=$(sanitize_builddir "$sanitize")
+	# One build at a time in a sanitizer's build directory: .ci/run builds
+	# the ThreadSanitizer part's beside the tests that come before it.
+	# Held until the build is done (below), so no test inherits it.
+	mkdir -p "$(abs_builddir "$builddir")"
+	exec {build_lock}<"$(abs_builddir "$builddir")"
+	flock "$build_lock"
 	sanitize_configure "$sanitize" "$(abs_builddir "$builddir")"
 	sanitize_environment "$sanitize"
 	setup_args+=(--builddir "$builddir" --no-hugepages)
@@ -377,6 +413,12 @@ limit=${DPDK_FI_TEST_LIMIT:-3600}
 
 bash "$DPDK_FI_ROOT/usertools/dpdk-fi-setup.sh" "${setup_args[@]}"
 python_direct "$builddir"
+
+if [[ -n "$sanitize" ]] || ((build_only)); then
+	build_test_dependencies "$builddir" "${meson_args[@]}"
+	[[ -z "${build_lock:-}" ]] || exec {build_lock}<&-
+	((build_only)) && exit 0
+fi
 
 OFI_DPDK_HUGEPAGES=$(cat "$builddir/.hugepages")
 OFI_DPDK_EAL_MEM_ARGS=$(eal_memory_args "$builddir")
