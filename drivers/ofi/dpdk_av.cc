@@ -17,6 +17,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_clock.h"
@@ -173,12 +174,15 @@ int av_remove(fid_av* av_fid, fi_addr_t* fi_addr, size_t count, uint64_t flags) 
     const av::Entry* entry = av->table.find(fi_addr[i]);
     if (entry == nullptr) continue;  // named twice in this call
     const uint64_t key = av::endpoint_key(entry->address);
+    const uint32_t session = entry->address.session;
+    uint64_t inserted_ns = 0;
+    if (fi_addr[i] < av->inserted_ns.size()) std::swap(inserted_ns, av->inserted_ns[fi_addr[i]]);
     forget_ipv6_peer(*entry);
     av->table.remove(fi_addr[i]);
     if (av->table.find_endpoint(key) != av::AddressTable::kNone) continue;
     for (Endpoint* ep : av->endpoints) {
       if (!ep->engine) continue;
-      ep->engine->drop_peer(key);
+      ep->engine->drop_peer(key, session, inserted_ns);
       if (ep->enabled) ep->flush();
     }
   }

@@ -43,6 +43,10 @@ struct Av {
   av::AuthKeyTable auth_key_table;
   Eq* eq = nullptr;                  // fi_av_bind; FI_EVENT reports here
   std::vector<Endpoint*> endpoints;  // bound: fi_av_remove drops their peers
+  // When each index went in (now_ns; 0: not known, as for one another
+  // process of a named AV inserted): fi_av_remove leaves alone a
+  // connection that a newer incarnation of the peer took over since.
+  std::vector<uint64_t> inserted_ns;
   std::atomic<int> refs{0};
 
   // Named AVs: takes in what other processes changed, when the shared

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "drivers/ofi/dpdk_attr.h"
+#include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_eq.h"
@@ -49,13 +50,30 @@ int from_table_error(int64_t ret) {
   }
 }
 
+// Notes when `index` (an insert's result) went in, for fi_av_remove
+// (Av::inserted_ns); without memory for it the time stays unknown.
+int64_t stamp_insert(Av* av, int64_t index) {
+  if (index < 0) return index;
+  const auto at = static_cast<size_t>(index);
+  if (at >= av->inserted_ns.size()) {
+    try {
+      av->inserted_ns.resize(std::max<size_t>(at + 1, av->table.high_water()));
+    } catch (const std::bad_alloc&) {
+      return index;
+    }
+  }
+  av->inserted_ns[at] = now_ns();
+  return index;
+}
+
 // One address into the AV: a named AV picks the index in the node's table
 // and mirrors it (the key and user id stay in this process's mirror).
 // Returns the index or -ENOSPC / -ENOMEM / -EAGAIN / -EIO (the shared
 // table's lock stayed held, or it is corrupt: logged here).
 int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> user_id,
                    uint32_t network_key) {
-  if (av->shared == nullptr) return av->table.insert(address, user_id, network_key);
+  if (av->shared == nullptr)
+    return stamp_insert(av, av->table.insert(address, user_id, network_key));
   const int64_t index = av->shared->insert(address);
   if (index == -EAGAIN || index == -EIO)
     DPDK_WARN(FI_LOG_AV, "named AV \"%s\": insert: %s\n", av->name.c_str(),
@@ -66,7 +84,7 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
   if (mirrored < 0 && av->shared->remove(static_cast<uint64_t>(index)) != 0)
     DPDK_WARN(FI_LOG_AV, "named AV \"%s\": index %ld stays taken, not mirrored: %s\n",
               av->name.c_str(), static_cast<long>(index), av->shared->problem().c_str());
-  return mirrored;
+  return stamp_insert(av, mirrored);
 }
 
 // An address whose MAC is an IPv6 peer id (resolved from a sockaddr_in6,

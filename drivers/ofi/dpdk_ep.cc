@@ -135,13 +135,14 @@ void log_stats(const Endpoint* ep) {
   // held back, the connections made and dropped, and the receive buffers.
   DPDK_INFO(FI_LOG_EP_DATA,
             "endpoint queue %u: peers: hellos sent %lu answered %lu, answers withheld %lu, "
-            "connections opened %lu evicted %lu refused %lu, unproven forgotten %lu, bad "
-            "tokens %lu, wrong key %lu, bad resets %lu, resets challenged %lu; held segments "
-            "expired %lu reclaimed %lu, reorder pool full %lu, no memory %lu\n",
+            "connections opened %lu evicted %lu refused %lu, unproven forgotten %lu, left to a "
+            "newer incarnation on AV removal %lu, bad tokens %lu, wrong key %lu, bad resets "
+            "%lu, resets challenged %lu; held segments expired %lu reclaimed %lu, reorder "
+            "pool full %lu, no memory %lu\n",
             ep->queue, s.hellos_sent, s.hellos_answered, s.answers_withheld, s.connections_opened,
-            s.connections_evicted, s.connections_refused, s.unproven_forgotten, s.bad_tokens,
-            s.wrong_key, s.bad_resets, s.reset_challenges, s.held_expired, s.held_reclaimed,
-            s.reorder_full, s.no_memory);
+            s.connections_evicted, s.connections_refused, s.unproven_forgotten,
+            s.drops_of_other_incarnations, s.bad_tokens, s.wrong_key, s.bad_resets,
+            s.reset_challenges, s.held_expired, s.held_reclaimed, s.reorder_full, s.no_memory);
   const PortContext& port = *ep->domain->port;
   if (port.frame_key || port.rx_bad_tags + port.rx_key_mismatch != 0)
     DPDK_INFO(FI_LOG_EP_DATA,

@@ -466,10 +466,20 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   if (!visit_owed && !others_given_work_ && c == acked && settled(*c)) touched_ = false;
 }
 
-void Engine::drop_peer(uint64_t key) {
+void Engine::drop_peer(uint64_t key, uint32_t session, uint64_t named_at_ns) {
   touched_ = true;
   auto it = connections_.find(key);
   if (it == connections_.end()) return;
+  // Another incarnation holds the connection: the removed address never
+  // named it (a process that took over a departed one's address), and what
+  // the old one had failed when its restart was seen.
+  const Connection& c = *it->second;
+  const bool other_named = session != 0 && c.peer_session != 0 && c.peer_session != session;
+  const bool restarted_since = named_at_ns != 0 && c.restarted_ns > named_at_ns;
+  if (other_named || restarted_since) {
+    ++stats_.drops_of_other_incarnations;
+    return;
+  }
   // What the peer sent us arrived: an application that removes the peer's
   // address as soon as its receive completed (fabtests' fi_av_xfer) must
   // not leave the peer's send to fail on our RESET of its retransmission

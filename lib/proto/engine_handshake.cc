@@ -219,7 +219,7 @@ void Engine::on_reset(Connection* c, const wire::FrameHeader& h) {
   }
   if (c->peer_session != 0 && h.src_session != c->peer_session) {
     // A new incarnation of the peer: nothing of the old one survives.
-    fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
+    peer_restarted(*c, clock_ns_);
   } else {
     // Same incarnation, which lost the receive state of our connection
     // (it timed us out): our sends fail, what it sends us stays, and
@@ -270,7 +270,7 @@ Connection* Engine::receive_half_for(Connection* c, const Segment& s, uint64_t n
     }
   } else if (c->peer_session != 0 && h.src_session != c->peer_session) {
     // The peer restarted: the old incarnation's operations fail first.
-    fail_connection(*c, kErrPeerReset, kProvPeerRestarted);
+    peer_restarted(*c, now_ns);
   } else if (c->rx_open) {
     // It gave up on its older connection (and failed what it had sent).
     reset_receive(*c);

@@ -345,6 +345,7 @@ struct Connection {
   uint64_t source_key = 0;
   uint32_t auth_key = 0;      // the network key this connection's frames carry
   uint32_t peer_session = 0;  // 0: not known yet
+  uint64_t restarted_ns = 0;  // when peer_session last gave way to another (0: never)
   uint16_t tx_conn = 0;       // our transmit connection's number (wire conn)
   // Transmit side.
   TxState tx_state = TxState::kClosed;

@@ -677,4 +677,11 @@ void Engine::fail_connection(Connection& c, int error, int prov_errno) {
   reset_receive(c, error, prov_errno);
 }
 
+// The peer answers as another incarnation than the one c knew: the old
+// one's operations fail, and the time is kept for drop_peer.
+void Engine::peer_restarted(Connection& c, uint64_t now_ns) {
+  fail_connection(c, kErrPeerReset, kProvPeerRestarted);
+  c.restarted_ns = now_ns;
+}
+
 }  // namespace ofi_dpdk::proto

@@ -197,9 +197,11 @@ class Engine {
   // the path now).  The peer timeout still counts from before.
   void link_restored(uint64_t now_ns);
   // Fails a peer's operations and closes both halves of its connection (AV
-  // removal).  The connection's record stays (evictable), so a segment of
-  // the closed connection still cannot open it again.
-  void drop_peer(uint64_t key);
+  // removal of an address with `session`, 0: any, inserted at `named_at_ns`,
+  // 0: unknown).  The record stays (evictable), so a segment of the closed
+  // connection cannot open it again.  Another incarnation's connection
+  // (another session, or a restart seen since the insert) is left alone.
+  void drop_peer(uint64_t key, uint32_t session = 0, uint64_t named_at_ns = 0);
   // Fails the operations of every peer whose link address (PeerAddress::mac)
   // `unreachable` picks with kErrHostUnreachable / kProvNoRoute, closes
   // their connections as drop_peer does (the port found no route to them),
@@ -409,6 +411,7 @@ class Engine {
   // size worth keeping and there is room; frees it otherwise.
   void keep_spare(std::unique_ptr<uint8_t[]> buffer, size_t capacity);
   void fail_connection(Connection& c, int error, int prov_errno);
+  void peer_restarted(Connection& c, uint64_t now_ns);
   // Counts a wait that ran out and keeps its picture (last_timeout).
   void note_timeout(const Connection& c, TimeoutReport::Wait wait, uint64_t since_ns,
                     uint64_t now_ns);

@@ -183,7 +183,10 @@ struct TransportStats {
            // Connections whose receive half never took a segment in order,
            // forgotten after their peer was silent for peer_timeout_ns (a
            // station that parked a segment ahead of a gap and went quiet).
-      unproven_forgotten = 0;
+      unproven_forgotten = 0,
+           // AV removals that left a connection alone: another incarnation
+           // of the peer holds it now (Engine::drop_peer).
+      drops_of_other_incarnations = 0;
   // Timer events: each is a wait the sender's next step sat behind.  On a
   // link that loses nothing, an exchange that keeps answering needs none.
   uint64_t retransmit_timeouts = 0,  // RTOs with the window open (loss assumed)

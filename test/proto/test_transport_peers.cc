@@ -298,6 +298,59 @@ INSTANTIATE_TEST_SUITE_P(Address, TransportRestart, ::testing::Bool(),
                                              : std::string("SessionZeroFirst");
                          });
 
+// An AV removal of a peer that has since restarted, as fabtests'
+// fi_rdm_stress does: its server removes a departed client's address
+// while the process that took over that address (the same MAC and queue on
+// a shared port) already talks to it.
+TEST(AvRemoval, LeavesTheIncarnationThatCameAfterTheAddress) {
+  // Expect: A named B's address (at `named_at`); B restarts as B2, which
+  // sends A five messages; A removes the address after the first arrived
+  // (drop_peer with the time it was named): B2's five sends complete
+  // without error and A takes all five.  A removal naming B's old session
+  // leaves B2's connection alone too; one naming B2's session, or an
+  // address named after the restart, drops it.
+  Net net(12);
+  const size_t a = net.add(TransportConfig{}, kMacA, 0, 0xA0000010);
+  const size_t b = net.add(TransportConfig{}, kMacB, 0, 0xB0000010);
+  warm_up(net, b, a, 3);
+  warm_up(net, a, b, 3);
+  const uint64_t named_at = net.link.now();
+  net.run_for(1 * kMs);
+
+  Engine& b2 = net.link.restart(b, 0xB0000011);
+  std::vector<std::vector<uint8_t>> in(5, std::vector<uint8_t>(30000));
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(post_bytes(net, a, in[i], ctx(200 + i)), 0);
+  std::vector<std::vector<uint8_t>> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    out.push_back(pattern(30000, 10 + i));
+    ASSERT_EQ(send_bytes(net, b, a, out[i], ctx(100 + i)), 0);
+  }
+  ASSERT_TRUE(wait_completions(net, a, 1, 100 * kMs));
+  net.engine(a).drop_peer(net.link.key(b), 0, named_at);
+  EXPECT_EQ(net.engine(a).stats().drops_of_other_incarnations, 1u);
+
+  ASSERT_TRUE(wait_completions(net, b, 5, 1 * kSec));
+  ASSERT_TRUE(wait_completions(net, a, 5, 1 * kSec));
+  for (const auto& done : net.take(b)) EXPECT_EQ(done.error, 0) << "B2's send failed";
+  const auto got = net.take(a);
+  ASSERT_EQ(got.size(), 5u);
+  for (const auto& done : got) {
+    EXPECT_EQ(done.error, 0);
+    const size_t slot = reinterpret_cast<uintptr_t>(done.context) - 200;
+    EXPECT_EQ(in[slot], out[slot]) << "message " << slot;
+  }
+  EXPECT_EQ(b2.stats().messages_received, 0u);
+
+  // By session: the old one's removal leaves B2 be; B2's own drops it.
+  net.engine(a).drop_peer(net.link.key(b), 0xB0000010, 0);
+  EXPECT_EQ(net.engine(a).stats().drops_of_other_incarnations, 2u);
+  net.engine(a).drop_peer(net.link.key(b), 0xB0000011, 0);
+  EXPECT_EQ(net.engine(a).stats().drops_of_other_incarnations, 2u);
+  // An address named after the restart named B2: dropped.
+  net.engine(a).drop_peer(net.link.key(b), 0, net.link.now());
+  EXPECT_EQ(net.engine(a).stats().drops_of_other_incarnations, 2u);
+}
+
 // ===========================================================================
 // 11. Cancel.
 
