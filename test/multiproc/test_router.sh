@@ -157,7 +157,7 @@ else
 fi
 # 6. The path a pingpong takes breaks under it.
 FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=ep_data \
-	pingpong failover 180 -I 400000 -S 64 &
+	pingpong failover 180 -I 150000 -S 64 &
 runner=$!
 broken=""
 for _ in $(seq 300); do
