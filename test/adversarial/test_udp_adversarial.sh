@@ -61,6 +61,7 @@ if [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
 	echo "note: under a sanitizer: the target's memory is not bounded by this test"
 fi
 set +e
+attack_started=$SECONDS
 "$ADVERSARY" --iface "$P" --target-mac "$(cat "/sys/class/net/$T/address")" \
 	--target-ip 10.66.0.1 --own-ip 10.66.0.3 --avoid 10.66.0.2 --prefix 16 \
 	--avoid-mac "$(cat "/sys/class/net/$P/address")" \
@@ -72,14 +73,19 @@ set -e
 kill -0 "$SERVER_PID" 2>/dev/null || fail "the target (bench server) ended during the attack"
 kill -0 "$CLIENT_PID" 2>/dev/null || fail "the peer (bench client) ended during the attack"
 [ "$RC" = 0 ] || fail "udp_adversary exited $RC"
-echo "every case passed; the live pair ran throughout"
+echo "every case passed; the live pair ran throughout ($((SECONDS - attack_started)) s)"
 
 # A newcomer: a client at another address (10.66.0.4, on the same end)
 # starts while made-up neighbours' ARP requests keep the target's pool of
 # questions full, so the target cannot ask it back and drops its HELLOs
 # until it polls the target again (udp_adversary.cc, newcomer).
+# (Timed, as each step below: a run that once outlived the test's 180 s
+# after its cases had all passed, 2026-12-05, did not say where.)
+step_started=$SECONDS
 kill "$CLIENT_PID" 2>/dev/null || true
 wait "$CLIENT_PID" 2>/dev/null || true
+echo "the peer ended in $((SECONDS - step_started)) s"
+step_started=$SECONDS
 set +e
 "$ADVERSARY" --iface "$P" --target-mac "$(cat "/sys/class/net/$T/address")" \
 	--target-ip 10.66.0.1 --own-ip 10.66.0.3 --prefix 16 --target-pid "$SERVER_PID" \
@@ -96,4 +102,4 @@ RC=$?
 set -e
 [ "$RC" = 0 ] || fail "udp_adversary's newcomer case exited $RC"
 kill -0 "$SERVER_PID" 2>/dev/null || fail "the target (bench server) ended"
-echo "the newcomer was answered"
+echo "the newcomer was answered ($((SECONDS - step_started)) s)"
