@@ -1,5 +1,6 @@
 #!/bin/bash
 # Usage: devtools/dpdk-fi-package.sh [--suite bookworm|trixie] [--keep DIR]
+#                                      [--prepare-only]
 #
 # Builds the Debian packages (debian/) for one release and proves them the
 # way an operator meets them: installed into a clean root of that release.
@@ -22,9 +23,17 @@
 #       - each program has its man page.
 # Prints "1 passed, 0 failed" or "0 passed, 1 failed" last.
 #
+# Steps 1-3 take minutes and little of the machine (one build, downloads);
+# the checks take seconds but run a polling pingpong. --prepare-only does
+# steps 1-3 alone and keeps what they made in build-package-SUITE/ with a
+# fingerprint of the source; a later run for the same suite whose source has
+# the same fingerprint starts at the checks (saying so), any other builds
+# afresh. .ci/run prepares the trixie packages beside the Debian 12 tests.
+#
 # Options:
 #   --suite S    bookworm (default: this machine's release) or trixie
 #   --keep DIR   leave the .deb files in DIR
+#   --prepare-only  steps 1-3, kept for the next run (above); no checks
 #
 # Environment: DPDK_FI_DEBIAN_MIRROR, the Debian mirror (default: the first
 # Debian mirror in /etc/apt, else http://deb.debian.org/debian).
@@ -38,6 +47,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../usertools/dpdk_fi_common.sh"
 suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 host_suite=$suite
 keep=""
+prepare_only=0
 while (($#)); do
 	case "$1" in
 	--suite)
@@ -50,6 +60,7 @@ while (($#)); do
 		keep=$2
 		shift
 		;;
+	--prepare-only) prepare_only=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) die 1 "unknown option '$1' (see --help)" ;;
 	esac
@@ -68,11 +79,19 @@ failed() {
 # Inside the repository: the Debian 13 root mounts the repository alone.
 work=$(mktemp -d "$DPDK_FI_ROOT/build-package.XXXXXX")
 install_root=""
+keep_install_root=0
+# What --prepare-only leaves: the .deb and .changes files, the path of the
+# install root (under /var/tmp, out of the repository the Debian 13 root
+# mounts), and last the source's fingerprint, which marks it complete.
+prepared="$DPDK_FI_ROOT/build-package-$suite"
+# remove_root DIR: deletes an install root unless something is mounted in it.
+remove_root() {
+	[[ -n "$1" && -d "$1" ]] || return 0
+	grep -q " $1[/ ]" /proc/self/mountinfo || rm -rf --one-file-system "$1"
+}
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
-	if [[ -n "$install_root" ]] && ! grep -q " $install_root[/ ]" /proc/self/mountinfo; then
-		rm -rf --one-file-system "$install_root"
-	fi
+	((keep_install_root)) || remove_root "$install_root"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -93,48 +112,90 @@ mkdir "$work/ofi-dpdk"
 git -C "$DPDK_FI_ROOT" ls-files -z --cached --others --exclude-standard |
 	(cd "$DPDK_FI_ROOT" && xargs -0 cp --parents -t "$work/ofi-dpdk" 2>/dev/null) ||
 	failed "could not copy the repository's files"
-# Without -g (dpkg-buildflags' DEB_*_STRIP): the packages are stripped
-# and ship no debug symbols (noddebs), so the files installed are the same,
-# and the build takes a quarter less.
-build_command='cd "$1" && DEB_BUILD_OPTIONS="parallel=$(nproc) noddebs"'
-build_command+=' DEB_CFLAGS_STRIP=-g DEB_CXXFLAGS_STRIP=-g dpkg-buildpackage -us -uc -b'
-echo "building the packages for $suite"
-if [[ "$suite" == "$host_suite" ]]; then
-	bash -c "$build_command" bash "$work/ofi-dpdk" >"$work/build.log" 2>&1 ||
-		{ tail -n 40 "$work/build.log"; failed "dpkg-buildpackage"; }
-else
-	bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
-		"bash -c '$build_command' bash '$work/ofi-dpdk'" >"$work/build.log" 2>&1 ||
-		{ tail -n 40 "$work/build.log"; failed "dpkg-buildpackage in the $suite root"; }
+fingerprint=$(cd "$work/ofi-dpdk" && find . -type f -print0 | sort -z | xargs -0 sha256sum |
+	sha256sum | cut -d' ' -f1)
+
+# A preparation for this very source: straight to the checks (4).
+use_prepared=0
+if ((!prepare_only)) && [[ -f "$prepared/fingerprint" ]]; then
+	if [[ "$(cat "$prepared/fingerprint")" == "$fingerprint" && -d "$(cat "$prepared/root")" ]]; then
+		use_prepared=1
+	else
+		echo "build-package-$suite/ was prepared for another source: building afresh"
+	fi
 fi
-shopt -s nullglob
-debs=("$work"/*.deb)
-changes=("$work"/*.changes)
-((${#debs[@]} == 3 && ${#changes[@]} == 1)) || failed "expected three .deb and a .changes, got: $(ls "$work")"
-for deb in "${debs[@]}"; do echo "  $(basename "$deb") $(du -k "$deb" | cut -f1) KiB"; done
-[[ -z "$keep" ]] || { mkdir -p "$keep" && cp "${debs[@]}" "$keep"/; }
+if ((prepare_only || !use_prepared)) && [[ -d "$prepared" ]]; then
+	[[ ! -f "$prepared/root" ]] || remove_root "$(cat "$prepared/root")"
+	rm -rf "$prepared"
+fi
+# Steps 1 (the build), 2 and 3: sets debs and install_root.
+build_and_install() {
+	# Without -g (dpkg-buildflags' DEB_*_STRIP): the packages are stripped
+	# and ship no debug symbols (noddebs), so the files installed are the same,
+	# and the build takes a quarter less.
+	build_command='cd "$1" && DEB_BUILD_OPTIONS="parallel=$(nproc) noddebs"'
+	build_command+=' DEB_CFLAGS_STRIP=-g DEB_CXXFLAGS_STRIP=-g dpkg-buildpackage -us -uc -b'
+	echo "building the packages for $suite"
+	if [[ "$suite" == "$host_suite" ]]; then
+		bash -c "$build_command" bash "$work/ofi-dpdk" >"$work/build.log" 2>&1 ||
+			{ tail -n 40 "$work/build.log"; failed "dpkg-buildpackage"; }
+	else
+		bash "$DPDK_FI_ROOT/devtools/dpdk-fi-debian13.sh" --command \
+			"bash -c '$build_command' bash '$work/ofi-dpdk'" >"$work/build.log" 2>&1 ||
+			{ tail -n 40 "$work/build.log"; failed "dpkg-buildpackage in the $suite root"; }
+	fi
+	shopt -s nullglob
+	debs=("$work"/*.deb)
+	changes=("$work"/*.changes)
+	((${#debs[@]} == 3 && ${#changes[@]} == 1)) || failed "expected three .deb and a .changes, got: $(ls "$work")"
+	for deb in "${debs[@]}"; do echo "  $(basename "$deb") $(du -k "$deb" | cut -f1) KiB"; done
+	[[ -z "$keep" ]] || { mkdir -p "$keep" && cp "${debs[@]}" "$keep"/; }
 
-# 2. lintian: errors fail, warnings are shown.
-lintian --fail-on error "${changes[0]}" >"$work/lintian.log" 2>&1 ||
-	{ cat "$work/lintian.log"; failed "lintian found errors"; }
-echo "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)"
-grep '^W:' "$work/lintian.log" | sed 's/^/  /' || true
+	# 2. lintian: errors fail, warnings are shown.
+	lintian --fail-on error "${changes[0]}" >"$work/lintian.log" 2>&1 ||
+		{ cat "$work/lintian.log"; failed "lintian found errors"; }
+	echo "lintian: no errors ($(grep -c '^W:' "$work/lintian.log" || true) warnings)"
+	grep '^W:' "$work/lintian.log" | sed 's/^/  /' || true
 
-# 3. A clean root of the release with the packages installed.
-install_root=$(mktemp -d "/var/tmp/ofi-dpdk-install-$suite.XXXXXX")
-rmdir "$install_root"  # mmdebstrap makes it
-mirror=${DPDK_FI_DEBIAN_MIRROR:-$(debian_mirror)}
-echo "installing them into a clean $suite root from $mirror"
-deb_of() { local d; for d in "${debs[@]}"; do [[ "$(basename "$d")" == "$1"_* ]] && echo "$d"; done; }
-if ! mmdebstrap --variant=minbase --quiet \
-	--include="$(deb_of ofi-dpdk)" --include="$(deb_of ofi-dpdk-dev)" \
-	--include=libfabric-bin,gcc,libc6-dev,pkgconf \
-	--hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
-	--dpkgopt=force-unsafe-io --dpkgopt='path-exclude=/usr/share/doc/*' \
-	--dpkgopt='path-exclude=/usr/share/locale/*' --aptopt='Acquire::Retries "3"' \
-	"$suite" "$install_root" "$mirror" >"$work/mmdebstrap.log" 2>&1; then
-	tail -n 30 "$work/mmdebstrap.log"
-	failed "mmdebstrap could not install the packages into a $suite root"
+	# 3. A clean root of the release with the packages installed.
+	install_root=$(mktemp -d "/var/tmp/ofi-dpdk-install-$suite.XXXXXX")
+	rmdir "$install_root"  # mmdebstrap makes it
+	mirror=${DPDK_FI_DEBIAN_MIRROR:-$(debian_mirror)}
+	echo "installing them into a clean $suite root from $mirror"
+	deb_of() { local d; for d in "${debs[@]}"; do [[ "$(basename "$d")" == "$1"_* ]] && echo "$d"; done; }
+	if ! mmdebstrap --variant=minbase --quiet \
+		--include="$(deb_of ofi-dpdk)" --include="$(deb_of ofi-dpdk-dev)" \
+		--include=libfabric-bin,gcc,libc6-dev,pkgconf \
+		--hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
+		--dpkgopt=force-unsafe-io --dpkgopt='path-exclude=/usr/share/doc/*' \
+		--dpkgopt='path-exclude=/usr/share/locale/*' --aptopt='Acquire::Retries "3"' \
+		"$suite" "$install_root" "$mirror" >"$work/mmdebstrap.log" 2>&1; then
+		tail -n 30 "$work/mmdebstrap.log"
+		failed "mmdebstrap could not install the packages into a $suite root"
+	fi
+}
+
+if ((use_prepared)); then
+	shopt -s nullglob
+	debs=("$prepared"/*.deb)
+	install_root=$(cat "$prepared/root")
+	echo "the packages for $suite: built, passed lintian and installed into $install_root" \
+		"beforehand (--prepare-only, $(date -r "$prepared/fingerprint" +%T)), from this same source"
+	for deb in "${debs[@]}"; do echo "  $(basename "$deb") $(du -k "$deb" | cut -f1) KiB"; done
+	[[ -z "$keep" ]] || { mkdir -p "$keep" && cp "${debs[@]}" "$keep"/; }
+	rm -rf "$prepared"  # a root is checked once; removed at exit
+else
+	build_and_install
+fi
+if ((prepare_only)); then
+	mkdir -p "$prepared"
+	cp "${debs[@]}" "${changes[@]}" "$prepared"/
+	echo "$install_root" >"$prepared/root"
+	echo "$fingerprint" >"$prepared/fingerprint"
+	keep_install_root=1
+	echo "prepared in $((SECONDS - t0)) s: build-package-$suite/ and $install_root; the next run for" \
+		"$suite from this source starts at the checks"
+	exit 0
 fi
 
 cp "$DPDK_FI_ROOT/devtools/package_install_checks.sh" "$install_root/root/checks.sh"
