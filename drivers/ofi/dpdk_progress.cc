@@ -68,10 +68,11 @@ namespace {
 // What a neighbour table refused, by reason, and what it holds.
 template <typename Table>
 std::string neighbour_summary(const Table& table) {
-  std::string text = "neighbours learned " + std::to_string(table.size()) + ", static " +
-                     std::to_string(table.pinned()) + ", evicted " +
-                     std::to_string(table.evictions()) + "; claims refused " +
-                     std::to_string(table.refusals());
+  std::string text =
+      "neighbours learned " + std::to_string(table.size()) + ", static " +
+      std::to_string(table.pinned()) + ", evicted " + std::to_string(table.evictions()) +
+      ", questions displaced by askers asking again " + std::to_string(table.displaced()) +
+      "; claims refused " + std::to_string(table.refusals());
   const char* separator = " (";
   for (size_t i = static_cast<size_t>(ip::Verdict::kNotAsked); i < ip::kVerdicts; ++i) {
     const auto verdict = static_cast<ip::Verdict>(i);

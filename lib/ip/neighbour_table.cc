@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <random>
 
 namespace ofi_dpdk::ip {
 namespace {
@@ -52,7 +53,11 @@ size_t BasicNeighbourTable<Ip>::MacHash::operator()(const Mac& mac) const {
 
 template <typename Ip>
 BasicNeighbourTable<Ip>::BasicNeighbourTable(size_t capacity, uint64_t lifetime_ns)
-    : capacity_(std::max<size_t>(capacity, 1)), lifetime_ns_(lifetime_ns) {}
+    : capacity_(std::max<size_t>(capacity, 1)), lifetime_ns_(lifetime_ns) {
+  std::random_device random;
+  refused_key_ = (uint64_t{random()} << 32) | random();
+  for (auto& slots : refused_) slots.assign(kRefusedSlots, 0);
+}
 
 template <typename Ip>
 bool BasicNeighbourTable<Ip>::fresh(const Entry& entry, uint64_t now_ns) const {
@@ -119,10 +124,35 @@ bool BasicNeighbourTable<Ip>::open(Ip ip, uint64_t now_ns, bool asked_back) {
     pool.splice(pool.end(), from, it->second);  // renewed: the newest
     return true;
   }
-  if (pool.size() >= most) return false;
+  if (pool.size() >= most) {
+    if (!asked_back || !refused_before(ip, now_ns)) return false;
+    questions_.erase(pool.front().ip);
+    pool.pop_front();
+    ++displaced_;
+  }
   pool.push_back({ip, now_ns, asked_back});
   questions_[ip] = std::prev(pool.end());
   return true;
+}
+
+template <typename Ip>
+bool BasicNeighbourTable<Ip>::refused_before(Ip ip, uint64_t now_ns) {
+  if (age(now_ns, refused_since_ns_) > kRefusedGenerationNs) {
+    current_refused_ ^= 1;
+    std::fill(refused_[current_refused_].begin(), refused_[current_refused_].end(), 0);
+    refused_since_ns_ = now_ns;
+  }
+  // splitmix64's finaliser over the keyed hash: every bit of the address
+  // reaches the slot's index and the tag.
+  uint64_t h = std::hash<Ip>()(ip) ^ refused_key_;
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  h ^= h >> 31;
+  const uint64_t tag = h | 1;
+  const size_t slot = (h >> 1) % kRefusedSlots;
+  const bool seen = refused_[0][slot] == tag || refused_[1][slot] == tag;
+  refused_[current_refused_][slot] = tag;
+  return seen;
 }
 
 template <typename Ip>

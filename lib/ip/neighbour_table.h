@@ -30,6 +30,7 @@
 #include <list>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "lib/ip/ipv4.h"
 #include "lib/ip/ipv6.h"
@@ -72,6 +73,15 @@ class BasicNeighbourTable {
   // The same address is asked again (ask_back, a disagreeing request's
   // re-probe) at most this often.
   static constexpr uint64_t kReaskNs = 200'000'000;
+  // Askers refused for want of room in the ask-back pool are remembered,
+  // by a keyed 64-bit hash of their address in one of kRefusedSlots (the
+  // last one there wins), in two generations of kRefusedGenerationNs: one
+  // that asks again while remembered (a real neighbour polls until
+  // answered) takes the place of the oldest open question, since a flood
+  // of made-up askers that ask once would otherwise keep the pool full for
+  // as long as it lasts.  64 KiB a table.
+  static constexpr size_t kRefusedSlots = 4096;
+  static constexpr uint64_t kRefusedGenerationNs = 2'000'000'000;
   // How finely find() keeps the order of use (an entry's use is stamped
   // again once this has passed).
   static constexpr uint64_t kUseGrainNs = 1'000'000;
@@ -129,6 +139,8 @@ class BasicNeighbourTable {
   size_t size() const { return learned_.size(); }  // learned entries
   size_t pinned() const { return pinned_.size(); }
   uint64_t evictions() const { return evictions_; }
+  // Questions asked back that gave way to a refused asker asking again.
+  uint64_t displaced() const { return displaced_; }
 
  private:
   using Mac = std::array<uint8_t, 6>;
@@ -153,6 +165,8 @@ class BasicNeighbourTable {
   // Opens (or renews) the question for `ip` on one pool; false when full.
   bool open(Ip ip, uint64_t now_ns, bool asked_back);
   void close(Ip ip);
+  // Whether `ip` was refused an ask-back recently; remembers it as refused.
+  bool refused_before(Ip ip, uint64_t now_ns);
   void expire(Questions& pool, uint64_t window_ns, uint64_t now_ns);
   const Question* open_question(Ip ip, uint64_t now_ns) const;
   // `wanted`: asked for by the port itself (in use from the start), not
@@ -173,6 +187,13 @@ class BasicNeighbourTable {
   std::unordered_map<Ip, typename Questions::iterator> questions_;
   std::array<uint64_t, kVerdicts> verdicts_{};
   uint64_t evictions_ = 0;
+  // Hashes (0: none) of refused askers: refused_[current_refused_] since
+  // refused_since_ns_, the other in the generation before.
+  std::array<std::vector<uint64_t>, 2> refused_;
+  size_t current_refused_ = 0;
+  uint64_t refused_since_ns_ = 0;
+  uint64_t refused_key_;  // random: a stranger cannot aim at a neighbour's bit
+  uint64_t displaced_ = 0;
 };
 
 using NeighbourTable = BasicNeighbourTable<Ipv4>;

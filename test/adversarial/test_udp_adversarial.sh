@@ -13,7 +13,8 @@
 # solicitation claiming our address, echo, solicitation and stranger
 # floods).  Passes when every case passed and both bench processes still
 # run at the end, and then a newcomer (a client started during an ARP
-# flood that crowds out the target's questions) is answered.  Skips (exit
+# flood that crowds out the target's questions) is answered while the
+# flood goes on.  Skips (exit
 # 77) where veth pairs cannot be made.
 set -euo pipefail
 BENCH=$1
@@ -78,7 +79,8 @@ echo "every case passed; the live pair ran throughout ($((SECONDS - attack_start
 # A newcomer: a client at another address (10.66.0.4, on the same end)
 # starts while made-up neighbours' ARP requests keep the target's pool of
 # questions full, so the target cannot ask it back and drops its HELLOs
-# until it polls the target again (udp_adversary.cc, newcomer).
+# until it polls the target again and, refused before, takes the oldest
+# question's place (udp_adversary.cc, newcomer).
 # The peer is killed outright: twice in a dozen runs (2026-12-05) it
 # outlived SIGTERM until its 200 s limit (a handler some library of
 # Debian's libfabric installs, as doc/fabtests.md tells of

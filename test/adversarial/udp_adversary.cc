@@ -90,13 +90,14 @@
 //
 //   newcomer       ARP requests from made-up neighbours, a thousand a
 //                  second, keep the target's pool of questions asked back
-//                  full, until the target answered the newcomer's own ARP
-//                  request (--newcomer IP) and a second more: the target
-//                  could not ask it back, so it does not know the
-//                  newcomer's MAC and drops its HELLOs.  Within 10 s of
-//                  the flood's end the target sends the newcomer UDP: the
-//                  newcomer, unanswered, polled the target's address again
-//                  and was asked back this time.
+//                  full, from before the newcomer (--newcomer IP) starts
+//                  and without a pause: the target cannot ask it back at
+//                  its first request, so it does not know the newcomer's
+//                  MAC and drops its HELLOs.  Within 10 s, the flood still
+//                  on, the target sends the newcomer UDP: the newcomer,
+//                  unanswered, polled the target's address again, and an
+//                  asker refused that asks again takes the place of the
+//                  oldest question (lib/ip/neighbour_table.h).
 //
 //   udp_adversary --iface IFACE --target-mac MAC --target-ip A --own-ip B
 //                 --prefix N --target-pid PID [--avoid C --avoid-mac M] [--port-base P]

@@ -196,6 +196,41 @@ TEST(NeighbourTable, AskersCannotCrowdOutOurOwnQuestions) {
   EXPECT_TRUE(ask);
 }
 
+// A flood of made-up askers, each asking once, keeps the ask-back pool
+// full; a real neighbour refused asks again (it polls until answered) and
+// takes the oldest question's place, so it is asked back while the flood
+// lasts.  One-shot askers never displace anything.
+TEST(NeighbourTable, ARefusedAskerAskingAgainDisplacesTheOldestQuestion) {
+  NeighbourTable table(8, 60 * kSecond);
+  bool ask = false;
+  uint32_t flooder = 0x0B000000;
+  const auto flood = [&](uint64_t at_ns, uint32_t count) {
+    size_t asked_back = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      table.take_request(flooder++, kMacB, at_ns, &ask);
+      asked_back += ask;
+    }
+    return asked_back;
+  };
+  EXPECT_EQ(flood(kSecond, 1000), NeighbourTable::kMaxAskedBack);
+  EXPECT_EQ(table.displaced(), 0u) << "one-shot askers displace nothing";
+  const uint32_t oldest = 0x0B000000;
+  EXPECT_EQ(table.take_request(kPeer, kMacA, kSecond, &ask), Verdict::kNotAsked);
+  EXPECT_FALSE(ask) << "the pool is full";
+  // Asked again (after kReaskNs): asked back in place of the oldest.
+  const uint64_t again = kSecond + NeighbourTable::kReaskNs + 1;
+  EXPECT_EQ(table.take_request(kPeer, kMacA, again, &ask), Verdict::kNotAsked);
+  EXPECT_TRUE(ask) << "a refused asker asking again is asked back";
+  EXPECT_EQ(table.displaced(), 1u);
+  EXPECT_EQ(table.take_answer(oldest, kMacB, again), Verdict::kNotAsked)
+      << "the oldest question gave way";
+  EXPECT_EQ(table.take_answer(kPeer, kMacA, again + 1000), Verdict::kLearned);
+  uint8_t mac[6];
+  EXPECT_TRUE(table.find(kPeer, again + 1000, mac));
+  EXPECT_EQ(flood(again, 1000), 1u) << "the one place the peer's answer freed";
+  EXPECT_EQ(table.displaced(), 1u) << "one-shot askers still displace nothing";
+}
+
 // Issue 42, finding 2: 1024 made-up senders evicted the gateway's entry.
 TEST(NeighbourTable, EntriesInUseAreNeverEvictedByStrangers) {
   NeighbourTable table(16, 60 * kSecond);
