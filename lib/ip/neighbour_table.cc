@@ -15,6 +15,23 @@ uint64_t age(uint64_t now_ns, uint64_t then_ns) {
   return now_ns > then_ns ? now_ns - then_ns : 0;
 }
 
+// splitmix64's finaliser: every input bit reaches every output bit.
+uint64_t mix(uint64_t h) {
+  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+  return h ^ (h >> 31);
+}
+
+// An address as two 64-bit words (an IPv4 one's second is 0).
+std::array<uint64_t, 2> address_words(Ipv4 ip) {
+  return {ip, 0};
+}
+std::array<uint64_t, 2> address_words(const Ipv6& ip) {
+  std::array<uint64_t, 2> words{};
+  for (int i = 0; i < 16; ++i) words[i / 8] = words[i / 8] << 8 | ip.bytes[i];
+  return words;
+}
+
 }  // namespace
 
 const char* verdict_name(Verdict verdict) {
@@ -55,7 +72,7 @@ template <typename Ip>
 BasicNeighbourTable<Ip>::BasicNeighbourTable(size_t capacity, uint64_t lifetime_ns)
     : capacity_(std::max<size_t>(capacity, 1)), lifetime_ns_(lifetime_ns) {
   std::random_device random;
-  refused_key_ = (uint64_t{random()} << 32) | random();
+  for (uint64_t& word : refused_key_) word = (uint64_t{random()} << 32) | random();
   for (auto& slots : refused_) slots.assign(kRefusedSlots, 0);
 }
 
@@ -142,12 +159,11 @@ bool BasicNeighbourTable<Ip>::refused_before(Ip ip, uint64_t now_ns) {
     std::fill(refused_[current_refused_].begin(), refused_[current_refused_].end(), 0);
     refused_since_ns_ = now_ns;
   }
-  // splitmix64's finaliser over the keyed hash: every bit of the address
-  // reaches the slot's index and the tag.
-  uint64_t h = std::hash<Ip>()(ip) ^ refused_key_;
-  h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
-  h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
-  h ^= h >> 31;
+  // Each word of the address keyed before it is mixed in: without the key
+  // a stranger can neither pick an address that lands on a neighbour's
+  // slot nor one whose tag is a neighbour's.
+  const std::array<uint64_t, 2> words = address_words(ip);
+  const uint64_t h = mix(mix(words[0] ^ refused_key_[0]) ^ words[1] ^ refused_key_[1]);
   const uint64_t tag = h | 1;
   const size_t slot = (h >> 1) % kRefusedSlots;
   const bool seen = refused_[0][slot] == tag || refused_[1][slot] == tag;

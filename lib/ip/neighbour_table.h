@@ -192,7 +192,7 @@ class BasicNeighbourTable {
   std::array<std::vector<uint64_t>, 2> refused_;
   size_t current_refused_ = 0;
   uint64_t refused_since_ns_ = 0;
-  uint64_t refused_key_;  // random: a stranger cannot aim at a neighbour's bit
+  std::array<uint64_t, 2> refused_key_;  // random: see refused_before
   uint64_t displaced_ = 0;
 };
 

@@ -355,5 +355,30 @@ TEST(NeighbourTable, Ipv6KeysFollowTheSameRules) {
   EXPECT_TRUE(table.find(router, 4 * kSecond, mac)) << "in use: never evicted";
 }
 
+// The refused askers of the IPv6 table are remembered by the whole
+// address: askers that differ in the prefix alone or in the interface
+// identifier alone are told apart, and one asking again displaces.
+TEST(NeighbourTable, Ipv6RefusedAskerAskingAgainDisplaces) {
+  Neighbour6Table table(8);
+  bool ask = false;
+  size_t asked_back = 0;
+  for (int i = 0; i < 1000; ++i) {
+    Ipv6 asker = *parse_ipv6(i % 2 ? "fd00:66::" : "fe80::");
+    asker.bytes[14] = static_cast<uint8_t>(i >> 8);
+    asker.bytes[15] = static_cast<uint8_t>(i);
+    table.take_request(asker, kMacB, kSecond, &ask);
+    asked_back += ask;
+  }
+  EXPECT_EQ(asked_back, Neighbour6Table::kMaxAskedBack);
+  EXPECT_EQ(table.displaced(), 0u) << "1000 different askers, each once";
+  const Ipv6 peer = *parse_ipv6("fd00:66::4");  // asked before as fe80::4 alone
+  table.take_request(peer, kMacA, kSecond, &ask);
+  EXPECT_FALSE(ask);
+  EXPECT_EQ(table.displaced(), 0u);
+  table.take_request(peer, kMacA, kSecond + Neighbour6Table::kReaskNs + 1, &ask);
+  EXPECT_TRUE(ask) << "a refused asker asking again is asked back";
+  EXPECT_EQ(table.displaced(), 1u);
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::ip
