@@ -119,7 +119,6 @@ void Engine::on_bundle(Connection* c, const Segment& bundle, uint64_t now_ns) {
     c = receive_half_for(c, entry, now_ns);
     if (c == nullptr) return;
     c->last_heard_ns = now_ns;
-    c->last_data_heard_ns = now_ns;
     last_data_ns_ = now_ns;
     on_data(*c, entry, now_ns);
   }

@@ -458,7 +458,6 @@ void Engine::on_frame(const Segment& segment, uint64_t now_ns) {
   c = receive_half_for(c, segment, now_ns);
   if (c == nullptr) return;
   c->last_heard_ns = now_ns;
-  c->last_data_heard_ns = now_ns;
   last_data_ns_ = now_ns;
   on_data(*c, segment, now_ns);
   // A segment taken in order, its ack delayed: as after a send, unless

@@ -23,29 +23,6 @@ constexpr uint64_t kIdleSlotRelease = 100'000'000;
 // a table of 4096 is seen in 64 ms of passes.
 constexpr uint64_t kSweepIntervalNs = 1'000'000;
 constexpr size_t kSweepBatch = 64;
-// Retransmission timeouts of one segment that may wait for the peer's data
-// (ack_behind_peer_data), each twice as long as the last: with a 2 ms RTO,
-// 14 ms before the segment goes again.
-constexpr uint8_t kMaxRtoWaits = 3;
-
-// Whether a retransmission timeout for c's oldest segment should wait
-// (again, up to kMaxRtoWaits times): the peer's data reached us after that
-// segment last went, and is still arriving (the last within half the least
-// RTO).  The peer's acks ride behind its own data, one queue each way: a
-// memif ring holds 9 MB, about 3 ms at 3 GB/s, so a requester's ack waits
-// that long behind the responses it asked for, past a 2 ms RTO fitted to
-// the empty queue.  Timing out there resent nothing lost but cut the window
-// to one segment, and requests then left one per queue drain (fi_rma_bw -o
-// read, 1 MiB, 200 reads: 0.12 s, 0.03 s without).  A segment really lost
-// while the peer streams to us waits up to 14 ms more, unless a tail loss
-// probe or SACK repairs it first.
-bool ack_behind_peer_data(const Connection& c, uint64_t now_ns, uint64_t min_rto_ns) {
-  const uint8_t waits = c.rto_waited_seq == c.una ? c.rto_waits : 0;
-  if (c.peer_window == 0 || waits >= kMaxRtoWaits) return false;
-  const TxSlot& oldest = c.tx_slots[c.una & (kMaxWindow - 1)];
-  return c.last_data_heard_ns > oldest.last_sent_ns &&
-         now_ns - c.last_data_heard_ns < min_rto_ns / 2;
-}
 
 }  // namespace
 
@@ -198,71 +175,60 @@ void Engine::sweep_idle(uint64_t now_ns) {
       fail_connection(c, kErrTimedOut, kProvPeerTimeout);
       return;
     }
-    if (ack_behind_peer_data(c, now_ns, config_.min_rto_ns)) {
-      // Waits, twice as long: no resend, cut or path change.
-      if (c.rto_waited_seq != c.una) c.rto_waits = 0;
-      c.rto_waited_seq = c.una;
-      ++c.rto_waits;
-      c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
-      ++stats_.timeouts_waited_for_peer_data;
-      c.rto_deadline_ns = now_ns + c.rto_ns;
-    } else {
-      // Timeout: the oldest segment again, a collapsed window, doubled RTO.
-      // Under a closed window it is only a probe: the receiver holds back,
-      // the network lost nothing, and the window stays for when it reopens.
-      // What the receiver reported holding beyond the hole it may have
-      // dropped since (hold_timeout_ns, a reclaim): its SACK is forgotten,
-      // so the next acks tell anew what is missing.
-      // Or the oldest segment's size (while its SACK marks still tell
-      // whether large ones arrive).  Under a closed window nothing is
-      // lost: what probes told before says nothing of what follows.
-      if (c.peer_window == 0) {
-        c.size_probe_ns = 0;
-        c.size_probes_answered = 0;
-      }
-      const SilentPath size =
-          c.peer_window != 0 ? assess_silent_path(c) : SilentPath::kNotInQuestion;
-      forget_sacks(c);
-      ++(c.peer_window != 0 ? stats_.retransmit_timeouts : stats_.window_probes);
-      // What the cut below takes, should the peer prove it needless.
-      const uint32_t cwnd_x256_before = c.cwnd_x256, ssthresh_before = c.ssthresh;
-      const uint64_t rto_before = c.rto_ns;
-      if (c.peer_window != 0) {
-        const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
-        c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
-        c.cwnd_x256 = 256;
-        ++c.cuts_timeout;
-        c.recovery_seq = c.next_seq;
-        // This loss event has had its cut (on_loss): holes SACK reports
-        // before una passes recovery_seq take nothing more.
-        c.cwnd_before_loss = cwnd;
-        c.loss_cut = 2;
-        // Nothing else repaired the loss: the path may be what dropped it.
-        change_path(c);
-      }
-      if (size == SilentPath::kNarrow) {
-        silent_narrow(c, now_ns);  // the oldest goes again, in pieces
-      } else {
-        emit_segment(c, c.una, now_ns, true);
-        if (!outbox_.empty()) outbox_.back().unanswered = true;
-      }
-      // The resend armed it, or a tail loss probe of this segment did.
-      Connection::TimeoutUndo& undo = c.timeout_undo;
-      if (c.peer_window != 0 && undo.armed && undo.seq == c.una && !undo.cut_saved) {
-        undo.cut_saved = true;
-        undo.cwnd_x256 = cwnd_x256_before;
-        undo.ssthresh = ssthresh_before;
-        undo.rto_ns = rto_before;
-      }
-      // A small frame a live peer answers whatever the path's MTU: the
-      // answer tells a narrow path from a dead one at the next timeout.
-      if (size == SilentPath::kProbe) {
-        emit_probe(c);
-        c.size_probe_ns = now_ns;
-      }
-      c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
-      c.rto_deadline_ns = now_ns + c.rto_ns;
+    // Timeout: the oldest segment again, a collapsed window, doubled RTO.
+    // Under a closed window it is only a probe: the receiver holds back,
+    // the network lost nothing, and the window stays for when it reopens.
+    // What the receiver reported holding beyond the hole it may have
+    // dropped since (hold_timeout_ns, a reclaim): its SACK is forgotten,
+    // so the next acks tell anew what is missing.
+    // Or the oldest segment's size (while its SACK marks still tell
+    // whether large ones arrive).  Under a closed window nothing is
+    // lost: what probes told before says nothing of what follows.
+    if (c.peer_window == 0) {
+      c.size_probe_ns = 0;
+      c.size_probes_answered = 0;
     }
+    const SilentPath size = c.peer_window != 0 ? assess_silent_path(c) : SilentPath::kNotInQuestion;
+    forget_sacks(c);
+    ++(c.peer_window != 0 ? stats_.retransmit_timeouts : stats_.window_probes);
+    // What the cut below takes, should the peer prove it needless.
+    const uint32_t cwnd_x256_before = c.cwnd_x256, ssthresh_before = c.ssthresh;
+    const uint64_t rto_before = c.rto_ns;
+    if (c.peer_window != 0) {
+      const uint32_t cwnd = std::max<uint32_t>(c.cwnd_x256 / 256, 1);
+      c.ssthresh = std::max<uint32_t>(cwnd / 2, 2);
+      c.cwnd_x256 = 256;
+      ++c.cuts_timeout;
+      c.recovery_seq = c.next_seq;
+      // This loss event has had its cut (on_loss): holes SACK reports
+      // before una passes recovery_seq take nothing more.
+      c.cwnd_before_loss = cwnd;
+      c.loss_cut = 2;
+      // Nothing else repaired the loss: the path may be what dropped it.
+      change_path(c);
+    }
+    if (size == SilentPath::kNarrow) {
+      silent_narrow(c, now_ns);  // the oldest goes again, in pieces
+    } else {
+      emit_segment(c, c.una, now_ns, true);
+      if (!outbox_.empty()) outbox_.back().unanswered = true;
+    }
+    // The resend armed it, or a tail loss probe of this segment did.
+    Connection::TimeoutUndo& undo = c.timeout_undo;
+    if (c.peer_window != 0 && undo.armed && undo.seq == c.una && !undo.cut_saved) {
+      undo.cut_saved = true;
+      undo.cwnd_x256 = cwnd_x256_before;
+      undo.ssthresh = ssthresh_before;
+      undo.rto_ns = rto_before;
+    }
+    // A small frame a live peer answers whatever the path's MTU: the
+    // answer tells a narrow path from a dead one at the next timeout.
+    if (size == SilentPath::kProbe) {
+      emit_probe(c);
+      c.size_probe_ns = now_ns;
+    }
+    c.rto_ns = std::min(c.rto_ns * 2, config_.max_rto_ns);
+    c.rto_deadline_ns = now_ns + c.rto_ns;
   } else if (in_flight && c.srtt_ns != 0 && c.probes < kMaxProbes &&
              now_ns -
                      std::max(c.last_heard_ns, c.tx_slots[c.una & (kMaxWindow - 1)].last_sent_ns) >=

@@ -460,13 +460,7 @@ struct Connection {
   uint64_t rto_deadline_ns = 0;  // 0: timer off
   uint8_t probes = 0;            // tail loss probes since the ack last advanced
   uint64_t last_heard_ns = 0;    // last frame that proved it came from the peer
-  // When the peer's last data segment came (Engine::on_frame), and the
-  // oldest segment whose retransmission timeout waited for the acks
-  // queued behind that data (ack_behind_peer_data, engine_poll.cc).
-  uint64_t last_data_heard_ns = 0;
-  uint32_t rto_waited_seq = 0;
-  uint8_t rto_waits = 0;  // for rto_waited_seq
-  AnswerPace answers;     // HELLO_ACKs and RESETs to it (Engine::may_answer)
+  AnswerPace answers;            // HELLO_ACKs and RESETs to it (Engine::may_answer)
   // Path MTU discovery by silence (Engine::assess_silent_path): when a
   // retransmission timeout last asked the peer, with a small probe,
   // whether it is there while a large oldest segment goes unanswered (0:

@@ -215,9 +215,6 @@ struct TransportStats {
   // Retransmission timeouts whose cut was undone: the peer reported that
   // the segment the timeout resent arrived twice (kFlagDuplicate).
   uint64_t timeout_cuts_undone = 0;
-  // Retransmission timeouts that waited once more instead, the peer's data
-  // still arriving (ack_behind_peer_data, engine_poll.cc).
-  uint64_t timeouts_waited_for_peer_data = 0;
   // Path MTU discovery: connections whose segments were made smaller (a
   // router said the path is narrower, or large segments went unanswered
   // while small frames were), pieces sent of segments cut before, and

@@ -8,7 +8,6 @@
 // under its own name.  Over the in-memory link (lossy_link.h, 5 us steps).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <vector>
 
 #include "lib/proto/engine_state.h"
@@ -137,96 +136,6 @@ TEST(TimerWaits, AClosedWindowIsProbedNotTimedOut) {
   p.run_for(50 * kMs);
   EXPECT_GT(p.engine(p.a).stats().window_probes, 0u);
   EXPECT_EQ(p.engine(p.a).stats().retransmit_timeouts, 0u) << waits_of(p.engine(p.a).stats());
-}
-
-// B streams to A through a queue that builds as B's data fills it: each
-// frame B sends spends one step more on the wire than the one before, up to
-// 3 ms (a memif ring kept full by fast responses), while A's round trip was
-// measured over the empty queue.  Then A sends one message (lost once if
-// `lose_it`); B's ack of it comes behind that queue, after A's 2 ms RTO.
-struct AckBehindData {
-  TransportStats a_before, a_after;
-  bool delivered = false;
-  uint64_t delivery_ns = 0;
-};
-
-AckBehindData message_while_the_peer_streams(uint64_t seed, bool lose_it) {
-  AckBehindData out;
-  Pair p(seed);
-  EXPECT_TRUE(p.warm_up());
-  std::vector<uint8_t> small(8, 1), small_in(8);
-  for (uintptr_t i = 0; i < 4; ++i) {
-    EXPECT_EQ(p.post(p.b, &small_in, ctx(i)), 0);
-    EXPECT_EQ(p.send(p.a, p.b, small, ctx(i)), 0);
-    EXPECT_TRUE(p.wait(p.b, 1, kSec));
-    EXPECT_TRUE(p.wait(p.a, 1, kSec));
-    p.done[p.a].clear();
-    p.done[p.b].clear();
-  }
-  constexpr uint64_t kQueueSteps = 600;  // 3 ms of 5 us steps
-  uint64_t queued = 0;
-  p.link.delay = [&](size_t from, const wire::FrameHeader&) -> uint64_t {
-    if (from != p.b) return 0;
-    queued = std::min(queued + 1, kQueueSteps);
-    return queued;
-  };
-  std::vector<uint8_t> stream(64 << 10, 0x6B);
-  for (uintptr_t i = 0; i < 400; ++i) EXPECT_EQ(p.send(p.b, p.a, stream, ctx(1000 + i)), 0);
-  p.run_for(8 * kMs);  // the queue full, B's data arriving all along
-  EXPECT_EQ(queued, kQueueSteps);
-  // Lost: every copy until a retransmission timeout resends it (the tail
-  // loss probes' too).
-  const uint64_t timeouts_before = p.engine(p.a).stats().retransmit_timeouts;
-  int dropped = 0;
-  p.link.keep = [&](size_t from, const wire::FrameHeader& h) {
-    if (!lose_it || from != p.a || h.opcode != static_cast<uint8_t>(wire::Opcode::kMsg) ||
-        p.engine(p.a).stats().retransmit_timeouts != timeouts_before)
-      return true;
-    ++dropped;
-    return false;
-  };
-  std::vector<uint8_t> message(8, 0x4D), in(8);
-  out.a_before = p.engine(p.a).stats();
-  EXPECT_EQ(p.post(p.b, &in, ctx(77)), 0);
-  const uint64_t sent = p.link.now();
-  EXPECT_EQ(p.send(p.a, p.b, message, ctx(78)), 0);
-  // Until A has B's ack: its send's completion.
-  bool received = false, acked = false;
-  while (!(received && acked) && p.link.now() - sent < 100 * kMs) {
-    p.link.step();
-    p.collect();
-    for (const Completion& c : p.done[p.b]) received |= c.context == ctx(77);
-    for (const Completion& c : p.done[p.a]) acked |= c.context == ctx(78);
-  }
-  out.delivered = received && acked;
-  out.delivery_ns = p.link.now() - sent;
-  out.a_after = p.engine(p.a).stats();
-  EXPECT_EQ(dropped != 0, lose_it);
-  EXPECT_EQ(in, message);
-  return out;
-}
-
-TEST(TimerWaits, AnAckBehindThePeersDataIsWaitedForNotTimedOut) {
-  // Expect: A's retransmission timeout comes before B's ack, which is
-  // queued behind B's own data; B's data arriving since A's message left,
-  // the timeout waits (counted) instead of resending and cutting: no
-  // retransmission timeout on A, and B has the message, its ack back.
-  const AckBehindData r = message_while_the_peer_streams(92, false);
-  EXPECT_TRUE(r.delivered);
-  EXPECT_GE(r.a_after.timeouts_waited_for_peer_data - r.a_before.timeouts_waited_for_peer_data, 1u)
-      << "the ack came before the timeout: the test shows nothing";
-  EXPECT_EQ(r.a_after.retransmit_timeouts, r.a_before.retransmit_timeouts) << waits_of(r.a_after);
-}
-
-TEST(TimerWaits, ASegmentLostWhileThePeerStreamsStillGoesAgain) {
-  // Expect: the same, but A's message is lost, and so are the tail loss
-  // probes' copies: the timeout waits at most three times (2 + 4 + 8 ms),
-  // then resends it, and the message is through, acked, within 60 ms.
-  const AckBehindData r = message_while_the_peer_streams(93, true);
-  EXPECT_TRUE(r.delivered) << waits_of(r.a_after);
-  EXPECT_GE(r.a_after.retransmit_timeouts - r.a_before.retransmit_timeouts, 1u);
-  EXPECT_LE(r.a_after.timeouts_waited_for_peer_data - r.a_before.timeouts_waited_for_peer_data, 3u);
-  EXPECT_LT(r.delivery_ns, 60 * kMs);
 }
 
 // A message sent while A's link is down (A partitioned: nothing leaves or
