@@ -82,7 +82,7 @@ pingpong all_sizes 120 -I 5 -S all -c
 
 # 3. ARP entries expire under a live connection: asked for again in time.
 FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=domain FI_DPDK_NEIGHBOUR_LIFETIME_MS=1000 \
-	pingpong expiry 120 -I 400000 -S 64
+	pingpong expiry 120 -I 250000 -S 64
 counts=$(grep -ao "lost unresolved [0-9]*; next hops refreshed [0-9]*" "$work/expiry-client.log" || true)
 read -r lost refreshed < <(echo "$counts" | awk '{print $3, $7}' | tr -d ';')
 if [[ -n "$counts" && "$lost" == 0 && "${refreshed:-0}" -ge 2 ]]; then
