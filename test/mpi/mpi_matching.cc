@@ -533,11 +533,10 @@ class Matching {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  mpitest::Test t("mpi_matching", &argc, &argv);
+int run_matching(mpitest::Test& t) {
   if (t.size() < 2) {
     if (t.rank() == 0) std::fprintf(stderr, "mpi_matching: needs at least 2 ranks\n");
-    t.finish();
+    t.summary();
     return 2;
   }
   Matching m(t);
@@ -545,33 +544,33 @@ int main(int argc, char** argv) {
 
   t.phase("posted and unexpected receives");
   m.in_pairs([&](MPI_Comm c, Role r) { m.posted_and_unexpected(c, r); });
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("non-overtaking order");
   m.in_pairs([&](MPI_Comm c, Role r) { m.order(c, r); });
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   // With two ranks this is one sender; from three on, several interleave.
   t.phase("MPI_ANY_SOURCE from every rank to rank 0");
   m.any_source();
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("tag selection");
   m.in_pairs([&](MPI_Comm c, Role r) { m.tag_selection(c, r); });
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("probe, iprobe, mprobe, improbe");
   m.in_pairs([&](MPI_Comm c, Role r) { m.probes(c, r); });
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("truncation");
   m.in_pairs([&](MPI_Comm c, Role r) {
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
     m.truncation(c, r);
   });
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("zero-byte messages");
   m.in_pairs([&](MPI_Comm c, Role r) { m.zero_bytes(c, r); });
-  return t.finish();
+  return t.summary();
 }

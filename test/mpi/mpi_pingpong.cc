@@ -120,11 +120,10 @@ class PingPong {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  mpitest::Test t("mpi_pingpong", &argc, &argv);
+int run_pingpong(mpitest::Test& t) {
   if (t.size() < 2) {
     if (t.rank() == 0) std::fprintf(stderr, "mpi_pingpong: needs at least 2 ranks\n");
-    t.finish();
+    t.summary();
     return 2;
   }
   int peer = mpitest::partner_of(t.rank(), t.size());
@@ -134,11 +133,11 @@ int main(int argc, char** argv) {
   if (peer != MPI_PROC_NULL)
     for (std::size_t size : sizes())
       for (int iter = 0; iter < iterations(size); ++iter) pp.pingpong(size, iter);
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("sendrecv exchange");
   if (peer != MPI_PROC_NULL)
     for (std::size_t size : sizes())
       for (int iter = 0; iter < (iterations(size) + 1) / 2; ++iter) pp.exchange(size, iter);
-  return t.finish();
+  return t.summary();
 }

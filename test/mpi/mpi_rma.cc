@@ -504,40 +504,39 @@ class Rma {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  mpitest::Test t("mpi_rma", &argc, &argv);
+int run_rma(mpitest::Test& t) {
   if (t.size() < 2) {
     if (t.rank() == 0) std::fprintf(stderr, "mpi_rma: needs at least 2 ranks\n");
-    t.finish();
+    t.summary();
     return 2;
   }
   Rma rma(t);
 
   t.phase("fence: put and get");
   rma.fence_put_get();
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("fence: accumulate, fetch_and_op, compare_and_swap");
   rma.fence_atomics();
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("exclusive lock: put, get, accumulate");
   rma.lock_exclusive();
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("shared lock: fetch_and_op from all ranks");
   rma.lock_shared_fetch();
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("shared lock: 1000 unflushed fetch_and_op from every rank, MPI_Win_create");
   rma.lock_shared_unflushed(false);
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("shared lock: 1000 unflushed fetch_and_op from every rank, MPI_Win_allocate");
   rma.lock_shared_unflushed(true);
-  if (!t.all_passed()) return t.finish();
+  if (!t.all_passed()) return t.summary();
 
   t.phase("lock_all, flush, unlock_all");
   rma.lock_all();
-  return t.finish();
+  return t.summary();
 }

@@ -1,13 +1,18 @@
-// Scaffolding shared by the MPI tests (mpi_pingpong, mpi_matching, mpi_rma).
+// Scaffolding shared by the MPI tests (mpi_pingpong, mpi_matching, mpi_rma:
+// the parts of one program, mpi_checks, which runs those it is given one
+// after another in one job, since starting eight ranks costs more than
+// most parts' work).
 //
-// A Test counts checks; a failed check prints one line to stderr naming the
-// rank and what differed (the first five failures of each rank).  Between phases the programs ask
-// all_passed(), so a failure stops the run before later phases pile up follow-on errors, and
-// finish() prints rank 0's summary and turns failures into a non-zero exit
-// status after MPI_Finalize.  A watchdog (alarm(), 120 s unless the
-// environment variable MPI_TEST_TIMEOUT gives other seconds; mpirun passes
-// it on with -x) ends a hung rank with exit status 3 and says in which phase
-// it hung, since a stuck transport would otherwise hold the job forever.
+// A Test counts a part's checks; a failed check prints one line to stderr
+// naming the part, the rank and what differed (the first five failures of
+// each rank).  Between phases the parts ask all_passed(), so a failure stops
+// the part before later phases pile up follow-on errors, and summary()
+// prints rank 0's line for the part and turns failures into a non-zero
+// status; finish() ends the job (MPI_Finalize).  A watchdog (alarm(), 120 s
+// per part unless the environment variable MPI_TEST_TIMEOUT gives other
+// seconds; mpirun passes it on with -x) ends a hung rank with exit status 3
+// and says in which part and phase it hung, since a stuck transport would
+// otherwise hold the job forever.
 //
 // Payloads are filled from pattern(): a hash of the byte's offset and a seed
 // built from the message's identity, so a byte written to the wrong offset,
@@ -59,14 +64,14 @@ inline void fill(unsigned char* buf, std::size_t n, std::uint64_t s) {
 // may only write() and read lock-free atomics.  The prefix names the rank
 // once MPI_Init has said which it is.
 inline char watchdog_before_init[160];
-inline char watchdog_after_init[160];
+inline char watchdog_prefixes[2][160];  // the part's, written while the other is in use
 inline std::atomic<const char*> watchdog_prefix{""};
 inline std::atomic<const char*> watchdog_phase{"MPI_Init"};
 static_assert(std::atomic<const char*>::is_always_lock_free);
 
 extern "C" inline void watchdog_fired(int) {
   // One write(), so the lines of ranks timing out together do not interleave.
-  char line[sizeof watchdog_after_init + 96];
+  char line[sizeof watchdog_prefixes[0] + 96];
   std::size_t len = 0;
   for (const char* p = watchdog_prefix.load(); *p != '\0' && len < sizeof line - 1; ++p)
     line[len++] = *p;
@@ -84,21 +89,18 @@ class Test {
   Test(const char* name, int* argc, char*** argv) : name_(name) {
     // Armed before MPI_Init, which waits for the other ranks and the
     // transport and can hang as well as any later call.
-    unsigned seconds = 120;
     if (const char* env = std::getenv("MPI_TEST_TIMEOUT"); env && std::atoi(env) > 0)
-      seconds = static_cast<unsigned>(std::atoi(env));
+      seconds_ = static_cast<unsigned>(std::atoi(env));
     std::snprintf(watchdog_before_init, sizeof watchdog_before_init,
-                  "%s: timed out after %u s in phase: ", name, seconds);
+                  "%s: timed out after %u s in phase: ", name, seconds_);
     watchdog_prefix.store(watchdog_before_init);
     std::signal(SIGALRM, watchdog_fired);
-    alarm(seconds);
+    alarm(seconds_);
 
     MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    std::snprintf(watchdog_after_init, sizeof watchdog_after_init,
-                  "%s: rank %d: timed out after %u s in phase: ", name, rank_, seconds);
-    watchdog_prefix.store(watchdog_after_init);
+    begin(name);
     watchdog_phase.store("start-up");
   }
   Test(const Test&) = delete;
@@ -106,6 +108,19 @@ class Test {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+
+  // Starts a part (`name` a string literal): its name in the summary, the
+  // failure lines and the watchdog's, its own counts and a fresh watchdog.
+  void begin(const char* name) {
+    name_ = name;
+    checks_ = failures_ = 0;
+    char* prefix = watchdog_prefixes[++prefix_in_use_ % 2];
+    std::snprintf(prefix, sizeof watchdog_prefixes[0],
+                  "%s: rank %d: timed out after %u s in phase: ", name, rank_, seconds_);
+    watchdog_prefix.store(prefix);
+    watchdog_phase.store("start");
+    alarm(seconds_);
+  }
 
   // `what` must outlive the phase (a string literal): the watchdog reads it.
   void phase(const char* what) { watchdog_phase.store(what); }
@@ -153,8 +168,8 @@ class Test {
     return any == 0;
   }
 
-  // Collective: summary on rank 0, MPI_Finalize, then the exit status.
-  int finish() {
+  // Collective: the part's summary on rank 0, then its status (0: passed).
+  int summary() {
     long totals[2] = {checks_, failures_};
     MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     if (rank_ == 0) {
@@ -165,9 +180,15 @@ class Test {
                      name_, totals[1], totals[0], watchdog_phase.load());
       std::fflush(stdout);
     }
-    alarm(0);
-    MPI_Finalize();
     return totals[1] == 0 ? 0 : 1;
+  }
+
+  // Collective: ends the job (MPI_Finalize, watched as a phase of its own).
+  void finish() {
+    watchdog_phase.store("MPI_Finalize");
+    alarm(seconds_);
+    MPI_Finalize();
+    alarm(0);
   }
 
  private:
@@ -201,6 +222,8 @@ class Test {
 
   static constexpr long kMaxReported = 5;
   const char* name_;
+  unsigned seconds_ = 120;
+  unsigned prefix_in_use_ = 0;
   int rank_ = 0;
   int size_ = 0;
   long checks_ = 0;

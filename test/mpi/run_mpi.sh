@@ -1,9 +1,9 @@
 #!/bin/bash
-# Usage: run_mpi.sh PATH TOPOLOGY NP PROGRAM...
+# Usage: run_mpi.sh PATH TOPOLOGY NP PROGRAM PART...
 #
-# Runs each PROGRAM (the MPI tests of test/mpi) as an Open MPI job of NP
-# ranks over the dpdk provider only, started through the launcher
-# (usertools/dpdk-fi-run.py), one job after another:
+# Runs PROGRAM (mpi_checks, the MPI tests of test/mpi) with the PARTs
+# (pingpong, matching, rma) as one Open MPI job of NP ranks over the dpdk
+# provider only, started through the launcher (usertools/dpdk-fi-run.py):
 #   PATH      mtl: pml cm with the OFI MTL (tagged messages), dpdk only,
 #                  osc pt2pt for one-sided (Open MPI 4)
 #             btl: pml ob1 with the OFI BTL and self (no vader, no tcp),
@@ -24,8 +24,8 @@
 #             router6: the same in IPv6 alone (dpdk-fi-router.sh --ipv6:
 #                     mpirun's daemons and the ranks' frames in IPv6);
 #                     skipped with Open MPI 5, whose mpirun crashes there
-# A job passes when it exits 0 within its limit, its rank 0 printed "N
-# checks passed", and the provider carried its messages: the ranks'
+# The job passes when it exits 0 within its limit, its rank 0 printed "N
+# checks passed" for every part, and the provider carried its messages: the ranks'
 # endpoints report, when closed, the messages they sent (FI_LOG_LEVEL info
 # of the provider's data path) and together they sent some.  The MCA
 # settings leave Open MPI no other way between ranks (dpdk is the only
@@ -33,14 +33,14 @@
 # passed, 1 one failed, 77 (skipped) without mpirun, root or (hosts)
 # network namespaces.  Works with Open MPI 4.1 and 5.0.
 set -euo pipefail
-path=$1 topology=$2 np=$3
-shift 3
+path=$1 topology=$2 np=$3 program=$4
+shift 4
 ompi_major=$(mpirun --version 2>/dev/null | sed -n 's/.*Open MPI) \([0-9]*\)\..*/\1/p' | head -1)
-programs=()
-for program in "$@"; do
+parts=()
+for part in "$@"; do
 	# Open MPI 5 dropped osc pt2pt, the one-sided component that runs over
 	# any PML: with the MTL (pml cm) MPI_Win_create has nothing to use.
-	if [ "$path" = mtl ] && [ "$(basename "$program")" = mpi_rma ] && ((${ompi_major:-4} >= 5)); then
+	if [ "$path" = mtl ] && [ "$part" = rma ] && ((${ompi_major:-4} >= 5)); then
 		echo "note: mpi_rma not run over the MTL: Open MPI $ompi_major has no osc over pml cm"
 		continue
 	fi
@@ -51,14 +51,15 @@ for program in "$@"; do
 	# once a peer's acknowledgements stopped reaching it for 30 s.  The
 	# other topologies (bridge, shared, memif) still run mpi_rma over the
 	# BTL there, and Open MPI 4 runs it on every topology.
-	if [ "$path" = btl ] && [ "$topology" = hosts ] && [ "$(basename "$program")" = mpi_rma ] &&
+	if [ "$path" = btl ] && [ "$topology" = hosts ] && [ "$part" = rma ] &&
 		((${ompi_major:-4} >= 5)) && [ -z "${OFI_DPDK_MPI_KNOWN_HANGS:-}" ]; then
 		echo "note: mpi_rma not run over btl/hosts with Open MPI $ompi_major: a known hang" \
 			"(OFI_DPDK_MPI_KNOWN_HANGS=1 runs it)"
 		continue
 	fi
-	programs+=("$(realpath "$program")")
+	parts+=("$part")
 done
+program=$(realpath "$program")
 root=${OFI_DPDK_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 launcher="$root/usertools/dpdk-fi-run.py"
 hosts_tool="$root/usertools/dpdk-fi-hosts.sh"
@@ -205,30 +206,30 @@ for variable in FI_LOG_LEVEL FI_LOG_PROV FI_LOG_SUBSYS FI_DPDK_CONNECT_TIMEOUT_M
 	${FI_PROVIDER_PATH:+FI_PROVIDER_PATH}; do
 	mca+=(-x "$variable")
 done
-failed=0
-for program in "${programs[@]}"; do
-	log="$work/$(basename "$program").log"
-	status=0
-	timeout --kill-after=10 "${OFI_DPDK_MPI_LIMIT:-300}" \
-		"${starter[@]}" mpirun "${mca[@]}" -np "$np" "${launch[@]}" -- "$program" >"$log" 2>&1 ||
-		status=$?
-	sent=$( (grep -aoE "messages sent [0-9]+" "$log" || true) | awk '{s += $3} END {print s + 0}')
-	closed=$(grep -acE "dpdk:ep_data:log_stats" "$log" || true)
-	summary=$(grep -am1 -E "checks passed" "$log" || true)
-	# (Ranks' log lines may interleave: the counts are what could be read.)
-	if ((status != 0)) || [ -z "$summary" ] || ((sent == 0)) || ((closed == 0)); then
-		echo "FAIL: $(basename "$program") over $path/$topology, $np ranks: exit $status," \
-			"$closed endpoints reported, $sent messages through the provider"
-		grep -avE "libfabric:.*dpdk:ep_data:log_stats|dpdk-fi-run.py: note" "$log" | tail -40
-		failed=1
-		continue
-	fi
-	if [ "$topology" = hosts ] && ! grep -aqE "net_af_packet0: .*MTU 9000," "$log"; then
-		echo "FAIL: $(basename "$program") over $path/$topology: no rank's port at MTU 9000"
-		grep -aE "net_af_packet0: " "$log" | head -8
-		failed=1
-		continue
-	fi
-	echo "$summary ($path/$topology, $np ranks, $sent messages through dpdk)"
+log="$work/mpi_checks.log"
+status=0
+timeout --kill-after=10 "${OFI_DPDK_MPI_LIMIT:-300}" \
+	"${starter[@]}" mpirun "${mca[@]}" -np "$np" "${launch[@]}" -- "$program" "${parts[@]}" \
+	>"$log" 2>&1 || status=$?
+sent=$( (grep -aoE "messages sent [0-9]+" "$log" || true) | awk '{s += $3} END {print s + 0}')
+closed=$(grep -acE "dpdk:ep_data:log_stats" "$log" || true)
+summaries=()
+for part in "${parts[@]}"; do
+	summary=$(grep -am1 -E "^mpi_$part: [0-9]+ checks passed" "$log" || true)
+	[ -n "$summary" ] && summaries+=("$summary")
 done
-exit "$failed"
+# (Ranks' log lines may interleave: the counts are what could be read.)
+if ((status != 0)) || ((${#summaries[@]} != ${#parts[@]})) || ((sent == 0)) || ((closed == 0)); then
+	echo "FAIL: ${parts[*]} over $path/$topology, $np ranks: exit $status," \
+		"${#summaries[@]} of ${#parts[@]} parts passed, $closed endpoints reported," \
+		"$sent messages through the provider"
+	grep -avE "libfabric:.*dpdk:ep_data:log_stats|dpdk-fi-run.py: note" "$log" | tail -40
+	exit 1
+fi
+if [ "$topology" = hosts ] && ! grep -aqE "net_af_packet0: .*MTU 9000," "$log"; then
+	echo "FAIL: ${parts[*]} over $path/$topology: no rank's port at MTU 9000"
+	grep -aE "net_af_packet0: " "$log" | head -8
+	exit 1
+fi
+printf '%s\n' "${summaries[@]}"
+echo "one job ($path/$topology, $np ranks): $sent messages through dpdk"
