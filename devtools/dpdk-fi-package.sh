@@ -28,7 +28,8 @@
 # steps 1-3 alone and keeps what they made in build-package-SUITE/ with a
 # fingerprint of the source; a later run for the same suite whose source has
 # the same fingerprint starts at the checks (saying so), any other builds
-# afresh. .ci/run prepares the trixie packages beside the Debian 12 tests.
+# afresh. .ci/run prepares the trixie packages beside the tests; a run
+# meanwhile waits for the preparation (a lock per suite) and then uses it.
 #
 # Options:
 #   --suite S    bookworm (default: this machine's release) or trixie
@@ -69,6 +70,15 @@ done
 ((EUID == 0)) || { note "needs root (apt-get, mmdebstrap, chroot, mounts)"; echo "0 passed, 1 failed"; exit 2; }
 [[ "$suite" == "$host_suite" || "$suite" == trixie ]] ||
 	die 1 "builds for this machine's release ($host_suite) or trixie, not '$suite'"
+# One run per suite at a time on a machine: a run that finds a
+# --prepare-only still at work (.ci/run starts the Debian 13 leg while the
+# trixie packages are still being prepared beside its tests) waits for it,
+# then starts at the checks.
+exec 9>"/tmp/ofi-dpdk-package-$suite.lock"
+if ! flock -n 9; then
+	note "waiting for the other package run for $suite (a --prepare-only) to end"
+	flock 9
+fi
 
 failed() {
 	note "FAIL: $*"
