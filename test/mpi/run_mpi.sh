@@ -215,7 +215,8 @@ sent=$( (grep -aoE "messages sent [0-9]+" "$log" || true) | awk '{s += $3} END {
 closed=$(grep -acE "dpdk:ep_data:log_stats" "$log" || true)
 summaries=()
 for part in "${parts[@]}"; do
-	summary=$(grep -am1 -E "^mpi_$part: [0-9]+ checks passed" "$log" || true)
+	# (Anywhere in a line: the ranks' log lines may run into rank 0's.)
+	summary=$(grep -aoE -m1 "mpi_$part: [0-9]+ checks passed" "$log" | head -n 1 || true)
 	[ -n "$summary" ] && summaries+=("$summary")
 done
 # (Ranks' log lines may interleave: the counts are what could be read.)
