@@ -20,6 +20,7 @@
 #include "drivers/ofi/dpdk_telemetry.h"
 #include "include/fi_dpdk.h"
 #include "lib/av/auth_key_table.h"
+#include "lib/eal/tap_signal_guard.h"
 #include "ofi_dpdk_config.h"  // which libfabric features the headers have
 
 namespace ofi_dpdk::ofi {
@@ -292,7 +293,12 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   // permanent ones too.
   const KernelNeighbours kernel_neighbours = kernel_permanent_neighbours(
       description.kernel_interface, ip::NeighbourTable::kDefaultCapacity);
-  const int ret = net::Port::open(port_id, config, &ctx->port, error);
+  int ret;
+  {
+    // net_tap opens its queues here: no signal per frame into the program.
+    const eal::TapSignalGuard tap_signals;
+    ret = net::Port::open(port_id, config, &ctx->port, error);
+  }
   if (ret != 0) return ret;
   ctx->device_loops_back = ctx->port->loops_back();
   ctx->idle_yield_ns = uint64_t{p.idle_yield_us} * 1000;

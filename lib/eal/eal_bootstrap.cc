@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "lib/eal/eal_args.h"
+#include "lib/eal/tap_signal_guard.h"
 
 namespace ofi_dpdk::eal {
 namespace {
@@ -202,6 +203,7 @@ int eal_bring_up(const std::vector<std::string>& args, bool quiet) {
     // (The turn first: the host's other threads may print while we wait.)
     const int turn = take_start_up_turn(kept_args);
     std::unique_ptr<OutputCapture> capture(quiet ? new OutputCapture() : nullptr);
+    const TapSignalGuard tap_signals;  // a --vdev=net_tap port opens its first queue here
     ret = rte_eal_init(static_cast<int>(kept_args.size()), argv.data());
     if (capture) output = capture->finish();
     if (turn >= 0) close(turn);  // (unlocks)

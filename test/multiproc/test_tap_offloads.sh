@@ -114,6 +114,8 @@ run() {
 		! grep -aq "^1k *200" "$work/$label.client"; then
 		fail "$label: fi_pingpong client $client_status, server $server_status:" \
 			"$(grep -av "^libfabric" "$work/$label.client" | tail -3)"
+		echo "      the server's last lines:"
+		tail -12 "$work/$label.server" | sed 's/^/      /'
 		return 1
 	fi
 	echo "ok    $label: $(grep -a "^1k" "$work/$label.client")"
