@@ -38,8 +38,10 @@ int send_into_tap(const std::string& interface, int count) {
   to.sll_family = AF_PACKET;
   to.sll_ifindex = static_cast<int>(index);
   to.sll_halen = ETH_ALEN;
-  unsigned char frame[64] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 0x01,
-                             0x88, 0xb5};  // broadcast, local experimental EtherType
+  // To everyone, from a local MAC, in the local experimental EtherType.
+  unsigned char frame[64] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff,  //
+                             0x02, 0x00, 0x00, 0x00, 0x00, 0x01,  //
+                             0x88, 0xb5};
   int ret = 0;
   for (int i = 0; i < count && ret == 0; ++i)
     if (sendto(fd, frame, sizeof frame, 0, reinterpret_cast<sockaddr*>(&to), sizeof to) < 0)
@@ -52,9 +54,10 @@ TEST(TapSignals, ThePortLeavesTheSignalsToTheProgram) {
   if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) != 0)
     GTEST_SKIP() << "needs root and /dev/net/tun";
   const std::string interface = "ofisig" + std::to_string(getpid() % 100000);
-  const std::string eal = "--no-huge -m 256 --no-shconf --no-pci --no-telemetry "
-                          "--log-level=lib.eal:error --vdev=net_tap0,iface=" +
-                          interface;
+  const std::string eal =
+      "--no-huge -m 256 --no-shconf --no-pci --no-telemetry "
+      "--log-level=lib.eal:error --vdev=net_tap0,iface=" +
+      interface;
   setenv("FI_DPDK_EAL_ARGS", eal.c_str(), 1);
   for (int signo : {SIGIO, SIGRTMIN + 1}) {
     struct sigaction before {};
