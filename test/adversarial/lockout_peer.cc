@@ -214,6 +214,9 @@ class Client {
     for (int attempt = 0; attempt < tries; ++attempt) {
       const double rate = rate_once(e, to);
       if (rate < 0) return rate;
+      // Each try on stderr: a failing run shows whether the load or the
+      // target took the rate.
+      std::fprintf(stderr, "lockout_peer: try %d of %d: %.1f MB/s\n", attempt + 1, tries, rate);
       best = std::max(best, rate);
     }
     return best;

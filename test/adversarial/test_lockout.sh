@@ -15,7 +15,11 @@
 # 32 MB of where it was.  The issue asks 70 %: on a quiet machine the rates
 # after are 96-109 % of the one before (doc/performance.md); the floor
 # here leaves room for a busy one, and the lock-out it guards against left
-# 4-6 %.
+# 4-6 %.  The target and the client run ahead of other work (nice -15,
+# each on its own lcore): a compile beside the test at normal priority
+# otherwise takes most of both CPUs in one window and not in the next, and
+# the ratio would measure the machine (24-38 % seen so), not the endpoint.
+# The adversary keeps normal priority: what it does is state, not speed.
 # Skips (exit 77) where veth pairs cannot be made.
 set -euo pipefail
 PEER=$1
@@ -36,13 +40,13 @@ fi
 DIR=$WORK/rendezvous
 mkdir -p "$DIR"
 # shellcheck disable=SC2086
-start_limited 240 "$WORK/target.json" "$WORK/target.err" "$PEER" -l 0 $EAL_COMMON \
+start_limited 240 "$WORK/target.json" "$WORK/target.err" nice -n -15 "$PEER" -l 0 $EAL_COMMON \
 	"--vdev=net_af_packet0,iface=$T" -- --role target --rendezvous "$DIR" --limit 230
 SERVER_PID=$STARTED_PID
 wait_for_server
 [ -e "$DIR/server" ] || fail "the target did not start"
 # shellcheck disable=SC2086
-start_limited 240 "$WORK/client.json" "$WORK/client.err" "$PEER" -l 1 $EAL_COMMON \
+start_limited 240 "$WORK/client.json" "$WORK/client.err" nice -n -15 "$PEER" -l 1 $EAL_COMMON \
 	"--vdev=net_af_packet0,iface=$P" -- --role client --rendezvous "$DIR" --limit 230
 CLIENT_PID=$STARTED_PID
 for _ in $(seq 600); do
