@@ -1,5 +1,5 @@
 #!/bin/bash
-# test_format.sh SOURCE_ROOT: every C++ file the repository tracks (but
+# test_format.sh SOURCE_ROOT: every C++ file of the repository's (but
 # include/fi_dpdk.h, C in libfabric's layout) is as .clang-format lays it
 # out. Formatting depends on clang-format's version: the tree follows
 # Debian 12's clang-format 14, and the test skips (77) with another one or
@@ -18,7 +18,10 @@ if [ "$major" != 14 ]; then
 fi
 cd "$root" || exit 1
 if git rev-parse --git-dir >/dev/null 2>&1; then
-	mapfile -t files < <(git ls-files '*.cc' '*.h' | grep -v '^include/')
+	# Tracked files and new ones not yet added (a clean clone, as CI has,
+	# holds them once committed), not those .gitignore names (build trees).
+	mapfile -t files < <(git ls-files --cached --others --exclude-standard --deduplicate \
+		'*.cc' '*.h' | grep -v '^include/' | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done)
 else
 	mapfile -t files < <(find lib drivers app test -name '*.cc' -o -name '*.h')
 fi
