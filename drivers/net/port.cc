@@ -712,6 +712,15 @@ bool Port::link_up() const {
   return link_up_.load(std::memory_order_relaxed);
 }
 
+bool Port::link_up(uint64_t now_ns) const {
+  uint64_t due = link_read_due_ns_.load(std::memory_order_relaxed);
+  if (now_ns >= due &&
+      link_read_due_ns_.compare_exchange_strong(due, now_ns + uint64_t{kLinkRefreshMicros} * 1000,
+                                                std::memory_order_relaxed))
+    return read_link();
+  return link_up_.load(std::memory_order_relaxed);
+}
+
 bool Port::read_link() const {
   rte_eth_link link{};
   const bool up = rte_eth_link_get_nowait(port_id_, &link) == 0 &&

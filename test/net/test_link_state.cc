@@ -1,7 +1,7 @@
-// test_link_state.cc: net::Port::link_up, which every poll and every
-// transmit checks, asks the device at most once per kLinkRefreshMicros and
-// still sees the link go down and come back.  On a net_ring vdev, whose
-// link rte_eth_dev_set_link_down/up really change.
+// test_link_state.cc: net::Port::link_up, which every poll checks (a
+// transmit takes the cached answer), asks the device at most once per
+// kLinkRefreshMicros and still sees the link go down and come back.  On a
+// net_ring vdev, whose link rte_eth_dev_set_link_down/up really change.
 #include <gtest/gtest.h>
 
 #include <rte_eal.h>
@@ -67,6 +67,33 @@ TEST_F(PortLink, ReadFromTheDeviceOncePerRefreshNotPerCall) {
       << "calls " << kCalls << " in " << std::chrono::duration<double, std::milli>(elapsed).count()
       << " ms";
   EXPECT_LT(reads, static_cast<uint64_t>(kCalls) / 10);
+}
+
+// A poller that has read its own clock passes it: the device is read once
+// per refresh period of that clock, whatever the calls' pace, and the
+// cached form never reads it.  (The caller's clock is made up here: it is
+// the caller's.)
+TEST_F(PortLink, CallersClockDecidesWhenTheDeviceIsRead) {
+  ASSERT_TRUE(port_->link_up());
+  constexpr uint64_t kPeriodNs = uint64_t{net::Port::kLinkRefreshMicros} * 1000;
+  const uint64_t start_ns = uint64_t{1} << 40;
+  const uint64_t reads_before = port_->link_reads();
+  // 10 refresh periods of the caller's clock, 1000 calls in each.
+  for (uint64_t call = 0; call < 10000; ++call)
+    ASSERT_TRUE(port_->link_up(start_ns + call * (kPeriodNs / 1000)));
+  const uint64_t reads = port_->link_reads() - reads_before;
+  EXPECT_GE(reads, 10u);
+  EXPECT_LE(reads, 11u);
+  const uint64_t before_cached = port_->link_reads();
+  for (int i = 0; i < 100000; ++i) ASSERT_TRUE(port_->link_up_cached());
+  EXPECT_EQ(port_->link_reads(), before_cached);
+  // The caller's form sees the link go down at its next due read.
+  ASSERT_EQ(rte_eth_dev_set_link_down(port_->id()), 0);
+  const uint64_t later_ns = start_ns + 20 * kPeriodNs;
+  EXPECT_FALSE(port_->link_up(later_ns));
+  EXPECT_FALSE(port_->link_up_cached());
+  ASSERT_EQ(rte_eth_dev_set_link_up(port_->id()), 0);
+  EXPECT_TRUE(port_->link_up(later_ns + kPeriodNs));
 }
 
 // The cache follows the device: a link taken down is seen as down, and the
