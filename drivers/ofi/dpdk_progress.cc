@@ -125,8 +125,10 @@ PortContext::~PortContext() {
 
 uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count) {
   // A port whose link is down (a memif peer that went away) takes nothing.
-  // (The answer each pass refreshes: no clock read per burst.)
-  if (!port->link_up_cached()) return 0;
+  // Up, the answer the passes refresh will do (no clock read per burst);
+  // down, or not yet asked (a send before the port's first pass), the
+  // device is asked when due.
+  if (!port->link_up_cached() && !port->link_up()) return 0;
   return port->tx_burst(hw_queue, frames, count);
 }
 
