@@ -5,16 +5,27 @@
 // during it, and measures again after it, on its own endpoint (a peer the
 // target knew before) and on a new one (a peer it never saw).
 //
+// Each side has a second port, the control: an endpoint pair on a second
+// link the adversary never touches, served by the same two processes.  The
+// client measures it in turn with the attacked pair, before and after, so
+// the test can tell a target the attack slowed from a machine that got
+// busier between the two looks: the control sees the machine, not the
+// attack.
+//
 //   lockout_peer [EAL args] -- --role target --rendezvous DIR [--limit S]
 //   lockout_peer [EAL args] -- --role client --rendezvous DIR [--limit S]
 //
-// Files in DIR: `server` and `client` hold each side's endpoint name (hex of
-// the native address, the form the adversary reads; the target's also a
-// `region 0 0` line); the client writes `before` once it has measured, and
-// measures again once `attack-done` appears; the target ends when `stop`
-// appears.  The client prints one JSON line: the best rate of three tries of
-// --try-ms each before, of five after, in MB/s (old endpoint, new endpoint).
-// Exit status 0, 1 on an error completion, 2 on set-up errors.
+// The attacked port is the EAL's first (--port, net_af_packet0 by default),
+// the control its second (--control-port, net_af_packet1).  Files in DIR:
+// `server` and `client` hold each side's attacked endpoint name (hex of the
+// native address, the form the adversary reads; the target's also a
+// `region 0 0` line), `control` the target's control endpoint; the client
+// writes `before` once it has measured, and measures again once
+// `attack-done` appears; the target ends when `stop` appears.  The client
+// prints one JSON line: the best rate of three tries of --try-ms each
+// before, of five after, in MB/s (old endpoint, new endpoint, and the
+// control beside each look).  Exit status 0, 1 on an error completion, 2 on
+// set-up errors.
 #include <fi_dpdk.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -48,6 +59,8 @@ struct Options {
   std::string rendezvous;
   double limit_s = 240;
   int try_ms = 700;
+  std::string port = "net_af_packet0";
+  std::string control_port = "net_af_packet1";
 };
 
 [[noreturn]] void setup_error(const std::string& what) {
@@ -99,9 +112,10 @@ class Fabric {
     fi_close(&fabric_->fid);
     fi_freeinfo(info_);
   }
-  Fabric() {
+  explicit Fabric(const std::string& port) {
     fi_info* hints = fi_allocinfo();
     hints->fabric_attr->prov_name = strdup("dpdk");
+    hints->domain_attr->name = strdup(port.c_str());
     hints->ep_attr->type = FI_EP_RDM;
     hints->caps = FI_MSG;
     hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -170,55 +184,114 @@ ssize_t reap(const Endpoint& e, std::vector<void*>* done) {
   return 0;
 }
 
-int run_target(const Options& o) {
-  Fabric fabric;
-  Endpoint e = open_endpoint(fabric);
-  std::vector<std::vector<uint8_t>> buffers(kReceives, std::vector<uint8_t>(kMessageBytes));
-  for (size_t i = 0; i < kReceives; ++i)
-    check(static_cast<int>(fi_recv(e.ep, buffers[i].data(), kMessageBytes, nullptr, FI_ADDR_UNSPEC,
-                                   &buffers[i])),
-          "fi_recv");
-  write_file(o.rendezvous + "/server", hex(e.name) + "\nregion 0 0\n");
-  const auto deadline = Clock::now() + std::chrono::duration<double>(o.limit_s);
-  std::vector<void*> done;
-  uint64_t received = 0, polls = 0;
-  while (Clock::now() < deadline) {
-    if (reap(e, &done) < 0) return 1;
-    for (void* context : done) {
-      auto* buffer = static_cast<std::vector<uint8_t>*>(context);
-      ++received;
-      ssize_t ret;
-      while ((ret = fi_recv(e.ep, buffer->data(), kMessageBytes, nullptr, FI_ADDR_UNSPEC,
-                            buffer)) == -FI_EAGAIN)
-        reap(e, &done);
-      check(static_cast<int>(ret), "fi_recv");
-    }
-    done.clear();
-    if (++polls % 4096 == 0 && exists(o.rendezvous + "/stop")) break;
+// An endpoint that takes 64 KiB messages from anyone and posts each
+// buffer again as it completes.
+class Sink {
+ public:
+  explicit Sink(const Fabric& f)
+      : e_(open_endpoint(f)), buffers_(kReceives, std::vector<uint8_t>(kMessageBytes)) {
+    for (auto& buffer : buffers_) post(&buffer);
   }
-  std::printf("{\"role\": \"target\", \"received\": %llu}\n",
-              static_cast<unsigned long long>(received));
-  e.close();
+  ~Sink() { e_.close(); }
+  const std::string& name() const { return e_.name; }
+  uint64_t received() const { return received_; }
+
+  // One look at the CQ; false after an error completion.
+  bool serve() {
+    if (reap(e_, &done_) < 0) return false;
+    for (void* context : done_) {
+      ++received_;
+      post(static_cast<std::vector<uint8_t>*>(context));
+    }
+    done_.clear();
+    return true;
+  }
+
+ private:
+  void post(std::vector<uint8_t>* buffer) {
+    ssize_t ret;
+    while ((ret = fi_recv(e_.ep, buffer->data(), kMessageBytes, nullptr, FI_ADDR_UNSPEC, buffer)) ==
+           -FI_EAGAIN)
+      reap(e_, &done_);
+    check(static_cast<int>(ret), "fi_recv");
+  }
+
+  Endpoint e_;
+  std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<void*> done_;
+  uint64_t received_ = 0;
+};
+
+// Which of the target's endpoints the client measures, from the `lane`
+// file: the target serves that one alone (and the other once in a while),
+// so that what the attack costs the attacked endpoint's passes is not paid
+// by the control's tries too.
+struct Serving {
+  bool attacked = true;
+  bool control = true;
+};
+
+Serving read_lane(const std::string& rendezvous) {
+  std::ifstream in(rendezvous + "/lane");
+  std::string lane;
+  std::getline(in, lane);
+  if (lane == "attacked") return {true, false};
+  if (lane == "control") return {false, true};
+  return {};
+}
+
+int run_target(const Options& o) {
+  Fabric attacked_port(o.port), control_port(o.control_port);
+  Sink attacked(attacked_port), control(control_port);
+  write_file(o.rendezvous + "/control", hex(control.name()) + "\n");
+  write_file(o.rendezvous + "/server", hex(attacked.name()) + "\nregion 0 0\n");
+  const auto deadline = Clock::now() + std::chrono::duration<double>(o.limit_s);
+  Serving serving;
+  uint64_t polls = 0;
+  while (Clock::now() < deadline) {
+    const bool look_around = ++polls % 4096 == 0;
+    if ((serving.attacked || look_around) && !attacked.serve()) return 1;
+    if ((serving.control || look_around) && !control.serve()) return 1;
+    if (look_around) {
+      if (exists(o.rendezvous + "/stop")) break;
+      serving = read_lane(o.rendezvous);
+    }
+  }
+  std::printf("{\"role\": \"target\", \"received\": %llu, \"control_received\": %llu}\n",
+              static_cast<unsigned long long>(attacked.received()),
+              static_cast<unsigned long long>(control.received()));
   return 0;
 }
 
+// One endpoint and the target it measures.
+struct Lane {
+  const Endpoint* endpoint;
+  fi_addr_t to;
+  const char* label;
+  const char* side;  // what the target serves meanwhile: "attacked" or "control"
+};
+
 class Client {
  public:
-  Client(const Fabric& f, const Options& o) : fabric_(f), o_(o), payload_(kMessageBytes, 0x5a) {}
+  explicit Client(const Options& o) : o_(o), payload_(kMessageBytes, 0x5a) {}
 
-  // The best rate of `tries` tries, MB/s; negative after an error
-  // completion.  The best, because a busy machine only ever takes from a
-  // try: what the target can do shows in the least disturbed one.
-  double best_rate(const Endpoint& e, fi_addr_t to, int tries) {
-    double best = 0;
-    for (int attempt = 0; attempt < tries; ++attempt) {
-      const double rate = rate_once(e, to);
-      if (rate < 0) return rate;
-      // Each try on stderr: a failing run shows whether the load or the
-      // target took the rate.
-      std::fprintf(stderr, "lockout_peer: try %d of %d: %.1f MB/s\n", attempt + 1, tries, rate);
-      best = std::max(best, rate);
-    }
+  // The best rate of each lane in `tries` rounds, MB/s, the lanes taking
+  // turns within a round; empty after an error completion.  The best,
+  // because a busy machine only ever takes from a try: what the target can
+  // do shows in the least disturbed one.
+  std::vector<double> best_rates(const std::vector<Lane>& lanes, int tries) {
+    std::vector<double> best(lanes.size(), 0);
+    for (int attempt = 0; attempt < tries; ++attempt)
+      for (size_t i = 0; i < lanes.size(); ++i) {
+        write_file(o_.rendezvous + "/lane", std::string(lanes[i].side) + "\n");
+        const double rate = rate_once(*lanes[i].endpoint, lanes[i].to);
+        if (rate < 0) return {};
+        // Each try on stderr: a failing run shows whether the load or the
+        // target took the rate.
+        std::fprintf(stderr, "lockout_peer: %s try %d of %d: %.1f MB/s\n", lanes[i].label,
+                     attempt + 1, tries, rate);
+        best[i] = std::max(best[i], rate);
+      }
     return best;
   }
 
@@ -279,40 +352,52 @@ class Client {
     return left == 0;
   }
 
-  const Fabric& fabric_;
   const Options& o_;
   std::vector<uint8_t> payload_;
 };
 
-int run_client(const Options& o) {
-  Fabric fabric;
-  Endpoint old_peer = open_endpoint(fabric);
-  const auto deadline = Clock::now() + std::chrono::duration<double>(o.limit_s);
-  while (!exists(o.rendezvous + "/server")) {
-    if (Clock::now() > deadline) setup_error("no target named in " + o.rendezvous);
+fi_addr_t insert_named(const Fabric& fabric, const std::string& file, double limit_s) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(limit_s);
+  while (!exists(file)) {
+    if (Clock::now() > deadline) setup_error("no target named in " + file);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  const std::string target_name = read_name(o.rendezvous + "/server");
-  fi_addr_t target = FI_ADDR_UNSPEC;
-  if (fi_av_insert(fabric.av(), target_name.data(), 1, &target, 0, nullptr) != 1)
-    setup_error("fi_av_insert of the target failed");
+  const std::string name = read_name(file);
+  fi_addr_t addr = FI_ADDR_UNSPEC;
+  if (fi_av_insert(fabric.av(), name.data(), 1, &addr, 0, nullptr) != 1)
+    setup_error("fi_av_insert of the target in " + file + " failed");
+  return addr;
+}
+
+int run_client(const Options& o) {
+  Fabric attacked_port(o.port), control_port(o.control_port);
+  Endpoint old_peer = open_endpoint(attacked_port);
+  Endpoint control_peer = open_endpoint(control_port);
+  const fi_addr_t target = insert_named(attacked_port, o.rendezvous + "/server", o.limit_s);
+  const fi_addr_t control = insert_named(control_port, o.rendezvous + "/control", o.limit_s);
   write_file(o.rendezvous + "/client", hex(old_peer.name) + "\n");
 
-  Client client(fabric, o);
-  const double before = client.best_rate(old_peer, target, 3);
-  if (before < 0) return 1;
-  write_file(o.rendezvous + "/before", std::to_string(before) + "\n");
+  Client client(o);
+  const std::vector<double> before = client.best_rates(
+      {{&old_peer, target, "before", "attacked"}, {&control_peer, control, "control", "control"}},
+      3);
+  if (before.empty()) return 1;
+  write_file(o.rendezvous + "/before", std::to_string(before[0]) + "\n");
+  write_file(o.rendezvous + "/lane", "both\n");
   if (!client.trickle_until(old_peer, target, o.rendezvous + "/attack-done")) return 1;
-  const double after_old = client.best_rate(old_peer, target, 5);
-  if (after_old < 0) return 1;
-  Endpoint new_peer = open_endpoint(fabric);
-  const double after_new = client.best_rate(new_peer, target, 5);
-  if (after_new < 0) return 1;
+  Endpoint new_peer = open_endpoint(attacked_port);
+  const std::vector<double> after =
+      client.best_rates({{&old_peer, target, "after, old peer", "attacked"},
+                         {&control_peer, control, "control", "control"},
+                         {&new_peer, target, "after, new peer", "attacked"}},
+                        5);
+  if (after.empty()) return 1;
   std::printf(
-      "{\"role\": \"client\", \"before_MBps\": %.1f, \"after_old_MBps\": %.1f, "
-      "\"after_new_MBps\": %.1f}\n",
-      before, after_old, after_new);
+      "{\"role\": \"client\", \"before_MBps\": %.1f, \"before_control_MBps\": %.1f, "
+      "\"after_old_MBps\": %.1f, \"after_new_MBps\": %.1f, \"after_control_MBps\": %.1f}\n",
+      before[0], before[1], after[0], after[2], after[1]);
   new_peer.close();
+  control_peer.close();
   old_peer.close();
   return 0;
 }
@@ -333,6 +418,10 @@ Options parse(int argc, char** argv) {
       o.limit_s = std::stod(value());
     else if (arg == "--try-ms")
       o.try_ms = std::stoi(value());
+    else if (arg == "--port")
+      o.port = value();
+    else if (arg == "--control-port")
+      o.control_port = value();
     else
       setup_error("unknown option " + arg);
   }
