@@ -213,8 +213,10 @@ class Port {
   // one clock shared by every caller of this form): a poll then reads the
   // clock once, not twice (a clock read costs 10-40 ns in a guest).
   bool link_up(uint64_t now_ns) const;
-  // The cached answer alone: for a transmit between polls, which keep it
-  // fresh.
+  // The cached answer alone, reading no clock: for a transmit between
+  // polls, which keep it fresh.  It says down until the first read, so a
+  // caller that may come before any poll asks link_up() when it says down
+  // (PortContext::transmit does).
   bool link_up_cached() const { return link_up_.load(std::memory_order_relaxed); }
   // Asks the device now, and caches the answer.
   bool read_link() const;
