@@ -72,9 +72,15 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
     // stream of answers to nothing must not keep our requests waiting.
     if (in.request != nullptr) c.awaiting_since_ns = c.last_heard_ns;
     if (in.request != nullptr) {
+      // An answer to a read or an atomic of ours recalls no read the peer
+      // has lent from these bytes: the two are two initiators' operations,
+      // which nothing orders (fi_rma(3): concurrent access), and one that
+      // causally follows the peer's read comes after it completed, when the
+      // peer has its bytes.  A pull's answer is the peer's message, which
+      // follows the peer's read in its stream: it recalls.
       const SendRequest& request = in.request->request;
       write_to_user(request.response_iov, request.response_iov_count, h.offset, payload,
-                    h.payload_len);
+                    h.payload_len, in.request->pull == nullptr);
     }
   } else if (!in.oversize) {
     // Segments come in order: the head first, then (placed) the rest.
@@ -358,7 +364,7 @@ size_t Engine::forget_placements(const void* begin, size_t length) {
 }
 
 void Engine::write_to_user(const iovec* iov, size_t count, size_t offset, const uint8_t* data,
-                           size_t length) {
+                           size_t length, bool answer) {
   for (size_t i = 0; i < count && length > 0; ++i) {
     if (offset >= iov[i].iov_len) {
       offset -= iov[i].iov_len;
@@ -366,7 +372,7 @@ void Engine::write_to_user(const iovec* iov, size_t count, size_t offset, const 
     }
     uint8_t* to = static_cast<uint8_t*>(iov[i].iov_base) + offset;
     const size_t n = std::min(iov[i].iov_len - offset, length);
-    if (lent_out_ != 0) recall_lent(to, n);  // a read served earlier may send from here
+    if (lent_out_ != 0 && !answer) recall_lent(to, n);  // a read served earlier may send from here
     std::memcpy(to, data, n);
     data += n;
     length -= n;

@@ -531,11 +531,11 @@ class Engine {
   void drop_remote(Connection& c, int error, int prov_errno);
   // Gives a request's bytes back to the unexpected budget.
   // Copies `length` bytes of data to byte `offset` of an application's iov,
-  // as much as fits: every place the engine writes a message or an answer
-  // into application memory.  A read served earlier that still sends from
-  // those bytes gets its own copy of them first (recall_lent).
+  // as much as fits: every place the engine writes into application memory.
+  // A read served earlier that still sends from those bytes gets its own
+  // copy first (recall_lent), but for an answer to our own request (`answer`)
   void write_to_user(const iovec* iov, size_t count, size_t offset, const uint8_t* data,
-                     size_t length);
+                     size_t length, bool answer = false);
   void release_request(RemoteInbound& in);
   // Takes back the outbox frames that carry `m`'s bytes (none may leave).
   void drop_outbox_frames(const TxMessage& m);

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@ namespace {
 
 constexpr uint8_t kMacA[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3A};
 constexpr uint8_t kMacB[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3B};
+constexpr uint8_t kMacC[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3C};
 
 // Regions by key, virtual addressing, counters as numbers.
 class MemoryHost : public Host {
@@ -495,16 +497,15 @@ class LentReadLink {
  public:
   static constexpr size_t kLength = 64 << 10;
 
-  explicit LentReadLink(uint64_t seed) : link(seed) {
-    a = link.add(proto::TransportConfig{}, kMacA, 0, static_cast<uint32_t>(0xA0000000 + seed));
-    b = link.add(proto::TransportConfig{}, kMacB, 0, static_cast<uint32_t>(0xB0000000 + seed));
+  explicit LentReadLink(uint64_t seed, const proto::TransportConfig& config = {}) : link(seed) {
+    a = link.add(config, kMacA, 0, static_cast<uint32_t>(0xA0000000 + seed));
+    b = link.add(config, kMacB, 0, static_cast<uint32_t>(0xB0000000 + seed));
     link.keep = [this](size_t from, const wire::FrameHeader& h) {
       return !(lose_responses && from == b &&
                h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse));
     };
     target = std::make_unique<Target>(host, link.engine(b));
   }
-
   // Region `key` of kLength bytes holding a pattern, also kept in `held`.
   uint8_t* region(uint64_t key, uint64_t access) {
     uint8_t* bytes = host.add(key, kLength, access);
@@ -513,28 +514,44 @@ class LentReadLink {
     std::memcpy(bytes, held.data(), kLength);
     return bytes;
   }
-  // Sends a request from A (its answer into `answer`, when given).
+  // A request from A to B (or `from` to `to`), its answer into `answer`.
   void send(const std::vector<uint8_t>& bytes, std::vector<uint8_t>* answer = nullptr) {
+    send_from(a, b, bytes, answer != nullptr ? answer->data() : nullptr,
+              answer != nullptr ? answer->size() : 0, answer);
+  }
+  void send_from(size_t from, size_t to, const std::vector<uint8_t>& bytes, void* answer,
+                 size_t length, void* context = nullptr) {
     iovec iov{const_cast<uint8_t*>(bytes.data()), bytes.size()};
     proto::SendRequest s;
     s.iov = &iov;
     s.iov_count = 1;
     s.copy = true;
     s.request = true;
-    s.context = answer;
-    if (answer != nullptr) {
-      s.response_iov[0] = {answer->data(), answer->size()};
-      s.response_iov_count = 1;
-    }
-    ASSERT_EQ(link.engine(a).send(link.address(b), s, link.now()), 0);
+    s.context = context;
+    s.response_iov[0] = {answer, length};
+    s.response_iov_count = answer != nullptr;
+    ASSERT_EQ(link.engine(from).send(link.address(to), s, link.now()), 0);
   }
-  // Steps until A has `count` completions, or 60 s of simulated time.
-  std::vector<proto::Completion> finish(size_t count) {
-    std::vector<proto::Completion> done;
-    while (done.size() < count && link.now() < 60'000'000'000ull) {
+  // A message from A to B, and a receive at B into `bytes`.
+  void receive_into(uint8_t* bytes) {
+    proto::RecvRequest into;
+    into.iov[0] = {bytes, kLength};
+    into.iov_count = 1;
+    ASSERT_EQ(link.engine(b).post_recv(into, link.now()), 0);
+  }
+  void send_message(const std::vector<uint8_t>& message) {
+    iovec iov{const_cast<uint8_t*>(message.data()), message.size()};
+    proto::SendRequest m;
+    m.iov = &iov;
+    m.iov_count = 1;
+    ASSERT_EQ(link.engine(a).send(link.address(b), m, link.now()), 0);
+  }
+  // Steps until A (or `who`) has `count` completions (60 s simulated at most).
+  std::vector<proto::Completion> finish(size_t count, std::optional<size_t> who = {}) {
+    std::vector<proto::Completion> done, &out = link.engine(who.value_or(a)).completions();
+    for (; done.size() < count && link.now() < 60'000'000'000ull; out.clear()) {
       link.step();
-      for (const proto::Completion& c : link.engine(a).completions()) done.push_back(c);
-      link.engine(a).completions().clear();
+      done.insert(done.end(), out.begin(), out.end());
     }
     return done;
   }
@@ -607,19 +624,11 @@ TEST(TargetOverTheTransport, AMessageReceivedIntoAReadsBytesLeavesTheReadItsByte
   // receive holds the message.
   LentReadLink t(35);
   uint8_t* region = t.region(11, FI_REMOTE_READ);
-  proto::RecvRequest into;
-  into.iov[0] = {region, LentReadLink::kLength};
-  into.iov_count = 1;
-  ASSERT_EQ(t.link.engine(t.b).post_recv(into, t.link.now()), 0);
+  t.receive_into(region);
   std::vector<uint8_t> got(LentReadLink::kLength, 0);
   t.send(request(rma(RemoteKind::kRead, 11, t.host.address(11), LentReadLink::kLength)), &got);
   std::vector<uint8_t> message(LentReadLink::kLength, 0x5A);
-  iovec message_iov{message.data(), message.size()};
-  proto::SendRequest m;
-  m.iov = &message_iov;
-  m.iov_count = 1;
-  ASSERT_EQ(t.link.engine(t.a).send(t.link.address(t.b), m, t.link.now()), 0);
-
+  t.send_message(message);
   bool received = false;
   for (int step = 0; step < 4000 && !received; ++step) {
     t.link.step();
@@ -635,6 +644,62 @@ TEST(TargetOverTheTransport, AMessageReceivedIntoAReadsBytesLeavesTheReadItsByte
   for (const proto::Completion& c : done) EXPECT_EQ(c.error, 0);
   EXPECT_TRUE(got == t.held) << "the read returned bytes of the message sent after it";
   EXPECT_EQ(std::memcmp(region, message.data(), LentReadLink::kLength), 0);
+}
+
+TEST(TargetOverTheTransport, AMessagePulledIntoBytesLentToAReadRecallsThem) {
+  // C reads B's region (its answer lent, and lost); then A sends a message
+  // pulled (rendezvous) into those bytes: the answer to B's pull recalls
+  // the read as an eager message does.
+  // Expect: the message lands; C's read returns what the region held.
+  proto::TransportConfig config;
+  config.rendezvous_bytes = 16 << 10;
+  LentReadLink t(37, config);
+  const size_t c = t.link.add(config, kMacC, 0, 0xC0000025);
+  uint8_t* region = t.region(13, FI_REMOTE_READ);
+  t.receive_into(region);
+  std::vector<uint8_t> got(LentReadLink::kLength, 0);
+  t.send_from(c, t.b, request(rma(RemoteKind::kRead, 13, t.host.address(13), got.size())),
+              got.data(), got.size());
+  for (int step = 0; step < 2000 && t.host.remote_reads == 0; ++step) t.link.step();
+  const std::vector<uint8_t> message(LentReadLink::kLength, 0x5A);
+  t.send_message(message);
+  for (int step = 0; step < 4000 && region[got.size() - 1] != 0x5A; ++step) t.link.step();
+  ASSERT_EQ(region[got.size() - 1], 0x5A) << "the message never landed";
+  t.lose_responses = false;
+  ASSERT_EQ(t.finish(1, c).size(), 1u);
+  EXPECT_TRUE(got == t.held) << "the read returned bytes of the message received after it";
+}
+
+TEST(TargetOverTheTransport, AnAnswerToOurOwnReadLeavesAPeersLentReadAlone) {
+  // C reads B's region (its answer lent, and lost); then B reads A's region
+  // into those bytes: two initiators' operations, which nothing orders
+  // (fi_rma(3)), so B's answer takes no copy of the read it lends.
+  // Expect: B's read completes with A's bytes; B still lends C's read (a
+  // recall finds it); C's read completes once its answer gets through.
+  LentReadLink t(38);
+  const size_t c = t.link.add(proto::TransportConfig{}, kMacC, 0, 0xC0000026);
+  uint8_t* region = t.region(14, FI_REMOTE_READ);
+  std::vector<uint8_t> got(LentReadLink::kLength, 0);
+  t.send_from(c, t.b, request(rma(RemoteKind::kRead, 14, t.host.address(14), got.size())),
+              got.data(), got.size());
+  for (int step = 0; step < 2000 && t.host.remote_reads == 0; ++step) t.link.step();
+  ASSERT_EQ(t.host.remote_reads, 1u);
+  MemoryHost a_host;
+  Target a_target(a_host, t.link.engine(t.a));
+  std::memset(a_host.add(15, got.size(), FI_REMOTE_READ), 0x3C, got.size());
+  t.send_from(t.b, t.a, request(rma(RemoteKind::kRead, 15, a_host.address(15), got.size())), region,
+              got.size());
+  const std::vector<proto::Completion> answered = t.finish(1, t.b);
+  ASSERT_EQ(answered.size(), 1u);
+  EXPECT_EQ(answered[0].error, 0);
+  EXPECT_EQ(region[0], 0x3C);
+  EXPECT_EQ(region[got.size() - 1], 0x3C);
+  EXPECT_EQ(t.link.engine(t.b).recall_lent(region, got.size()), 1u)
+      << "the answer took a copy of the read B lends";
+  t.lose_responses = false;
+  const std::vector<proto::Completion> done = t.finish(1, c);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].error, 0);
 }
 
 TEST(TargetOverTheTransport, AWriteWhoseRegionClosesMidwayPlacesNothingMoreAndFails) {
