@@ -76,8 +76,8 @@ bool Engine::deliver_remote(Connection& c, const wire::FrameHeader& h, const uin
       // has lent from these bytes: the two are two initiators' operations,
       // which nothing orders (fi_rma(3): concurrent access), and one that
       // causally follows the peer's read comes after it completed, when the
-      // peer has its bytes.  A pull's answer is the peer's message, which
-      // follows the peer's read in its stream: it recalls.
+      // peer has its bytes.  A pull's answer is a message's data: it
+      // recalls, as an eager message does.
       const SendRequest& request = in.request->request;
       write_to_user(request.response_iov, request.response_iov_count, h.offset, payload,
                     h.payload_len, in.request->pull == nullptr);
