@@ -533,7 +533,7 @@ class Engine {
   // Copies `length` bytes of data to byte `offset` of an application's iov,
   // as much as fits: every place the engine writes into application memory.
   // A read served earlier that still sends from those bytes gets its own
-  // copy first (recall_lent), but for an answer to our own request (`answer`)
+  // copy first (recall_lent), but for an answer to our own request (`answer`).
   void write_to_user(const iovec* iov, size_t count, size_t offset, const uint8_t* data,
                      size_t length, bool answer = false);
   void release_request(RemoteInbound& in);
