@@ -15,13 +15,19 @@
 // valgrind it prints the mean time per message.  With --provider other
 // than dpdk (shm, "tcp;ofi_rxm") no EAL starts: give no EAL arguments.
 //
-//   dpdk-fi-msgcost [EAL args] -- [--provider NAME] [--size B] [--count N]
-//                                 [--warmup N]
+// `--op fetch_add` measures the target's path instead: one
+// fi_fetch_atomic (FI_SUM of one FI_UINT64) at a time from the first
+// endpoint into a region the second registered, both CQs read until it
+// completes; the final value is checked against the count.
+//
+//   dpdk-fi-msgcost [EAL args] -- [--provider NAME] [--op msg|fetch_add]
+//                                 [--size B] [--count N] [--warmup N]
 //
 // Prints one JSON line.  Exit status 0, 1 on an error completion, 2 on
 // bad arguments or set-up failure.
 #include <fi_dpdk.h>
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
@@ -43,6 +49,7 @@ namespace {
 
 struct Options {
   std::string provider = "dpdk";
+  bool fetch_add = false;  // --op fetch_add
   size_t size = 8;
   uint64_t count = 100000;
   uint64_t warmup = 1000;
@@ -70,6 +77,10 @@ struct Fabric {
   fid_av* av = nullptr;
   Side sender, receiver;
   size_t inject_size = 0;
+  // --op fetch_add: the receiver's registered word, and how to name it.
+  fid_mr* mr = nullptr;
+  uint64_t target_word = 0;
+  uint64_t target_key = 0;
 };
 
 Side open_side(Fabric& f) {
@@ -98,7 +109,7 @@ Fabric open_fabric(const Options& o) {
   fi_info* hints = fi_allocinfo();
   hints->fabric_attr->prov_name = strdup(o.provider.c_str());
   hints->ep_attr->type = FI_EP_RDM;
-  hints->caps = FI_MSG;
+  hints->caps = o.fetch_add ? FI_MSG | FI_ATOMIC : FI_MSG;
   hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
   check(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &f.info), "fi_getinfo");
   fi_freeinfo(hints);
@@ -113,6 +124,19 @@ Fabric open_fabric(const Options& o) {
   f.sender.peer = insert(f, f.receiver);
   f.receiver.peer = insert(f, f.sender);
   return f;
+}
+
+// Registers the receiver's word for --op fetch_add (after the Fabric took
+// its place: the region names its address).
+void register_target(Fabric& f) {
+  check(fi_mr_reg(f.domain, &f.target_word, sizeof(f.target_word), FI_REMOTE_READ | FI_REMOTE_WRITE,
+                  0, 0, 0, &f.mr, nullptr),
+        "fi_mr_reg");
+  if (f.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+    check(fi_mr_bind(f.mr, &f.receiver.ep->fid, 0), "fi_mr_bind");
+    check(fi_mr_enable(f.mr), "fi_mr_enable");
+  }
+  f.target_key = fi_mr_key(f.mr);
 }
 
 // Drains a CQ; true when `wanted` completed (false on an error completion
@@ -166,11 +190,48 @@ __attribute__((noinline)) bool message_loop(Fabric& f, std::vector<uint8_t>& out
   return true;
 }
 
+// `count` fetch-adds of 1, one at a time.  Returns false on an error
+// completion or a fetched value out of sequence.
+__attribute__((noinline)) bool fetch_add_loop(Fabric& f, uint64_t count) {
+  static int context;
+  const uint64_t one = 1;
+  const bool virtual_address = (f.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+  const uint64_t address = virtual_address ? reinterpret_cast<uint64_t>(&f.target_word) : 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t expected = __atomic_load_n(&f.target_word, __ATOMIC_RELAXED);
+    uint64_t fetched = ~uint64_t{0};
+    ssize_t ret;
+    bool done = false, failed = false;
+    while ((ret = fi_fetch_atomic(f.sender.ep, &one, 1, nullptr, &fetched, nullptr, f.sender.peer,
+                                  address, f.target_key, FI_UINT64, FI_SUM, &context)) ==
+           -FI_EAGAIN) {
+      reap(f.sender.cq, nullptr, &done, &failed);
+      reap(f.receiver.cq, nullptr, &done, &failed);
+      if (failed) return false;
+    }
+    if (ret != 0) return false;
+    while (!done) {
+      reap(f.sender.cq, &context, &done, &failed);
+      bool unused = false;
+      reap(f.receiver.cq, nullptr, &unused, &failed);
+      if (failed) return false;
+    }
+    if (fetched != expected) {
+      std::fprintf(stderr, "dpdk-fi-msgcost: fetched %llu where %llu was\n",
+                   static_cast<unsigned long long>(fetched),
+                   static_cast<unsigned long long>(expected));
+      return false;
+    }
+  }
+  return true;
+}
+
 // The loop measured: not inlined, so callgrind's --toggle-collect finds it
 // and counts what the warm-up did apart.
 __attribute__((noinline)) bool measured_loop(Fabric& f, std::vector<uint8_t>& out,
-                                             std::vector<uint8_t>& in, uint64_t count) {
-  return message_loop(f, out, in, count);
+                                             std::vector<uint8_t>& in, uint64_t count,
+                                             bool fetch_add) {
+  return fetch_add ? fetch_add_loop(f, count) : message_loop(f, out, in, count);
 }
 
 Options parse(int argc, char** argv) {
@@ -182,16 +243,25 @@ Options parse(int argc, char** argv) {
   };
   ofi_dpdk::app::read_long_options(
       "dpdk-fi-msgcost", argc, argv,
-      {{"provider", true}, {"size", true}, {"count", true}, {"warmup", true}, {"help", false}},
+      {{"provider", true},
+       {"op", true},
+       {"size", true},
+       {"count", true},
+       {"warmup", true},
+       {"help", false}},
       [&](const std::string& name, const char* value) {
         if (name == "help") {
           std::printf(
-              "usage: dpdk-fi-msgcost [EAL args] -- [--provider NAME] [--size B] "
-              "[--count N] [--warmup N] [--help]\n");
+              "usage: dpdk-fi-msgcost [EAL args] -- [--provider NAME] [--op msg|fetch_add] "
+              "[--size B] [--count N] [--warmup N] [--help]\n");
           std::exit(0);
-        } else if (name == "provider")
+        } else if (name == "provider") {
           o.provider = value;
-        else if (name == "size")
+        } else if (name == "op") {
+          if (std::strcmp(value, "fetch_add") != 0 && std::strcmp(value, "msg") != 0)
+            setup_error(std::string("option --op: want msg or fetch_add, not ") + value);
+          o.fetch_add = std::strcmp(value, "fetch_add") == 0;
+        } else if (name == "size")
           number(name, value, &o.size);
         else if (name == "count")
           number(name, value, &o.count);
@@ -245,20 +315,23 @@ int main(int argc, char** argv) {
   }
   const Options o = parse(argc - consumed, argv + consumed);
   Fabric f = open_fabric(o);
+  if (o.fetch_add) register_target(f);
   std::vector<uint8_t> out(o.size, 0x5a), in(o.size);
-  if (!message_loop(f, out, in, o.warmup)) return 1;
+  if (!(o.fetch_add ? fetch_add_loop(f, o.warmup) : message_loop(f, out, in, o.warmup))) return 1;
   const FrameCounts before = frame_counts(f);
   const auto start = std::chrono::steady_clock::now();
-  if (!measured_loop(f, out, in, o.count)) return 1;
+  if (!measured_loop(f, out, in, o.count, o.fetch_add)) return 1;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const FrameCounts after = frame_counts(f);
   const auto per_message = [&](uint64_t from, uint64_t to) {
     return static_cast<double>(to - from) / static_cast<double>(o.count);
   };
-  std::printf("{\"provider\": \"%s\", \"size\": %zu, \"count\": %llu, \"ns_per_message\": %.1f",
-              o.provider.c_str(), o.size, static_cast<unsigned long long>(o.count),
-              seconds * 1e9 / static_cast<double>(o.count));
+  std::printf(
+      "{\"provider\": \"%s\", \"op\": \"%s\", \"size\": %zu, \"count\": %llu, \"ns_per_message\": "
+      "%.1f",
+      o.provider.c_str(), o.fetch_add ? "fetch_add" : "msg", o.size,
+      static_cast<unsigned long long>(o.count), seconds * 1e9 / static_cast<double>(o.count));
   // The frames behind the figure: data one way, acks the other (under
   // valgrind the ack delay, a time, passes within fewer messages).
   if (after.known)
