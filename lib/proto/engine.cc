@@ -551,7 +551,8 @@ void Engine::frames_sent() {
   // (By index: a response that carried a pulled send retires that send too.)
   for (size_t i = 0; i < retired_.size(); ++i) {
     std::unique_ptr<TxMessage> message = std::move(retired_[i]);
-    keep_spare(std::move(message->copy), message->copy_capacity);
+    // (Checked here: most records hold no buffer, and the call costs more.)
+    if (message->copy) keep_spare(std::move(message->copy), message->copy_capacity);
     if (message->pull) free_inbound(message->pull.release());
     if (message->pulled_send) retired_.push_back(std::move(message->pulled_send));
     if (spare_messages_.size() < kSpareRecords) {
@@ -595,7 +596,7 @@ void Engine::free_remote(RemoteInbound* in) {
     delete in;
     return;
   }
-  keep_spare(std::move(in->bytes), in->capacity);
+  if (in->bytes) keep_spare(std::move(in->bytes), in->capacity);
   *in = RemoteInbound{};
   spare_remote_.emplace_back(in);
 }

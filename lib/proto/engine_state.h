@@ -189,7 +189,10 @@ struct TxMessage {
   size_t wire_length = 0;
   uint16_t extra_flags = 0;  // kFlag* every segment of it carries
   bool inline_body = false;  // the payload is `body`, not iov or copy
-  uint8_t body[16];
+  // Room for a small inject and for an atomic's request (its 40-byte
+  // header and up to 24 bytes of operands): no copy buffer taken and
+  // given back for either.
+  uint8_t body[64];
   // A send of rendezvous_bytes or more: announced, and its data sent from
   // `iov` once the receiver pulls it; meanwhile it waits in
   // Connection::awaiting_delivery.
@@ -262,7 +265,7 @@ struct TxMessage {
 // sizes here (those of LP64) updated.
 static_assert(sizeof(void*) != 8 || sizeof(SendRequest) == 240,
               "SendRequest changed: reset the new field in TxMessage::recycle");
-static_assert(sizeof(void*) != 8 || sizeof(TxMessage) == 536,
+static_assert(sizeof(void*) != 8 || sizeof(TxMessage) == 584,
               "TxMessage changed: reset the new field in TxMessage::recycle");
 
 struct TxSlot {  // a segment in flight
