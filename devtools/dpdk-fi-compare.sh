@@ -31,7 +31,8 @@
 # Then, where valgrind is installed, the instructions per message
 # (figure "msgcost"): dpdk-fi-msgcost (app/msgcost) under callgrind, two
 # endpoints of one process, one message at a time, 8 bytes and 4 KiB,
-# dpdk over one net_ring port beside shm (the count is the same on a busy
+# and one 8-byte fi_fetch_atomic at a time (the target's path, `--op
+# fetch_add`), dpdk over one net_ring port beside shm (the count is the same on a busy
 # machine: it is the figure to compare the small-message path by; run
 # with FI_DPDK_ACK_DELAY_US=2000, valgrind's clock being slow).
 #

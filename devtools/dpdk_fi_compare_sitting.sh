@@ -70,9 +70,10 @@ def scaling_part():
 MSGCOST_COUNT = 5000
 
 
-def run_msgcost(provider, size):
-    """Instructions per message of dpdk-fi-msgcost under callgrind; None
-    when the run fails."""
+def run_msgcost(provider, size, op="msg"):
+    """Instructions per message (op "msg") or per fetch-add (op
+    "fetch_add") of dpdk-fi-msgcost under callgrind; None when the run
+    fails."""
     program = os.path.join(builddir, "app", "msgcost", "dpdk-fi-msgcost")
     eal = (["-l", "0", "--no-huge", "-m", "512", "--no-shconf", "--no-pci", "--no-telemetry",
             "--vdev=net_ring0"] if provider == "dpdk" else [])
@@ -80,7 +81,7 @@ def run_msgcost(provider, size):
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                "--toggle-collect=*measured_loop*", program] + eal + (
                ["--"] if provider == "dpdk" else []) + [
-               "--provider", provider, "--size", str(size),
+               "--provider", provider, "--op", op, "--size", str(size),
                "--count", str(MSGCOST_COUNT), "--warmup", "500"]
     # Valgrind's clock runs some 50-100 times slower than the work: the
     # ack delay scaled alike keeps a native run's acks (one per 8 messages
@@ -95,7 +96,7 @@ def run_msgcost(provider, size):
         return None
     for line in out.stdout.splitlines():
         if "frames_per_message" in line:
-            note(f"msgcost {provider} {size} B: {line.strip()}")
+            note(f"msgcost {provider} {op} {size} B: {line.strip()}")
     for line in out.stderr.splitlines():
         if "Collected :" in line:
             return round(int(line.split(":")[-1].strip()) / MSGCOST_COUNT)
@@ -103,11 +104,14 @@ def run_msgcost(provider, size):
 
 
 def msgcost_part():
-    """{size: {provider: instructions}} for dpdk and shm (those of
-    --providers)."""
+    """{size or "fetch_add": {provider: instructions}} for dpdk and shm
+    (those of --providers)."""
     costs = {}
     for size in (8, 4096):
         costs[str(size)] = {p: run_msgcost(p, size) for p in ("dpdk", "shm") if p in providers}
+    # The target's path: one fi_fetch_atomic of 8 bytes, request and answer.
+    costs["fetch_add"] = {p: run_msgcost(p, 8, "fetch_add") for p in ("dpdk", "shm")
+                          if p in providers}
     return costs
 
 
@@ -118,7 +122,7 @@ def print_msgcost(costs):
     for size, row in costs.items():
         dpdk, shm = row.get("dpdk"), row.get("shm")
         ratio = f" ({dpdk / shm:.2f}x shm's)" if dpdk and shm else ""
-        label = "8 B" if size == "8" else "4 KiB"
+        label = {"8": "8 B", "4096": "4 KiB", "fetch_add": "fetch-add 8 B"}[size]
         cells = ", ".join(f"{p} {v if v else 'fail'}" for p, v in row.items())
         print(f"  {label}: {cells}{ratio}")
 
