@@ -24,7 +24,7 @@ int Engine::send_datagram(const PeerAddress& peer, const SendRequest& request, s
   std::unique_ptr<TxMessage> message = new_message();
   message->length = length;
   message->wire_length = length;
-  message->request = request;
+  copy_request(message->request, request);
   message->request.iov = nullptr;
   // An inject's bytes are copied: the caller may reuse its buffer before
   // the outbox leaves.

@@ -288,7 +288,7 @@ int Engine::send(const PeerAddress& peer, const SendRequest& request, uint64_t n
   std::unique_ptr<TxMessage> message = new_message();
   message->length = length;
   message->wire_length = length;
-  message->request = request;
+  copy_request(message->request, request);
   message->request.iov = nullptr;
   message->waits_for_receiver = waits_for_receiver;
   if (rendezvous) {

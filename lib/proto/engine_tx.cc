@@ -184,14 +184,13 @@ void Engine::emit_segment(Connection& c, uint32_t seq, uint64_t now_ns, bool ret
     emit_pieces(c, seq, h, now_ns);
   } else if (retransmit || !join_bundle(c, h, m)) {
     ++frames_cut_;
-    OutFrame frame;
+    OutFrame& frame = outbox_.emplace_back();  // (in place: no record copied)
     std::copy(c.mac, c.mac + 6, frame.dst_mac);
     frame.path = next_path(c, &slot.lane);
     frame.source_port = c.source_port(frame.path);
     frame.header = h;
     frame.message = &m;
     frame.offset = slot.offset;
-    outbox_.push_back(frame);
     ++stats_.frames_sent;
     open_bundle_.connection = !retransmit && bundles(h) ? &c : nullptr;
     open_bundle_.frame = outbox_.size() - 1;

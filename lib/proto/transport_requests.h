@@ -7,6 +7,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <list>
 #include <memory>
 #include <span>
+#include <type_traits>
 
 #include "lib/proto/response_bytes.h"
 
@@ -117,7 +119,6 @@ struct SendRequest {
   // A request: completes when its response arrives, whose data is placed
   // in response_iov; the completion's error is the response's status.
   bool request = false;
-  iovec response_iov[kMaxIov];  // the first response_iov_count only are read
   size_t response_iov_count = 0;
   bool internal = false;  // a response we send: not an application send
   // FI_DELIVERY_COMPLETE: once acknowledged, the send waits for the
@@ -127,7 +128,18 @@ struct SendRequest {
   // A control message (wire::kFlagControl): the iov is a ControlBody and
   // its data, taken by the peer's control handler.
   bool control = false;
+  // Last, so that a copy of the request takes only the entries in use
+  // (copy_request).
+  iovec response_iov[kMaxIov];  // the first response_iov_count only are read
 };
+
+// `from` into `to`, response_iov only up to its count: a message kept for
+// sending holds its request, and most have no response to place.
+inline void copy_request(SendRequest& to, const SendRequest& from) {
+  static_assert(std::is_trivially_copyable_v<SendRequest>);
+  std::memcpy(static_cast<void*>(&to), &from, offsetof(SendRequest, response_iov));
+  std::copy_n(from.response_iov, from.response_iov_count, to.response_iov);
+}
 
 // Who sent a message, as a receive matches it.
 struct Sender {
