@@ -122,6 +122,19 @@ struct fi_dpdk_port_checks {
 	uint64_t reserved[3];
 };
 
+/* The round trips an endpoint's transport measured: one sample per
+ * acknowledgement of a segment sent once, from its sending to the ack
+ * (so the peer's ack delay counts in).  Percentiles are told within an
+ * eighth of themselves; 0 with no samples. */
+struct fi_dpdk_ep_rtt {
+	uint64_t samples;
+	uint64_t p50_ns;
+	uint64_t p90_ns;
+	uint64_t p99_ns;
+	uint64_t max_ns;
+	uint64_t reserved[3];
+};
+
 struct fi_dpdk_ops_stats {
 	size_t size; /* sizeof(struct fi_dpdk_ops_stats) of the provider */
 	/* ep is a struct fid_ep *; returns 0 or -FI_EINVAL */
@@ -137,6 +150,8 @@ struct fi_dpdk_ops_stats {
 	int (*ep_steering)(void *ep, struct fi_dpdk_ep_steering *out);
 	/* Present when size reaches past it; domain as for port_stats. */
 	int (*port_checks)(void *domain, struct fi_dpdk_port_checks *out);
+	/* Present when size reaches past it; ep as for ep_stats. */
+	int (*ep_rtt)(void *ep, struct fi_dpdk_ep_rtt *out);
 };
 
 #ifdef __cplusplus

@@ -25,8 +25,11 @@ goodput and Jain's fairness index over them, retransmissions (frames for
 ours, segments for TCP, as a share of what was sent), the round trip a
 ping from host a to host b sees meanwhile (p50, p99, against the unloaded
 one: the queue the flows build; on a busy machine, the scheduler's delays
-too), the bottleneck queue's drops and ECN marks, and the packets --loss
-took.  Ours carry 1368 bytes of payload in a 1514-byte frame at the
+too), for our rows the round trips our transport measured itself (its
+senders' RTT samples through the stats ops' ep_rtt, the worst sender's
+p50 and p99: segment sent to ack taken, the receiver's ack delay
+included), the bottleneck queue's drops and ECN marks, and the packets
+--loss took.  Ours carry 1368 bytes of payload in a 1514-byte frame at the
 routed MTU (a 104-byte header), TCP 1448: 0.90 and 0.96 of the link are
 each one's whole.  Writes bottleneck.json and bottleneck.svg (goodput per row, and
 each sender's goodput over time) into --out.
@@ -261,10 +264,18 @@ def run_ours(link: Link, senders: int, seconds: float, work: Path) -> dict:
     received = json.loads(server_out.strip().splitlines()[-1])
     sent = json.loads(client.stdout.strip().splitlines()[-1])
     rates = received.get("sender_goodput_MBps", [received["goodput_MBps"]])
-    return {"ok": True, "goodput_MBps": received["goodput_MBps"], "senders_MBps": rates,
-            "seconds": received["seconds"], "first_arrival_unix": received["first_arrival_unix"],
-            "retransmitted_share": sent["retransmitted"] / max(1, sent["tx_frames"]),
-            "series_MBps": received.get("sender_series_MBps", [])}
+    row = {"ok": True, "goodput_MBps": received["goodput_MBps"], "senders_MBps": rates,
+           "seconds": received["seconds"], "first_arrival_unix": received["first_arrival_unix"],
+           "retransmitted_share": sent["retransmitted"] / max(1, sent["tx_frames"]),
+           "series_MBps": received.get("sender_series_MBps", [])}
+    # The transport's own round trips (its senders' RTT samples, ack delay
+    # included): the worst sender's median and tail.
+    trips = sent.get("round_trips_us", [])
+    if trips:
+        row["transport_rtt_ms"] = {"p50": max(t["p50"] for t in trips) / 1e3,
+                                   "p99": max(t["p99"] for t in trips) / 1e3,
+                                   "samples": sum(t["samples"] for t in trips)}
+    return row
 
 
 def iperf_server(link: Link, port: int) -> subprocess.Popen:
@@ -344,10 +355,13 @@ def run_shared(link: Link, algorithm: str, seconds: float, work: Path) -> dict:
               if origin + i["sum"]["start"] >= started and origin + i["sum"]["end"] <= ended]
     tcp_rate = (sum(s["bytes"] for s in inside) / sum(s["seconds"] for s in inside) / 1e6
                 if inside else 0.0)
-    return {"ok": True, "goodput_MBps": ours["goodput_MBps"] + tcp_rate,
-            "senders_MBps": [ours["goodput_MBps"], tcp_rate], "seconds": ours["seconds"],
-            "retransmitted_share": ours["retransmitted_share"],
-            "series_MBps": ours["series_MBps"], "names": ["dpdk", f"tcp-{algorithm}"]}
+    row = {"ok": True, "goodput_MBps": ours["goodput_MBps"] + tcp_rate,
+           "senders_MBps": [ours["goodput_MBps"], tcp_rate], "seconds": ours["seconds"],
+           "retransmitted_share": ours["retransmitted_share"],
+           "series_MBps": ours["series_MBps"], "names": ["dpdk", f"tcp-{algorithm}"]}
+    if "transport_rtt_ms" in ours:
+        row["transport_rtt_ms"] = ours["transport_rtt_ms"]
+    return row
 
 
 def run_tcp_pair(link: Link, first: str, second: str, seconds: float) -> dict:
@@ -398,7 +412,8 @@ def print_table(rows: list[dict], unloaded: dict, args: argparse.Namespace) -> N
           f", random loss {args.loss} %; messages of {args.size} B for ours; "
           f"unloaded round trip p50 {unloaded['p50']:.3f} ms, p99 {unloaded['p99']:.3f} ms")
     print(f"{'row':<16}{'MB/s':>9}{'of link':>9}{'Jain':>7}{'retx':>8}{'rtt p50':>9}"
-          f"{'rtt p99':>9}{'drops':>8}{'marks':>7}{'lost':>7}  each sender, MB/s")
+          f"{'rtt p99':>9}{'ours p50':>9}{'ours p99':>9}{'drops':>8}{'marks':>7}{'lost':>7}"
+          f"  each sender, MB/s")
     for row in rows:
         if not row["ok"]:
             print(f"{row['row']:<16} FAILED: {row['why']}")
@@ -406,9 +421,12 @@ def print_table(rows: list[dict], unloaded: dict, args: argparse.Namespace) -> N
         each = " ".join(f"{r:.1f}" for r in row["senders_MBps"])
         if "names" in row:
             each = ", ".join(f"{n} {r:.1f}" for n, r in zip(row["names"], row["senders_MBps"]))
+        trips = row.get("transport_rtt_ms")
+        transport = (f"{trips['p50']:9.3f}{trips['p99']:9.3f}" if trips else f"{'-':>9}{'-':>9}")
         print(f"{row['row']:<16}{row['goodput_MBps']:9.1f}{row['link_share']:9.2f}"
               f"{row['jain']:7.3f}{100 * row['retransmitted_share']:7.2f}%"
-              f"{row['rtt_ms']['p50']:9.3f}{row['rtt_ms']['p99']:9.3f}{row['queue_drops']:8d}"
+              f"{row['rtt_ms']['p50']:9.3f}{row['rtt_ms']['p99']:9.3f}{transport}"
+              f"{row['queue_drops']:8d}"
               f"{row['queue_marks']:7d}{row['link_losses']:7d}  {each}")
 
 

@@ -202,6 +202,17 @@ void report(Bench& b, const Result& r, const std::vector<Endpoint>& eps) {
               ",\"delivery_probes\":%" PRIu64 "}",
               waits.retransmit_timeouts, waits.tail_loss_probes, waits.window_probes,
               waits.delayed_acks, waits.delivery_probes);
+  // The transport's own round trips, per endpoint that measured any (its
+  // senders: a receive-only endpoint has nothing acknowledged).
+  std::printf(",\"round_trips_us\":[");
+  bool first_rtt = true;
+  for (const fi_dpdk_ep_rtt& r : b.round_trips(eps)) {
+    std::printf("%s{\"samples\":%" PRIu64 ",\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,\"max\":%.1f}",
+                first_rtt ? "" : ",", r.samples, r.p50_ns / 1e3, r.p90_ns / 1e3, r.p99_ns / 1e3,
+                r.max_ns / 1e3);
+    first_rtt = false;
+  }
+  std::printf("]");
   std::printf(",\"retransmitted\":%" PRIu64 ",\"tx_frames\":%" PRIu64 ",\"rx_frames\":%" PRIu64
               ",\"fault_dropped\":%" PRIu64 ",\"fault_reordered\":%" PRIu64
               ",\"fault_duplicated\":%" PRIu64 "}\n",

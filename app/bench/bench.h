@@ -19,6 +19,7 @@
 struct fi_dpdk_ops_stats;
 struct fi_dpdk_port_stats;
 struct fi_dpdk_ep_waits;
+struct fi_dpdk_ep_rtt;
 
 namespace ofi_dpdk::bench {
 
@@ -115,6 +116,8 @@ class Bench {
   void port_stats(fi_dpdk_port_stats* out);
   // Timer waits summed over the endpoints (zero where the provider has none).
   void waits(const std::vector<Endpoint>& eps, fi_dpdk_ep_waits* out);
+  // Each endpoint's measured round trips (those with samples).
+  std::vector<fi_dpdk_ep_rtt> round_trips(const std::vector<Endpoint>& eps);
 
   const Options& o_;
   fi_info* info_ = nullptr;

@@ -241,6 +241,18 @@ void Bench::waits(const std::vector<Endpoint>& eps, fi_dpdk_ep_waits* out) {
   }
 }
 
+std::vector<fi_dpdk_ep_rtt> Bench::round_trips(const std::vector<Endpoint>& eps) {
+  std::vector<fi_dpdk_ep_rtt> out;
+  if (stats_ == nullptr ||
+      stats_->size < offsetof(fi_dpdk_ops_stats, ep_rtt) + sizeof(stats_->ep_rtt))
+    return out;
+  for (const auto& e : eps) {
+    fi_dpdk_ep_rtt r{};
+    if (stats_->ep_rtt(e.ep, &r) == 0 && r.samples != 0) out.push_back(r);
+  }
+  return out;
+}
+
 void Bench::port_stats(fi_dpdk_port_stats* out) {
   *out = fi_dpdk_port_stats{};
   if (stats_ != nullptr) stats_->port_stats(domain_, out);

@@ -77,6 +77,20 @@ int ep_waits(void* ep_fid, fi_dpdk_ep_waits* out) {
   return 0;
 }
 
+int ep_rtt(void* ep_fid, fi_dpdk_ep_rtt* out) {
+  Endpoint* ep = stats_endpoint(ep_fid, out);
+  if (ep == nullptr) return -FI_EINVAL;
+  std::lock_guard guard(ep->port().lock);
+  const proto::RttHistogram& r = ep->engine->stats().round_trips;
+  *out = {};
+  out->samples = r.samples();
+  out->p50_ns = r.percentile(500);
+  out->p90_ns = r.percentile(900);
+  out->p99_ns = r.percentile(990);
+  out->max_ns = r.max_ns();
+  return 0;
+}
+
 int port_stats(void* domain_fid, fi_dpdk_port_stats* out) {
   if (domain_fid == nullptr || out == nullptr) return -FI_EINVAL;
   Domain* domain = from_fid<Domain>(static_cast<fid_domain*>(domain_fid));
@@ -158,6 +172,7 @@ fi_dpdk_ops_stats g_stats_ops = {
     .port_polls = port_polls,
     .ep_steering = ep_steering,
     .port_checks = port_checks,
+    .ep_rtt = ep_rtt,
 };
 
 int domain_ops_open(fid*, const char* name, uint64_t, void** ops, void*) {

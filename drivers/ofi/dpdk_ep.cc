@@ -127,6 +127,13 @@ void log_stats(const Endpoint* ep) {
               "echoed them %lu, echoes received %lu\n",
               ep->queue, s.congestion_marks_received, s.congestion_echoes_sent,
               s.congestion_echoes_received);
+  // The round trips the transport measured (ack delay included).
+  if (s.round_trips.samples() != 0)
+    DPDK_INFO(FI_LOG_EP_DATA,
+              "endpoint queue %u: round trips measured %lu: p50 %lu ns, p90 %lu ns, p99 %lu ns, "
+              "largest %lu ns\n",
+              ep->queue, s.round_trips.samples(), s.round_trips.percentile(500),
+              s.round_trips.percentile(900), s.round_trips.percentile(990), s.round_trips.max_ns());
   // Pacing (FI_DPDK_PACE_FROM_US): how often a segment waited for its pace.
   if (s.paced_waits != 0)
     DPDK_INFO(FI_LOG_EP_DATA, "endpoint queue %u: pacing: waits for the pace %lu\n", ep->queue,

@@ -170,6 +170,9 @@ int show_endpoint(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "window_cuts_delay", s.window_cuts_delay);
     add_count(data, "delay_yields", s.delay_yields);
     add_count(data, "paced_waits", s.paced_waits);
+    add_count(data, "round_trips_measured", s.round_trips.samples());
+    add_count(data, "round_trip_p50_ns", s.round_trips.percentile(500));
+    add_count(data, "round_trip_p99_ns", s.round_trips.percentile(990));
     add_count(data, "congestion_marks_received", s.congestion_marks_received);
     add_count(data, "congestion_echoes_received", s.congestion_echoes_received);
     add_count(data, "timeout_cuts_undone", s.timeout_cuts_undone);

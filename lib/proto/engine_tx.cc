@@ -454,6 +454,7 @@ void Engine::on_ack(Connection& c, const wire::FrameHeader& h, uint64_t now_ns) 
         c.srtt_ns = (7 * c.srtt_ns + rtt_sample) / 8;
       }
       on_rtt_sample(c, rtt_sample, now_ns);
+      stats_.round_trips.add(rtt_sample);
     }
     // Without a sample yet (only retransmitted segments were acked) the
     // initial or backed-off RTO stays: srtt 0 would mean the minimum.

@@ -34,8 +34,8 @@ class RttHistogram {
   uint64_t percentile(unsigned per_mille) const {
     if (samples_ == 0) return 0;
     // The rank of the sample asked for, from 1: ceil(samples * q).
-    const uint64_t rank = std::max<uint64_t>(
-        1, (samples_ * std::min(per_mille, 1000u) + 999) / 1000);
+    const uint64_t rank =
+        std::max<uint64_t>(1, (samples_ * std::min(per_mille, 1000u) + 999) / 1000);
     uint64_t seen = 0;
     for (size_t i = 0; i < kBuckets; ++i) {
       seen += counts_[i];

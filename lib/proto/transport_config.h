@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/proto/rtt_histogram.h"
 #include "lib/proto/transport_requests.h"
 
 namespace ofi_dpdk::proto {
@@ -235,6 +236,9 @@ struct TransportStats {
   // Requests taken while this endpoint held its full budget of answers
   // unacknowledged, run once it did not (engine_rma.cc).
   uint64_t requests_deferred = 0;
+  // The round trips its connections measured (the samples that feed the
+  // smoothed RTT), for their median and tail.
+  RttHistogram round_trips;
 };
 
 // A pace for answers a sender can ask for: at most `burst` at once, then

@@ -1,6 +1,8 @@
 // fi_msg(3) through stock libfabric on one net_ring port (msg_fixture.h):
 // many messages in a row, paced and in bursts, each arriving once and in
-// order.
+// order; and the round trips the sender's transport measured meanwhile,
+// through the stats ops' ep_rtt (include/fi_dpdk.h).
+#include <fi_dpdk.h>
 #include <gtest/gtest.h>
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
@@ -91,6 +93,31 @@ void run_stream(TestEndpoint& a, TestEndpoint& b, uint32_t window) {
 // The application keeps no more messages in flight than receives posted.
 TEST_F(Messaging, FiveThousandMessagesArriveInOrderPaced) {
   run_stream(a_, b_, 64);
+}
+
+// The sender's transport measured the stream's round trips, and ep_rtt
+// tells them in order (p50 <= p90 <= p99 <= largest); the receiver, which
+// sent nothing of its own, measured none; a fid that is no endpoint is
+// refused.
+TEST_F(Messaging, TheSendersRoundTripsAreMeasured) {
+  run_stream(a_, b_, 64);
+  fi_dpdk_ops_stats* stats = nullptr;
+  ASSERT_EQ(fi_open_ops(&domain_.domain->fid, FI_DPDK_STATS_OPS_NAME, 0,
+                        reinterpret_cast<void**>(&stats), nullptr),
+            0);
+  ASSERT_GE(stats->size, offsetof(fi_dpdk_ops_stats, ep_rtt) + sizeof(stats->ep_rtt));
+  fi_dpdk_ep_rtt sender{}, receiver{};
+  ASSERT_EQ(stats->ep_rtt(a_.ep, &sender), 0);
+  ASSERT_EQ(stats->ep_rtt(b_.ep, &receiver), 0);
+  EXPECT_GT(sender.samples, 0u);
+  EXPECT_GT(sender.p50_ns, 0u);
+  EXPECT_LE(sender.p50_ns, sender.p90_ns);
+  EXPECT_LE(sender.p90_ns, sender.p99_ns);
+  EXPECT_LE(sender.p99_ns, sender.max_ns);
+  EXPECT_EQ(receiver.samples, 0u);
+  EXPECT_EQ(receiver.p99_ns, 0u);
+  EXPECT_EQ(stats->ep_rtt(domain_.domain, &sender), -FI_EINVAL);
+  EXPECT_EQ(stats->ep_rtt(a_.ep, nullptr), -FI_EINVAL);
 }
 
 // No pacing: the sender sends until -FI_EAGAIN.  With FI_RM_ENABLED on an

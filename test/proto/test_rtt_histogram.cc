@@ -78,7 +78,7 @@ TEST(RttHistogram, ExtremesLandInTheEndBuckets) {
   h.add(0);
   h.add(100'000'000'000);
   EXPECT_EQ(h.samples(), 2u);
-  EXPECT_LE(h.percentile(500), 1024u);
+  EXPECT_LT(h.percentile(500), 1152u);  // the first bucket: 1024 ns and an eighth
   EXPECT_EQ(h.max_ns(), 100'000'000'000u);
   EXPECT_GE(h.percentile(1000), uint64_t{1} << 35);
 }
