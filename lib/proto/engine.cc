@@ -338,8 +338,8 @@ bool Engine::take_payload(TxMessage& message, const SendRequest& request, size_t
     message.iov_count = request.iov_count;
     return true;
   }
-  // A small copy (an 8-byte fi_inject) rides in the record itself, not in
-  // a buffer taken and given back.
+  // A small copy (an fi_inject of up to 64 bytes, an atomic's request)
+  // rides in the record itself, not in a buffer taken and given back.
   const bool small = !message.inline_body && length <= sizeof(message.body);
   if (small) {
     message.inline_body = true;
