@@ -13,10 +13,29 @@
 // only at loss (a TCP flow fills a drop-tail queue whatever we do), and
 // would be starved.  A cut that works shows in the next round trip's
 // delay; when kVainCutsBeforeYielding cuts in a row, a round trip apart,
-// left the delay where it was, far over the target, the queue is not one this connection can
-// drain: those cuts are undone and the delay is ignored (loss alone
-// answers, as the other sender's does) until a sample comes within the
-// target again.
+// left the delay where it was, far over the target, for longer than the
+// others' slowdowns take to show (below), the queue is not one this
+// connection can drain: those cuts are undone, the window opens as at a
+// start, and the delay is ignored (loss alone answers, as the other
+// sender's does) until a sample comes within the target again.
+//
+// The base is only as good as the emptiest queue a connection has seen.
+// One that starts while others keep the queue at their target takes that
+// queue for its path, never cuts, and holds it there while the others cut
+// to nothing and end by yielding to it (the latecomer of delay-based
+// control; eight senders into one link kept 7-9 ms queued, the yields'
+// cascade).  So a connection slows down now and then, as LEDBAT++ and
+// BBR's ProbeRTT do: its window held at two segments for about a round
+// trip, long enough for what it had queued to leave and a sample to show
+// the path without it.  The first comes where slow start overshoots the
+// target (so every connection starts from a base seen after the others'
+// first overshoot drained); after that one comes kSlowdownEveryRoundTrips
+// round trips of base plus target after the base was last lowered or the
+// last slowdown ended.  A latecomer's slowdown lets the others see a
+// lower base and its own too; connections whose bases a slowdown lowers
+// come due together after, and their next slowdowns coincide.  The cost:
+// one round trip in kSlowdownEveryRoundTrips at a window of two, about 4 %
+// of a lone connection's rate at a bottleneck (test_incast.cc).
 #include <algorithm>
 #include <cstdint>
 
@@ -28,9 +47,10 @@ namespace ofi_dpdk::proto {
 namespace {
 
 // How long the lowest sample stands for the path: a route that became
-// longer is learned this late (its samples replace the base then), and a
-// queue that never drains in that long is taken for the path.  TCP's
-// delay-based controllers keep their minimum about as long (Vegas for the
+// longer is learned this late (a slowdown's lowest sample replaces it
+// then, or without a delay target the next sample), and a queue that never
+// drains in that long is taken for the path.  TCP's delay-based
+// controllers keep their minimum about as long (Vegas for the
 // connection's life, BBR 10 s).
 constexpr uint64_t kBaseRttLifetimeNs = 10'000'000'000;
 // Swift's decrease: by beta times the share of the round trip that is over
@@ -39,24 +59,85 @@ constexpr uint64_t kBaseRttLifetimeNs = 10'000'000'000;
 constexpr uint64_t kDelayBetaX65536 = 52429;
 constexpr uint64_t kMaxDecreaseX65536 = 32768;
 // Cuts in a row after which the delay, at more than twice the target, fell
-// by less than an eighth before the delay is ignored.  A queue this
-// connection fills itself falls after each cut (the first round trips'
-// overshoot drains over several); one that another sender keeps full
-// does not.
+// by less than an eighth before the delay is ignored, and the round trips
+// (of base plus target) the row must last: several slowdowns' worth, so
+// that senders that read the delay too have each had one and learned
+// their base.  A queue this connection fills itself falls after each cut
+// (the first round trips' overshoot drains over several); one that
+// another sender keeps full does not.
 constexpr uint16_t kVainCutsBeforeYielding = 4;
+constexpr uint64_t kVainRoundTripsBeforeYielding = 48;
+// Round trips between slowdowns (above).  Fewer cost a lone connection
+// more; more leave eight senders into one link unfair (Jain's index 0.96
+// at 16, 0.90 at 24, test_incast.cc).
+constexpr uint64_t kSlowdownEveryRoundTrips = 16;
+
+// The round trip of a connection whose queue stands at the target.
+uint64_t loaded_rtt(const Connection& c, uint64_t target) {
+  return c.base_rtt_ns + target;
+}
+
+void start_slowdown(Connection& c, uint64_t rtt_ns, uint64_t now_ns) {
+  c.window_before_slowdown = std::max<uint32_t>(c.cwnd_x256 / 256, 2);
+  c.cwnd_x256 = 2 * 256;
+  c.ssthresh = 2;
+  // Two round trips as long as this one at most: one for what we had
+  // queued to leave, one for a sample sent after it.
+  c.slowdown_end_ns = now_ns + 2 * rtt_ns;
+  c.slowdown_lowest_ns = UINT64_MAX;
+  c.cuts_before_slowdown = c.cuts_loss + c.cuts_timeout;
+  ++c.slowdowns;
+}
+
+void end_slowdown(Connection& c, uint64_t now_ns) {
+  // The first ends slow start's overshoot: half the window it reached
+  // comes back.  Later ones give back all of it, unless a loss or a timeout cut it
+  // since.
+  const uint32_t back = c.slowdowns == 1 ? std::max<uint32_t>(c.window_before_slowdown / 2, 2)
+                                         : c.window_before_slowdown;
+  if (c.cuts_loss + c.cuts_timeout == c.cuts_before_slowdown) {
+    c.cwnd_x256 = std::max(c.cwnd_x256, back * 256);
+    c.ssthresh = std::max(c.ssthresh, back);
+  }
+  c.slowdown_end_ns = 0;
+  c.slowdown_ended_ns = now_ns;
+  if (now_ns - c.base_rtt_at_ns > kBaseRttLifetimeNs && c.slowdown_lowest_ns != UINT64_MAX) {
+    c.base_rtt_ns = c.slowdown_lowest_ns;
+    c.base_rtt_at_ns = now_ns;
+  }
+}
 
 }  // namespace
 
 void Engine::on_rtt_sample(Connection& c, uint64_t rtt_ns, uint64_t now_ns) {
-  if (c.base_rtt_ns == 0 || rtt_ns <= c.base_rtt_ns ||
-      now_ns - c.base_rtt_at_ns > kBaseRttLifetimeNs) {
+  const uint64_t target = config_.delay_target_ns;
+  const bool lower = c.base_rtt_ns == 0 || rtt_ns < c.base_rtt_ns;
+  if (lower || (target == 0 && now_ns - c.base_rtt_at_ns > kBaseRttLifetimeNs)) {
     c.base_rtt_ns = rtt_ns;
     c.base_rtt_at_ns = now_ns;
+  }
+  if (target == 0) return;
+  if (c.slowdown_end_ns != 0) {
+    // Its samples only teach the base; one near it says our queue drained.
+    c.slowdown_lowest_ns = std::min(c.slowdown_lowest_ns, rtt_ns);
+    if (now_ns >= c.slowdown_end_ns || rtt_ns <= c.base_rtt_ns + c.base_rtt_ns / 8)
+      end_slowdown(c, now_ns);
     return;
   }
-  const uint64_t target = config_.delay_target_ns;
-  if (target == 0) return;
+  if (lower) return;
   const uint64_t queued = rtt_ns - c.base_rtt_ns;
+  const uint64_t round_trip = loaded_rtt(c, target);
+  const uint64_t looked_at = std::max(c.base_rtt_at_ns, c.slowdown_ended_ns);
+  const bool slowdown_due = c.slowdowns == 0
+                                ? queued > target
+                                : now_ns - looked_at >= kSlowdownEveryRoundTrips * round_trip;
+  // (Not while a loss event's cut holds, nor when yielding: a queue others
+  // keep full does not drain for it.)
+  if (slowdown_due && !c.delay_ignored && seq_ge(c.una, c.recovery_seq)) {
+    start_slowdown(c, rtt_ns, now_ns);
+    ++stats_.delay_slowdowns;
+    return;
+  }
   if (queued <= target) {
     c.delay_at_cut_ns = 0;  // the next cut starts a new row
     c.delay_vain_cuts = 0;
@@ -79,11 +160,16 @@ void Engine::on_rtt_sample(Connection& c, uint64_t rtt_ns, uint64_t now_ns) {
   if (c.delay_at_cut_ns == 0 || queued < c.delay_at_cut_ns - c.delay_at_cut_ns / 8 ||
       over <= target) {
     c.delay_vain_cuts = 0;
+    c.vain_since_ns = now_ns;
     c.window_before_vain = window;
-  } else if (++c.delay_vain_cuts >= kVainCutsBeforeYielding) {
-    // Not our queue: what the vain cuts took comes back.
+  } else if (++c.delay_vain_cuts >= kVainCutsBeforeYielding &&
+             now_ns - c.vain_since_ns >= kVainRoundTripsBeforeYielding * round_trip) {
+    // Not our queue: what the vain cuts took comes back, and the window
+    // opens as at a start until a loss, as the other sender's does (from
+    // the few segments the cuts left, growing one a round trip, it would
+    // take hundreds of round trips to reach its share).
     c.cwnd_x256 = std::max(c.cwnd_x256, c.window_before_vain * 256);
-    c.ssthresh = std::max(c.ssthresh, c.window_before_vain);
+    c.ssthresh = kMaxWindow;
     c.delay_ignored = true;
     ++stats_.delay_yields;
     return;

@@ -427,20 +427,27 @@ struct Connection {
   uint32_t marks_acked = 0, marks_marked = 0;
   uint32_t congestion_cut_until = wire::kInitialSeq;
   uint32_t cuts_marks = 0;
-  // Queueing delay (congestion_delay.cc): the lowest RTT sample since
-  // base_rtt_at_ns (renewed when older than kBaseRttLifetimeNs), and the
-  // window cuts the delay over it made.
+  // Queueing delay (congestion_delay.cc): the lowest RTT sample and when
+  // it was last lowered (renewed when older than kBaseRttLifetimeNs), and
+  // the window cuts the delay over it made.
   uint64_t base_rtt_ns = 0, base_rtt_at_ns = 0;
   uint32_t cuts_delay = 0;
   // Since a sample last came within the target: the queueing delay at
-  // the last cut, the cuts in a row after which it did not fall, the
-  // window before the first of those, and whether the delay is ignored
-  // until a sample comes within the target (a queue another sender keeps
-  // full).
-  uint64_t delay_at_cut_ns = 0;
+  // the last cut, when the cuts in a row after which it did not fall
+  // began and how many they are, the window before the first of those,
+  // and whether the delay is ignored until a sample comes within the
+  // target (a queue another sender keeps full).
+  uint64_t delay_at_cut_ns = 0, vain_since_ns = 0;
   uint16_t delay_vain_cuts = 0;
   uint32_t window_before_vain = 0;
   bool delay_ignored = false;
+  // Slowdowns (congestion_delay.cc): the window held at two segments until
+  // slowdown_end_ns (0: none running), the window it gives back, the
+  // lowest sample it saw, when the last one ended, how many there were,
+  // and the loss and timeout cuts before the one running (one since: no
+  // window is given back).
+  uint64_t slowdown_end_ns = 0, slowdown_lowest_ns = 0, slowdown_ended_ns = 0;
+  uint32_t window_before_slowdown = 0, slowdowns = 0, cuts_before_slowdown = 0;
   // What undoes a retransmission timeout's cut when it was needless: the
   // original segment was late, not lost (a descheduled peer, a queue that
   // held it).  The first repair of a segment sent once arms it (a tail

@@ -76,6 +76,7 @@ void Engine::reset_transmit(Connection& c) {
   c.loss_cut = 0;
   c.cwnd_before_loss = 0;
   c.timeout_undo = {};
+  c.slowdown_end_ns = 0;  // (a window it would give back is the old one's)
   c.rto_deadline_ns = 0;
   // The outbox's open frame names this connection's old numbers and token.
   if (open_bundle_.connection == &c) open_bundle_ = {};

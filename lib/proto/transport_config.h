@@ -209,7 +209,7 @@ struct TransportStats {
   // Window cuts for queueing delay (Engine::on_rtt_sample), and the times
   // a connection stopped reading the delay because its cuts did not bring
   // it down (a queue another sender keeps full).
-  uint64_t window_cuts_delay = 0, delay_yields = 0;
+  uint64_t window_cuts_delay = 0, delay_yields = 0, delay_slowdowns = 0;
   // Calls of a connection's pump that found its next segment waiting for
   // its pace.
   uint64_t paced_waits = 0;

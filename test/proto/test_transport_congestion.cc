@@ -459,7 +459,9 @@ TEST(TransportCongestion, QueueingDelayKeepsTheQueueShortWithoutMarksOrLoss) {
   // target the queue fills and drops; with it each sender cuts its window
   // for delay, nothing is dropped (slow start's overshoot is the deepest
   // the queue gets: under half its room), and the run takes as long as
-  // the loss-driven one, within 1 %: the link stays busy.
+  // the loss-driven one, within 3 %: the link stays busy but for the
+  // slowdowns (a round trip at two segments in sixteen, congestion_delay.cc;
+  // 2.5 % here).
   const auto shape = [](uint64_t delay_target_ns) {
     return BottleneckShape{.seed = 17,
                            .frames_per_step = 1,
@@ -488,7 +490,7 @@ TEST(TransportCongestion, QueueingDelayKeepsTheQueueShortWithoutMarksOrLoss) {
     EXPECT_EQ(by_delay.net.engine(s).stats().window_cuts_delay, by_delay.sender(s).cuts_delay);
     EXPECT_GT(by_delay.sender(s).base_rtt_ns, 0u);
   }
-  EXPECT_LE(by_delay.last_arrival(), by_loss.last_arrival() + by_loss.last_arrival() / 100);
+  EXPECT_LE(by_delay.last_arrival(), by_loss.last_arrival() + 3 * by_loss.last_arrival() / 100);
   std::printf(
       "[ info     ] loss alone: deepest queue %lu, %lu dropped, %.2f ms; delay target 100 us: "
       "deepest %lu, %lu dropped, cuts for delay %u and %u, %.2f ms\n",
@@ -506,9 +508,11 @@ TEST(TransportCongestion, DelayIsIgnoredWhereAnotherSenderKeepsTheQueueFull) {
   // and A once the same, once reading the delay (100 us target).  C keeps
   // the queue full whatever A does, A's cuts leave the delay where it was,
   // and A stops reading it (a yield) rather than starve: by the time the
-  // first of the two finishes its 1500 messages, A has at least a fifth of
-  // what was delivered.  (Reading the delay without yielding, A had 0.02;
-  // answering loss alone, 0.89: this queue's drops favour A's bursts.)
+  // first of the two finishes its 1500 messages, A has at least 0.3 of
+  // what was delivered (0.40; 0.29 when a yield gave back only the window
+  // the vain cuts took, without opening it as at a start).  (Reading the
+  // delay without yielding, A had 0.02; answering loss alone, 0.89: this
+  // queue's drops favour A's bursts.)
   const auto share_of_a = [](uint64_t delay_target_ns, uint64_t* yields) {
     SharedBottleneck run(BottleneckShape{.seed = 18,
                                          .frames_per_step = 1,
@@ -536,7 +540,7 @@ TEST(TransportCongestion, DelayIsIgnoredWhereAnotherSenderKeepsTheQueueFull) {
   const double by_delay = share_of_a(100'000, &yields_by_delay);
   EXPECT_EQ(yields_by_loss, 0u);
   EXPECT_GT(yields_by_delay, 0u);
-  EXPECT_GE(by_delay, 0.2);
+  EXPECT_GE(by_delay, 0.3);
   std::printf(
       "[ info     ] A's share beside C (loss): answering loss alone %.2f; reading the delay "
       "%.2f, %lu yields\n",
