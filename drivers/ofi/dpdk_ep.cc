@@ -114,12 +114,12 @@ void log_stats(const Endpoint* ep) {
             "%lu), tail loss "
             "probes %lu, window probes %lu, delayed acks %lu, delivery probes %lu; path "
             "changes %lu; window cuts for a loss %lu, deepened for a run of losses %lu, for "
-            "congestion marks %lu, for queueing delay %lu (delay ignored %lu times: a queue "
-            "others kept full); the port's idle reads that yielded the CPU %lu\n",
+            "congestion marks %lu, for queueing delay %lu (slowdowns %lu; delay ignored %lu "
+            "times: a queue others kept full); the port's idle reads that yielded the CPU %lu\n",
             ep->queue, s.retransmit_timeouts, s.timeout_cuts_undone, s.tail_loss_probes,
             s.window_probes, s.delayed_acks, s.delivery_probes, s.path_changes, s.window_cuts_loss,
-            s.window_cuts_deepened, s.window_cuts_marks, s.window_cuts_delay, s.delay_yields,
-            ep->domain->port->idle_yields.get());
+            s.window_cuts_deepened, s.window_cuts_marks, s.window_cuts_delay, s.delay_slowdowns,
+            s.delay_yields, ep->domain->port->idle_yields.get());
   // ECN: what routers' queues marked (UDP frames only; doc/wire-protocol.md).
   if (s.congestion_marks_received != 0 || s.congestion_echoes_received != 0)
     DPDK_INFO(FI_LOG_EP_DATA,

@@ -169,6 +169,7 @@ int show_endpoint(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "window_cuts_marks", s.window_cuts_marks);
     add_count(data, "window_cuts_delay", s.window_cuts_delay);
     add_count(data, "delay_yields", s.delay_yields);
+    add_count(data, "delay_slowdowns", s.delay_slowdowns);
     add_count(data, "paced_waits", s.paced_waits);
     add_count(data, "round_trips_measured", s.round_trips.samples());
     add_count(data, "round_trip_p50_ns", s.round_trips.percentile(500));
@@ -248,6 +249,7 @@ int show_connections(const char*, const char* params, rte_tel_data* data) {
     column("marked_share_x1024", [](Row r) -> uint64_t { return r.marked_share_x1024; });
     column("cuts_delay", [](Row r) -> uint64_t { return r.cuts_delay; });
     column("base_rtt_ns", [](Row r) -> uint64_t { return r.base_rtt_ns; });
+    column("slowdowns", [](Row r) -> uint64_t { return r.slowdowns; });
     column("pace_interval_ns", [](Row r) -> uint64_t { return r.pace_interval_ns; });
     column("paced_waits", [](Row r) -> uint64_t { return r.paced_waits; });
   });

@@ -30,6 +30,7 @@ struct ConnectionSummary {
   uint32_t marked_share_x1024 = 0;  // the moving share of segments acked marked
   uint32_t cuts_delay = 0;          // window cuts for queueing delay
   uint64_t base_rtt_ns = 0;         // the lowest recent RTT sample (congestion_delay.cc)
+  uint32_t slowdowns = 0;           // windows held at two segments to see the base
   // Pacing (TransportConfig::pace_from_ns): the time between two full
   // segments now (0: not paced), and the times its pump waited for it.
   uint64_t pace_interval_ns = 0;

@@ -34,6 +34,7 @@ size_t Engine::summarize_connections(ConnectionSummary* out, size_t room) const 
     s.cuts_marks = c.cuts_marks;
     s.cuts_delay = c.cuts_delay;
     s.base_rtt_ns = c.base_rtt_ns;
+    s.slowdowns = c.slowdowns;
     s.marks_received = c.marks_received;
     s.marked_share_x1024 = c.marked_share_x65536 / 64;
     s.cuts_deepened = c.cuts_deepened;

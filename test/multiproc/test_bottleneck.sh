@@ -124,7 +124,7 @@ if FI_DPDK_DELAY_TARGET_US=100 FI_LOG_LEVEL=info bottleneck delayed; then
 	check "both senders moved data" 'len(row["senders_MBps"]) == 2 and min(row["senders_MBps"]) > 0'
 	if grep -Eq 'for queueing delay [1-9]' "$work/delayed/client-2.log"; then
 		echo "ok    delayed: the senders cut their windows for queueing delay"
-		grep -Eo 'for queueing delay [0-9]+ \(delay ignored [0-9]+ times' \
+		grep -Eo 'for queueing delay [0-9]+ \(slowdowns [0-9]+; delay ignored [0-9]+ times' \
 			"$work/delayed/client-2.log" | sed 's/^/      /'
 	else
 		echo "FAIL  delayed: no window cut for queueing delay in the client's close lines"
