@@ -25,10 +25,10 @@
 // to nothing and end by yielding to it (the latecomer of delay-based
 // control; eight senders into one link kept 7-9 ms queued, the yields'
 // cascade).  So a connection slows down now and then, as LEDBAT++ and
-// BBR's ProbeRTT do: its window held at two segments for about a round
-// trip, long enough for what it had queued to leave and a sample to show
-// the path without it.  The first comes where slow start overshoots the
-// target (so every connection starts from a base seen after the others'
+// BBR's ProbeRTT do: its window held at two segments for up to two round
+// trips, long enough for what it had queued to leave and a sample to show
+// the path without it (one within an eighth of the base ends it sooner).  The first comes where
+// slow start overshoots the target (so every connection starts from a base seen after the others'
 // first overshoot drained); after that one comes kSlowdownEveryRoundTrips
 // round trips of base plus target after the base was last lowered or the
 // last slowdown ended.  A latecomer's slowdown lets the others see a
@@ -91,8 +91,8 @@ void start_slowdown(Connection& c, uint64_t rtt_ns, uint64_t now_ns) {
 
 void end_slowdown(Connection& c, uint64_t now_ns) {
   // The first ends slow start's overshoot: half the window it reached
-  // comes back.  Later ones give back all of it, unless a loss or a timeout cut it
-  // since.
+  // comes back.  Later ones give back all of it, unless a loss or a
+  // timeout cut it since.
   const uint32_t back = c.slowdowns == 1 ? std::max<uint32_t>(c.window_before_slowdown / 2, 2)
                                          : c.window_before_slowdown;
   if (c.cuts_loss + c.cuts_timeout == c.cuts_before_slowdown) {

@@ -206,9 +206,10 @@ struct TransportStats {
   // window cuts those made (Engine::on_congestion_echo).
   uint64_t congestion_marks_received = 0, congestion_echoes_sent = 0,
            congestion_echoes_received = 0, window_cuts_marks = 0;
-  // Window cuts for queueing delay (Engine::on_rtt_sample), and the times
+  // Window cuts for queueing delay (Engine::on_rtt_sample), the times
   // a connection stopped reading the delay because its cuts did not bring
-  // it down (a queue another sender keeps full).
+  // it down (a queue another sender keeps full), and its slowdowns (the
+  // window held at two segments to see the path's base).
   uint64_t window_cuts_delay = 0, delay_yields = 0, delay_slowdowns = 0;
   // Calls of a connection's pump that found its next segment waiting for
   // its pace.
