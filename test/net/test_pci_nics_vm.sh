@@ -173,7 +173,7 @@ run() {
 	fi
 }
 
-# Each run costs the guest two EAL starts on emulated CPUs (some 20 s): the
+# Each run costs the guest two EAL starts on emulated CPUs (some 10 s): the
 # test command runs five; OFI_DPDK_PCI_VM_ALL=1 runs all ten.
 all=${OFI_DPDK_PCI_VM_ALL:-0}
 for kind in virtio e1000e; do
