@@ -65,8 +65,15 @@ constexpr uint64_t kMaxDecreaseX65536 = 32768;
 // their base.  A queue this connection fills itself falls after each cut
 // (the first round trips' overshoot drains over several); one that
 // another sender keeps full does not.
+// And never shorter than kMinVainRowNs: round trips of a low target are
+// a few hundred microseconds, shorter than a busy host's scheduler keeps
+// a sender from running, and a row that short took a stalled neighbour's
+// queue for a stranger's (four and eight senders at a 50 us target all
+// yielded within a second and ended at the queue's limit).  Waiting costs
+// little beside a loss-based flow, which holds its queue for seconds.
 constexpr uint16_t kVainCutsBeforeYielding = 4;
 constexpr uint64_t kVainRoundTripsBeforeYielding = 48;
+constexpr uint64_t kMinVainRowNs = 100'000'000;
 // Round trips between slowdowns (above).  Fewer cost a lone connection
 // more; more leave eight senders into one link unfair (Jain's index 0.96
 // at 16, 0.90 at 24, test_incast.cc).
@@ -163,7 +170,8 @@ void Engine::on_rtt_sample(Connection& c, uint64_t rtt_ns, uint64_t now_ns) {
     c.vain_since_ns = now_ns;
     c.window_before_vain = window;
   } else if (++c.delay_vain_cuts >= kVainCutsBeforeYielding &&
-             now_ns - c.vain_since_ns >= kVainRoundTripsBeforeYielding * round_trip) {
+             now_ns - c.vain_since_ns >=
+                 std::max(kVainRoundTripsBeforeYielding * round_trip, kMinVainRowNs)) {
     // Not our queue: what the vain cuts took comes back, and the window
     // opens as at a start until a loss, as the other sender's does (from
     // the few segments the cuts left, growing one a round trip, it would
