@@ -28,8 +28,7 @@ std::string packet_ring_devargs(uint32_t interface_mtu) {
   return "framesz=" + std::to_string(frame) + ",blocksz=" + std::to_string(4 * frame);
 }
 
-std::optional<PacketRingMtu> packet_ring_mtu(const std::string& interface,
-                                             const std::string& framesz) {
+std::optional<uint32_t> kernel_interface_mtu(const std::string& interface) {
   if (interface.empty() || interface.size() >= IFNAMSIZ) return std::nullopt;
   const int probe = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (probe < 0) return std::nullopt;
@@ -38,8 +37,15 @@ std::optional<PacketRingMtu> packet_ring_mtu(const std::string& interface,
   const int read = ioctl(probe, SIOCGIFMTU, &request);
   close(probe);
   if (read != 0 || request.ifr_mtu <= 0) return std::nullopt;
+  return static_cast<uint32_t>(request.ifr_mtu);
+}
+
+std::optional<PacketRingMtu> packet_ring_mtu(const std::string& interface,
+                                             const std::string& framesz) {
+  const std::optional<uint32_t> interface_mtu = kernel_interface_mtu(interface);
+  if (!interface_mtu) return std::nullopt;
   PacketRingMtu ring;
-  ring.interface_mtu = static_cast<uint32_t>(request.ifr_mtu);
+  ring.interface_mtu = *interface_mtu;
   ring.frame_size = kPacketRingDefaultFrame;
   uint32_t value = 0;
   const auto [end, error] = std::from_chars(framesz.data(), framesz.data() + framesz.size(), value);

@@ -42,6 +42,11 @@ uint32_t packet_ring_mtu_limit(uint32_t frame_size);
 inline constexpr uint32_t kJumboMtu = 9216;
 std::string packet_ring_devargs(uint32_t interface_mtu);
 
+// A kernel interface's MTU, read by name (SIOCGIFMTU in this process's
+// network namespace); nullopt when it cannot be read.  (net_af_xdp, which
+// also reports 1500 whatever its interface has, follows it too: port.cc.)
+std::optional<uint32_t> kernel_interface_mtu(const std::string& interface);
+
 // The port's MTU: the interface's (read by name, SIOCGIFMTU in this
 // process's network namespace) within the ring's frames (`framesz`, the
 // devarg's text, empty for the default).  nullopt when the interface

@@ -231,10 +231,24 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
   std::string ring_note;
   if (is_driver(info, "net_af_packet"))
     ring = packet_ring_mtu(devarg(info, "iface"), devarg(info, "framesz"));
+  std::optional<uint32_t> xdp_interface_mtu;
+  if (is_driver(info, "net_af_xdp"))
+    xdp_interface_mtu = kernel_interface_mtu(devarg(info, "iface"));
   if (ring) {
     aimed_mtu = config.mtu != 0 ? std::min(config.mtu, ring->mtu) : ring->mtu;
     port->ring_mtu_ = aimed_mtu;
     if (!ring->note.empty()) ring_note = " (" + ring->note + ")";
+  } else if (xdp_interface_mtu) {
+    // The interface's MTU, up to what one UMEM chunk holds (a page, less
+    // the mbuf and both headrooms: the driver's max_mtu, some 3500 bytes);
+    // a veth attaches no XDP program at an MTU above about as much.
+    uint32_t mtu = std::min<uint32_t>(*xdp_interface_mtu, info.max_mtu);
+    if (config.mtu != 0) mtu = std::min<uint32_t>(mtu, config.mtu);
+    aimed_mtu = static_cast<uint16_t>(std::max<uint32_t>(mtu, RTE_ETHER_MIN_MTU));
+    port->ring_mtu_ = aimed_mtu;
+    if (aimed_mtu < *xdp_interface_mtu && aimed_mtu == info.max_mtu)
+      ring_note = " (interface MTU " + std::to_string(*xdp_interface_mtu) +
+                  ", one UMEM chunk holds " + std::to_string(info.max_mtu) + ")";
   } else if (config.mtu != 0 && !kernel_backed(info)) {
     const uint32_t limit = memory_link_limit(info);
     aimed_mtu = limit != 0 ? static_cast<uint16_t>(std::min<uint32_t>(config.mtu, limit))
@@ -316,6 +330,14 @@ int Port::open(uint16_t port_id, const PortConfig& config, std::unique_ptr<Port>
                         config.steering != SteeringRequest::kRss && wanted > 1;
   const bool rss = config.steering == SteeringRequest::kRss;
   int ret = port->configure(try_flow || rss || by_sender ? wanted : 1, error, rss);
+  // (A veth takes an XDP program only up to about 3500 bytes of MTU, less
+  // than the driver's own limit; the kernel's refusal reaches us as EINVAL.)
+  if (ret != 0 && xdp_interface_mtu && *xdp_interface_mtu > RTE_ETHER_MTU)
+    *error += " (the interface's MTU is " + std::to_string(*xdp_interface_mtu) +
+              ": a veth refuses an XDP program above about 3500, and an XDP socket here "
+              "takes no frame above " +
+              std::to_string(info.max_mtu) +
+              "; a smaller MTU on both ends of the link, or af_packet, which takes 9000)";
   if (by_sender && ret == 0) {
     ret = port->start(error);
     if (ret != 0) return ret;

@@ -90,7 +90,9 @@ std::string neighbour_summary(const Table& table) {
 
 PortContext::~PortContext() {
   progress_net_remove(this);
-  if (interface)
+  // (No port: its device failed to open, acquire_port said why; nothing
+  // was counted.)
+  if (interface && port)
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s %s: ARP requests answered %lu, ignored %lu; %s; UDP frames in %lu (header "
               "checked by the device %lu); frames "
@@ -100,7 +102,7 @@ PortContext::~PortContext() {
               arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp, rx_udp_checked_by_device,
               frames_waited, frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
               neighbour_confirmations, next_hops_given_up, echo_requests_answered);
-  if (interface6) {
+  if (interface6 && port) {
     const Ipv6PeerCounts peers = ipv6_peer_counts();
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
@@ -114,7 +116,7 @@ PortContext::~PortContext() {
               rx_strangers_not_named, echo6_requests_answered, peers.named, peers.connected,
               peers.strangers, peers.evictions);
   }
-  if (too_big_taken + too_big_ignored != 0)
+  if (port && too_big_taken + too_big_ignored != 0)
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s: routers' packet-too-big words taken %lu, ignored %lu (not naming a "
               "connection of ours, or not narrowing it); paths learned %zu\n",

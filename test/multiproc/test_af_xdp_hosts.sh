@@ -15,7 +15,14 @@
 #      the copy of an ARP answer the kernel got (dpdk_neighbour_copies.h);
 #   2. with net_af_xdp's own program (--xdp-prog default), which hands the
 #      port every frame, the same pingpong does not get through (the
-#      kernel never sees the TCP handshake): the test can tell the two.
+#      kernel never sees the TCP handshake): the test can tell the two;
+#   3. at an interface MTU of 3500 on both ends, the ports take it (their
+#      line says MTU 3500, where net_af_xdp itself reports 1500) and
+#      fi_pingpong -I 5 -S all -c passes in frames of that size;
+#   4. at 4000, above what a veth attaches an XDP program at, the server's
+#      fi_domain fails with the port's reason naming the MTU, and no
+#      process dies of a signal (a failed port open once crashed the
+#      provider's close log).
 # Skips (77) without root, iproute2, fi_pingpong, network namespaces,
 # net_af_xdp, an AF_XDP socket on a veth, or a built ofi_dpdk_steer.o.
 set -euo pipefail
@@ -147,4 +154,33 @@ if [[ $client_status -ne 0 ]]; then
 else
 	fail "with net_af_xdp's own program fi_pingpong passed: the test cannot tell the programs apart"
 fi
+# 3. Larger frames: the interface's MTU, as far as an XDP socket goes.
+# (net_af_xdp leaves its XDP program on the interface, and a veth with one
+# refuses its peer a larger MTU: off first.)
+set_mtu() {
+	local ns
+	for ns in "$server_ns" "$client_ns"; do ip -n "$ns" link set gate0 xdp off; done
+	for ns in "$server_ns" "$client_ns"; do ip -n "$ns" link set gate0 mtu "$1"; done
+}
+set_mtu 3500
+pingpong mtu3500 120 "$steer" -I 5 -S all -c
+if [[ $server_status -eq 0 && $client_status -eq 0 ]] &&
+	grep -q "net_af_xdp0: .*MTU 3500" "$work/mtu3500-server.log"; then
+	echo "ok    at MTU 3500 the ports take it, and fi_pingpong -I 5 -S all -c passes"
+else
+	fail "at MTU 3500: server exit $server_status, client exit $client_status, port line: $(grep -ao "net_af_xdp0: .*MTU [0-9]*" "$work/mtu3500-server.log" | head -1)"
+	show mtu3500-server mtu3500-client
+fi
+
+# 4. An MTU a veth takes no XDP program at: a clear refusal, no crash.
+set_mtu 4000
+pingpong mtu4000 20 "$steer" -I 5 -S 64
+if [[ $server_status -ne 0 && $server_status -lt 124 ]] &&
+	grep -q "the interface's MTU is 4000: a veth refuses an XDP program" "$work/mtu4000-server.log"; then
+	echo "ok    at MTU 4000 the server's fi_domain fails with the port's reason (exit $server_status)"
+else
+	fail "at MTU 4000: server exit $server_status (want an error, not 0, a timeout or a signal), or no reason naming the MTU"
+	show mtu4000-server
+fi
+set_mtu 1500
 [ "$failures" = 0 ] || exit 1
