@@ -401,10 +401,13 @@ def xdp_holders(program_id: int, proc: Path = Path("/proc")) -> list[int]:
     return sorted(set(holders))
 
 
-def clear_left_xdp(iface: str) -> None:
+def clear_left_xdp(iface: str) -> bool:
     """Takes off IF's XDP program when an earlier af_xdp run left it there
-    (AF_XDP_PROGRAMS, held by no process). Raises LaunchError when a live
-    process holds it: a queue takes one AF_XDP socket."""
+    (AF_XDP_PROGRAMS, held by no process). When a live process holds ours
+    (ofi_dpdk_steer), returns False: this one goes on af_packet beside it,
+    and the provider has the program pass its queues' frames to the
+    kernel. Raises LaunchError when a live process holds net_af_xdp's own,
+    which takes every frame: a queue takes one AF_XDP socket."""
     try:
         shown = subprocess.run(["ip", "-d", "-j", "link", "show", "dev", iface],
                                capture_output=True, text=True, check=True)
@@ -413,13 +416,18 @@ def clear_left_xdp(iface: str) -> None:
         return  # no ip, or no JSON: net_af_xdp will say what it finds
     name, program_id = prog.get("name"), prog.get("id")
     if name not in AF_XDP_PROGRAMS or not isinstance(program_id, int):
-        return
+        return True
     holders = xdp_holders(program_id)
+    if holders and name == "ofi_dpdk_steer":
+        note(f"{iface} is an af_xdp port of process {holders[0]} already (its XDP program"
+             f" {name}, id {program_id}): this process goes on af_packet beside it")
+        return False
     if holders:
         raise LaunchError(f"{iface} is an af_xdp port of process {holders[0]} already (its XDP"
                           f" program {name}, id {program_id}): one process per interface")
     subprocess.run(["ip", "link", "set", "dev", iface, "xdp", "off"], check=False)
     note(f"{iface}: took off the XDP program {name} (id {program_id}) an earlier run left")
+    return True
 
 
 def switch_running(ready: Path) -> int:
@@ -707,6 +715,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 def run(argv: Sequence[str]) -> int:
     """Prints or execs; returns only with --print-only. Raises LaunchError."""
     args, program = parse_args(argv)
+    if (args.topology == "af_xdp" and os.geteuid() == 0 and not args.print_only and
+            not clear_left_xdp(for_rank(args.iface, job_rank(os.environ)))):
+        args.topology = "af_packet"
     updates = provider_env(args, os.environ)
     if args.print_only:
         for name, value in updates.items():
@@ -719,8 +730,6 @@ def run(argv: Sequence[str]) -> int:
         raise LaunchError(f"program not found: {program[0]}")
     if args.telemetry:
         note(f"telemetry: dpdk-telemetry.py -f {telemetry_prefix()}")
-    if args.topology == "af_xdp" and os.geteuid() == 0:
-        clear_left_xdp(for_rank(args.iface, job_rank(os.environ)))
     sys.stdout.flush()
     try:
         os.execvpe(program[0], program, env)

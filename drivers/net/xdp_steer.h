@@ -30,4 +30,15 @@ enum class XdpSteering {
 // into its map.
 XdpSteering steer_xdp(const std::string& interface, const XdpSteerConfig& config, std::string* why);
 
+// Whether the XDP program on `interface` is ours.
+bool has_steer_program(const std::string& interface);
+
+// For a port of another process on the same interface (net_af_packet):
+// whether the program there is ours; if so, sets (`passed`) or clears the
+// entry of `queue` in its map ofi_dpdk_passed, so that the UDP of that
+// queue's port goes to the kernel, and so to this port, not to the
+// af_xdp port's socket.
+XdpSteering pass_to_kernel(const std::string& interface, uint16_t queue, bool passed,
+                           std::string* why);
+
 }  // namespace ofi_dpdk::net

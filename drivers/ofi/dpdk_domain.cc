@@ -374,6 +374,18 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
     if (ctx->udp6 && kernel_has_ipv6(ctx->interface6->address)) shared6 = ctx->interface6->address;
     ctx->kernel_ports.hold_on(ctx->port->name(), shared4, shared6, p.port_base);
     std::string why;
+    // Beside an af_xdp port of another process on the same interface (our
+    // XDP program there), an af_packet port has the program pass its
+    // queues' UDP to the kernel; the af_xdp port takes its own back.
+    if (description.xdp) {
+      ctx->kernel_ports.pass_through_xdp(description.kernel_interface, false);
+    } else if (net::has_steer_program(description.kernel_interface)) {
+      ctx->kernel_ports.pass_through_xdp(description.kernel_interface, true);
+      DPDK_INFO(FI_LOG_DOMAIN,
+                "%s: %s has the XDP program of an af_xdp port of another process: the UDP of "
+                "this port's queues is passed to the kernel, and so here\n",
+                ctx->port->name().c_str(), description.kernel_interface.c_str());
+    }
     // Our XDP program (the launcher's xdp_prog=) hands the socket only the
     // port's frames, once told which; net_af_xdp's own hands it all.
     if (description.xdp) {

@@ -1,8 +1,19 @@
 // dpdk_init.cc: the provider's entry point (fi_prov_ini), EAL on first use,
 // and the public EAL-wrapper API of fi_dpdk.h.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "drivers/net/packet_ring.h"
+#include "drivers/net/xdp_steer.h"
 #include "drivers/ofi/dpdk_getinfo.h"
 #include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_log.h"
@@ -31,6 +42,59 @@ fi_provider g_provider = {
     .cleanup = provider_cleanup,
 };
 
+namespace {
+
+// An af_xdp port asked for on an interface whose XDP program is ours
+// already: another process's (a queue takes one AF_XDP socket; a program
+// that forked, as fabtests' fi_rdm_shared_av does, or a second rank) or
+// one a dead run left.  net_af_xdp would fail to attach its own; the
+// port goes on af_packet instead, whose queues' UDP the program passes to
+// the kernel (KernelPorts::pass_through_xdp).  The launcher does the same
+// for the processes it starts.
+// Whether this process is the first of its network namespace to ask for
+// an af_xdp port on `iface`: a lock on a file named for both, held for the
+// process's life (the descriptor stays open; the kernel lets the lock go
+// when the process ends).  Two processes that start at once (a fork
+// before either opened its port) cannot both see the other's XDP program
+// yet; one of them gets the lock.  Where the folder cannot be written
+// (not root), true: as before, net_af_xdp says what it finds.
+bool first_af_xdp_of(const std::string& iface) {
+  struct stat ns {};
+  if (stat("/proc/self/ns/net", &ns) != 0) return true;
+  const std::string folder = "/run/ofi-dpdk";
+  mkdir(folder.c_str(), 0755);
+  const std::string path = folder + "/af_xdp-" + std::to_string(ns.st_ino) + "-" + iface + ".lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return true;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;  // kept for the process's life
+  close(fd);
+  return false;
+}
+
+void af_packet_beside_af_xdp(std::vector<std::string>& words) {
+  constexpr std::string_view kXdp = "--vdev=net_af_xdp";
+  for (std::string& word : words) {
+    if (word.compare(0, kXdp.size(), kXdp) != 0) continue;
+    const size_t iface_at = word.find(",iface=");
+    if (iface_at == std::string::npos) continue;
+    const size_t begin = iface_at + 7;
+    const std::string iface = word.substr(begin, word.find(',', begin) - begin);
+    if (first_af_xdp_of(iface) && !net::has_steer_program(iface)) continue;
+    const size_t comma = word.find(',');
+    const std::string index = word.substr(kXdp.size(), comma - kXdp.size());
+    std::string ring;
+    if (const std::optional<uint32_t> mtu = net::kernel_interface_mtu(iface))
+      ring = net::packet_ring_devargs(*mtu);
+    DPDK_INFO(FI_LOG_CORE,
+              "%s has the XDP program of an af_xdp port already (another process's): this "
+              "process's port goes on af_packet beside it\n",
+              iface.c_str());
+    word = "--vdev=net_af_packet" + index + ",iface=" + iface + (ring.empty() ? "" : "," + ring);
+  }
+}
+
+}  // namespace
+
 int ensure_eal() {
   using eal::EalState;
   eal::EalStatus status = eal::eal_status();
@@ -56,6 +120,7 @@ int ensure_eal() {
     DPDK_WARN(FI_LOG_CORE, "FI_DPDK_EAL_ARGS has an unterminated quote: %s\n", p.eal_args.c_str());
     return -FI_ENODATA;
   }
+  af_packet_beside_af_xdp(*words);
   words->insert(words->begin(), "libdpdk-fi");
   const int ret = eal::eal_bring_up(*words, /*quiet=*/true);
   if (ret != 0 && ret != -EALREADY) {

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "drivers/net/xdp_steer.h"
+
 namespace ofi_dpdk::ofi {
 namespace {
 
@@ -197,6 +199,24 @@ std::string KernelPorts::describe() const {
 }
 
 int KernelPorts::hold(uint16_t queue, std::string* why) {
+  const int ret = hold_sockets(queue, why);
+  if (ret != 0 || pass(queue, xdp_passes_, why)) return ret;
+  // Its frames would go to the af_xdp port's socket, not here.
+  release(queue);
+  return -FI_EIO;
+}
+
+bool KernelPorts::pass(uint16_t queue, bool passed, std::string* why) {
+  if (xdp_interface_.empty()) return true;
+  std::string reason;
+  if (net::pass_to_kernel(xdp_interface_, queue, passed, &reason) != net::XdpSteering::kUnwritable)
+    return true;
+  *why = "the XDP program on " + xdp_interface_ + " cannot be told queue " + std::to_string(queue) +
+         "'s: " + reason;
+  return false;
+}
+
+int KernelPorts::hold_sockets(uint16_t queue, std::string* why) {
   if (queue >= kQueues) return -FI_EINVAL;
   Held& held = held_[queue];
   if (held.taken || !active()) {
@@ -256,6 +276,8 @@ int KernelPorts::hold(uint16_t queue, std::string* why) {
 void KernelPorts::release(uint16_t queue) {
   if (queue >= kQueues) return;
   Held& held = held_[queue];
+  std::string ignored;  // (what a process that passed a queue and died left, the next takes back)
+  if (held.taken && xdp_passes_) pass(queue, false, &ignored);
   if (held.ipv4 >= 0) close(held.ipv4);
   if (held.ipv6 >= 0) close(held.ipv6);
   held = {};

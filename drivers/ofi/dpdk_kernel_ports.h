@@ -62,6 +62,15 @@ class KernelPorts {
   int hold(uint16_t queue, std::string* why);
   void release(uint16_t queue);
   bool holds(uint16_t queue) const;
+  // An af_packet port on an interface whose XDP program is ours (an af_xdp
+  // port of another process; `passes`): each queue held also has the
+  // program pass its UDP to the kernel (net::pass_to_kernel), until
+  // released.  The af_xdp port itself (not `passes`) takes each queue it
+  // holds back, in case a process that passed it died holding it.
+  void pass_through_xdp(const std::string& interface, bool passes) {
+    xdp_interface_ = interface;
+    xdp_passes_ = passes;
+  }
 
  private:
   struct Held {
@@ -74,6 +83,10 @@ class KernelPorts {
   std::optional<ip::Ipv6> ipv6_;
   uint16_t port_base_ = 0;
   std::array<Held, kQueues> held_{};
+  std::string xdp_interface_;
+  bool xdp_passes_ = false;
+  int hold_sockets(uint16_t queue, std::string* why);
+  bool pass(uint16_t queue, bool passed, std::string* why);
 };
 
 }  // namespace ofi_dpdk::ofi

@@ -22,7 +22,12 @@
 #   4. at 4000, above what a veth attaches an XDP program at, the server's
 #      fi_domain fails with the port's reason naming the MTU, and no
 #      process dies of a signal (a failed port open once crashed the
-#      provider's close log).
+#      provider's close log);
+#   5. where fabtests are built, fi_rdm_shared_av, whose client forks into
+#      two processes that both open a port on the client's interface: the
+#      second goes on af_packet beside the first's af_xdp port (the XDP
+#      program passes its queues' UDP to the kernel) and the program
+#      passes; it failed before ("XDP program already attached").
 # Skips (77) without root, iproute2, fi_pingpong, network namespaces,
 # net_af_xdp, an AF_XDP socket on a veth, or a built ofi_dpdk_steer.o.
 set -euo pipefail
@@ -183,4 +188,30 @@ else
 	show mtu4000-server
 fi
 set_mtu 1500
+
+# 5. Two processes of one program on one interface.
+build_root=$(dirname "$(dirname "$provider_path")")
+shared_av=$(ls "$build_root"/fabtests-*/install/bin/fi_rdm_shared_av 2>/dev/null | head -n 1)
+if [[ -z $shared_av ]]; then
+	echo "note  no fabtests built here (devtools/dpdk-fi-fabtests.sh --build-only): step 5 skipped"
+else
+	server_status=0 client_status=0
+	timeout -k 2 60 ip netns exec "$server_ns" python3 "$launcher" --topology af_xdp \
+		--iface gate0 --no-huge --lcore "$server_lcore" --provider-path "$provider_path" -- \
+		"$shared_av" -p dpdk -s 10.196.0.1 >"$work/shared_av-server.log" 2>&1 &
+	server=$!
+	sleep 1
+	timeout -k 2 60 ip netns exec "$client_ns" python3 "$launcher" --topology af_xdp \
+		--iface gate0 --no-huge --lcore "$client_lcore" --provider-path "$provider_path" -- \
+		"$shared_av" -p dpdk -s 10.196.0.2 10.196.0.1 >"$work/shared_av-client.log" 2>&1 ||
+		client_status=$?
+	wait "$server" || server_status=$?
+	if [[ $server_status -eq 0 && $client_status -eq 0 ]] &&
+		grep -q "goes on af_packet beside it" "$work/shared_av-client.log"; then
+		echo "ok    fi_rdm_shared_av: its second client process went on af_packet beside the first's af_xdp port, and it passed"
+	else
+		fail "fi_rdm_shared_av over af_xdp: server exit $server_status, client exit $client_status (or no process went on af_packet)"
+		show shared_av-server shared_av-client
+	fi
+fi
 [ "$failures" = 0 ] || exit 1

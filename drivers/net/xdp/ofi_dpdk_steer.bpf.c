@@ -50,11 +50,26 @@ struct {
   __type(value, struct config);
 } ofi_dpdk_config SEC(".maps");
 
+// The queues of the range whose UDP another process of this host reads,
+// over af_packet on the same interface: it sets its queues' entries while
+// it holds them (xdp_steer.h, pass_to_kernel), and their frames go to the
+// kernel, where its socket sees them.  Each queue is one process's at a
+// time (their kernel sockets see to it): no entry has two writers.
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, OFI_DPDK_PORT_COUNT);
+  __type(key, __u32);
+  __type(value, __u32);
+} ofi_dpdk_passed SEC(".maps");
+
 static __always_inline int ours(const struct config* config, __u16 port_be) {
   __u16 base = config && config->port_base ? config->port_base : OFI_DPDK_PORT_BASE;
   __u16 count = config && config->port_count ? config->port_count : OFI_DPDK_PORT_COUNT;
   __u16 port = bpf_ntohs(port_be);
-  return port >= base && port - base < count;
+  if (port < base || port - base >= count) return 0;
+  __u32 queue = port - base;
+  const __u32* passed = bpf_map_lookup_elem(&ofi_dpdk_passed, &queue);
+  return !(passed && *passed);
 }
 
 SEC("xdp")
