@@ -25,7 +25,9 @@ Topologies and the port each gives the provider:
                 --xdp-prog default, net_af_xdp's own program hands the
                 socket every frame, and the kernel's traffic on IF stops.
                 A program an earlier run left on IF is taken off first;
-                one a live process holds makes the launch fail
+                beside ours that a live process holds, this process goes
+                on af_packet (its queues' UDP passed to the kernel);
+                beside net_af_xdp's own the launch fails
   pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci)
   shared        one port for all the processes of a host (DPDK's
                 multi-process model): dpdk-fi-switch is the primary and owns
