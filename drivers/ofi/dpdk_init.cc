@@ -44,13 +44,6 @@ fi_provider g_provider = {
 
 namespace {
 
-// An af_xdp port asked for on an interface whose XDP program is ours
-// already: another process's (a queue takes one AF_XDP socket; a program
-// that forked, as fabtests' fi_rdm_shared_av does, or a second rank) or
-// one a dead run left.  net_af_xdp would fail to attach its own; the
-// port goes on af_packet instead, whose queues' UDP the program passes to
-// the kernel (KernelPorts::pass_through_xdp).  The launcher does the same
-// for the processes it starts.
 // Whether this process is the first of its network namespace to ask for
 // an af_xdp port on `iface`: a lock on a file named for both, held for the
 // process's life (the descriptor stays open; the kernel lets the lock go
@@ -71,6 +64,13 @@ bool first_af_xdp_of(const std::string& iface) {
   return false;
 }
 
+// An af_xdp port asked for on an interface whose XDP program is ours
+// already: another process's (a queue takes one AF_XDP socket; a program
+// that forked, as fabtests' fi_rdm_shared_av does, or a second rank) or
+// one a dead run left.  net_af_xdp would fail to attach its own; the
+// port goes on af_packet instead, whose queues' UDP the program passes to
+// the kernel (KernelPorts::pass_through_xdp).  The launcher does the same
+// for the processes it starts.
 void af_packet_beside_af_xdp(std::vector<std::string>& words) {
   constexpr std::string_view kXdp = "--vdev=net_af_xdp";
   for (std::string& word : words) {
@@ -86,8 +86,9 @@ void af_packet_beside_af_xdp(std::vector<std::string>& words) {
     if (const std::optional<uint32_t> mtu = net::kernel_interface_mtu(iface))
       ring = net::packet_ring_devargs(*mtu);
     DPDK_INFO(FI_LOG_CORE,
-              "%s has the XDP program of an af_xdp port already (another process's): this "
-              "process's port goes on af_packet beside it\n",
+              "%s has an af_xdp port already (its XDP program is attached, or another "
+              "process of this network namespace asked first): this process's port goes on "
+              "af_packet beside it\n",
               iface.c_str());
     word = "--vdev=net_af_packet" + index + ",iface=" + iface + (ring.empty() ? "" : "," + ring);
   }
