@@ -7,8 +7,21 @@ The link: two hosts joined by a router (usertools/dpdk-fi-router.sh, links
 of MTU 1500), the router's interface toward host b shaped as a switch port
 is: a token bucket at --rate with a shallow buffer (--buffer), optionally
 with random loss on the way to it (--loss, an nftables rule at the
-router) or a RED queue that marks ECN instead of dropping (--queue
-red-ecn, where the kernel has sch_red).  Host a sends, host b receives.
+router), a RED queue that marks ECN instead of dropping (--queue
+red-ecn, where the kernel has sch_red), or a phantom queue that marks
+(--queue phantom-ecn: an nftables rule, for kernels without a marking
+qdisc).  Host a sends, host b receives.
+
+The phantom queue (as HULL's, Alizadeh et al., NSDI 2012): a virtual link
+at --phantom of the rate (0.95) beside the real one; an ECN-capable
+packet that finds more than --mark-at bytes (16kb) queued on it is
+marked CE, as a switch port that marks at a threshold marks it.  It is a
+tc program ahead of the token bucket (usertools/bpf/
+phantom_ecn_queue.bpf.c, compiled here with clang), so the real queue
+stays short: the marks come while the phantom link, slower than the real
+one, is what fills.  Host a's TCP then segments at the MTU (TSO and GSO
+off on its interface), so that the queue sees frames as a switch does.
+Marks are counted where they arrive (an nftables counter in host b).
 
 Rows, each run alone on the link:
   dpdk N    dpdk-fi-bench --pattern fanin: one process in host a with N
@@ -28,8 +41,9 @@ one: the queue the flows build; on a busy machine, the scheduler's delays
 too), for our rows the round trips our transport measured itself (its
 senders' RTT samples through the stats ops' ep_rtt, the worst sender's
 p50 and p99: segment sent to ack taken, the receiver's ack delay
-included), the bottleneck queue's drops and ECN marks, and the packets
---loss took.  Ours carry 1368 bytes of payload in a 1514-byte frame at the
+included; before the rows, the same for one sender with one message in
+flight: the transport's unloaded round trip), the bottleneck queue's
+drops and ECN marks, and the packets --loss took.  Ours carry 1368 bytes of payload in a 1514-byte frame at the
 routed MTU (a 104-byte header), TCP 1448: 0.90 and 0.96 of the link are
 each one's whole.  Writes bottleneck.json and bottleneck.svg (goodput per row, and
 each sender's goodput over time) into --out.
@@ -38,9 +52,10 @@ This is a benchmark, not a test: the figures depend on the machine.  On a
 2-core machine two polling processes take both cores; run it quiet.
 
 Usage: dpdk-fi-bottleneck.py [--builddir DIR] [--rate 400mbit]
-         [--buffer 128kb] [--loss PCT] [--queue tbf|red-ecn]
+         [--buffer 128kb] [--loss PCT] [--queue tbf|red-ecn|phantom-ecn]
+         [--mark-at 16kb] [--phantom 0.95]
          [--senders 1,2,4,8] [--tcp cubic,bbr] [--size 65536]
-         [--seconds 10] [--shared] [--out DIR] [--name NAME]
+         [--seconds 10] [--shared] [--no-unloaded] [--out DIR] [--name NAME]
 Needs root, iproute2 (tc), ping and iperf3 (apt-get install iperf3), and a
 build (usertools/dpdk-fi-setup.sh).  Exit status: 0, 1 when a run failed,
 2 on bad arguments or a missing piece.
@@ -62,6 +77,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ROUTER = ROOT / "usertools" / "dpdk-fi-router.sh"
 LAUNCHER = ROOT / "usertools" / "dpdk-fi-run.py"
+PHANTOM_QUEUE = ROOT / "usertools" / "bpf" / "phantom_ecn_queue.bpf.c"
 HOST_A = ("10.77.1.2", "10.77.1.2/24@10.77.1.1")
 HOST_B = ("10.77.2.2", "10.77.2.2/24@10.77.2.1")
 INTERVAL_MS = 100
@@ -143,24 +159,64 @@ class Link:
                     f"{round(a.loss * 100)} counter drop\n }}\n}}\n")
             subprocess.run(self.in_host("r", ["nft", "-f", "-"]), input=rule, text=True,
                            check=True)
+        if a.queue == "phantom-ecn":
+            self.attach_phantom_queue()
+
+    def attach_phantom_queue(self) -> None:
+        a = self.args
+        # Host a's TCP hands the router frames as a switch sees them, not
+        # 64 KiB segments its veth carries whole.
+        for feature in ("tso", "gso"):
+            subprocess.run(self.in_host("a", ["ethtool", "-K", f"{self.name}-a0", feature, "off"]),
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        arch = sorted(Path("/usr/include").glob("*/asm/types.h"))
+        with tempfile.TemporaryDirectory() as scratch:
+            program = Path(scratch) / "phantom_ecn_queue.o"
+            built = subprocess.run(
+                ["clang", "-O2", "-g", "-Wall", "-Werror", "-target", "bpf",
+                 *([f"-I{arch[0].parent.parent}"] if arch else []),
+                 f"-DPHANTOM_BYTES_PER_SECOND={int(rate_bytes(a.rate) * a.phantom)}",
+                 f"-DMARK_AT_BYTES={tc_size(a.mark_at)}", "-c", str(PHANTOM_QUEUE), "-o",
+                 str(program)], capture_output=True, text=True)
+            if built.returncode != 0:
+                fail(2, f"clang could not build {PHANTOM_QUEUE.name} (apt-get install clang "
+                        f"libbpf-dev): {built.stderr.strip()[-400:]}")
+            for words in (["qdisc", "add", "dev", self.bottleneck, "clsact"],
+                          ["filter", "add", "dev", self.bottleneck, "egress", "bpf", "da", "obj",
+                           str(program), "sec", "tc"]):
+                done = subprocess.run(self.in_host("r", ["tc", *words]), capture_output=True,
+                                      text=True)
+                if done.returncode != 0:
+                    fail(2, f"tc could not attach the phantom queue ({done.stderr.strip()}): "
+                            f"the kernel needs clsact and cls_bpf")
+        # What arrives marked, counted at host b (ours and TCP alike).
+        table = ("table inet ofi_bottleneck_marks {\n chain prerouting {\n"
+                 "  type filter hook prerouting priority 0;\n"
+                 "  ip ecn ce counter\n  ip6 ecn ce counter\n }\n}\n")
+        subprocess.run(self.in_host("b", ["nft", "-f", "-"]), input=table, text=True,
+                       check=True)
+
+    def nft_counted(self, host: str, table: str) -> int:
+        """The packets the counters of nftables table `table` in `host` took."""
+        rules = subprocess.run(self.in_host(host, ["nft", "-j", "list", "table", "inet", table]),
+                               check=True, capture_output=True, text=True).stdout
+        return sum(int(expression["counter"]["packets"])
+                   for item in json.loads(rules)["nftables"]
+                   for expression in item.get("rule", {}).get("expr", [])
+                   if "counter" in expression)
 
     def queue_counts(self) -> dict[str, int]:
         out = subprocess.run(self.in_host("r", ["tc", "-s", "-j", "qdisc", "show", "dev",
                                                 self.bottleneck]),
                              check=True, capture_output=True, text=True).stdout
-        counts = {"drops": 0, "marks": 0}
+        counts = {"drops": 0, "marks": 0, "lost": 0}
         for qdisc in json.loads(out):
             counts["drops"] += int(qdisc.get("drops", 0))
             counts["marks"] += int(qdisc.get("marked", 0)) + int(qdisc.get("ecn_mark", 0))
-        counts["lost"] = 0
         if self.args.loss > 0:
-            rules = subprocess.run(self.in_host("r", ["nft", "-j", "list", "table", "inet",
-                                                      "ofi_bottleneck"]),
-                                   check=True, capture_output=True, text=True).stdout
-            for item in json.loads(rules)["nftables"]:
-                for expression in item.get("rule", {}).get("expr", []):
-                    if "counter" in expression:
-                        counts["lost"] += int(expression["counter"]["packets"])
+            counts["lost"] = self.nft_counted("r", "ofi_bottleneck")
+        if self.args.queue == "phantom-ecn":
+            counts["marks"] = self.nft_counted("b", "ofi_bottleneck_marks")
         return counts
 
 
@@ -234,13 +290,15 @@ def provider_env(link: Link, host: str, iface: str, address: str, lcore: int) ->
     return env, eal
 
 
-def run_ours(link: Link, senders: int, seconds: float, work: Path) -> dict:
+def run_ours(link: Link, senders: int, seconds: float, work: Path, window: int = 64,
+             size: int = 0, count: int = 0) -> dict:
     a = link.args
     bench = str(a.builddir / "app" / "bench" / "dpdk-fi-bench")
-    count = max(16, int(rate_bytes(a.rate) * seconds / a.size / senders))
+    size = size or a.size
+    count = count or max(16, int(rate_bytes(a.rate) * seconds / size / senders))
     rendezvous = Path(tempfile.mkdtemp(dir=work))
-    common = ["--pattern", "fanin", "--senders", str(senders), "--size", str(a.size),
-              "--count", str(count), "--window", "64", "--rendezvous", str(rendezvous),
+    common = ["--pattern", "fanin", "--senders", str(senders), "--size", str(size),
+              "--count", str(count), "--window", str(window), "--rendezvous", str(rendezvous),
               "--timeout", str(max(60, seconds * 12)), "--interval", str(INTERVAL_MS)]
     cpus = sorted(os.sched_getaffinity(0))
     server_env, server_eal = provider_env(link, "b", f"{link.name}-b0", HOST_B[1], cpus[0])
@@ -411,6 +469,12 @@ def print_table(rows: list[dict], unloaded: dict, args: argparse.Namespace) -> N
     print(f"bottleneck: {args.rate} token bucket, {args.buffer} of buffer, queue {args.queue}"
           f", random loss {args.loss} %; messages of {args.size} B for ours; "
           f"unloaded round trip p50 {unloaded['p50']:.3f} ms, p99 {unloaded['p99']:.3f} ms")
+    if "ours" in unloaded:
+        print(f"the transport's unloaded round trip (one sender, one 1 KiB message in flight): "
+              f"p50 {unloaded['ours']['p50']:.3f} ms, p99 {unloaded['ours']['p99']:.3f} ms")
+    if args.queue == "phantom-ecn":
+        print(f"phantom queue: marks CE beyond {args.mark_at} on a link at {args.phantom} of "
+              f"the rate")
     print(f"{'row':<16}{'MB/s':>9}{'of link':>9}{'Jain':>7}{'retx':>8}{'rtt p50':>9}"
           f"{'rtt p99':>9}{'ours p50':>9}{'ours p99':>9}{'drops':>8}{'marks':>7}{'lost':>7}"
           f"  each sender, MB/s")
@@ -484,12 +548,18 @@ def parse() -> argparse.Namespace:
     p.add_argument("--rate", default="400mbit", help="the link's rate, as tc says it")
     p.add_argument("--buffer", default="128kb", help="the bottleneck's queue, in bytes")
     p.add_argument("--loss", type=float, default=0.0, help="random loss, percent")
-    p.add_argument("--queue", choices=("tbf", "red-ecn"), default="tbf")
+    p.add_argument("--queue", choices=("tbf", "red-ecn", "phantom-ecn"), default="tbf")
+    p.add_argument("--mark-at", default="16kb",
+                   help="phantom-ecn: the phantom queue's marking threshold, in bytes")
+    p.add_argument("--phantom", type=float, default=0.95,
+                   help="phantom-ecn: the phantom link's rate, as a share of --rate")
     p.add_argument("--senders", default="1,2,4,8", help="comma-separated")
     p.add_argument("--tcp", default="cubic,bbr", help="congestion controls for TCP rows; "
                    "'' for none")
     p.add_argument("--size", type=int, default=65536)
     p.add_argument("--seconds", type=float, default=10.0, help="per row")
+    p.add_argument("--no-unloaded", dest="unloaded", action="store_false",
+                   help="skip the transport's unloaded round trip before the rows")
     p.add_argument("--shared", action="store_true",
                    help="also one of ours and one TCP flow at once, per --tcp")
     p.add_argument("--out", type=Path, default=None, help="default: BUILDDIR/bottleneck")
@@ -506,6 +576,9 @@ def parse() -> argparse.Namespace:
     args.builddir = args.builddir.resolve()
     args.out = (args.out or args.builddir / "bottleneck").resolve()
     tc_size(args.buffer)
+    tc_size(args.mark_at)
+    if not 0.5 <= args.phantom <= 1.0:
+        fail(2, "--phantom: a share of the rate between 0.5 and 1")
     return args
 
 
@@ -514,9 +587,11 @@ def main() -> int:
     if os.geteuid() != 0:
         fail(2, "needs root (network namespaces, tc)")
     for tool in ("ip", "tc", "ping") + (("iperf3",) if args.tcp else ()) + (
-            ("nft",) if args.loss > 0 else ()):
+            ("nft",) if args.loss > 0 or args.queue == "phantom-ecn" else ()) + (
+            ("ethtool", "clang") if args.queue == "phantom-ecn" else ()):
         if shutil.which(tool) is None:
-            fail(2, f"no {tool}: apt-get install iproute2 iputils-ping iperf3 nftables")
+            fail(2, f"no {tool}: apt-get install iproute2 iputils-ping iperf3 nftables ethtool "
+                    f"clang")
     if not (args.builddir / "app" / "bench" / "dpdk-fi-bench").exists():
         fail(2, f"no build in {args.builddir}: run usertools/dpdk-fi-setup.sh")
     available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
@@ -532,13 +607,18 @@ def main() -> int:
         work = Path(scratch)
         try:
             link.up()
-            if args.queue == "red-ecn":
+            if args.queue != "tbf":
                 subprocess.run(link.in_host("a", ["sysctl", "-qw", "net.ipv4.tcp_ecn=1"]),
                                check=True)
             pinger = Pinger(link)
             time.sleep(1)
             rtts = pinger.stop()
             unloaded = {"p50": percentile(rtts, 50), "p99": percentile(rtts, 99)}
+            if args.senders and args.unloaded:
+                # One message of one frame in flight: no queue anywhere.
+                alone = run_ours(link, 1, args.seconds, work, window=1, size=1024, count=2000)
+                if alone.get("transport_rtt_ms"):
+                    unloaded["ours"] = alone["transport_rtt_ms"]
             for n in args.senders:
                 rows.append(measure(link, f"dpdk {n}",
                                     lambda n=n: run_ours(link, n, args.seconds, work)))
@@ -565,7 +645,8 @@ def main() -> int:
             link.down()
     print_table(rows, unloaded, args)
     report = {"rate": args.rate, "rate_MBps": rate_bytes(args.rate) / 1e6, "buffer": args.buffer,
-              "queue": args.queue, "loss_percent": args.loss, "size": args.size,
+              "queue": args.queue, "mark_at": args.mark_at, "phantom": args.phantom,
+              "loss_percent": args.loss, "size": args.size,
               "unloaded_rtt_ms": unloaded, "rows": rows}
     (args.out / "bottleneck.json").write_text(json.dumps(report, indent=1) + "\n")
     (args.out / "bottleneck.svg").write_text(svg(rows, rate_bytes(args.rate) / 1e6))

@@ -19,7 +19,16 @@
 #   3. with FI_DPDK_DELAY_TARGET_US=100 (queueing delay read, doc/wire-
 #      protocol.md): the run passes, and the senders' endpoints cut their
 #      windows for queueing delay (their close lines, FI_LOG_LEVEL=info:
-#      the token bucket's queue holds milliseconds).
+#      the token bucket's queue holds milliseconds);
+#   4. through the phantom queue that marks ECN (--queue phantom-ecn: a
+#      tc program built with clang; skipped without clang, ethtool or
+#      nft, or where tc cannot attach it): the run passes, packets arrived
+#      marked and more than the token bucket dropped (the drops are slow
+#      start's first overshoot), the receiver's endpoint took marked
+#      segments and echoed them, and the senders cut their windows for
+#      congestion marks.
+# Part 1 also asserts the transport's unloaded round trip is reported
+# (one message in flight, before the rows); the others skip it.
 # Figures are not judged: this is a busy machine.  Skips (77) without
 # root, iproute2 (tc), ping, network namespaces or the kernel's token
 # bucket queue.
@@ -101,6 +110,8 @@ if bottleneck shaped; then
 		'report["rate_MBps"] == 12.5 and 0 < row["goodput_MBps"] <= 12.5'
 	check "goodput near the link's rate (at least 0.3 of it)" 'row["link_share"] >= 0.3'
 	check "Jain's index in (0, 1]" '0 < row["jain"] <= 1.0000001'
+	check "the transport's unloaded round trip reported" \
+		'0 < report["unloaded_rtt_ms"]["ours"]["p50"] <= report["unloaded_rtt_ms"]["ours"]["p99"]'
 	check "a time series per sender" \
 		'len(row["series_MBps"]) == 2 and all(len(s) >= 1 for s in row["series_MBps"])'
 	if [ "$(grep -c '<polyline' "$work/shaped/bottleneck.svg")" -eq 2 ]; then
@@ -115,12 +126,12 @@ if ! command -v nft >/dev/null; then
 	echo "SKIP part 2: no nft (apt-get install nftables) for the random loss"
 elif ((nft_works == 0)); then
 	echo "SKIP part 2: nft cannot make a table here (a kernel without nf_tables)"
-elif bottleneck lossy --loss 5; then
+elif bottleneck lossy --loss 5 --no-unloaded; then
 	check "the router's rule dropped packets" 'row["link_losses"] > 0'
 	check "the transport resent frames" 'row["retransmitted_share"] > 0'
 fi
 
-if FI_DPDK_DELAY_TARGET_US=100 FI_LOG_LEVEL=info bottleneck delayed; then
+if FI_DPDK_DELAY_TARGET_US=100 FI_LOG_LEVEL=info bottleneck delayed --no-unloaded; then
 	check "both senders moved data" 'len(row["senders_MBps"]) == 2 and min(row["senders_MBps"]) > 0'
 	if grep -Eq 'for queueing delay [1-9]' "$work/delayed/client-2.log"; then
 		echo "ok    delayed: the senders cut their windows for queueing delay"
@@ -129,6 +140,30 @@ if FI_DPDK_DELAY_TARGET_US=100 FI_LOG_LEVEL=info bottleneck delayed; then
 	else
 		echo "FAIL  delayed: no window cut for queueing delay in the client's close lines"
 		grep -E 'window cuts' "$work/delayed/client-2.log" | sed 's/^/      /' || true
+		failures=$((failures + 1))
+	fi
+fi
+
+if ! command -v nft >/dev/null || ((nft_works == 0)) || ! command -v ethtool >/dev/null ||
+	! command -v clang >/dev/null; then
+	echo "SKIP part 4: the phantom queue needs nft (as part 2), ethtool and clang"
+elif FI_LOG_LEVEL=info bottleneck marked --queue phantom-ecn --no-unloaded; then
+	check "the phantom queue marked packets" 'row["queue_marks"] > 0'
+	check "the queue marked more than the token bucket dropped" \
+		'row["queue_drops"] < row["queue_marks"]'
+	if grep -Eq 'segments received marked [1-9][0-9]*, acks that echoed them [1-9]' \
+		"$work/marked/server-2.log"; then
+		echo "ok    marked: the receiver took marked segments and echoed them"
+	else
+		echo "FAIL  marked: no marked segment echoed in the server's close lines"
+		grep -E 'congestion marks' "$work/marked/server-2.log" | sed 's/^/      /' || true
+		failures=$((failures + 1))
+	fi
+	if grep -Eq 'for congestion marks [1-9]' "$work/marked/client-2.log"; then
+		echo "ok    marked: the senders cut their windows for congestion marks"
+	else
+		echo "FAIL  marked: no window cut for congestion marks in the client's close lines"
+		grep -E 'window cuts' "$work/marked/client-2.log" | sed 's/^/      /' || true
 		failures=$((failures + 1))
 	fi
 fi
