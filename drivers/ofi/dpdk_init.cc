@@ -72,16 +72,15 @@ bool first_af_xdp_of(const std::string& iface) {
 // the kernel (KernelPorts::pass_through_xdp).  The launcher does the same
 // for the processes it starts.
 void af_packet_beside_af_xdp(std::vector<std::string>& words) {
-  constexpr std::string_view kXdp = "--vdev=net_af_xdp";
-  for (std::string& word : words) {
-    if (word.compare(0, kXdp.size(), kXdp) != 0) continue;
-    const size_t iface_at = word.find(",iface=");
-    if (iface_at == std::string::npos) continue;
+  constexpr std::string_view kXdp = "net_af_xdp";
+  eal::for_each_vdev(words, [&](std::string& device) {
+    if (!device.starts_with(kXdp)) return;
+    const size_t iface_at = device.find(",iface=");
+    if (iface_at == std::string::npos) return;
     const size_t begin = iface_at + 7;
-    const std::string iface = word.substr(begin, word.find(',', begin) - begin);
-    if (first_af_xdp_of(iface) && !net::has_steer_program(iface)) continue;
-    const size_t comma = word.find(',');
-    const std::string index = word.substr(kXdp.size(), comma - kXdp.size());
+    const std::string iface = device.substr(begin, device.find(',', begin) - begin);
+    if (first_af_xdp_of(iface) && !net::has_steer_program(iface)) return;
+    const std::string index = device.substr(kXdp.size(), device.find(',') - kXdp.size());
     std::string ring;
     if (const std::optional<uint32_t> mtu = net::kernel_interface_mtu(iface))
       ring = net::packet_ring_devargs(*mtu);
@@ -90,8 +89,8 @@ void af_packet_beside_af_xdp(std::vector<std::string>& words) {
               "process of this network namespace asked first): this process's port goes on "
               "af_packet beside it\n",
               iface.c_str());
-    word = "--vdev=net_af_packet" + index + ",iface=" + iface + (ring.empty() ? "" : "," + ring);
-  }
+    device = "net_af_packet" + index + ",iface=" + iface + (ring.empty() ? "" : "," + ring);
+  });
 }
 
 }  // namespace

@@ -63,4 +63,18 @@ std::string option_value(const std::vector<std::string>& args, std::string_view 
   return value;
 }
 
+void for_each_vdev(std::vector<std::string>& args,
+                   const std::function<void(std::string& device)>& rewrite) {
+  constexpr std::string_view kJoined = "--vdev=";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--vdev" && i + 1 < args.size()) {
+      rewrite(args[++i]);
+    } else if (args[i].starts_with(kJoined)) {
+      std::string device = args[i].substr(kJoined.size());
+      rewrite(device);
+      args[i] = std::string(kJoined) + device;
+    }
+  }
+}
+
 }  // namespace ofi_dpdk::eal

@@ -2,6 +2,7 @@
 // FI_DPDK_EAL_ARGS string or from a program's argv.  Pure text handling.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,5 +28,11 @@ bool wants_no_huge(const std::vector<std::string>& args);
 // (the last one given), or `fallback`.
 std::string option_value(const std::vector<std::string>& args, std::string_view name,
                          std::string_view fallback);
+
+// Calls `rewrite` on the device arguments of each virtual device EAL is
+// given ("--vdev=ARGS" or "--vdev ARGS": "net_af_xdp0,iface=eth0" of
+// either), which it may change in place.
+void for_each_vdev(std::vector<std::string>& args,
+                   const std::function<void(std::string& device)>& rewrite);
 
 }  // namespace ofi_dpdk::eal

@@ -58,5 +58,27 @@ TEST(EalArgs, OptionValueTakesEitherSpellingAndTheLastOne) {
   EXPECT_EQ(option_value({"--file-prefix"}, "--file-prefix", "rte"), "rte");
 }
 
+// How the provider finds the af_xdp ports it moves to af_packet
+// (dpdk_init.cc): either spelling of --vdev, nothing else.
+TEST(EalArgs, EachVdevIsRewrittenInEitherSpelling) {
+  std::vector<std::string> args = {"-l",
+                                   "0",
+                                   "--vdev=net_af_xdp0,iface=a",
+                                   "--vdev",
+                                   "net_ring0",
+                                   "--vdevx=net_tap0",
+                                   "-a",
+                                   "0000:00:03.0",
+                                   "--vdev"};
+  std::vector<std::string> seen;
+  for_each_vdev(args, [&](std::string& device) {
+    seen.push_back(device);
+    device = "net_null" + std::to_string(seen.size() - 1);
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"net_af_xdp0,iface=a", "net_ring0"}));
+  EXPECT_EQ(args, (std::vector<std::string>{"-l", "0", "--vdev=net_null0", "--vdev", "net_null1",
+                                            "--vdevx=net_tap0", "-a", "0000:00:03.0", "--vdev"}));
+}
+
 }  // namespace
 }  // namespace ofi_dpdk::eal
