@@ -9,7 +9,7 @@ is: a token bucket at --rate with a shallow buffer (--buffer), optionally
 with random loss on the way to it (--loss, an nftables rule at the
 router), a RED queue that marks ECN instead of dropping (--queue
 red-ecn, where the kernel has sch_red), or a phantom queue that marks
-(--queue phantom-ecn: an nftables rule, for kernels without a marking
+(--queue phantom-ecn: a tc program, for kernels without a marking
 qdisc).  Host a sends, host b receives.
 
 The phantom queue (as HULL's, Alizadeh et al., NSDI 2012): a virtual link
@@ -43,10 +43,11 @@ senders' RTT samples through the stats ops' ep_rtt, the worst sender's
 p50 and p99: segment sent to ack taken, the receiver's ack delay
 included; before the rows, the same for one sender with one message in
 flight: the transport's unloaded round trip), the bottleneck queue's
-drops and ECN marks, and the packets --loss took.  Ours carry 1368 bytes of payload in a 1514-byte frame at the
-routed MTU (a 104-byte header), TCP 1448: 0.90 and 0.96 of the link are
-each one's whole.  Writes bottleneck.json and bottleneck.svg (goodput per row, and
-each sender's goodput over time) into --out.
+drops and ECN marks, and the packets --loss took.  Ours carry 1368 bytes
+of payload in a 1514-byte frame at the routed MTU (a 104-byte header),
+TCP 1448: 0.90 and 0.96 of the link are each one's whole.  Writes
+bottleneck.json and bottleneck.svg (goodput per row, and each sender's
+goodput over time) into --out.
 
 This is a benchmark, not a test: the figures depend on the machine.  On a
 2-core machine two polling processes take both cores; run it quiet.
