@@ -19,8 +19,9 @@ marked CE, as a switch port that marks at a threshold marks it.  It is a
 tc program ahead of the token bucket (usertools/bpf/
 phantom_ecn_queue.bpf.c, compiled here with clang), so the real queue
 stays short: the marks come while the phantom link, slower than the real
-one, is what fills.  Host a's TCP then segments at the MTU (TSO and GSO
-off on its interface), so that the queue sees frames as a switch does.
+one, is what fills.  Host a's TCP then segments at the MTU (its
+interface's gso_max_segs 1), so that the queue sees frames as a switch
+does.
 Marks are counted where they arrive (an nftables counter in host b).
 
 Rows, each run alone on the link:
@@ -166,10 +167,9 @@ class Link:
     def attach_phantom_queue(self) -> None:
         a = self.args
         # Host a's TCP hands the router frames as a switch sees them, not
-        # 64 KiB segments its veth carries whole.
-        for feature in ("tso", "gso"):
-            subprocess.run(self.in_host("a", ["ethtool", "-K", f"{self.name}-a0", feature, "off"]),
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # 64 KiB segments its veth carries whole: one segment per packet.
+        subprocess.run(self.in_host("a", ["ip", "link", "set", "dev", f"{self.name}-a0",
+                                          "gso_max_segs", "1"]), check=True)
         arch = sorted(Path("/usr/include").glob("*/asm/types.h"))
         with tempfile.TemporaryDirectory() as scratch:
             program = Path(scratch) / "phantom_ecn_queue.o"
@@ -589,10 +589,9 @@ def main() -> int:
         fail(2, "needs root (network namespaces, tc)")
     for tool in ("ip", "tc", "ping") + (("iperf3",) if args.tcp else ()) + (
             ("nft",) if args.loss > 0 or args.queue == "phantom-ecn" else ()) + (
-            ("ethtool", "clang") if args.queue == "phantom-ecn" else ()):
+            ("clang",) if args.queue == "phantom-ecn" else ()):
         if shutil.which(tool) is None:
-            fail(2, f"no {tool}: apt-get install iproute2 iputils-ping iperf3 nftables ethtool "
-                    f"clang")
+            fail(2, f"no {tool}: apt-get install iproute2 iputils-ping iperf3 nftables clang")
     if not (args.builddir / "app" / "bench" / "dpdk-fi-bench").exists():
         fail(2, f"no build in {args.builddir}: run usertools/dpdk-fi-setup.sh")
     available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()

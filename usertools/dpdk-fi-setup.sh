@@ -38,7 +38,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 PACKAGES=(g++ meson ninja-build pkg-config dpdk dpdk-dev libdpdk-dev
 	libfabric-dev libfabric-bin libgtest-dev python3 iproute2 iputils-ping nftables
 	openmpi-bin libopenmpi-dev autoconf automake libtool make xz-utils
-	qemu-system-x86 busybox-static clang libbpf-dev ethtool)
+	qemu-system-x86 busybox-static clang libbpf-dev)
 # The layout check (test format) runs with Debian 12's clang-format 14 and
 # skips elsewhere: nothing to install for it on another release.
 if [[ "$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")" == bookworm ]]; then
