@@ -415,7 +415,7 @@ def clear_left_xdp(iface: str) -> bool:
                                capture_output=True, text=True, check=True)
         prog = json.loads(shown.stdout)[0].get("xdp", {}).get("prog", {})
     except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
-        return  # no ip, or no JSON: net_af_xdp will say what it finds
+        return True  # no ip, or no JSON: net_af_xdp will say what it finds
     name, program_id = prog.get("name"), prog.get("id")
     if name not in AF_XDP_PROGRAMS or not isinstance(program_id, int):
         return True

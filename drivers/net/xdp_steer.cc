@@ -27,8 +27,6 @@ struct Fd {
   }
 };
 
-// Finds our program on `interface` and writes `value` (`size` bytes) at
-// `key` in its map `map_name`.
 // The XDP program on `interface` if it is ours, else -1.
 int open_steer_program(const std::string& interface, std::string* why) {
   const unsigned index = if_nametoindex(interface.c_str());
@@ -51,6 +49,8 @@ int open_steer_program(const std::string& interface, std::string* why) {
   return fd;
 }
 
+// Finds our program on `interface` and writes `value` (`size` bytes) at
+// `key` in its map `map_name`.
 XdpSteering write_map(const std::string& interface, const char* map_name, uint32_t key,
                       const void* value, uint32_t size, std::string* why) {
   const Fd program(open_steer_program(interface, why));
