@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_iov.h"
 #include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_op_flags.h"
 #include "drivers/ofi/dpdk_ops.h"
@@ -51,6 +52,10 @@ ssize_t Endpoint::atomic_op(const fi_msg_atomic& msg, const fi_ioc* compare, siz
   size_t size = 0, max_count = 0;
   if (int ret = valid(msg.datatype, msg.op, c, &size, &max_count); ret != 0) return ret;
   if (msg.iov_count > kIovLimit || compare_count > kIovLimit || result_count > kIovLimit)
+    return -FI_EINVAL;
+  if (!usable_ioc(msg.msg_iov, msg.iov_count, "an atomic's operands") ||
+      !usable_ioc(compare, compare_count, "an atomic's compare values") ||
+      !usable_ioc(result, result_count, "an atomic's results"))
     return -FI_EINVAL;
   if (msg.rma_iov_count != 1 || msg.rma_iov == nullptr) return -FI_EINVAL;
   const size_t operand_count = msg.msg_iov == nullptr ? 0 : total(msg.msg_iov, msg.iov_count);

@@ -21,6 +21,7 @@
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_engine_errno.h"
 #include "drivers/ofi/dpdk_eq.h"
+#include "drivers/ofi/dpdk_iov.h"
 #include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_op_flags.h"
@@ -99,10 +100,41 @@ uint64_t now_ns() {
          static_cast<uint64_t>((WideProduct{ticks} * clock->ns_per_tick_fixed) >> kTickShift);
 }
 
+void report_unusable(const iovec* iov, size_t count, const char* call) {
+  if (iov == nullptr) {
+    DPDK_WARN(FI_LOG_EP_DATA, "%s: -FI_EINVAL: a count of %zu and no list\n", call, count);
+    return;
+  }
+  if (count > kIovLimit) {
+    DPDK_WARN(FI_LOG_EP_DATA, "%s: -FI_EINVAL: %zu entries in its list, at most %zu\n", call, count,
+              kIovLimit);
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (iov[i].iov_base == nullptr && iov[i].iov_len != 0) {
+      DPDK_WARN(FI_LOG_EP_DATA,
+                "%s: -FI_EINVAL: entry %zu of its list has %zu bytes at address 0\n", call, i,
+                iov[i].iov_len);
+      return;
+    }
+  }
+}
+
+void report_unusable(const fi_ioc* ioc, size_t count, const char* call) {
+  for (size_t i = 0; i < count; ++i) {
+    if (ioc[i].addr == nullptr && ioc[i].count != 0) {
+      DPDK_WARN(FI_LOG_EP_DATA,
+                "%s: -FI_EINVAL: entry %zu of its list has %zu elements at address 0\n", call, i,
+                ioc[i].count);
+      return;
+    }
+  }
+}
+
 ssize_t Endpoint::send(const iovec* iov, size_t iov_count, fi_addr_t dest, void* context,
                        uint64_t flags, uint64_t data, bool tagged, uint64_t tag) {
   if (!enabled) return -FI_EOPBADSTATE;
-  if (iov_count > kIovLimit) return -FI_EINVAL;
+  if (!usable_iov(iov, iov_count, "a send")) return -FI_EINVAL;
   if (flags & FI_TRIGGER) {
     return trigger(context, [kept = keep_iov(iov, iov_count, flags), dest, context, flags, data,
                              tagged, tag](Endpoint& ep) {
@@ -146,7 +178,7 @@ void Endpoint::flush_unless_held() {
 ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source, void* context,
                             uint64_t flags, bool tagged, uint64_t tag, uint64_t ignore) {
   if (!enabled) return -FI_EOPBADSTATE;
-  if (iov_count > kIovLimit || (iov == nullptr && iov_count != 0)) return -FI_EINVAL;
+  if (!usable_iov(iov, iov_count, "a receive")) return -FI_EINVAL;
   if (flags & FI_TRIGGER) {
     return trigger(context, [kept = keep_iov(iov, iov_count, 0), source, context, flags, tagged,
                              tag, ignore](Endpoint& ep) {
@@ -520,7 +552,8 @@ ssize_t msg_sendmsg(fid_ep* ep_fid, const fi_msg* msg, uint64_t flags) {
                                 FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_REMOTE_CQ_DATA |
                                 FI_MORE | FI_TRIGGER;
   if (flags & ~kAllowed) return -FI_EBADFLAGS;
-  if ((flags & FI_INJECT) && msg->iov_count <= kIovLimit) {
+  if (!usable_iov(msg->msg_iov, msg->iov_count, "fi_sendmsg")) return -FI_EINVAL;
+  if (flags & FI_INJECT) {
     size_t length = 0;
     for (size_t i = 0; i < msg->iov_count; ++i) length += msg->msg_iov[i].iov_len;
     if (length > ep->info->tx_attr->inject_size) return -FI_EMSGSIZE;

@@ -26,6 +26,7 @@
 #include "drivers/ofi/dpdk_domain.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_engine_errno.h"
+#include "drivers/ofi/dpdk_iov.h"
 #include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_mr.h"
 #include "drivers/ofi/dpdk_op_flags.h"
@@ -110,7 +111,7 @@ std::unique_ptr<remote::Host> make_target_host(Endpoint* ep) {
 ssize_t Endpoint::remote(const fi_msg_rma& msg, uint64_t flags, bool write) {
   if (!enabled) return -FI_EOPBADSTATE;
   if (!has_cap(FI_RMA) || !has_cap(write ? FI_WRITE : FI_READ)) return -FI_EOPNOTSUPP;
-  if (msg.iov_count > kIovLimit || (msg.msg_iov == nullptr && msg.iov_count != 0))
+  if (!usable_iov(msg.msg_iov, msg.iov_count, write ? "an RMA write" : "an RMA read"))
     return -FI_EINVAL;
   if (msg.rma_iov_count != 1 || msg.rma_iov == nullptr) return -FI_EINVAL;
   size_t local = 0;

@@ -28,6 +28,7 @@
 
 #include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_endpoint.h"
+#include "drivers/ofi/dpdk_iov.h"
 #include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_op_flags.h"
 #include "drivers/ofi/dpdk_ops.h"
@@ -52,14 +53,6 @@ bool allowed(const Endpoint* ep, uint64_t direction) {
   return !ep->has_cap(FI_SEND | FI_RECV) || ep->has_cap(direction);
 }
 
-// An iov the transport can gather from or scatter into.
-bool valid_iov(const iovec* iov, size_t count) {
-  if (count > kIovLimit || (iov == nullptr && count != 0)) return false;
-  for (size_t i = 0; i < count; ++i)
-    if (iov[i].iov_base == nullptr && iov[i].iov_len != 0) return false;
-  return true;
-}
-
 size_t iov_length(const iovec* iov, size_t count) {
   size_t length = 0;
   for (size_t i = 0; i < count; ++i) length += iov[i].iov_len;
@@ -73,7 +66,7 @@ ssize_t tagged_send(fid_ep* ep_fid, const iovec* iov, size_t count, fi_addr_t de
                     uint64_t flags, uint64_t data, uint64_t tag) {
   Endpoint* ep = endpoint_of(ep_fid);
   if (!allowed(ep, FI_SEND)) return -FI_EOPNOTSUPP;
-  if (!valid_iov(iov, count)) return -FI_EINVAL;
+  if (!usable_iov(iov, count, "a tagged send")) return -FI_EINVAL;
   if ((flags & FI_INJECT) && iov_length(iov, count) > ep->info->tx_attr->inject_size)
     return -FI_EMSGSIZE;
   LaneGuard guard(ep->port(), ep->lane);
@@ -124,7 +117,6 @@ ssize_t tagged_recvv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t c
   const Caller caller = caller_of(ep_fid);
   Endpoint* ep = caller.ep;
   if (!allowed(ep, FI_RECV)) return -FI_EOPNOTSUPP;
-  if (!valid_iov(iov, count)) return -FI_EINVAL;
   LaneGuard guard(ep->port(), ep->lane);
   return ep->post_recv(iov, count, src_addr, context, caller.rx_op_flags & ~kMatchFlags, true, tag,
                        ignore);
@@ -195,7 +187,7 @@ ssize_t tagged_recvmsg(fid_ep* ep_fid, const fi_msg_tagged* msg, uint64_t flags)
   if (ignore_buffers) {
     checked.msg_iov = nullptr;
     checked.iov_count = 0;
-  } else if (!valid_iov(msg->msg_iov, msg->iov_count)) {
+  } else if (!usable_iov(msg->msg_iov, msg->iov_count, "fi_trecvmsg")) {
     return -FI_EINVAL;
   }
   if (flags & (FI_PEEK | FI_CLAIM)) return tagged_match_op(ep, checked, flags);

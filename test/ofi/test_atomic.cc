@@ -185,6 +185,31 @@ TEST_F(Atomic, AtomicReadTakesANullBuffer) {
   EXPECT_EQ(out[1], 42u);
 }
 
+TEST_F(Atomic, ResultsOrComparesWithNoAddressAreEINVAL) {
+  auto* w = reinterpret_cast<uint64_t*>(region_ + 192);
+  w[0] = 5;
+  uint64_t operand = 1, compare = 5, result = 0;
+  EXPECT_EQ(fi_fetch_atomic(a_.ep, &operand, 1, nullptr, nullptr, nullptr, b_.addr, at(w), key_,
+                            FI_UINT64, FI_SUM, &context_),
+            -FI_EINVAL);
+  EXPECT_EQ(fi_compare_atomic(a_.ep, &operand, 1, nullptr, nullptr, nullptr, &result, nullptr,
+                              b_.addr, at(w), key_, FI_UINT64, FI_CSWAP, &context_),
+            -FI_EINVAL);
+  fi_ioc operands[2] = {{&operand, 1}, {nullptr, 1}};
+  EXPECT_EQ(
+      fi_atomicv(a_.ep, operands, nullptr, 2, b_.addr, at(w), key_, FI_UINT64, FI_SUM, &context_),
+      -FI_EINVAL);
+  EXPECT_TRUE(stays_empty(a_.tx_cq, 0.1)) << "a refused atomic must not complete";
+  EXPECT_EQ(w[0], 5u) << "a refused atomic reached the target";
+  // The endpoint goes on.
+  ASSERT_EQ(fi_compare_atomic(a_.ep, &operand, 1, nullptr, &compare, nullptr, &result, nullptr,
+                              b_.addr, at(w), key_, FI_UINT64, FI_CSWAP, &context_),
+            0);
+  ASSERT_EQ(done(), 1);
+  EXPECT_EQ(result, 5u);
+  EXPECT_EQ(w[0], 1u);
+}
+
 TEST_F(Atomic, InjectFreesTheOperand) {
   auto* w = reinterpret_cast<int64_t*>(region_ + 256);
   w[0] = 10;

@@ -226,6 +226,34 @@ TEST_F(Messaging, SendAboveMaxMsgSizeIsEMSGSIZE) {
   EXPECT_TRUE(stays_empty(a_.tx_cq, 0.1)) << "a refused send must not complete";
 }
 
+// A buffer with bytes and no address would be read or written at address
+// 0: refused at the call, whichever call names it, and the endpoint goes on.
+TEST_F(Messaging, BufferWithBytesAndNoAddressIsEINVAL) {
+  int context = 0;
+  EXPECT_EQ(fi_send(a_.ep, nullptr, 8, nullptr, b_.addr, &context), -FI_EINVAL);
+  EXPECT_EQ(fi_inject(a_.ep, nullptr, 8, b_.addr), -FI_EINVAL);
+  EXPECT_EQ(fi_senddata(a_.ep, nullptr, 8, nullptr, 1, b_.addr, &context), -FI_EINVAL);
+  EXPECT_EQ(fi_recv(b_.ep, nullptr, 8, nullptr, FI_ADDR_UNSPEC, &context), -FI_EINVAL);
+  uint8_t byte = 0;
+  iovec iov[2] = {{&byte, 1}, {nullptr, 8}};
+  EXPECT_EQ(fi_sendv(a_.ep, iov, nullptr, 2, b_.addr, &context), -FI_EINVAL);
+  EXPECT_EQ(fi_recvv(b_.ep, iov, nullptr, 2, FI_ADDR_UNSPEC, &context), -FI_EINVAL);
+  fi_msg msg{};
+  msg.msg_iov = iov;
+  msg.iov_count = 2;
+  msg.addr = b_.addr;
+  msg.context = &context;
+  EXPECT_EQ(fi_sendmsg(a_.ep, &msg, 0), -FI_EINVAL);
+  EXPECT_EQ(fi_sendmsg(a_.ep, &msg, FI_INJECT), -FI_EINVAL);
+  EXPECT_EQ(fi_recvmsg(b_.ep, &msg, 0), -FI_EINVAL);
+  msg.msg_iov = nullptr;  // a count and no list
+  EXPECT_EQ(fi_sendmsg(a_.ep, &msg, FI_INJECT), -FI_EINVAL);
+  EXPECT_EQ(fi_recvmsg(b_.ep, &msg, 0), -FI_EINVAL);
+  EXPECT_TRUE(stays_empty(a_.tx_cq, 0.1)) << "a refused send must not complete";
+  EXPECT_TRUE(stays_empty(b_.rx_cq, 0.1)) << "a refused receive must not complete";
+  expect_message_delivered(a_, b_.addr, b_, "after the refusals");
+}
+
 // ---- remote CQ data ----
 
 TEST_F(Messaging, SenddataDeliversRemoteCqData) {

@@ -274,6 +274,10 @@ TEST_P(Rma, LocalArgumentsAreCheckedAtTheCall) {
   remote.len = 8;
   EXPECT_EQ(fi_writemsg(a_.ep, &msg, FI_TAGGED), -FI_EBADFLAGS);
   EXPECT_EQ(fi_read(a_.ep, buffer, 8, nullptr, 9999, at(0), key_, &context_), -FI_EINVAL);
+  // Bytes with no address to take them from or put them at.
+  EXPECT_EQ(fi_write(a_.ep, nullptr, 8, nullptr, b_.addr, at(0), key_, &context_), -FI_EINVAL);
+  EXPECT_EQ(fi_read(a_.ep, nullptr, 8, nullptr, b_.addr, at(0), key_, &context_), -FI_EINVAL);
+  EXPECT_EQ(fi_inject_write(a_.ep, nullptr, 8, b_.addr, at(0), key_), -FI_EINVAL);
   std::vector<char> big(domain_.info->tx_attr->inject_size + 1);
   EXPECT_EQ(fi_inject_write(a_.ep, big.data(), big.size(), b_.addr, at(0), key_), -FI_EMSGSIZE);
   EXPECT_EQ(domain_.info->tx_attr->rma_iov_limit, 1u);
