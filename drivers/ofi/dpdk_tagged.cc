@@ -117,6 +117,7 @@ ssize_t tagged_recvv(fid_ep* ep_fid, const iovec* iov, void** /*desc*/, size_t c
   const Caller caller = caller_of(ep_fid);
   Endpoint* ep = caller.ep;
   if (!allowed(ep, FI_RECV)) return -FI_EOPNOTSUPP;
+  if (!usable_iov(iov, count, "a tagged receive")) return -FI_EINVAL;
   LaneGuard guard(ep->port(), ep->lane);
   return ep->post_recv(iov, count, src_addr, context, caller.rx_op_flags & ~kMatchFlags, true, tag,
                        ignore);
