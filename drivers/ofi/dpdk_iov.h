@@ -1,5 +1,6 @@
-// dpdk_iov.h: the check every data call makes of the caller's buffers
-// before it reads or writes one of them.
+// dpdk_iov.h: the check the data calls make of the caller's buffers
+// before they read or write one of them (receives of the untagged calls
+// take an entry with no address as holding no bytes: Endpoint::post_recv).
 #pragma once
 
 #include <rdma/fi_atomic.h>
