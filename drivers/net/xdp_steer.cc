@@ -103,6 +103,15 @@ bool has_steer_program(const std::string& interface) {
   return program.fd >= 0;
 }
 
+uint32_t steer_program_id(const std::string& interface) {
+  std::string why;
+  const Fd program(open_steer_program(interface, &why));
+  if (program.fd < 0) return 0;
+  bpf_prog_info info{};
+  uint32_t length = sizeof info;
+  return bpf_obj_get_info_by_fd(program.fd, &info, &length) == 0 ? info.id : 0;
+}
+
 XdpSteering pass_to_kernel(const std::string& interface, uint16_t queue, bool passed,
                            std::string* why) {
   const uint32_t value = passed ? 1 : 0;

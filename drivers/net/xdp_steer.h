@@ -33,6 +33,11 @@ XdpSteering steer_xdp(const std::string& interface, const XdpSteerConfig& config
 // Whether the XDP program on `interface` is ours.
 bool has_steer_program(const std::string& interface);
 
+// The kernel's id of the XDP program on `interface` if it is ours, else 0:
+// a program detached and attached again (another process's port) has a
+// new id and new, empty maps.
+uint32_t steer_program_id(const std::string& interface);
+
 // For a port of another process on the same interface (net_af_packet):
 // whether the program there is ours; if so, sets (`passed`) or clears the
 // entry of `queue` in its map ofi_dpdk_passed, so that the UDP of that

@@ -379,11 +379,12 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
     // queues' UDP to the kernel; the af_xdp port takes its own back.
     if (description.xdp) {
       ctx->kernel_ports.pass_through_xdp(description.kernel_interface, false);
-    } else if (net::has_steer_program(description.kernel_interface)) {
+    } else if (is_beside_af_xdp(description.kernel_interface) ||
+               net::has_steer_program(description.kernel_interface)) {
       ctx->kernel_ports.pass_through_xdp(description.kernel_interface, true);
       DPDK_INFO(FI_LOG_DOMAIN,
-                "%s: %s has the XDP program of an af_xdp port of another process: the UDP of "
-                "this port's queues is passed to the kernel, and so here\n",
+                "%s: %s has the XDP program of an af_xdp port of another process, or will "
+                "have: the UDP of this port's queues is passed to the kernel, and so here\n",
                 ctx->port->name().c_str(), description.kernel_interface.c_str());
     }
     // Our XDP program (the launcher's xdp_prog=) hands the socket only the

@@ -15,6 +15,7 @@
 #include "drivers/net/packet_ring.h"
 #include "drivers/net/xdp_steer.h"
 #include "drivers/ofi/dpdk_getinfo.h"
+#include "drivers/ofi/dpdk_kernel_ports.h"
 #include "drivers/ofi/dpdk_limits.h"
 #include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_objects.h"
@@ -80,6 +81,7 @@ void af_packet_beside_af_xdp(std::vector<std::string>& words) {
     const size_t begin = iface_at + 7;
     const std::string iface = device.substr(begin, device.find(',', begin) - begin);
     if (first_af_xdp_of(iface) && !net::has_steer_program(iface)) return;
+    note_beside_af_xdp(iface);
     const std::string index = device.substr(kXdp.size(), device.find(',') - kXdp.size());
     std::string ring;
     if (const std::optional<uint32_t> mtu = net::kernel_interface_mtu(iface))

@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "drivers/net/xdp_steer.h"
 
@@ -179,6 +181,26 @@ bool kernel_has_ipv6(const ip::Ipv6& address) {
   return kernel_has(AF_INET6, address.bytes.data(), 16);
 }
 
+namespace {
+
+std::mutex beside_af_xdp_lock;
+std::set<std::string>& interfaces_beside_af_xdp() {
+  static std::set<std::string> interfaces;  // (few: one per interface named)
+  return interfaces;
+}
+
+}  // namespace
+
+void note_beside_af_xdp(const std::string& interface) {
+  const std::lock_guard<std::mutex> guard(beside_af_xdp_lock);
+  interfaces_beside_af_xdp().insert(interface);
+}
+
+bool is_beside_af_xdp(const std::string& interface) {
+  const std::lock_guard<std::mutex> guard(beside_af_xdp_lock);
+  return interfaces_beside_af_xdp().contains(interface);
+}
+
 KernelPorts::~KernelPorts() {
   for (uint16_t q = 0; q < kQueues; ++q) release(q);
 }
@@ -281,6 +303,16 @@ void KernelPorts::release(uint16_t queue) {
   if (held.ipv4 >= 0) close(held.ipv4);
   if (held.ipv6 >= 0) close(held.ipv6);
   held = {};
+}
+
+bool KernelPorts::recheck_xdp(std::string* why) {
+  const uint32_t program = net::steer_program_id(xdp_interface_);
+  if (program == passed_program_) return true;
+  passed_program_ = program;  // (once per program: a failure is not retried each pass)
+  if (program == 0) return true;
+  for (uint16_t queue = 0; queue < kQueues; ++queue)
+    if (held_[queue].taken && !pass(queue, true, why)) return false;
+  return true;
 }
 
 bool KernelPorts::holds(uint16_t queue) const {

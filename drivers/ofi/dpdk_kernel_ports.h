@@ -33,6 +33,12 @@ namespace ofi_dpdk::ofi {
 bool kernel_has_ipv4(ip::Ipv4 address);
 bool kernel_has_ipv6(const ip::Ipv6& address);
 
+// Interfaces whose af_xdp port this process left to another process (its
+// ports there go on af_packet, dpdk_init.cc): that process's XDP program
+// may not be attached yet when this process opens its port.
+void note_beside_af_xdp(const std::string& interface);
+bool is_beside_af_xdp(const std::string& interface);
+
 class KernelPorts {
  public:
   static constexpr uint16_t kQueues = 64;  // queues an endpoint may have
@@ -62,15 +68,27 @@ class KernelPorts {
   int hold(uint16_t queue, std::string* why);
   void release(uint16_t queue);
   bool holds(uint16_t queue) const;
-  // An af_packet port on an interface whose XDP program is ours (an af_xdp
-  // port of another process; `passes`): each queue held also has the
-  // program pass its UDP to the kernel (net::pass_to_kernel), until
-  // released.  The af_xdp port itself (not `passes`) takes each queue it
-  // holds back, in case a process that passed it died holding it.
+  // An af_packet port on an interface whose XDP program is ours, or is
+  // about to be (an af_xdp port of another process; `passes`): each queue
+  // held also has the program pass its UDP to the kernel
+  // (net::pass_to_kernel), until released.  The af_xdp port itself (not
+  // `passes`) takes each queue it holds back, in case a process that passed
+  // it died holding it.
   void pass_through_xdp(const std::string& interface, bool passes) {
     xdp_interface_ = interface;
     xdp_passes_ = passes;
   }
+  bool passes_through_xdp() const { return xdp_passes_; }
+  // For a port that passes: when the program on the interface is not the
+  // one its queues were written into, writes them into the one there now.
+  // A program attached after this port held its queues (two processes of
+  // a fork open their ports at once, and the af_packet one is first) or
+  // attached again (a new af_xdp port) starts with an empty map, and would
+  // hand this port's frames to the af_xdp port's socket.  Control path (a
+  // few system calls); the port's pass calls it every kXdpRecheckNs.
+  // Returns false, with *why, when the program there cannot be told.
+  bool recheck_xdp(std::string* why);
+  static constexpr uint64_t kXdpRecheckNs = 200'000'000;
 
  private:
   struct Held {
@@ -85,6 +103,7 @@ class KernelPorts {
   std::array<Held, kQueues> held_{};
   std::string xdp_interface_;
   bool xdp_passes_ = false;
+  uint32_t passed_program_ = 0;  // the program recheck_xdp last wrote into
   int hold_sockets(uint16_t queue, std::string* why);
   bool pass(uint16_t queue, bool passed, std::string* why);
 };

@@ -171,6 +171,10 @@ struct PortContext final : proto::FrameKeeper {
     if (queue < kMaxEndpointsPerPort && endpoints[queue] == nullptr && !held[queue])
       kernel_ports.release(queue);
   }
+  // Beside another process's af_xdp port: when the last kernel_ports
+  // .recheck_xdp ran (the pass runs it every KernelPorts::kXdpRecheckNs).
+  uint64_t xdp_rechecked_ns = 0;
+  void recheck_xdp(uint64_t now);
   RareCount rx_not_ours;
   RareCount rx_bad_frames;
   RareCount rx_unsealed;  // frames without a checksum while we want one

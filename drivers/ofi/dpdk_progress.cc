@@ -388,6 +388,9 @@ uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
       (!resolving.empty() || now - neighbour_copies_read_ns >= kNeighbourCopiesNs))
     take_neighbour_copies(now);
   if (whole && !resolving.empty()) chase_neighbours(now);
+  if (whole && kernel_ports.passes_through_xdp() &&
+      now - xdp_rechecked_ns >= KernelPorts::kXdpRecheckNs) [[unlikely]]
+    recheck_xdp(now);
   for (Endpoint* ep : open_endpoints()) {
     if (!in_lane(ep, lane)) continue;
     contain([&] {
@@ -402,6 +405,14 @@ uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
   if (whole && !triggered.empty()) run_due_triggers();
   if (!whole && !helping && received == 0) help_lanes_left_alone(lane, now);
   return received;
+}
+
+void PortContext::recheck_xdp(uint64_t now) {
+  xdp_rechecked_ns = now;
+  std::string why;
+  if (!kernel_ports.recheck_xdp(&why))
+    DPDK_WARN(FI_LOG_DOMAIN, "%s: its endpoints' frames may go to another process's socket: %s\n",
+              port->name().c_str(), why.c_str());
 }
 
 bool PortContext::idle_long_enough(uint64_t& idle_since_ns, uint64_t now) {

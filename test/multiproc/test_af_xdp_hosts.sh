@@ -27,7 +27,10 @@
 #      two processes that both open a port on the client's interface: the
 #      second goes on af_packet beside the first's af_xdp port (the XDP
 #      program passes its queues' UDP to the kernel) and the program
-#      passes; it failed before ("XDP program already attached").
+#      passes; it failed before ("XDP program already attached");
+#   6. the same with the af_packet process's port opened before the af_xdp
+#      one's program attached (the order step 5 meets on a busy machine):
+#      stock fi_rdm_pingpong to the af_packet process passes.
 # Skips (77) without root, iproute2, fi_pingpong, network namespaces,
 # net_af_xdp, an AF_XDP socket on a veth, or a built ofi_dpdk_steer.o.
 set -euo pipefail
@@ -212,6 +215,64 @@ else
 	else
 		fail "fi_rdm_shared_av over af_xdp: server exit $server_status, client exit $client_status (or no process went on af_packet)"
 		show shared_av-server shared_av-client
+	fi
+fi
+
+# 6. The same two processes, the af_packet one first: a process that left
+# the interface's af_xdp port to another (which asked first, and has not
+# attached its program yet) opens its port and holds its queue; the af_xdp
+# port's program attaches after, with an empty map.  The af_packet port
+# must still tell it (it rechecks the program), or the peer's frames to
+# its queue go to the af_xdp port's socket.  The first asker is played by
+# a lock on the file the provider takes for it (dpdk_init.cc,
+# first_af_xdp_of), held while the af_packet process starts.
+pingpong_bin=$(dirname "${shared_av:-/nonexistent}")/fi_rdm_pingpong
+if [[ -z $shared_av || ! -x $pingpong_bin ]]; then
+	echo "note  no fabtests built here: step 6 skipped"
+else
+	mkdir -p /run/ofi-dpdk
+	client_net=$(ip netns exec "$client_ns" stat -L -c %i /proc/self/ns/net)
+	python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "w"); fcntl.flock(f, fcntl.LOCK_EX); print("held", flush=True); time.sleep(120)' \
+		"/run/ofi-dpdk/af_xdp-$client_net-gate0.lock" >"$work/asker.log" 2>&1 &
+	asker=$!
+	for _ in $(seq 50); do grep -q held "$work/asker.log" && break; sleep 0.1; done
+	server_status=0 client_status=0
+	# The af_packet process: fi_rdm_pingpong's server, queue 0 (UDP 9228).
+	timeout -k 2 90 ip netns exec "$client_ns" python3 "$launcher" --topology af_xdp \
+		--iface gate0 --no-huge --lcore "$client_lcore" --provider-path "$provider_path" -- \
+		"$pingpong_bin" -p dpdk -s 10.196.0.2 -I 100 -S 64 >"$work/first-server.log" 2>&1 &
+	server=$!
+	for _ in $(seq 200); do
+		grep -q "UDP ports" "$work/first-server.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	kill "$asker" 2>/dev/null || true
+	wait "$asker" 2>/dev/null || true
+	# The late af_xdp port: another server on queue 1 (UDP 9229), never
+	# reached; it ends by the timeout.
+	timeout -k 2 30 ip netns exec "$client_ns" python3 "$launcher" --topology af_xdp \
+		--iface gate0 --no-huge --lcore "$client_lcore" --provider-path "$provider_path" -- \
+		"$pingpong_bin" -p dpdk -s 10.196.0.2 -B 9229 >"$work/late-xdp.log" 2>&1 &
+	late=$!
+	for _ in $(seq 200); do
+		grep -q "XDP program" "$work/late-xdp.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	timeout -k 2 60 ip netns exec "$server_ns" python3 "$launcher" --topology af_xdp \
+		--iface gate0 --no-huge --lcore "$server_lcore" --provider-path "$provider_path" -- \
+		"$pingpong_bin" -p dpdk -s 10.196.0.1 -I 100 -S 64 10.196.0.2 >"$work/first-client.log" 2>&1 ||
+		client_status=$?
+	wait "$server" || server_status=$?
+	kill "$late" 2>/dev/null || true
+	wait "$late" 2>/dev/null || true
+	if [[ $server_status -eq 0 && $client_status -eq 0 ]] &&
+		grep -q "goes on af_packet beside it" "$work/first-server.log" &&
+		grep -q "XDP program" "$work/late-xdp.log"; then
+		echo "ok    an af_packet port opened before the af_xdp port's program attached still gets its frames: fi_rdm_pingpong -I 100 -S 64 passed"
+	else
+		fail "af_packet port before the af_xdp program: server exit $server_status, client exit $client_status (or the ports were not af_packet then af_xdp)"
+		show first-server late-xdp first-client
 	fi
 fi
 [ "$failures" = 0 ] || exit 1
