@@ -58,6 +58,10 @@ int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, u
   if (it == domain.mr_keys.end()) return FI_EKEYREJECTED;
   const Mr& mr = *it->second;
   if ((mr.access & access) != access) return FI_EACCES;
+  // A region registered with bytes at address 0 (fi_mr_reg(NULL, len),
+  // which libfabric lets pass, as shm and tcp do) has no memory to reach:
+  // an access with bytes fails, not the target process.
+  if (mr.addr == nullptr && length != 0) return FI_EFAULT;
   const auto base = reinterpret_cast<uint64_t>(mr.addr);
   const uint64_t start = virtual_addressing(domain) ? addr : base + (addr - mr.offset);
   if (!virtual_addressing(domain) && addr < mr.offset) return FI_EFAULT;

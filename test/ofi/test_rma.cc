@@ -257,6 +257,29 @@ TEST_P(Rma, TargetChecksFailTheOperationBeforeAnyByteMoves) {
   ASSERT_EQ(completion(&entry), 1);
 }
 
+TEST_P(Rma, ARegionRegisteredWithNoAddressFailsAccessesWithBytes) {
+  // fi_mr_reg(NULL, 4096) is taken (as shm and tcp take it); a peer's
+  // access to it with bytes fails with FI_EFAULT instead of reaching
+  // address 0 in the target, and the endpoint goes on.
+  fid_mr* none = nullptr;
+  ASSERT_EQ(fi_mr_reg(domain_.domain, nullptr, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+                      &none, nullptr),
+            0);
+  const auto out = pattern(64, 3);
+  std::vector<uint8_t> back(64);
+  fi_cq_data_entry entry{};
+  fi_cq_err_entry error{};
+  ASSERT_EQ(fi_write(a_.ep, out.data(), 64, nullptr, b_.addr, 0, fi_mr_key(none), &context_), 0);
+  ASSERT_EQ(completion(&entry, &error), -FI_EAVAIL);
+  EXPECT_EQ(error.err, FI_EFAULT);
+  ASSERT_EQ(fi_read(a_.ep, back.data(), 64, nullptr, b_.addr, 0, fi_mr_key(none), &context_), 0);
+  ASSERT_EQ(completion(&entry, &error), -FI_EAVAIL);
+  EXPECT_EQ(error.err, FI_EFAULT);
+  EXPECT_EQ(fi_close(&none->fid), 0);
+  ASSERT_EQ(fi_write(a_.ep, out.data(), 64, nullptr, b_.addr, at(0), key_, &context_), 0);
+  ASSERT_EQ(completion(&entry), 1);
+}
+
 TEST_P(Rma, LocalArgumentsAreCheckedAtTheCall) {
   char buffer[8] = {};
   fi_rma_iov remote{at(0), 8, key_};
