@@ -190,13 +190,12 @@ ssize_t Endpoint::post_recv(const iovec* iov, size_t iov_count, fi_addr_t source
     });
   }
   proto::RecvRequest request;
-  std::copy(iov, iov + iov_count, request.iov);
   // An entry with no address holds no bytes: a message with bytes for it
   // is truncated (FI_ETRUNC), not written at address 0.  (Posting one is
   // not refused: fabtests' fi_shared_ctx -e msg posts buf NULL with 1 KiB
   // for its empty messages, as other providers take.)
   for (size_t i = 0; i < iov_count; ++i)
-    if (request.iov[i].iov_base == nullptr) request.iov[i].iov_len = 0;
+    request.iov[i] = {iov[i].iov_base, iov[i].iov_base != nullptr ? iov[i].iov_len : 0};
   request.iov_count = iov_count;
   request.context = context;
   request.user_flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);

@@ -154,7 +154,16 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) 
                                 rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded,
                                 frame_check())
           : proto::DecodeResult::kTruncated;  // we never send chained frames
-  if (result == proto::DecodeResult::kNotOurs) {
+  if (result == proto::DecodeResult::kOk) [[likely]] {
+    if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0)
+      ++rx_not_ours;
+    else if ((decoded.src_mac[0] & 1) != 0)
+      // No sender's MAC has the group bit: a forged source that would pass
+      // for a peer named by IP address (a peer id).
+      ++rx_bad_frames;
+    else
+      deliver(decoded, frame, now, polled_queue);
+  } else if (result == proto::DecodeResult::kNotOurs) {
     // On a port with an IPv4 address: ARP (dpdk_neighbours.cc), and IPv4,
     // our UDP frames and ping (dpdk_udp.cc); with an IPv6 address, neighbour
     // discovery and ping (dpdk_ipv6.cc).  Other protocols are not ours.
@@ -171,18 +180,8 @@ void PortContext::receive(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) 
       ++rx_not_ours;
   } else if (result == proto::DecodeResult::kUnsealed) {
     warn_unsealed();
-  } else if (refused_for_key(result)) {
-    // (counted)
-  } else if (result != proto::DecodeResult::kOk) {
+  } else if (!refused_for_key(result)) {
     ++rx_bad_frames;
-  } else if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0) {
-    ++rx_not_ours;
-  } else if ((decoded.src_mac[0] & 1) != 0) {
-    // No sender's MAC has the group bit: a forged source that would pass
-    // for a peer named by IP address (a peer id).
-    ++rx_bad_frames;
-  } else {
-    deliver(decoded, frame, now, polled_queue);
   }
   // The queue pair's own cache, on a port of lanes (its lane's lock is held).
   port->free_frame(frame, polled_queue);
