@@ -28,7 +28,8 @@ Topologies and the port each gives the provider:
                 beside ours that a live process holds, this process goes
                 on af_packet (its queues' UDP passed to the kernel);
                 beside net_af_xdp's own the launch fails
-  pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci)
+  pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci); in a
+                job, --pci BDF0,BDF1 gives local rank i the i-th
   shared        one port for all the processes of a host (DPDK's
                 multi-process model): dpdk-fi-switch is the primary and owns
                 the port net_ring_NAME, each process a secondary
@@ -42,8 +43,8 @@ In an MPI job (mpirun -np N dpdk-fi-run.py --topology T -- PROGRAM) the
 launcher reads each rank's number and local number from the environment
 the job starter gives (Open MPI's OMPI_COMM_WORLD_RANK and _LOCAL_RANK,
 PMIx's PMIX_RANK, Hydra's PMI_RANK and MPI_LOCALRANKID, Slurm's
-SLURM_PROCID and SLURM_LOCALID).  {rank} and {local_rank} in --socket and
---iface stand for them (one interface per rank:
+SLURM_PROCID and SLURM_LOCALID).  {rank} and {local_rank} in --socket,
+--iface and --ip stand for them (one interface per rank:
 --iface 'ofidpdk{local_rank}'), {host} for the host name (one interface
 per host: --iface '{host}0'), and each rank polls on its own CPU, the
 local rank's one among those allowed (round robin).
@@ -270,6 +271,22 @@ def normalize_bdf(bdf: str) -> str:
     return f"{match.group(1) or '0000'}:{match.group(2)}".lower()
 
 
+def pci_of_rank(devices: str, rank: tuple[int, int] | None) -> str:
+    """The device of --pci BDF[,BDF...] this process takes: the only one,
+    or in a job the one at its local rank (a NIC per rank of a host).
+    Raises LaunchError."""
+    listed = devices.split(",")
+    if len(listed) == 1:
+        return listed[0]
+    if rank is None:
+        raise LaunchError(f"--pci '{devices}' names a device per local rank, but no job"
+                          " starter gave this process a rank")
+    if rank[1] >= len(listed):
+        raise LaunchError(f"--pci '{devices}' names {len(listed)} devices: none for local"
+                          f" rank {rank[1]}")
+    return listed[rank[1]]
+
+
 def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -> list[str]:
     """The EAL options naming the port for args.topology. Raises LaunchError."""
     if args.topology == "ring":
@@ -299,7 +316,7 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
             steer = f",xdp_prog={program}" if program else ""
             return [f"--vdev=net_af_xdp0,iface={iface},start_queue=0,queue_count=1{steer}"]
         return [f"--vdev=net_af_packet0,iface={iface}{packet_ring_args(iface)}"]
-    bdf = normalize_bdf(args.pci)
+    bdf = normalize_bdf(pci_of_rank(args.pci, rank))
     device = SYS_PCI / bdf
     if not device.exists():
         raise LaunchError(f"no PCI device {bdf} (see: lspci -D)")
@@ -602,7 +619,7 @@ def provider_env(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[s
     env = {"FI_PROVIDER": "dpdk",
            "FI_DPDK_EAL_ARGS": shlex.join(eal_args(args, job_rank(environ)))}
     if args.ip is not None:
-        env["FI_DPDK_PORT_ADDR"] = args.ip
+        env["FI_DPDK_PORT_ADDR"] = for_rank(args.ip, job_rank(environ))
     if args.provider_path is not None:
         directory = Path(args.provider_path)
         if not directory.is_dir():
@@ -636,7 +653,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                              " beyond its subnet (FI_DPDK_PORT_ADDR): peers may then name its"
                              " endpoints by it (fi_pingpong -p dpdk A.B.C.D), on its subnet"
                              " and, through GW, beyond it (frames in UDP); or an IPv6 one"
-                             " (fd00::1/64[@GW]), or both, comma-separated")
+                             " (fd00::1/64[@GW]), or both, comma-separated; may name {rank}"
+                             " and {local_rank} (10.0.0.1{local_rank}/24)")
     parser.add_argument("--iface", metavar="IF",
                         help="af_packet, af_xdp: the kernel interface; may name {host}, {rank}"
                              " and {local_rank}")
@@ -644,7 +662,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
                         help="af_xdp: the XDP program (default: the provider's"
                              " ofi_dpdk_steer.o, which leaves the kernel its traffic;"
                              " 'default': net_af_xdp's own, which takes every frame)")
-    parser.add_argument("--pci", metavar="BDF", help="pci: the device, e.g. 0000:03:00.0")
+    parser.add_argument("--pci", metavar="BDF[,BDF...]",
+                        help="pci: the device, e.g. 0000:03:00.0; in a job, one per local"
+                             " rank (a NIC each), comma-separated")
     parser.add_argument("--name", metavar="NAME",
                         help="shared: the port's name (net_ring_NAME; default shared0)")
     parser.add_argument("--processes", type=int, metavar="N",
@@ -696,8 +716,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     quad = r"\d{1,3}(\.\d{1,3}){3}"
     ipv4 = quad + r"(/\d{1,2})?(@" + quad + ")?"
     ipv6 = r"[0-9a-fA-F:.]*:[0-9a-fA-F:.]*(/\d{1,3})?(@[0-9a-fA-F:.]*:[0-9a-fA-F:.]*)?"
-    if args.ip is not None and not all(re.fullmatch(ipv4, item) or re.fullmatch(ipv6, item)
-                                       for item in args.ip.split(",")):
+    # ({rank} and {local_rank} stand for numbers: 10.0.0.1{local_rank}/24.)
+    ip_form = re.sub(r"\{(local_)?rank\}", "0", args.ip) if args.ip is not None else None
+    if ip_form is not None and not all(re.fullmatch(ipv4, item) or re.fullmatch(ipv6, item)
+                                       for item in ip_form.split(",")):
         parser.error(f"--ip '{args.ip}': an IPv4 address and prefix length, and optionally"
                      " a gateway, e.g. 10.0.0.1/24 or 10.0.1.2/24@10.0.1.1; or an IPv6 one,"
                      " e.g. fd00:1::2/64@fd00:1::1; or one of each, comma-separated")

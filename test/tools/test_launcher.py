@@ -279,6 +279,39 @@ class PrintOnlyTest(LauncherCase):
         self.assertNotIn("--no-pci", eal)
         self.assertEqual(eal[eal.index("-a") + 1], devices[0])
 
+    def test_pci_device_per_local_rank(self) -> None:
+        devices = sorted(os.listdir("/sys/bus/pci/devices")) if os.path.isdir(
+            "/sys/bus/pci/devices") else []
+        if len(devices) < 2:
+            self.skipTest("fewer than two PCI devices here")
+        listed = f"{devices[0]},{devices[1]}"
+        for local_rank in (0, 1):
+            eal = self.job_eal({"OMPI_COMM_WORLD_RANK": str(local_rank + 4),
+                                "OMPI_COMM_WORLD_LOCAL_RANK": str(local_rank)},
+                               "--topology", "pci", "--pci", listed)
+            self.assertEqual(eal[eal.index("-a") + 1], devices[local_rank])
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
+        result = launch("--topology", "pci", "--pci", listed, "--print-only",
+                        env={**env, "OMPI_COMM_WORLD_RANK": "2",
+                             "OMPI_COMM_WORLD_LOCAL_RANK": "2"})
+        self.assert_one_line_error(result, "none for local rank 2")
+        result = launch("--topology", "pci", "--pci", listed, "--print-only", env=env)
+        self.assert_one_line_error(result, "no job starter")
+
+    def test_ip_per_rank(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMI"))}
+        result = launch("--topology", "ring", "--ip", "10.0.0.1{local_rank}/24,fd00::{rank}/64",
+                        "--print-only", env={**env, "OMPI_COMM_WORLD_RANK": "3",
+                                             "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(exports(result.stdout)["FI_DPDK_PORT_ADDR"], "10.0.0.11/24,fd00::3/64")
+        result = launch("--topology", "ring", "--ip", "10.0.0.1{local_rank}/24", "--print-only",
+                        env=env)
+        self.assert_one_line_error(result, "no job starter")
+        result = launch("--topology", "ring", "--ip", "10.0.0.{host}/24", "--print-only", env=env)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("--ip", result.stderr)
+
     def test_pci_missing_device(self) -> None:
         result = launch("--topology", "pci", "--pci", "ffff:ff:1f.7", "--print-only")
         self.assert_one_line_error(result, "ffff:ff:1f.7")
