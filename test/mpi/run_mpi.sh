@@ -24,6 +24,9 @@
 #             router6: the same in IPv6 alone (dpdk-fi-router.sh --ipv6:
 #                     mpirun's daemons and the ranks' frames in IPv6);
 #                     skipped with Open MPI 5, whose mpirun crashes there
+#             pci:    NP ranks of one host, each on a PCI NIC of its own
+#                     (OFI_DPDK_MPI_PCI=BDF0,BDF1; OFI_DPDK_MPI_PCI_IP, an
+#                     address naming {local_rank}, for frames in UDP)
 # The job passes when it exits 0 within its limit, its rank 0 printed "N
 # checks passed" for every part, and the provider carried its messages: the ranks'
 # endpoints report, when closed, the messages they sent (FI_LOG_LEVEL info
@@ -178,13 +181,26 @@ hosts)
 		--mca oob_tcp_if_include 10.199.0.0/24)
 	launch+=(--topology af_packet --iface "$name{local_rank}")
 	;;
+pci)
+	# Ranks of one host, each on a PCI NIC of its own, bound for DPDK (a
+	# guest's: test/net/test_pci_nics_vm.sh): OFI_DPDK_MPI_PCI lists them,
+	# local rank i on the i-th; OFI_DPDK_MPI_PCI_IP, when set, gives the
+	# ports their addresses (naming {local_rank}), and the ranks then name
+	# each other by IP address (frames in UDP/IPv4).  Hugepages as found:
+	# a NIC's PMD wants memory whose bus addresses it can give the device.
+	launch=("$launcher" --topology pci --pci "${OFI_DPDK_MPI_PCI:?the NICs, BDF0,BDF1}")
+	# mpirun talks to its ranks over lo: the kernel may have no other
+	# interface left (a guest whose NICs are all DPDK's).
+	mca+=(--mca oob_tcp_if_include lo)
+	[ -n "${OFI_DPDK_MPI_PCI_IP:-}" ] && launch+=(--ip "$OFI_DPDK_MPI_PCI_IP")
+	;;
 *) echo "unknown topology $topology"; exit 2 ;;
 esac
 
 # The provider's data-path log: each endpoint's counters when it closes
 # (and on hosts, each port's line: its MTU).
 export FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=ep_data
-[ "$topology" = hosts ] && FI_LOG_SUBSYS=ep_data,domain
+[ "$topology" = hosts ] || [ "$topology" = pci ] && FI_LOG_SUBSYS=ep_data,domain
 # Ranks start in any order; a late one is waited for this long.
 export FI_DPDK_CONNECT_TIMEOUT_MS=60000
 # More polling ranks than cores on a busy machine: the kernel may run none
@@ -231,6 +247,20 @@ if [ "$topology" = hosts ] && ! grep -aqE "net_af_packet0: .*MTU 9000," "$log"; 
 	echo "FAIL: ${parts[*]} over $path/$topology: no rank's port at MTU 9000"
 	grep -aE "net_af_packet0: " "$log" | head -8
 	exit 1
+fi
+if [ "$topology" = pci ]; then
+	# Each NIC was a rank's port; by IP address, its frames went in UDP.
+	for bdf in ${OFI_DPDK_MPI_PCI//,/ }; do
+		if ! grep -aqE "$bdf: .*MTU [0-9]+" "$log"; then
+			echo "FAIL: ${parts[*]} over $path/$topology: no rank's port on $bdf"
+			exit 1
+		fi
+		if [ -n "${OFI_DPDK_MPI_PCI_IP:-}" ] && ! grep -aqE "$bdf .*UDP frames in [1-9]" "$log"; then
+			echo "FAIL: ${parts[*]} over $path/$topology: the port on $bdf took no UDP frames"
+			grep -aE "$bdf" "$log" | tail -3
+			exit 1
+		fi
+	done
 fi
 printf '%s\n' "${summaries[@]}"
 echo "one job ($path/$topology, $np ranks): $sent messages through dpdk"

@@ -8,7 +8,8 @@
 # process on one NIC and a client on the other, both started by the
 # launcher (--topology pci --pci BDF), run
 #  - stock fi_pingpong (libfabric-bin) over L2, the client naming the server
-#    by the provider's address (its control connection on the guest's lo);
+#    by the provider's address (its control connection on the guest's lo;
+#    OFI_DPDK_PCI_VM_ALL=1 only);
 #  - the same by IP address (virtio): the ports get 10.88.0.1/24 and .2/24
 #    (--ip), frames go in UDP/IPv4, the client names 10.88.0.1 (which the
 #    guest's lo also holds, for the control connection alone);
@@ -20,7 +21,9 @@
 #    OFI_DPDK_PCI_VM_ALL=1 runs every program on both NICs, and
 #    fi_rdm_atomic -o sum too (not in the test command: see below).
 # Each run must exit 0 on both sides, and the server's port must be the
-# NIC's (its PCI address in the provider's port line).
+# NIC's (its PCI address in the provider's port line).  Then an Open MPI
+# job of two ranks, one on each NIC of a pair (mpi_job, below): virtio over
+# L2 and e1000e by IP address (OFI_DPDK_PCI_VM_ALL=1: both ways on both).
 # Exit status: 0 passed, 1 failed, 77 no VM kit, or no tap/bridge here.
 set -uo pipefail
 
@@ -89,6 +92,8 @@ e1000e=($(bind 0x8086 0x10d3))
 ((${#virtio[@]} == 2 && ${#e1000e[@]} == 2)) ||
 	{ echo "FAIL: NICs found: virtio ${virtio[*]}, e1000e ${e1000e[*]}"; exit 1; }
 ip addr add 10.88.0.1/32 dev lo
+# The guest's kernel has no host name ("(none)"), which mpirun refuses.
+echo pci-guest >/proc/sys/kernel/hostname
 
 for name in $(compgen -e); do [[ $name =~ ^FI_(DPDK_|PROVIDER) ]] && unset "$name"; done
 # The bridges carry 1500-byte frames; the provider's logs name each port.
@@ -173,15 +178,17 @@ run() {
 	fi
 }
 
-# Each run costs the guest two EAL starts on emulated CPUs (some 10 s): the
-# test command runs five; OFI_DPDK_PCI_VM_ALL=1 runs all ten.
+# Each run costs the guest two EAL starts on emulated CPUs (some 10 s), an
+# MPI job some 25 s: the test command runs four and two jobs;
+# OFI_DPDK_PCI_VM_ALL=1 runs all ten and four jobs.
 all=${OFI_DPDK_PCI_VM_ALL:-0}
 for kind in virtio e1000e; do
 	declare -n nics=$kind
-	if [[ $kind == virtio || $all == 1 ]]; then
+	# (Over L2 in the test command: fi_rdm_tagged_bw and the MPI job below.)
+	[[ $all == 1 ]] &&
 		run "$kind" "${nics[0]}" "${nics[1]}" "$kind-l2" -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
+	[[ $kind == virtio || $all == 1 ]] &&
 		run "$kind" "${nics[0]}" "${nics[1]}" "$kind-ip" --ip -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
-	fi
 	if [[ -n "$fabtests" && -x $fabtests/fi_rdm_tagged_bw ]]; then
 		# Out of band (-E): fabtests exchange the endpoints' L2 addresses
 		# over their TCP connection, and name no node to fi_getinfo.
@@ -207,4 +214,38 @@ for kind in virtio e1000e; do
 			run "$kind" "${nics[0]}" "${nics[1]}" "$kind-ip" --ip -- fi_pingpong -p dpdk -e rdm -I 100 -S 1024
 	unset -n nics
 done
+
+# An Open MPI job of two ranks, each on one NIC of a pair (mpirun in the
+# guest, the ranks started by the launcher with --pci NIC0,NIC1: local rank
+# i on the i-th), over the OFI MTL: test/mpi/run_mpi.sh's pingpong part
+# (every size from 1 B to 4 MiB, each message's bytes checked), over L2 and
+# by IP address (the ports 10.88.0.10/24 and .11/24, frames in UDP/IPv4).
+# The test command runs two (virtio over L2, e1000e by IP);
+# OFI_DPDK_PCI_VM_ALL=1 all four.
+mpi_job() {
+	local kind=$1 nic0=$2 nic1=$3 by_ip=$4 address="" how="over L2" status=0
+	((by_ip)) && address='10.88.0.1{local_rank}/24' how="by IP address"
+	if [[ ! -x $build/test/mpi/mpi_checks ]] || ! command -v mpirun >/dev/null; then
+		echo "note  $kind: no mpirun or mpi_checks here: the Open MPI job skipped"
+		return
+	fi
+	OFI_DPDK_MPI_PCI="$nic0,$nic1" OFI_DPDK_MPI_PCI_IP=$address \
+		FI_PROVIDER_PATH=$build/drivers/ofi OFI_DPDK_MPI_LIMIT=400 \
+		bash "$source_root/test/mpi/run_mpi.sh" mtl pci 2 "$build/test/mpi/mpi_checks" pingpong \
+		>"$work/mpi-$kind-$by_ip.log" 2>&1 || status=$?
+	if ((status == 0)); then
+		echo "ok    $kind: an Open MPI job of two ranks, one on each NIC, $how: $(tail -n 2 \
+			"$work/mpi-$kind-$by_ip.log" | tr '\n' ' ')"
+	else
+		echo "FAIL  $kind: the Open MPI job $how (exit $status)"
+		tail -n 30 "$work/mpi-$kind-$by_ip.log" | sed 's/^/    /'
+		failures=$((failures + 1))
+	fi
+}
+mpi_job virtio "${virtio[0]}" "${virtio[1]}" 0
+mpi_job e1000e "${e1000e[0]}" "${e1000e[1]}" 1
+if [[ $all == 1 ]]; then
+	mpi_job virtio "${virtio[0]}" "${virtio[1]}" 1
+	mpi_job e1000e "${e1000e[0]}" "${e1000e[1]}" 0
+fi
 exit $((failures > 0))
