@@ -389,14 +389,7 @@ void Engine::queue_response(Connection& c, std::unique_ptr<TxMessage> response) 
   size_t at = c.pending_cut;
   if (at < c.pending.size() && c.pending[at]->next_offset != 0) ++at;  // being cut
   while (at < c.pending.size() && c.pending[at]->response) ++at;
-  // At the end (the usual case: nothing uncut) by push_back: a deque's
-  // insert at begin() is a push_front, which takes a new block whenever
-  // the front has no room before it, and gives it back at the pop.
-  if (at == c.pending.size()) {
-    c.pending.push_back(std::move(response));
-    return;
-  }
-  c.pending.insert(c.pending.begin() + static_cast<std::ptrdiff_t>(at), std::move(response));
+  c.pending.insert(at, std::move(response));  // (at the end, the usual case: no move)
 }
 
 void Engine::await_response(Connection& c, std::unique_ptr<TxMessage> message) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lib/proto/datagram_share.h"
+#include "lib/proto/owned_ring.h"
 #include "lib/proto/transport.h"
 #include "lib/proto/wire.h"
 
@@ -359,8 +360,8 @@ struct Connection {
   uint32_t next_seq = wire::kInitialSeq;
   uint32_t una = wire::kInitialSeq;  // oldest unacknowledged
   uint32_t next_msg_id = 1;
-  std::deque<std::unique_ptr<TxMessage>> pending;  // not fully acked, in order
-  size_t pending_cut = 0;                          // index of the first message not fully cut
+  OwnedRing<TxMessage> pending;  // not fully acked, in order
+  size_t pending_cut = 0;        // index of the first message not fully cut
   std::unique_ptr<TxSlot[]> tx_slots;
   uint32_t cwnd_x256 = 0;  // congestion window in 1/256 segments
   uint32_t ssthresh = kMaxWindow;
@@ -583,7 +584,7 @@ struct RemoteInbound {
 
 // (Inline: a check at the end of each send and data frame.)
 inline bool Engine::settled(const Connection& c) const {
-  // (All of pending cut: as pump asks it, a deque's size() costs more.)
+  // (All of pending cut: as pump asks it.)
   return !c.ack_now && c.ack_at_poll == 0 &&
          (c.pending.empty() ||
           (c.tx_state == TxState::kOpen && c.pending.back()->fully_segmented)) &&

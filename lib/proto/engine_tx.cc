@@ -98,8 +98,7 @@ void Engine::forget_sacks(Connection& c) {
 
 void Engine::pump(Connection& c, uint64_t now_ns) {
   // Messages are cut in queue order, and a response joins ahead of the
-  // uncut ones (queue_response): all are cut when the last one is.  (A
-  // deque's size() costs more than its back().)
+  // uncut ones (queue_response): all are cut when the last one is.
   if (c.pending.empty() || c.pending.back()->fully_segmented) return;
   if (c.tx_state != TxState::kOpen) {
     // No segment before the handshake: it is what makes a retransmission
