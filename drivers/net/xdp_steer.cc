@@ -97,12 +97,6 @@ XdpSteering steer_xdp(const std::string& interface, const XdpSteerConfig& config
   return write_map(interface, kConfigMap, 0, &config, sizeof config, why);
 }
 
-bool has_steer_program(const std::string& interface) {
-  std::string why;
-  const Fd program(open_steer_program(interface, &why));
-  return program.fd >= 0;
-}
-
 uint32_t steer_program_id(const std::string& interface) {
   std::string why;
   const Fd program(open_steer_program(interface, &why));
@@ -110,6 +104,10 @@ uint32_t steer_program_id(const std::string& interface) {
   bpf_prog_info info{};
   uint32_t length = sizeof info;
   return bpf_obj_get_info_by_fd(program.fd, &info, &length) == 0 ? info.id : 0;
+}
+
+bool has_steer_program(const std::string& interface) {
+  return steer_program_id(interface) != 0;
 }
 
 XdpSteering pass_to_kernel(const std::string& interface, uint16_t queue, bool passed,
