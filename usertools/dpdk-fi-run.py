@@ -29,7 +29,14 @@ Topologies and the port each gives the provider:
                 on af_packet (its queues' UDP passed to the kernel);
                 beside net_af_xdp's own the launch fails
   pci           -a BDF: a PCI device bound to vfio-pci (no --no-pci); in a
-                job, --pci BDF0,BDF1 gives local rank i the i-th
+                job, --pci BDF0,BDF1 gives local rank i the i-th.  With
+                --bind [DRIVER] the launcher binds a device a kernel driver
+                holds to DRIVER (vfio-pci, or uio_pci_generic) with DPDK's
+                dpdk-devbind.py, runs the program as its child, and gives
+                the device back to its kernel driver when it ends (not if
+                the launcher is killed with SIGKILL); it says what is
+                missing (root, the driver's module, an IOMMU for vfio-pci)
+                with the command that fixes it
   shared        one port for all the processes of a host (DPDK's
                 multi-process model): dpdk-fi-switch is the primary and owns
                 the port net_ring_NAME, each process a secondary
@@ -75,6 +82,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -104,6 +112,9 @@ DEFAULT_SOCKET = Path("/run/ofi-dpdk/memif.sock")
 MEMIF_BUFFER = 9216
 SYS_NET = Path("/sys/class/net")
 SYS_PCI = Path("/sys/bus/pci/devices")
+SYS_PCI_DRIVERS = Path("/sys/bus/pci/drivers")
+IOMMU_GROUPS = Path("/sys/kernel/iommu_groups")
+VFIO_NO_IOMMU = Path("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode")
 # net_af_packet's ring frames: 2048 bytes by default, of which a received
 # frame gets all but 66 (the TPACKET_V2 header before it): MTU 1968.  A
 # larger interface MTU gets frames in whole KiB, four to a block, up to a
@@ -320,11 +331,93 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
     device = SYS_PCI / bdf
     if not device.exists():
         raise LaunchError(f"no PCI device {bdf} (see: lspci -D)")
-    driver = (device / "driver").resolve().name if (device / "driver").exists() else "none"
+    driver = current_driver(bdf)
     if driver not in PCI_DRIVERS:
         note(f"{bdf} is bound to {driver}; DPDK needs vfio-pci"
-             f" (dpdk-devbind.py -b vfio-pci {bdf})")
+             f" (--bind, or dpdk-devbind.py -b vfio-pci {bdf})")
     return ["-a", bdf]
+
+
+def current_driver(bdf: str) -> str:
+    """The kernel driver PCI device bdf is bound to, "none" if unbound."""
+    link = SYS_PCI / bdf / "driver"
+    return link.resolve().name if link.exists() else "none"
+
+
+def binding_problem(driver: str) -> str | None:
+    """What stops binding a device to driver here, with the command that
+    fixes it; None when nothing does."""
+    if os.geteuid() != 0:
+        return "binding a device needs root"
+    if shutil.which("dpdk-devbind.py") is None:
+        return "no dpdk-devbind.py (apt-get install dpdk)"
+    if not (SYS_PCI_DRIVERS / driver).is_dir():
+        return f"the {driver} driver is not loaded (modprobe {driver})"
+    if driver == "vfio-pci":
+        has_groups = IOMMU_GROUPS.is_dir() and any(IOMMU_GROUPS.iterdir())
+        unsafe = VFIO_NO_IOMMU.exists() and VFIO_NO_IOMMU.read_text().strip() in ("Y", "1")
+        if not has_groups and not unsafe:
+            return ("vfio-pci needs an IOMMU, and this machine has none enabled: turn it on"
+                    " (intel_iommu=on or amd_iommu=on on the kernel's command line), or allow"
+                    " vfio without one (echo 1 > /sys/module/vfio/parameters/"
+                    "enable_unsafe_noiommu_mode), or use --bind uio_pci_generic")
+    return None
+
+
+def devbind(*arguments: str) -> str:
+    """Runs dpdk-devbind.py; returns what it printed."""
+    done = subprocess.run(["dpdk-devbind.py", *arguments], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, check=False)
+    return done.stdout.strip()
+
+
+def bind_device(bdf: str, driver: str, dry_run: bool = False) -> str | None:
+    """Binds bdf to driver with DPDK's dpdk-devbind.py unless a driver DPDK
+    can use already holds it; returns the kernel driver to give it back to
+    when the program ends (None: nothing to undo). dry_run: only the
+    checks. Raises LaunchError."""
+    if not (SYS_PCI / bdf).exists():
+        raise LaunchError(f"no PCI device {bdf} (see: lspci -D)")
+    before = current_driver(bdf)
+    if before in PCI_DRIVERS:
+        return None
+    problem = binding_problem(driver)
+    if problem is not None:
+        raise LaunchError(f"cannot bind {bdf} to {driver}: {problem}")
+    if dry_run:
+        note(f"would bind {bdf} to {driver} (it is {before}'s)")
+        return None
+    said = devbind("-b", driver, bdf)
+    if current_driver(bdf) != driver:
+        # dpdk-devbind.py leaves an interface the kernel routes over alone
+        # (it says so and exits 0): the device stays the kernel's.
+        last = said.splitlines()[-1] if said else "no reason given"
+        raise LaunchError(f"dpdk-devbind.py did not bind {bdf} to {driver}: {last}")
+    note(f"bound {bdf} to {driver} (was {before}; given back when the program ends)")
+    return before
+
+
+def give_back(bdf: str, driver: str) -> None:
+    """Binds bdf to the driver it had before bind_device, or unbinds it."""
+    said = devbind("-u", bdf) if driver == "none" else devbind("-b", driver, bdf)
+    if current_driver(bdf) != driver:
+        note(f"could not give {bdf} back to {driver}: {said or 'no reason given'}")
+
+
+def run_then_give_back(program: list[str], env: dict[str, str], bdf: str, driver: str) -> int:
+    """Runs the program as a child (not exec: the device must be given back
+    after it), passes on the signals a job starter or a timeout sends, and
+    returns its exit status the way a shell reports it."""
+    try:
+        child = subprocess.Popen(program, env=env)
+    except OSError as e:
+        give_back(bdf, driver)
+        raise LaunchError(f"cannot run {program[0]}: {e.strerror}") from e
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(number, lambda received, _frame: child.send_signal(received))
+    status = child.wait()
+    give_back(bdf, driver)
+    return 128 - status if status < 0 else status
 
 
 def packet_ring_args(iface: str) -> str:
@@ -665,6 +758,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--pci", metavar="BDF[,BDF...]",
                         help="pci: the device, e.g. 0000:03:00.0; in a job, one per local"
                              " rank (a NIC each), comma-separated")
+    parser.add_argument("--bind", nargs="?", const="vfio-pci", metavar="DRIVER",
+                        help="pci: bind the device to DRIVER (default vfio-pci; or"
+                             " uio_pci_generic) with dpdk-devbind.py if a kernel driver holds"
+                             " it, and give it back to that driver when the program ends")
     parser.add_argument("--name", metavar="NAME",
                         help="shared: the port's name (net_ring_NAME; default shared0)")
     parser.add_argument("--processes", type=int, metavar="N",
@@ -697,6 +794,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     for option, topologies in (("socket", ("memif", "memif-server", "memif-client")),
                                ("mac", ("memif", "memif-server", "memif-client")),
                                ("iface", ("af_packet", "af_xdp")), ("pci", ("pci",)),
+                               ("bind", ("pci",)),
                                ("xdp_prog", ("af_xdp",)),
                                ("name", ("shared",)), ("processes", ("shared",)),
                                ("switch", ("shared",))):
@@ -723,6 +821,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error(f"--ip '{args.ip}': an IPv4 address and prefix length, and optionally"
                      " a gateway, e.g. 10.0.0.1/24 or 10.0.1.2/24@10.0.1.1; or an IPv6 one,"
                      " e.g. fd00:1::2/64@fd00:1::1; or one of each, comma-separated")
+    if args.bind is not None and args.bind not in PCI_DRIVERS[:3]:
+        parser.error(f"--bind {args.bind}: one of {', '.join(PCI_DRIVERS[:3])}")
     if args.name is None:
         args.name = "shared0"
     elif not re.fullmatch(r"[a-z0-9_]{1,11}", args.name):
@@ -737,12 +837,22 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 
 
 def run(argv: Sequence[str]) -> int:
-    """Prints or execs; returns only with --print-only. Raises LaunchError."""
+    """Prints or execs; returns with --print-only, and with the program's
+    status when it ran it as a child (--bind). Raises LaunchError."""
     args, program = parse_args(argv)
     if (args.topology == "af_xdp" and os.geteuid() == 0 and not args.print_only and
             not clear_left_xdp(for_rank(args.iface, job_rank(os.environ)))):
         args.topology = "af_packet"
-    updates = provider_env(args, os.environ)
+    bound = None
+    if args.bind is not None:
+        bdf = normalize_bdf(pci_of_rank(args.pci, job_rank(os.environ)))
+        bound = (bdf, bind_device(bdf, args.bind, dry_run=args.print_only))
+    try:
+        updates = provider_env(args, os.environ)
+    except LaunchError:
+        if bound is not None and bound[1] is not None:
+            give_back(*bound)
+        raise
     if args.print_only:
         for name, value in updates.items():
             print(f"export {name}={shlex.quote(value)}")
@@ -751,10 +861,14 @@ def run(argv: Sequence[str]) -> int:
         return 0
     env = {**os.environ, **updates}
     if shutil.which(program[0], path=env.get("PATH", os.defpath)) is None:
+        if bound is not None and bound[1] is not None:
+            give_back(*bound)
         raise LaunchError(f"program not found: {program[0]}")
     if args.telemetry:
         note(f"telemetry: dpdk-telemetry.py -f {telemetry_prefix()}")
     sys.stdout.flush()
+    if bound is not None and bound[1] is not None:
+        return run_then_give_back(program, env, bound[0], bound[1])
     try:
         os.execvpe(program[0], program, env)
     except OSError as e:

@@ -15,7 +15,8 @@
 #            install, taken with `apt-get download` and unpacked (nothing
 #            is installed); and an initramfs of busybox and the modules the
 #            guest loads (virtio, 9p, tun, bridge, veth, the TC classifiers,
-#            actions and qdiscs).  Needs qemu-system-x86 and busybox-static.
+#            actions and qdiscs, uio_pci_generic, and e1000e: a NIC the
+#            kernel holds, for the launcher's --bind to take and give back).  Needs qemu-system-x86 and busybox-static.
 #   run      boots the kit, runs COMMAND as root in the current directory
 #            inside the guest, prints its output and exits with its status;
 #            124 when it runs out of time (default 900 s, the boot
@@ -37,7 +38,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/dpdk_fi_common.sh"
 
 # What the guest loads, in this order after their dependencies.
 MODULES=(virtio_pci 9pnet_virtio 9p tun bridge veth sch_multiq sch_ingress
-	cls_flower cls_bpf act_gact act_skbedit act_mirred act_bpf uio_pci_generic)
+	cls_flower cls_bpf act_gact act_skbedit act_mirred act_bpf uio_pci_generic e1000e)
 
 action=${1:-}
 (($#)) && shift

@@ -316,6 +316,53 @@ class PrintOnlyTest(LauncherCase):
         result = launch("--topology", "pci", "--pci", "ffff:ff:1f.7", "--print-only")
         self.assert_one_line_error(result, "ffff:ff:1f.7")
 
+    def test_bind_applies_to_pci_and_dpdk_drivers(self) -> None:
+        for args, said in ((("--topology", "ring", "--bind"), "--bind applies to --topology pci"),
+                           (("--topology", "pci", "--pci", "00:01.0", "--bind", "e1000e"),
+                            "one of vfio-pci, uio_pci_generic")):
+            result = launch(*args, "--print-only")
+            self.assertEqual(result.returncode, 2)
+            self.assertIn(said, result.stderr)
+        result = launch("--topology", "pci", "--pci", "ffff:ff:1f.7", "--bind", "--print-only")
+        self.assert_one_line_error(result, "no PCI device ffff:ff:1f.7")
+
+    def test_bind_says_what_is_missing(self) -> None:
+        if os.geteuid() != 0 or shutil.which("dpdk-devbind.py") is None:
+            self.skipTest("needs root and dpdk-devbind.py (the checks before those)")
+        launcher = load_launcher()
+        launcher.SYS_PCI_DRIVERS = self.tmp / "drivers"
+        launcher.IOMMU_GROUPS = self.tmp / "iommu_groups"
+        launcher.VFIO_NO_IOMMU = self.tmp / "enable_unsafe_noiommu_mode"
+        (self.tmp / "drivers").mkdir()
+        self.assertIn("modprobe uio_pci_generic", launcher.binding_problem("uio_pci_generic"))
+        self.assertIn("modprobe vfio-pci", launcher.binding_problem("vfio-pci"))
+        (self.tmp / "drivers" / "vfio-pci").mkdir()
+        (self.tmp / "iommu_groups").mkdir()
+        launcher.VFIO_NO_IOMMU.write_text("N\n")
+        problem = launcher.binding_problem("vfio-pci")
+        self.assertIn("intel_iommu=on", problem)
+        self.assertIn("echo 1 > /sys/module/vfio/parameters/enable_unsafe_noiommu_mode", problem)
+        self.assertIn("--bind uio_pci_generic", problem)
+        launcher.VFIO_NO_IOMMU.write_text("Y\n")
+        self.assertIsNone(launcher.binding_problem("vfio-pci"))
+        launcher.VFIO_NO_IOMMU.write_text("N\n")
+        (self.tmp / "iommu_groups" / "7").mkdir()
+        self.assertIsNone(launcher.binding_problem("vfio-pci"))
+
+    def test_bind_leaves_a_device_dpdk_can_use(self) -> None:
+        launcher = load_launcher()
+        launcher.SYS_PCI = self.tmp / "devices"
+        device = launcher.SYS_PCI / "0000:03:00.0"
+        device.mkdir(parents=True)
+        (self.tmp / "uio_pci_generic").mkdir()
+        (device / "driver").symlink_to(self.tmp / "uio_pci_generic")
+
+        def no_devbind(*arguments):
+            raise AssertionError(f"dpdk-devbind.py {arguments} ran")
+        launcher.devbind = no_devbind
+        self.assertIsNone(launcher.bind_device("0000:03:00.0", "vfio-pci"))
+        self.assertEqual(launcher.current_driver("0000:03:00.0"), "uio_pci_generic")
+
     def test_no_huge_forced(self) -> None:
         result = launch("--topology", "ring", "--no-huge", "--print-only")
         self.assertEqual(result.returncode, 0, result.stderr)
