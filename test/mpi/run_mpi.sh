@@ -26,7 +26,14 @@
 #                     skipped with Open MPI 5, whose mpirun crashes there
 #             pci:    NP ranks of one host, each on a PCI NIC of its own
 #                     (OFI_DPDK_MPI_PCI=BDF0,BDF1; OFI_DPDK_MPI_PCI_IP, an
-#                     address naming {local_rank}, for frames in UDP)
+#                     address naming {local_rank}, for frames in UDP;
+#                     OFI_DPDK_MPI_PCI_BIND=DRIVER: each rank binds its NIC
+#                     and gives it back, the launcher's --bind)
+#             guests: two ranks, one in each of two VMs, on each one's
+#                     PCI NIC (OFI_DPDK_MPI_PCI; _PCI_IP and _PCI_BIND as
+#                     for pci; OFI_DPDK_MPI_GUESTS=A,B their addresses,
+#                     OFI_DPDK_MPI_GUESTS_NET the subnet, _GUESTS_RSH the
+#                     rsh agent: test/net/test_pci_two_guests_vm.sh)
 # The job passes when it exits 0 within its limit, its rank 0 printed "N
 # checks passed" for every part, and the provider carried its messages: the ranks'
 # endpoints report, when closed, the messages they sent (FI_LOG_LEVEL info
@@ -193,6 +200,23 @@ pci)
 	# interface left (a guest whose NICs are all DPDK's).
 	mca+=(--mca oob_tcp_if_include lo)
 	[ -n "${OFI_DPDK_MPI_PCI_IP:-}" ] && launch+=(--ip "$OFI_DPDK_MPI_PCI_IP")
+	# OFI_DPDK_MPI_PCI_BIND=DRIVER: each rank binds its NIC (kernel's) and
+	# gives it back at its end (the launcher's --bind).
+	[ -n "${OFI_DPDK_MPI_PCI_BIND:-}" ] && launch+=(--bind "$OFI_DPDK_MPI_PCI_BIND")
+	;;
+guests)
+	# Two ranks, one in each of two guests (test/net/test_pci_two_guests_vm.sh)
+	# on the guest's PCI NIC OFI_DPDK_MPI_PCI (one address, the same in
+	# both): mpirun here, in the first of OFI_DPDK_MPI_GUESTS=A,B (their
+	# addresses on OFI_DPDK_MPI_GUESTS_NET, a link the kernel keeps), its
+	# daemon in the second through the rsh agent OFI_DPDK_MPI_GUESTS_RSH.
+	((np == 2)) || { echo "guests joins two ranks, one per guest"; exit 2; }
+	printf '%s slots=1\n' ${OFI_DPDK_MPI_GUESTS//,/ } >"$work/hostfile"
+	mca+=(--hostfile "$work/hostfile" --mca plm_rsh_agent "${OFI_DPDK_MPI_GUESTS_RSH:?}"
+		--mca oob_tcp_if_include "${OFI_DPDK_MPI_GUESTS_NET:?}")
+	launch=("$launcher" --topology pci --pci "${OFI_DPDK_MPI_PCI:?the NIC, BDF}")
+	[ -n "${OFI_DPDK_MPI_PCI_IP:-}" ] && launch+=(--ip "$OFI_DPDK_MPI_PCI_IP")
+	[ -n "${OFI_DPDK_MPI_PCI_BIND:-}" ] && launch+=(--bind "$OFI_DPDK_MPI_PCI_BIND")
 	;;
 *) echo "unknown topology $topology"; exit 2 ;;
 esac
@@ -200,7 +224,8 @@ esac
 # The provider's data-path log: each endpoint's counters when it closes
 # (and on hosts, each port's line: its MTU).
 export FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=ep_data
-[ "$topology" = hosts ] || [ "$topology" = pci ] && FI_LOG_SUBSYS=ep_data,domain
+[[ $topology == hosts || $topology == pci || $topology == guests ]] &&
+	FI_LOG_SUBSYS=ep_data,domain
 # Ranks start in any order; a late one is waited for this long.
 export FI_DPDK_CONNECT_TIMEOUT_MS=60000
 # More polling ranks than cores on a busy machine: the kernel may run none
@@ -219,7 +244,7 @@ fi
 # (Daemons started through the rsh agent pass on only what -x names.)
 for variable in FI_LOG_LEVEL FI_LOG_PROV FI_LOG_SUBSYS FI_DPDK_CONNECT_TIMEOUT_MS \
 	FI_DPDK_PEER_TIMEOUT_MS ${ASAN_OPTIONS:+ASAN_OPTIONS} ${UBSAN_OPTIONS:+UBSAN_OPTIONS} \
-	${FI_PROVIDER_PATH:+FI_PROVIDER_PATH}; do
+	${FI_PROVIDER_PATH:+FI_PROVIDER_PATH} ${FI_DPDK_MTU:+FI_DPDK_MTU}; do
 	mca+=(-x "$variable")
 done
 log="$work/mpi_checks.log"
@@ -248,7 +273,7 @@ if [ "$topology" = hosts ] && ! grep -aqE "net_af_packet0: .*MTU 9000," "$log"; 
 	grep -aE "net_af_packet0: " "$log" | head -8
 	exit 1
 fi
-if [ "$topology" = pci ]; then
+if [ "$topology" = pci ] || [ "$topology" = guests ]; then
 	# Each NIC was a rank's port; by IP address, its frames went in UDP.
 	for bdf in ${OFI_DPDK_MPI_PCI//,/ }; do
 		if ! grep -aqE "$bdf: .*MTU [0-9]+" "$log"; then
