@@ -14,7 +14,9 @@
 # --bind) and gives it back at its end.  Jobs: mpi_checks' pingpong (1 B
 # to 4 MiB, every byte checked) by IP address (the ports 10.88.0.10/24 and
 # .11/24, frames in UDP/IPv4); OFI_DPDK_PCI_VM_ALL=1 adds tag matching,
-# and the same over L2.  Passes when every job passes and both guests end
+# the same over L2, and stock programs between the guests by IP address
+# (fabtests' fi_rdm_tagged_bw, fi_rma_bw -o write and fi_rdm_atomic, and
+# fi_pingpong; the server in guest b through its shell).  Passes when every job passes and both guests end
 # cleanly.  Exit status: 0 passed, 1 failed, 77 no VM kit, tap or bridge.
 set -uo pipefail
 
@@ -44,11 +46,14 @@ if [[ "${1:-}" != --guest ]]; then
 		ip link set "${taps[i]}" master "${bridges[i / 2]}"
 		ip link set "${taps[i]}" up
 	done
+	# Some 120-140 s here in the test command, 10 min with everything.
+	vm_seconds=600
+	[[ ${OFI_DPDK_PCI_VM_ALL:-0} == 1 ]] && vm_seconds=1500
 	# vm INDEX: the VM's NICs (MACs by index), the command after it.
 	vm() {
 		local i=$1
 		vm_command=(setsid -w bash "$source_root/usertools/dpdk-fi-vm.sh" run --builddir "$build"
-			--timeout 600
+			--timeout "$vm_seconds"
 			--qemu-arg -netdev --qemu-arg "tap,id=d,ifname=${taps[i]},script=no,downscript=no"
 			--qemu-arg -device --qemu-arg "virtio-net-pci,netdev=d,mac=02:00:00:0d:00:0$((i + 1))"
 			--qemu-arg -netdev --qemu-arg "tap,id=m,ifname=${taps[i + 2]},script=no,downscript=no"
@@ -63,7 +68,7 @@ if [[ "${1:-}" != --guest ]]; then
 	"${vm_command[@]}" a
 	status_a=$?
 	# Guest a told guest b's shell to stop (or b stops by itself within
-	# its 500 s).
+	# its time, a minute less than the VM's).
 	wait "$guest_b"
 	status_b=$?
 	guest_b=""
@@ -99,17 +104,76 @@ echo "guest-$role" >/proc/sys/kernel/hostname
 ip link set lo up
 ip addr add "10.79.0.$index/24" dev "$iface"
 ip link set "$iface" up
+# fi_pingpong's control connection goes to the address it is given, the
+# server's DPDK port's: the kernels carry it over the management link.
+if [[ $role == b ]]; then
+	ip addr add 10.88.0.2/32 dev lo
+else
+	ip route add 10.88.0.2/32 via 10.79.0.2
+fi
 rsh=(python3 "$source_root/test/net/guest_rsh.py")
+# (What guest b's shell runs inherits this too.)  No malloc perturbation:
+# see test_pci_nics_vm.sh (fabtests' buffers).
+for name in $(compgen -e); do [[ $name =~ ^FI_(DPDK_|PROVIDER) ]] && unset "$name"; done
+export FI_DPDK_MTU=1500 MALLOC_PERTURB_=0
 
 if [[ $role == b ]]; then
 	say "virtio NIC $virtio, management $iface 10.79.0.2"
-	"${rsh[@]}" serve 10.79.0.2 7077 500
+	seconds=540
+	[[ ${OFI_DPDK_PCI_VM_ALL:-0} == 1 ]] && seconds=1440
+	"${rsh[@]}" serve 10.79.0.2 7077 "$seconds"
 	exit $?
 fi
 
-for name in $(compgen -e); do [[ $name =~ ^FI_(DPDK_|PROVIDER) ]] && unset "$name"; done
-export FI_DPDK_MTU=1500 MALLOC_PERTURB_=0
 failures=0
+launcher=(python3 "$source_root/usertools/dpdk-fi-run.py" --topology pci --pci "$virtio"
+	--bind uio_pci_generic --provider-path "$build/drivers/ofi")
+# stock PROGRAM ARGS...: a stock program's server in guest b (through its
+# shell), its client here naming the server by IP address (10.88.0.2; the
+# ports 10.88.0.2/24 and .1/24, frames in UDP/IPv4, in-band addressing as
+# between two hosts).  The client's connection waits for the server's
+# start on emulated CPUs (up to 60 s).
+stock() {
+	local server_status=0 client_status=0 settings
+	# fabtests name each side's own address (-s), as runfabtests.sh does
+	# between two hosts; fi_pingpong takes the server's alone.
+	local server_args="-s 10.88.0.2" client_args="-s 10.88.0.1 10.88.0.2"
+	[[ $(basename "$1") == fi_pingpong ]] && server_args="" client_args=10.88.0.2
+	settings="FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=domain"
+	"${rsh[@]}" 10.79.0.2 "$settings timeout -k 5 150 ${launcher[*]} --ip 10.88.0.2/24 -- $* \
+		$server_args" >/tmp/stock-server.log 2>&1 &
+	local server=$!
+	# The client starts once the server's port is open (its line, which
+	# comes back through the shell; at most 90 s on emulated CPUs), and
+	# waits for its ARP answer and handshake up to 20 and 60 s.
+	# fi_pingpong's server opens its port after its control connection,
+	# which the client makes once: its listening socket (47592, B9E8) is
+	# looked for in guest b instead.
+	local ready=(grep -aq "$virtio: .*MTU" /tmp/stock-server.log)
+	[[ $(basename "$1") == fi_pingpong ]] &&
+		ready=("${rsh[@]}" 10.79.0.2 "grep -q ':B9E8 0*:0000 0A' /proc/net/tcp /proc/net/tcp6")
+	for _ in $(seq 180); do
+		"${ready[@]}" && break
+		kill -0 "$server" 2>/dev/null || break
+		sleep 0.5
+	done
+	FI_DPDK_RESOLVE_TIMEOUT_MS=20000 FI_DPDK_CONNECT_TIMEOUT_MS=60000 \
+		timeout -k 5 150 "${launcher[@]}" --ip 10.88.0.1/24 \
+		-- "$@" $client_args >/tmp/stock-client.log 2>&1 || client_status=$?
+	wait "$server" || server_status=$?
+	if ((client_status == 0 && server_status == 0)) &&
+		grep -aq "$virtio .*UDP frames in [1-9]" /tmp/stock-server.log; then
+		say "ok    $(basename "$1") ${*:2} between the guests by IP address"
+		tail -n 1 /tmp/stock-client.log | sed 's/^/      last: /'
+	else
+		say "FAIL  $* between the guests (server $server_status, client $client_status)"
+		for side in server client; do
+			echo "----- $side:"
+			tail -n 25 "/tmp/stock-$side.log" | sed 's/^/    /'
+		done
+		failures=$((failures + 1))
+	fi
+}
 # job HOW [IP]: mpi_checks' pingpong (and matching with ALL) between the
 # guests, each rank on its virtio NIC.
 job() {
@@ -143,6 +207,21 @@ driver_of() {
 before=$(driver_of "$virtio")
 # By IP address in the test command, as hosts name each other; over L2
 # too with OFI_DPDK_PCI_VM_ALL=1 (a job is some 50 s on emulated CPUs).
+fabtests=$build/fabtests-1.17.0/install/bin
+[[ -x $fabtests/fi_rdm_tagged_bw ]] ||
+	fabtests=$(ls -d "$build"/fabtests-*/install/bin 2>/dev/null | head -n 1)
+if [[ -n $fabtests && -x $fabtests/fi_rdm_tagged_bw ]]; then
+	# (Only with OFI_DPDK_PCI_VM_ALL=1: a run is some 50 s on emulated
+	# CPUs, and test_pci_nics_vm.sh runs these between two NICs.)
+	if [[ ${OFI_DPDK_PCI_VM_ALL:-0} == 1 ]]; then
+		stock "$fabtests/fi_rdm_tagged_bw" -p dpdk -S 65536 -I 50
+		stock "$fabtests/fi_rma_bw" -p dpdk -e rdm -o write -S 65536 -I 50
+		stock "$fabtests/fi_rdm_atomic" -p dpdk -o sum -z uint64 -I 20
+		stock fi_pingpong -p dpdk -e rdm -I 100 -S 1024
+	fi
+else
+	say "note  fabtests not built here (devtools/dpdk-fi-fabtests.sh --build-only): skipped"
+fi
 job "by IP address" '10.88.0.1{rank}/24'
 [[ ${OFI_DPDK_PCI_VM_ALL:-0} == 1 ]] && job "over L2"
 # Each rank gave its NIC back (its launcher's --bind) to the driver the
