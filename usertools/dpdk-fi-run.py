@@ -33,10 +33,13 @@ Topologies and the port each gives the provider:
                 --bind [DRIVER] the launcher binds a device a kernel driver
                 holds to DRIVER (vfio-pci, or uio_pci_generic) with DPDK's
                 dpdk-devbind.py, runs the program as its child, and gives
-                the device back to its kernel driver when it ends (not if
-                the launcher is killed with SIGKILL); it says what is
-                missing (root, the driver's module, an IOMMU for vfio-pci)
-                with the command that fixes it
+                the device back to its kernel driver when it ends (killed
+                with SIGKILL, it leaves a record in /run/ofi-dpdk/bound
+                by which the next --bind of the device, once the killed
+                launcher's program is gone too, gives it back); it
+                says what is missing (root, the driver's module, an IOMMU
+                for vfio-pci) with the command that fixes it, and refuses
+                a device whose interface is up or another launcher holds
   shared        one port for all the processes of a host (DPDK's
                 multi-process model): dpdk-fi-switch is the primary and owns
                 the port net_ring_NAME, each process a secondary
@@ -58,8 +61,9 @@ local rank's one among those allowed (round robin).
 
 Telemetry: with --telemetry the program serves DPDK's telemetry socket
 under the file prefix ofi-dpdk-PID (the program's pid, which is the
-launcher's: it execs), where the provider's /ofi_dpdk/ commands list its
-ports and endpoints with their counters: dpdk-telemetry.py -f ofi-dpdk-PID.
+launcher's: it execs; with --bind, the launcher's, whose child it is),
+where the provider's /ofi_dpdk/ commands list its ports and endpoints with
+their counters: dpdk-telemetry.py -f ofi-dpdk-PID.
 (With --print-only the prefix names the launcher's own pid: set your own
 --file-prefix through --eal-extra instead.)
 
@@ -115,6 +119,9 @@ SYS_PCI = Path("/sys/bus/pci/devices")
 SYS_PCI_DRIVERS = Path("/sys/bus/pci/drivers")
 IOMMU_GROUPS = Path("/sys/kernel/iommu_groups")
 VFIO_NO_IOMMU = Path("/sys/module/vfio/parameters/enable_unsafe_noiommu_mode")
+# A launcher's record of each device it bound (--bind): its kernel driver,
+# the launcher's pid and its program's, until given back.
+BOUND_DIR = Path("/run/ofi-dpdk/bound")
 # net_af_packet's ring frames: 2048 bytes by default, of which a received
 # frame gets all but 66 (the TPACKET_V2 header before it): MTU 1968.  A
 # larger interface MTU gets frames in whole KiB, four to a block, up to a
@@ -332,7 +339,7 @@ def device_args(args: argparse.Namespace, rank: tuple[int, int] | None = None) -
     if not device.exists():
         raise LaunchError(f"no PCI device {bdf} (see: lspci -D)")
     driver = current_driver(bdf)
-    if driver not in PCI_DRIVERS:
+    if driver not in PCI_DRIVERS and getattr(args, "bind", None) is None:
         note(f"{bdf} is bound to {driver}; DPDK needs vfio-pci"
              f" (--bind, or dpdk-devbind.py -b vfio-pci {bdf})")
     return ["-a", bdf]
@@ -371,53 +378,144 @@ def devbind(*arguments: str) -> str:
     return done.stdout.strip()
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process pid still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_binding_record(bdf: str) -> tuple[str, list[int]] | None:
+    """(kernel driver, [launcher pid, program pid]) of the record a
+    launcher that bound bdf keeps (BOUND_DIR/BDF), or None."""
+    try:
+        driver, *pids = (BOUND_DIR / bdf).read_text().split()
+        return driver, [int(pid) for pid in pids]
+    except (OSError, ValueError):
+        return None
+
+
+def interface_up(bdf: str) -> str | None:
+    """The kernel's network interface on bdf that is up, if any."""
+    net = SYS_PCI / bdf / "net"
+    for iface in sorted(os.listdir(net)) if net.is_dir() else []:
+        try:
+            if int((SYS_NET / iface / "flags").read_text(), 16) & 1:  # IFF_UP
+                return iface
+        except (OSError, ValueError):
+            continue
+    return None
+
+
 def bind_device(bdf: str, driver: str, dry_run: bool = False) -> str | None:
     """Binds bdf to driver with DPDK's dpdk-devbind.py unless a driver DPDK
     can use already holds it; returns the kernel driver to give it back to
-    when the program ends (None: nothing to undo). dry_run: only the
+    when the program ends (None: nothing to undo). A device a launcher
+    bound and did not give back (it was killed) is taken over and given
+    back at this one's end; one a running launcher or its program holds is
+    refused. The record (BOUND_DIR/BDF: driver, pids) and a lock around the
+    check and the bind keep two launchers from binding one device. dry_run: only the
     checks. Raises LaunchError."""
     if not (SYS_PCI / bdf).exists():
         raise LaunchError(f"no PCI device {bdf} (see: lspci -D)")
-    before = current_driver(bdf)
-    if before in PCI_DRIVERS:
-        return None
-    problem = binding_problem(driver)
-    if problem is not None:
-        raise LaunchError(f"cannot bind {bdf} to {driver}: {problem}")
-    if dry_run:
-        note(f"would bind {bdf} to {driver} (it is {before}'s)")
-        return None
-    said = devbind("-b", driver, bdf)
-    if current_driver(bdf) != driver:
-        # dpdk-devbind.py leaves an interface the kernel routes over alone
-        # (it says so and exits 0): the device stays the kernel's.
-        last = said.splitlines()[-1] if said else "no reason given"
-        raise LaunchError(f"dpdk-devbind.py did not bind {bdf} to {driver}: {last}")
+    try:
+        BOUND_DIR.mkdir(parents=True, exist_ok=True)
+        lock = open(BOUND_DIR / f"{bdf}.lock", "w", encoding="ascii")
+    except OSError as e:
+        raise LaunchError(f"cannot keep a record of bindings in {BOUND_DIR}: {e.strerror}") from e
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        record = read_binding_record(bdf)
+        holders = [pid for pid in (record[1] if record else []) if process_alive(pid)]
+        if holders:
+            raise LaunchError(f"{bdf} is held by process {holders[0]} (a launcher that bound it,"
+                              " or its program): a device serves one process (in a job,"
+                              " --pci names one a local rank)")
+        before = current_driver(bdf)
+        if before in PCI_DRIVERS:
+            if record is None or dry_run:
+                return None
+            note(f"{bdf} was left bound to {before} by a launcher now gone: given back to"
+                 f" {record[0]} when the program ends")
+            (BOUND_DIR / bdf).write_text(f"{record[0]} {os.getpid()}\n")
+            return record[0]
+        # dpdk-devbind.py only spares an interface the kernel routes IPv4
+        # over; one that is up otherwise (IPv6, a bridge's port) is in use too.
+        iface = interface_up(bdf)
+        if iface is not None:
+            raise LaunchError(f"{bdf} is the kernel's interface {iface}, which is up: if nothing"
+                              f" needs it, ip link set {iface} down")
+        problem = binding_problem(driver)
+        if problem is not None:
+            raise LaunchError(f"cannot bind {bdf} to {driver}: {problem}")
+        if dry_run:
+            note(f"would bind {bdf} to {driver} (it is {before}'s)")
+            return None
+        (BOUND_DIR / bdf).write_text(f"{before} {os.getpid()}\n")
+        said = devbind("-b", driver, bdf)
+        if current_driver(bdf) != driver:
+            # dpdk-devbind.py leaves an interface the kernel routes over
+            # alone (it says so and exits 0): the device stays the kernel's.
+            (BOUND_DIR / bdf).unlink(missing_ok=True)
+            last = said.splitlines()[-1] if said else "no reason given"
+            raise LaunchError(f"dpdk-devbind.py did not bind {bdf} to {driver}: {last}")
     note(f"bound {bdf} to {driver} (was {before}; given back when the program ends)")
     return before
 
 
 def give_back(bdf: str, driver: str) -> None:
-    """Binds bdf to the driver it had before bind_device, or unbinds it."""
+    """Binds bdf to the driver it had before bind_device, or unbinds it,
+    and drops the record (kept if that failed: the next --bind retries)."""
     said = devbind("-u", bdf) if driver == "none" else devbind("-b", driver, bdf)
     if current_driver(bdf) != driver:
         note(f"could not give {bdf} back to {driver}: {said or 'no reason given'}")
+        return
+    (BOUND_DIR / bdf).unlink(missing_ok=True)
 
 
-def run_then_give_back(program: list[str], env: dict[str, str], bdf: str, driver: str) -> int:
-    """Runs the program as a child (not exec: the device must be given back
-    after it), passes on the signals a job starter or a timeout sends, and
-    returns its exit status the way a shell reports it."""
-    try:
-        child = subprocess.Popen(program, env=env)
-    except OSError as e:
-        give_back(bdf, driver)
-        raise LaunchError(f"cannot run {program[0]}: {e.strerror}") from e
-    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(number, lambda received, _frame: child.send_signal(received))
-    status = child.wait()
-    give_back(bdf, driver)
-    return 128 - status if status < 0 else status
+class SignalRelay:
+    """The signals a job starter or a timeout sends a launcher that runs
+    its program as a child (--bind): held while there is no child yet (the
+    bind takes seconds), passed on to the child once there is."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+    def __init__(self) -> None:
+        self.child: subprocess.Popen | None = None
+        self.pending: list[int] = []
+        self.record: Path | None = None  # the binding's, when the launcher bound
+        for number in self.SIGNALS:
+            signal.signal(number, self._received)
+
+    def _received(self, number: int, _frame) -> None:
+        if self.child is None:
+            self.pending.append(number)
+        else:
+            self.child.send_signal(number)
+
+    def run(self, program: list[str], env: dict[str, str]) -> int:
+        """Runs the program unless a signal came first; returns its status
+        the way a shell reports it (128+N for signal N)."""
+        if self.pending:
+            return 128 + self.pending[0]
+        try:
+            child = subprocess.Popen(program, env=env)
+        except OSError as e:
+            raise LaunchError(f"cannot run {program[0]}: {e.strerror}") from e
+        self.child = child
+        if self.record is not None:
+            # The program holds the device too: a launcher killed outright
+            # (SIGKILL) may leave it running.
+            driver, launcher = self.record.read_text().split()[:2]
+            self.record.write_text(f"{driver} {launcher} {child.pid}\n")
+        for number in self.pending:  # (came between the check and now)
+            child.send_signal(number)
+        status = child.wait()
+        return 128 - status if status < 0 else status
 
 
 def packet_ring_args(iface: str) -> str:
@@ -843,32 +941,36 @@ def run(argv: Sequence[str]) -> int:
     if (args.topology == "af_xdp" and os.geteuid() == 0 and not args.print_only and
             not clear_left_xdp(for_rank(args.iface, job_rank(os.environ)))):
         args.topology = "af_packet"
-    bound = None
-    if args.bind is not None:
-        bdf = normalize_bdf(pci_of_rank(args.pci, job_rank(os.environ)))
-        bound = (bdf, bind_device(bdf, args.bind, dry_run=args.print_only))
+    # With --bind the program runs as a child, the device is given back
+    # after it, and the signals that come meanwhile are passed on.
+    relay = SignalRelay() if args.bind is not None and not args.print_only else None
+    loan: tuple[str, str] | None = None
     try:
+        if args.bind is not None:
+            bdf = normalize_bdf(pci_of_rank(args.pci, job_rank(os.environ)))
+            before = bind_device(bdf, args.bind, dry_run=args.print_only)
+            if before is not None:
+                loan = (bdf, before)
+                if relay is not None:
+                    relay.record = BOUND_DIR / bdf
         updates = provider_env(args, os.environ)
-    except LaunchError:
-        if bound is not None and bound[1] is not None:
-            give_back(*bound)
-        raise
-    if args.print_only:
-        for name, value in updates.items():
-            print(f"export {name}={shlex.quote(value)}")
-        if program:
-            print(f"# would run: {shlex.join(program)}")
-        return 0
-    env = {**os.environ, **updates}
-    if shutil.which(program[0], path=env.get("PATH", os.defpath)) is None:
-        if bound is not None and bound[1] is not None:
-            give_back(*bound)
-        raise LaunchError(f"program not found: {program[0]}")
-    if args.telemetry:
-        note(f"telemetry: dpdk-telemetry.py -f {telemetry_prefix()}")
-    sys.stdout.flush()
-    if bound is not None and bound[1] is not None:
-        return run_then_give_back(program, env, bound[0], bound[1])
+        if args.print_only:
+            for name, value in updates.items():
+                print(f"export {name}={shlex.quote(value)}")
+            if program:
+                print(f"# would run: {shlex.join(program)}")
+            return 0
+        env = {**os.environ, **updates}
+        if shutil.which(program[0], path=env.get("PATH", os.defpath)) is None:
+            raise LaunchError(f"program not found: {program[0]}")
+        if args.telemetry:
+            note(f"telemetry: dpdk-telemetry.py -f {telemetry_prefix()}")
+        sys.stdout.flush()
+        if relay is not None:
+            return relay.run(program, env)
+    finally:
+        if loan is not None:
+            give_back(*loan)
     try:
         os.execvpe(program[0], program, env)
     except OSError as e:

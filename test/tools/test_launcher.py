@@ -349,19 +349,81 @@ class PrintOnlyTest(LauncherCase):
         (self.tmp / "iommu_groups" / "7").mkdir()
         self.assertIsNone(launcher.binding_problem("vfio-pci"))
 
-    def test_bind_leaves_a_device_dpdk_can_use(self) -> None:
+    def fake_device(self, driver: str):
+        """The launcher module with sysfs and its binding records under
+        self.tmp, holding device 0000:03:00.0 on `driver`; dpdk-devbind.py
+        must not run."""
         launcher = load_launcher()
         launcher.SYS_PCI = self.tmp / "devices"
+        launcher.SYS_NET = self.tmp / "net"
+        launcher.BOUND_DIR = self.tmp / "bound"
         device = launcher.SYS_PCI / "0000:03:00.0"
         device.mkdir(parents=True)
-        (self.tmp / "uio_pci_generic").mkdir()
-        (device / "driver").symlink_to(self.tmp / "uio_pci_generic")
+        (self.tmp / driver).mkdir()
+        (device / "driver").symlink_to(self.tmp / driver)
 
         def no_devbind(*arguments):
             raise AssertionError(f"dpdk-devbind.py {arguments} ran")
         launcher.devbind = no_devbind
+        return launcher
+
+    def test_bind_leaves_a_device_dpdk_can_use(self) -> None:
+        launcher = self.fake_device("uio_pci_generic")
         self.assertIsNone(launcher.bind_device("0000:03:00.0", "vfio-pci"))
         self.assertEqual(launcher.current_driver("0000:03:00.0"), "uio_pci_generic")
+
+    def test_bind_takes_over_a_device_a_killed_launcher_left(self) -> None:
+        launcher = self.fake_device("uio_pci_generic")
+        launcher.BOUND_DIR.mkdir()
+        record = launcher.BOUND_DIR / "0000:03:00.0"
+        # A launcher that is gone (a child of ours, reaped) left it bound.
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        record.write_text(f"e1000e {dead.pid} {dead.pid}\n")
+        self.assertEqual(launcher.bind_device("0000:03:00.0", "vfio-pci"), "e1000e")
+        self.assertEqual(record.read_text().split(), ["e1000e", str(os.getpid())])
+        # One a running launcher or its program (here: our parent) holds is
+        # refused.
+        for pids in (f"{os.getppid()} {dead.pid}", f"{dead.pid} {os.getppid()}"):
+            record.write_text(f"e1000e {pids}\n")
+            with self.assertRaisesRegex(launcher.LaunchError, "a device serves one process"):
+                launcher.bind_device("0000:03:00.0", "vfio-pci")
+
+    def test_bind_runs_the_program_as_a_child_and_passes_signals_on(self) -> None:
+        launcher = load_launcher()
+        import signal  # pylint: disable=import-outside-toplevel
+        saved = {n: signal.getsignal(n) for n in launcher.SignalRelay.SIGNALS}
+        try:
+            relay = launcher.SignalRelay()
+            relay.record = self.tmp / "record"
+            relay.record.write_text("e1000e 123\n")
+            self.assertEqual(relay.run(["sh", "-c", "exit 3"], dict(os.environ)), 3)
+            # The record names the program too (it holds the device).
+            driver, bound_by, program_pid = relay.record.read_text().split()
+            self.assertEqual((driver, bound_by), ("e1000e", "123"))
+            self.assertEqual(int(program_pid), relay.child.pid)
+            # A signal to the launcher reaches the program, whose status
+            # says so as a shell would (128 + 15).
+            relay = launcher.SignalRelay()
+            program = ["sh", "-c", f"kill -TERM {os.getpid()}; exec sleep 20"]
+            self.assertEqual(relay.run(program, dict(os.environ)), 143)
+            # One that came before the program started: it never starts.
+            relay = launcher.SignalRelay()
+            os.kill(os.getpid(), signal.SIGHUP)
+            marker = self.tmp / "ran"
+            self.assertEqual(relay.run(["touch", str(marker)], dict(os.environ)), 129)
+            self.assertFalse(marker.exists())
+        finally:
+            for number, handler in saved.items():
+                signal.signal(number, handler)
+
+    def test_bind_refuses_an_interface_that_is_up(self) -> None:
+        launcher = self.fake_device("e1000e")
+        (launcher.SYS_PCI / "0000:03:00.0" / "net" / "eth7").mkdir(parents=True)
+        (launcher.SYS_NET / "eth7").mkdir(parents=True)
+        (launcher.SYS_NET / "eth7" / "flags").write_text("0x1003\n")
+        with self.assertRaisesRegex(launcher.LaunchError, "ip link set eth7 down"):
+            launcher.bind_device("0000:03:00.0", "uio_pci_generic")
 
     def test_no_huge_forced(self) -> None:
         result = launch("--topology", "ring", "--no-huge", "--print-only")
