@@ -31,7 +31,9 @@ if [[ "${1:-}" != --guest ]]; then
 	work=$(mktemp -d /tmp/ofi-dpdk-2vm.XXXXXX)
 	cleanup() {
 		local link
-		[[ -n ${guest_b:-} ]] && kill -- "-$guest_b" 2>/dev/null
+		# (Each VM is a session of its own: QEMU, its timeout and shell.)
+		local vm
+		for vm in ${guest_a:-} ${guest_b:-}; do pkill -s "$vm" 2>/dev/null; done
 		for link in "${taps[@]}" "${bridges[@]}"; do ip link del "$link" 2>/dev/null; done
 		rm -rf "$work"
 	}
@@ -46,7 +48,8 @@ if [[ "${1:-}" != --guest ]]; then
 		ip link set "${taps[i]}" master "${bridges[i / 2]}"
 		ip link set "${taps[i]}" up
 	done
-	# Some 120-140 s here in the test command, 10 min with everything.
+	# Some 120-140 s here in the test command, 10 min with everything
+	# (by hand, or meson test --timeout-multiplier 3).
 	vm_seconds=600
 	[[ ${OFI_DPDK_PCI_VM_ALL:-0} == 1 ]] && vm_seconds=1500
 	# vm INDEX: the VM's NICs (MACs by index), the command after it.
@@ -60,15 +63,20 @@ if [[ "${1:-}" != --guest ]]; then
 			--qemu-arg -device --qemu-arg "e1000e,netdev=m,mac=02:00:00:0e:00:0$((i + 1))"
 			-- bash "$self" --guest)
 	}
-	# (Guest b's VM in a session of its own, which cleanup ends whole.)
+	# Both in the background: a signal to this script then runs cleanup
+	# at once, which ends both sessions.
 	vm 1
 	"${vm_command[@]}" b >"$work/guest-b.log" 2>&1 &
 	guest_b=$!
 	vm 0
-	"${vm_command[@]}" a
+	"${vm_command[@]}" a &
+	guest_a=$!
+	wait "$guest_a"
 	status_a=$?
-	# Guest a told guest b's shell to stop (or b stops by itself within
-	# its time, a minute less than the VM's).
+	guest_a=""
+	# Guest a told guest b's shell to stop; if guest a failed before, b
+	# is ended here rather than at the end of its shell's time.
+	((status_a != 0)) && sleep 5 && pkill -s "$guest_b" 2>/dev/null
 	wait "$guest_b"
 	status_b=$?
 	guest_b=""
@@ -140,6 +148,7 @@ stock() {
 	local server_args="-s 10.88.0.2" client_args="-s 10.88.0.1 10.88.0.2"
 	[[ $(basename "$1") == fi_pingpong ]] && server_args="" client_args=10.88.0.2
 	settings="FI_LOG_LEVEL=info FI_LOG_PROV=dpdk FI_LOG_SUBSYS=domain"
+	: >/tmp/stock-server.log  # (the readiness check reads it)
 	"${rsh[@]}" 10.79.0.2 "$settings timeout -k 5 150 ${launcher[*]} --ip 10.88.0.2/24 -- $* \
 		$server_args" >/tmp/stock-server.log 2>&1 &
 	local server=$!
@@ -227,11 +236,13 @@ job "by IP address" '10.88.0.1{rank}/24'
 # Each rank gave its NIC back (its launcher's --bind) to the driver the
 # kernel had bound it to (virtio-pci): here guest a's, in guest b its
 # launcher's note in the job's log.
-if [[ $(driver_of "$virtio") != "$before" ]]; then
-	say "FAIL  $virtio is $(driver_of "$virtio")'s after the jobs, not $before's"
+remote_driver=$("${rsh[@]}" 10.79.0.2 "basename \$(readlink /sys/bus/pci/devices/$virtio/driver)")
+if [[ $(driver_of "$virtio") != "$before" || $remote_driver != "$before" ]]; then
+	say "FAIL  $virtio is $(driver_of "$virtio")'s here and ${remote_driver}'s in guest b" \
+		"after the jobs, not $before's"
 	failures=$((failures + 1))
 else
-	say "ok    $virtio bound by the ranks' launchers, given back to $before after each job"
+	say "ok    $virtio bound by the ranks' launchers, given back to $before in both guests"
 fi
 "${rsh[@]}" 10.79.0.2 --quit || { say "FAIL  guest b's shell did not take the stop"; failures=$((failures + 1)); }
 exit $((failures > 0))
