@@ -5,9 +5,9 @@
 # NICs (DPDK's net_e1000_em); each pair's back ends are tap interfaces on one
 # bridge on this machine (names unique to the run, removed at exit).  In the
 # guest the virtio NICs are handed to uio_pci_generic; the e1000e NICs start
-# as the kernel's, and the first e1000e run's launchers bind them (--bind
-# uio_pci_generic) and give them back (checked after it, beside --bind
-# vfio-pci's error in a guest without vfio).  For each pair a server
+# as the kernel's: the first e1000e run's server launcher binds its NIC
+# (--bind uio_pci_generic) and gives it back (checked after it, beside
+# --bind vfio-pci's error in a guest without vfio).  For each pair a server
 # process on one NIC and a client on the other, both started by the
 # launcher (--topology pci --pci BDF), run
 #  - stock fi_pingpong (libfabric-bin) over L2, the client naming the server
@@ -76,23 +76,29 @@ fi
 # bind VENDOR DEVICE...: hands each such PCI function to uio_pci_generic and
 # prints its address.
 bind() {
-	local vendor=$1 device address
+	local vendor=$1 device
 	shift
 	for device in /sys/bus/pci/devices/*; do
 		[[ "$(cat "$device/vendor")" == "$vendor" ]] || continue
 		[[ " $* " == *" $(cat "$device/device") "* ]] || continue
-		address=${device##*/}
-		[[ -e "$device/driver" ]] && echo "$address" >"$device/driver/unbind"
-		echo uio_pci_generic >"$device/driver_override"
-		echo "$address" >/sys/bus/pci/drivers_probe
-		echo "$address"
+		bind_address "${device##*/}"
 	done
+}
+# bind_address BDF: hands that PCI function to uio_pci_generic (through
+# sysfs: dpdk-devbind.py takes many seconds a call on emulated CPUs) and
+# prints its address.
+bind_address() {
+	local address=$1 device=/sys/bus/pci/devices/$1
+	[[ -e "$device/driver" ]] && echo "$address" >"$device/driver/unbind"
+	echo uio_pci_generic >"$device/driver_override"
+	echo "$address" >/sys/bus/pci/drivers_probe
+	echo "$address"
 }
 # (The guest has no /dev/fd: no process substitution here.)
 # shellcheck disable=SC2207
 virtio=($(bind 0x1af4 0x1000 0x1041))
 # The e1000e NICs start as the guest kernel's (its e1000e driver): the
-# first e1000e run's launchers bind them (given_back, below).
+# first e1000e run binds them (run and given_back, below).
 e1000e=()
 for device in /sys/bus/pci/devices/*; do
 	[[ "$(cat "$device/vendor") $(cat "$device/device")" == "0x8086 0x10d3" ]] &&
@@ -112,6 +118,7 @@ done
 ip addr add 10.88.0.1/32 dev lo
 # The guest's kernel has no host name ("(none)"), which mpirun refuses.
 echo pci-guest >/proc/sys/kernel/hostname
+echo "note  the guest's kernel up $(cut -d' ' -f1 /proc/uptime) s when the runs start"
 
 for name in $(compgen -e); do [[ $name =~ ^FI_(DPDK_|PROVIDER) ]] && unset "$name"; done
 # The bridges carry 1500-byte frames; the provider's logs name each port.
@@ -143,7 +150,7 @@ port_listening() {
 # run KIND SERVER CLIENT LABEL [--ip] -- PROGRAM ARGS...: the pair; the
 # client gets the server's address last (10.88.0.1 with --ip, else lo's).
 run() {
-	local kind=$1 server=$2 client=$3 label=$4 by_ip=0
+	local kind=$1 server=$2 client=$3 label=$4 by_ip=0 started=$SECONDS
 	shift 4
 	[[ "$1" == --ip ]] && { by_ip=1; shift; }
 	shift  # --
@@ -153,10 +160,16 @@ run() {
 	fi
 	local launcher=(python3 "$source_root/usertools/dpdk-fi-run.py" --topology pci
 		--provider-path "$build/drivers/ofi")
-	# The first e1000e run binds its NICs itself (see given_back).
-	local binds=0
-	[[ $kind == e1000e && $e1000e_bound == 0 ]] && { binds=1; launcher+=(--bind uio_pci_generic); }
-	timeout -k 5 120 "${launcher[@]}" --pci "$server" "${server_ip[@]}" --lcore 0 -- "$@" \
+	# The first e1000e run's server binds its NIC itself (see given_back);
+	# the client's is bound here (a second binding through dpdk-devbind.py
+	# and back would cost minutes of emulated CPU in the test command).
+	local binds=0 server_bind=()
+	if [[ $kind == e1000e && $e1000e_bound == 0 ]]; then
+		binds=1 server_bind=(--bind uio_pci_generic)
+		bind_address "$client" >/dev/null
+	fi
+	timeout -k 5 120 "${launcher[@]}" "${server_bind[@]}" --pci "$server" "${server_ip[@]}" \
+		--lcore 0 -- "$@" \
 		>"$work/$label-server.log" 2>&1 &
 	local server_pid=$!
 	# The client connects once, without retrying, to the server's control
@@ -183,7 +196,8 @@ run() {
 	if ((client_status == 0 && server_status == 0)) &&
 		grep -aq "$server: .*MTU 1500" "$work/$label-server.log" &&
 		[[ -z ${want_offloads:-} || $offloads == *"$want_offloads"* ]]; then
-		echo "ok    $kind: $(basename "$1") ${*:2}$( ((by_ip)) && echo " by IP address")"
+		echo "ok    $kind: $(basename "$1") ${*:2}$( ((by_ip)) && echo " by IP address")" \
+			"($((SECONDS - started)) s)"
 		tail -n 1 "$work/$label-client.log" | sed 's/^/      last: /'
 		((by_ip)) && echo "      port: ${offloads:-no checksum offloads}"
 	else
@@ -200,22 +214,20 @@ run() {
 	((binds)) && given_back
 }
 
-# given_back: after the first e1000e run, whose launchers bound the NICs
-# (--bind uio_pci_generic), each is the kernel's e1000e's again, with its
-# network interface; and --bind vfio-pci, which this guest cannot serve (no
-# vfio module, no IOMMU), fails with what is missing.  Then the NICs are
-# bound here for the rest (dpdk-devbind.py takes seconds a call on
-# emulated CPUs).
+# given_back: after the first e1000e run, whose server's launcher bound its
+# NIC (--bind uio_pci_generic), that NIC is the kernel's e1000e's again,
+# with its network interface; and --bind vfio-pci, which this guest cannot
+# serve (no vfio module, no IOMMU), fails with what is missing.  Then the
+# NICs are bound here for the rest (dpdk-devbind.py takes seconds a call
+# on emulated CPUs).
 given_back() {
-	local nic said status
-	for nic in "${e1000e[@]}"; do
-		if [[ $(driver_of "$nic") == e1000e && -n "$(ls "/sys/bus/pci/devices/$nic/net" 2>/dev/null)" ]]; then
-			echo "ok    e1000e: $nic bound by its launcher, given back to the kernel's e1000e at its end"
-		else
-			echo "FAIL  e1000e: $nic is $(driver_of "$nic")'s after its launcher ended, not e1000e's"
-			failures=$((failures + 1))
-		fi
-	done
+	local nic=${e1000e[0]} said status
+	if [[ $(driver_of "$nic") == e1000e && -n "$(ls "/sys/bus/pci/devices/$nic/net" 2>/dev/null)" ]]; then
+		echo "ok    e1000e: $nic bound by its launcher, given back to the kernel's e1000e at its end"
+	else
+		echo "FAIL  e1000e: $nic is $(driver_of "$nic")'s after its launcher ended, not e1000e's"
+		failures=$((failures + 1))
+	fi
 	said=$(python3 "$source_root/usertools/dpdk-fi-run.py" --topology pci --pci "${e1000e[0]}" \
 		--bind vfio-pci --print-only 2>&1)
 	status=$?
@@ -276,7 +288,7 @@ done
 # The test command runs one (e1000e by IP; virtio's run between two
 # guests, test_pci_two_guests_vm.sh); OFI_DPDK_PCI_VM_ALL=1 all four.
 mpi_job() {
-	local kind=$1 nic0=$2 nic1=$3 by_ip=$4 address="" how="over L2" status=0
+	local kind=$1 nic0=$2 nic1=$3 by_ip=$4 address="" how="over L2" status=0 started=$SECONDS
 	((by_ip)) && address='10.88.0.1{local_rank}/24' how="by IP address"
 	if [[ ! -x $build/test/mpi/mpi_checks ]] || ! command -v mpirun >/dev/null; then
 		echo "note  $kind: no mpirun or mpi_checks here: the Open MPI job skipped"
@@ -287,8 +299,8 @@ mpi_job() {
 		bash "$source_root/test/mpi/run_mpi.sh" mtl pci 2 "$build/test/mpi/mpi_checks" pingpong \
 		>"$work/mpi-$kind-$by_ip.log" 2>&1 || status=$?
 	if ((status == 0)); then
-		echo "ok    $kind: an Open MPI job of two ranks, one on each NIC, $how: $(tail -n 2 \
-			"$work/mpi-$kind-$by_ip.log" | tr '\n' ' ')"
+		echo "ok    $kind: an Open MPI job of two ranks, one on each NIC, $how" \
+			"($((SECONDS - started)) s): $(tail -n 2 "$work/mpi-$kind-$by_ip.log" | tr '\n' ' ')"
 	else
 		echo "FAIL  $kind: the Open MPI job $how (exit $status)"
 		tail -n 30 "$work/mpi-$kind-$by_ip.log" | sed 's/^/    /'
