@@ -492,6 +492,12 @@ int domain_open(fid_fabric* fabric_fid, fi_info* info, fid_domain** out, void* c
     delete domain;
     return -FI_ENOMEM;
   }
+  // Requests name bytes by address with FI_MR_VIRT_ADDR (or the legacy
+  // FI_MR_BASIC), else by offset from the region's start (plus the offset
+  // it was registered with).
+  const int mr_mode = domain->info->domain_attr->mr_mode;
+  domain->regions =
+      remote::Regions((mr_mode & FI_MR_VIRT_ADDR) != 0 || mr_mode == 1 /*FI_MR_BASIC*/);
   domain->fabric = from_fid<Fabric>(fabric_fid);
   domain->fabric->refs++;
   domain->api_version = domain->info->fabric_attr->api_version;

@@ -8,7 +8,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
+
+#include "lib/remote/regions.h"
 
 namespace ofi_dpdk::ofi {
 
@@ -23,8 +24,13 @@ struct Domain {
   fi_info* info;  // a copy of what the domain was opened with
   uint32_t api_version;
   std::atomic<int> refs{0};
+  // The registered regions by key, unique per domain, which endpoints'
+  // targets read (lib/remote/regions.h).  Changed with the whole port lock
+  // and mr_lock held (dpdk_mr.cc), so a request served at the target reads
+  // them under the lane lock its pass already holds, with no lock of the
+  // domain's on its path.
   std::mutex mr_lock;
-  std::unordered_map<uint64_t, struct Mr*> mr_keys;  // registered keys: unique per domain
+  remote::Regions regions{true};
   bool auto_progress = false;  // FI_PROGRESS_AUTO: the port is in the progress loop
   // domain_attr->auth_key (4 bytes, API 1.5 and later): the network key of
   // endpoints that name none; 0 when none.

@@ -700,7 +700,7 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
         [ep](uint64_t source_key) { return ep->accepts_sender(source_key); });
   }
   ep->target_host = make_target_host(ep);
-  ep->target = std::make_unique<remote::Target>(*ep->target_host, *ep->engine);
+  ep->target = std::make_unique<remote::Target>(*ep->target_host, ep->domain->regions, *ep->engine);
   domain->refs++;
   ep->fid.fid.fclass = FI_CLASS_EP;
   ep->fid.fid.context = context;

@@ -25,7 +25,7 @@ int mr_close(fid* fid) {
     // must stay valid until that request is done.
     std::lock_guard port_guard(mr->domain->port->lock);
     std::lock_guard guard(mr->domain->mr_lock);
-    mr->domain->mr_keys.erase(mr->fid.key);
+    mr->domain->regions.remove(mr->fid.key);
     // The application may free the memory once this returns.  Reads are
     // answered from the region itself until the initiator has them
     // (lib/remote/target.h): those still unacknowledged take a copy now.
@@ -56,9 +56,11 @@ int mr_bind(fid* mr_fid, fid* bfid, uint64_t flags) {
   Cntr* cntr = from_fid<Cntr>(bfid);
   if (cntr->domain != mr->domain) return -FI_EINVAL;
   if (flags != FI_REMOTE_WRITE) return -FI_EBADFLAGS;
+  std::lock_guard port_guard(mr->domain->port->lock);  // see Domain::regions
   std::lock_guard guard(mr->domain->mr_lock);
   if (mr->remote_write_cntr != nullptr) return -FI_EALREADY;
   mr->remote_write_cntr = cntr;
+  mr->domain->regions.set_counter(mr->fid.key, cntr);
   cntr->refs++;
   return 0;
 }
@@ -92,9 +94,17 @@ bool provider_picks_keys(const Domain& domain) {
 // no random bytes for a provider-chosen one.
 int claim_key(Mr* mr, uint64_t requested_key) {
   Domain& domain = *mr->domain;
+  // The whole port lock too: a request served on any lane may be looking
+  // up a key (Domain::regions), and an insert may rehash the table.
+  std::lock_guard port_guard(domain.port->lock);
   std::lock_guard guard(domain.mr_lock);
+  remote::Region region;
+  region.base = static_cast<uint8_t*>(const_cast<void*>(mr->addr));
+  region.length = mr->len;
+  region.access = mr->access;
+  region.offset = mr->offset;
   if (!provider_picks_keys(domain)) {
-    if (!domain.mr_keys.emplace(requested_key, mr).second) return -FI_ENOKEY;
+    if (!domain.regions.add(requested_key, region)) return -FI_ENOKEY;
     mr->fid.key = requested_key;
     return 0;
   }
@@ -107,7 +117,7 @@ int claim_key(Mr* mr, uint64_t requested_key) {
       DPDK_WARN(FI_LOG_MR, "getrandom failed: no memory key can be chosen\n");
       return -FI_EIO;
     }
-  } while (!domain.mr_keys.emplace(key, mr).second);
+  } while (!domain.regions.add(key, region));
   mr->fid.key = key;
   return 0;
 }

@@ -38,58 +38,20 @@
 namespace ofi_dpdk::ofi {
 namespace {
 
-// Addressing follows the domain's mr_mode: virtual addresses with
-// FI_MR_VIRT_ADDR (or the legacy FI_MR_BASIC), else offsets from the
-// region's start (plus the offset it was registered with).
-bool virtual_addressing(const Domain& domain) {
-  const int mode = domain.info->domain_attr->mr_mode;
-  return (mode & FI_MR_VIRT_ADDR) != 0 || mode == 1 /*FI_MR_BASIC*/;
-}
-
-// The bytes [addr, addr + length) of region `key`, checked for `access`:
-// 0 and *out, or the FI_E* error the initiator gets.  *region_cntr receives
-// the counter fi_mr_bind attached to the region if the access modifies it
-// and the endpoint has FI_RMA_EVENT, else null.
-int resolve_remote(Endpoint& ep, uint64_t key, uint64_t addr, uint64_t length, uint64_t access,
-                   uint8_t** out, Cntr** region_cntr) {
-  Domain& domain = *ep.domain;
-  std::lock_guard guard(domain.mr_lock);
-  auto it = domain.mr_keys.find(key);
-  if (it == domain.mr_keys.end()) return FI_EKEYREJECTED;
-  const Mr& mr = *it->second;
-  if ((mr.access & access) != access) return FI_EACCES;
-  // A region registered with bytes at address 0 (fi_mr_reg(NULL, len),
-  // which libfabric lets pass, as shm and tcp do) has no memory to reach:
-  // an access with bytes fails, not the target process.
-  if (mr.addr == nullptr && length != 0) return FI_EFAULT;
-  const auto base = reinterpret_cast<uint64_t>(mr.addr);
-  const uint64_t start = virtual_addressing(domain) ? addr : base + (addr - mr.offset);
-  if (!virtual_addressing(domain) && addr < mr.offset) return FI_EFAULT;
-  if (start < base || start - base > mr.len || length > mr.len - (start - base)) return FI_EFAULT;
-  *out = reinterpret_cast<uint8_t*>(start);
-  *region_cntr =
-      (access & FI_REMOTE_WRITE) && ep.has_cap(FI_RMA_EVENT) ? mr.remote_write_cntr : nullptr;
-  return 0;
-}
-
-// The endpoint as lib/remote's Target sees it.  A region is named by its
-// FI_RMA_EVENT counter (or null).
+// The endpoint as lib/remote's Target sees it.  A region's counter
+// (remote::Region::counter) is the Cntr fi_mr_bind attached (or null),
+// which counts what modifies the region through an endpoint with
+// FI_RMA_EVENT.
 class TargetHost final : public remote::Host {
  public:
   explicit TargetHost(Endpoint* ep) : ep_(ep) {}
 
-  bool has_cap(uint64_t cap) const override { return ep_->has_cap(cap); }
-  int resolve(uint64_t key, uint64_t addr, uint64_t length, uint64_t access, uint8_t** out,
-              void** region) override {
-    Cntr* counter = nullptr;
-    const int status = resolve_remote(*ep_, key, addr, length, access, out, &counter);
-    *region = counter;
-    return status;
-  }
-  void count_remote(bool as_write, void* region, bool modified) override {
+  uint64_t caps() const override { return ep_->info->caps; }
+  void count_remote(bool as_write, void* region_counter, bool modified) override {
     Cntr* counter = as_write ? ep_->remote_write_cntr : ep_->remote_read_cntr;
     if (counter != nullptr) counter->add(1);
-    if (modified && region != nullptr) static_cast<Cntr*>(region)->add(1);
+    if (modified && region_counter != nullptr && ep_->has_cap(FI_RMA_EVENT))
+      static_cast<Cntr*>(region_counter)->add(1);
   }
   bool may_lend_reads() const override { return ep_->remote_read_cntr == nullptr; }
   bool remote_cq_room() const override { return ep_->rx_cq == nullptr || !ep_->rx_cq->full(); }

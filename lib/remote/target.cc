@@ -36,7 +36,8 @@ uint64_t atomic_access(Class c, fi_op op) {
   return FI_REMOTE_READ | FI_REMOTE_WRITE;
 }
 
-Target::Target(Host& host, proto::Engine& engine) : host_(host), engine_(engine) {
+Target::Target(Host& host, const Regions& regions, proto::Engine& engine)
+    : host_(host), caps_(host.caps()), regions_(regions), engine_(engine) {
   engine.set_request_handler([this](uint64_t peer, const uint8_t* bytes, size_t length,
                                     size_t placed) { return serve(peer, bytes, length, placed); });
   engine.set_request_placer(
@@ -48,15 +49,16 @@ Target::Target(Host& host, proto::Engine& engine) : host_(host), engine_(engine)
 proto::Placement Target::place(const uint8_t* first, size_t first_length, size_t request_length) {
   RemoteOp op{};
   if (!decode(first, first_length, &op) || op.kind != RemoteKind::kWrite ||
-      op.length != request_length - kRemoteOpSize || op.length == 0 || !host_.has_cap(FI_RMA) ||
-      !host_.has_cap(FI_REMOTE_WRITE))
+      op.length != request_length - kRemoteOpSize || op.length == 0 || !has_cap(FI_RMA) ||
+      !has_cap(FI_REMOTE_WRITE))
     return {};
   // A write whose CQ entry has no room is refused (serve_rma): assembled,
   // so its data does not land first.
   if ((op.flags & wire::kRemoteHasData) && !host_.remote_cq_room()) return {};
   uint8_t* target = nullptr;
   void* region = nullptr;
-  if (host_.resolve(op.key, op.addr, op.length, FI_REMOTE_WRITE, &target, &region) != 0) return {};
+  if (regions_.resolve(op.key, op.addr, op.length, FI_REMOTE_WRITE, &target, &region) != 0)
+    return {};
   engine_.recall_lent(target, op.length);  // reads served before it keep their bytes
   return {kRemoteOpSize, target};
 }
@@ -77,7 +79,7 @@ proto::Response Target::serve_rma(uint64_t peer_key, const RemoteOp& op, const u
                                   size_t length, bool placed) {
   const bool write = op.kind == RemoteKind::kWrite;
   const uint64_t access = write ? FI_REMOTE_WRITE : FI_REMOTE_READ;
-  if (!host_.has_cap(FI_RMA) || !host_.has_cap(access)) return refused(FI_EOPNOTSUPP);
+  if (!has_cap(FI_RMA) || !has_cap(access)) return refused(FI_EOPNOTSUPP);
   if (write && op.length != length) return refused(FI_EINVAL);
   // Before anything is allocated or written: a read no message can carry,
   // and a write whose remote CQ data has no room in the target's CQ (which
@@ -85,7 +87,7 @@ proto::Response Target::serve_rma(uint64_t peer_key, const RemoteOp& op, const u
   if (!write && op.length > engine_.config().max_msg_size) return refused(FI_EMSGSIZE);
   uint8_t* target = nullptr;
   void* region = nullptr;
-  if (const int status = host_.resolve(op.key, op.addr, op.length, access, &target, &region))
+  if (const int status = regions_.resolve(op.key, op.addr, op.length, access, &target, &region))
     return refused(status);
   if (write && (op.flags & wire::kRemoteHasData) && !host_.remote_cq_room())
     return refused(FI_ENOSPC);
@@ -124,9 +126,8 @@ proto::Response Target::serve_atomic(const RemoteOp& request, const uint8_t* dat
   if (!atomic::to_op(request.op, &op) || !atomic::to_datatype(request.datatype, &datatype))
     return refused(FI_EINVAL);
   const uint64_t needed = atomic_access(c, op);
-  if (!host_.has_cap(FI_ATOMIC) ||
-      ((needed & FI_REMOTE_WRITE) && !host_.has_cap(FI_REMOTE_WRITE)) ||
-      ((needed & FI_REMOTE_READ) && !host_.has_cap(FI_REMOTE_READ)))
+  if (!has_cap(FI_ATOMIC) || ((needed & FI_REMOTE_WRITE) && !has_cap(FI_REMOTE_WRITE)) ||
+      ((needed & FI_REMOTE_READ) && !has_cap(FI_REMOTE_READ)))
     return refused(FI_EOPNOTSUPP);
   size_t size = 0, max_count = 0;
   if (atomic_limits(datatype, op, c, &size, &max_count) != 0) return refused(FI_EOPNOTSUPP);
@@ -140,7 +141,8 @@ proto::Response Target::serve_atomic(const RemoteOp& request, const uint8_t* dat
   if (length != operands + (c == Class::kCompare ? bytes : 0)) return refused(FI_EINVAL);
   uint8_t* target = nullptr;
   void* region = nullptr;
-  if (const int status = host_.resolve(request.key, request.addr, bytes, needed, &target, &region))
+  if (const int status =
+          regions_.resolve(request.key, request.addr, bytes, needed, &target, &region))
     return refused(status);
   if (needed & FI_REMOTE_WRITE) engine_.recall_lent(target, bytes);
   proto::Response response;

@@ -9,10 +9,11 @@
 // modifies those bytes before they are acknowledged first has them copied (Engine::recall_lent), so
 // requests keep their order, and whoever closes a region calls recall_lent on its memory first.
 //
-// What the target needs of the endpoint it serves (its capabilities, its
-// regions by key, its counters and CQ) comes through Host, which the
-// provider implements (drivers/ofi/dpdk_rma.cc); tests implement it with
-// plain memory.
+// The regions requests name are looked up in the domain's Regions
+// (regions.h), here, with no call into the provider.  What else the target
+// needs of the endpoint it serves (its capabilities, its counters and CQ)
+// comes through Host, which the provider implements
+// (drivers/ofi/dpdk_rma.cc); tests implement both with plain memory.
 //
 // Answers (the response's status, an FI_E* value):
 //   FI_EKEYREJECTED  no region with that key
@@ -36,6 +37,7 @@
 
 #include "lib/atomic/atomic_table.h"
 #include "lib/proto/transport.h"
+#include "lib/remote/regions.h"
 #include "lib/remote/remote_op.h"
 
 namespace ofi_dpdk::remote {
@@ -54,20 +56,16 @@ uint64_t atomic_access(atomic::Class c, fi_op op);
 class Host {
  public:
   virtual ~Host() = default;
-  // Whether the endpoint has `cap` (FI_RMA, FI_ATOMIC, FI_REMOTE_READ,
-  // FI_REMOTE_WRITE).
-  virtual bool has_cap(uint64_t cap) const = 0;
-  // The bytes [addr, addr + length) of region `key`, which must grant
-  // `access` (FI_REMOTE_READ and/or FI_REMOTE_WRITE): 0 with *out, and in
-  // *region what to name the region by in count_remote (may be null), or
-  // FI_EKEYREJECTED / FI_EACCES / FI_EFAULT.
-  virtual int resolve(uint64_t key, uint64_t addr, uint64_t length, uint64_t access, uint8_t** out,
-                      void** region) = 0;
-  // An operation ran at `region`: counted as a remote write (RMA writes,
-  // base atomics) or a remote read (RMA reads, fetching atomics) by the
-  // endpoint's counters (fi_endpoint(3)); `modified`: it needed write
-  // access, so the region's own counter (FI_RMA_EVENT) counts it too.
-  virtual void count_remote(bool as_write, void* region, bool modified) = 0;
+  // The endpoint's capabilities (FI_RMA, FI_ATOMIC, FI_REMOTE_READ,
+  // FI_REMOTE_WRITE), read once, when its Target is made: an enabled
+  // endpoint's do not change.
+  virtual uint64_t caps() const = 0;
+  // An operation ran at a region whose Region::counter is `region_counter`:
+  // counted as a remote write (RMA writes, base atomics) or a remote read
+  // (RMA reads, fetching atomics) by the endpoint's counters
+  // (fi_endpoint(3)); `modified`: it needed write access, so the region's
+  // own counter (FI_RMA_EVENT) counts it too.
+  virtual void count_remote(bool as_write, void* region_counter, bool modified) = 0;
   // fi_writedata's data, for the target's CQ (fi_rma(3)); `peer_key` names
   // the writer (proto::peer_key of its address), `length` the bytes the
   // write placed (the entry's len: fi_cq(3) of libfabric 2.x).  Called only
@@ -85,9 +83,9 @@ class Host {
 
 class Target {
  public:
-  // Serves `engine`'s requests from now on; both must outlive it, and
-  // nothing else serves the engine's requests.
-  Target(Host& host, proto::Engine& engine);
+  // Serves `engine`'s requests from now on, in `regions`; all three must
+  // outlive it, and nothing else serves the engine's requests.
+  Target(Host& host, const Regions& regions, proto::Engine& engine);
   Target(const Target&) = delete;
   Target& operator=(const Target&) = delete;
 
@@ -105,7 +103,10 @@ class Target {
   proto::Response serve_atomic(const RemoteOp& op, const uint8_t* data, size_t length);
 
   Host& host_;
+  const uint64_t caps_;
+  const Regions& regions_;
   proto::Engine& engine_;
+  bool has_cap(uint64_t cap) const { return (caps_ & cap) == cap; }
 };
 
 }  // namespace ofi_dpdk::remote

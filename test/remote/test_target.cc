@@ -30,7 +30,8 @@ constexpr uint8_t kMacA[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3A};
 constexpr uint8_t kMacB[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3B};
 constexpr uint8_t kMacC[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x3C};
 
-// Regions by key, virtual addressing, counters as numbers.
+// Regions by key in a Regions table (virtual addressing), counters as
+// numbers.
 class MemoryHost : public Host {
  public:
   struct Region {
@@ -39,50 +40,45 @@ class MemoryHost : public Host {
     uint64_t events = 0;  // the region's own counter (FI_RMA_EVENT)
   };
 
-  uint64_t caps = FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  // Read by a Target when it is made.
+  uint64_t capabilities = FI_RMA | FI_ATOMIC | FI_REMOTE_READ | FI_REMOTE_WRITE;
   bool lend = true;  // may_lend_reads
   std::map<uint64_t, Region> regions;
   uint64_t remote_writes = 0, remote_reads = 0;
   std::vector<std::pair<uint64_t, uint64_t>> cq_data;  // (peer, data)
   std::vector<uint64_t> cq_data_lengths;
   size_t cq_room = 1024;  // entries its CQ takes (remote_cq_room)
-  // Regions over memory the test mapped itself (base, size), any access.
-  std::map<uint64_t, std::pair<uint64_t, size_t>> external;
+  // What Target reads: the regions above and those over memory the test
+  // mapped itself (add_external).
+  Regions table{true};
 
   uint8_t* add(uint64_t key, size_t size, uint64_t access) {
     Region& r = regions[key];
     r.bytes.assign(size, 0);
     r.access = access;
+    table.remove(key);
+    table.add(key, {r.bytes.data(), size, access, 0, &r});
     return r.bytes.data();
+  }
+  void set_access(uint64_t key, uint64_t access) {
+    Region& r = regions[key];
+    r.access = access;
+    table.remove(key);
+    table.add(key, {r.bytes.data(), r.bytes.size(), access, 0, &r});
+  }
+  // A region over [base, base + size), any access, no counter.
+  void add_external(uint64_t key, uint64_t base, size_t size) {
+    table.add(key, {reinterpret_cast<uint8_t*>(base), size, FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+                    nullptr});
   }
   uint64_t address(uint64_t key, size_t offset = 0) {
     return reinterpret_cast<uint64_t>(regions[key].bytes.data()) + offset;
   }
 
-  bool has_cap(uint64_t cap) const override { return (caps & cap) == cap; }
-  int resolve(uint64_t key, uint64_t addr, uint64_t length, uint64_t access, uint8_t** out,
-              void** region) override {
-    if (auto e = external.find(key); e != external.end()) {
-      const auto [base, size] = e->second;
-      if (addr < base || addr - base > size || length > size - (addr - base)) return FI_EFAULT;
-      *out = reinterpret_cast<uint8_t*>(addr);
-      *region = nullptr;
-      return 0;
-    }
-    auto it = regions.find(key);
-    if (it == regions.end()) return FI_EKEYREJECTED;
-    Region& r = it->second;
-    if ((r.access & access) != access) return FI_EACCES;
-    const auto base = reinterpret_cast<uint64_t>(r.bytes.data());
-    if (addr < base || addr - base > r.bytes.size() || length > r.bytes.size() - (addr - base))
-      return FI_EFAULT;
-    *out = reinterpret_cast<uint8_t*>(addr);
-    *region = &r;
-    return 0;
-  }
+  uint64_t caps() const override { return capabilities; }
   void count_remote(bool as_write, void* region, bool modified) override {
     ++(as_write ? remote_writes : remote_reads);
-    if (modified) ++static_cast<Region*>(region)->events;
+    if (modified && region != nullptr) ++static_cast<Region*>(region)->events;
   }
   void remote_cq_data(uint64_t peer_key, uint64_t data, uint64_t length) override {
     cq_data.emplace_back(peer_key, data);
@@ -132,7 +128,8 @@ RemoteOp atomic_op(RemoteKind kind, fi_datatype datatype, fi_op fop, uint64_t ke
 // One engine for Target's response buffers; it sends nothing here.
 class TargetTest : public ::testing::Test {
  protected:
-  TargetTest() : engine(proto::TransportConfig{}, kMacB, 0, 0xB0B0B0B0), target(host, engine) {}
+  TargetTest()
+      : engine(proto::TransportConfig{}, kMacB, 0, 0xB0B0B0B0), target(host, host.table, engine) {}
 
   proto::Response serve(const std::vector<uint8_t>& bytes, uint64_t peer = 7) {
     return target.serve(peer, bytes.data(), bytes.size(), 0);
@@ -142,6 +139,45 @@ class TargetTest : public ::testing::Test {
   proto::Engine engine;
   Target target;
 };
+
+TEST(Regions, ResolveChecksKeyAccessAndRangeInBothAddressings) {
+  // Expect: a key no region has is FI_EKEYREJECTED, missing access
+  // FI_EACCES, a range past either end FI_EFAULT; with virtual addressing
+  // the address is the byte's, without it the offset from the region's
+  // start plus the offset it was registered with; a region with no memory
+  // takes no bytes; the region's counter comes back with its bytes, and a
+  // removed key is rejected again.
+  uint8_t memory[64] = {};
+  int counter = 0;
+  Regions by_address(true), by_offset(false);
+  const Region region{memory, sizeof(memory), FI_REMOTE_READ, 1000, &counter};
+  ASSERT_TRUE(by_address.add(5, region));
+  ASSERT_TRUE(by_offset.add(5, region));
+  EXPECT_FALSE(by_offset.add(5, region));  // the key is taken
+  uint8_t* out = nullptr;
+  void* named = nullptr;
+  const auto base = reinterpret_cast<uint64_t>(memory);
+  EXPECT_EQ(by_address.resolve(6, base, 8, FI_REMOTE_READ, &out, &named), FI_EKEYREJECTED);
+  EXPECT_EQ(by_address.resolve(5, base, 8, FI_REMOTE_WRITE, &out, &named), FI_EACCES);
+  EXPECT_EQ(by_address.resolve(5, base + 60, 8, FI_REMOTE_READ, &out, &named), FI_EFAULT);
+  EXPECT_EQ(by_address.resolve(5, base - 1, 8, FI_REMOTE_READ, &out, &named), FI_EFAULT);
+  ASSERT_EQ(by_address.resolve(5, base + 56, 8, FI_REMOTE_READ, &out, &named), 0);
+  EXPECT_EQ(out, memory + 56);
+  EXPECT_EQ(named, &counter);
+  ASSERT_EQ(by_offset.resolve(5, 1000 + 16, 8, FI_REMOTE_READ, &out, &named), 0);
+  EXPECT_EQ(out, memory + 16);
+  EXPECT_EQ(by_offset.resolve(5, 999, 1, FI_REMOTE_READ, &out, &named), FI_EFAULT);
+  EXPECT_EQ(by_offset.resolve(5, 1000 + 60, 8, FI_REMOTE_READ, &out, &named), FI_EFAULT);
+  EXPECT_TRUE(by_offset.set_counter(5, nullptr));
+  ASSERT_EQ(by_offset.resolve(5, 1000, 0, FI_REMOTE_READ, &out, &named), 0);
+  EXPECT_EQ(named, nullptr);
+  EXPECT_FALSE(by_offset.set_counter(6, nullptr));
+  ASSERT_TRUE(by_address.add(7, {nullptr, 64, FI_REMOTE_READ, 0, nullptr}));
+  EXPECT_EQ(by_address.resolve(7, 0, 8, FI_REMOTE_READ, &out, &named), FI_EFAULT);
+  EXPECT_EQ(by_address.resolve(7, 0, 0, FI_REMOTE_READ, &out, &named), 0);
+  by_address.remove(5);
+  EXPECT_EQ(by_address.resolve(5, base, 8, FI_REMOTE_READ, &out, &named), FI_EKEYREJECTED);
+}
 
 TEST(RemoteOpHeader, EncodesBigEndianAtItsWireOffsets) {
   // Expect: the header is the 40 bytes wire.h lays out, big-endian, and
@@ -239,7 +275,7 @@ TEST_F(TargetTest, KeyAccessRangeAndCapabilitiesAreCheckedBeforeAnyByteMoves) {
   EXPECT_EQ(serve(request(rma(RemoteKind::kRead, 3, host.address(3, 12), 8))).status, FI_EFAULT);
   EXPECT_EQ(serve(request(rma(RemoteKind::kRead, 3, host.address(3) - 1, 4))).status, FI_EFAULT);
   // A write whose header names more bytes than it carries.
-  host.regions[3].access |= FI_REMOTE_WRITE;
+  host.set_access(3, host.regions[3].access | FI_REMOTE_WRITE);
   EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 3, host.address(3), 9), data, 8)).status,
             FI_EINVAL);
   // An unknown kind, and a header cut short.
@@ -248,10 +284,13 @@ TEST_F(TargetTest, KeyAccessRangeAndCapabilitiesAreCheckedBeforeAnyByteMoves) {
   std::vector<uint8_t> short_header = request(rma(RemoteKind::kRead, 3, host.address(3), 4));
   short_header.resize(kRemoteOpSize - 1);
   EXPECT_EQ(serve(short_header).status, FI_EINVAL);
-  // An endpoint without remote write access takes no writes.
-  host.caps = FI_RMA | FI_REMOTE_READ;
-  EXPECT_EQ(serve(request(rma(RemoteKind::kWrite, 3, host.address(3), 8), data, 8)).status,
-            FI_EOPNOTSUPP);
+  // An endpoint without remote write access takes no writes (its
+  // capabilities are read when its Target is made).
+  host.capabilities = FI_RMA | FI_REMOTE_READ;
+  Target read_only(host, host.table, engine);
+  const std::vector<uint8_t> write =
+      request(rma(RemoteKind::kWrite, 3, host.address(3), 8), data, 8);
+  EXPECT_EQ(read_only.serve(7, write.data(), write.size(), 0).status, FI_EOPNOTSUPP);
   for (int i = 0; i < 16; ++i) EXPECT_EQ(region[i], 0) << i;
   EXPECT_EQ(host.remote_writes + host.remote_reads, 0u);
 }
@@ -310,7 +349,7 @@ TEST(Target, AReadNoMessageCanCarryIsRefusedBeforeItsBytesAreCopied) {
   config.max_msg_size = 1 << 20;
   proto::Engine engine(config, kMacB, 0, 0xB0B0B0B1);
   MemoryHost host;
-  Target target(host, engine);
+  Target target(host, host.table, engine);
   host.lend = false;
   host.add(8, 4 << 20, FI_REMOTE_READ);
   const std::vector<uint8_t> big = request(rma(RemoteKind::kRead, 8, host.address(8), 4 << 20));
@@ -341,9 +380,9 @@ TEST(Target, AReadWithNoMemoryForItsCopyIsAnsweredNotThrown) {
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (mapped == MAP_FAILED) std::_Exit(3);
     const uint64_t base = reinterpret_cast<uint64_t>(mapped);
-    host.external[9] = {base, kRead};
+    host.add_external(9, base, kRead);
     proto::Engine engine(proto::TransportConfig{}, kMacB, 0, 0xB0B0B0B2);
-    Target target(host, engine);
+    Target target(host, host.table, engine);
     const std::vector<uint8_t> read = request(rma(RemoteKind::kRead, 9, base, kRead));
     if (!limit_address_space(64 << 20)) std::_Exit(4);
     const proto::Response r = target.serve(1, read.data(), read.size(), 0);
@@ -427,11 +466,11 @@ TEST_F(TargetTest, BadAtomicsAreRefusedWithTheirReason) {
                     &one, sizeof(one)))
           .status,
       0);
-  host.caps = FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE;
-  EXPECT_EQ(serve(request(atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6), 1),
-                          &one, sizeof(one)))
-                .status,
-            FI_EOPNOTSUPP);
+  host.capabilities = FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  Target no_atomics(host, host.table, engine);
+  const std::vector<uint8_t> sum = request(
+      atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6), 1), &one, sizeof(one));
+  EXPECT_EQ(no_atomics.serve(7, sum.data(), sum.size(), 0).status, FI_EOPNOTSUPP);
   EXPECT_EQ(words[0], 0u);
   EXPECT_EQ(host.remote_writes + host.remote_reads, 0u);
 }
@@ -448,7 +487,7 @@ TEST(TargetOverTheTransport, FetchAddsRunOnceWhenTheirAnswersAreLost) {
   const size_t b = link.add(proto::TransportConfig{}, kMacB, 0, 0xB1B1B1B1);
   MemoryHost host;
   auto* word = reinterpret_cast<uint64_t*>(host.add(7, 8, FI_REMOTE_READ | FI_REMOTE_WRITE));
-  Target target(host, link.engine(b));
+  Target target(host, host.table, link.engine(b));
 
   constexpr size_t kOps = 500;
   const uint64_t one = 1;
@@ -504,7 +543,7 @@ class LentReadLink {
       return !(lose_responses && from == b &&
                h.opcode == static_cast<uint8_t>(wire::Opcode::kResponse));
     };
-    target = std::make_unique<Target>(host, link.engine(b));
+    target = std::make_unique<Target>(host, host.table, link.engine(b));
   }
   // Region `key` of kLength bytes holding a pattern, also kept in `held`.
   uint8_t* region(uint64_t key, uint64_t access) {
@@ -685,7 +724,7 @@ TEST(TargetOverTheTransport, AnAnswerToOurOwnReadLeavesAPeersLentReadAlone) {
   for (int step = 0; step < 2000 && t.host.remote_reads == 0; ++step) t.link.step();
   ASSERT_EQ(t.host.remote_reads, 1u);
   MemoryHost a_host;
-  Target a_target(a_host, t.link.engine(t.a));
+  Target a_target(a_host, a_host.table, t.link.engine(t.a));
   std::memset(a_host.add(15, got.size(), FI_REMOTE_READ), 0x3C, got.size());
   t.send_from(t.b, t.a, request(rma(RemoteKind::kRead, 15, a_host.address(15), got.size())), region,
               got.size());
