@@ -2,7 +2,7 @@
 // side of RMA and atomics reads them (target.h).  The provider keeps one
 // per domain (drivers/ofi/dpdk_mr.cc adds and removes regions as
 // fi_mr_reg and fi_close come) and hands it to each endpoint's Target when
-// the endpoint is enabled, so a request's key is looked up here, in this
+// the endpoint is opened, so a request's key is looked up here, in this
 // library, without a call back into the provider.
 //
 // No lock of its own: the provider changes it only while no request can be

@@ -57,8 +57,8 @@ class Host {
  public:
   virtual ~Host() = default;
   // The endpoint's capabilities (FI_RMA, FI_ATOMIC, FI_REMOTE_READ,
-  // FI_REMOTE_WRITE), read once, when its Target is made: an enabled
-  // endpoint's do not change.
+  // FI_REMOTE_WRITE), read once, when its Target is made (at fi_endpoint,
+  // after which they do not change).
   virtual uint64_t caps() const = 0;
   // An operation ran at a region whose Region::counter is `region_counter`:
   // counted as a remote write (RMA writes, base atomics) or a remote read

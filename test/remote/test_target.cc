@@ -287,7 +287,9 @@ TEST_F(TargetTest, KeyAccessRangeAndCapabilitiesAreCheckedBeforeAnyByteMoves) {
   // An endpoint without remote write access takes no writes (its
   // capabilities are read when its Target is made).
   host.capabilities = FI_RMA | FI_REMOTE_READ;
-  Target read_only(host, host.table, engine);
+  // (An engine of its own: a Target takes over its engine's requests.)
+  proto::Engine other(proto::TransportConfig{}, kMacC, 0, 0xC0C0C0C0);
+  Target read_only(host, host.table, other);
   const std::vector<uint8_t> write =
       request(rma(RemoteKind::kWrite, 3, host.address(3), 8), data, 8);
   EXPECT_EQ(read_only.serve(7, write.data(), write.size(), 0).status, FI_EOPNOTSUPP);
@@ -467,7 +469,8 @@ TEST_F(TargetTest, BadAtomicsAreRefusedWithTheirReason) {
           .status,
       0);
   host.capabilities = FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE;
-  Target no_atomics(host, host.table, engine);
+  proto::Engine other(proto::TransportConfig{}, kMacC, 0, 0xC0C0C0C0);
+  Target no_atomics(host, host.table, other);
   const std::vector<uint8_t> sum = request(
       atomic_op(RemoteKind::kAtomic, FI_UINT64, FI_SUM, 6, host.address(6), 1), &one, sizeof(one));
   EXPECT_EQ(no_atomics.serve(7, sum.data(), sum.size(), 0).status, FI_EOPNOTSUPP);
