@@ -94,32 +94,32 @@ bool provider_picks_keys(const Domain& domain) {
 // no random bytes for a provider-chosen one.
 int claim_key(Mr* mr, uint64_t requested_key) {
   Domain& domain = *mr->domain;
-  // The whole port lock too: a request served on any lane may be looking
-  // up a key (Domain::regions), and an insert may rehash the table.
-  std::lock_guard port_guard(domain.port->lock);
-  std::lock_guard guard(domain.mr_lock);
   remote::Region region;
   region.base = static_cast<uint8_t*>(const_cast<void*>(mr->addr));
   region.length = mr->len;
   region.access = mr->access;
   region.offset = mr->offset;
-  if (!provider_picks_keys(domain)) {
-    if (!domain.regions.add(requested_key, region)) return -FI_ENOKEY;
-    mr->fid.key = requested_key;
-    return 0;
-  }
-  // 64 bits from the kernel: a peer that learned other keys of this domain
-  // learns nothing of the next one (keys still travel in clear: see
-  // doc/rma.md).
-  uint64_t key;
-  do {
-    if (!kernel_random(&key, sizeof(key))) {
+  const bool random_key = provider_picks_keys(domain);
+  for (;;) {
+    // 64 bits from the kernel: a peer that learned other keys of this
+    // domain learns nothing of the next one (keys still travel in clear:
+    // see doc/rma.md).  Drawn before the locks: they stop every lane.
+    uint64_t key = requested_key;
+    if (random_key && !kernel_random(&key, sizeof(key))) {
       DPDK_WARN(FI_LOG_MR, "getrandom failed: no memory key can be chosen\n");
       return -FI_EIO;
     }
-  } while (!domain.regions.add(key, region));
-  mr->fid.key = key;
-  return 0;
+    // The whole port lock too: a request served on any lane may be
+    // looking up a key (Domain::regions), and an insert may rehash the
+    // table.
+    std::lock_guard port_guard(domain.port->lock);
+    std::lock_guard guard(domain.mr_lock);
+    if (domain.regions.add(key, region)) {
+      mr->fid.key = key;
+      return 0;
+    }
+    if (!random_key) return -FI_ENOKEY;
+  }
 }
 
 }  // namespace
