@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
 #include "lib/remote/regions.h"
 
@@ -26,10 +25,8 @@ struct Domain {
   std::atomic<int> refs{0};
   // The registered regions by key, unique per domain, which endpoints'
   // targets read (lib/remote/regions.h).  Changed with the whole port lock
-  // and mr_lock held (dpdk_mr.cc), so a request served at the target reads
-  // them under the lane lock its pass already holds, with no lock of the
-  // domain's on its path.
-  std::mutex mr_lock;
+  // held (dpdk_mr.cc), so a request served at the target reads them under
+  // the lane lock its pass already holds, with no lock of the domain's.
   remote::Regions regions{true};
   bool auto_progress = false;  // FI_PROGRESS_AUTO: the port is in the progress loop
   // domain_attr->auth_key (4 bytes, API 1.5 and later): the network key of

@@ -20,11 +20,10 @@ namespace {
 int mr_close(fid* fid) {
   Mr* mr = from_fid<Mr>(fid);
   {
-    // The port lock first (the order the data path takes them): a request
-    // being served holds it, and with it this region's counter pointer, which
-    // must stay valid until that request is done.
+    // The whole port lock: a request being served holds a lane's, and with
+    // it this region's counter pointer, which must stay valid until that
+    // request is done; and the target reads Domain::regions under it.
     std::lock_guard port_guard(mr->domain->port->lock);
-    std::lock_guard guard(mr->domain->mr_lock);
     mr->domain->regions.remove(mr->fid.key);
     // The application may free the memory once this returns.  Reads are
     // answered from the region itself until the initiator has them
@@ -57,7 +56,6 @@ int mr_bind(fid* mr_fid, fid* bfid, uint64_t flags) {
   if (cntr->domain != mr->domain) return -FI_EINVAL;
   if (flags != FI_REMOTE_WRITE) return -FI_EBADFLAGS;
   std::lock_guard port_guard(mr->domain->port->lock);  // see Domain::regions
-  std::lock_guard guard(mr->domain->mr_lock);
   if (mr->remote_write_cntr != nullptr) return -FI_EALREADY;
   mr->remote_write_cntr = cntr;
   mr->domain->regions.set_counter(mr->fid.key, cntr);
@@ -113,7 +111,6 @@ int claim_key(Mr* mr, uint64_t requested_key) {
     // looking up a key (Domain::regions), and an insert may rehash the
     // table.
     std::lock_guard port_guard(domain.port->lock);
-    std::lock_guard guard(domain.mr_lock);
     if (domain.regions.add(key, region)) {
       mr->fid.key = key;
       return 0;

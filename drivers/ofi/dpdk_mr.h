@@ -20,8 +20,7 @@ struct Mr {
   uint64_t offset;  // fi_mr_reg's offset: the remote address of addr without FI_MR_VIRT_ADDR
   // fi_mr_bind(FI_REMOTE_WRITE): counts remote writes and atomics that modify
   // the region (through endpoints with FI_RMA_EVENT).  Set under the
-  // whole port lock and the domain's mr_lock (as Domain::regions); holds a
-  // reference.
+  // whole port lock (as Domain::regions); holds a reference.
   Cntr* remote_write_cntr = nullptr;
 };
 
