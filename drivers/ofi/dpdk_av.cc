@@ -41,8 +41,9 @@ bool Av::complete(uint64_t index, PortContext& port) {
   if (!entry->unresolved) return true;
   const uint64_t now = now_ns();
   uint8_t mac[6];
-  if (port.neighbours.find(entry->address.ipv4, now, mac)) return table.set_resolved(index, mac);
-  port.ask_neighbour(entry->address.ipv4, now);
+  if (port.framer->neighbours.find(entry->address.ipv4, now, mac))
+    return table.set_resolved(index, mac);
+  port.framer->ask_neighbour(entry->address.ipv4, now);
   return false;
 }
 

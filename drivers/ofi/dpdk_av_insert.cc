@@ -97,10 +97,10 @@ int64_t insert_one(Av* av, const av::Address& address, std::optional<uint64_t> u
 int keep_ipv6_peer(Av* av, const av::Address& address) {
   // (Only a port that speaks UDP/IPv6 sends to one: on another its id
   // would go out as a group MAC.)
-  if (av->shared == nullptr && av->domain->port->udp6 &&
+  if (av->shared == nullptr && av->domain->port->framer->udp6 &&
       hold_ipv6_peer(address.mac, ip::Ipv6Peers::Use::kNamed))
     return 0;
-  if (av->shared == nullptr && av->domain->port->udp6 && ipv6_of_peer_id(address.mac)) {
+  if (av->shared == nullptr && av->domain->port->framer->udp6 && ipv6_of_peer_id(address.mac)) {
     DPDK_WARN(FI_LOG_AV,
               "%s: the process names %zu IPv6 peers already, the most it can "
               "(FI_DPDK_IPV6_PEERS)\n",
@@ -111,9 +111,9 @@ int keep_ipv6_peer(Av* av, const av::Address& address) {
             "%s: an IPv6 peer's native or string form names it in this process "
             "alone%s: insert its sockaddr_in6\n",
             av::format_mac(address.mac).c_str(),
-            av->shared != nullptr     ? ", not in a named AV"
-            : !av->domain->port->udp6 ? ", on a port that reaches IPv6 peers in UDP"
-                                      : ", and this one is gone");
+            av->shared != nullptr             ? ", not in a named AV"
+            : !av->domain->port->framer->udp6 ? ", on a port that reaches IPv6 peers in UDP"
+                                              : ", and this one is gone");
   return -FI_EINVAL;
 }
 

@@ -604,9 +604,10 @@ int pep_setname(fid* fid, void* addr, size_t addrlen) {
   const bool other_mac = std::memcmp(wanted->mac, kNoMac, 6) != 0 &&
                          std::memcmp(wanted->mac, port.port->mac(), 6) != 0;
   const bool other_ip =
-      (wanted->ipv4 != 0 && (!port.interface || wanted->ipv4 != port.interface->address)) ||
+      (wanted->ipv4 != 0 &&
+       (!port.framer->interface || wanted->ipv4 != port.framer->interface->address)) ||
       (wanted->has_ipv6() &&
-       (!port.interface6 || ip::Ipv6{wanted->ipv6} != port.interface6->address));
+       (!port.framer->interface6 || ip::Ipv6{wanted->ipv6} != port.framer->interface6->address));
   if (other_mac || other_ip) {
     DPDK_INFO(FI_LOG_EP_CTRL, "fi_setname: not an address of port %s\n", port.port->name().c_str());
     return -FI_EADDRNOTAVAIL;

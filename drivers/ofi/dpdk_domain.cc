@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "drivers/frames/ipv6_peer_ids.h"
 #include "drivers/net/xdp_steer.h"
 #include "drivers/ofi/dpdk_endpoint.h"
 #include "drivers/ofi/dpdk_fabric.h"
@@ -106,7 +107,7 @@ int port_stats(void* domain_fid, fi_dpdk_port_stats* out) {
   out->fault_reordered = faults.reordered;
   out->fault_corrupted = faults.corrupted;
   out->fault_delayed = faults.delayed;
-  out->rx_not_ours = ctx.rx_not_ours + ctx.rx_no_endpoint;
+  out->rx_not_ours = ctx.framer->rx_not_ours + ctx.rx_no_endpoint;
   out->steering = ctx.port->steering() == net::Steering::kFlow     ? 1
                   : ctx.port->steering() == net::Steering::kRss    ? 2
                   : ctx.port->steering() == net::Steering::kSender ? 3
@@ -138,11 +139,12 @@ int port_checks(void* domain_fid, fi_dpdk_port_checks* out) {
   std::lock_guard guard(ctx.lock);
   *out = {};
   // With a job key the tag alone is checked (frame_codec.h's FrameCheck).
-  out->checks = ctx.frame_key ? FI_DPDK_CHECK_KEYED : ctx.checksums ? FI_DPDK_CHECK_CRC : 0;
-  out->rx_bad_frames = ctx.rx_bad_frames;
-  out->rx_unsealed = ctx.rx_unsealed;
-  out->rx_bad_tags = ctx.rx_bad_tags;
-  out->rx_key_mismatch = ctx.rx_key_mismatch;
+  const frames::Framer& framer = *ctx.framer;
+  out->checks = framer.frame_key ? FI_DPDK_CHECK_KEYED : framer.checksums ? FI_DPDK_CHECK_CRC : 0;
+  out->rx_bad_frames = framer.rx_bad_frames;
+  out->rx_unsealed = framer.rx_unsealed;
+  out->rx_bad_tags = framer.rx_bad_tags;
+  out->rx_key_mismatch = framer.rx_key_mismatch;
   return 0;
 }
 
@@ -293,15 +295,18 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   config.faults = p.faults;
   config.memif_unmap_guard = p.memif_unmap_guard;
   auto ctx = std::make_shared<PortContext>();
-  if (!p.auth_key.empty()) ctx->frame_key = proto::FrameKey::derive(p.auth_key);
+  std::optional<proto::FrameKey> frame_key;
+  if (!p.auth_key.empty()) frame_key = proto::FrameKey::derive(p.auth_key);
   // The port's addresses are known before it opens: its steering rules
   // match the UDP it will be reached in.
   net::PortDescription description;
   if (!net::describe_port(port_id, &description)) description = {};
-  ctx->interface = port_interface(description.name, description.kernel_interface);
-  ctx->interface6 = port_interface6(description.name, description.kernel_interface);
-  config.udp4 = port_speaks_udp(ctx->interface.has_value(), description.shared);
-  config.udp6 = port_speaks_udp(ctx->interface6.has_value(), description.shared);
+  const std::optional<ip::Interface> interface =
+      port_interface(description.name, description.kernel_interface);
+  const std::optional<ip::Interface6> interface6 =
+      port_interface6(description.name, description.kernel_interface);
+  config.udp4 = port_speaks_udp(interface.has_value(), description.shared);
+  config.udp6 = port_speaks_udp(interface6.has_value(), description.shared);
   config.udp_port_base = p.port_base;
   // Read before the port opens: starting an af_packet port takes its
   // interface down and up, which flushes the kernel's neighbours,
@@ -315,6 +320,19 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
     ret = net::Port::open(port_id, config, &ctx->port, error);
   }
   if (ret != 0) return ret;
+  frames::Settings settings;
+  settings.port_base = p.port_base;
+  settings.queues = kMaxEndpointsPerPort;
+  settings.ecn = p.ecn.value_or(true);
+  settings.routed_mtu = p.routed_mtu;
+  settings.resolve_timeout_ms = p.resolve_timeout_ms;
+  settings.clock_ns = now_ns;
+  frames::set_ipv6_peer_capacity(p.ipv6_peers);
+  ctx->framer = std::make_unique<frames::Framer>(*ctx->port, *ctx, settings);
+  frames::Framer& framer = *ctx->framer;
+  framer.frame_key = frame_key;
+  framer.interface = interface;
+  framer.interface6 = interface6;
   ctx->device_loops_back = ctx->port->loops_back();
   ctx->idle_yield_ns = uint64_t{p.idle_yield_us} * 1000;
   // A device whose sender picks the arriving queue gives each queue pair
@@ -326,43 +344,43 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   // net_ring in this process, the two net_memif ends), so both leave it
   // out alike (doc/wire-protocol.md, "Integrity").  The fault injector's
   // corruption is the one exception.
-  ctx->checksums = p.checksum.value_or(!ctx->port->memory_only() || p.faults.corrupt > 0);
-  if (!p.checksum && !ctx->checksums)
+  framer.checksums = p.checksum.value_or(!ctx->port->memory_only() || p.faults.corrupt > 0);
+  if (!p.checksum && !framer.checksums)
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s: frames carry no CRC-32C and are taken unchecked: the port "
               "is memory, where nothing corrupts a frame (FI_DPDK_CHECKSUM=1 in every "
               "process checks them)\n",
               ctx->port->name().c_str());
-  ctx->neighbours = ip::NeighbourTable(ip::NeighbourTable::kDefaultCapacity,
-                                       uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
+  framer.neighbours = ip::NeighbourTable(ip::NeighbourTable::kDefaultCapacity,
+                                         uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
   // A shared port's switch passes our EtherType alone.
-  ctx->udp = port_speaks_udp(ctx->interface.has_value(), ctx->port->shared());
-  if (ctx->interface6 && ctx->port->shared()) {
+  framer.udp = port_speaks_udp(framer.interface.has_value(), ctx->port->shared());
+  if (framer.interface6 && ctx->port->shared()) {
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s: a shared port's switch passes our EtherType alone: its "
               "IPv6 address %s is not used\n",
-              ctx->port->name().c_str(), ip::format_interface6(*ctx->interface6).c_str());
-    ctx->interface6.reset();
+              ctx->port->name().c_str(), ip::format_interface6(*framer.interface6).c_str());
+    framer.interface6.reset();
   }
-  ctx->neighbours6 = ip::Neighbour6Table(ip::Neighbour6Table::kDefaultCapacity,
-                                         uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
-  ctx->udp6 = port_speaks_udp(ctx->interface6.has_value(), ctx->port->shared());
+  framer.neighbours6 = ip::Neighbour6Table(ip::Neighbour6Table::kDefaultCapacity,
+                                           uint64_t{p.neighbour_lifetime_ms} * 1'000'000);
+  framer.udp6 = port_speaks_udp(framer.interface6.has_value(), ctx->port->shared());
   ctx->pin_static_neighbours(kernel_neighbours, description.kernel_interface);
-  if (ctx->interface6) {
+  if (framer.interface6) {
     // Solicitations for our address go to a group (a NIC filters those
     // out unless told); a virtual device passes them anyway.
     const int multicast = ctx->port->accept_multicast();
     DPDK_INFO(FI_LOG_DOMAIN,
               "%s: IPv6 address %s (multicast %s); peers named by IPv6 "
               "address get %s\n",
-              ctx->port->name().c_str(), ip::format_interface6(*ctx->interface6).c_str(),
+              ctx->port->name().c_str(), ip::format_interface6(*framer.interface6).c_str(),
               multicast == 0 ? "accepted" : "left to the device",
-              ctx->udp6 ? "UDP/IPv6" : "nothing (FI_DPDK_ENCAP=l2: IPv6 needs udp)");
+              framer.udp6 ? "UDP/IPv6" : "nothing (FI_DPDK_ENCAP=l2: IPv6 needs udp)");
   }
-  if (ctx->interface)
+  if (framer.interface)
     DPDK_INFO(FI_LOG_DOMAIN, "%s: IPv4 address %s; peers named by address get %s\n",
-              ctx->port->name().c_str(), ip::format_interface(*ctx->interface).c_str(),
-              ctx->udp ? "UDP/IPv4" : "our EtherType (one subnet)");
+              ctx->port->name().c_str(), ip::format_interface(*framer.interface).c_str(),
+              framer.udp ? "UDP/IPv4" : "our EtherType (one subnet)");
   // An af_packet or af_xdp port's interface is the kernel's too: where the
   // kernel has the port's addresses, it takes the UDP to our endpoints'
   // ports as its own, so each endpoint's port is held there while the
@@ -370,8 +388,10 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   if (!description.kernel_interface.empty()) {
     std::optional<ip::Ipv4> shared4;
     std::optional<ip::Ipv6> shared6;
-    if (ctx->udp && kernel_has_ipv4(ctx->interface->address)) shared4 = ctx->interface->address;
-    if (ctx->udp6 && kernel_has_ipv6(ctx->interface6->address)) shared6 = ctx->interface6->address;
+    if (framer.udp && kernel_has_ipv4(framer.interface->address))
+      shared4 = framer.interface->address;
+    if (framer.udp6 && kernel_has_ipv6(framer.interface6->address))
+      shared6 = framer.interface6->address;
     ctx->kernel_ports.hold_on(ctx->port->name(), shared4, shared6, p.port_base);
     std::string why;
     // Beside an af_xdp port of another process on the same interface (our
@@ -408,7 +428,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
                   "the kernel none\n",
                   ctx->port->name().c_str(), description.kernel_interface.c_str());
     }
-    if (description.xdp && (ctx->interface || ctx->interface6) &&
+    if (description.xdp && (framer.interface || framer.interface6) &&
         !ctx->neighbour_copies.open(description.kernel_interface, &why))
       DPDK_WARN(FI_LOG_DOMAIN,
                 "%s: no copies of the kernel's ARP and neighbour discovery frames (%s): "

@@ -150,13 +150,13 @@ void log_stats(const Endpoint* ep) {
             s.connections_evicted, s.connections_refused, s.unproven_forgotten,
             s.drops_of_other_incarnations, s.bad_tokens, s.wrong_key, s.bad_resets,
             s.reset_challenges, s.held_expired, s.held_reclaimed, s.reorder_full, s.no_memory);
-  const PortContext& port = *ep->domain->port;
-  if (port.frame_key || port.rx_bad_tags + port.rx_key_mismatch != 0)
+  const frames::Framer& framer = *ep->domain->port->framer;
+  if (framer.frame_key || framer.rx_bad_tags + framer.rx_key_mismatch != 0)
     DPDK_INFO(FI_LOG_EP_DATA,
               "endpoint queue %u: the port %s a job key (FI_DPDK_AUTH_KEY); frames refused "
               "for a wrong keyed tag %lu, for a key one side lacks %lu\n",
-              ep->queue, port.frame_key ? "has" : "has no", port.rx_bad_tags.get(),
-              port.rx_key_mismatch.get());
+              ep->queue, framer.frame_key ? "has" : "has no", framer.rx_bad_tags.get(),
+              framer.rx_key_mismatch.get());
   if (ep->is_datagram())
     DPDK_INFO(FI_LOG_EP_DATA,
               "endpoint queue %u: datagrams sent %lu received %lu dropped %lu (no room in the "
@@ -636,14 +636,15 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
   }
   proto::TransportConfig transport;
   // IPv4 and UDP take their share of every frame where the port speaks UDP.
-  transport.max_payload = domain->port->port->max_frame_payload() - domain->port->encap_overhead();
+  transport.max_payload =
+      domain->port->port->max_frame_payload() - domain->port->framer->encap_overhead();
   transport.max_msg_size = kMaxMsgSize;
   if (info->ep_attr->type == FI_EP_DGRAM) {
     // One frame a message, the size fi_getinfo promised on every port.
     transport.datagrams = true;
     transport.max_payload = std::min<uint32_t>(
         transport.max_payload,
-        static_cast<uint32_t>(datagram_max_msg_size(domain->port->encap_overhead())));
+        static_cast<uint32_t>(datagram_max_msg_size(domain->port->framer->encap_overhead())));
     transport.max_msg_size = transport.max_payload;
   }
   transport.unexpected_bytes = params().unexpected_bytes;
@@ -667,26 +668,24 @@ int open_endpoint(Domain* domain, const fi_info* info, void* context,
     transport.token_secret[0] ^= now_ns() ^ ep->session;
     transport.token_secret[1] ^= reinterpret_cast<uintptr_t>(ep);
   }
-  transport.encap_overhead = domain->port->encap_overhead();
+  frames::Framer* framer = domain->port->framer.get();
+  transport.encap_overhead = framer->encap_overhead();
   ep->engine =
       std::make_unique<proto::Engine>(transport, domain->port->port->mac(), ep->queue, ep->session);
   ep->engine->set_frame_keeper(domain->port.get());
-  {
-    // Beyond the gateway, frames fit FI_DPDK_ROUTED_MTU: a router's links
-    // need not carry what ours do (DF is set: it would drop them).  And a
-    // path found narrower (dpdk_path_mtu.cc) binds the connections made
-    // after.
-    PortContext* port = domain->port.get();
-    ep->engine->set_path_limit([port](const uint8_t* link) { return port->path_limit(link); });
-    ep->engine->set_path_learned([port](const uint8_t* link, uint32_t payload) {
-      port->learn_path(link, payload, now_ns());
-    });
-  }
-  if (domain->port->udp || domain->port->udp6) {
-    PortContext* port = domain->port.get();
+  // Beyond the gateway, frames fit FI_DPDK_ROUTED_MTU: a router's links
+  // need not carry what ours do (DF is set: it would drop them).  And a
+  // path found narrower (drivers/frames/framer_path_mtu.cc) binds the
+  // connections made after.
+  ep->engine->set_path_limit(
+      [framer](const uint8_t* link) { return framer->path_limit(link, now_ns()); });
+  ep->engine->set_path_learned([framer](const uint8_t* link, uint32_t payload) {
+    framer->learn_path(link, payload, now_ns());
+  });
+  if (framer->udp || framer->udp6) {
     ep->engine->set_reaching_ports(
-        [port, ep](const uint8_t* link, uint16_t peer_queue, std::span<uint16_t> out) {
-          return port->reaching_ports(link, peer_queue, ep->queue, ep->hw_queue, out);
+        [framer, ep](const uint8_t* link, uint16_t peer_queue, std::span<uint16_t> out) {
+          return framer->reaching_ports(link, peer_queue, ep->queue, ep->hw_queue, out);
         });
   }
   if (ep->is_msg()) {

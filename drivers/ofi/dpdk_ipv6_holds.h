@@ -1,5 +1,5 @@
 // dpdk_ipv6_holds.h: what one endpoint holds of the process's IPv6 peer
-// table (lib/ip/ipv6_peers.h, dpdk_ipv6.cc), so that no stranger's frame
+// table (lib/ip/ipv6_peers.h, drivers/frames/ipv6_peer_ids.h), so that no stranger's frame
 // can take the place of a peer the endpoint still works with.
 //   - Its connections: once the transport holds a live connection with a
 //     peer named by an IPv6 peer id (it completed a handshake with us, or

@@ -1,33 +1,17 @@
-// dpdk_ipv6_peers.h: the process's table of IPv6 peer ids (dpdk_ipv6.cc).
+// dpdk_ipv6_peers.h: the process's table of IPv6 peer ids, which the
+// framer keeps (drivers/frames/ipv6_peer_ids.h), as the provider names it.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-
-#include "lib/ip/ipv6.h"
-#include "lib/ip/ipv6_peers.h"
+#include "drivers/frames/ipv6_peer_ids.h"
 
 namespace ofi_dpdk::ofi {
 
-// The process's IPv6 peer ids (lib/ip/ipv6_peers.h, dpdk_ipv6.cc): one
-// table for every port, behind its own lock, as an AV entry's id must name
-// its peer on whichever port sends.  `pinned` for addresses the program
-// names (AV inserts, connects): one named use taken, which its taker gives
-// back with release_ipv6_peer (fi_av_remove, the endpoint's close); the
-// receive path's strangers take none.
-bool ipv6_peer_id(const ip::Ipv6& address, bool pinned, uint8_t id[6]);
-// One more use of the peer `id` names (Ipv6Peers::hold), and giving one
-// back.  Connection uses are the endpoints' (dpdk_ipv6_holds.h).
-bool hold_ipv6_peer(const uint8_t id[6], ip::Ipv6Peers::Use use);
-void release_ipv6_peer(const uint8_t id[6], ip::Ipv6Peers::Use use);
-struct Ipv6PeerCounts {
-  size_t named, connected, strangers;
-  uint64_t evictions;
-};
-Ipv6PeerCounts ipv6_peer_counts();  // for the logs
-// The id of an address the table holds, making none.
-bool find_ipv6_peer_id(const ip::Ipv6& address, uint8_t id[6]);
-std::optional<ip::Ipv6> ipv6_of_peer_id(const uint8_t id[6]);
+using frames::find_ipv6_peer_id;
+using frames::hold_ipv6_peer;
+using frames::ipv6_of_peer_id;
+using frames::ipv6_peer_counts;
+using frames::ipv6_peer_id;
+using frames::Ipv6PeerCounts;
+using frames::release_ipv6_peer;
 
 }  // namespace ofi_dpdk::ofi

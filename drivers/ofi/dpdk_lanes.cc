@@ -55,7 +55,7 @@ void PortContext::assign_lanes() {
   if (lanes() == 1) return;  // the whole port is the one lane
   // IP on the port (neighbour tables, held frames, the peer table) and
   // triggered operations are the port's.
-  bool single = !lanes_wanted || interface || interface6 || udp || udp6 || !triggered.empty();
+  bool single = !lanes_wanted || has_ip() || framer->udp || framer->udp6 || !triggered.empty();
   QueueUnion lanes_of;
   std::unordered_map<const void*, uint16_t> bound_at;  // a CQ or counter: a queue of its lane
   const auto bind = [&](const void* object, uint16_t queue) {

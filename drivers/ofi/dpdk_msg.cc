@@ -11,7 +11,6 @@
 #include <cstring>
 #include <ctime>
 
-#include "drivers/net/lent_payload.h"
 #include "drivers/net/mbuf_handoff.h"
 #include "drivers/ofi/dpdk_attr.h"
 #include "drivers/ofi/dpdk_av.h"
@@ -40,10 +39,6 @@ namespace {
 constexpr uint16_t kTxBatch = 32;
 // Tries in a row that send nothing before the rest of a batch is dropped.
 constexpr int kTxRetries = 64;
-// Payloads from this size are lent to a device that copies at transmit
-// (net/lent_payload.h) rather than copied into the frame: below it, a
-// second mbuf and its chaining cost about what the copy saves.
-constexpr uint16_t kLendFrom = 2048;
 
 }  // namespace
 
@@ -239,14 +234,7 @@ std::vector<uint8_t> Endpoint::sender_address(uint64_t source_key) const {
   return encode_address(info->addr_format, sender);
 }
 
-namespace {
-
-bool answers_a_stranger(const wire::FrameHeader& header) {
-  return header.opcode == static_cast<uint8_t>(wire::Opcode::kHelloAck) ||
-         header.opcode == static_cast<uint8_t>(wire::Opcode::kReset);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void Endpoint::flush_now() {
   // (Apart: a receive's flush has only completions, and skips the set-up
@@ -268,7 +256,7 @@ void Endpoint::send_frames() {
   const bool by_destination = !port().one_lane;
   const uint16_t own_queue = port().own_transmit_queue(hw_queue);
   uint16_t batch_queue = own_queue;
-  auto transmit = [&] {
+  auto transmit = [&]() __attribute__((always_inline)) {
     // A full TX ring (the peer's PMD is behind: memif, af_packet) empties
     // as the peer reads it: a few more tries cost less than the
     // retransmission a dropped frame takes.
@@ -287,126 +275,31 @@ void Endpoint::send_frames() {
     count = 0;
   };
   uint64_t now = 0;  // read once, for the first frame in UDP
+  frames::Framer& framer = *port().framer;
   for (const proto::OutFrame& frame : outbox) {
     rte_mbuf* mbuf = nic.alloc_frame(hw_queue);  // its lane's cache, on a port of lanes
     if (mbuf == nullptr) {
       ++frames_not_sent;
       continue;
     }
-    // A peer named by IP address on a udp port (dpdk_udp.cc) gets
-    // Ethernet / IPv4 or IPv6 / UDP before our header, every other one
-    // Ethernet.
-    const bool in_udp = port().in_udp(frame.dst_mac);
-    const size_t lead = in_udp ? PortContext::udp_lead(frame.dst_mac) : sizeof(wire::EtherHeader);
-    const size_t ours = sizeof(wire::FrameHeader) + frame.header.payload_len;
-    // A raw frame to another station, unsealed (a seal would read the
-    // payload anyway), on a device that copies it at transmit: the
-    // device's copy is the only one.
-    rte_mbuf* lent = nullptr;
-    if (frame.header.payload_len >= kLendFrom && !in_udp && nic.lends_at_transmit() &&
-        !port().frame_key && !port().checksums && std::memcmp(frame.dst_mac, nic.mac(), 6) != 0) {
-      if (const uint8_t* piece = frame.payload_in_one_piece()) {
-        lent = nic.alloc_frame(hw_queue);
-        if (lent != nullptr) {
-          net::lend_payload(lent, piece, frame.header.payload_len);
-          ++payloads_lent;
-        }
-      }
-    }
-    const size_t in_frame = lent != nullptr ? sizeof(wire::FrameHeader) : ours;
-    auto* bytes = reinterpret_cast<uint8_t*>(
-        rte_pktmbuf_append(mbuf, static_cast<uint16_t>(lead + in_frame)));
-    if (bytes == nullptr) {
-      net::free_frame(mbuf);
-      if (lent != nullptr) net::free_frame(lent);
-      ++frames_not_sent;
-      continue;
-    }
-    uint8_t* header = bytes + lead;
-    uint8_t* payload = header + sizeof(wire::FrameHeader);
-    if (in_udp) {
-      proto::encode_header(header, frame.header);
-      if (port().frame_key) {
-        frame.copy_payload(payload);
-        proto::seal_keyed_udp(header, ours, *port().frame_key);
-      } else if (port().checksums) {
-        proto::finish_seal_udp(header, frame.copy_payload(payload, proto::begin_seal_udp(header)));
-      } else {
-        frame.copy_payload(payload);
-        proto::mark_unsealed_udp(header);
-      }
-      if (now == 0) now = now_ns();
-      ip::Ipv6 next_hop;
-      // The port the peer's RSS wants (its HELLO_ACK said), else the path's.
-      const uint16_t source_port =
-          frame.source_port != 0
-              ? frame.source_port
-              : ip::flow_source_port(frame.header.src_queue, frame.header.dst_queue, frame.path);
-      uint64_t tx_offloads = 0;
-      const PortContext::Route route =
-          port().route_udp(bytes, frame.dst_mac, source_port, frame.header.dst_queue, ours, now,
-                           &next_hop, &tx_offloads);
-      if (tx_offloads != 0) {
-        mbuf->ol_flags |= tx_offloads;
-        mbuf->l2_len = sizeof(wire::EtherHeader);
-        mbuf->l3_len =
-            (tx_offloads & RTE_MBUF_F_TX_IPV6) ? ip::kIpv6HeaderSize : ip::kIpv4HeaderSize;
-      }
-      switch (route) {
-        case PortContext::Route::kSend:
-          // No answer in time: perhaps the peer cannot reach us (it lost
-          // or never learned our MAC); asking for it shows it ours.
-          if (frame.unanswered) port().confirm_next_hop(next_hop, bytes, now);
-          break;
-        case PortContext::Route::kWait:
-          // An answer to a sender we know nothing of (a HELLO's, a RESET)
-          // starts no resolution on the subnet, which strangers could fill
-          // with made-up sources: a real neighbour asked for us (ARP,
-          // neighbour discovery), and we are asking it back.  The gateway
-          // we may have to ask for ourselves (the router may know us from
-          // the kernel's traffic, and never ask).
-          if ((!answers_a_stranger(frame.header) || port().is_gateway(next_hop) ||
-               port().asking_for(next_hop, now)) &&
-              port().wait_for_neighbour(next_hop, mbuf, own_queue, now))
-            continue;
-          net::free_frame(mbuf);
-          ++frames_not_sent;
-          continue;
-        case PortContext::Route::kUnreachable:
-          net::free_frame(mbuf);
-          ++frames_not_sent;
-          continue;
-        case PortContext::Route::kLoopBack:
-          if (port().device_loops_back) break;
-          if (!port().loop_back(mbuf)) {
-            net::free_frame(mbuf);
-            ++frames_not_sent;
-          }
-          continue;
-      }
-    } else {
-      proto::encode_headers(bytes, frame.dst_mac, nic.mac(), nic.ether_type(), frame.header);
-      if (lent != nullptr) {
-        proto::mark_unsealed(bytes);
-        rte_pktmbuf_chain(mbuf, lent);  // (two segments: cannot overflow)
-      } else if (port().frame_key) {
-        frame.copy_payload(payload);
-        proto::seal_keyed(bytes, lead + ours, *port().frame_key);
-      } else if (port().checksums) {
-        // The payload is checksummed as it is copied in: one pass over it.
-        proto::finish_seal(bytes, frame.copy_payload(payload, proto::begin_seal(bytes)));
-      } else {
-        frame.copy_payload(payload);
-        proto::mark_unsealed(bytes);
-      }
-      if (!port().device_loops_back && std::memcmp(frame.dst_mac, nic.mac(), 6) == 0) {
+    bool lent = false;
+    switch (framer.build(mbuf, frame, hw_queue, own_queue, now, &lent)) {
+      case frames::Framer::Built::kSend:
+        break;
+      case frames::Framer::Built::kLoopBack:
         if (!port().loop_back(mbuf)) {
           net::free_frame(mbuf);
           ++frames_not_sent;
         }
         continue;
-      }
+      case frames::Framer::Built::kHeld:
+        continue;  // the framer's until its next hop answers
+      case frames::Framer::Built::kDropped:
+        net::free_frame(mbuf);
+        ++frames_not_sent;
+        continue;
     }
+    if (lent) ++payloads_lent;
     if (by_destination) {
       const uint16_t queue = port().queue_pair_of(frame.header.dst_queue);
       if (queue != batch_queue && count != 0) transmit();

@@ -9,7 +9,7 @@
 // questions: it reads copies of those frames from an AF_PACKET socket
 // bound to the interface, with a filter that takes ARP and ICMPv6
 // neighbour solicitations and advertisements only.  Those copies go
-// through the port's own rules (take_arp, take_neighbour_message): an
+// through the port's own rules (drivers/frames/framer_neighbours.cc): an
 // answer is heard only when the port asked.  Where the XDP program hands
 // the port every frame (net_af_xdp's default), no copy arrives and the
 // frames come through the device as before.

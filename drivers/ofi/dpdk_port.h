@@ -7,16 +7,13 @@
 #include <bitset>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <functional>
 #include <memory>
 #include <new>
-#include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "drivers/frames/framer.h"
 #include "drivers/net/port.h"
 #include "drivers/ofi/dpdk_clock.h"
 #include "drivers/ofi/dpdk_kernel_ports.h"
@@ -26,15 +23,7 @@
 #include "drivers/ofi/dpdk_port_lock.h"
 #include "drivers/ofi/dpdk_trigger.h"
 #include "lib/av/address.h"
-#include "lib/ip/ipv4.h"
-#include "lib/ip/ipv6.h"
-#include "lib/ip/ipv6_peers.h"
-#include "lib/ip/neighbour_table.h"
-#include "lib/ip/too_big.h"
-#include "lib/ip/udp4.h"
-#include "lib/ip/udp6.h"
 #include "lib/proto/frame_codec.h"
-#include "lib/proto/frame_tag.h"
 #include "lib/proto/transport.h"
 
 struct rte_mbuf;
@@ -45,19 +34,7 @@ struct Endpoint;
 
 static_assert(KernelPorts::kQueues >= kMaxEndpointsPerPort);
 
-// A count of something rare (a refused frame) that two lanes' passes may
-// both add to: an atomic, so the count is exact; never on a good frame's
-// path.
-class RareCount {
- public:
-  uint64_t operator++() { return value_.fetch_add(1, std::memory_order_relaxed) + 1; }
-  uint64_t operator++(int) { return value_.fetch_add(1, std::memory_order_relaxed); }
-  operator uint64_t() const { return value_.load(std::memory_order_relaxed); }
-  uint64_t get() const { return value_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> value_{0};
-};
+using frames::RareCount;
 
 // One open ethdev port and what shares it: the port lock serialises the
 // data path of every endpoint on the port, and the endpoint table is the
@@ -78,7 +55,7 @@ class RareCount {
 // queue's transmit lock.  Everything else (IP on the port, connection
 // management, triggered operations, shared contexts, scalable endpoints)
 // keeps the port in one lane.
-struct PortContext final : proto::FrameKeeper {
+struct PortContext final : proto::FrameKeeper, frames::Owner {
   std::unique_ptr<net::Port> port;
   LaneLocks lock;
   // Per lane (indexed by the lane's first queue pair): what a pass over the
@@ -175,22 +152,6 @@ struct PortContext final : proto::FrameKeeper {
   // .recheck_xdp ran (the pass runs it every KernelPorts::kXdpRecheckNs).
   uint64_t xdp_rechecked_ns = 0;
   void recheck_xdp(uint64_t now);
-  RareCount rx_not_ours;
-  RareCount rx_bad_frames;
-  RareCount rx_unsealed;  // frames without a checksum while we want one
-  void warn_unsealed();   // counts one, and says why at the first
-  bool checksums = true;  // FI_DPDK_CHECKSUM, or off on a memory port (acquire_port)
-  // The job key's tag keys (FI_DPDK_AUTH_KEY): every frame sent carries a
-  // keyed tag, every frame taken must (lib/proto/frame_tag.h).
-  std::optional<proto::FrameKey> frame_key;
-  proto::FrameCheck frame_check() const { return {checksums, frame_key ? &*frame_key : nullptr}; }
-  // Frames refused for their keyed tag: wrong (forged, changed, another
-  // key), or keyed where we have no key, or not keyed where we have one.
-  RareCount rx_bad_tags;
-  RareCount rx_key_mismatch;
-  // Counts a frame the decoder refused for its tag or key, and says why at
-  // the first of each kind; false when `result` is not one of those.
-  bool refused_for_key(proto::DecodeResult result);
   RareCount rx_no_endpoint;
   // The device queue a frame was read from (kNoPolledQueue for frames that
   // never left this process): deliver() tells, per endpoint, whether its
@@ -324,18 +285,22 @@ struct PortContext final : proto::FrameKeeper {
   uint64_t idle_yield_ns = 0;  // FI_DPDK_IDLE_YIELD_US (acquire_port), 0: never
   RareCount idle_yields;
   // Sends frames, as many as the port takes; returns how many it took.
-  uint16_t transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count);
+  uint16_t transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count) {
+    return framer->transmit(hw_queue, frames, count);
+  }
 
-  // Addresses by IPv4 (dpdk_neighbours.cc).  The port's own address
-  // (FI_DPDK_PORT_ADDR), if it has one, and its neighbours' MACs.
-  std::optional<ip::Interface> interface;
-  ip::NeighbourTable neighbours;
-  uint64_t arp_requests_answered = 0;
-  uint64_t arp_ignored = 0;  // not for our address, or a reply not to us
-  // An ARP frame received (receive() hands it over): a request for our
-  // address is answered; the table hears only answers to its questions
-  // (lib/ip/neighbour_table.h, with the refusals it counts).  Lock held.
-  void take_arp(const uint8_t* frame, size_t length, uint64_t now);
+  // The port's frames (drivers/frames/framer.h): what turns segments into
+  // frames and back, with the port's IP addresses, neighbours and path
+  // sizes.  Made with the port (acquire_port), under whose lock it runs.
+  std::unique_ptr<frames::Framer> framer;
+  // frames::Owner (dpdk_progress.cc): the endpoints' side of what IP says.
+  bool narrow_path(const proto::QuotedHeader& quoted, const uint8_t link[6],
+                   const ip::Ipv6& destination, uint32_t mtu, uint32_t payload,
+                   uint64_t now) override;
+  void next_hop_silent(const ip::Ipv6& next_hop) override;
+  void first_refusal(Refusal refusal) override;
+  // Whether the port speaks IP (it has an address): then it is one lane.
+  bool has_ip() const { return framer->interface || framer->interface6; }
   // On an af_xdp port: the ARP and neighbour discovery frames the kernel
   // received, when the XDP program passes them to it
   // (dpdk_neighbour_copies.h).  Read while a next hop is asked for, and
@@ -351,7 +316,7 @@ struct PortContext final : proto::FrameKeeper {
   void pin_static_neighbours(const KernelNeighbours& kernel, const std::string& kernel_interface);
   // Gives the addresses named by IPv4 alone their link addresses: in UDP
   // their peer ids, at once; else their MACs, from the neighbour table, or
-  // by asking (ARP, every kArpRetryMs) until each is answered or
+  // by asking (ARP, every Framer::kArpRetryMs) until each is answered or
   // FI_DPDK_RESOLVE_TIMEOUT_MS passes, progressing the port meanwhile.
   // Call without the lock.  Per address: 0, -FI_EINVAL (a broadcast or
   // multicast address), -FI_EADDRNOTAVAIL (the port has no address),
@@ -359,7 +324,6 @@ struct PortContext final : proto::FrameKeeper {
   // answer).  Addresses without an IPv4 address, or with
   // a MAC, are left as they are (a wildcard sockaddr is the caller's to
   // refuse).
-  static constexpr uint64_t kArpRetryMs = 200;
   std::vector<int> resolve(const std::vector<av::Address*>& addresses);
   // resolve() for an address named by IPv6 alone: its peer id, with a
   // named use of it taken that the caller gives back (release_ipv6_peer:
@@ -369,203 +333,12 @@ struct PortContext final : proto::FrameKeeper {
   // no router, or not in UDP; -FI_ENOSPC: the peer table is full).
   int name_ipv6_peer(av::Address& address) const;
   int resolve(av::Address* address) { return resolve(std::vector<av::Address*>{address})[0]; }
-  // Fills address->ipv4 and ->ipv6 where the port knows them: its own
-  // MAC's are its addresses; a peer id's, its address; a neighbour's, the
-  // table's.  Lock held.
-  void name_by_ip(av::Address* address) const;
-  // Asks ARP for `ip` again on behalf of a peer inserted before it
-  // answered, or whose entry is due for a refresh, at most once per
-  // kArpRetryMs for the whole port (false: not now).  Lock held.
-  bool ask_neighbour(uint32_t ip, uint64_t now);
-  uint64_t last_neighbour_ask_ns = 0;
-  // The same without the port-wide pace: for a next hop frames wait for
-  // (its own pace is chase_neighbours').  Lock held.
-  void ask_neighbour_now(uint32_t ip, uint64_t now);
-
-  // The port's IPv6 address, if it has one (FI_DPDK_PORT_ADDR, or the
-  // kernel's on its interface), dpdk_ipv6.cc.  It answers neighbour
-  // solicitations for it and ping, and with FI_DPDK_ENCAP=udp (udp6) its
-  // endpoints reach peers named by IPv6 address in UDP/IPv6: a peer id
-  // from ipv6_peer_id (lib/ip/ipv6_peers.h) names each, and their next
-  // hops are resolved by neighbour discovery into neighbours6.
-  std::optional<ip::Interface6> interface6;
-  bool udp6 = false;
-  ip::Neighbour6Table neighbours6;
-  uint64_t neighbour_solicitations_answered = 0;
-  uint64_t neighbour_messages_ignored = 0;  // not for our address, or not to us
-  uint64_t echo6_requests_answered = 0;
-  uint64_t rx_udp6 = 0;
-  uint64_t rx_udp6_checked_by_device = 0;  // of rx_udp6: its UDP checksum not summed again
-  uint64_t rx_strangers_not_named = 0;     // UDP/IPv6 from a sender the peer table had no room for
-  // An IPv6 frame received (receive() hands it over): a solicitation for
-  // our address is answered, an advertisement we asked for learned, UDP
-  // to an endpoint's port decoded and delivered, an echo request answered
-  // (within echo_allowed's pace); the rest is counted as not ours.  Lock
-  // held; the frame stays the caller's.
-  void receive_ipv6(rte_mbuf* frame, uint64_t now, uint16_t polled_queue);
-  // Its first part: the packet of an IPv6 frame to our MAC or to our
-  // solicited-node group, neighbour discovery taken here.
-  enum class Ipv6Frame { kNotOurs, kNeighbour, kOther };
-  Ipv6Frame take_ipv6_neighbour(const uint8_t* bytes, size_t length, uint64_t now,
-                                ip::Ipv6Packet* packet, bool* to_us);
-  // A solicitation for `target` from our address, now (solicit_neighbour
-  // first opens the question).  Lock held.
-  void send_solicitation(const ip::Ipv6& target);
-  // Sends one frame of at most `capacity` bytes that `build` writes
-  // (returning its length, 0 for none) on queue pair 0: the port's own
-  // answers (ARP, neighbour discovery, echo).  False when nothing was
-  // built, no mbuf could be had or the device took none (the asker asks
-  // again, as after a lost frame).  Lock held.
-  bool send_built(size_t capacity, const std::function<size_t(uint8_t*)>& build);
-
-  // The UDP/IPv4 encapsulation (dpdk_udp.cc).  On a port with an address
-  // and FI_DPDK_ENCAP=udp, a peer named by IPv4 address is a transport peer
-  // named by its peer id (lib/ip/udp4.h): its frames are UDP to
-  // port_base + queue, through the gateway when it is off the subnet, and
-  // fi_av_insert resolves nothing (the first frames wait for ARP instead).
-  bool udp = false;
-  // What each frame loses to the IP and UDP headers on such a port: the
-  // IPv6 ones' where the port reaches peers in UDP/IPv6 (a frame's size is
-  // the port's, whichever peer it is for).
-  uint32_t encap_overhead() const {
-    return udp6  ? static_cast<uint32_t>(ip::kUdp6Overhead)
-           : udp ? static_cast<uint32_t>(ip::kUdp4Overhead)
-                 : 0;
-  }
-  // The largest payload of a frame to the peer of link address `link`:
-  // for one beyond the gateway, what FI_DPDK_ROUTED_MTU leaves of a frame,
-  // and less where path MTU discovery found less (learned_paths); 0 (the
-  // port's own) otherwise (proto::PathLimit).
-  uint32_t path_limit(const uint8_t* link) const;
-  // FI_DPDK_ROUTED_MTU's part of it: for a peer beyond the gateway.
-  uint32_t routed_limit(const uint8_t* link) const;
-  // RSS steering: up to out.size() UDP source ports that frames from the
-  // peer at `link`, its endpoint queue `peer_queue`, to endpoint queue
-  // `queue` should come from for this port's RSS to put them on `hw_queue`
-  // (proto::ReachingPorts); 0 on other ports, or for a peer not in UDP.
-  size_t reaching_ports(const uint8_t* link, uint16_t peer_queue, uint16_t queue, uint16_t hw_queue,
-                        std::span<uint16_t> out) const;
-  enum class Route : uint8_t {
-    kSend,         // addressed to its next hop
-    kLoopBack,     // to an endpoint of this port
-    kWait,         // the next hop has not answered ARP yet: hold it
-    kUnreachable,  // no next hop (off the subnet, no gateway)
-  };
-  // Writes the Ethernet, IP and UDP headers (udp_lead(peer) bytes) of a
-  // frame for peer id `peer` (of an IPv4 or an IPv6 peer) from UDP port
-  // `source_port` (source_port_of) whose UDP payload (our header and payload, already
-  // in place: IPv6's checksum covers it) is `udp_payload` bytes, and says
-  // where it goes; *next_hop is the neighbour it waits for (an IPv4 one
-  // IPv4-mapped).  *tx_offloads: the mbuf flags of the checksums left to
-  // the device (net::ChecksumOffloads; 0 when the frame is summed whole,
-  // as one that loops back is), which the caller sets with the header
-  // lengths.  Lock held.
-  Route route_udp(uint8_t* frame, const uint8_t peer[6], uint16_t source_port, uint16_t dst_queue,
-                  size_t udp_payload, uint64_t now, ip::Ipv6* next_hop, uint64_t* tx_offloads);
-  // Whether frames to the peer of link address `link` travel in UDP on
-  // this port, and the bytes before our header then.
-  bool in_udp(const uint8_t link[6]) const {
-    return (udp && ip::is_peer_id(link)) || (udp6 && ip::is_ipv6_peer_id(link));
-  }
-  static size_t udp_lead(const uint8_t link[6]) {
-    return ip::is_ipv6_peer_id(link) ? ip::kUdp6Lead : ip::kUdp4Lead;
-  }
-  // The next hop of a peer id, :: when it has none (IPv4 ones mapped).
-  ip::Ipv6 next_hop_of(const uint8_t link[6]) const;
-  // Whether `next_hop` is the port's router (of its family).
-  bool is_gateway(const ip::Ipv6& next_hop) const;
-  // Holds a frame (its Ethernet destination still to be written) until
-  // `next_hop` answers ARP: take_arp then sends it on `hw_queue`.  At most
-  // kMaxWaitingFrames wait (beyond, the oldest is lost like a dropped frame
-  // and the transport resends it), for at most kMaxResolving next hops
-  // (false: the frame is the caller's to drop).  A next hop is asked every
-  // kArpRetryMs; one silent for FI_DPDK_RESOLVE_TIMEOUT_MS is given up: its
-  // frames are dropped and every endpoint's operations to peers behind it
-  // fail with FI_EHOSTUNREACH (chase_neighbours, from progress;
-  // fail_peers_behind).  Lock held.
-  static constexpr size_t kMaxWaitingFrames = 256;
-  static constexpr size_t kMaxResolving = 16;
-  bool wait_for_neighbour(const ip::Ipv6& next_hop, rte_mbuf* frame, uint16_t hw_queue,
-                          uint64_t now);
-  void send_waiting(const ip::Ipv6& neighbour, const uint8_t mac[6]);
-  void chase_neighbours(uint64_t now);
+  // Fills address->ipv4 and ->ipv6 where the port knows them
+  // (Framer::name_by_ip).  Lock held.
+  void name_by_ip(av::Address* address) const { framer->name_by_ip(address, now_ns()); }
+  // What the endpoints send to peers behind `next_hop` fails with
+  // FI_EHOSTUNREACH.  Lock held.
   void fail_peers_behind(const ip::Ipv6& next_hop);
-  // Asks for a next hop's MAC: ARP for an IPv4-mapped one, a neighbour
-  // solicitation for an IPv6 one.  Lock held.
-  void ask_next_hop(const ip::Ipv6& next_hop, uint64_t now);
-  // A frame to `next_hop` at `mac` went again because its peer did not
-  // answer: the next hop is asked again at that MAC (a unicast ARP
-  // request or solicitation), at most every kConfirmEveryMs.  The request
-  // also shows it our MAC: a peer that learns a stranger only by asking
-  // back a request (lib/ip/neighbour_table.h) may have missed ours (its
-  // pool of questions full under a flood) and then drops what we send.
-  // Lock held.
-  static constexpr uint64_t kConfirmEveryMs = 1000;
-  void confirm_next_hop(const ip::Ipv6& next_hop, const uint8_t mac[6], uint64_t now);
-  // Whether a question for that next hop is open: an answer to a sender
-  // we know nothing of may wait for it (we asked it back).  Lock held.
-  bool asking_for(const ip::Ipv6& next_hop, uint64_t now) const;
-  // A neighbour solicitation for `target`, unless kMaxExpected others are
-  // being asked for (dpdk_ipv6.cc).  Lock held.
-  void solicit_neighbour(const ip::Ipv6& target, uint64_t now);
-  // route_udp for a peer named by IPv6 address (dpdk_ipv6.cc).
-  Route route_udp6(uint8_t* frame, const uint8_t peer[6], uint16_t source_port, uint16_t dst_queue,
-                   size_t udp_payload, uint64_t now, ip::Ipv6* next_hop, uint64_t* tx_offloads);
-  struct WaitingFrame {
-    ip::Ipv6 next_hop;
-    uint16_t hw_queue;
-    rte_mbuf* frame;
-  };
-  std::deque<WaitingFrame> waiting_frames;
-  struct Resolving {
-    ip::Ipv6 next_hop;
-    uint64_t since_ns;
-    uint64_t asked_ns;
-  };
-  std::vector<Resolving> resolving;  // the next hops frames wait for
-  uint64_t frames_waited = 0;        // held for ARP, then sent
-  uint64_t frames_not_resolved = 0;  // dropped while their next hop was silent
-  uint64_t next_hops_given_up = 0;
-  uint64_t neighbour_refreshes = 0;      // entries in use asked for again
-  uint64_t neighbour_confirmations = 0;  // asked again for a peer that did not answer
-  // An IPv4 frame (receive() hands it over): UDP to an endpoint's port is
-  // decoded and delivered like ours, an echo request answered (ping), the
-  // rest counted.  Lock held; the frame stays the caller's.
-  void receive_ipv4(rte_mbuf* frame, uint64_t now, uint16_t polled_queue);
-  // A UDP datagram of either family to one of the endpoints' ports: its
-  // payload decoded as our header and payload (dst_mac ours, src_mac the
-  // caller's to set), and checked to name the queue of the port it came to.
-  // False (counted) when it is not to be delivered.  Lock held.
-  bool take_datagram(const ip::UdpDatagram& datagram, proto::DecodedFrame* decoded);
-  uint64_t rx_udp = 0;
-  uint64_t rx_udp_checked_by_device = 0;  // of rx_udp: its IPv4 header not summed again
-  uint64_t echo_requests_answered = 0;
-  // Echo replies: at most kEchoesPerSecond (a ping flood costs the
-  // endpoints' queue pair 0 little).
-  static constexpr uint32_t kEchoesPerSecond = 100;
-  uint64_t echo_window_ns = 0;
-  uint32_t echoes_in_window = 0;
-  bool echo_allowed(uint64_t now);
-  // Path MTU discovery (dpdk_path_mtu.cc).  What routers' ICMP and
-  // connections' silence taught about the path to a peer (by link
-  // address): the largest payload its frames carry, believed until
-  // until_ns (RFC 1191's ten minutes: a path may widen again), for the
-  // connections made meanwhile (path_limit).  At most kMaxLearnedPaths;
-  // lock held throughout.
-  struct LearnedPath {
-    uint32_t payload;
-    uint64_t until_ns;
-  };
-  static constexpr size_t kMaxLearnedPaths = 4096;
-  static constexpr uint64_t kLearnedPathLife = 600'000'000'000;
-  std::unordered_map<uint64_t, LearnedPath> learned_paths;
-  void learn_path(const uint8_t* link, uint32_t payload, uint64_t now);
-  uint32_t learned_payload(const uint8_t* link, uint64_t now) const;
-  // A router's "fragmentation needed" or "packet too big": it counts when
-  // it quotes a frame of ours far enough to name the connection (number
-  // and token), which then narrows (proto::Engine::on_path_too_big).
-  void on_too_big(const ip::TooBig& word, uint64_t now);
-  uint64_t too_big_taken = 0, too_big_ignored = 0;
   // A decoded frame to the endpoint its header names.  Lock held.
   void deliver(const proto::DecodedFrame& decoded, rte_mbuf* frame, uint64_t now,
                uint16_t polled_queue);

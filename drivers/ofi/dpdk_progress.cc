@@ -1,11 +1,11 @@
 // dpdk_progress.cc: where a received frame goes next.  The port's queues are
-// polled; each frame is checked by the codec (length, version, opcode,
-// checksum) and handed to the transport engine of the endpoint its header
-// names (the software demultiplexer; with rte_flow steering each queue
-// already holds one endpoint's frames and the same lookup confirms it).
-// Between bursts of a busy queue, and at the end of the pass, every
-// endpoint answers what it took and its frames go out; at the end its
-// timers run too.
+// polled; each frame goes to the port's framer (drivers/frames/framer.h),
+// which checks it (length, version, opcode, checksum) and takes what is
+// IP's own, and each segment it gives back is handed to the transport
+// engine of the endpoint its header names (the software demultiplexer; with rte_flow steering each
+// queue already holds one endpoint's frames and the same lookup confirms it). Between bursts of a
+// busy queue, and at the end of the pass, every endpoint answers what it took and its frames go
+// out; at the end its timers run too.
 #include <rte_mbuf.h>
 
 #include <algorithm>
@@ -17,10 +17,8 @@
 #include "drivers/ofi/dpdk_ipv6_peers.h"
 #include "drivers/ofi/dpdk_log.h"
 #include "drivers/ofi/dpdk_port.h"
-#include "lib/ip/arp.h"
 #include "lib/ip/ipv4.h"
 #include "lib/ip/udp4.h"
-#include "lib/proto/frame_codec.h"
 
 namespace ofi_dpdk::ofi {
 namespace {
@@ -92,46 +90,40 @@ PortContext::~PortContext() {
   progress_net_remove(this);
   // (No port: its device failed to open, acquire_port said why; nothing
   // was counted.)
-  if (interface && port)
-    DPDK_INFO(FI_LOG_DOMAIN,
-              "%s %s: ARP requests answered %lu, ignored %lu; %s; UDP frames in %lu (header "
-              "checked by the device %lu); frames "
-              "held for ARP %lu, lost unresolved %lu; next hops refreshed %lu, asked again "
-              "for a silent peer %lu, given up %lu; pings answered %lu\n",
-              port->name().c_str(), ip::format_interface(*interface).c_str(), arp_requests_answered,
-              arp_ignored, neighbour_summary(neighbours).c_str(), rx_udp, rx_udp_checked_by_device,
-              frames_waited, frames_not_resolved + waiting_frames.size(), neighbour_refreshes,
-              neighbour_confirmations, next_hops_given_up, echo_requests_answered);
-  if (interface6 && port) {
-    const Ipv6PeerCounts peers = ipv6_peer_counts();
-    DPDK_INFO(FI_LOG_DOMAIN,
-              "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
-              "%lu; %s; UDP frames in %lu (checksum checked by the device %lu), from "
-              "strangers the peer table had no room for %lu; "
-              "pings answered %lu; the process's IPv6 peers: named %zu, held by "
-              "connections %zu, strangers %zu, strangers evicted %lu\n",
-              port->name().c_str(), ip::format_interface6(*interface6).c_str(),
-              neighbour_solicitations_answered, neighbour_messages_ignored,
-              neighbour_summary(neighbours6).c_str(), rx_udp6, rx_udp6_checked_by_device,
-              rx_strangers_not_named, echo6_requests_answered, peers.named, peers.connected,
-              peers.strangers, peers.evictions);
+  if (port && framer) {
+    const frames::Framer& f = *framer;
+    if (f.interface)
+      DPDK_INFO(FI_LOG_DOMAIN,
+                "%s %s: ARP requests answered %lu, ignored %lu; %s; UDP frames in %lu (header "
+                "checked by the device %lu); frames "
+                "held for ARP %lu, lost unresolved %lu; next hops refreshed %lu, asked again "
+                "for a silent peer %lu, given up %lu; pings answered %lu\n",
+                port->name().c_str(), ip::format_interface(*f.interface).c_str(),
+                f.arp_requests_answered, f.arp_ignored, neighbour_summary(f.neighbours).c_str(),
+                f.rx_udp, f.rx_udp_checked_by_device, f.frames_waited,
+                f.frames_not_resolved + f.frames_waiting(), f.neighbour_refreshes,
+                f.neighbour_confirmations, f.next_hops_given_up, f.echo_requests_answered);
+    if (f.interface6) {
+      const Ipv6PeerCounts peers = ipv6_peer_counts();
+      DPDK_INFO(FI_LOG_DOMAIN,
+                "%s %s: neighbour solicitations answered %lu, neighbour messages ignored "
+                "%lu; %s; UDP frames in %lu (checksum checked by the device %lu), from "
+                "strangers the peer table had no room for %lu; "
+                "pings answered %lu; the process's IPv6 peers: named %zu, held by "
+                "connections %zu, strangers %zu, strangers evicted %lu\n",
+                port->name().c_str(), ip::format_interface6(*f.interface6).c_str(),
+                f.neighbour_solicitations_answered, f.neighbour_messages_ignored,
+                neighbour_summary(f.neighbours6).c_str(), f.rx_udp6, f.rx_udp6_checked_by_device,
+                f.rx_strangers_not_named, f.echo6_requests_answered, peers.named, peers.connected,
+                peers.strangers, peers.evictions);
+    }
+    if (f.too_big_taken + f.too_big_ignored != 0)
+      DPDK_INFO(FI_LOG_DOMAIN,
+                "%s: routers' packet-too-big words taken %lu, ignored %lu (not naming a "
+                "connection of ours, or not narrowing it); paths learned %zu\n",
+                port->name().c_str(), f.too_big_taken, f.too_big_ignored, f.paths_learned());
   }
-  if (port && too_big_taken + too_big_ignored != 0)
-    DPDK_INFO(FI_LOG_DOMAIN,
-              "%s: routers' packet-too-big words taken %lu, ignored %lu (not naming a "
-              "connection of ours, or not narrowing it); paths learned %zu\n",
-              port->name().c_str(), too_big_taken, too_big_ignored, learned_paths.size());
   for (rte_mbuf* frame : looped) net::free_frame(frame);
-  for (const WaitingFrame& waiting : waiting_frames) net::free_frame(waiting.frame);
-}
-
-uint16_t PortContext::transmit(uint16_t hw_queue, rte_mbuf** frames, uint16_t count) {
-  // A port whose link is down (a memif peer that went away) takes nothing.
-  // Up, the answer the passes refresh will do (no clock read per burst);
-  // down, or not yet asked (a send before the port's first pass), the
-  // device is asked when due.
-  if (!port->link_up_cached() && !port->link_up()) return 0;
-  return port->tx_burst(hw_queue, frames, count);
 }
 
 bool PortContext::loop_back(rte_mbuf* frame) {
@@ -146,43 +138,8 @@ void PortContext::warn_no_memory() const {
 }
 
 void PortContext::receive(rte_mbuf* frame, uint64_t now, uint16_t polled_queue) {
-  net::Port& nic = *port;
   proto::DecodedFrame decoded;
-  const auto result =
-      frame->nb_segs == 1
-          ? proto::decode_frame(rte_pktmbuf_mtod(frame, const uint8_t*),
-                                rte_pktmbuf_data_len(frame), nic.ether_type(), &decoded,
-                                frame_check())
-          : proto::DecodeResult::kTruncated;  // we never send chained frames
-  if (result == proto::DecodeResult::kOk) [[likely]] {
-    if (std::memcmp(decoded.dst_mac, nic.mac(), 6) != 0)
-      ++rx_not_ours;
-    else if ((decoded.src_mac[0] & 1) != 0)
-      // No sender's MAC has the group bit: a forged source that would pass
-      // for a peer named by IP address (a peer id).
-      ++rx_bad_frames;
-    else
-      deliver(decoded, frame, now, polled_queue);
-  } else if (result == proto::DecodeResult::kNotOurs) {
-    // On a port with an IPv4 address: ARP (dpdk_neighbours.cc), and IPv4,
-    // our UDP frames and ping (dpdk_udp.cc); with an IPv6 address, neighbour
-    // discovery and ping (dpdk_ipv6.cc).  Other protocols are not ours.
-    const auto* bytes = rte_pktmbuf_mtod(frame, const uint8_t*);
-    const uint16_t type =
-        rte_pktmbuf_data_len(frame) >= 14 ? uint16_t(bytes[12] << 8 | bytes[13]) : 0;
-    if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeArp)
-      take_arp(bytes, rte_pktmbuf_data_len(frame), now);
-    else if (interface && frame->nb_segs == 1 && type == ip::kEtherTypeIpv4)
-      receive_ipv4(frame, now, polled_queue);
-    else if (interface6 && frame->nb_segs == 1 && type == ip::kEtherTypeIpv6)
-      receive_ipv6(frame, now, polled_queue);
-    else
-      ++rx_not_ours;
-  } else if (result == proto::DecodeResult::kUnsealed) {
-    warn_unsealed();
-  } else if (!refused_for_key(result)) {
-    ++rx_bad_frames;
-  }
+  if (framer->take(frame, now, &decoded)) deliver(decoded, frame, now, polled_queue);
   // The queue pair's own cache, on a port of lanes (its lane's lock is held).
   port->free_frame(frame, polled_queue);
 }
@@ -223,44 +180,75 @@ void PortContext::fail_peers_behind(const ip::Ipv6& next_hop) {
   for (Endpoint* ep : open_endpoints()) {
     if (ep == nullptr || !ep->enabled) continue;
     contain([&] {
-      ep->engine->fail_unreachable(
-          [&](const uint8_t* link) { return in_udp(link) && next_hop_of(link) == next_hop; });
+      ep->engine->fail_unreachable([&](const uint8_t* link) {
+        return framer->in_udp(link) && framer->next_hop_of(link) == next_hop;
+      });
     });
   }
 }
 
-bool PortContext::refused_for_key(proto::DecodeResult result) {
-  if (result == proto::DecodeResult::kBadTag) {
-    // Expected of strangers' forgeries: a warning once, the count after.
-    if (rx_bad_tags++ == 0)
+void PortContext::first_refusal(Refusal refusal) {
+  const char* name = port->name().c_str();
+  switch (refusal) {
+    case Refusal::kUnsealed:
+      DPDK_WARN(FI_LOG_EP_DATA,
+                "%s: frames without a checksum arrive and are dropped: the sender has "
+                "FI_DPDK_CHECKSUM=0, or is on a memory port (net_memif) without the "
+                "setting; set FI_DPDK_CHECKSUM the same on both sides\n",
+                name);
+      break;
+    case Refusal::kBadTag:
       DPDK_WARN(FI_LOG_EP_DATA,
                 "%s: a frame with a wrong keyed tag was dropped (forged, "
                 "changed on the way, or from a process with another FI_DPDK_AUTH_KEY); "
                 "such frames are counted from now on\n",
-                port->name().c_str());
-    return true;
-  }
-  if (result == proto::DecodeResult::kKeyed || result == proto::DecodeResult::kNotKeyed) {
-    if (rx_key_mismatch++ == 0)
+                name);
+      break;
+    case Refusal::kKeyed:
+    case Refusal::kNotKeyed:
       DPDK_WARN(FI_LOG_EP_DATA,
                 "%s: frames %s arrive and are dropped: set the same "
                 "FI_DPDK_AUTH_KEY in every process of the job\n",
-                port->name().c_str(),
-                result == proto::DecodeResult::kKeyed
+                name,
+                refusal == Refusal::kKeyed
                     ? "keyed by a job key (FI_DPDK_AUTH_KEY) this process does not have"
                     : "without the job key's tag this process requires (FI_DPDK_AUTH_KEY)");
-    return true;
+      break;
   }
-  return false;
 }
 
-void PortContext::warn_unsealed() {
-  if (rx_unsealed++ == 0)
-    DPDK_WARN(FI_LOG_EP_DATA,
-              "%s: frames without a checksum arrive and are dropped: the sender has "
-              "FI_DPDK_CHECKSUM=0, or is on a memory port (net_memif) without the "
-              "setting; set FI_DPDK_CHECKSUM the same on both sides\n",
-              port->name().c_str());
+void PortContext::next_hop_silent(const ip::Ipv6& next_hop) {
+  DPDK_INFO(FI_LOG_EP_DATA,
+            "%s: %s did not answer %s within %u ms: operations to peers "
+            "behind it fail with FI_EHOSTUNREACH\n",
+            port->name().c_str(),
+            next_hop.v4_mapped() ? ip::format_ipv4(ip::ipv4_of_mapped(next_hop)).c_str()
+                                 : ip::format_ipv6(next_hop).c_str(),
+            next_hop.v4_mapped() ? "ARP" : "neighbour discovery", params().resolve_timeout_ms);
+  fail_peers_behind(next_hop);
+}
+
+bool PortContext::narrow_path(const proto::QuotedHeader& quoted, const uint8_t link[6],
+                              const ip::Ipv6& destination, uint32_t mtu, uint32_t payload,
+                              uint64_t now) {
+  if (quoted.src_queue >= endpoints.size() || endpoints[quoted.src_queue] == nullptr ||
+      !endpoints[quoted.src_queue]->enabled)
+    return false;
+  Endpoint& ep = *endpoints[quoted.src_queue];
+  bool narrowed = false;
+  contain([&] {
+    narrowed =
+        ep.engine->on_path_too_big(link, quoted.dst_queue, quoted.conn, quoted.token, payload, now);
+  });
+  if (!narrowed) return false;
+  DPDK_INFO(FI_LOG_EP_DATA,
+            "%s: a router says the path to %s carries %u-byte packets: frames to it are cut "
+            "to fit (%u bytes of payload), and what did not fit goes again in pieces\n",
+            port->name().c_str(),
+            destination.v4_mapped() ? ip::format_ipv4(ip::ipv4_of_mapped(destination)).c_str()
+                                    : ip::format_ipv6(destination).c_str(),
+            mtu, payload);
+  return true;
 }
 
 bool PortContext::keep(void* frame) {
@@ -384,9 +372,9 @@ uint32_t PortContext::pass(uint16_t lane, uint64_t now, bool helping) {
   if (whole && nic.link_changes() != link_changes_seen) note_link_change(now);
   // Next hops frames wait for (UDP): asked again, or given up.
   if (whole && neighbour_copies.is_open() &&
-      (!resolving.empty() || now - neighbour_copies_read_ns >= kNeighbourCopiesNs))
+      (framer->resolving_any() || now - neighbour_copies_read_ns >= kNeighbourCopiesNs))
     take_neighbour_copies(now);
-  if (whole && !resolving.empty()) chase_neighbours(now);
+  if (whole && framer->resolving_any()) framer->chase_neighbours(now);
   if (whole && kernel_ports.passes_through_xdp() &&
       now - xdp_rechecked_ns >= KernelPorts::kXdpRecheckNs) [[unlikely]]
     recheck_xdp(now);

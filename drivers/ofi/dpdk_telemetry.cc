@@ -102,12 +102,13 @@ int list_ports(const char*, const char*, rte_tel_data* data) {
 
 int show_port(const char*, const char* params, rte_tel_data* data) {
   return on_port(params, [&](PortContext& ctx) {
+    const frames::Framer& framer = *ctx.framer;
     rte_tel_data_start_dict(data);
     rte_tel_data_add_dict_string(data, "name", ctx.port->name().c_str());
     rte_tel_data_add_dict_string(data, "checks",
-                                 ctx.frame_key   ? "keyed"
-                                 : ctx.checksums ? "crc"
-                                                 : "none");
+                                 framer.frame_key   ? "keyed"
+                                 : framer.checksums ? "crc"
+                                                    : "none");
     rte_tel_data_add_dict_string(data, "steering", net::steering_name(ctx.port->steering()));
     add_count(data, "queues", ctx.port->queue_pairs());
     add_count(data, "mtu", ctx.port->mtu());
@@ -117,21 +118,21 @@ int show_port(const char*, const char* params, rte_tel_data* data) {
     add_count(data, "endpoints", endpoints);
     add_count(data, "rx_frames", ctx.port->counters().rx_frames);
     add_count(data, "tx_frames", ctx.port->counters().tx_frames);
-    add_count(data, "rx_not_ours", ctx.rx_not_ours);
+    add_count(data, "rx_not_ours", framer.rx_not_ours);
     add_count(data, "rx_no_endpoint", ctx.rx_no_endpoint);
-    add_count(data, "rx_bad_frames", ctx.rx_bad_frames);
-    add_count(data, "rx_unsealed", ctx.rx_unsealed);
-    add_count(data, "rx_bad_tags", ctx.rx_bad_tags);
-    add_count(data, "rx_key_mismatch", ctx.rx_key_mismatch);
+    add_count(data, "rx_bad_frames", framer.rx_bad_frames);
+    add_count(data, "rx_unsealed", framer.rx_unsealed);
+    add_count(data, "rx_bad_tags", framer.rx_bad_tags);
+    add_count(data, "rx_key_mismatch", framer.rx_key_mismatch);
     add_count(data, "no_memory", ctx.no_memory);
     add_count(data, "kept_frames", ctx.kept_frames.load(std::memory_order_relaxed));
     add_count(data, "idle_yields", ctx.idle_yields);
-    add_count(data, "neighbours", ctx.neighbours.size());
-    add_count(data, "neighbours6", ctx.neighbours6.size());
-    add_count(data, "frames_waiting_for_neighbour", ctx.waiting_frames.size());
-    add_count(data, "frames_not_resolved", ctx.frames_not_resolved);
-    add_count(data, "rx_udp", ctx.rx_udp);
-    add_count(data, "rx_udp6", ctx.rx_udp6);
+    add_count(data, "neighbours", framer.neighbours.size());
+    add_count(data, "neighbours6", framer.neighbours6.size());
+    add_count(data, "frames_waiting_for_neighbour", framer.frames_waiting());
+    add_count(data, "frames_not_resolved", framer.frames_not_resolved);
+    add_count(data, "rx_udp", framer.rx_udp);
+    add_count(data, "rx_udp6", framer.rx_udp6);
     const net::FaultStats faults = ctx.port->fault_stats();
     add_count(data, "fault_dropped", faults.dropped);
     add_count(data, "fault_corrupted", faults.corrupted);
