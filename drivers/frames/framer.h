@@ -131,6 +131,11 @@ class Framer {
   // (lib/proto/frame_tag.h); every frame taken must carry the same.
   bool checksums = true;
   std::optional<proto::FrameKey> frame_key;
+  // Frames to the port's own MAC go to the device, which hands them back
+  // (a single net_ring), or which must because another open port has the
+  // same MAC (they may be that port's, as a switch would have them);
+  // otherwise they are the port's to loop back itself (Built::kLoopBack).
+  bool loops_back = false;
   proto::FrameCheck frame_check() const { return {checksums, frame_key ? &*frame_key : nullptr}; }
 
   // ---- Receive (framer_receive.cc).
@@ -194,8 +199,7 @@ class Framer {
     // A frame to an endpoint of this port goes back through the device
     // where the device hands it back (a net_ring), else through the
     // port's loop: a NIC does not hand a frame back to its sender.
-    return !port_.loops_back() && same_mac(frame.dst_mac, port_.mac()) ? Built::kLoopBack
-                                                                       : Built::kSend;
+    return !loops_back && same_mac(frame.dst_mac, port_.mac()) ? Built::kLoopBack : Built::kSend;
   }
   // Whether frames to the peer of link address `link` travel in UDP on
   // this port.

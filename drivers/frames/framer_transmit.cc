@@ -64,7 +64,7 @@ Framer::Built Framer::build_other(rte_mbuf* mbuf, const proto::OutFrame& frame, 
   } else {
     seal_ethernet(bytes, frame);
   }
-  return !port_.loops_back() && to_us ? Built::kLoopBack : Built::kSend;
+  return !loops_back && to_us ? Built::kLoopBack : Built::kSend;
 }
 
 Framer::Built Framer::build_udp(rte_mbuf* mbuf, uint8_t* bytes, const proto::OutFrame& frame,
@@ -117,7 +117,7 @@ Framer::Built Framer::build_udp(rte_mbuf* mbuf, uint8_t* bytes, const proto::Out
     case Route::kUnreachable:
       return Built::kDropped;
     case Route::kLoopBack:
-      return port_.loops_back() ? Built::kSend : Built::kLoopBack;
+      return loops_back ? Built::kSend : Built::kLoopBack;
   }
   return Built::kDropped;
 }

@@ -16,7 +16,8 @@
 namespace ofi_dpdk::frames {
 
 // The most peers the program may name at once (FI_DPDK_IPV6_PEERS): read
-// when the table is first used, so set before the first port opens.
+// when the table is first used, so set before (acquire_port sets it as
+// each port opens, before any address can be inserted).
 void set_ipv6_peer_capacity(size_t named);
 
 // The id of `address`, made if needed.  `pinned` for addresses the program

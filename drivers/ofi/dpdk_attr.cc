@@ -266,7 +266,7 @@ fi_info* make_port_info(const PortFacts& port, uint32_t version, fi_ep_type type
     info->rx_attr->msg_order = 0;
     info->tx_attr->rma_iov_limit = 0;
     info->ep_attr->mem_tag_format = kMemTagFormat;
-    // (As PortContext::encap_overhead: IPv6's headers where the port speaks it.)
+    // (As Framer::encap_overhead: IPv6's headers where the port speaks it.)
     max_msg_size = std::min(max_msg_size, datagram_max_msg_size(port.udp6  ? ip::kUdp6Overhead
                                                                 : port.udp ? ip::kUdp4Overhead
                                                                            : 0));

@@ -333,7 +333,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
   framer.frame_key = frame_key;
   framer.interface = interface;
   framer.interface6 = interface6;
-  ctx->device_loops_back = ctx->port->loops_back();
+  framer.loops_back = ctx->port->loops_back();
   ctx->idle_yield_ns = uint64_t{p.idle_yield_us} * 1000;
   // A device whose sender picks the arriving queue gives each queue pair
   // a lane of its own (PortContext).
@@ -464,7 +464,7 @@ int acquire_port(uint16_t port_id, std::shared_ptr<PortContext>* out, std::strin
               "ports %s and %s share one MAC address: frames between endpoints of one port "
               "go through the device\n",
               other->port->name().c_str(), ctx->port->name().c_str());
-    other->device_loops_back = ctx->device_loops_back = true;
+    other->framer->loops_back = ctx->framer->loops_back = true;
   }
   g_ports[port_id] = ctx;
   progress_net_add(ctx.get());  // ~PortContext takes it out again

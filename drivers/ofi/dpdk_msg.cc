@@ -234,8 +234,6 @@ std::vector<uint8_t> Endpoint::sender_address(uint64_t source_key) const {
   return encode_address(info->addr_format, sender);
 }
 
-namespace {}  // namespace
-
 void Endpoint::flush_now() {
   // (Apart: a receive's flush has only completions, and skips the set-up
   // of a burst.)

@@ -26,7 +26,7 @@ struct Params {
   size_t mbufs = 0;     // FI_DPDK_MBUFS, 0: sized from the attributes
   uint16_t mtu = 9000;  // FI_DPDK_MTU, 0: the device's
   // FI_DPDK_CHECKSUM; unset: on, but for links that are memory
-  // (PortContext::checksums, doc/wire-protocol.md "Integrity").
+  // (Framer::checksums, doc/wire-protocol.md "Integrity").
   std::optional<bool> checksum;
   // FI_DPDK_ECN; unset: on.  UDP frames say they are ECN-capable (ECT(0)),
   // and the transport reacts to the marks routers put on them.

@@ -184,10 +184,8 @@ struct PortContext final : proto::FrameKeeper, frames::Owner {
   // progress pass instead of the device: a NIC does not hand a frame back
   // to the port that sent it (FI_LOCAL_COMM).  Bounded like a TX ring.
   static constexpr size_t kLoopbackFrames = 1024;
+  // (Whether they go through the device instead: Framer::loops_back.)
   std::vector<rte_mbuf*> looped;
-  // True when the device sends a frame for its own MAC back to itself (a
-  // single net_ring), so frames between its endpoints go through it.
-  bool device_loops_back = false;
 
   ~PortContext();
   // Polls the port, hands each frame to its endpoint, runs the endpoints'
