@@ -8,7 +8,7 @@
 # provider test has at least the manual-progress safety net's thread; these
 # add application threads, the automatic progress loop, or both.
 # shellcheck disable=SC2034  # dpdk-fi-test.sh reads it
-DPDK_FI_TSAN_TESTS=(ofi_threads ofi_lanes bench_threads ofi_port_lock ofi_auto_progress_lcore ofi_auto_progress_thread
+DPDK_FI_TSAN_TESTS=(ofi_threads ofi_lanes ofi_lanes_auto bench_threads ofi_port_lock ofi_auto_progress_lcore ofi_auto_progress_thread
 	ofi_manual_progress_no_net ofi_cq ofi_wait_cntr ofi_objects ofi_atomic
 	ofi_atomic_contention_lossy atomic_concurrency)
 

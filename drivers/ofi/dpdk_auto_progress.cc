@@ -1,9 +1,14 @@
-// dpdk_auto_progress.cc: FI_PROGRESS_AUTO.  One progress loop serves every
-// port that has a domain opened with automatic progress; it runs on a DPDK
-// worker lcore (rte_eal_remote_launch) when one is idle, else on a thread of
-// its own.  The loop takes each port's lock in turn and runs the same
-// PortContext::progress() that fi_cq_read runs under manual progress, so the
-// two modes share one data path.
+// dpdk_auto_progress.cc: FI_PROGRESS_AUTO.  Progress loops serve every
+// port that has a domain opened with automatic progress: one, or one per
+// lcore of FI_DPDK_PROGRESS_LCORES.  Each runs on a DPDK worker lcore
+// (rte_eal_remote_launch) when it is idle, else on a thread of its own.
+// The loops share the ports' lanes (PortContext: a queue pair with the
+// endpoints and CQs that use it, under its own lock): the k-th lane that
+// has endpoints goes to loop k mod n, and a port of one lane goes whole to
+// one loop; so each loop passes over its own queues, and no lock is held
+// across ports.  A pass is the same PortContext::progress() that
+// fi_cq_read runs under manual progress, so the two modes share one data
+// path.
 #include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_launch.h>
@@ -16,6 +21,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "drivers/ofi/dpdk_clock.h"
@@ -31,56 +38,43 @@ namespace {
 constexpr unsigned kIdlePassesBeforeSleep = 256;
 constexpr auto kIdleSleep = std::chrono::microseconds(20);
 
+// One progress loop: `index` of `count`, on lcore `wanted` (-1: the
+// first idle worker) or a thread.
 class ProgressLoop {
  public:
-  static ProgressLoop& instance() {
-    static ProgressLoop loop;
-    return loop;
-  }
-
-  void add(PortContext* port) {
-    std::lock_guard guard(ports_lock_);
-    if (port->auto_progress_users++ != 0) return;
-    ports_.push_back(port);
-    if (ports_.size() == 1) start();
-  }
-
-  void remove(PortContext* port) {
-    bool last = false;
-    {
-      std::lock_guard guard(ports_lock_);
-      if (port->auto_progress_users == 0 || --port->auto_progress_users != 0) return;
-      // Once removed under ports_lock_, the loop no longer touches the port.
-      ports_.erase(std::remove(ports_.begin(), ports_.end(), port), ports_.end());
-      last = ports_.empty();
-    }
-    if (last) stop();
-  }
-
-  int lcore() const { return lcore_; }
-
+  ProgressLoop(unsigned index, unsigned count, int wanted)
+      : index_(index), count_(count), wanted_(wanted) {}
+  ProgressLoop(const ProgressLoop&) = delete;
+  ProgressLoop& operator=(const ProgressLoop&) = delete;
   // A program that exits with domains still open: stop the loop before
   // the thread object goes (a joinable std::thread would terminate us).
-  ~ProgressLoop() {
-    if (!ports_.empty()) stop();
-  }
+  ~ProgressLoop() { stop(); }
 
- private:
-  static int run_on_lcore(void* self) {
-    static_cast<ProgressLoop*>(self)->run(/*may_sleep=*/false);
-    return 0;
+  // `whole_port_loop`: the loop that passes over the port while it is one
+  // lane.
+  void add(PortContext* port, unsigned whole_port_loop) {
+    std::lock_guard guard(ports_lock_);
+    ports_.push_back({port, whole_port_loop});
+  }
+  // Once removed under ports_lock_, the loop no longer touches the port.
+  void remove(PortContext* port) {
+    std::lock_guard guard(ports_lock_);
+    std::erase_if(ports_, [port](const Served& served) { return served.port == port; });
   }
 
   void start() {
     stopping_.store(false);
     lcore_ = pick_lcore();
     if (lcore_ >= 0) {
-      DPDK_INFO(FI_LOG_DOMAIN, "automatic progress on lcore %d\n", lcore_);
+      DPDK_INFO(FI_LOG_DOMAIN, "automatic progress on lcore %d (loop %u of %u)\n", lcore_,
+                index_ + 1, count_);
       return;
     }
     thread_ = std::thread([this] { run(/*may_sleep=*/true); });
-    DPDK_INFO(FI_LOG_DOMAIN, "automatic progress on a thread: no idle DPDK worker lcore%s\n",
-              params().progress_lcore >= 0 ? " (FI_DPDK_PROGRESS_LCORE is not one)" : "");
+    DPDK_INFO(FI_LOG_DOMAIN,
+              "automatic progress on a thread (loop %u of %u): no idle DPDK worker lcore%s\n",
+              index_ + 1, count_,
+              wanted_ >= 0 ? " (the lcore asked for, FI_DPDK_PROGRESS_LCORE(S), is not one)" : "");
   }
 
   void stop() {
@@ -93,31 +87,52 @@ class ProgressLoop {
     }
   }
 
+  int lcore() const { return lcore_; }
+
+ private:
+  struct Served {
+    PortContext* port;
+    unsigned whole_port_loop;
+  };
+
+  static int run_on_lcore(void* self) {
+    static_cast<ProgressLoop*>(self)->run(/*may_sleep=*/false);
+    return 0;
+  }
+
   // rte_eal_remote_launch belongs to the main lcore; from any other thread
   // (or when every worker is busy with the application's own work) the
   // loop runs on a thread instead.
-  static int pick_lcore() {
+  int pick_lcore() {
     if (rte_lcore_id() != rte_get_main_lcore()) return -1;
-    const int wanted = params().progress_lcore;
     unsigned id;
     RTE_LCORE_FOREACH_WORKER(id) {
-      if (wanted >= 0 && id != static_cast<unsigned>(wanted)) continue;
+      if (wanted_ >= 0 && id != static_cast<unsigned>(wanted_)) continue;
       if (rte_eal_get_lcore_state(id) != WAIT) continue;
-      if (rte_eal_remote_launch(run_on_lcore, &instance(), id) == 0) return static_cast<int>(id);
+      if (rte_eal_remote_launch(run_on_lcore, this, id) == 0) return static_cast<int>(id);
     }
     return -1;
   }
 
-  // A pass over each lane in turn, under its lock alone: the application's
-  // threads on other lanes go on meanwhile (PortContext).  A queue pair
-  // that is not the first of its lane is passed over with that lane.
-  static uint32_t pass_each_lane(PortContext& port) {
+  // A pass over each of this loop's lanes, under its lock alone: the
+  // application's threads on other lanes, and the other loops, go on
+  // meanwhile.  Which lanes lead (have endpoints) is read from the port's
+  // snapshot without a lock; under the lane's lock it is asked again.
+  uint32_t pass_share(const Served& served) {
+    PortContext& port = *served.port;
     if (port.lanes() == 1) {
+      if (served.whole_port_loop != index_) return 0;
       std::lock_guard guard(port.lock);
       return port.progress();
     }
+    const uint32_t leaders = port.leading_lanes.load(std::memory_order_relaxed);
     uint32_t received = 0;
+    unsigned ordinal = 0;
     for (uint16_t lane = 0; lane < port.lanes(); ++lane) {
+      if (((leaders >> lane) & 1) == 0) continue;
+      // Counted from the port's own loop: a port in one lane (lane 0 the
+      // whole port) is its loop's, and the ports' first lanes spread.
+      if ((served.whole_port_loop + ordinal++) % count_ != index_) continue;
       std::lock_guard guard(port.lock.lane(lane));
       if (port.leads_lane(lane)) received += port.progress_lane(lane, now_ns());
     }
@@ -130,7 +145,7 @@ class ProgressLoop {
       uint32_t received = 0;
       {
         std::lock_guard guard(ports_lock_);
-        for (PortContext* port : ports_) received += pass_each_lane(*port);
+        for (const Served& served : ports_) received += pass_share(served);
       }
       if (received != 0) {
         idle_passes = 0;
@@ -142,11 +157,63 @@ class ProgressLoop {
     }
   }
 
-  std::mutex ports_lock_;
-  std::vector<PortContext*> ports_;
+  const unsigned index_, count_;
+  const int wanted_;
+  std::mutex ports_lock_;  // ports_; held while a pass runs, so remove() waits for it
+  std::vector<Served> ports_;
   std::atomic<bool> stopping_{false};
   int lcore_ = -1;
   std::thread thread_;
+};
+
+// The loops, made at the first automatic port and kept; started while some
+// port has an automatic domain.
+class ProgressLoops {
+ public:
+  static ProgressLoops& instance() {
+    static ProgressLoops loops;
+    return loops;
+  }
+
+  void add(PortContext* port) {
+    std::lock_guard guard(lock_);
+    if (port->auto_progress_users++ != 0) return;
+    if (loops_.empty()) make_loops();
+    const unsigned whole_port_loop = next_whole_port_loop_++ % loops_.size();
+    for (auto& loop : loops_) loop->add(port, whole_port_loop);
+    if (ports_++ == 0)
+      for (auto& loop : loops_) loop->start();
+  }
+
+  void remove(PortContext* port) {
+    std::lock_guard guard(lock_);
+    if (port->auto_progress_users == 0 || --port->auto_progress_users != 0) return;
+    for (auto& loop : loops_) loop->remove(port);
+    if (--ports_ == 0)
+      for (auto& loop : loops_) loop->stop();
+  }
+
+  int lcore() {
+    std::lock_guard guard(lock_);
+    return loops_.empty() ? -1 : loops_.front()->lcore();
+  }
+
+ private:
+  void make_loops() {
+    const std::vector<int>& lcores = params().progress_lcores;
+    if (lcores.empty()) {
+      loops_.push_back(std::make_unique<ProgressLoop>(0, 1, params().progress_lcore));
+      return;
+    }
+    for (size_t i = 0; i < lcores.size(); ++i)
+      loops_.push_back(std::make_unique<ProgressLoop>(
+          static_cast<unsigned>(i), static_cast<unsigned>(lcores.size()), lcores[i]));
+  }
+
+  std::mutex lock_;  // loops_, ports_, next_whole_port_loop_, the ports' auto_progress_users
+  std::vector<std::unique_ptr<ProgressLoop>> loops_;
+  size_t ports_ = 0;
+  unsigned next_whole_port_loop_ = 0;
 };
 
 // The safety net of manual progress.  A reliable transport must retransmit
@@ -309,13 +376,13 @@ void progress_net_remove(PortContext* port) {
 }
 
 void auto_progress_add(PortContext* port) {
-  ProgressLoop::instance().add(port);
+  ProgressLoops::instance().add(port);
 }
 void auto_progress_remove(PortContext* port) {
-  ProgressLoop::instance().remove(port);
+  ProgressLoops::instance().remove(port);
 }
 int auto_progress_lcore() {
-  return ProgressLoop::instance().lcore();
+  return ProgressLoops::instance().lcore();
 }
 
 }  // namespace ofi_dpdk::ofi

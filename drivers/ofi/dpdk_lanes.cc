@@ -84,6 +84,10 @@ void PortContext::assign_lanes() {
   }
   one_lane = all_in_zero;
   occupied_queues = occupied;
+  uint32_t leaders = 0;
+  for (uint16_t queue = 0; queue < lanes(); ++queue)
+    if (leads_lane(queue)) leaders |= uint32_t{1} << queue;
+  leading_lanes.store(leaders, std::memory_order_relaxed);
   const auto set = [](auto* object, uint16_t lane) {
     if (object != nullptr) object->lane.store(lane, std::memory_order_relaxed);
   };

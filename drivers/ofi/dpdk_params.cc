@@ -4,6 +4,7 @@
 #include <rdma/providers/fi_prov.h>
 #include <rte_config.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
@@ -110,6 +111,40 @@ void parse_neighbours(std::string_view text, Params* p) {
   }
 }
 
+// FI_DPDK_PROGRESS_LCORES: lcore ids and ranges, comma-separated ("1,3",
+// "1-2"), each at most once, at most kMaxProgressLoops of them.  A
+// malformed list is refused whole (into the warning).
+void parse_progress_lcores(std::string_view text, Params* p) {
+  std::vector<int> lcores;
+  bool ok = !text.empty();
+  for (std::string_view rest = text; ok && !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t dash = item.find('-');
+    int first = -1, last = -1;
+    const auto number = [](std::string_view digits, int* out) {
+      const auto [end, error] = std::from_chars(digits.begin(), digits.end(), *out);
+      return error == std::errc() && end == digits.end() && *out >= 0 && *out < RTE_MAX_LCORE;
+    };
+    ok = dash == std::string_view::npos
+             ? number(item, &first) && number(item, &last)
+             : number(item.substr(0, dash), &first) && number(item.substr(dash + 1), &last);
+    for (int id = first; ok && id <= last; ++id) {
+      ok = std::find(lcores.begin(), lcores.end(), id) == lcores.end() &&
+           lcores.size() < Params::kMaxProgressLoops;
+      lcores.push_back(id);
+    }
+    ok = ok && first <= last;
+  }
+  if (ok)
+    p->progress_lcores = std::move(lcores);
+  else
+    p->errors += " FI_DPDK_PROGRESS_LCORES=" + std::string(text) +
+                 " (want lcore ids and ranges such as 1,2 or 1-3, each once, at most " +
+                 std::to_string(Params::kMaxProgressLoops) + ")";
+}
+
 Params load() {
   Params p;
   p.eal_args = get_string("eal_args");
@@ -155,6 +190,8 @@ Params load() {
   get_number<uint32_t>("connect_timeout_ms", 1, 3'600'000, &p.connect_timeout_ms, &p.errors);
   get_number<uint64_t>("delivery_timeout_ms", 0, 86'400'000, &p.delivery_timeout_ms, &p.errors);
   get_number<int>("progress_lcore", -1, RTE_MAX_LCORE - 1, &p.progress_lcore, &p.errors);
+  if (const std::string lcores = get_string("progress_lcores"); !lcores.empty())
+    parse_progress_lcores(lcores, &p);
   get_number<uint32_t>("progress_net_ms", 0, 1000, &p.progress_net_ms, &p.errors);
   get_number<uint32_t>("idle_yield_us", 0, 1'000'000, &p.idle_yield_us, &p.errors);
   for (const auto& fault : kFaultParams) {
@@ -356,6 +393,13 @@ void define_params(const fi_provider* provider) {
                   "with FI_PROGRESS_AUTO; when it is not an idle worker, or the domain "
                   "is not opened from the main lcore, a thread runs it (default: -1, "
                   "the first idle worker lcore)");
+  fi_param_define(provider, "progress_lcores", FI_PARAM_STRING,
+                  "DPDK worker lcores that each run a progress loop for domains opened "
+                  "with FI_PROGRESS_AUTO (ids and ranges: 1,2 or 1-3): the loops share "
+                  "the ports' lanes (queue pairs with their endpoints) between them, each "
+                  "lane always on the same loop, and a port of one lane goes whole to one "
+                  "loop.  A listed lcore that is not an idle worker gets a thread instead.  "
+                  "Unset: one loop (FI_DPDK_PROGRESS_LCORE)");
   fi_param_define(provider, "progress_net_ms", FI_PARAM_INT,
                   "Under manual progress, a port no fi_* call has progressed for this "
                   "many milliseconds gets a progress pass from a helper thread, so lost "

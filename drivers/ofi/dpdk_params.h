@@ -48,9 +48,13 @@ struct Params {
   uint32_t connect_timeout_ms = 30000;   // FI_DPDK_CONNECT_TIMEOUT_MS
   uint64_t delivery_timeout_ms = 60000;  // FI_DPDK_DELIVERY_TIMEOUT_MS, 0: no limit
   int progress_lcore = -1;               // FI_DPDK_PROGRESS_LCORE, -1: first idle worker
-  uint32_t progress_net_ms = 2;          // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
-  uint32_t idle_yield_us = 5;            // FI_DPDK_IDLE_YIELD_US, 0: never yield
-  net::FaultConfig faults;               // FI_DPDK_FAULT_*
+  // FI_DPDK_PROGRESS_LCORES: a progress loop on each; empty: one loop, on
+  // progress_lcore.
+  std::vector<int> progress_lcores;
+  static constexpr size_t kMaxProgressLoops = 16;
+  uint32_t progress_net_ms = 2;  // FI_DPDK_PROGRESS_NET_MS, 0: no safety net
+  uint32_t idle_yield_us = 5;    // FI_DPDK_IDLE_YIELD_US, 0: never yield
+  net::FaultConfig faults;       // FI_DPDK_FAULT_*
   net::UnmapGuardRequest memif_unmap_guard =
       net::UnmapGuardRequest::kAuto;  // FI_DPDK_MEMIF_UNMAP_GUARD
   // FI_DPDK_PORT_ADDR: ports' IPv4 addresses, by port name ("" for the

@@ -107,6 +107,10 @@ struct PortContext final : proto::FrameKeeper, frames::Owner {
   // Whether `queue` is the first of a lane with endpoints: the lane a
   // helper passes over by that queue's lock.  Some lane's lock held.
   bool leads_lane(uint16_t queue) const { return lane_of_queue[queue] == queue && polls(queue); }
+  // The queues that lead_lane(), a bit each, as assign_lanes last left
+  // them: read without a lock by the progress loops to share the lanes
+  // out (each asks leads_lane again under the lane's lock).
+  std::atomic<uint32_t> leading_lanes{1};
   // Lanes are split only once a data-path call waits for lane 0's lock
   // while another application thread called last (LaneGuard): one thread
   // gains nothing from them and would pay for passes over lanes its calls

@@ -13,10 +13,13 @@
 #include <fi_dpdk.h>
 #include <gtest/gtest.h>
 #include <rdma/fi_domain.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -39,8 +42,16 @@ uint8_t pattern_byte(int thread, int seq, size_t offset) {
 
 class Lanes : public ::testing::Test {
  protected:
+  virtual fi_progress data_progress() const { return FI_PROGRESS_MANUAL; }
   void SetUp() override {
-    ASSERT_EQ(domain_.open(), 0);
+    domain_.info = get_dpdk_info(nullptr, FI_MSG);
+    ASSERT_NE(domain_.info, nullptr);
+    domain_.info->domain_attr->data_progress = data_progress();
+    ASSERT_EQ(fi_fabric(domain_.info->fabric_attr, &domain_.fabric, nullptr), 0);
+    ASSERT_EQ(fi_domain(domain_.fabric, domain_.info, &domain_.domain, nullptr), 0);
+    fi_av_attr attr{};
+    attr.type = FI_AV_TABLE;
+    ASSERT_EQ(fi_av_open(domain_.domain, &attr, &domain_.av, nullptr), 0);
     ASSERT_EQ(fi_open_ops(&domain_.domain->fid, FI_DPDK_STATS_OPS_NAME, 0,
                           reinterpret_cast<void**>(&ops_), nullptr),
               0);
@@ -154,6 +165,49 @@ TEST_F(Lanes, OneThreadPollingTheReceiverMovesASenderOnAnotherLane) {
   EXPECT_EQ(entry.op_context, &out);
   sender.close();
   receiver.close();
+}
+
+// FI_PROGRESS_AUTO, with a progress loop on each lcore of
+// FI_DPDK_PROGRESS_LCORES where meson gives a list (ofi_lanes_auto: lcores
+// 1 and 2), or one loop on a thread (ofi_lanes): the loops share the
+// lanes out, and every message of the two threads still arrives once and
+// intact, the port split as under manual progress.
+class AutoLanes : public Lanes {
+ protected:
+  fi_progress data_progress() const override { return FI_PROGRESS_AUTO; }
+};
+
+std::vector<unsigned> listed_progress_lcores() {
+  std::vector<unsigned> lcores;
+  const char* text = std::getenv("FI_DPDK_PROGRESS_LCORES");
+  for (const char* at = text; at != nullptr && *at != '\0';) {
+    char* end = nullptr;
+    lcores.push_back(static_cast<unsigned>(std::strtoul(at, &end, 10)));
+    at = *end == ',' ? end + 1 : end;
+    if (end == at && *at != '\0') break;  // (the test's own list: ids and commas)
+  }
+  return lcores;
+}
+
+TEST_F(AutoLanes, LoopsShareTheLanesAndEveryMessageArrivesOnce) {
+  const std::vector<unsigned> lcores = listed_progress_lcores();
+  for (unsigned lcore : lcores)
+    EXPECT_EQ(rte_eal_get_lcore_state(lcore), RUNNING) << "no progress loop on lcore " << lcore;
+  ASSERT_TRUE(stream_until_split(50)) << "two threads never met on the port's lock";
+  for (const auto& ep : eps_) {
+    const fi_dpdk_ep_steering s = steering(ep);
+    EXPECT_EQ(s.lane, s.hw_queue) << "endpoint queue " << s.queue;
+  }
+  // Split, each lane on one loop: the threads stream on.
+  std::array<std::string, kThreads> failures;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] { failures[t] = stream(t, 50000, 300); });
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  TearDown();
+  for (unsigned lcore : lcores)
+    EXPECT_EQ(rte_eal_get_lcore_state(lcore), WAIT) << "lcore " << lcore << " after the close";
 }
 
 }  // namespace
