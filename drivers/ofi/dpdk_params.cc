@@ -398,8 +398,8 @@ void define_params(const fi_provider* provider) {
                   "with FI_PROGRESS_AUTO (ids and ranges: 1,2 or 1-3): the loops share "
                   "the ports' lanes (queue pairs with their endpoints) between them, each "
                   "lane always on the same loop, and a port of one lane goes whole to one "
-                  "loop.  A listed lcore that is not an idle worker gets a thread instead.  "
-                  "Unset: one loop (FI_DPDK_PROGRESS_LCORE)");
+                  "loop.  A listed lcore that is not an idle worker gets a thread instead "
+                  "(default: unset, one loop, on FI_DPDK_PROGRESS_LCORE)");
   fi_param_define(provider, "progress_net_ms", FI_PARAM_INT,
                   "Under manual progress, a port no fi_* call has progressed for this "
                   "many milliseconds gets a progress pass from a helper thread, so lost "
