@@ -24,7 +24,7 @@ int mr_close(fid* fid) {
     // it this region's counter pointer, which must stay valid until that
     // request is done; and the target reads Domain::regions under it.
     std::lock_guard port_guard(mr->domain->port->lock);
-    mr->domain->regions.remove(mr->fid.key);
+    const std::optional<remote::Region> region = mr->domain->regions.remove(mr->fid.key);
     // The application may free the memory once this returns.  Reads are
     // answered from the region itself until the initiator has them
     // (lib/remote/target.h): those still unacknowledged take a copy now.
@@ -34,9 +34,9 @@ int mr_close(fid* fid) {
     // requests; `enabled` is set under the port lock, after the engine is
     // made.)
     for (Endpoint* ep : mr->domain->port->endpoints) {
-      if (ep == nullptr || !ep->enabled) continue;
-      ep->engine->recall_lent(mr->addr, mr->len);
-      ep->engine->forget_placements(mr->addr, mr->len);
+      if (ep == nullptr || !ep->enabled || !region) continue;
+      ep->engine->recall_lent(region->base, region->length);
+      ep->engine->forget_placements(region->base, region->length);
     }
     if (mr->remote_write_cntr != nullptr) mr->remote_write_cntr->refs--;
   }
@@ -87,16 +87,11 @@ bool provider_picks_keys(const Domain& domain) {
   return (mode & FI_MR_PROV_KEY) != 0 || mode == 1 /*FI_MR_BASIC*/;
 }
 
-// Records the key of `mr` in its domain: 0, -FI_ENOKEY when an
+// Records the key of `mr`, and `region` under it, in its domain: 0, -FI_ENOKEY when an
 // application-chosen key is in use already, -FI_EIO when the kernel gives
 // no random bytes for a provider-chosen one.
-int claim_key(Mr* mr, uint64_t requested_key) {
+int claim_key(Mr* mr, const remote::Region& region, uint64_t requested_key) {
   Domain& domain = *mr->domain;
-  remote::Region region;
-  region.base = static_cast<uint8_t*>(const_cast<void*>(mr->addr));
-  region.length = mr->len;
-  region.access = mr->access;
-  region.offset = mr->offset;
   const bool random_key = provider_picks_keys(domain);
   for (;;) {
     // 64 bits from the kernel: a peer that learned other keys of this
@@ -130,17 +125,18 @@ int mr_regattr(fid* fid, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) {
   auto* mr = new (std::nothrow) Mr();
   if (mr == nullptr) return -FI_ENOMEM;
   mr->domain = from_fid<Domain>(reinterpret_cast<fid_domain*>(fid));
-  mr->addr = attr->iov_count ? attr->mr_iov[0].iov_base : nullptr;
-  mr->len = attr->iov_count ? attr->mr_iov[0].iov_len : 0;
-  mr->access = attr->access;
-  mr->offset = attr->offset;
+  remote::Region region;
+  region.base = attr->iov_count ? static_cast<uint8_t*>(attr->mr_iov[0].iov_base) : nullptr;
+  region.length = attr->iov_count ? attr->mr_iov[0].iov_len : 0;
+  region.access = attr->access;
+  region.offset = attr->offset;
   mr->fid.fid.fclass = FI_CLASS_MR;
   mr->fid.fid.context = attr->context;
   mr->fid.fid.ops = &g_mr_fid_ops;
   mr->fid.mem_desc = mr;
   // Whole before it is published: once its key is in the domain's table, a
   // progress thread serving a peer's request may read it.
-  if (int ret = claim_key(mr, attr->requested_key); ret != 0) {
+  if (int ret = claim_key(mr, region, attr->requested_key); ret != 0) {
     delete mr;
     return ret;
   }

@@ -14,10 +14,8 @@ struct Cntr;
 struct Mr {
   fid_mr fid;
   Domain* domain;
-  const void* addr;
-  size_t len;
-  uint64_t access;
-  uint64_t offset;  // fi_mr_reg's offset: the remote address of addr without FI_MR_VIRT_ADDR
+  // Its memory, access and offset are its entry in Domain::regions (by
+  // fid.key), which close takes out.
   // fi_mr_bind(FI_REMOTE_WRITE): counts remote writes and atomics that modify
   // the region (through endpoints with FI_RMA_EVENT).  Set under the
   // whole port lock (as Domain::regions); holds a reference.

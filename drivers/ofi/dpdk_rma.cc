@@ -44,13 +44,14 @@ namespace {
 // FI_RMA_EVENT.
 class TargetHost final : public remote::Host {
  public:
-  explicit TargetHost(Endpoint* ep) : ep_(ep) {}
+  // (The capabilities are the endpoint's for good from fi_endpoint on.)
+  explicit TargetHost(Endpoint* ep) : ep_(ep), rma_event_(ep->has_cap(FI_RMA_EVENT)) {}
 
   uint64_t caps() const override { return ep_->info->caps; }
   void count_remote(bool as_write, void* region_counter, bool modified) override {
     Cntr* counter = as_write ? ep_->remote_write_cntr : ep_->remote_read_cntr;
     if (counter != nullptr) counter->add(1);
-    if (modified && region_counter != nullptr && ep_->has_cap(FI_RMA_EVENT))
+    if (modified && region_counter != nullptr && rma_event_)
       static_cast<Cntr*>(region_counter)->add(1);
   }
   bool may_lend_reads() const override { return ep_->remote_read_cntr == nullptr; }
@@ -66,6 +67,7 @@ class TargetHost final : public remote::Host {
 
  private:
   Endpoint* ep_;
+  const bool rma_event_;  // region counters count through this endpoint
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
 namespace ofi_dpdk::remote {
@@ -33,7 +34,14 @@ class Regions {
 
   // False when the key is taken.
   bool add(uint64_t key, const Region& region) { return regions_.emplace(key, region).second; }
-  void remove(uint64_t key) { regions_.erase(key); }
+  // The region `key` named, gone from the table (nullopt: none had it).
+  std::optional<Region> remove(uint64_t key) {
+    const auto it = regions_.find(key);
+    if (it == regions_.end()) return std::nullopt;
+    const Region region = it->second;
+    regions_.erase(it);
+    return region;
+  }
   bool contains(uint64_t key) const { return regions_.count(key) != 0; }
   // False when no region has the key.
   bool set_counter(uint64_t key, void* counter);

@@ -146,7 +146,8 @@ TEST(Regions, ResolveChecksKeyAccessAndRangeInBothAddressings) {
   // the address is the byte's, without it the offset from the region's
   // start plus the offset it was registered with; a region with no memory
   // takes no bytes; the region's counter comes back with its bytes, and a
-  // removed key is rejected again.
+  // removed key is rejected again (and its removal hands the region back,
+  // once).
   uint8_t memory[64] = {};
   int counter = 0;
   Regions by_address(true), by_offset(false);
@@ -175,7 +176,11 @@ TEST(Regions, ResolveChecksKeyAccessAndRangeInBothAddressings) {
   ASSERT_TRUE(by_address.add(7, {nullptr, 64, FI_REMOTE_READ, 0, nullptr}));
   EXPECT_EQ(by_address.resolve(7, 0, 8, FI_REMOTE_READ, &out, &named), FI_EFAULT);
   EXPECT_EQ(by_address.resolve(7, 0, 0, FI_REMOTE_READ, &out, &named), 0);
-  by_address.remove(5);
+  const std::optional<Region> removed = by_address.remove(5);
+  ASSERT_TRUE(removed.has_value());
+  EXPECT_EQ(removed->base, memory);
+  EXPECT_EQ(removed->length, sizeof(memory));
+  EXPECT_FALSE(by_address.remove(5).has_value());
   EXPECT_EQ(by_address.resolve(5, base, 8, FI_REMOTE_READ, &out, &named), FI_EKEYREJECTED);
 }
 
