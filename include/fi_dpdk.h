@@ -105,7 +105,11 @@ struct fi_dpdk_ep_steering {
 	                                 * the whole port's (one lane) */
 	uint64_t frames_on_own_queue;   /* its frames read from hw_queue */
 	uint64_t frames_on_other_queue; /* its frames read from another queue */
-	uint64_t reserved[2];
+	uint32_t progress_loop;         /* FI_PROGRESS_AUTO: the loop (1, 2, ...;
+	                                 * FI_DPDK_PROGRESS_LCORES) whose own pass
+	                                 * last went over its lane; 0: none yet */
+	uint32_t reserved0;
+	uint64_t reserved[1];
 };
 
 /* How a port checks the frames it takes (doc/wire-protocol.md,

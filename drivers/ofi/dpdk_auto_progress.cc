@@ -2,13 +2,16 @@
 // port that has a domain opened with automatic progress: one, or one per
 // lcore of FI_DPDK_PROGRESS_LCORES.  Each runs on a DPDK worker lcore
 // (rte_eal_remote_launch) when it is idle, else on a thread of its own.
-// The loops share the ports' lanes (PortContext: a queue pair with the
-// endpoints and CQs that use it, under its own lock): the k-th lane that
-// has endpoints goes to loop k mod n, and a port of one lane goes whole to
-// one loop; so each loop passes over its own queues, and no lock is held
-// across ports.  A pass is the same PortContext::progress() that
-// fi_cq_read runs under manual progress, so the two modes share one data
-// path.
+// Ports join the loops in turn (each has a loop of its own), and a port
+// split in lanes (PortContext: a queue pair with the endpoints and CQs
+// that use it, under its own lock; a net_ring steered by sender) is
+// shared out: its lanes with endpoints go to the loops in turn, counted
+// from the port's own loop.  So each loop passes over its own queues, one
+// loop at a time a lane (a lane moves when lanes before it gain or lose
+// their endpoints; a loop idle for a while may help a lane left alone:
+// PortContext::help_lanes_left_alone), and no lock is held across ports.
+// A pass is the same PortContext::progress() that fi_cq_read runs under
+// manual progress, so the two modes share one data path.
 #include <pthread.h>
 #include <rte_cycles.h>
 #include <rte_launch.h>
@@ -123,6 +126,7 @@ class ProgressLoop {
     if (port.lanes() == 1) {
       if (served.whole_port_loop != index_) return 0;
       std::lock_guard guard(port.lock);
+      port.lane_state[0].passed_by_loop.store(index_ + 1, std::memory_order_relaxed);
       return port.progress();
     }
     const uint32_t leaders = port.leading_lanes.load(std::memory_order_relaxed);
@@ -134,7 +138,9 @@ class ProgressLoop {
       // whole port) is its loop's, and the ports' first lanes spread.
       if ((served.whole_port_loop + ordinal++) % count_ != index_) continue;
       std::lock_guard guard(port.lock.lane(lane));
-      if (port.leads_lane(lane)) received += port.progress_lane(lane, now_ns());
+      if (!port.leads_lane(lane)) continue;
+      port.lane_state[lane].passed_by_loop.store(index_ + 1, std::memory_order_relaxed);
+      received += port.progress_lane(lane, now_ns());
     }
     return received;
   }

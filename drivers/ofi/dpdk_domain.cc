@@ -163,6 +163,9 @@ int ep_steering(void* ep_fid, fi_dpdk_ep_steering* out) {
   out->frames_on_own_queue = ep->frames_on_own_queue;
   out->frames_on_other_queue = ep->frames_on_other_queue;
   out->lane = ep->port().lanes() == 1 ? kWholePort : ep->lane.load(std::memory_order_relaxed);
+  const uint16_t lane = ep->port().effective_lane(ep->lane.load(std::memory_order_relaxed));
+  out->progress_loop = ep->port().lane_state[lane == kWholePort ? 0 : lane].passed_by_loop.load(
+      std::memory_order_relaxed);
   return 0;
 }
 

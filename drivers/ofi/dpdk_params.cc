@@ -121,15 +121,18 @@ void parse_progress_lcores(std::string_view text, Params* p) {
     const size_t comma = rest.find(',');
     const std::string_view item = rest.substr(0, comma);
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    // An empty item (",1", "1,,2", "1,") names no lcore: refused.
+    ok = !item.empty() && !(comma != std::string_view::npos && rest.empty());
     const size_t dash = item.find('-');
     int first = -1, last = -1;
     const auto number = [](std::string_view digits, int* out) {
-      const auto [end, error] = std::from_chars(digits.begin(), digits.end(), *out);
-      return error == std::errc() && end == digits.end() && *out >= 0 && *out < RTE_MAX_LCORE;
+      const char* end = digits.data() + digits.size();
+      const auto [stop, error] = std::from_chars(digits.data(), end, *out);
+      return error == std::errc() && stop == end && *out >= 0 && *out < RTE_MAX_LCORE;
     };
-    ok = dash == std::string_view::npos
-             ? number(item, &first) && number(item, &last)
-             : number(item.substr(0, dash), &first) && number(item.substr(dash + 1), &last);
+    ok = ok && (dash == std::string_view::npos
+                    ? number(item, &first) && number(item, &last)
+                    : number(item.substr(0, dash), &first) && number(item.substr(dash + 1), &last));
     for (int id = first; ok && id <= last; ++id) {
       ok = std::find(lcores.begin(), lcores.end(), id) == lcores.end() &&
            lcores.size() < Params::kMaxProgressLoops;
@@ -395,11 +398,12 @@ void define_params(const fi_provider* provider) {
                   "the first idle worker lcore)");
   fi_param_define(provider, "progress_lcores", FI_PARAM_STRING,
                   "DPDK worker lcores that each run a progress loop for domains opened "
-                  "with FI_PROGRESS_AUTO (ids and ranges: 1,2 or 1-3): the loops share "
-                  "the ports' lanes (queue pairs with their endpoints) between them, each "
-                  "lane always on the same loop, and a port of one lane goes whole to one "
-                  "loop.  A listed lcore that is not an idle worker gets a thread instead "
-                  "(default: unset, one loop, on FI_DPDK_PROGRESS_LCORE)");
+                  "with FI_PROGRESS_AUTO (ids and ranges: 1,2 or 1-3): ports go to the "
+                  "loops in turn, and a port split in lanes (a net_ring steered by "
+                  "sender) has its lanes shared out, one loop at a time a lane; a port of "
+                  "any other device goes whole to one loop.  A listed lcore that is not an "
+                  "idle worker gets a thread instead (default: unset, one loop, on "
+                  "FI_DPDK_PROGRESS_LCORE, which is not read when this is set)");
   fi_param_define(provider, "progress_net_ms", FI_PARAM_INT,
                   "Under manual progress, a port no fi_* call has progressed for this "
                   "many milliseconds gets a progress pass from a helper thread, so lost "

@@ -68,6 +68,9 @@ struct PortContext final : proto::FrameKeeper, frames::Owner {
     uint64_t reader_passes = 0;
     const void* last_pass_reader = nullptr;
     uint64_t shared_passes = 0;  // reads that took another's pass instead
+    // The automatic progress loop (1, 2, ...) whose own share last had
+    // this lane, or the port while it is one lane (lane_state[0]); 0: none.
+    std::atomic<uint32_t> passed_by_loop{0};
   };
   std::array<LaneState, kMaxLanes> lane_state;
   // The lane of each queue pair (the first queue pair of its lane); all 0

@@ -169,9 +169,11 @@ TEST_F(Lanes, OneThreadPollingTheReceiverMovesASenderOnAnotherLane) {
 
 // FI_PROGRESS_AUTO, with a progress loop on each lcore of
 // FI_DPDK_PROGRESS_LCORES where meson gives a list (ofi_lanes_auto: lcores
-// 1 and 2), or one loop on a thread (ofi_lanes): the loops share the
-// lanes out, and every message of the two threads still arrives once and
-// intact, the port split as under manual progress.
+// 1 and 2), or one loop on a thread (ofi_lanes): every message of the two
+// threads still arrives once and intact, the port split as under manual
+// progress, and the loops share the four lanes out, two each
+// (fi_dpdk_ep_steering's progress_loop: the loop whose own pass last had
+// the endpoint's lane).
 class AutoLanes : public Lanes {
  protected:
   fi_progress data_progress() const override { return FI_PROGRESS_AUTO; }
@@ -205,6 +207,18 @@ TEST_F(AutoLanes, LoopsShareTheLanesAndEveryMessageArrivesOnce) {
     threads.emplace_back([&, t] { failures[t] = stream(t, 50000, 300); });
   for (auto& thread : threads) thread.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  // Each lane is its loop's, and the loops share them: four lanes (an
+  // endpoint each) between the loops in turn.
+  const unsigned loops = lcores.empty() ? 1 : static_cast<unsigned>(lcores.size());
+  std::vector<unsigned> passes_by_loop(loops + 1, 0);
+  for (const auto& ep : eps_) {
+    const unsigned loop = steering(ep).progress_loop;
+    ASSERT_GE(loop, 1u) << "no loop passed over endpoint " << steering(ep).queue << "'s lane";
+    ASSERT_LE(loop, loops);
+    ++passes_by_loop[loop];
+  }
+  for (unsigned loop = 1; loop <= loops; ++loop)
+    EXPECT_EQ(passes_by_loop[loop], eps_.size() / loops) << "lanes of loop " << loop;
   TearDown();
   for (unsigned lcore : lcores)
     EXPECT_EQ(rte_eal_get_lcore_state(lcore), WAIT) << "lcore " << lcore << " after the close";
